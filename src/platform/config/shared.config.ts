@@ -1,0 +1,9 @@
+import { env } from './config.js';
+
+/** Settings every process reads, whichever service it runs. */
+export const sharedConfigSpec = {
+  host: env.string('HOST', 'listen address of every listener', '127.0.0.1'),
+  dataDir: env.string('DATA_DIR', 'where SQLite files (and stored mail) live', './data'),
+  logLevel: env.oneOf('LOG_LEVEL', 'pino log level', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  redisUrl: env.url('REDIS_URL', 'shared rate-limit state for several instances (optional)', ['redis:', 'rediss:']),
+} as const;

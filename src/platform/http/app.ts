@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { loggerOptions } from '../log/logger.js';
+
+export interface HttpAppOptions {
+  /** Service name, used for the logger and the metrics prefix. */
+  readonly name: string;
+  readonly logLevel: string;
+  /** Largest accepted request body in bytes. */
+  readonly bodyLimit?: number;
+  /** Time allowed to receive a whole request (headers and body), ms. */
+  readonly requestTimeout?: number;
+  /** Whether X-Forwarded-* headers from a proxy in front of us are trusted. */
+  readonly trustProxy?: boolean;
+  /** Checked by GET /readyz; throws when a dependency is unavailable. */
+  readonly ready: () => Promise<void>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Builds a Fastify instance with what every service needs: request ids (honouring a sane
+ * incoming X-Request-Id), size and time limits, pino with secrets redacted, /healthz, /readyz
+ * and Prometheus /metrics. It does not listen; `main.ts` does.
+ */
+export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
+  const fastifyOptions: FastifyServerOptions = {
+    logger: loggerOptions(options.logLevel, options.name),
+    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    requestTimeout: options.requestTimeout ?? 30_000,
+    connectionTimeout: 60_000,
+    keepAliveTimeout: 72_000,
+    trustProxy: options.trustProxy ?? false,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  };
+  const app = Fastify(fastifyOptions);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by route template and status code',
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    duration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  app.get('/healthz', { logLevel: 'warn' }, async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return { status: 'ok' };
+  });
+  app.get('/readyz', { logLevel: 'warn' }, async (request, reply) => {
+    reply.header('cache-control', 'no-store');
+    try {
+      await options.ready();
+      return { status: 'ready' };
+    } catch (err) {
+      request.log.warn({ err }, 'readiness check failed');
+      return reply.code(503).send({ status: 'unavailable' });
+    }
+  });
+  app.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {
+    reply.header('content-type', registry.contentType);
+    return registry.metrics();
+  });
+  return app;
+}
+
+/**
+ * Listens, and closes gracefully on SIGTERM/SIGINT: stop accepting, let in-flight requests end,
+ * then run `onClose` (close the database). A second signal exits at once.
+ */
+export async function listen(app: FastifyInstance, host: string, port: number): Promise<string> {
+  return app.listen({ host, port });
+}
+
+export function closeOnSignals(closers: readonly (() => Promise<void>)[], log: { info(msg: string): void; error(o: object, msg: string): void }): void {
+  let closing = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (closing) {
+      process.exit(1);
+    }
+    closing = true;
+    log.info(`${signal} received, closing`);
+    const timer = setTimeout(() => {
+      log.error({}, 'graceful close timed out after 10 s, exiting');
+      process.exit(1);
+    }, 10_000);
+    timer.unref();
+    Promise.all(closers.map((close) => close()))
+      .then(() => process.exit(0))
+      .catch((err: unknown) => {
+        log.error({ err }, 'error while closing');
+        process.exit(1);
+      });
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+}

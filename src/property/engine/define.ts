@@ -1,0 +1,151 @@
+/**
+ * The vocabulary of resource definitions, after API Platform's metadata: a resource has a
+ * `shortName`, a collection path, fields, operations (`getCollection`, `get`, `post`, `put`,
+ * `patch`, `delete`) with a `security` rule each, filters (`exact`, `exactIri`, `order`) and an
+ * optional `scope` that hides what a caller may not see. Definitions are plain data plus named
+ * hooks; the engine reads them and never asks which resource it is serving.
+ */
+
+export type OperationName = 'getCollection' | 'get' | 'post' | 'put' | 'patch' | 'delete';
+export const OPERATION_NAMES: readonly OperationName[] = ['getCollection', 'get', 'post', 'put', 'patch', 'delete'];
+export const ITEM_OPERATIONS: readonly OperationName[] = ['get', 'put', 'patch', 'delete'];
+export const WRITE_OPERATIONS: readonly OperationName[] = ['post', 'put', 'patch'];
+
+/** Who is calling: an authenticated account, or null for an anonymous request. */
+export interface Principal {
+  readonly id: number;
+  readonly role: string;
+}
+
+/** An item as the engine handles it: field name → value; references hold the target's id. */
+export type Item = Readonly<Record<string, unknown>> & { readonly id: number };
+
+export type FieldKind = 'id' | 'string' | 'integer' | 'number' | 'boolean' | 'enum' | 'ref' | 'secret';
+
+export interface WriteAccessContext {
+  readonly principal: Principal | null;
+  readonly operation: OperationName;
+  readonly value: unknown;
+  /** The stored item for put/patch; undefined for post. */
+  readonly previous: Item | undefined;
+}
+
+export interface FieldDefinition {
+  readonly kind: FieldKind;
+  /** Database column; defaults to the field name. */
+  readonly column: string;
+  readonly description?: string;
+  /** Must be present and non-blank after a post or put (NotBlank / NotNull). */
+  readonly required: boolean;
+  readonly readable: boolean;
+  readonly writable: boolean;
+  /** For `secret` fields: the operations whose response carries the value (shown once). */
+  readonly readOn?: readonly OperationName[];
+  readonly format?: 'email';
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly maxLength?: number;
+  readonly values?: readonly string[];
+  /** For `ref` fields: the shortName of the target resource. */
+  readonly target?: string;
+  /** The database enforces uniqueness; the engine reports a clash as a violation. */
+  readonly unique?: boolean;
+  /** Value used when a post (or a put) leaves the field out. */
+  readonly default?: (ctx: { readonly principal: Principal | null }) => unknown;
+  /** On put, a missing value keeps the stored one instead of resetting to the default. */
+  readonly keepOnReplace?: boolean;
+  /**
+   * Property-level security (API Platform's securityPostDenormalize): asked only when a write
+   * would give the field a value other than the stored one (or the default, on post). False → 403.
+   */
+  readonly writeAccess?: (ctx: WriteAccessContext) => boolean;
+  /** Unit or example for docs. */
+  readonly example?: unknown;
+}
+
+type FieldOptions = Partial<Pick<FieldDefinition, 'column' | 'description' | 'required' | 'unique' | 'default' | 'keepOnReplace' | 'writeAccess' | 'example' | 'readable' | 'writable'>>;
+
+function field(kind: FieldKind, options: FieldOptions & Partial<FieldDefinition>): Omit<FieldDefinition, 'column'> & { column?: string } {
+  return { required: false, readable: true, writable: true, ...options, kind };
+}
+
+/** Field builders. Column names default to the field name (the registry fills them in). */
+export const f = {
+  id: (options: FieldOptions = {}) => field('id', { ...options, writable: false, description: options.description ?? 'Identifier' }),
+  string: (options: FieldOptions & { maxLength?: number; format?: 'email' } = {}) => field('string', options),
+  integer: (options: FieldOptions & { minimum?: number; maximum?: number } = {}) => field('integer', options),
+  number: (options: FieldOptions & { minimum?: number; maximum?: number } = {}) => field('number', options),
+  boolean: (options: FieldOptions = {}) => field('boolean', options),
+  enumOf: (values: readonly string[], options: FieldOptions = {}) => field('enum', { ...options, values }),
+  ref: (target: string, options: FieldOptions = {}) => field('ref', { ...options, target }),
+  /** A server-generated value that is never stored as such and is shown only on `readOn`. */
+  secret: (readOn: readonly OperationName[], options: FieldOptions = {}) => field('secret', { ...options, readOn, writable: false }),
+};
+
+export interface OperationContext {
+  readonly principal: Principal | null;
+  readonly operation: OperationName;
+}
+
+/** What a processor hands to `persist`: field values plus columns that no field exposes. */
+export interface PersistInput {
+  readonly values: Readonly<Record<string, unknown>>;
+  readonly extraColumns?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * A write hook (API Platform's ProcessorInterface): it wraps the generic persistence, may add
+ * columns and may add output-only values (such as a secret shown once) to the returned item.
+ */
+export type Processor = (
+  input: Readonly<Record<string, unknown>>,
+  ctx: OperationContext,
+  persist: (input: PersistInput) => Promise<Item>,
+) => Promise<Item>;
+
+export interface OperationDefinition {
+  /** Whether the caller may run the operation at all: false → 401 (anonymous) or 403. */
+  readonly security: (principal: Principal | null) => boolean;
+  /** Whether the caller may act on this particular item (checked after loading): false → 403. */
+  readonly securityItem?: (principal: Principal | null, item: Item) => boolean;
+  readonly processor?: Processor;
+  readonly description?: string;
+}
+
+export type FilterDefinition =
+  | { readonly strategy: 'exact'; readonly field: string }
+  | { readonly strategy: 'exactIri'; readonly field: string };
+
+export interface ResourceDefinition {
+  readonly shortName: string;
+  readonly description?: string;
+  /** Collection path, e.g. `/api/immobilies`: explicit, as no inflector is ported. */
+  readonly path: string;
+  readonly table: string;
+  readonly fields: Readonly<Record<string, ReturnType<typeof field>>>;
+  readonly operations: Readonly<Partial<Record<OperationName, OperationDefinition>>>;
+  /** Query parameter name → filter. Each one is also offered as `name[]`. */
+  readonly filters?: Readonly<Record<string, FilterDefinition>>;
+  /** Fields the OrderFilter accepts as `order[field]=asc|desc`. */
+  readonly order?: readonly string[];
+  /**
+   * Restricts every read and write to what the caller may see (a query extension): items
+   * outside the scope answer 404. Returns field → required value, or null for no restriction.
+   */
+  readonly scope?: (principal: Principal | null) => Readonly<Record<string, unknown>> | null;
+}
+
+export const exact = (fieldName: string): FilterDefinition => ({ strategy: 'exact', field: fieldName });
+export const exactIri = (fieldName: string): FilterDefinition => ({ strategy: 'exactIri', field: fieldName });
+
+export function defineResource<const R extends ResourceDefinition>(definition: R): R {
+  return definition;
+}
+
+/** Reusable security rules. */
+export const anyone = (): boolean => true;
+export const authenticated = (principal: Principal | null): boolean => principal !== null;
+export const hasRole =
+  (...roles: string[]) =>
+  (principal: Principal | null): boolean =>
+    principal !== null && roles.includes(principal.role);

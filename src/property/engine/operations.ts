@@ -1,0 +1,201 @@
+import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../../platform/errors/app-error.js';
+import type { Item, OperationContext, OperationName, PersistInput, Principal } from './define.js';
+import { denormalize } from './denormalizer.js';
+import { BadRequestError, ConstraintViolationError, violation } from './errors.js';
+import { parseId, resolveIri } from './iri.js';
+import { countItems, deleteItem, findItem, insertItem, listItems, updateItem, UniqueClashError, type AnyDb, type Condition, type OrderBy } from './persistence.js';
+import { listValues, type Query, type QueryValue } from './query.js';
+import type { Registry, ResourceMetadata } from './registry.js';
+
+/**
+ * The operations of every resource, free of HTTP: providers (read) and processors (write) in API
+ * Platform's sense. The HTTP adapter (routes.ts), the command line and tests all call these.
+ */
+
+export interface PaginationOptions {
+  readonly pageParameter: string;
+  readonly itemsPerPageParameter: string;
+  readonly defaultItemsPerPage: number;
+  readonly maximumItemsPerPage: number;
+}
+
+export interface EngineOptions {
+  readonly registry: Registry;
+  readonly db: AnyDb;
+  readonly pagination: PaginationOptions;
+}
+
+export interface CollectionResult {
+  readonly items: Item[];
+  readonly totalItems: number;
+  readonly page: number;
+  readonly itemsPerPage: number;
+}
+
+const MAX_PAGE = 2_147_483_647;
+
+/** PHP's `(int)` cast of a query value, which API Platform applies to page numbers. */
+function phpInt(value: QueryValue | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') return 0;
+  const m = /^\s*([+-]?\d+)/.exec(value);
+  if (!m) return 0;
+  const n = Number(m[1]);
+  return Number.isFinite(n) ? n : 0;
+}
+
+export function createEngine(options: EngineOptions) {
+  const { registry, db, pagination } = options;
+
+  const authorize = (resource: ResourceMetadata, operation: OperationName, principal: Principal | null) => {
+    const op = resource.operations.get(operation);
+    if (!op) throw new NotFoundError();
+    if (!op.security(principal)) {
+      if (principal === null) throw new UnauthenticatedError('Full authentication is required to access this resource.');
+      throw new ForbiddenError('Access Denied.');
+    }
+    return op;
+  };
+
+  const scopeConditions = (resource: ResourceMetadata, principal: Principal | null): Condition[] => {
+    const scope = resource.scope?.(principal);
+    if (!scope) return [];
+    return Object.entries(scope).map(([name, value]) => ({ field: resource.fieldsByName.get(name) as never, values: [value] }));
+  };
+
+  /** Loads an item the caller may see (else 404) and may act on (else 403). */
+  const loadItem = async (executor: AnyDb, resource: ResourceMetadata, operation: OperationName, rawId: string, principal: Principal | null): Promise<Item> => {
+    const op = authorize(resource, operation, principal);
+    const id = parseId(rawId);
+    if (id === undefined) throw new NotFoundError();
+    const item = await findItem(executor, resource, id, scopeConditions(resource, principal));
+    if (!item) throw new NotFoundError();
+    if (op.securityItem && !op.securityItem(principal, item)) throw new ForbiddenError('Access Denied.');
+    return item;
+  };
+
+  const filterConditions = (resource: ResourceMetadata, query: Query): Condition[] => {
+    const conditions: Condition[] = [];
+    for (const filter of resource.filters) {
+      const raw = query.get(filter.parameter);
+      if (raw === undefined) continue;
+      const values = listValues(raw);
+      if (filter.strategy === 'exact') {
+        conditions.push({ field: filter.field, values });
+        continue;
+      }
+      // exactIri: an IRI or a bare id; values that resolve to nothing usable are dropped, and a
+      // filter left without values is dropped as a whole (API Platform's SearchFilter does both).
+      const target = registry.byShortName(filter.field.target as string) as ResourceMetadata;
+      const ids: number[] = [];
+      for (const v of values) {
+        const bare = parseId(v);
+        if (bare !== undefined) ids.push(bare);
+        else {
+          const r = resolveIri(registry, target, v);
+          if (r.ok) ids.push(r.id);
+          else if (r.reason === 'not_found') ids.push(0);
+        }
+      }
+      if (ids.length) conditions.push({ field: filter.field, values: ids });
+    }
+    return conditions;
+  };
+
+  const ordering = (resource: ResourceMetadata, query: Query): OrderBy[] => {
+    const order: OrderBy[] = [];
+    const raw = query.get('order');
+    if (raw && typeof raw === 'object' && !Array.isArray(raw)) {
+      for (const [name, direction] of Object.entries(raw)) {
+        const field = resource.orderFields.find((f) => f.name === name);
+        const dir = typeof direction === 'string' ? direction.toLowerCase() : '';
+        if (field && (dir === 'asc' || dir === 'desc') && !order.some((o) => o.field === field)) order.push({ field, direction: dir });
+      }
+    }
+    // Identifier ascending by default, and as the last key always, so pages never overlap.
+    if (!order.some((o) => o.field === resource.idField)) order.push({ field: resource.idField, direction: 'asc' });
+    return order;
+  };
+
+  const paginate = (query: Query) => {
+    const page = phpInt(query.get(pagination.pageParameter)) ?? 1;
+    if (page < 1) throw new BadRequestError('Page should not be less than 1');
+    if (page > MAX_PAGE) throw new BadRequestError(`Page should not be greater than ${MAX_PAGE}`);
+    let itemsPerPage = phpInt(query.get(pagination.itemsPerPageParameter)) ?? pagination.defaultItemsPerPage;
+    if (itemsPerPage < 0) throw new BadRequestError('Limit should not be less than 0');
+    itemsPerPage = Math.min(itemsPerPage, pagination.maximumItemsPerPage);
+    if (itemsPerPage === 0 && page > 1) throw new BadRequestError('Page should not be greater than 1 if limit is equal to 0');
+    return { page, itemsPerPage };
+  };
+
+  const persistWith =
+    (executor: AnyDb, resource: ResourceMetadata) =>
+    async (input: PersistInput): Promise<Item> => {
+      const id = await insertItem(executor, resource, input.values, input.extraColumns);
+      return (await findItem(executor, resource, id, [])) as Item;
+    };
+
+  /** A unique clash the pre-check could not see (a concurrent write) is still a violation. */
+  const uniqueClash = (resource: ResourceMetadata, values: Record<string, unknown>) =>
+    new ConstraintViolationError(resource.fields.filter((f) => f.unique && values[f.name] !== undefined).slice(0, 1).map((f) => violation(f.name, 'unique')));
+
+  const write = async <T>(resource: ResourceMetadata, values: Record<string, unknown>, fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof UniqueClashError) throw uniqueClash(resource, values);
+      throw err;
+    }
+  };
+
+  return {
+    registry,
+
+    async getCollection(resource: ResourceMetadata, query: Query, principal: Principal | null): Promise<CollectionResult> {
+      authorize(resource, 'getCollection', principal);
+      const { page, itemsPerPage } = paginate(query);
+      const conditions = [...scopeConditions(resource, principal), ...filterConditions(resource, query)];
+      const offset = (page - 1) * itemsPerPage;
+      const [totalItems, items] = await Promise.all([
+        countItems(db, resource, conditions),
+        itemsPerPage === 0 ? Promise.resolve([]) : listItems(db, resource, { conditions, order: ordering(resource, query), limit: itemsPerPage, offset }),
+      ]);
+      return { items, totalItems, page, itemsPerPage };
+    },
+
+    async get(resource: ResourceMetadata, rawId: string, principal: Principal | null): Promise<Item> {
+      return loadItem(db, resource, 'get', rawId, principal);
+    },
+
+    /** `readBody` checks the Content-Type and parses; it runs after security, as in API Platform. */
+    async post(resource: ResourceMetadata, readBody: () => unknown, principal: Principal | null): Promise<Item> {
+      const op = authorize(resource, 'post', principal);
+      const body = readBody();
+      return db.transaction().execute(async (trx) => {
+        const values = await denormalize(body, { db: trx, registry, resource, operation: 'post', principal, previous: undefined });
+        const ctx: OperationContext = { principal, operation: 'post' };
+        const persist = persistWith(trx, resource);
+        return write(resource, values, () => (op.processor ? op.processor(values, ctx, persist) : persist({ values })));
+      });
+    },
+
+    async replace(resource: ResourceMetadata, operation: 'put' | 'patch', rawId: string, readBody: () => unknown, principal: Principal | null): Promise<Item> {
+      return db.transaction().execute(async (trx) => {
+        const previous = await loadItem(trx, resource, operation, rawId, principal);
+        const body = readBody();
+        const values = await denormalize(body, { db: trx, registry, resource, operation, principal, previous });
+        await write(resource, values, () => updateItem(trx, resource, previous.id, values));
+        return (await findItem(trx, resource, previous.id, [])) as Item;
+      });
+    },
+
+    async delete(resource: ResourceMetadata, rawId: string, principal: Principal | null): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        const item = await loadItem(trx, resource, 'delete', rawId, principal);
+        await deleteItem(trx, resource, item.id);
+      });
+    },
+  };
+}
+
+export type Engine = ReturnType<typeof createEngine>;

@@ -1,0 +1,138 @@
+import { sql, type Kysely } from 'kysely';
+import { isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
+import { ConflictError } from '../../platform/errors/app-error.js';
+import type { Item } from './define.js';
+import type { FieldMetadata, ResourceMetadata } from './registry.js';
+
+/**
+ * The generic Kysely provider and processor: every query the engine runs, written once for all
+ * resources from their table and column metadata. No other engine file holds SQL.
+ */
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tables are named by metadata, not by a compile-time schema
+export type AnyDb = Kysely<any>;
+
+export interface Condition {
+  readonly field: FieldMetadata;
+  readonly values: readonly unknown[];
+}
+
+export interface OrderBy {
+  readonly field: FieldMetadata;
+  readonly direction: 'asc' | 'desc';
+}
+
+export interface ListQuery {
+  readonly conditions: readonly Condition[];
+  readonly order: readonly OrderBy[];
+  readonly limit: number;
+  readonly offset: number;
+}
+
+const storedFields = (resource: ResourceMetadata) => resource.fields.filter((f) => f.kind !== 'secret');
+
+function selection(resource: ResourceMetadata): string[] {
+  return storedFields(resource).map((f) => f.column);
+}
+
+export function rowToItem(resource: ResourceMetadata, row: Record<string, unknown>): Item {
+  const item: Record<string, unknown> = {};
+  for (const f of storedFields(resource)) {
+    const v = row[f.column];
+    item[f.name] = f.kind === 'boolean' && typeof v === 'number' ? v === 1 : v;
+  }
+  return item as Item;
+}
+
+function applyConditions<QB extends { where: (...args: never[]) => QB }>(qb: QB, conditions: readonly Condition[]): QB {
+  let out = qb;
+  for (const c of conditions) {
+    const where = out.where as unknown as (col: string, op: string, value: unknown) => QB;
+    out = c.values.length === 1 ? where.call(out, c.field.column, '=', c.values[0]) : where.call(out, c.field.column, 'in', c.values);
+  }
+  return out;
+}
+
+export async function findItem(db: AnyDb, resource: ResourceMetadata, id: number, scope: readonly Condition[]): Promise<Item | undefined> {
+  const qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), scope);
+  const row = await qb.executeTakeFirst();
+  return row ? rowToItem(resource, row) : undefined;
+}
+
+export async function listItems(db: AnyDb, resource: ResourceMetadata, query: ListQuery): Promise<Item[]> {
+  if (query.conditions.some((c) => c.values.length === 0)) return [];
+  let qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)), query.conditions);
+  for (const o of query.order) qb = qb.orderBy(o.field.column, o.direction);
+  const rows = await qb.limit(query.limit).offset(query.offset).execute();
+  return rows.map((row) => rowToItem(resource, row));
+}
+
+export async function countItems(db: AnyDb, resource: ResourceMetadata, conditions: readonly Condition[]): Promise<number> {
+  if (conditions.some((c) => c.values.length === 0)) return 0;
+  const qb = applyConditions(db.selectFrom(resource.table).select(sql<number>`count(*)`.as('total')), conditions);
+  const row = await qb.executeTakeFirstOrThrow();
+  return Number(row.total);
+}
+
+/** Which of `ids` exist in `resource`'s table. */
+export async function existingIds(db: AnyDb, resource: ResourceMetadata, ids: readonly number[]): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom(resource.table).select(resource.idField.column).where(resource.idField.column, 'in', ids).execute();
+  return new Set(rows.map((r) => Number(r[resource.idField.column])));
+}
+
+/** Whether another row (not `exceptId`) already holds `value` in the column of a unique field. */
+export async function valueTaken(db: AnyDb, resource: ResourceMetadata, field: FieldMetadata, value: unknown, exceptId: number | undefined): Promise<boolean> {
+  let qb = db.selectFrom(resource.table).select(resource.idField.column).where(field.column, '=', value);
+  if (exceptId !== undefined) qb = qb.where(resource.idField.column, '<>', exceptId);
+  return (await qb.limit(1).executeTakeFirst()) !== undefined;
+}
+
+function toColumns(resource: ResourceMetadata, values: Readonly<Record<string, unknown>>, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...extra };
+  for (const f of storedFields(resource)) {
+    if (f.kind === 'id' || !(f.name in values)) continue;
+    const v = values[f.name];
+    out[f.column] = v === undefined ? null : v;
+  }
+  return out;
+}
+
+/** Thrown when a unique column clashes at write time (a race the pre-check could not see). */
+export class UniqueClashError extends Error {}
+
+export async function insertItem(db: AnyDb, resource: ResourceMetadata, values: Readonly<Record<string, unknown>>, extraColumns?: Readonly<Record<string, unknown>>): Promise<number> {
+  try {
+    const row = await db.insertInto(resource.table).values(toColumns(resource, values, extraColumns)).returning(resource.idField.column).executeTakeFirstOrThrow();
+    return Number(row[resource.idField.column]);
+  } catch (err) {
+    throw translateWriteError(err);
+  }
+}
+
+export async function updateItem(db: AnyDb, resource: ResourceMetadata, id: number, values: Readonly<Record<string, unknown>>): Promise<void> {
+  const columns = toColumns(resource, values);
+  if (Object.keys(columns).length === 0) return;
+  try {
+    await db.updateTable(resource.table).set(columns).where(resource.idField.column, '=', id).execute();
+  } catch (err) {
+    throw translateWriteError(err);
+  }
+}
+
+export async function deleteItem(db: AnyDb, resource: ResourceMetadata, id: number): Promise<void> {
+  try {
+    await db.deleteFrom(resource.table).where(resource.idField.column, '=', id).execute();
+  } catch (err) {
+    if (isForeignKeyViolation(err)) {
+      throw new ConflictError(`This ${resource.shortName} is still referenced by other resources and cannot be deleted.`, { code: 'STILL_REFERENCED' });
+    }
+    throw err;
+  }
+}
+
+function translateWriteError(err: unknown): unknown {
+  if (isUniqueViolation(err)) return new UniqueClashError('unique clash', { cause: err });
+  if (isForeignKeyViolation(err)) return new ConflictError('A referenced resource was deleted concurrently; retry the request.', { code: 'REFERENCE_GONE' });
+  return err;
+}

@@ -1,0 +1,153 @@
+import {
+  ITEM_OPERATIONS,
+  OPERATION_NAMES,
+  type FieldDefinition,
+  type FilterDefinition,
+  type OperationDefinition,
+  type OperationName,
+  type ResourceDefinition,
+} from './define.js';
+
+/** A field after the registry filled in its defaults. */
+export interface FieldMetadata extends FieldDefinition {
+  readonly name: string;
+}
+
+export interface FilterMetadata {
+  readonly parameter: string;
+  readonly strategy: FilterDefinition['strategy'];
+  readonly field: FieldMetadata;
+}
+
+/** A resource as the engine serves it: validated, derived, frozen. */
+export interface ResourceMetadata {
+  readonly definition: ResourceDefinition;
+  readonly shortName: string;
+  /** lcfirst(shortName): the entrypoint key. */
+  readonly entrypointKey: string;
+  readonly description: string;
+  readonly path: string;
+  /** The last path segment, e.g. `immobilies` (used in operation ids). */
+  readonly segment: string;
+  readonly table: string;
+  readonly fields: readonly FieldMetadata[];
+  readonly fieldsByName: ReadonlyMap<string, FieldMetadata>;
+  readonly idField: FieldMetadata;
+  readonly operations: ReadonlyMap<OperationName, OperationDefinition>;
+  readonly hasCollectionOperations: boolean;
+  readonly hasItemOperations: boolean;
+  readonly filters: readonly FilterMetadata[];
+  readonly orderFields: readonly FieldMetadata[];
+  readonly scope: ResourceDefinition['scope'];
+}
+
+export interface Registry {
+  readonly prefix: string;
+  readonly title: string;
+  readonly description: string;
+  readonly version: string;
+  readonly resources: readonly ResourceMetadata[];
+  byShortName(shortName: string): ResourceMetadata | undefined;
+}
+
+export interface RegistryOptions {
+  /** Route prefix, e.g. `/api`; the entrypoint lives there. */
+  readonly prefix: string;
+  readonly title: string;
+  readonly description: string;
+  readonly version: string;
+}
+
+export class RegistryError extends Error {}
+
+/**
+ * Validates definitions once at boot and freezes the result (as API Platform caches its metadata
+ * factories): unknown reference targets, duplicate paths or names, filters or orderings on unknown
+ * fields, operations without a security rule and a missing identifier all stop the service.
+ */
+export function buildRegistry(definitions: readonly ResourceDefinition[], options: RegistryOptions): Registry {
+  const problems: string[] = [];
+  const names = new Set<string>();
+  const paths = new Set<string>();
+  const resources: ResourceMetadata[] = [];
+
+  for (const def of definitions) {
+    const where = `resource ${def.shortName}`;
+    if (!/^[A-Z][A-Za-z0-9]*$/.test(def.shortName)) problems.push(`${where}: shortName must be PascalCase`);
+    if (names.has(def.shortName)) problems.push(`${where}: duplicate shortName`);
+    names.add(def.shortName);
+    if (!def.path.startsWith(`${options.prefix}/`) || !/^\/[a-z0-9_/-]+$/.test(def.path)) problems.push(`${where}: path "${def.path}" must be a lower-case path under ${options.prefix}`);
+    if (paths.has(def.path)) problems.push(`${where}: duplicate path ${def.path}`);
+    paths.add(def.path);
+
+    const fields: FieldMetadata[] = Object.entries(def.fields).map(([name, spec]) => ({ ...spec, name, column: spec.column ?? name }));
+    const fieldsByName = new Map(fields.map((fm) => [fm.name, fm]));
+    const idFields = fields.filter((fm) => fm.kind === 'id');
+    if (idFields.length !== 1) problems.push(`${where}: needs exactly one id field`);
+    for (const fm of fields) {
+      if (fm.kind === 'ref' && !definitions.some((d) => d.shortName === fm.target)) problems.push(`${where}: field ${fm.name} refers to unknown resource ${fm.target}`);
+      if (fm.kind === 'enum' && !fm.values?.length) problems.push(`${where}: enum field ${fm.name} has no values`);
+    }
+
+    const operations = new Map<OperationName, OperationDefinition>();
+    for (const [name, op] of Object.entries(def.operations) as [OperationName, OperationDefinition | undefined][]) {
+      if (!OPERATION_NAMES.includes(name)) problems.push(`${where}: unknown operation ${name}`);
+      else if (!op || typeof op.security !== 'function') problems.push(`${where}: operation ${name} has no security rule`);
+      else operations.set(name, op);
+    }
+    const filters: FilterMetadata[] = [];
+    for (const [parameter, filter] of Object.entries(def.filters ?? {})) {
+      const target = fieldsByName.get(filter.field);
+      if (!target) problems.push(`${where}: filter ${parameter} names unknown field ${filter.field}`);
+      else if (filter.strategy === 'exactIri' && target.kind !== 'ref') problems.push(`${where}: exactIri filter ${parameter} needs a ref field`);
+      else filters.push({ parameter, strategy: filter.strategy, field: target });
+    }
+    const orderFields: FieldMetadata[] = [];
+    for (const name of def.order ?? []) {
+      const target = fieldsByName.get(name);
+      if (!target) problems.push(`${where}: order names unknown field ${name}`);
+      else orderFields.push(target);
+    }
+
+    resources.push({
+      definition: def,
+      shortName: def.shortName,
+      entrypointKey: def.shortName.charAt(0).toLowerCase() + def.shortName.slice(1),
+      description: def.description ?? '',
+      path: def.path,
+      segment: def.path.slice(def.path.lastIndexOf('/') + 1),
+      table: def.table,
+      fields,
+      fieldsByName,
+      idField: idFields[0] as FieldMetadata,
+      operations,
+      hasCollectionOperations: operations.has('getCollection') || operations.has('post'),
+      hasItemOperations: ITEM_OPERATIONS.some((op) => operations.has(op)),
+      filters,
+      orderFields,
+      scope: def.scope,
+    });
+  }
+  if (problems.length) throw new RegistryError(`Invalid resource definitions:\n  - ${problems.join('\n  - ')}`);
+
+  const byName = new Map(resources.map((r) => [r.shortName, r]));
+  return deepFreeze({
+    prefix: options.prefix,
+    title: options.title,
+    description: options.description,
+    version: options.version,
+    resources,
+    byShortName: (shortName: string) => byName.get(shortName),
+  });
+}
+
+function deepFreeze<T>(value: T, seen = new WeakSet<object>()): T {
+  if (value === null || typeof value !== 'object' || seen.has(value as object)) return value;
+  seen.add(value as object);
+  if (value instanceof Map) {
+    for (const v of value.values()) deepFreeze(v, seen);
+  } else {
+    for (const v of Object.values(value as object)) deepFreeze(v, seen);
+  }
+  return Object.freeze(value);
+}

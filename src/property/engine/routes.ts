@@ -1,0 +1,182 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import { NotFoundError, UnauthenticatedError } from '../../platform/errors/app-error.js';
+import type { OperationName, Principal } from './define.js';
+import { contextDocument, entrypointDocument } from './contexts.js';
+import { prefersHtml } from './docs.routes.js';
+import { MethodNotAllowedError } from './errors.js';
+import { CONTENT_TYPE, apiDocLink, docsUrl, jsonBody, sendError, sendJson, type HttpSettings } from './http.js';
+import { OUTPUT_FORMATS, SUFFIX_FORMATS, negotiate, type Format } from './negotiation.js';
+import type { Engine } from './operations.js';
+import { parseQuery } from './query.js';
+import type { ResourceMetadata } from './registry.js';
+import { normalizeCollection, normalizeItem } from './serializer.js';
+
+export interface RouteOptions extends HttpSettings {
+  readonly engine: Engine;
+  /** Resolves an X-API-KEY value to its account, or null when the key is unknown. */
+  readonly authenticate: (apiKey: string) => Promise<Principal | null>;
+  readonly pageParameter: string;
+}
+
+const METHOD: Readonly<Record<OperationName, HTTPMethods>> = { getCollection: 'GET', get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', delete: 'DELETE' };
+const ALL_METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const WRITE_TYPES = ['application/ld+json', 'application/json'];
+const PATCH_TYPES = ['application/merge-patch+json'];
+
+/** Splits `7.jsonld` into id and format; an unknown suffix is a 404, as in API Platform. */
+function splitSuffix(raw: string): { base: string; format: Format | undefined } {
+  const dot = raw.lastIndexOf('.');
+  if (dot < 0) return { base: raw, format: undefined };
+  const format = SUFFIX_FORMATS[raw.slice(dot + 1)];
+  if (!format) throw new NotFoundError();
+  return { base: raw.slice(0, dot), format };
+}
+
+/**
+ * Registers the HTTP face of every resource of the registry, the entrypoint and the JSON-LD
+ * contexts. Routes are thin: they negotiate, authenticate and call the engine's operations.
+ */
+export function registerResourceRoutes(app: FastifyInstance, options: RouteOptions): void {
+  const { engine } = options;
+  const registry = engine.registry;
+
+  // Every response carries the docs Link and API Platform's default headers; errors add theirs.
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('link', apiDocLink(request, options));
+    reply.header('vary', 'Accept');
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('x-frame-options', 'deny');
+    reply.header('cache-control', 'no-cache, private');
+  });
+  app.setErrorHandler((err, request, reply) => sendError(request, reply, err, options));
+  app.setNotFoundHandler((request, reply) => sendError(request, reply, new NotFoundError(), options));
+  // Bodies are read as text and parsed by the engine, so that every syntax error and every media
+  // type is answered in the API's own error format.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+
+  const principalOf = async (request: FastifyRequest): Promise<Principal | null> => {
+    const key = request.headers['x-api-key'];
+    if (key === undefined || key === '') return null;
+    // A key that is present but unknown is never downgraded to anonymous access.
+    const principal = typeof key === 'string' && key.length > 0 && key.length <= 200 ? await options.authenticate(key) : null;
+    if (!principal) throw new UnauthenticatedError('Invalid credentials.');
+    return principal;
+  };
+
+  const formatFor = (request: FastifyRequest, suffix: Format | undefined): Format =>
+    negotiate(request.headers.accept, suffix ? [suffix] : OUTPUT_FORMATS);
+
+  const rawQuery = (request: FastifyRequest): string => {
+    const url = request.raw.url ?? '';
+    const q = url.indexOf('?');
+    return q < 0 ? '' : url.slice(q + 1);
+  };
+
+  const notAllowed = (allow: readonly string[]) => async () => {
+    throw new MethodNotAllowedError(allow);
+  };
+
+  for (const resource of registry.resources) {
+    const has = (op: OperationName) => resource.operations.has(op);
+
+    // Collection: /api/x, /api/x.jsonld, /api/x.json
+    const collectionAllow = (['getCollection', 'post'] as const).filter(has).map((op) => METHOD[op]);
+    for (const [path, suffix] of [[resource.path, undefined], ...Object.entries(SUFFIX_FORMATS).map(([s, f]) => [`${resource.path}.${s}`, f])] as [string, Format | undefined][]) {
+      if (has('getCollection')) {
+        app.get(path, async (request, reply) => collection(resource, request, reply, suffix));
+      }
+      if (has('post')) {
+        app.post(path, async (request, reply) => {
+          const principal = await principalOf(request);
+          const format = formatFor(request, suffix);
+          const item = await engine.post(resource, () => jsonBody(request, WRITE_TYPES), principal);
+          const iri = `${resource.path}/${item.id}`;
+          reply.header('location', iri).header('content-location', iri);
+          return sendJson(request, reply, 201, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, 'post'));
+        });
+      }
+      const others = ALL_METHODS.filter((m) => !collectionAllow.includes(m) && !(m === 'HEAD' && has('getCollection')));
+      if (others.length && collectionAllow.length) app.route({ method: [...others], url: path, handler: notAllowed(collectionAllow) });
+    }
+
+    // Item: /api/x/:id (the id may carry a format suffix)
+    if (!resource.hasItemOperations) continue;
+    const itemPath = `${resource.path}/:id`;
+    const itemAllow = (['get', 'put', 'patch', 'delete'] as const).filter(has).map((op) => METHOD[op]);
+    const itemHeaders = (reply: FastifyReply, id: number) => {
+      reply.header('content-location', `${resource.path}/${id}`);
+      if (has('patch')) reply.header('accept-patch', 'application/merge-patch+json');
+    };
+    if (has('get')) {
+      app.get(itemPath, async (request, reply) => {
+        const { base, format: suffix } = splitSuffix((request.params as { id: string }).id);
+        const principal = await principalOf(request);
+        const format = formatFor(request, suffix);
+        const item = await engine.get(resource, base, principal);
+        itemHeaders(reply, item.id);
+        return sendJson(request, reply, 200, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, 'get'));
+      });
+    }
+    for (const op of ['put', 'patch'] as const) {
+      if (!has(op)) continue;
+      app.route({
+        method: METHOD[op],
+        url: itemPath,
+        handler: async (request, reply) => {
+          const { base, format: suffix } = splitSuffix((request.params as { id: string }).id);
+          const principal = await principalOf(request);
+          const format = formatFor(request, suffix);
+          const item = await engine.replace(resource, op, base, () => jsonBody(request, op === 'patch' ? PATCH_TYPES : WRITE_TYPES), principal);
+          itemHeaders(reply, item.id);
+          return sendJson(request, reply, 200, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, op));
+        },
+      });
+    }
+    if (has('delete')) {
+      app.delete(itemPath, async (request, reply) => {
+        const { base } = splitSuffix((request.params as { id: string }).id);
+        const principal = await principalOf(request);
+        await engine.delete(resource, base, principal);
+        return reply.code(204).send();
+      });
+    }
+    const others = ALL_METHODS.filter((m) => !itemAllow.includes(m) && !(m === 'HEAD' && has('get')));
+    if (others.length) app.route({ method: [...others], url: itemPath, handler: notAllowed(itemAllow) });
+  }
+
+  async function collection(resource: ResourceMetadata, request: FastifyRequest, reply: FastifyReply, suffix: Format | undefined) {
+    const principal = await principalOf(request);
+    const format = formatFor(request, suffix);
+    const query = parseQuery(rawQuery(request));
+    const result = await engine.getCollection(resource, query, principal);
+    const path = (request.raw.url ?? resource.path).split('?')[0] as string;
+    const body = normalizeCollection(
+      registry,
+      resource,
+      { ...result, requestPath: path, query, pageParameter: options.pageParameter },
+      format,
+      options.hydraPrefix,
+    );
+    return sendJson(request, reply, 200, CONTENT_TYPE[format], body);
+  }
+
+  // Entrypoint and contexts are JSON-LD documents only.
+  const entrypoint = async (request: FastifyRequest, reply: FastifyReply) => {
+    // A browser on the entrypoint gets the interactive documentation, as in API Platform.
+    if (prefersHtml(request.headers.accept)) return reply.redirect(`${registry.prefix}/docs.html`, 302);
+    negotiate(request.headers.accept, ['jsonld']);
+    return sendJson(request, reply, 200, CONTENT_TYPE.jsonld, entrypointDocument(registry));
+  };
+  for (const path of [registry.prefix, `${registry.prefix}/index`, `${registry.prefix}/index.jsonld`, `${registry.prefix}.jsonld`]) {
+    app.get(path, entrypoint);
+  }
+  app.get(`${registry.prefix}/contexts/:name`, async (request, reply) => {
+    const raw = (request.params as { name: string }).name;
+    const name = raw.endsWith('.jsonld') ? raw.slice(0, -'.jsonld'.length) : raw;
+    const doc = contextDocument(registry, name, docsUrl(request, options));
+    if (!doc) throw new NotFoundError();
+    negotiate(request.headers.accept, ['jsonld']);
+    return sendJson(request, reply, 200, CONTENT_TYPE.jsonld, doc);
+  });
+}

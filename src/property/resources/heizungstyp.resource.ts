@@ -1,0 +1,21 @@
+import { anyone, defineResource, f } from '../engine/define.js';
+import { writesReferenceData } from '../security/roles.js';
+
+/** A kind of heating: reference data, public to read, written by admin and technical. */
+export const Heizungstyp = defineResource({
+  shortName: 'Heizungstyp',
+  description: 'A kind of heating system (reference data).',
+  path: '/api/heizungstyps',
+  table: 'heizungstyp',
+  fields: {
+    id: f.id(),
+    name: f.string({ required: true, unique: true, maxLength: 100, description: 'Name of the heating type', example: 'Wärmepumpe' }),
+  },
+  operations: {
+    getCollection: { security: anyone },
+    get: { security: anyone },
+    post: { security: writesReferenceData },
+    put: { security: writesReferenceData },
+    delete: { security: writesReferenceData },
+  },
+});

@@ -1,0 +1,43 @@
+import { authenticated, defineResource, exact, exactIri, f } from '../engine/define.js';
+import { seesAllProperties } from '../security/roles.js';
+
+export const IMMOBILIEN_TYP = ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'] as const;
+
+/**
+ * A property record. Every authenticated account manages its own; admin and moderator see and
+ * edit all of them. Another account's property is outside the caller's scope and answers 404.
+ */
+export const Immobilie = defineResource({
+  shortName: 'Immobilie',
+  description: 'A property record (areas in square metres, price in euros).',
+  path: '/api/immobilies',
+  table: 'immobilie',
+  fields: {
+    id: f.id(),
+    verwalter: f.ref('User', {
+      column: 'verwalter_id',
+      description: 'Manager of the record; defaults to the caller. Only admin and moderator may name someone else.',
+      default: ({ principal }) => principal?.id,
+      keepOnReplace: true,
+      writeAccess: ({ principal, value }) => seesAllProperties(principal) || value === principal?.id,
+    }),
+    adresse: f.string({ required: true, maxLength: 255, description: 'Free-text address', example: 'Lindenweg 4, 04109 Leipzig' }),
+    wohnflaeche: f.number({ minimum: 0, maximum: 1e9, description: 'Living area in m²', example: 92.5 }),
+    nutzflaeche: f.number({ minimum: 0, maximum: 1e9, description: 'Usable area in m²', example: 15 }),
+    zimmer: f.integer({ minimum: 0, maximum: 10_000, description: 'Number of rooms', example: 4 }),
+    typ: f.enumOf(IMMOBILIEN_TYP, { required: true, description: 'Kind of property (ImmobilienTyp)' }),
+    kaufpreis: f.number({ minimum: 0, maximum: 1e15, description: 'Purchase price in EUR', example: 420000 }),
+    bundesland: f.ref('Bundesland', { column: 'bundesland_id', required: true, description: 'Federal state' }),
+    heizungstyp: f.ref('Heizungstyp', { column: 'heizungstyp_id', description: 'Heating type' }),
+  },
+  operations: {
+    getCollection: { security: authenticated },
+    get: { security: authenticated },
+    post: { security: authenticated },
+    patch: { security: authenticated },
+    delete: { security: authenticated },
+  },
+  filters: { typ: exact('typ'), bundesland: exactIri('bundesland') },
+  order: ['id', 'kaufpreis', 'wohnflaeche', 'zimmer'],
+  scope: (principal) => (seesAllProperties(principal) ? null : { verwalter: principal?.id ?? -1 }),
+});

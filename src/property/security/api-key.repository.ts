@@ -1,0 +1,15 @@
+import type { Kysely } from 'kysely';
+import { hashSecret } from '../../platform/ids.js';
+import type { Principal } from '../engine/define.js';
+import type { SecurityDatabase } from './account.table.js';
+
+/**
+ * X-API-KEY authentication: a key is looked up by its SHA-256 hash (only the hash is stored), so
+ * the comparison never touches the secret itself and its timing reveals nothing useful.
+ */
+export function createApiKeyAuthenticator(db: Kysely<SecurityDatabase>) {
+  return async (apiKey: string): Promise<Principal | null> => {
+    const row = await db.selectFrom('users').select(['id', 'role']).where('api_key_hash', '=', hashSecret(apiKey)).executeTakeFirst();
+    return row ? { id: Number(row.id), role: row.role } : null;
+  };
+}

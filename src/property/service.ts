@@ -1,0 +1,42 @@
+import type { FastifyInstance } from 'fastify';
+import { openDatabase, type Database } from '../platform/db/database.js';
+import { migrateToLatest } from '../platform/db/migrate.js';
+import { buildPropertyApp, type PropertyConfig } from './app.js';
+import { PROPERTY_MIGRATION_TABLE, propertyMigrations } from './migrations/index.js';
+
+export async function openPropertyDatabase(config: PropertyConfig): Promise<Database<unknown>> {
+  return openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'property.db', poolSize: config.databasePoolSize });
+}
+
+export async function migrateProperty(database: Database<unknown>): Promise<string[]> {
+  return migrateToLatest(database.db, propertyMigrations, PROPERTY_MIGRATION_TABLE);
+}
+
+export interface RunningPropertyService {
+  readonly app: FastifyInstance;
+  readonly url: string;
+  readonly database: Database<unknown>;
+  close(): Promise<void>;
+}
+
+/** Opens the database, migrates it, builds the app and listens: what `main.ts` and tests run. */
+export async function startPropertyService(config: PropertyConfig): Promise<RunningPropertyService> {
+  const database = await openPropertyDatabase(config);
+  try {
+    await migrateProperty(database);
+    const app = await buildPropertyApp({ config, database });
+    const url = await app.listen({ host: config.host, port: config.port });
+    return {
+      app,
+      url,
+      database,
+      async close() {
+        await app.close();
+        await database.destroy();
+      },
+    };
+  } catch (err) {
+    await database.destroy();
+    throw err;
+  }
+}

@@ -1,0 +1,72 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { PAGINATION } from '../../src/property/app.js';
+import { createEngine } from '../../src/property/engine/operations.js';
+import type { AnyDb } from '../../src/property/engine/persistence.js';
+import { propertyConfigSpec } from '../../src/property/property.config.js';
+import { propertyRegistry } from '../../src/property/registry.js';
+import { startPropertyService } from '../../src/property/service.js';
+import { dialects, freshPostgresSchema, type TestDialect } from './dialects.js';
+
+export { dialects, type TestDialect };
+
+export type Role = 'user' | 'admin' | 'moderator' | 'technical';
+
+export interface Account {
+  readonly id: number;
+  readonly key: string;
+  readonly iri: string;
+  readonly email: string;
+}
+
+export interface PropertyTestServer {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly dialect: TestDialect;
+  /** Creates an account directly (as an operator would with the CLI) and returns its API key. */
+  createAccount(role: Role, options?: { email?: string; name?: string }): Promise<Account>;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+/**
+ * Starts the real property service on 127.0.0.1 and a random port, on a fresh database: a new
+ * SQLite file, or a new PostgreSQL schema that is dropped on close.
+ */
+export async function startPropertyServer(options: { dialect?: TestDialect; env?: Record<string, string> } = {}): Promise<PropertyTestServer> {
+  const dialect = options.dialect ?? 'sqlite';
+  const dir = mkdtempSync(path.join(tmpdir(), 'property-test-'));
+  const pgSchema = dialect === 'postgres' ? freshPostgresSchema() : undefined;
+  const config = loadConfig(propertyConfigSpec, {
+    HOST: '127.0.0.1',
+    PROPERTY_PORT: '0',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    DATA_DIR: dir,
+    PROPERTY_DATABASE_URL: pgSchema ? pgSchema.url : `sqlite:${path.join(dir, 'property.db')}`,
+    PROPERTY_DATABASE_POOL_SIZE: '4',
+    ...options.env,
+  });
+  const service = await startPropertyService(config);
+  const engine = createEngine({ registry: propertyRegistry, db: service.database.db as AnyDb, pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage } });
+  const User = propertyRegistry.byShortName('User');
+  if (!User) throw new Error('User resource missing');
+  const url = service.url.replace('localhost', '127.0.0.1');
+  return {
+    url,
+    dialect,
+    async createAccount(role, accountOptions = {}) {
+      const n = ++counter;
+      const email = accountOptions.email ?? `${role}-${n}-${process.pid}@example.org`;
+      const item = await engine.post(User, () => ({ name: accountOptions.name ?? `${role} ${n}`, email, role }), { id: 0, role: 'admin' });
+      return { id: item.id, key: String(item.apiKey), iri: `/api/users/${item.id}`, email };
+    },
+    async close() {
+      await service.close();
+      await pgSchema?.drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
