@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { anyone, defineResource, exact, f } from './define.js';
+import { buildRegistry, RegistryError } from './registry.js';
+
+const options = { prefix: '/api', title: 't', description: 'd', version: '1' };
+
+describe('buildRegistry', () => {
+  it('rejects unknown references, duplicate paths, bad filters and missing security, all at once', () => {
+    const a = defineResource({
+      shortName: 'Alpha',
+      path: '/api/alphas',
+      table: 'alpha',
+      fields: { id: f.id(), beta: f.ref('Missing') },
+      operations: { get: { security: anyone }, post: {} as never },
+      filters: { nope: exact('nope') },
+      order: ['missing'],
+    });
+    const b = defineResource({ shortName: 'Beta', path: '/api/alphas', table: 'beta', fields: { name: f.string() }, operations: {} });
+    let message = '';
+    try {
+      buildRegistry([a, b], options);
+    } catch (err) {
+      expect(err).toBeInstanceOf(RegistryError);
+      message = (err as Error).message;
+    }
+    expect(message).toContain('field beta refers to unknown resource Missing');
+    expect(message).toContain('operation post has no security rule');
+    expect(message).toContain('filter nope names unknown field nope');
+    expect(message).toContain('order names unknown field missing');
+    expect(message).toContain('duplicate path /api/alphas');
+    expect(message).toContain('resource Beta: needs exactly one id field');
+  });
+
+  it('derives names and freezes the result', () => {
+    const registry = buildRegistry(
+      [defineResource({ shortName: 'FooBar', path: '/api/foo_bars', table: 'foo', fields: { id: f.id(), name: f.string() }, operations: { getCollection: { security: anyone } } })],
+      options,
+    );
+    const r = registry.byShortName('FooBar');
+    expect(r?.entrypointKey).toBe('fooBar');
+    expect(r?.segment).toBe('foo_bars');
+    expect(r?.fieldsByName.get('name')?.column).toBe('name');
+    expect(Object.isFrozen(registry.resources)).toBe(true);
+    expect(Object.isFrozen(r?.fields[1])).toBe(true);
+  });
+});
