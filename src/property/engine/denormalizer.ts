@@ -150,7 +150,8 @@ function checkConstraints(field: FieldMetadata, value: unknown): Violation[] {
   }
   if (value === null || value === undefined) return out;
   if (typeof value === 'string') {
-    if (value.includes('\u0000')) out.push(violation(field.name, 'invalidCharacters'));
+    // NUL is refused by PostgreSQL and lone surrogates cannot be stored as UTF-8: refuse both here.
+    if (value.includes('\u0000') || !(value as unknown as { isWellFormed(): boolean }).isWellFormed()) out.push(violation(field.name, 'invalidCharacters'));
     if (field.maxLength !== undefined && [...value].length > field.maxLength) out.push(violation(field.name, 'tooLong', { limit: field.maxLength }));
     if (field.format === 'email' && !EMAIL.test(value)) out.push(violation(field.name, 'email'));
     if (field.kind === 'enum' && !field.values?.includes(value)) out.push(violation(field.name, 'choice'));

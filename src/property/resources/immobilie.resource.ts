@@ -16,6 +16,7 @@ export const Immobilie = defineResource({
     id: f.id(),
     verwalter: f.ref('User', {
       column: 'verwalter_id',
+      required: true,
       description: 'Manager of the record; defaults to the caller. Only admin and moderator may name someone else.',
       default: ({ principal }) => principal?.id,
       keepOnReplace: true,

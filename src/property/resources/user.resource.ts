@@ -19,6 +19,7 @@ export const User = defineResource({
     name: f.string({ required: true, maxLength: 255, description: 'Display name', example: 'Erika Mustermann' }),
     email: f.string({ required: true, unique: true, maxLength: 255, format: 'email', description: 'E-mail address (unique)', example: 'erika@example.org' }),
     role: f.enumOf(USER_ROLES, {
+      required: true,
       description: 'Role (UserRole); only an admin may grant a role other than user, and nobody changes their own',
       default: () => 'user',
       keepOnReplace: true,
