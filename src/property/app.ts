@@ -49,7 +49,7 @@ export async function buildPropertyApp({ config, database }: PropertyAppDeps): P
     authenticate: createApiKeyAuthenticator(database.db as Kysely<SecurityDatabase>),
     pageParameter: PAGINATION.pageParameter,
   });
-  registerDocsRoutes(app, { ...http, registry: propertyRegistry });
+  registerDocsRoutes(app, { ...http, registry: propertyRegistry, maximumItemsPerPage: config.maxItemsPerPage });
   await app.register(cors, {
     origin: config.corsOrigins.includes('*') ? '*' : [...config.corsOrigins],
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, NotFoundError } from '../../platform/errors/app-error.js';
-import { swaggerUiAsset, swaggerUiHtml } from './docs-ui.js';
+import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from './docs-ui.js';
 import { CONTENT_TYPE, docsUrl, sendJson, type HttpSettings } from './http.js';
 import { hydraDocumentation } from './hydra-docs.js';
 import { openApiDocument } from './openapi.js';
@@ -8,6 +8,7 @@ import type { Registry } from './registry.js';
 
 export interface DocsRouteOptions extends HttpSettings {
   readonly registry: Registry;
+  readonly maximumItemsPerPage: number;
 }
 
 type DocsFormat = 'jsonld' | 'json' | 'jsonopenapi' | 'html';
@@ -68,10 +69,10 @@ export function registerDocsRoutes(app: FastifyInstance, options: DocsRouteOptio
       }
       case 'json':
       case 'jsonopenapi':
-        openApi ??= openApiDocument(registry);
+        openApi ??= openApiDocument(registry, { maximumItemsPerPage: options.maximumItemsPerPage });
         return sendJson(request, reply, 200, `${DOCS_MIME[format]}; charset=utf-8`, openApi);
       case 'html':
-        reply.header('content-security-policy', "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+        reply.header('content-security-policy', SWAGGER_UI_CSP);
         return reply
           .code(200)
           .header('content-type', 'text/html; charset=utf-8')

@@ -1,0 +1,206 @@
+import { parseHydraDocumentation, parseOpenApi3Documentation, type Api, type Field, type Resource } from '@api-platform/api-doc-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dialects, startPropertyServer, type PropertyTestServer } from '../support/property-server.js';
+
+/**
+ * The official JS client of API Platform (used by @api-platform/admin and the client generator),
+ * run against the real server: if it cannot build the model of our API from the entrypoint, the
+ * Link header, the contexts and /api/docs.jsonld, neither can the admin.
+ */
+
+interface ExpectedField {
+  readonly name: string;
+  readonly required: boolean;
+  readonly type?: string;
+  /** Name of the referenced resource (its collection segment). */
+  readonly reference?: string;
+  readonly readable?: boolean;
+  readonly writable?: boolean;
+}
+
+interface ExpectedResource {
+  readonly name: string;
+  readonly title: string;
+  readonly fields: readonly ExpectedField[];
+  /** Operation types in the parser's order: collection operations, then item operations. */
+  readonly operations: readonly string[];
+  readonly itemEdit: 'PUT' | 'PATCH';
+}
+
+const EXPECTED: readonly ExpectedResource[] = [
+  {
+    name: 'immobilies',
+    title: 'Immobilie',
+    fields: [
+      { name: 'verwalter', required: false, reference: 'users' },
+      { name: 'adresse', required: true, type: 'string' },
+      { name: 'wohnflaeche', required: false, type: 'decimal' },
+      { name: 'nutzflaeche', required: false, type: 'decimal' },
+      { name: 'zimmer', required: false, type: 'integer' },
+      { name: 'typ', required: true, type: 'string' },
+      { name: 'kaufpreis', required: false, type: 'decimal' },
+      { name: 'bundesland', required: true, reference: 'bundeslands' },
+      { name: 'heizungstyp', required: false, reference: 'heizungstyps' },
+    ],
+    operations: ['list', 'create', 'show', 'edit', 'delete'],
+    itemEdit: 'PATCH',
+  },
+  {
+    name: 'bundeslands',
+    title: 'Bundesland',
+    fields: [
+      { name: 'name', required: true, type: 'string' },
+      { name: 'code', required: true, type: 'string' },
+    ],
+    operations: ['list', 'create', 'show', 'edit', 'delete'],
+    itemEdit: 'PUT',
+  },
+  {
+    name: 'heizungstyps',
+    title: 'Heizungstyp',
+    fields: [{ name: 'name', required: true, type: 'string' }],
+    operations: ['list', 'create', 'show', 'edit', 'delete'],
+    itemEdit: 'PUT',
+  },
+  {
+    name: 'users',
+    title: 'User',
+    fields: [
+      { name: 'name', required: true, type: 'string' },
+      { name: 'email', required: true, type: 'string' },
+      { name: 'role', required: false, type: 'string' },
+      // Shown once, in the response to POST: documented, but neither listed nor editable.
+      { name: 'apiKey', required: false, type: 'string', readable: false, writable: false },
+    ],
+    operations: ['list', 'create', 'show', 'edit', 'delete'],
+    itemEdit: 'PUT',
+  },
+];
+
+const IMMOBILIE_PARAMETERS = ['typ', 'typ[]', 'bundesland', 'bundesland[]', 'order[id]', 'order[kaufpreis]', 'order[wohnflaeche]', 'order[zimmer]'];
+
+function resourceNamed(api: Api, name: string): Resource {
+  const resource = api.resources?.find((r) => r.name === name);
+  if (!resource) throw new Error(`resource ${name} not found; got ${(api.resources ?? []).map((r) => r.name).join(', ')}`);
+  return resource;
+}
+
+function referenceName(field: Field): string | undefined {
+  const ref = field.reference;
+  return ref && typeof ref === 'object' ? ref.name : undefined;
+}
+
+describe.each(dialects)('%s: api-doc-parser', (dialect) => {
+  let server: PropertyTestServer;
+  let adminKey: string;
+
+  beforeAll(async () => {
+    server = await startPropertyServer({ dialect });
+    adminKey = (await server.createAccount('admin')).key;
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  describe.each([
+    ['with an API key', true],
+    ['anonymously', false],
+  ] as const)('parseHydraDocumentation %s', (_label, withKey) => {
+    let api: Api;
+
+    beforeAll(async () => {
+      const options = withKey ? { headers: { 'X-API-KEY': adminKey } } : {};
+      const parsed = await parseHydraDocumentation(`${server.url}/api`, options).catch((failure: unknown) => {
+        // The parser throws a plain object ({ api, error, response, status }); show what went wrong.
+        const detail = failure as { error?: unknown; status?: number };
+        throw new Error(`parseHydraDocumentation failed (status ${String(detail.status)}): ${String(detail.error ?? failure)}`);
+      });
+      expect(parsed.status).toBe(200);
+      api = parsed.api;
+    });
+
+    it('finds the API title and exactly the four resources', () => {
+      expect(api.title).toBe('Property Calculator Service API');
+      expect((api.resources ?? []).map((r) => r.name).sort()).toEqual(EXPECTED.map((r) => r.name).sort());
+      for (const expected of EXPECTED) {
+        const resource = resourceNamed(api, expected.name);
+        expect(resource.title).toBe(expected.title);
+        expect(resource.url).toBe(`${server.url}/api/${expected.name}`);
+      }
+    });
+
+    it.each(EXPECTED.map((r) => [r.name, r] as const))('reads the fields of %s', (_name, expected) => {
+      const resource = resourceNamed(api, expected.name);
+      expect((resource.fields ?? []).map((f) => f.name)).toEqual(expected.fields.map((f) => f.name));
+      const readable = new Set((resource.readableFields ?? []).map((f) => f.name));
+      const writable = new Set((resource.writableFields ?? []).map((f) => f.name));
+      for (const want of expected.fields) {
+        const field = resource.fields?.find((f) => f.name === want.name) as Field;
+        expect({ field: want.name, required: field.required }).toEqual({ field: want.name, required: want.required });
+        if (want.type) expect({ field: want.name, type: field.type }).toEqual({ field: want.name, type: want.type });
+        expect({ field: want.name, reference: referenceName(field) }).toEqual({ field: want.name, reference: want.reference });
+        if (want.reference) expect(field.maxCardinality).toBe(1);
+        expect({ field: want.name, readable: readable.has(want.name) }).toEqual({ field: want.name, readable: want.readable ?? true });
+        expect({ field: want.name, writable: writable.has(want.name) }).toEqual({ field: want.name, writable: want.writable ?? true });
+      }
+    });
+
+    it.each(EXPECTED.map((r) => [r.name, r] as const))('reads the operations of %s', (_name, expected) => {
+      const operations = resourceNamed(api, expected.name).operations ?? [];
+      expect(operations.map((o) => o.type)).toEqual(expected.operations);
+      expect(operations.map((o) => o.method)).toEqual(['GET', 'POST', 'GET', expected.itemEdit, 'DELETE']);
+      for (const operation of operations) {
+        expect(operation.name).toMatch(/^(Retrieves|Creates|Replaces|Updates|Deletes) /);
+        expect(operation.returns).toBeTruthy();
+      }
+    });
+
+    if (withKey) {
+      it('reads the search parameters of immobilies', async () => {
+        const resource = resourceNamed(api, 'immobilies');
+        const parameters = await (resource.getParameters as () => Promise<{ variable: string; required: boolean }[]>)();
+        expect(parameters.map((p) => p.variable)).toEqual(IMMOBILIE_PARAMETERS);
+        expect(parameters.every((p) => p.required === false)).toBe(true);
+      });
+    } else {
+      it('gets no search parameters for immobilies without a key (the collection needs one)', async () => {
+        const resource = resourceNamed(api, 'immobilies');
+        const parameters = await (resource.getParameters as () => Promise<unknown[]>)();
+        expect(parameters).toEqual([]);
+      });
+    }
+  });
+
+  describe.each([
+    ['docs.json', { headers: { Accept: 'application/json' } }],
+    ['docs.jsonopenapi', {}],
+  ] as const)('parseOpenApi3Documentation on /api/%s', (file, options) => {
+    let api: Api;
+
+    beforeAll(async () => {
+      const parsed = await parseOpenApi3Documentation(`${server.url}/api/${file}`, options);
+      expect(parsed.status).toBe(200);
+      api = parsed.api;
+    });
+
+    it('finds the four resources with their item operations and fields', () => {
+      expect(api.title).toBe('Property Calculator Service API');
+      expect((api.resources ?? []).map((r) => r.name).sort()).toEqual(EXPECTED.map((r) => r.name).sort());
+      for (const expected of EXPECTED) {
+        const resource = resourceNamed(api, expected.name);
+        // The parser looks collection operations up under `/<name>`, without the /api prefix,
+        // so it only ever finds the item operations of an API Platform document.
+        expect((resource.operations ?? []).map((o) => `${o.type} ${String(o.method)}`)).toEqual(['show GET', `edit ${expected.itemEdit}`, 'delete DELETE']);
+        const names = (resource.fields ?? []).map((f) => f.name);
+        expect(names).toEqual(['id', ...expected.fields.map((f) => f.name)]);
+        for (const want of expected.fields) {
+          const field = resource.fields?.find((f) => f.name === want.name) as Field;
+          expect({ field: want.name, required: field.required }).toEqual({ field: want.name, required: want.required });
+        }
+      }
+      // References are guessed from field names that match a resource title.
+      expect(referenceName(resourceNamed(api, 'immobilies').fields?.find((f) => f.name === 'bundesland') as Field)).toBe('bundeslands');
+      expect(resourceNamed(api, 'users').fields?.find((f) => f.name === 'email')?.type).toBe('email');
+    });
+  });
+});
