@@ -48,6 +48,11 @@ export interface FieldDefinition {
   readonly values?: readonly string[];
   /** For `ref` fields: the shortName of the target resource. */
   readonly target?: string;
+  /**
+   * For `ref` fields: what deleting the target does to this item (the migration's foreign key
+   * must say the same): `restrict` refuses the delete with 409, `cascade` deletes this item too.
+   */
+  readonly onDelete?: 'restrict' | 'cascade';
   /** The database enforces uniqueness; the engine reports a clash as a violation. */
   readonly unique?: boolean;
   /** Value used when a post (or a put) leaves the field out. */
@@ -63,7 +68,7 @@ export interface FieldDefinition {
   readonly example?: unknown;
 }
 
-type FieldOptions = Partial<Pick<FieldDefinition, 'column' | 'description' | 'required' | 'unique' | 'default' | 'keepOnReplace' | 'writeAccess' | 'example' | 'readable' | 'writable'>>;
+type FieldOptions = Partial<Pick<FieldDefinition, 'column' | 'description' | 'required' | 'unique' | 'default' | 'keepOnReplace' | 'writeAccess' | 'example' | 'readable' | 'writable' | 'onDelete'>>;
 
 function field(kind: FieldKind, options: FieldOptions & Partial<FieldDefinition>): Omit<FieldDefinition, 'column'> & { column?: string } {
   return { required: false, readable: true, writable: true, ...options, kind };
@@ -77,7 +82,7 @@ export const f = {
   number: (options: FieldOptions & { minimum?: number; maximum?: number } = {}) => field('number', options),
   boolean: (options: FieldOptions = {}) => field('boolean', options),
   enumOf: (values: readonly string[], options: FieldOptions = {}) => field('enum', { ...options, values }),
-  ref: (target: string, options: FieldOptions = {}) => field('ref', { ...options, target }),
+  ref: (target: string, options: FieldOptions = {}) => field('ref', { onDelete: 'restrict', ...options, target }),
   /** A server-generated value that is never stored as such and is shown only on `readOn`. */
   secret: (readOn: readonly OperationName[], options: FieldOptions = {}) => field('secret', { ...options, readOn, writable: false }),
 };

@@ -210,7 +210,7 @@ function mayForbid(resource: ResourceMetadata, name: OperationName, definition: 
 }
 
 function isReferenced(registry: Registry, resource: ResourceMetadata): boolean {
-  return registry.resources.some((r) => r.fields.some((f) => f.kind === 'ref' && f.target === resource.shortName));
+  return registry.resources.some((r) => r.fields.some((f) => f.kind === 'ref' && f.target === resource.shortName && f.onDelete !== 'cascade'));
 }
 
 function errorResponse(description: string, violations = false): Json {

@@ -17,6 +17,7 @@ export const Immobilie = defineResource({
     verwalter: f.ref('User', {
       column: 'verwalter_id',
       required: true,
+      onDelete: 'cascade',
       description: 'Manager of the record; defaults to the caller. Only admin and moderator may name someone else.',
       default: ({ principal }) => principal?.id,
       keepOnReplace: true,
