@@ -5,6 +5,7 @@ import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
 import { buildHttpApp } from '../platform/http/app.js';
 import { registerDocsRoutes } from './engine/docs.routes.js';
+import { sendError } from './engine/http.js';
 import { createEngine } from './engine/operations.js';
 import type { AnyDb } from './engine/persistence.js';
 import { registerResourceRoutes } from './engine/routes.js';
@@ -24,12 +25,19 @@ export const PAGINATION = { pageParameter: 'page', itemsPerPageParameter: 'items
 
 /** Builds the property service's Fastify app (no listen): the engine over the resource registry. */
 export async function buildPropertyApp({ config, database }: PropertyAppDeps): Promise<FastifyInstance> {
+  const http = {
+    prefix: propertyRegistry.prefix,
+    hydraPrefix: config.hydraPrefix,
+    publicUrl: config.publicUrl?.replace(/\/+$/, ''),
+    fallbackOrigin: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,
+  };
   const app = buildHttpApp({
     name: 'property',
     logLevel: config.logLevel,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     ready: () => database.ping(),
+    frameworkErrors: (err, request, reply) => sendError(request, reply, err, http),
   });
   const db = database.db as AnyDb;
   const engine = createEngine({
@@ -37,12 +45,6 @@ export async function buildPropertyApp({ config, database }: PropertyAppDeps): P
     db,
     pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage },
   });
-  const http = {
-    prefix: propertyRegistry.prefix,
-    hydraPrefix: config.hydraPrefix,
-    publicUrl: config.publicUrl?.replace(/\/+$/, ''),
-    fallbackOrigin: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,
-  };
   registerResourceRoutes(app, {
     ...http,
     engine,

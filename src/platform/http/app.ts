@@ -15,6 +15,8 @@ export interface HttpAppOptions {
   readonly trustProxy?: boolean;
   /** Checked by GET /readyz; throws when a dependency is unavailable. */
   readonly ready: () => Promise<void>;
+  /** Renders errors Fastify raises before routing (bad URL, over-long path parameter). */
+  readonly frameworkErrors?: FastifyServerOptions['frameworkErrors'];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -37,7 +39,8 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1000 },
+    ...(options.frameworkErrors ? { frameworkErrors: options.frameworkErrors } : {}),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   };

@@ -93,7 +93,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, err: unk
     const e = (err ?? {}) as FastifyLikeError;
     if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
       status = e.statusCode;
-      detail = e.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'Request body is too large.' : (e.message ?? reasonPhrase(status));
+      // Fastify's own messages may echo the URL or internals; only a few are worth passing on.
+      detail = e.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'Request body is too large.' : e.code?.startsWith('FST_ERR_CTP') || e.code === undefined ? (e.message ?? reasonPhrase(status)) : reasonPhrase(status);
     } else {
       status = 500;
       detail = `Internal Server Error (request id ${request.id})`;

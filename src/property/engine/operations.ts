@@ -5,7 +5,7 @@ import { BadRequestError, ConstraintViolationError, violation } from './errors.j
 import { parseId, resolveIri } from './iri.js';
 import { countItems, deleteItem, findItem, insertItem, listItems, updateItem, UniqueClashError, type AnyDb, type Condition, type OrderBy } from './persistence.js';
 import { listValues, type Query, type QueryValue } from './query.js';
-import type { Registry, ResourceMetadata } from './registry.js';
+import type { FieldMetadata, Registry, ResourceMetadata } from './registry.js';
 
 /**
  * The operations of every resource, free of HTTP: providers (read) and processors (write) in API
@@ -33,6 +33,30 @@ export interface CollectionResult {
 }
 
 const MAX_PAGE = 2_147_483_647;
+
+const DROP = Symbol('drop');
+const NO_MATCH = Symbol('no match');
+
+/**
+ * A query-string value as the column's type. A value no stored row can hold (not a choice of an
+ * enum, a string the database cannot store) matches nothing and is never sent to the database; a
+ * value that is not of the column's type at all is dropped.
+ */
+function filterValue(field: FieldMetadata, value: string): unknown {
+  switch (field.kind) {
+    case 'enum':
+      return field.values?.includes(value) ? value : NO_MATCH;
+    case 'integer':
+    case 'id':
+      return /^-?\d{1,15}$/.test(value) ? Number(value) : DROP;
+    case 'number':
+      return value.trim() !== '' && Number.isFinite(Number(value)) ? Number(value) : DROP;
+    case 'boolean':
+      return value === 'true' || value === '1' ? true : value === 'false' || value === '0' ? false : DROP;
+    default:
+      return value.includes('\u0000') || !(value as unknown as { isWellFormed(): boolean }).isWellFormed() ? NO_MATCH : value;
+  }
+}
 
 /** PHP's `(int)` cast of a query value, which API Platform applies to page numbers. */
 function phpInt(value: QueryValue | undefined): number | undefined {
@@ -81,7 +105,10 @@ export function createEngine(options: EngineOptions) {
       if (raw === undefined) continue;
       const values = listValues(raw);
       if (filter.strategy === 'exact') {
-        conditions.push({ field: filter.field, values });
+        const typed = values.map((v) => filterValue(filter.field, v)).filter((v) => v !== DROP);
+        // Every value unusable for the column's type: the filter is dropped, as API Platform does.
+        if (values.length > 0 && typed.length === 0 && filter.field.kind !== 'enum' && filter.field.kind !== 'string') continue;
+        conditions.push({ field: filter.field, values: typed.filter((v) => v !== NO_MATCH) });
         continue;
       }
       // exactIri: an IRI or a bare id; values that resolve to nothing usable are dropped, and a

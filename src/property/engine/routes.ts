@@ -55,14 +55,17 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
-  const principalOf = async (request: FastifyRequest): Promise<Principal | null> => {
+  // A present key is checked on every API route, public ones included: an unknown key answers
+  // 401 rather than silently falling back to anonymous access. Handlers read the result.
+  const principals = new WeakMap<FastifyRequest, Principal>();
+  app.addHook('preHandler', async (request) => {
     const key = request.headers['x-api-key'];
-    if (key === undefined || key === '') return null;
-    // A key that is present but unknown is never downgraded to anonymous access.
-    const principal = typeof key === 'string' && key.length > 0 && key.length <= 200 ? await options.authenticate(key) : null;
+    if (key === undefined || key === '' || !request.url.startsWith(registry.prefix)) return;
+    const principal = typeof key === 'string' && key.length <= 200 ? await options.authenticate(key) : null;
     if (!principal) throw new UnauthenticatedError('Invalid credentials.');
-    return principal;
-  };
+    principals.set(request, principal);
+  });
+  const principalOf = async (request: FastifyRequest): Promise<Principal | null> => principals.get(request) ?? null;
 
   const formatFor = (request: FastifyRequest, suffix: Format | undefined): Format =>
     negotiate(request.headers.accept, suffix ? [suffix] : OUTPUT_FORMATS);
