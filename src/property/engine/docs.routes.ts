@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, NotFoundError } from '../../platform/errors/app-error.js';
-import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from './docs-ui.js';
+import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../../platform/http/swagger-ui.js';
 import { CONTENT_TYPE, docsUrl, sendJson, type HttpSettings } from './http.js';
 import { hydraDocumentation } from './hydra-docs.js';
 import { openApiDocument } from './openapi.js';
