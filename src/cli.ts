@@ -1,6 +1,11 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './platform/config/config.js';
+import { systemClock } from './platform/clock.js';
 import { isAppError } from './platform/errors/app-error.js';
+import { systemIds } from './platform/ids.js';
+import { createApiKeyService } from './inbox/api-keys/api-key.service.js';
+import { inboxConfigSpec } from './inbox/inbox.config.js';
+import { migrateInbox, openInboxDatabase } from './inbox/service.js';
 import { ConstraintViolationError } from './property/engine/errors.js';
 import { createEngine } from './property/engine/operations.js';
 import type { AnyDb } from './property/engine/persistence.js';
@@ -12,6 +17,9 @@ import { migrateProperty, openPropertyDatabase } from './property/service.js';
 const USAGE = `Usage: npm run cli -- <command> [options]
 
 Commands:
+  inbox:keys:create [--name NAME] [--org ORG_ID]
+      Creates an inbox API key: for a new organization with a default pod, or for ORG_ID.
+      The key is the last line printed.
   property:admin:create --email EMAIL --name NAME
       Creates an admin account of the property service; its API key is the last line printed.
   migrate
@@ -40,9 +48,30 @@ async function propertyAdminCreate(args: string[]): Promise<void> {
   }
 }
 
+async function inboxKeysCreate(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { name: { type: 'string' }, org: { type: 'string' } }, strict: true });
+  const config = loadConfig(inboxConfigSpec);
+  const database = await openInboxDatabase(config);
+  try {
+    await migrateInbox(database);
+    const apiKeys = createApiKeyService({ db: database.db, clock: systemClock, ids: systemIds });
+    const created = await apiKeys.createKey({ ...(values.name ? { name: values.name } : {}), ...(values.org ? { organizationId: values.org } : {}) });
+    process.stdout.write(`Created API key ${created.apiKeyId} for organization ${created.organizationId} (default pod ${created.podId}). It is shown once; store it now:\n`);
+    process.stdout.write(`${created.key}\n`);
+  } finally {
+    await database.destroy();
+  }
+}
+
 async function migrate(): Promise<void> {
-  const config = loadConfig(propertyConfigSpec);
-  const database = await openPropertyDatabase(config);
+  const inboxDb = await openInboxDatabase(loadConfig(inboxConfigSpec));
+  try {
+    const applied = await migrateInbox(inboxDb);
+    process.stdout.write(`inbox: ${applied.length ? `applied ${applied.join(', ')}` : 'up to date'}\n`);
+  } finally {
+    await inboxDb.destroy();
+  }
+  const database = await openPropertyDatabase(loadConfig(propertyConfigSpec));
   try {
     const applied = await migrateProperty(database);
     process.stdout.write(`property: ${applied.length ? `applied ${applied.join(', ')}` : 'up to date'}\n`);
@@ -55,6 +84,9 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   try {
     switch (command) {
+      case 'inbox:keys:create':
+        await inboxKeysCreate(args);
+        return 0;
       case 'property:admin:create':
         await propertyAdminCreate(args);
         return 0;

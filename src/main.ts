@@ -1,25 +1,41 @@
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from './platform/config/config.js';
 import { closeOnSignals } from './platform/http/app.js';
+import { inboxConfigSpec } from './inbox/inbox.config.js';
+import { startInboxService } from './inbox/service.js';
 import { propertyConfigSpec } from './property/property.config.js';
 import { startPropertyService } from './property/service.js';
 
 /** `npm start`: every service of the repository in one process, with defaults that need no setup. */
 async function main(): Promise<void> {
+  let inboxConfig;
   let propertyConfig;
+  const problems: string[] = [];
+  try {
+    inboxConfig = loadConfig(inboxConfigSpec);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
+  }
   try {
     propertyConfig = loadConfig(propertyConfigSpec);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(78);
-    }
-    throw err;
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
+  }
+  if (!inboxConfig || !propertyConfig) {
+    process.stderr.write(`Invalid configuration:\n${[...new Set(problems)].map((p) => `  - ${p}`).join('\n')}\n`);
+    process.exit(78);
   }
   const log = pino({ level: propertyConfig.logLevel, name: 'main' });
-  const property = await startPropertyService(propertyConfig);
+  const inbox = await startInboxService(inboxConfig);
+  const property = await startPropertyService(propertyConfig).catch(async (err: unknown) => {
+    await inbox.close();
+    throw err;
+  });
+  process.stdout.write(`Inbox service:    ${inbox.url ?? '(no api role)'}/v0  (docs: ${inbox.url ?? ''}/v0/docs)\n`);
   process.stdout.write(`Property service: ${property.url}/api  (docs: ${property.url}/api/docs.html)\n`);
-  closeOnSignals([() => property.close()], log);
+  closeOnSignals([() => inbox.close(), () => property.close()], log);
 }
 
 main().catch((err: unknown) => {

@@ -1,0 +1,96 @@
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import ajvFormats from 'ajv-formats';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../platform/clock.js';
+import type { ConfigOf } from '../platform/config/config.js';
+import type { Database } from '../platform/db/database.js';
+import { NotFoundError } from '../platform/errors/app-error.js';
+import { buildHttpApp } from '../platform/http/app.js';
+import type { RateLimiter } from '../platform/http/rate-limit.js';
+import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../platform/http/swagger-ui.js';
+import type { Ids } from '../platform/ids.js';
+import type { ApiKeyService } from './api-keys/api-key.service.js';
+import type { InboxDatabase } from './database.js';
+import type { EventService } from './events/event.service.js';
+import { bearerAuth } from './http/auth.js';
+import { ErrorResponse } from './http/common.schemas.js';
+import { sendInboxError } from './http/error-envelope.js';
+import type { InboxApp } from './http/types.js';
+import { inboxRoutes } from './inboxes/inbox.routes.js';
+import type { InboxService } from './inboxes/inbox.service.js';
+import type { inboxConfigSpec } from './inbox.config.js';
+
+export type InboxConfig = ConfigOf<typeof inboxConfigSpec>;
+
+/** Everything the routes use, created once by `service.ts` (and shared with workers and SMTP). */
+export interface InboxServices {
+  readonly config: InboxConfig;
+  readonly db: Kysely<InboxDatabase>;
+  readonly clock: Clock;
+  readonly ids: Ids;
+  readonly apiKeys: ApiKeyService;
+  readonly inboxes: InboxService;
+  readonly events: EventService;
+  readonly limiter: RateLimiter;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Routes that need no API key (docs, signed downloads). */
+    public?: boolean;
+  }
+}
+
+/** Builds the inbox service's Fastify app (no listen). */
+export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>): Promise<InboxApp> {
+  const { config } = services;
+  // Attachments travel base64-encoded inside JSON: allow for that plus the rest of the message.
+  const bodyLimit = Math.ceil((config.maxAttachmentBytes * 4) / 3) + 2 * 1024 * 1024;
+  const app = buildHttpApp({
+    name: 'inbox',
+    logLevel: config.logLevel,
+    bodyLimit,
+    ready: () => database.ping(),
+    ajv: { plugins: [ajvFormats as never] },
+    frameworkErrors: (err, request, reply) => sendInboxError(request, reply, err),
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setErrorHandler((err, request, reply) => sendInboxError(request, reply, err));
+  app.setNotFoundHandler((request, reply) => sendInboxError(request, reply, new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]}.`, { code: 'ROUTE_NOT_FOUND' })));
+  app.addSchema(ErrorResponse);
+
+  const auth = bearerAuth(services.apiKeys, services.limiter);
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.url.startsWith('/v0') || request.routeOptions.config?.public || request.routeOptions.url === undefined) return;
+    await auth(request, reply);
+  });
+  // The SDK creates an inbox with no body at all; treat a missing body as an empty object.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
+  });
+
+  await app.register(swagger, {
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Inbox Messaging Service API', description: 'Email inboxes for software agents; compatible with the AgentMail v0 API.', version: '0.1.0' },
+      servers: [{ url: '/' }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key (am_…)' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  inboxRoutes(app, services.inboxes);
+
+  app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+  app.get('/v0/docs', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>
+    reply.header('content-type', 'text/html; charset=utf-8').header('content-security-policy', SWAGGER_UI_CSP).send(swaggerUiHtml({ title: 'Inbox Messaging Service API', openApiUrl: '/v0/openapi.json', assetsPath: '/v0/docs/ui' })),
+  );
+  app.get('/v0/docs/ui/:asset', { config: { public: true }, schema: { hide: true } }, async (request, reply) => {
+    const asset = swaggerUiAsset((request.params as { asset: string }).asset);
+    if (!asset) throw new NotFoundError('No such asset.');
+    return reply.header('content-type', asset.contentType).header('cache-control', 'public, max-age=86400').send(asset.body);
+  });
+  return app;
+}

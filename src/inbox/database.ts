@@ -1,0 +1,27 @@
+import type { Executor } from '../platform/db/database.js';
+import type { JobsDatabase } from '../platform/jobs/jobs.table.js';
+import type { ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
+import type { EventTable } from './events/event.table.js';
+import type { InboxTable } from './inboxes/inbox.table.js';
+import type { AttachmentTable, MessageLabelTable, MessageTable, SendCounterTable } from './messages/message.table.js';
+import type { ThreadTable } from './threads/thread.table.js';
+import type { WebhookDeliveryTable, WebhookTable } from './webhooks/webhook.table.js';
+
+/** The inbox service's database, composed from each feature's tables. */
+export interface InboxDatabase extends JobsDatabase {
+  organizations: OrganizationTable;
+  pods: PodTable;
+  api_keys: ApiKeyTable;
+  inboxes: InboxTable;
+  threads: ThreadTable;
+  messages: MessageTable;
+  message_labels: MessageLabelTable;
+  attachments: AttachmentTable;
+  send_counters: SendCounterTable;
+  webhooks: WebhookTable;
+  webhook_deliveries: WebhookDeliveryTable;
+  events: EventTable;
+  service_secrets: { name: string; value: string };
+}
+
+export type Db = Executor<InboxDatabase>;

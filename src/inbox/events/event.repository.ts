@@ -1,0 +1,43 @@
+import type { Db } from '../database.js';
+
+export interface StoredEvent {
+  readonly eventId: string;
+  readonly organizationId: string;
+  readonly eventType: string;
+  readonly inboxId: string | null;
+  readonly podId: string | null;
+  /** The exact JSON body delivered to receivers. */
+  readonly payload: string;
+  readonly createdAt: string;
+}
+
+export async function insertEvent(db: Db, event: StoredEvent): Promise<void> {
+  await db
+    .insertInto('events')
+    .values({ event_id: event.eventId, organization_id: event.organizationId, event_type: event.eventType, inbox_id: event.inboxId, pod_id: event.podId, payload: event.payload, created_at: event.createdAt })
+    .execute();
+}
+
+export async function findEvent(db: Db, eventId: string): Promise<StoredEvent | undefined> {
+  const row = await db.selectFrom('events').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+  return row
+    ? { eventId: row.event_id, organizationId: row.organization_id, eventType: row.event_type, inboxId: row.inbox_id, podId: row.pod_id, payload: row.payload, createdAt: row.created_at }
+    : undefined;
+}
+
+/** The enabled webhooks of an organization with their filters, for fan-out. */
+export async function findEnabledWebhookFilters(db: Db, organizationId: string): Promise<{ webhookId: string; eventTypes: string[] | null; inboxIds: string[] | null; podIds: string[] | null }[]> {
+  const rows = await db
+    .selectFrom('webhooks')
+    .select(['webhook_id', 'event_types', 'inbox_ids', 'pod_ids', 'enabled'])
+    .where('organization_id', '=', organizationId)
+    .execute();
+  return rows
+    .filter((r) => Boolean(r.enabled))
+    .map((r) => ({
+      webhookId: r.webhook_id,
+      eventTypes: r.event_types ? (JSON.parse(r.event_types) as string[]) : null,
+      inboxIds: r.inbox_ids ? (JSON.parse(r.inbox_ids) as string[]) : null,
+      podIds: r.pod_ids ? (JSON.parse(r.pod_ids) as string[]) : null,
+    }));
+}

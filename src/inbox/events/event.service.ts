@@ -1,0 +1,56 @@
+import type { Clock } from '../../platform/clock.js';
+import type { Ids } from '../../platform/ids.js';
+import { enqueueMany } from '../../platform/jobs/jobs.js';
+import type { Db } from '../database.js';
+import { findEnabledWebhookFilters, insertEvent } from './event.repository.js';
+
+/** The event catalogue (AgentMail's EventType values this service emits). */
+export const EVENT_TYPES = ['message.received', 'message.sent', 'message.delivered', 'message.bounced', 'message.complained', 'message.rejected'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The job queue that delivers one event to one webhook. */
+export const WEBHOOK_DELIVERY_QUEUE = 'webhook.deliver';
+
+export interface WebhookDeliveryJob {
+  readonly webhook_id: string;
+  readonly event_id: string;
+}
+
+export interface EmitInput {
+  readonly organizationId: string;
+  readonly inboxId: string;
+  readonly podId: string;
+  readonly eventType: EventType;
+  /** Event-specific keys, e.g. `{ message, thread }` or `{ send: {...} }`. */
+  readonly body: Readonly<Record<string, unknown>>;
+}
+
+/** Filters: no event_types = all; no inbox_ids and no pod_ids = every inbox; else either matches. */
+export function webhookMatches(filter: { eventTypes: readonly string[] | null; inboxIds: readonly string[] | null; podIds: readonly string[] | null }, eventType: string, inboxId: string, podId: string): boolean {
+  if (filter.eventTypes?.length && !filter.eventTypes.includes(eventType)) return false;
+  const byInbox = filter.inboxIds?.length ? filter.inboxIds : null;
+  const byPod = filter.podIds?.length ? filter.podIds : null;
+  if (!byInbox && !byPod) return true;
+  return (byInbox?.includes(inboxId) ?? false) || (byPod?.includes(podId) ?? false);
+}
+
+/**
+ * The only producer of webhook work (the outbox): writes the event and one delivery job per
+ * matching webhook in the caller's transaction, so an event exists exactly when its cause does.
+ * Call the runner's `notify()` after the commit for immediate delivery.
+ */
+export function createEventService({ clock, ids }: { clock: Clock; ids: Ids }) {
+  return {
+    async emit(trx: Db, input: EmitInput): Promise<string> {
+      const eventId = `evt_${ids.uuid().replace(/-/g, '')}`;
+      const payload = JSON.stringify({ type: 'event', event_type: input.eventType, event_id: eventId, ...input.body });
+      await insertEvent(trx, { eventId, organizationId: input.organizationId, eventType: input.eventType, inboxId: input.inboxId, podId: input.podId, payload, createdAt: clock.now().toISOString() });
+      const hooks = await findEnabledWebhookFilters(trx, input.organizationId);
+      const jobs = hooks.filter((h) => webhookMatches(h, input.eventType, input.inboxId, input.podId)).map((h) => ({ queue: WEBHOOK_DELIVERY_QUEUE, payload: { webhook_id: h.webhookId, event_id: eventId } satisfies WebhookDeliveryJob }));
+      await enqueueMany(trx, clock, jobs);
+      return eventId;
+    },
+  };
+}
+
+export type EventService = ReturnType<typeof createEventService>;

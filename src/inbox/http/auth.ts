@@ -1,0 +1,40 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, UnauthenticatedError } from '../../platform/errors/app-error.js';
+import type { RateLimiter } from '../../platform/http/rate-limit.js';
+import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import type { ApiKeyService } from '../api-keys/api-key.service.js';
+
+const owners = new WeakMap<FastifyRequest, KeyOwner>();
+
+/** The organization behind the request's key; only callable behind `bearerAuth`. */
+export function ownerOf(request: FastifyRequest): KeyOwner {
+  const owner = owners.get(request);
+  if (!owner) throw new UnauthenticatedError('Missing API key.', { code: 'MISSING_API_KEY' });
+  return owner;
+}
+
+/**
+ * `Authorization: Bearer am_…` on every /v0 route, then the per-key request budget: missing,
+ * malformed or unknown keys answer 401; a spent budget 429 with Retry-After and RateLimit headers.
+ */
+export function bearerAuth(apiKeys: ApiKeyService, limiter: RateLimiter) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const header = request.headers.authorization;
+    if (!header) throw new UnauthenticatedError('Missing API key: send Authorization: Bearer <key>.', { code: 'MISSING_API_KEY' });
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!m) throw new UnauthenticatedError('Malformed Authorization header: expected Bearer <key>.', { code: 'MALFORMED_API_KEY' });
+    const owner = await apiKeys.authenticate(m[1] as string);
+    if (!owner) throw new UnauthenticatedError('Invalid API key.', { code: 'INVALID_API_KEY' });
+    const rate = await limiter.hit(owner.apiKeyId);
+    reply.header('ratelimit-limit', String(rate.limit));
+    reply.header('ratelimit-remaining', String(rate.remaining));
+    reply.header('ratelimit-reset', String(rate.resetSeconds));
+    if (!rate.allowed) {
+      throw new AppError('rate_limited', `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`, {
+        code: 'RATE_LIMIT_EXCEEDED',
+        details: { code: 'RATE_LIMIT_EXCEEDED', retry_after_seconds: rate.resetSeconds },
+      });
+    }
+    owners.set(request, owner);
+  };
+}

@@ -1,0 +1,85 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, type AppErrorKind } from '../../platform/errors/app-error.js';
+
+/**
+ * The inbox service's wire vocabulary for errors: `{ error: { type, message, details } }`. The
+ * spec names `validation_error` and `INVALID_EMAIL`; the other values are ours, kept here only.
+ */
+export type InboxErrorType =
+  | 'validation_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limit_exceeded'
+  | 'service_unavailable'
+  | 'internal_error';
+
+export const ERROR_BY_KIND: Readonly<Record<AppErrorKind, { status: number; type: InboxErrorType }>> = {
+  validation: { status: 400, type: 'validation_error' },
+  unauthenticated: { status: 401, type: 'authentication_error' },
+  forbidden: { status: 403, type: 'permission_error' },
+  not_found: { status: 404, type: 'not_found' },
+  method_not_allowed: { status: 405, type: 'method_not_allowed' },
+  not_acceptable: { status: 406, type: 'validation_error' },
+  conflict: { status: 409, type: 'conflict' },
+  payload_too_large: { status: 413, type: 'payload_too_large' },
+  unsupported_media_type: { status: 415, type: 'unsupported_media_type' },
+  rate_limited: { status: 429, type: 'rate_limit_exceeded' },
+  unavailable: { status: 503, type: 'service_unavailable' },
+  internal: { status: 500, type: 'internal_error' },
+};
+
+/** A request field failed a rule; `code` is one of the detail codes below. */
+export class ValidationError extends AppError {
+  constructor(message: string, field: string | undefined, code: string) {
+    super('validation', message, { code, details: field === undefined ? { code } : { field, code } });
+  }
+}
+
+export interface ErrorBody {
+  error: { type: InboxErrorType; message: string; details?: Record<string, unknown>; request_id?: string };
+}
+
+/** JSON-pointer-ish Ajv path (`/to/0`) → the spec's field name (`to`), dots for nesting. */
+function fieldFromInstancePath(path: string, missing?: string): string | undefined {
+  const parts = path.split('/').filter(Boolean);
+  if (missing) parts.push(missing);
+  const named = parts.filter((p) => !/^\d+$/.test(p));
+  return named.length ? named.join('.') : undefined;
+}
+
+/** The one error mapper of the inbox service. */
+export function sendInboxError(request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
+  let status: number;
+  let body: ErrorBody;
+  const fe = err as FastifyError & { validation?: { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }[] };
+  if (err instanceof AppError) {
+    const m = ERROR_BY_KIND[err.kind];
+    status = m.status;
+    body = { error: { type: m.type, message: err.message, details: { ...err.details, ...(err.details.code ? {} : { code: err.code }) } } };
+    if (status >= 500) request.log.error({ err }, 'request failed');
+    const retryAfter = err.details.retry_after_seconds;
+    if (status === 429 && typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
+  } else if (fe?.validation) {
+    const first = fe.validation[0];
+    const field = fieldFromInstancePath(first?.instancePath ?? '', first?.keyword === 'required' ? String(first.params.missingProperty) : undefined);
+    const code = first?.keyword === 'required' ? 'REQUIRED' : first?.keyword === 'additionalProperties' ? 'UNKNOWN_FIELD' : 'INVALID_VALUE';
+    const where = fe.validationContext === 'body' ? '' : ` in ${fe.validationContext}`;
+    status = 400;
+    body = { error: { type: 'validation_error', message: `${field ?? 'request'}${where}: ${first?.message ?? 'is invalid'}`, details: field ? { field, code } : { code } } };
+  } else if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    status = fe.statusCode;
+    const type: InboxErrorType = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status === 404 ? 'not_found' : 'validation_error';
+    const message = fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The request body is not valid JSON.' : status === 413 ? 'The request body is too large.' : fe.code?.startsWith('FST_ERR_CTP') ? fe.message : 'Bad request.';
+    body = { error: { type, message, details: { code: fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ? 'INVALID_JSON' : (fe.code ?? 'BAD_REQUEST') } } };
+  } else {
+    status = 500;
+    request.log.error({ err }, 'unhandled error');
+    body = { error: { type: 'internal_error', message: 'Internal server error.', request_id: request.id } };
+  }
+  return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(body);
+}

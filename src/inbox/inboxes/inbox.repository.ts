@@ -1,0 +1,94 @@
+import type { Selectable } from 'kysely';
+import { afterKey } from '../../platform/db/keyset.js';
+import type { Db } from '../database.js';
+import type { Cursor } from '../http/pagination.js';
+import type { InboxTable } from './inbox.table.js';
+
+export interface Inbox {
+  readonly inboxId: string;
+  readonly organizationId: string;
+  readonly podId: string;
+  readonly username: string;
+  readonly domain: string;
+  readonly displayName: string | null;
+  readonly clientId: string | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export function inboxFromRow(row: Selectable<InboxTable>): Inbox {
+  return {
+    inboxId: row.inbox_id,
+    organizationId: row.organization_id,
+    podId: row.pod_id,
+    username: row.username,
+    domain: row.domain,
+    displayName: row.display_name,
+    clientId: row.client_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export async function insertInbox(db: Db, inbox: Inbox): Promise<void> {
+  await db
+    .insertInto('inboxes')
+    .values({
+      inbox_id: inbox.inboxId,
+      organization_id: inbox.organizationId,
+      pod_id: inbox.podId,
+      username: inbox.username,
+      domain: inbox.domain,
+      display_name: inbox.displayName,
+      client_id: inbox.clientId,
+      created_at: inbox.createdAt,
+      updated_at: inbox.updatedAt,
+    })
+    .execute();
+}
+
+export async function findInbox(db: Db, organizationId: string, inboxId: string): Promise<Inbox | undefined> {
+  const row = await db.selectFrom('inboxes').selectAll().where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId).executeTakeFirst();
+  return row ? inboxFromRow(row) : undefined;
+}
+
+/** Any organization's inbox at an address: for local delivery and address uniqueness. */
+export async function findInboxByAddress(db: Db, address: string): Promise<Inbox | undefined> {
+  const row = await db.selectFrom('inboxes').selectAll().where('inbox_id', '=', address).executeTakeFirst();
+  return row ? inboxFromRow(row) : undefined;
+}
+
+export async function findInboxesByAddresses(db: Db, addresses: readonly string[]): Promise<Inbox[]> {
+  if (!addresses.length) return [];
+  const rows = await db.selectFrom('inboxes').selectAll().where('inbox_id', 'in', addresses).execute();
+  return rows.map(inboxFromRow);
+}
+
+export async function findInboxByClientId(db: Db, organizationId: string, clientId: string): Promise<Inbox | undefined> {
+  const row = await db.selectFrom('inboxes').selectAll().where('organization_id', '=', organizationId).where('client_id', '=', clientId).executeTakeFirst();
+  return row ? inboxFromRow(row) : undefined;
+}
+
+export async function listInboxes(db: Db, organizationId: string, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Inbox[]> {
+  let q = db.selectFrom('inboxes').selectAll().where('organization_id', '=', organizationId);
+  const after = options.after;
+  if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'inbox_id', after, options.direction));
+  const rows = await q.orderBy('created_at', options.direction).orderBy('inbox_id', options.direction).limit(options.limit + 1).execute();
+  return rows.map(inboxFromRow);
+}
+
+export async function updateInboxDisplayName(db: Db, organizationId: string, inboxId: string, displayName: string | null, updatedAt: string): Promise<boolean> {
+  const result = await db
+    .updateTable('inboxes')
+    .set({ display_name: displayName, updated_at: updatedAt })
+    .where('inbox_id', '=', inboxId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function deleteInbox(db: Db, organizationId: string, inboxId: string): Promise<boolean> {
+  // Messages, threads and attachments go with it (foreign keys cascade).
+  const result = await db.deleteFrom('inboxes').where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}

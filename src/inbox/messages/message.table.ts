@@ -1,0 +1,54 @@
+import type { Generated, Selectable } from 'kysely';
+
+/** Address lists, labels, references, headers and attachment metadata are JSON text. */
+export interface MessageTable {
+  id: Generated<number>;
+  organization_id: string;
+  inbox_id: string;
+  thread_id: string;
+  message_id: string;
+  labels: string;
+  timestamp: string;
+  from_address: string;
+  reply_to: string | null;
+  to_addresses: string;
+  cc_addresses: string | null;
+  bcc_addresses: string | null;
+  subject: string | null;
+  preview: string | null;
+  text_body: string | null;
+  html_body: string | null;
+  in_reply_to: string | null;
+  references_ids: string | null;
+  headers: string | null;
+  attachments: string | null;
+  size: number;
+  raw: Buffer | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MessageLabelTable {
+  message_pk: number;
+  label: string;
+}
+
+export interface AttachmentTable {
+  id: Generated<number>;
+  message_pk: number;
+  attachment_id: string;
+  filename: string | null;
+  content_type: string | null;
+  content_disposition: string | null;
+  content_id: string | null;
+  size: number;
+  content: Buffer;
+}
+
+export interface SendCounterTable {
+  organization_id: string;
+  day: string;
+  count: number;
+}
+
+export type MessageRow = Selectable<MessageTable>;

@@ -1,0 +1,90 @@
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import { Redis } from 'ioredis';
+import { systemClock, type Clock } from '../platform/clock.js';
+import { openDatabase, type Database } from '../platform/db/database.js';
+import { migrateToLatest } from '../platform/db/migrate.js';
+import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from '../platform/http/rate-limit.js';
+import { systemIds, type Ids } from '../platform/ids.js';
+import { createJobRunner, type JobRunner, type QueueDefinition } from '../platform/jobs/jobs.js';
+import { createApiKeyService } from './api-keys/api-key.service.js';
+import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
+import type { InboxDatabase } from './database.js';
+import { createEventService } from './events/event.service.js';
+import { createInboxService } from './inboxes/inbox.service.js';
+import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
+
+export async function openInboxDatabase(config: InboxConfig): Promise<Database<InboxDatabase>> {
+  // FULL: a message the API or SMTP acknowledged survives power loss, not only a process crash.
+  return openDatabase<InboxDatabase>({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'inbox.db', poolSize: config.databasePoolSize, sqliteSynchronous: 'FULL' });
+}
+
+export async function migrateInbox(database: Database<InboxDatabase>): Promise<string[]> {
+  return migrateToLatest(database.db, inboxMigrations, INBOX_MIGRATION_TABLE);
+}
+
+export interface InboxRuntime {
+  readonly services: InboxServices;
+  readonly runner: JobRunner;
+}
+
+/** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
+export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; limiter?: RateLimiter; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? systemIds;
+  const limiter = options.limiter ?? (config.redisUrl ? redisRateLimiter(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }), config.rateLimitPerMinute, 'inbox:rl') : memoryRateLimiter(config.rateLimitPerMinute));
+  const events = createEventService({ clock, ids });
+  const services: InboxServices = {
+    config,
+    db,
+    clock,
+    ids,
+    limiter,
+    events,
+    apiKeys: createApiKeyService({ db, clock, ids }),
+    inboxes: createInboxService({ db, clock, ids, domains: config.domains }),
+  };
+  const queues: Record<string, QueueDefinition<never>> = {};
+  const runner = createJobRunner({ db, clock, queues, log: options.log });
+  return { services, runner };
+}
+
+export interface RunningInboxService {
+  readonly app: FastifyInstance | undefined;
+  readonly url: string | undefined;
+  readonly database: Database<InboxDatabase>;
+  readonly runtime: InboxRuntime;
+  close(): Promise<void>;
+}
+
+/** Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker). */
+export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids } = {}): Promise<RunningInboxService> {
+  const database = await openInboxDatabase(config);
+  try {
+    await migrateInbox(database);
+    let app: FastifyInstance | undefined;
+    const log = { warn: (o: object, m: string) => app?.log.warn(o, m), error: (o: object, m: string) => app?.log.error(o, m) };
+    const runtime = createInboxServices(config, database.db, { ...options, log });
+    let url: string | undefined;
+    if (config.roles.includes('api')) {
+      app = (await buildInboxApp(runtime.services, database)) as unknown as FastifyInstance;
+      url = await app.listen({ host: config.host, port: config.port });
+    }
+    if (config.roles.includes('worker')) runtime.runner.start();
+    return {
+      app,
+      url,
+      database,
+      runtime,
+      async close() {
+        await app?.close();
+        await runtime.runner.stop();
+        await runtime.services.limiter.close();
+        await database.destroy();
+      },
+    };
+  } catch (err) {
+    await database.destroy();
+    throw err;
+  }
+}
