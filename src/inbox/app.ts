@@ -1,6 +1,5 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import ajvFormats from 'ajv-formats';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../platform/clock.js';
 import type { ConfigOf } from '../platform/config/config.js';
@@ -8,6 +7,7 @@ import type { Database } from '../platform/db/database.js';
 import { NotFoundError } from '../platform/errors/app-error.js';
 import { buildHttpApp } from '../platform/http/app.js';
 import type { RateLimiter } from '../platform/http/rate-limit.js';
+import { schemaValidators } from '../platform/http/validators.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../platform/http/swagger-ui.js';
 import type { Ids } from '../platform/ids.js';
 import type { ApiKeyService } from './api-keys/api-key.service.js';
@@ -52,10 +52,12 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     logLevel: config.logLevel,
     bodyLimit,
     ready: () => database.ping(),
-    ajv: { plugins: [ajvFormats as never] },
     frameworkErrors: (err, request, reply) => sendInboxError(request, reply, err),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  app.setValidatorCompiler(schemaValidators());
+  // JSON only: other media types answer 415 instead of failing validation as strings.
+  app.removeContentTypeParser('text/plain');
   app.setErrorHandler((err, request, reply) => sendInboxError(request, reply, err));
   app.setNotFoundHandler((request, reply) => sendInboxError(request, reply, new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]}.`, { code: 'ROUTE_NOT_FOUND' })));
   app.addSchema(ErrorResponse);

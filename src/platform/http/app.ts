@@ -17,8 +17,6 @@ export interface HttpAppOptions {
   readonly ready: () => Promise<void>;
   /** Renders errors Fastify raises before routing (bad URL, over-long path parameter). */
   readonly frameworkErrors?: FastifyServerOptions['frameworkErrors'];
-  /** Ajv settings for schema-validated routes (e.g. format plugins). */
-  readonly ajv?: FastifyServerOptions['ajv'];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -43,7 +41,6 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     },
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1000 },
     ...(options.frameworkErrors ? { frameworkErrors: options.frameworkErrors } : {}),
-    ...(options.ajv ? { ajv: options.ajv } : {}),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   };

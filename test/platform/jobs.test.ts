@@ -1,0 +1,132 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Kysely } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { fixedClock } from '../../src/platform/clock.js';
+import { openDatabase, type Database } from '../../src/platform/db/database.js';
+import { migrateToLatest } from '../../src/platform/db/migrate.js';
+import { createJobRunner, enqueue, GiveUpJob, jobCounts, RetryJob, scheduleBackoff, type Job } from '../../src/platform/jobs/jobs.js';
+import { createJobsTable, type JobsDatabase } from '../../src/platform/jobs/jobs.table.js';
+import { dialects, freshPostgresSchema } from '../support/dialects.js';
+
+const silent = { warn: () => {}, error: () => {} };
+
+describe.each(dialects)('%s: durable jobs', (dialect) => {
+  let database: Database<JobsDatabase>;
+  let db: Kysely<JobsDatabase>;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'jobs-'));
+    const pg = dialect === 'postgres' ? freshPostgresSchema() : undefined;
+    database = await openDatabase<JobsDatabase>({ url: pg ? pg.url : `sqlite:${path.join(dir, 'jobs.db')}`, dataDir: dir, defaultFile: 'x.db', poolSize: 4 });
+    db = database.db;
+    await migrateToLatest(db, { '0001_jobs': { up: createJobsTable } }, 'test_migrations');
+    cleanup = async () => {
+      await database.destroy();
+      await pg?.drop();
+      rmSync(dir, { recursive: true, force: true });
+    };
+  });
+  afterAll(() => cleanup());
+  beforeEach(async () => {
+    await db.deleteFrom('jobs').execute();
+  });
+
+  it('runs an enqueued job once, with its payload, and marks it done', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    const seen: Job<{ n: number }>[] = [];
+    const runner = createJobRunner({ db, clock, log: silent, queues: { q: { handle: async (job: Job<{ n: number }>) => void seen.push(job), backoff: () => undefined } } });
+    await enqueue(db, clock, 'q', { n: 7 });
+    expect(await runner.drain()).toBe(1);
+    expect(await runner.drain()).toBe(0);
+    expect(seen.map((j) => [j.payload.n, j.attempt])).toEqual([[7, 1]]);
+    expect(await jobCounts(db)).toEqual([{ queue: 'q', status: 'done', n: 1 }]);
+  });
+
+  it('retries on the backoff schedule, honours RetryJob.notBefore, and dead-letters at the end', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    const attempts: number[] = [];
+    const dead: string[] = [];
+    const runner = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      queues: {
+        q: {
+          handle: async (job) => {
+            attempts.push(job.attempt);
+            throw job.attempt === 2 ? new RetryJob('slow down', new Date(clock.now().getTime() + 60_000)) : new Error(`failure ${job.attempt}`);
+          },
+          backoff: scheduleBackoff([1_000, 2_000], 0),
+          onDead: async (_job, err) => void dead.push(err.message),
+        },
+      },
+    });
+    await enqueue(db, clock, 'q', {});
+    await runner.drain();
+    expect(attempts).toEqual([1]);
+    clock.advance(999);
+    expect(await runner.drain()).toBe(0); // not due yet
+    clock.advance(1);
+    await runner.drain();
+    expect(attempts).toEqual([1, 2]);
+    clock.advance(2_000); // the backoff is over, but Retry-After asked for a minute
+    expect(await runner.drain()).toBe(0);
+    clock.advance(58_000);
+    await runner.drain();
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(dead).toEqual(['failure 3']);
+    const row = await db.selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
+    expect([row.status, row.attempts, row.last_error]).toEqual(['dead', 3, 'failure 3']);
+  });
+
+  it('gives up at once on GiveUpJob', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    let runs = 0;
+    const runner = createJobRunner({ db, clock, log: silent, queues: { q: { handle: async () => { runs++; throw new GiveUpJob('permanent'); }, backoff: () => 1 } } });
+    await enqueue(db, clock, 'q', {});
+    await runner.drain();
+    clock.advance(10_000);
+    await runner.drain();
+    expect(runs).toBe(1);
+    expect((await db.selectFrom('jobs').select('status').executeTakeFirstOrThrow()).status).toBe('dead');
+  });
+
+  it('runs a job again when its worker died holding the lease', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    await enqueue(db, clock, 'q', {});
+    // A worker claimed it and vanished: the lease is set, the job still pending.
+    await db.updateTable('jobs').set({ locked_until: new Date(clock.now().getTime() + 30_000).toISOString(), attempts: 1 }).execute();
+    let runs = 0;
+    const runner = createJobRunner({ db, clock, log: silent, leaseMs: 30_000, queues: { q: { handle: async () => void runs++, backoff: () => undefined } } });
+    expect(await runner.drain()).toBe(0);
+    clock.advance(30_001);
+    expect(await runner.drain()).toBe(1);
+    expect(runs).toBe(1);
+  });
+
+  it('never gives one job to two runners at once, and the background loop wakes on notify', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    const runs = new Map<number, number>();
+    const handle = async (job: Job) => {
+      runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+      await new Promise((r) => setTimeout(r, 5));
+    };
+    for (let i = 0; i < 40; i++) await enqueue(db, clock, 'q', { i });
+    const a = createJobRunner({ db, clock, log: silent, batchSize: 5, queues: { q: { handle, backoff: () => undefined } } });
+    const b = createJobRunner({ db, clock, log: silent, batchSize: 5, queues: { q: { handle, backoff: () => undefined } } });
+    await Promise.all([a.drain(), b.drain()]);
+    expect(runs.size).toBe(40);
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+
+    const loop = createJobRunner({ db, clock, log: silent, pollMs: 60_000, queues: { q: { handle, backoff: () => undefined } } });
+    loop.start();
+    await enqueue(db, clock, 'q', { late: true });
+    loop.notify();
+    for (let i = 0; i < 100 && runs.size < 41; i++) await new Promise((r) => setTimeout(r, 10));
+    await loop.stop();
+    expect(runs.size).toBe(41);
+  });
+});
