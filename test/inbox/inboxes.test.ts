@@ -11,7 +11,8 @@ async function call(server: InboxTestServer, key: string | undefined, method: st
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) // eslint-disable-line @typescript-eslint/no-explicit-any -- test bodies are inspected freely : undefined };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are inspected freely
+  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined };
 }
 
 describe.each(dialects)('%s: inboxes', (dialect) => {
