@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { preparedRows } from '../../platform/db/prepared.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
 import { ConflictError } from '../../platform/errors/app-error.js';
 import type { Item } from './define.js';
@@ -29,11 +30,19 @@ export interface ListQuery {
   readonly offset: number;
 }
 
-const storedFields = (resource: ResourceMetadata) => resource.fields.filter((f) => f.kind !== 'secret');
-
-function selection(resource: ResourceMetadata): string[] {
-  return storedFields(resource).map((f) => f.column);
+// Derived once per resource: these run on every query.
+const storedCache = new WeakMap<ResourceMetadata, { fields: readonly FieldMetadata[]; columns: string[] }>();
+function stored(resource: ResourceMetadata) {
+  let s = storedCache.get(resource);
+  if (!s) {
+    const fields = resource.fields.filter((f) => f.kind !== 'secret');
+    s = { fields, columns: fields.map((f) => f.column) };
+    storedCache.set(resource, s);
+  }
+  return s;
 }
+const storedFields = (resource: ResourceMetadata) => stored(resource).fields;
+const selection = (resource: ResourceMetadata) => stored(resource).columns;
 
 export function rowToItem(resource: ResourceMetadata, row: Record<string, unknown>): Item {
   const item: Record<string, unknown> = {};
@@ -53,25 +62,37 @@ function applyConditions<QB extends { where: (...args: never[]) => QB }>(qb: QB,
   return out;
 }
 
+/** The shape of a condition list, for prepared-query keys: columns and how many values each. */
+function shapeOf(conditions: readonly Condition[]): string {
+  return conditions.map((c) => `${c.field.column}:${c.values.length}`).join(',');
+}
+
+const valuesOf = (conditions: readonly Condition[]): unknown[] => conditions.flatMap((c) => c.values);
+
 export async function findItem(db: AnyDb, resource: ResourceMetadata, id: number, scope: readonly Condition[]): Promise<Item | undefined> {
-  const qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), scope);
-  const row = await qb.executeTakeFirst();
-  return row ? rowToItem(resource, row) : undefined;
+  const rows = await preparedRows<Record<string, unknown>>(db, `find:${resource.table}:${shapeOf(scope)}`, [id, ...valuesOf(scope)], () =>
+    applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), scope),
+  );
+  return rows[0] ? rowToItem(resource, rows[0]) : undefined;
 }
 
 export async function listItems(db: AnyDb, resource: ResourceMetadata, query: ListQuery): Promise<Item[]> {
   if (query.conditions.some((c) => c.values.length === 0)) return [];
-  let qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)), query.conditions);
-  for (const o of query.order) qb = qb.orderBy(o.field.column, o.direction);
-  const rows = await qb.limit(query.limit).offset(query.offset).execute();
+  const key = `list:${resource.table}:${shapeOf(query.conditions)}:${query.order.map((o) => `${o.field.column} ${o.direction}`).join(',')}`;
+  const rows = await preparedRows<Record<string, unknown>>(db, key, [...valuesOf(query.conditions), query.limit, query.offset], () => {
+    let qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)), query.conditions);
+    for (const o of query.order) qb = qb.orderBy(o.field.column, o.direction);
+    return qb.limit(query.limit).offset(query.offset);
+  });
   return rows.map((row) => rowToItem(resource, row));
 }
 
 export async function countItems(db: AnyDb, resource: ResourceMetadata, conditions: readonly Condition[]): Promise<number> {
   if (conditions.some((c) => c.values.length === 0)) return 0;
-  const qb = applyConditions(db.selectFrom(resource.table).select(sql<number>`count(*)`.as('total')), conditions);
-  const row = await qb.executeTakeFirstOrThrow();
-  return Number(row.total);
+  const rows = await preparedRows<{ total: number }>(db, `count:${resource.table}:${shapeOf(conditions)}`, valuesOf(conditions), () =>
+    applyConditions(db.selectFrom(resource.table).select(sql<number>`count(*)`.as('total')), conditions),
+  );
+  return Number(rows[0]?.total ?? 0);
 }
 
 /** Which of `ids` exist in `resource`'s table. */

@@ -27,7 +27,18 @@ export interface Vocabulary {
   readonly mapping: string;
 }
 
+const VOCABULARIES = new Map<boolean, Vocabulary>();
+
 export function vocabulary(hydraPrefix: boolean): Vocabulary {
+  let v = VOCABULARIES.get(hydraPrefix);
+  if (!v) {
+    v = buildVocabulary(hydraPrefix);
+    VOCABULARIES.set(hydraPrefix, v);
+  }
+  return v;
+}
+
+function buildVocabulary(hydraPrefix: boolean): Vocabulary {
   const p = hydraPrefix ? 'hydra:' : '';
   return {
     collection: `${p}Collection`,
@@ -47,18 +58,38 @@ export function vocabulary(hydraPrefix: boolean): Vocabulary {
   };
 }
 
+interface OutputField {
+  readonly name: string;
+  /** Collection path of a reference's target, for IRIs; undefined for scalars. */
+  readonly refPath: string | undefined;
+  /** Operations whose output carries a secret field; undefined = every operation. */
+  readonly readOn: readonly OperationName[] | undefined;
+}
+
+// The output plan of each resource, derived once: serialization runs for every item served.
+const plans = new WeakMap<ResourceMetadata, readonly OutputField[]>();
+function outputPlan(registry: Registry, resource: ResourceMetadata): readonly OutputField[] {
+  let plan = plans.get(resource);
+  if (!plan) {
+    plan = resource.fields
+      .filter((f) => f.readable)
+      .map((f) => ({
+        name: f.name,
+        refPath: f.kind === 'ref' ? (registry.byShortName(f.target as string) as ResourceMetadata).path : undefined,
+        readOn: f.kind === 'secret' ? (f.readOn ?? []) : undefined,
+      }));
+    plans.set(resource, plan);
+  }
+  return plan;
+}
+
 /** The readable fields of an item, nulls omitted, references as IRIs. */
 function fieldsOf(registry: Registry, resource: ResourceMetadata, item: Item, operation: OperationName, out: Record<string, unknown>): Record<string, unknown> {
-  for (const field of resource.fields) {
-    if (!field.readable) continue;
-    if (field.kind === 'secret' && !field.readOn?.includes(operation)) continue;
+  for (const field of outputPlan(registry, resource)) {
+    if (field.readOn && !field.readOn.includes(operation)) continue;
     const value = item[field.name];
     if (value === null || value === undefined) continue;
-    if (field.kind === 'ref') {
-      out[field.name] = itemIri(registry.byShortName(field.target as string) as ResourceMetadata, value as number);
-    } else {
-      out[field.name] = value;
-    }
+    out[field.name] = field.refPath === undefined ? value : `${field.refPath}/${value as number}`;
   }
   return out;
 }
@@ -128,7 +159,20 @@ export function searchVariables(resource: ResourceMetadata): { variable: string;
   return out;
 }
 
+const templates = new WeakMap<ResourceMetadata, Map<string, Record<string, unknown> | undefined>>();
+
+/** The IriTemplate of a collection: constant per resource and spelling, so built once. */
 function searchTemplate(resource: ResourceMetadata, v: Vocabulary): Record<string, unknown> | undefined {
+  let byVocabulary = templates.get(resource);
+  if (!byVocabulary) {
+    byVocabulary = new Map();
+    templates.set(resource, byVocabulary);
+  }
+  if (!byVocabulary.has(v.template)) byVocabulary.set(v.template, buildSearchTemplate(resource, v));
+  return byVocabulary.get(v.template);
+}
+
+function buildSearchTemplate(resource: ResourceMetadata, v: Vocabulary): Record<string, unknown> | undefined {
   const variables = searchVariables(resource);
   if (!variables.length) return undefined;
   return {

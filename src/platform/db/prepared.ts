@@ -1,0 +1,40 @@
+import { CompiledQuery, type Compilable } from 'kysely';
+
+interface QueryExecutorLike {
+  getExecutor(): { adapter: object };
+  executeQuery<R>(query: CompiledQuery<R>): Promise<{ rows: R[] }>;
+}
+
+// SQL text per dialect adapter (a Kysely instance and its transactions share one adapter), so
+// SQLite's `?` and PostgreSQL's `$1` never mix when both run in one process.
+const caches = new WeakMap<object, Map<string, string>>();
+const MAX = 1000;
+
+/**
+ * Runs a query whose shape is fixed, building and compiling it with Kysely only the first time;
+ * afterwards only its parameters change. On hot read paths this removes the cost of building and
+ * compiling the query tree on every request, a large share of a request that reads a few indexed
+ * rows. The SQL is still Kysely's, for the dialect in use, and runs on the given executor (so
+ * inside a transaction when given one).
+ *
+ * `build` must produce the same SQL for the same `key`, taking `parameters` in the same order.
+ */
+export async function preparedRows<R>(executor: QueryExecutorLike, key: string, parameters: readonly unknown[], build: () => Compilable<R>): Promise<R[]> {
+  const adapter = executor.getExecutor().adapter;
+  let cache = caches.get(adapter);
+  if (!cache) {
+    cache = new Map();
+    caches.set(adapter, cache);
+  }
+  let sql = cache.get(key);
+  if (sql === undefined) {
+    const compiled = build().compile();
+    if (compiled.parameters.length !== parameters.length) {
+      throw new Error(`prepared query ${key}: ${compiled.parameters.length} parameters compiled, ${parameters.length} given`);
+    }
+    sql = compiled.sql;
+    if (cache.size >= MAX) cache.clear();
+    cache.set(key, sql);
+  }
+  return (await executor.executeQuery<R>(CompiledQuery.raw(sql, [...parameters]) as CompiledQuery<R>)).rows;
+}
