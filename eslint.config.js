@@ -8,7 +8,7 @@ const forbid = (groups) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'data/**', 'bench/results/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'data/**', 'bench/results/**', '.tmp/**', 'tmp-*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Bindings, ChildLoggerOptions } from 'pino';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { loggerOptions } from '../log/logger.js';
 
@@ -45,9 +46,13 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     forceCloseConnections: 'idle',
   };
   const app = Fastify(fastifyOptions);
+  // A pino child per request costs microseconds that matter on fast routes; when request logging
+  // is off (level above info), the child is only built if something is actually logged.
+  app.setChildLoggerFactory((logger, bindings, opts) => ((logger as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled('info') ? logger.child(bindings, opts) : lazyChild(logger, bindings, opts)));
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   const registry = new Registry();
@@ -59,11 +64,18 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
   });
-  app.addHook('onResponse', async (request, reply) => {
-    duration.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    );
+  // Label children are cached: hashing the label set on every observation is the histogram's main cost.
+  const series = new Map<string, ReturnType<typeof duration.labels>>();
+  app.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const key = `${request.method} ${route} ${reply.statusCode}`;
+    let child = series.get(key);
+    if (!child) {
+      child = duration.labels({ method: request.method, route, status_code: String(reply.statusCode) });
+      if (series.size < 10_000) series.set(key, child);
+    }
+    child.observe(reply.elapsedTime / 1000);
+    done();
   });
 
   app.get('/healthz', { logLevel: 'warn' }, async (_request, reply) => {
@@ -85,6 +97,29 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     return registry.metrics();
   });
   return app;
+}
+
+type Logger = FastifyBaseLogger;
+
+function lazyChild(logger: Logger, bindings: Bindings, opts: ChildLoggerOptions): Logger {
+  let child: Logger | undefined;
+  const get = () => (child ??= logger.child(bindings, opts));
+  return {
+    get level() {
+      return logger.level;
+    },
+    set level(level: string) {
+      get().level = level;
+    },
+    fatal: (...args: Parameters<Logger['fatal']>) => get().fatal(...args),
+    error: (...args: Parameters<Logger['error']>) => get().error(...args),
+    warn: (...args: Parameters<Logger['warn']>) => get().warn(...args),
+    info: (...args: Parameters<Logger['info']>) => get().info(...args),
+    debug: (...args: Parameters<Logger['debug']>) => get().debug(...args),
+    trace: (...args: Parameters<Logger['trace']>) => get().trace(...args),
+    silent: (...args: Parameters<Logger['silent']>) => get().silent(...args),
+    child: (b: Bindings, o?: ChildLoggerOptions) => get().child(b, o),
+  } as Logger;
 }
 
 /**

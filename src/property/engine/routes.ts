@@ -21,6 +21,8 @@ export interface RouteOptions extends HttpSettings {
 const METHOD: Readonly<Record<OperationName, HTTPMethods>> = { getCollection: 'GET', get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', delete: 'DELETE' };
 const ALL_METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const WRITE_TYPES = ['application/ld+json', 'application/json'];
+/** API Platform's default response headers, besides the docs Link. */
+const STATIC_HEADERS = { vary: 'Accept', 'x-content-type-options': 'nosniff', 'x-frame-options': 'deny', 'cache-control': 'no-cache, private' } as const;
 const PATCH_TYPES = ['application/merge-patch+json'];
 
 /** Splits `7.jsonld` into id and format; an unknown suffix is a 404, as in API Platform. */
@@ -41,12 +43,9 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
   const registry = engine.registry;
 
   // Every response carries the docs Link and API Platform's default headers; errors add theirs.
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('link', apiDocLink(request, options));
-    reply.header('vary', 'Accept');
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('x-frame-options', 'deny');
-    reply.header('cache-control', 'no-cache, private');
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.headers({ link: apiDocLink(request, options), ...STATIC_HEADERS });
+    done();
   });
   app.setErrorHandler((err, request, reply) => sendError(request, reply, err, options));
   app.setNotFoundHandler((request, reply) => sendError(request, reply, new NotFoundError(), options));
@@ -58,12 +57,18 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
   // A present key is checked on every API route, public ones included: an unknown key answers
   // 401 rather than silently falling back to anonymous access. Handlers read the result.
   const principals = new WeakMap<FastifyRequest, Principal>();
-  app.addHook('preHandler', async (request) => {
+  app.addHook('preHandler', (request, _reply, done) => {
     const key = request.headers['x-api-key'];
-    if (key === undefined || key === '' || !request.url.startsWith(registry.prefix)) return;
-    const principal = typeof key === 'string' && key.length <= 200 ? await options.authenticate(key) : null;
-    if (!principal) throw new UnauthenticatedError('Invalid credentials.');
-    principals.set(request, principal);
+    if (key === undefined || key === '' || !request.url.startsWith(registry.prefix)) return done();
+    const lookup = typeof key === 'string' && key.length <= 200 ? options.authenticate(key) : Promise.resolve(null);
+    lookup.then(
+      (principal) => {
+        if (!principal) return done(new UnauthenticatedError('Invalid credentials.'));
+        principals.set(request, principal);
+        done();
+      },
+      (err: Error) => done(err),
+    );
   });
   const principalOf = async (request: FastifyRequest): Promise<Principal | null> => principals.get(request) ?? null;
 
