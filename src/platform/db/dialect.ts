@@ -1,4 +1,5 @@
-import type { Dialect } from './database.js';
+import { sql } from 'kysely';
+import type { Dialect, Executor } from './database.js';
 
 /**
  * Dialect differences live here and nowhere else.
@@ -30,4 +31,26 @@ export function floatType(dialect: Dialect): 'real' | 'double precision' {
 /** Which dialect a Kysely instance speaks; migrations are typed on Kysely<any> and ask this. */
 export function dialectOf(db: { getExecutor(): { adapter: object } }): Dialect {
   return db.getExecutor().adapter.constructor.name.startsWith('Postgres') ? 'postgres' : 'sqlite';
+}
+
+/**
+ * Adds `by` to the counter `column` of the row identified by `key`, creating the row at `by`, and
+ * returns the new value: one atomic statement (INSERT … ON CONFLICT … DO UPDATE … RETURNING, which
+ * PostgreSQL and SQLite ≥ 3.35 both speak). `key` must be the table's primary key or a unique key.
+ */
+export async function incrementCounter<DB>(db: Executor<DB>, table: string, key: Readonly<Record<string, string | number>>, column: string, by = 1): Promise<number> {
+  const keyColumns = Object.keys(key);
+  const result = await sql<{ value: number | string }>`insert into ${sql.table(table)} (${sql.join([...keyColumns, column].map((c) => sql.ref(c)))})
+    values (${sql.join([...keyColumns.map((c) => key[c]), by])})
+    on conflict (${sql.join(keyColumns.map((c) => sql.ref(c)))}) do update set ${sql.ref(column)} = ${sql.ref(`${table}.${column}`)} + ${by}
+    returning ${sql.ref(column)} as value`.execute(db);
+  return Number(result.rows[0]?.value);
+}
+
+/**
+ * Locks the rows a read-modify-write in a transaction is about to change: FOR UPDATE in
+ * PostgreSQL; SQLite has one writer at a time and no such clause, so there it is a no-op.
+ */
+export function forUpdate<Q extends { forUpdate(): Q }>(query: Q, dialect: Dialect): Q {
+  return dialect === 'postgres' ? query.forUpdate() : query;
 }

@@ -16,5 +16,10 @@ export function afterKey<DB, TB extends keyof DB>(
   const op = direction === 'asc' ? '>' : '<';
   const ref = eb.ref as unknown as (c: string) => Expression<unknown>;
   const cmp = eb as unknown as (l: Expression<unknown>, op: string, r: unknown) => Expression<SqlBool>;
-  return eb.or([cmp(ref(sortColumn), op, key.sort), eb.and([cmp(ref(sortColumn), '=', key.sort), cmp(ref(tiebreakColumn), op, key.tiebreak)])]);
+  // The redundant bound `sort <= key` (or `>=`) lets SQLite seek the index to the key; with the
+  // OR alone it walks the index from the first entry and filters, so page N would cost O(N).
+  return eb.and([
+    cmp(ref(sortColumn), `${op}=`, key.sort),
+    eb.or([cmp(ref(sortColumn), op, key.sort), eb.and([cmp(ref(sortColumn), '=', key.sort), cmp(ref(tiebreakColumn), op, key.tiebreak)])]),
+  ]);
 }

@@ -12,6 +12,7 @@ export type AppErrorKind =
   | 'not_acceptable'
   | 'unsupported_media_type'
   | 'conflict'
+  | 'gone'
   | 'payload_too_large'
   | 'rate_limited'
   | 'unavailable'

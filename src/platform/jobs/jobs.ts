@@ -42,7 +42,15 @@ export interface QueueDefinition<P = unknown> {
   readonly backoff: (attempt: number) => number | undefined;
   /** Called once when a job runs out of attempts (or gives up). */
   readonly onDead?: (job: Job<P>, error: Error) => Promise<void>;
+  /**
+   * Longest one `handle` may run, ms (e.g. an HTTP timeout). The lease is stretched to cover it,
+   * so that another worker never claims a job that is still running.
+   */
+  readonly maxRunMs?: number;
 }
+
+/** Time a lease leaves beyond a queue's `maxRunMs`, for recording the outcome. */
+const LEASE_MARGIN_MS = 30_000;
 
 export interface JobRunnerOptions {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the runner touches only the jobs table
@@ -106,7 +114,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   const db = options.db as Kysely<JobsDatabase>;
   const { clock, queues, log } = options;
   const batchSize = options.batchSize ?? 20;
-  const leaseMs = options.leaseMs ?? 60_000;
+  const leaseMs = Math.max(options.leaseMs ?? 60_000, ...Object.values(queues).map((q) => (q.maxRunMs === undefined ? 0 : q.maxRunMs + LEASE_MARGIN_MS)));
   const pollMs = options.pollMs ?? 1_000;
   const postgres = dialectOf(options.db) === 'postgres';
   const queueNames = Object.keys(queues);

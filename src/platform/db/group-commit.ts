@@ -1,0 +1,101 @@
+import type { Kysely, Transaction } from 'kysely';
+import { dialectOf } from './dialect.js';
+
+/**
+ * Runs units of work in transactions, committing concurrent ones together in SQLite.
+ *
+ * SQLite has one writer, and with `synchronous = FULL` every commit waits for an fsync that costs
+ * more than the work itself; units arriving while a commit is under way therefore queue up and the
+ * next transaction runs them all, each inside its own savepoint, so that one unit's failure undoes
+ * only that unit. A unit's promise settles after the commit that made it durable (or failed it).
+ * PostgreSQL commits concurrent transactions in parallel and groups their WAL flushes itself:
+ * there each unit simply gets its own transaction.
+ */
+export interface GroupCommit<DB> {
+  run<T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
+}
+
+interface Pending<DB> {
+  readonly work: (trx: Transaction<DB>) => Promise<unknown>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (reason: unknown) => void;
+}
+
+export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: number } = {}): GroupCommit<DB> {
+  if (dialectOf(db) === 'postgres') return { run: (work) => db.transaction().execute(work) };
+  const maxBatch = options.maxBatch ?? 200;
+  const queue: Pending<DB>[] = [];
+  let draining = false;
+
+  async function runBatch(): Promise<void> {
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    let trx;
+    try {
+      trx = await db.startTransaction().execute();
+    } catch (error) {
+      // No transaction (the database is closed or unreachable): fail what is waiting, not loop.
+      for (const item of queue.splice(0, maxBatch)) item.reject(error);
+      return;
+    }
+    // Taken only now: whatever queued while BEGIN waited for the connection joins this batch.
+    const batch = queue.splice(0, maxBatch);
+    try {
+      if (batch.length === 1) {
+        // Alone in the transaction: a failure rolls the whole transaction back, no savepoint needed.
+        try {
+          outcomes.push({ ok: true, value: await (batch[0] as Pending<DB>).work(trx) });
+        } catch (error) {
+          await trx.rollback().execute();
+          (batch[0] as Pending<DB>).reject(error);
+          return;
+        }
+      } else {
+        for (const [i, item] of batch.entries()) {
+          const name = `unit_${i}`;
+          const sp = await trx.savepoint(name).execute();
+          try {
+            const value = await item.work(sp);
+            await sp.releaseSavepoint(name).execute();
+            outcomes.push({ ok: true, value });
+          } catch (error) {
+            await sp.rollbackToSavepoint(name).execute();
+            await sp.releaseSavepoint(name).execute();
+            outcomes.push({ ok: false, error });
+          }
+        }
+      }
+      await trx.commit().execute();
+    } catch (error) {
+      // A savepoint statement or COMMIT failed: nothing of the batch is durable.
+      await trx.rollback().execute().catch(() => undefined);
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    batch.forEach((item, i) => {
+      const outcome = outcomes[i] as (typeof outcomes)[number];
+      if (outcome.ok) item.resolve(outcome.value);
+      else item.reject(outcome.error);
+    });
+  }
+
+  async function drain(): Promise<void> {
+    try {
+      while (queue.length) await runBatch();
+    } finally {
+      draining = false;
+    }
+  }
+
+  return {
+    run<T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+        if (draining) return;
+        draining = true;
+        // One turn of the event loop first: requests that are still on their way here (parsed,
+        // authenticating) join this batch instead of each opening a transaction of their own.
+        setImmediate(() => void drain());
+      });
+    },
+  };
+}
