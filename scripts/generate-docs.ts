@@ -1,11 +1,15 @@
 /**
- * Writes the property service's API contracts to docs/api/ (`npm run docs:generate`). They are
- * checked in and compared by test/property/docs-snapshot.test.ts, so a change to a resource shows
- * up as a reviewable diff of the OpenAPI and Hydra documents.
+ * Writes the API contracts of both services to docs/api/ (`npm run docs:generate`). They are
+ * checked in and compared by test/property/docs-snapshot.test.ts, so a change to a resource or a
+ * route shows up as a reviewable diff of the OpenAPI and Hydra documents.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { buildInboxApp } from '../src/inbox/app.js';
+import { inboxConfigSpec } from '../src/inbox/inbox.config.js';
+import { createInboxServices, migrateInbox, openInboxDatabase } from '../src/inbox/service.js';
+import { loadConfig } from '../src/platform/config/config.js';
 import { hydraDocumentation } from '../src/property/engine/hydra-docs.js';
 import { openApiDocument } from '../src/property/engine/openapi.js';
 import { propertyRegistry } from '../src/property/registry.js';
@@ -16,20 +20,38 @@ export const DOCS_URL = 'http://localhost:3001/api/docs.jsonld';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Repository-relative path → file content, exactly as it must be on disk. */
-export function generatedDocs(): Record<string, string> {
+export async function generatedDocs(): Promise<Record<string, string>> {
   const render = (doc: object) => `${JSON.stringify(doc, null, 2)}\n`;
   return {
+    'docs/api/inbox.openapi.json': render(await inboxOpenApi()),
     'docs/api/property.openapi.json': render(openApiDocument(propertyRegistry)),
     'docs/api/property.hydra.jsonld': render(hydraDocumentation(propertyRegistry, DOCS_URL)),
   };
+}
+
+/** The inbox service's OpenAPI document, generated from its route schemas on a throw-away database. */
+async function inboxOpenApi(): Promise<object> {
+  const config = loadConfig(inboxConfigSpec, { INBOX_DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent', INBOX_ROLES: 'api' });
+  const database = await openInboxDatabase(config);
+  try {
+    await migrateInbox(database);
+    const runtime = createInboxServices(config, database.db, { log: { warn: () => {}, error: () => {} } });
+    const app = await buildInboxApp(runtime.services, database);
+    await app.ready();
+    const doc = app.swagger();
+    await app.close();
+    return doc;
+  } finally {
+    await database.destroy();
+  }
 }
 
 export function repositoryPath(relative: string): string {
   return resolve(root, relative);
 }
 
-function main(): void {
-  for (const [relative, content] of Object.entries(generatedDocs())) {
+async function main(): Promise<void> {
+  for (const [relative, content] of Object.entries(await generatedDocs())) {
     const target = repositoryPath(relative);
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, content);
@@ -37,4 +59,4 @@ function main(): void {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) main();
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) await main();

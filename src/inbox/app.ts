@@ -20,6 +20,12 @@ import type { InboxApp } from './http/types.js';
 import { inboxRoutes } from './inboxes/inbox.routes.js';
 import type { InboxService } from './inboxes/inbox.service.js';
 import type { inboxConfigSpec } from './inbox.config.js';
+import { messageRoutes } from './messages/message.routes.js';
+import type { MessageService } from './messages/message.service.js';
+import { threadRoutes } from './threads/thread.routes.js';
+import type { ThreadService } from './threads/thread.service.js';
+import { webhookRoutes } from './webhooks/webhook.routes.js';
+import type { WebhookService } from './webhooks/webhook.service.js';
 
 export type InboxConfig = ConfigOf<typeof inboxConfigSpec>;
 
@@ -32,6 +38,9 @@ export interface InboxServices {
   readonly apiKeys: ApiKeyService;
   readonly inboxes: InboxService;
   readonly events: EventService;
+  readonly messages: MessageService;
+  readonly threads: ThreadService;
+  readonly webhooks: WebhookService;
   readonly limiter: RateLimiter;
 }
 
@@ -84,6 +93,9 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   });
 
   inboxRoutes(app, services.inboxes);
+  messageRoutes(app, services.messages);
+  threadRoutes(app, services.threads, services.messages);
+  webhookRoutes(app, services.webhooks);
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   app.get('/v0/docs', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>

@@ -10,9 +10,14 @@ import { createJobRunner, type JobRunner, type QueueDefinition } from '../platfo
 import { createApiKeyService } from './api-keys/api-key.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import type { InboxDatabase } from './database.js';
-import { createEventService } from './events/event.service.js';
+import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
+import { createMessageService } from './messages/message.service.js';
 import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
+import { createThreadService } from './threads/thread.service.js';
+import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
+import { createWebhookClient } from './webhooks/webhook.client.js';
+import { createWebhookService } from './webhooks/webhook.service.js';
 
 export async function openInboxDatabase(config: InboxConfig): Promise<Database<InboxDatabase>> {
   // FULL: a message the API or SMTP acknowledged survives power loss, not only a process crash.
@@ -34,6 +39,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const ids = options.ids ?? systemIds;
   const limiter = options.limiter ?? (config.redisUrl ? redisRateLimiter(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }), config.rateLimitPerMinute, 'inbox:rl') : memoryRateLimiter(config.rateLimitPerMinute));
   const events = createEventService({ clock, ids });
+  const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
   const services: InboxServices = {
     config,
     db,
@@ -42,9 +48,27 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     limiter,
     events,
     apiKeys: createApiKeyService({ db, clock, ids }),
-    inboxes: createInboxService({ db, clock, ids, domains: config.domains }),
+    inboxes,
+    messages: createMessageService({
+      db,
+      clock,
+      ids,
+      events,
+      localDomains: inboxes.localDomains,
+      maxRecipients: config.maxRecipients,
+      maxAttachmentBytes: config.maxAttachmentBytes,
+      sendLimitPerDay: config.sendLimitPerDay,
+      relayConfigured: config.smtpRelayUrl !== undefined,
+      publicUrl: config.publicUrl,
+      downloadTtlSeconds: config.downloadUrlTtlSeconds,
+      notifyJobs: () => runner.notify(),
+    }),
+    threads: createThreadService({ db }),
+    webhooks: createWebhookService({ db, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
   };
   const queues: Record<string, QueueDefinition<never>> = {};
+  const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
+  queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, timeoutMs: config.webhookTimeoutMs, log: options.log });
   const runner = createJobRunner({ db, clock, queues, log: options.log });
   return { services, runner };
 }

@@ -107,6 +107,25 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     expect(runs).toBe(1);
   });
 
+  it('stretches the lease over a queue\'s maxRunMs, so a slow job is not claimed twice', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    await enqueue(db, clock, 'q', {});
+    let release = () => {};
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    let runs = 0;
+    const queues = { q: { handle: async () => { runs++; await blocked; }, backoff: () => undefined, maxRunMs: 120_000 } };
+    const slow = createJobRunner({ db, clock, log: silent, leaseMs: 1_000, queues });
+    const running = slow.drain();
+    for (let i = 0; i < 100 && runs === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    const row = await db.selectFrom('jobs').select('locked_until').executeTakeFirstOrThrow();
+    expect(Date.parse(row.locked_until as string) - clock.now().getTime()).toBe(150_000);
+    clock.advance(121_000);
+    expect(await createJobRunner({ db, clock, log: silent, leaseMs: 1_000, queues }).drain()).toBe(0);
+    release();
+    await running;
+    expect(runs).toBe(1);
+  });
+
   it('never gives one job to two runners at once, and the background loop wakes on notify', async () => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
     const runs = new Map<number, number>();

@@ -24,27 +24,59 @@ export interface InboxTestServer {
   close(): Promise<void>;
 }
 
-/**
- * Starts the real inbox service (api and worker roles) on 127.0.0.1 and a random port, on a
- * fresh database: a new SQLite file, or a new PostgreSQL schema dropped on close. Webhooks may
- * target loopback receivers (INBOX_WEBHOOK_ALLOW_PRIVATE=true) unless `env` says otherwise.
- */
-export async function startInboxServer(options: { dialect?: TestDialect; env?: Record<string, string>; clock?: Clock } = {}): Promise<InboxTestServer> {
-  const dialect = options.dialect ?? 'sqlite';
+/** A database that outlives the servers started on it (restart tests); `drop()` removes it. */
+export interface InboxTestDatabase {
+  readonly dialect: TestDialect;
+  /** As INBOX_DATABASE_URL. */
+  readonly url: string;
+  /** DATA_DIR of the servers started on it. */
+  readonly dataDir: string;
+  drop(): Promise<void>;
+}
+
+/** A new SQLite file, or a new PostgreSQL schema. */
+export function createInboxTestDatabase(dialect: TestDialect = 'sqlite'): InboxTestDatabase {
   const dir = mkdtempSync(path.join(tmpdir(), 'inbox-test-'));
   const pgSchema = dialect === 'postgres' ? freshPostgresSchema() : undefined;
+  return {
+    dialect,
+    url: pgSchema ? pgSchema.url : `sqlite:${path.join(dir, 'inbox.db')}`,
+    dataDir: dir,
+    async drop() {
+      await pgSchema?.drop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Starts the real inbox service (api and worker roles) on 127.0.0.1 and a random port, on a
+ * fresh database: a new SQLite file, or a new PostgreSQL schema dropped on close. With
+ * `database`, it runs on that one instead and leaves it in place on close, so that another
+ * server can be started on the same data. Webhooks may target loopback receivers
+ * (INBOX_WEBHOOK_ALLOW_PRIVATE=true) unless `env` says otherwise.
+ */
+export async function startInboxServer(options: { dialect?: TestDialect; env?: Record<string, string>; clock?: Clock; database?: InboxTestDatabase } = {}): Promise<InboxTestServer> {
+  const database = options.database ?? createInboxTestDatabase(options.dialect ?? 'sqlite');
+  const dialect = database.dialect;
   const config = loadConfig(inboxConfigSpec, {
     HOST: '127.0.0.1',
     INBOX_PORT: '0',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    DATA_DIR: dir,
-    INBOX_DATABASE_URL: pgSchema ? pgSchema.url : `sqlite:${path.join(dir, 'inbox.db')}`,
+    DATA_DIR: database.dataDir,
+    INBOX_DATABASE_URL: database.url,
     INBOX_DATABASE_POOL_SIZE: '4',
     INBOX_DOMAINS: 'inbox.test,agents.test',
     INBOX_WEBHOOK_ALLOW_PRIVATE: 'true',
     ...options.env,
   });
-  const service = await startInboxService(config, options.clock ? { clock: options.clock } : {});
+  let service: RunningInboxService;
+  try {
+    service = await startInboxService(config, options.clock ? { clock: options.clock } : {});
+  } catch (err) {
+    if (!options.database) await database.drop();
+    throw err;
+  }
   const url = (service.url ?? '').replace('localhost', '127.0.0.1');
   return {
     url,
@@ -54,8 +86,7 @@ export async function startInboxServer(options: { dialect?: TestDialect; env?: R
     client: (key) => new AgentMailClient({ apiKey: key, baseUrl: url, maxRetries: 0 }),
     async close() {
       await service.close();
-      await pgSchema?.drop();
-      rmSync(dir, { recursive: true, force: true });
+      if (!options.database) await database.drop();
     },
   };
 }

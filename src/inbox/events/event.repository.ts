@@ -18,6 +18,15 @@ export async function insertEvent(db: Db, event: StoredEvent): Promise<void> {
     .execute();
 }
 
+/** Several events in one statement. */
+export async function insertEvents(db: Db, events: readonly StoredEvent[]): Promise<void> {
+  if (!events.length) return;
+  await db
+    .insertInto('events')
+    .values(events.map((e) => ({ event_id: e.eventId, organization_id: e.organizationId, event_type: e.eventType, inbox_id: e.inboxId, pod_id: e.podId, payload: e.payload, created_at: e.createdAt })))
+    .execute();
+}
+
 export async function findEvent(db: Db, eventId: string): Promise<StoredEvent | undefined> {
   const row = await db.selectFrom('events').selectAll().where('event_id', '=', eventId).executeTakeFirst();
   return row

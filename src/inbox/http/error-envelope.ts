@@ -12,6 +12,7 @@ export type InboxErrorType =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'gone'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'rate_limit_exceeded'
@@ -26,6 +27,7 @@ export const ERROR_BY_KIND: Readonly<Record<AppErrorKind, { status: number; type
   method_not_allowed: { status: 405, type: 'method_not_allowed' },
   not_acceptable: { status: 406, type: 'validation_error' },
   conflict: { status: 409, type: 'conflict' },
+  gone: { status: 410, type: 'gone' },
   payload_too_large: { status: 413, type: 'payload_too_large' },
   unsupported_media_type: { status: 415, type: 'unsupported_media_type' },
   rate_limited: { status: 429, type: 'rate_limit_exceeded' },

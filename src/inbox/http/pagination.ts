@@ -41,3 +41,43 @@ export function page<T>(rows: readonly T[], limit: number, keyOf: (row: T) => { 
   const nextPageToken = rows.length > limit && last ? encodeCursor({ ...keyOf(last), direction }) : undefined;
   return { items, nextPageToken };
 }
+
+export interface ListFilter {
+  /** Items must carry every one of these labels. */
+  readonly labels: readonly string[];
+  /** Only items strictly before / after these times (normalised ISO-8601 UTC). */
+  readonly before?: string;
+  readonly after?: string;
+}
+
+/**
+ * The filters of message and thread lists. `labels` arrives as the SDK sends it, a JSON-encoded
+ * array (`["a","b"]`); a bare label or a repeated parameter works too. Anything else that looks
+ * like JSON is an error rather than a label.
+ */
+export function parseListFilter(query: { labels?: string | readonly string[]; before?: string; after?: string }): ListFilter {
+  let labels: string[] = [];
+  const raw = query.labels;
+  if (Array.isArray(raw)) labels = [...raw];
+  else if (typeof raw === 'string' && /^\s*[[{"]/.test(raw)) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      parsed = undefined;
+    }
+    if (!Array.isArray(parsed) || !parsed.every((l) => typeof l === 'string')) {
+      throw new ValidationError('labels must be a JSON array of strings, e.g. ["unread"].', 'labels', 'INVALID_LABELS');
+    }
+    labels = parsed as string[];
+  } else if (typeof raw === 'string' && raw !== '') labels = [raw];
+  if (labels.length > 20) throw new ValidationError('labels: at most 20 labels per filter.', 'labels', 'INVALID_LABELS');
+  const time = (field: 'before' | 'after') => {
+    const value = query[field];
+    if (value === undefined) return {};
+    const t = new Date(value);
+    if (Number.isNaN(t.getTime())) throw new ValidationError(`${field} must be an ISO-8601 date-time.`, field, 'INVALID_DATE');
+    return { [field]: t.toISOString() };
+  };
+  return { labels: [...new Set(labels)], ...time('before'), ...time('after') };
+}

@@ -25,7 +25,10 @@ export interface WebhookDeliveryTable {
   error: string | null;
   duration_ms: number;
   response_excerpt: string | null;
+  /** Added by migration 0003. */
+  outcome: 'delivered' | 'retrying' | 'failed';
   created_at: string;
 }
 
 export type WebhookRow = Selectable<WebhookTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;

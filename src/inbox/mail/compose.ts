@@ -1,0 +1,293 @@
+import * as base64 from 'nodemailer/lib/base64/index.js';
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import { detectMimeType } from 'nodemailer/lib/mime-funcs/index.js';
+import type MimeNode from 'nodemailer/lib/mime-node/index.js';
+import * as qp from 'nodemailer/lib/qp/index.js';
+
+/**
+ * Mail knowledge without I/O: address syntax, RFC 5322/MIME composition (nodemailer's
+ * MailComposer), and the derived texts a message carries (preview, new content without quotes).
+ */
+
+export interface Mailbox {
+  /** Display name, '' when there is none. */
+  readonly name: string;
+  readonly address: string;
+}
+
+const LOCAL_PART = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
+const DOMAIN_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+// Control characters (C0, DEL, C1) and the line and paragraph separators.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/** A bare address `local@domain` (dot-atom local part, LDH domain labels, at most 254 characters). */
+export function isValidAddress(address: string, singleLabelDomains: readonly string[] = []): boolean {
+  if (address.length > 254) return false;
+  const at = address.lastIndexOf('@');
+  if (at <= 0) return false;
+  const local = address.slice(0, at);
+  const domain = address.slice(at + 1);
+  if (local.length > 64 || !LOCAL_PART.test(local)) return false;
+  if (domain.length > 253) return false;
+  const labels = domain.split('.');
+  if (!labels.every((l) => DOMAIN_LABEL.test(l))) return false;
+  // A public domain has at least two labels and a non-numeric top-level label.
+  if (labels.length === 1) return singleLabelDomains.includes(domain.toLowerCase());
+  return !/^\d+$/.test(labels[labels.length - 1] as string);
+}
+
+/**
+ * One mailbox: `addr`, `<addr>`, `Name <addr>` or `"Quoted, Name" <addr>`. Returns undefined for
+ * anything else, including control characters anywhere.
+ */
+export function parseMailbox(input: string, singleLabelDomains: readonly string[] = []): Mailbox | undefined {
+  const s = input.trim();
+  if (!s || CONTROL.test(s)) return undefined;
+  let name = '';
+  let address: string;
+  if (s.endsWith('>')) {
+    const open = s.lastIndexOf('<');
+    if (open < 0) return undefined;
+    address = s.slice(open + 1, -1).trim();
+    const phrase = s.slice(0, open).trim();
+    if (phrase.startsWith('"')) {
+      const m = /^"((?:[^"\\]|\\.)*)"$/.exec(phrase);
+      if (!m) return undefined;
+      name = (m[1] as string).replace(/\\(.)/g, '$1');
+    } else {
+      if (/[<>"]/.test(phrase)) return undefined;
+      name = phrase;
+    }
+  } else {
+    address = s;
+  }
+  if (name.length > 255 || !isValidAddress(address, singleLabelDomains)) return undefined;
+  return { name: name.trim(), address };
+}
+
+/**
+ * An address list as one string: mailboxes separated by commas outside quotes and angle brackets.
+ * Returns the non-empty pieces, to be parsed one by one.
+ */
+export function splitAddressList(input: string): string[] {
+  const parts: string[] = [];
+  let current = '';
+  let quoted = false;
+  let angle = false;
+  for (let i = 0; i < input.length; i++) {
+    const c = input[i] as string;
+    if (quoted && c === '\\' && i + 1 < input.length) {
+      current += c + (input[++i] as string);
+      continue;
+    }
+    if (c === '"' && !angle) quoted = !quoted;
+    else if (c === '<' && !quoted) angle = true;
+    else if (c === '>' && !quoted) angle = false;
+    if ((c === ',' || c === ';') && !quoted && !angle) {
+      parts.push(current);
+      current = '';
+    } else {
+      current += c;
+    }
+  }
+  parts.push(current);
+  return parts.map((p) => p.trim()).filter((p) => p !== '');
+}
+
+/** `addr`, or `Name <addr>` with the name quoted when it holds RFC 5322 specials. */
+export function formatMailbox(mailbox: Mailbox): string {
+  if (!mailbox.name) return mailbox.address;
+  const name = /[()<>[\]:;@\\,."]/.test(mailbox.name) ? `"${mailbox.name.replace(/(["\\])/g, '\\$1')}"` : mailbox.name;
+  return `${name} <${mailbox.address}>`;
+}
+
+/** The bare address of a formatted mailbox (`Name <a@b>` → `a@b`). */
+export function addressOf(formatted: string): string {
+  const m = /<([^<>]*)>\s*$/.exec(formatted);
+  return (m ? (m[1] as string) : formatted).trim();
+}
+
+/** The media type nodemailer would give a file of this name (application/octet-stream if unknown). */
+export function mediaTypeOf(filename: string | undefined): string {
+  return filename ? detectMimeType(filename) : 'application/octet-stream';
+}
+
+export interface ComposeAttachment {
+  readonly filename: string | null;
+  readonly contentType: string;
+  readonly contentDisposition: 'attachment' | 'inline';
+  readonly contentId: string | null;
+  readonly content: Buffer;
+}
+
+export interface ComposeInput {
+  readonly messageId: string;
+  readonly date: Date;
+  readonly from: Mailbox;
+  readonly to: readonly Mailbox[];
+  readonly cc: readonly Mailbox[];
+  readonly replyTo: readonly Mailbox[];
+  readonly subject: string | null;
+  readonly text: string | null;
+  readonly html: string | null;
+  readonly inReplyTo: string | null;
+  readonly references: readonly string[];
+  readonly headers: Readonly<Record<string, string>>;
+  readonly attachments: readonly ComposeAttachment[];
+}
+
+/**
+ * The RFC 5322 source of a message, as it goes over the wire. Bcc is never part of it (the
+ * envelope carries those recipients), so every stored copy can share these bytes.
+ */
+export async function composeMessage(input: ComposeInput): Promise<Buffer> {
+  const mailbox = (m: Mailbox) => ({ name: m.name, address: m.address });
+  const composer = new MailComposer({
+    messageId: input.messageId,
+    date: input.date,
+    from: mailbox(input.from),
+    to: input.to.map(mailbox),
+    ...(input.cc.length ? { cc: input.cc.map(mailbox) } : {}),
+    ...(input.replyTo.length ? { replyTo: input.replyTo.map(mailbox) } : {}),
+    subject: input.subject ?? '',
+    ...(input.text !== null ? { text: input.text } : {}),
+    ...(input.html !== null ? { html: input.html } : {}),
+    ...(input.inReplyTo ? { inReplyTo: input.inReplyTo } : {}),
+    ...(input.references.length ? { references: [...input.references] } : {}),
+    headers: { ...input.headers },
+    attachments: input.attachments.map((a) => ({
+      content: a.content,
+      contentType: a.contentType,
+      contentDisposition: a.contentDisposition,
+      ...(a.filename !== null ? { filename: a.filename } : { filename: false as const }),
+      ...(a.contentId !== null ? { cid: a.contentId } : {}),
+    })),
+  });
+  const root = composer.compile();
+  return serializeMimeTree(root) ?? root.build();
+}
+
+/** The parts of a compiled MimeNode that its serialization reads (some are internal to nodemailer). */
+interface MimeTreeNode {
+  readonly childNodes: readonly MimeTreeNode[];
+  readonly content?: unknown;
+  readonly contentType?: string | undefined;
+  readonly multipart?: string | false | undefined;
+  readonly boundary?: string | false | undefined;
+  readonly newline?: string | undefined;
+  readonly _raw?: unknown;
+  readonly _transforms?: readonly unknown[];
+  readonly _processFuncs?: readonly unknown[];
+  buildHeaders(): string;
+  getTransferEncoding(): string | false;
+}
+
+/**
+ * The bytes `MimeNode#build()` produces, written synchronously: build() pushes the same strings
+ * through a chain of streams and setImmediate hops, which costs a fifth of a whole send. Handles
+ * what composeMessage creates (string and Buffer contents, no transforms); anything else returns
+ * undefined and goes through build(). compose.test.ts compares both byte for byte.
+ */
+export function serializeMimeTree(root: MimeNode): Buffer | undefined {
+  const chunks: Buffer[] = [];
+  const write = (node: MimeTreeNode): boolean => {
+    if (node._raw || node._transforms?.length || node._processFuncs?.length || node.newline) return false;
+    const encoding = node.getTransferEncoding();
+    chunks.push(Buffer.from(`${node.buildHeaders()}\r\n\r\n`));
+    const content = node.content;
+    if (content) {
+      if (typeof content !== 'string' && !Buffer.isBuffer(content)) return false;
+      const bytes = typeof content === 'string' ? Buffer.from(content) : content;
+      if (encoding === 'base64') chunks.push(Buffer.from(base64.wrap(base64.encode(bytes), 76), 'latin1'));
+      else if (encoding === 'quoted-printable') {
+        // Outside text/* nodemailer encodes lone CR and LF too; not a case composeMessage creates.
+        if (!/^text\//i.test(node.contentType ?? '')) return false;
+        chunks.push(Buffer.from(qp.wrap(qp.encode(bytes), 76), 'latin1'));
+      } else chunks.push(bytes);
+    }
+    if (node.multipart) {
+      for (const [i, child] of node.childNodes.entries()) {
+        chunks.push(Buffer.from(`${i > 0 ? '\r\n' : ''}--${String(node.boundary)}\r\n`));
+        if (!write(child)) return false;
+      }
+      chunks.push(Buffer.from(`\r\n--${String(node.boundary)}--\r\n`));
+    }
+    return true;
+  };
+  if (!write(root as unknown as MimeTreeNode)) return undefined;
+  const out = Buffer.concat(chunks);
+  // Like nodemailer's LastNewline transform: the message ends with a line break.
+  const last = out[out.length - 1];
+  return last === 0x0a ? out : Buffer.concat([out, Buffer.from(last === 0x0d ? '\n' : '\r\n')]);
+}
+
+const PREVIEW_LENGTH = 200;
+
+const ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
+
+/** Visible text of an HTML body, roughly: no scripts, styles or tags; common entities decoded. */
+export function htmlToPlainText(html: string): string {
+  return html
+    .replace(/<(script|style|head)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, ' ')
+    .replace(/<br\s*\/?>|<\/(p|div|li|tr|h[1-6])\s*>/gi, '\n')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, e: string) => {
+      if (e[0] === '#') {
+        const code = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+        return Number.isFinite(code) && code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+      }
+      return ENTITIES[e.toLowerCase()] ?? whole;
+    });
+}
+
+/** The first 200 characters of the text (or the HTML's text), whitespace collapsed. */
+export function previewOf(text: string | null, html: string | null): string | null {
+  const source = text?.trim() ? text : html ? htmlToPlainText(html) : '';
+  const collapsed = source.replace(/\s+/g, ' ').trim();
+  if (!collapsed) return null;
+  return Array.from(collapsed).slice(0, PREVIEW_LENGTH).join('');
+}
+
+const QUOTE_INTRO = /^(On\b.{0,300}\bwrote:|-{2,}\s*Original Message\s*-{2,}|_{5,})\s*$/im;
+
+/**
+ * The new content of a plain-text reply: everything before the quoted history ("On … wrote:",
+ * "-----Original Message-----", or a trailing block of `>` lines).
+ */
+export function extractNewText(text: string): string {
+  let cut = text.length;
+  const intro = QUOTE_INTRO.exec(text);
+  if (intro) cut = intro.index;
+  const lines = text.slice(0, cut).split('\n');
+  while (lines.length && /^\s*(>.*)?$/.test(lines[lines.length - 1] as string)) lines.pop();
+  const result = lines.join('\n').trimEnd();
+  return result || text;
+}
+
+const HTML_QUOTE = /<(div|blockquote)\b[^>]*(class="[^"]*\b(gmail_quote|moz-cite-prefix)\b[^"]*"|type="cite")[^>]*>/i;
+
+/** The new content of an HTML reply: everything before the first quote container. */
+export function extractNewHtml(html: string): string {
+  const m = HTML_QUOTE.exec(html);
+  if (!m || m.index === 0) return html;
+  return html.slice(0, m.index).trimEnd();
+}
+
+/** The subject of a reply: `Re: ` once in front of the original subject. */
+export function replySubject(subject: string | null): string {
+  const s = (subject ?? '').trim();
+  return /^re:/i.test(s) ? s : `Re: ${s}`.trimEnd();
+}
+
+/** The subject without reply and forward prefixes, lower-cased: for grouping and search. */
+export function normalizeSubject(subject: string | null): string | null {
+  if (subject === null) return null;
+  let s = subject.trim();
+  for (;;) {
+    const next = s.replace(/^(re|fwd?|aw|wg|sv|vs)\s*(\[\d+\])?\s*:\s*/i, '');
+    if (next === s) break;
+    s = next;
+  }
+  return s.toLowerCase();
+}

@@ -1,0 +1,128 @@
+import { AppError, NotFoundError } from '../../platform/errors/app-error.js';
+import { ValidationError } from '../http/error-envelope.js';
+
+/** Which request field an address came from. */
+export type AddressField = 'to' | 'cc' | 'bcc' | 'reply_to';
+
+export class InvalidRecipientError extends ValidationError {
+  constructor(field: AddressField, value: string) {
+    super(`${field}: "${value.length > 100 ? `${value.slice(0, 100)}…` : value}" is not a valid email address (expected addr@domain or Name <addr@domain>).`, field, 'INVALID_EMAIL');
+  }
+}
+
+export class MissingRecipientError extends ValidationError {
+  constructor() {
+    super('to: at least one recipient is required.', 'to', 'MISSING_RECIPIENT');
+  }
+}
+
+export class TooManyRecipientsError extends ValidationError {
+  constructor(count: number, max: number) {
+    super(`A message may have at most ${max} recipients across to, cc and bcc; this one has ${count}.`, 'to', 'TOO_MANY_RECIPIENTS');
+  }
+}
+
+export class ExternalDeliveryDisabledError extends ValidationError {
+  constructor(field: AddressField, address: string, localDomains: readonly string[]) {
+    super(`${field}: ${address} is not on a local domain (${localDomains.join(', ')}), and no SMTP relay is configured (INBOX_SMTP_RELAY_URL).`, field, 'EXTERNAL_DELIVERY_DISABLED');
+  }
+}
+
+export class InvalidAttachmentError extends ValidationError {
+  constructor(index: number, problem: string) {
+    super(`attachments[${index}]: ${problem}`, 'attachments', 'INVALID_ATTACHMENT');
+  }
+}
+
+export class AttachmentUrlNotSupportedError extends ValidationError {
+  constructor(index: number) {
+    super(`attachments[${index}]: attachments by url are not supported (this service never fetches URLs); send the file as base64 in content.`, 'attachments', 'ATTACHMENT_URL_NOT_SUPPORTED');
+  }
+}
+
+export class AttachmentsTooLargeError extends ValidationError {
+  constructor(size: number, max: number) {
+    super(`The attachments total ${size} bytes; at most ${max} bytes are allowed per message.`, 'attachments', 'ATTACHMENTS_TOO_LARGE');
+  }
+}
+
+export class InvalidHeaderError extends ValidationError {
+  constructor(name: string, problem: string) {
+    super(`headers: "${name.slice(0, 100)}" ${problem}`, 'headers', 'INVALID_HEADER');
+  }
+}
+
+export class ForbiddenHeaderError extends ValidationError {
+  constructor(name: string) {
+    super(`headers: ${name} is set by the service and cannot be given (nor any Content-* header); use the request fields instead.`, 'headers', 'FORBIDDEN_HEADER');
+  }
+}
+
+export class InvalidLabelError extends ValidationError {
+  constructor(field: string, problem: string) {
+    super(`${field}: ${problem}`, field, 'INVALID_LABEL');
+  }
+}
+
+export class ReservedLabelError extends ValidationError {
+  constructor(field: string, label: string) {
+    super(`${field}: the label "${label}" is set by the service (it records whether a message was sent or received) and cannot be given or removed.`, field, 'RESERVED_LABEL');
+  }
+}
+
+export class ConflictingLabelsError extends ValidationError {
+  constructor(label: string) {
+    super(`The label "${label}" is in both add_labels and remove_labels.`, 'add_labels', 'CONFLICTING_LABELS');
+  }
+}
+
+export class MissingContentError extends ValidationError {
+  constructor() {
+    super('A message needs a body: text, html or at least one attachment.', 'text', 'MISSING_CONTENT');
+  }
+}
+
+export class InvalidSubjectError extends ValidationError {
+  constructor() {
+    super('subject must not contain line breaks or control characters.', 'subject', 'INVALID_SUBJECT');
+  }
+}
+
+export class SendLimitExceededError extends AppError {
+  constructor(limit: number, retryAfterSeconds: number) {
+    super('rate_limited', `The organization has sent its ${limit} messages for today (UTC); retry in ${retryAfterSeconds} s.`, {
+      code: 'SEND_LIMIT_EXCEEDED',
+      details: { code: 'SEND_LIMIT_EXCEEDED', limit, retry_after_seconds: retryAfterSeconds },
+    });
+  }
+}
+
+export class MessageNotFoundError extends NotFoundError {
+  constructor(messageId: string) {
+    super(`Message ${messageId} not found.`, { code: 'MESSAGE_NOT_FOUND', details: { field: 'message_id', code: 'MESSAGE_NOT_FOUND' } });
+  }
+}
+
+export class AttachmentNotFoundError extends NotFoundError {
+  constructor(attachmentId: string) {
+    super(`Attachment ${attachmentId} not found.`, { code: 'ATTACHMENT_NOT_FOUND', details: { field: 'attachment_id', code: 'ATTACHMENT_NOT_FOUND' } });
+  }
+}
+
+export class RawMessageNotAvailableError extends NotFoundError {
+  constructor(messageId: string) {
+    super(`The raw source of message ${messageId} is not stored.`, { code: 'RAW_NOT_AVAILABLE' });
+  }
+}
+
+export class DownloadLinkInvalidError extends NotFoundError {
+  constructor() {
+    super('This download link is not valid.', { code: 'DOWNLOAD_LINK_INVALID' });
+  }
+}
+
+export class DownloadLinkExpiredError extends AppError {
+  constructor() {
+    super('gone', 'This download link has expired; ask the API for a new one.', { code: 'DOWNLOAD_LINK_EXPIRED' });
+  }
+}

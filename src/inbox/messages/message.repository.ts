@@ -1,0 +1,308 @@
+import type { SelectQueryBuilder } from 'kysely';
+import type { Dialect } from '../../platform/db/database.js';
+import { forUpdate, incrementCounter } from '../../platform/db/dialect.js';
+import { afterKey } from '../../platform/db/keyset.js';
+import type { Db, InboxDatabase } from '../database.js';
+import type { Cursor, ListFilter } from '../http/pagination.js';
+import type { MessageRow } from './message.table.js';
+
+export type ContentDisposition = 'attachment' | 'inline';
+
+/** What a message says about one attachment; the bytes stay in the attachments table. */
+export interface AttachmentMeta {
+  readonly attachmentId: string;
+  readonly filename: string | null;
+  readonly size: number;
+  readonly contentType: string | null;
+  readonly contentDisposition: ContentDisposition | null;
+  readonly contentId: string | null;
+}
+
+export interface Message {
+  /** Internal key: the keyset tiebreaker and the owner of labels and attachments. */
+  readonly pk: number;
+  readonly organizationId: string;
+  readonly inboxId: string;
+  readonly threadId: string;
+  /** The RFC 5322 Message-ID, angle brackets included. */
+  readonly messageId: string;
+  readonly labels: readonly string[];
+  readonly timestamp: string;
+  /** `addr` or `Name <addr>`. */
+  readonly from: string;
+  readonly replyTo: readonly string[];
+  readonly to: readonly string[];
+  readonly cc: readonly string[];
+  readonly bcc: readonly string[];
+  readonly subject: string | null;
+  readonly preview: string | null;
+  /** Null in list reads, which leave the bodies out. */
+  readonly text: string | null;
+  readonly html: string | null;
+  readonly inReplyTo: string | null;
+  readonly references: readonly string[];
+  /** Headers the sender set explicitly. */
+  readonly headers: Readonly<Record<string, string>> | null;
+  readonly attachments: readonly AttachmentMeta[];
+  /** Bytes of the RFC 5322 source. */
+  readonly size: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** A message about to be stored: no key yet, and the source and attachment bytes with it. */
+export interface NewMessage extends Omit<Message, 'pk'> {
+  readonly raw: Buffer;
+  readonly attachmentContents: readonly Buffer[];
+}
+
+const json = <T>(text: string | null, fallback: T): T => (text === null ? fallback : (JSON.parse(text) as T));
+const jsonOrNull = (list: readonly unknown[]): string | null => (list.length ? JSON.stringify(list) : null);
+
+/** Columns of a list item: everything but the bodies and the source. */
+const SUMMARY_COLUMNS = [
+  'id',
+  'organization_id',
+  'inbox_id',
+  'thread_id',
+  'message_id',
+  'labels',
+  'timestamp',
+  'from_address',
+  'reply_to',
+  'to_addresses',
+  'cc_addresses',
+  'bcc_addresses',
+  'subject',
+  'preview',
+  'in_reply_to',
+  'references_ids',
+  'headers',
+  'attachments',
+  'size',
+  'created_at',
+  'updated_at',
+] as const;
+const FULL_COLUMNS = [...SUMMARY_COLUMNS, 'text_body', 'html_body'] as const;
+
+type SummaryRow = Omit<Pick<MessageRow, (typeof SUMMARY_COLUMNS)[number]>, 'organization_id' | 'inbox_id'> &
+  Partial<Pick<MessageRow, 'organization_id' | 'inbox_id' | 'text_body' | 'html_body'>>;
+
+/** `known` supplies the columns a list leaves out (never copy a row object to add them: it is slow). */
+export function messageFromRow(row: SummaryRow, known?: { organizationId: string; inboxId: string }): Message {
+  return {
+    pk: Number(row.id),
+    organizationId: known?.organizationId ?? (row.organization_id as string),
+    inboxId: known?.inboxId ?? (row.inbox_id as string),
+    threadId: row.thread_id,
+    messageId: row.message_id,
+    labels: json<string[]>(row.labels, []),
+    timestamp: row.timestamp,
+    from: row.from_address,
+    replyTo: json<string[]>(row.reply_to, []),
+    to: json<string[]>(row.to_addresses, []),
+    cc: json<string[]>(row.cc_addresses, []),
+    bcc: json<string[]>(row.bcc_addresses, []),
+    subject: row.subject,
+    preview: row.preview,
+    text: row.text_body ?? null,
+    html: row.html_body ?? null,
+    inReplyTo: row.in_reply_to,
+    references: json<string[]>(row.references_ids, []),
+    headers: json<Record<string, string> | null>(row.headers, null),
+    attachments: json<AttachmentMeta[]>(row.attachments, []),
+    size: Number(row.size),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/**
+ * Stores the copies of one message (one per inbox), their labels and attachments: three
+ * statements whatever the number of copies. Returns each copy's key by inbox.
+ */
+export async function insertMessages(db: Db, messages: readonly NewMessage[]): Promise<Map<string, number>> {
+  if (!messages.length) return new Map();
+  const rows = await db
+    .insertInto('messages')
+    .values(
+      messages.map((m) => ({
+        organization_id: m.organizationId,
+        inbox_id: m.inboxId,
+        thread_id: m.threadId,
+        message_id: m.messageId,
+        labels: JSON.stringify(m.labels),
+        timestamp: m.timestamp,
+        from_address: m.from,
+        reply_to: jsonOrNull(m.replyTo),
+        to_addresses: JSON.stringify(m.to),
+        cc_addresses: jsonOrNull(m.cc),
+        bcc_addresses: jsonOrNull(m.bcc),
+        subject: m.subject,
+        preview: m.preview,
+        text_body: m.text,
+        html_body: m.html,
+        in_reply_to: m.inReplyTo,
+        references_ids: jsonOrNull(m.references),
+        headers: m.headers && Object.keys(m.headers).length ? JSON.stringify(m.headers) : null,
+        attachments: jsonOrNull(m.attachments),
+        size: m.size,
+        raw: m.raw,
+        created_at: m.createdAt,
+        updated_at: m.updatedAt,
+      })),
+    )
+    .returning(['id', 'inbox_id'])
+    .execute();
+  // RETURNING order is not promised; the inbox names the copy.
+  const pks = new Map(rows.map((r) => [r.inbox_id, Number(r.id)]));
+  const labels = messages.flatMap((m) => m.labels.map((label) => ({ message_pk: pks.get(m.inboxId) as number, label })));
+  if (labels.length) await db.insertInto('message_labels').values(labels).execute();
+  const attachments = messages.flatMap((m) =>
+    m.attachments.map((a, i) => ({
+      message_pk: pks.get(m.inboxId) as number,
+      attachment_id: a.attachmentId,
+      filename: a.filename,
+      content_type: a.contentType,
+      content_disposition: a.contentDisposition,
+      content_id: a.contentId,
+      size: a.size,
+      content: m.attachmentContents[i] as Buffer,
+    })),
+  );
+  if (attachments.length) await db.insertInto('attachments').values(attachments).execute();
+  return pks;
+}
+
+export async function findMessage(db: Db, organizationId: string, inboxId: string, messageId: string, options: { lock?: Dialect } = {}): Promise<Message | undefined> {
+  let q = db.selectFrom('messages').select(FULL_COLUMNS).where('inbox_id', '=', inboxId).where('message_id', '=', messageId).where('organization_id', '=', organizationId);
+  if (options.lock) q = forUpdate(q, options.lock);
+  const row = await q.executeTakeFirst();
+  return row ? messageFromRow(row) : undefined;
+}
+
+function withLabels<O>(q: SelectQueryBuilder<InboxDatabase, 'messages', O>, labels: readonly string[]): SelectQueryBuilder<InboxDatabase, 'messages', O> {
+  let out = q;
+  for (const label of labels) {
+    out = out.where(({ exists, selectFrom }) => exists(selectFrom('message_labels').select('message_labels.label').whereRef('message_labels.message_pk', '=', 'messages.id').where('message_labels.label', '=', label)));
+  }
+  return out;
+}
+
+// A list knows its inbox and organization: better-sqlite3 builds a row object property by
+// property, and past about twenty columns that costs more than the rest of the request.
+const LIST_COLUMNS = SUMMARY_COLUMNS.filter((c) => c !== 'organization_id' && c !== 'inbox_id');
+
+/** One page (limit + 1 rows) of an inbox's messages by (timestamp, id): an index range, never OFFSET. */
+export async function listMessages(db: Db, scope: { organizationId: string; inboxId: string }, filter: ListFilter, page: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Message[]> {
+  let q = db.selectFrom('messages').select(LIST_COLUMNS).where('inbox_id', '=', scope.inboxId);
+  if (filter.before) q = q.where('timestamp', '<', filter.before);
+  if (filter.after) q = q.where('timestamp', '>', filter.after);
+  q = withLabels(q, filter.labels);
+  const cursor = page.after;
+  if (cursor) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', cursor, page.direction));
+  const rows = await q.orderBy('timestamp', page.direction).orderBy('id', page.direction).limit(page.limit + 1).execute();
+  return rows.map((row) => messageFromRow(row, scope));
+}
+
+/** Every message of a thread, oldest first, with bodies. */
+export async function listThreadMessages(db: Db, threadId: string): Promise<Message[]> {
+  const rows = await db.selectFrom('messages').select(FULL_COLUMNS).where('thread_id', '=', threadId).orderBy('timestamp', 'asc').orderBy('id', 'asc').execute();
+  return rows.map((row) => messageFromRow(row));
+}
+
+/**
+ * For threading: which thread of each of `inboxIds` holds a message with one of `messageIds`
+ * (the new message's In-Reply-To and References). Newest match first.
+ */
+export async function findThreadsHoldingMessages(db: Db, inboxIds: readonly string[], messageIds: readonly string[]): Promise<{ inboxId: string; threadId: string }[]> {
+  if (!inboxIds.length || !messageIds.length) return [];
+  const rows = await db
+    .selectFrom('messages')
+    .select(['inbox_id', 'thread_id'])
+    .where('inbox_id', 'in', inboxIds)
+    .where('message_id', 'in', messageIds)
+    .orderBy('timestamp', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+  return rows.map((r) => ({ inboxId: r.inbox_id, threadId: r.thread_id }));
+}
+
+/** Replaces a message's labels (the JSON column and the label rows) in the caller's transaction. */
+export async function updateMessageLabels(db: Db, pk: number, labels: readonly string[], added: readonly string[], removed: readonly string[], updatedAt: string): Promise<void> {
+  await db.updateTable('messages').set({ labels: JSON.stringify(labels), updated_at: updatedAt }).where('id', '=', pk).execute();
+  if (removed.length) await db.deleteFrom('message_labels').where('message_pk', '=', pk).where('label', 'in', removed).execute();
+  if (added.length) await db.insertInto('message_labels').values(added.map((label) => ({ message_pk: pk, label }))).execute();
+}
+
+/** The union of the labels of a thread's messages. */
+export async function findThreadMessageLabels(db: Db, threadId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('message_labels')
+    .innerJoin('messages', 'messages.id', 'message_labels.message_pk')
+    .select('message_labels.label')
+    .distinct()
+    .where('messages.thread_id', '=', threadId)
+    .execute();
+  return rows.map((r) => r.label);
+}
+
+/** An attachment of a message of a thread (in an organization, optionally in one inbox). */
+export async function findThreadAttachment(db: Db, organizationId: string, threadId: string, attachmentId: string, inboxId?: string): Promise<{ messagePk: number; attachment: AttachmentMeta } | undefined> {
+  let q = db
+    .selectFrom('messages')
+    .innerJoin('attachments', 'attachments.message_pk', 'messages.id')
+    .select(['messages.id', 'attachments.attachment_id', 'attachments.filename', 'attachments.size', 'attachments.content_type', 'attachments.content_disposition', 'attachments.content_id'])
+    .where('messages.thread_id', '=', threadId)
+    .where('messages.organization_id', '=', organizationId)
+    .where('attachments.attachment_id', '=', attachmentId);
+  if (inboxId !== undefined) q = q.where('messages.inbox_id', '=', inboxId);
+  const row = await q.executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    messagePk: Number(row.id),
+    attachment: {
+      attachmentId: row.attachment_id,
+      filename: row.filename,
+      size: Number(row.size),
+      contentType: row.content_type,
+      contentDisposition: row.content_disposition as ContentDisposition | null,
+      contentId: row.content_id,
+    },
+  };
+}
+
+export async function findAttachmentContent(db: Db, messagePk: number, attachmentId: string): Promise<{ filename: string | null; contentType: string | null; content: Buffer } | undefined> {
+  const row = await db
+    .selectFrom('attachments')
+    .select(['filename', 'content_type', 'content'])
+    .where('message_pk', '=', messagePk)
+    .where('attachment_id', '=', attachmentId)
+    .executeTakeFirst();
+  return row ? { filename: row.filename, contentType: row.content_type, content: Buffer.from(row.content) } : undefined;
+}
+
+export async function findRawSource(db: Db, messagePk: number): Promise<Buffer | undefined> {
+  const row = await db.selectFrom('messages').select('raw').where('id', '=', messagePk).executeTakeFirst();
+  return row?.raw ? Buffer.from(row.raw) : undefined;
+}
+
+/** Counts one sent message for the organization's UTC day; returns the day's count so far. */
+export async function incrementSendCount(db: Db, organizationId: string, day: string): Promise<number> {
+  return incrementCounter(db, 'send_counters', { organization_id: organizationId, day }, 'count');
+}
+
+// The download-link signing key lives in service_secrets, created once by whichever process needs it first.
+
+export async function findServiceSecret(db: Db, name: string): Promise<string | undefined> {
+  return (await db.selectFrom('service_secrets').select('value').where('name', '=', name).executeTakeFirst())?.value;
+}
+
+/** Stores the secret unless another process stored one first; the stored value wins either way. */
+export async function insertServiceSecretIfAbsent(db: Db, name: string, value: string): Promise<void> {
+  await db
+    .insertInto('service_secrets')
+    .values({ name, value })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+}

@@ -1,0 +1,151 @@
+import type { FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { errorResponses } from '../http/common.schemas.js';
+import { ownerOf } from '../http/auth.js';
+import type { InboxApp } from '../http/types.js';
+import {
+  AttachmentDownloadResponse,
+  AttachmentParams,
+  DownloadParams,
+  InboxIdParams,
+  ListMessagesResponse,
+  ListQuery,
+  MessageParams,
+  MessageResponse,
+  RawMessageResponse,
+  ReplyAllBody,
+  ReplyBody,
+  SendMessageBody,
+  SendMessageResponse,
+  UpdateMessageBody,
+  toAttachmentResponse,
+  toListQuery,
+  toMessageItemResponse,
+  toMessageResponse,
+  toSendInput,
+} from './message.schemas.js';
+import type { Download, MessageService } from './message.service.js';
+
+/** Scheme, host and port the request came to: the base of download links without INBOX_PUBLIC_URL. */
+export function requestOrigin(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}`;
+}
+
+const SAFE_MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*(\s*;\s*[a-z0-9!#$&^_.+-]+=("[^"\\\r\n]*"|[a-z0-9!#$&^_.+-]+))*$/i;
+
+/**
+ * Always `attachment` (never rendered in our origin), with an ASCII fallback name and the exact
+ * name in RFC 5987 form.
+ */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
+const binary = { schema: { type: 'string', format: 'binary' } };
+/** Bytes, not JSON: documented per media type (Fastify sends Buffers without serializing them). */
+const DownloadBody = Type.Unsafe<Buffer>({
+  description: 'The attachment with its own content type, or the RFC 5322 source',
+  content: { 'application/octet-stream': binary, 'message/rfc822': binary },
+});
+
+export function messageRoutes(app: InboxApp, messages: MessageService): void {
+  const tags = ['messages'];
+  const notFound = Type.Ref('ErrorResponse');
+
+  // The spec's path and the SDK's: the same operation.
+  for (const [path, summary] of [
+    ['/v0/inboxes/:inbox_id/messages', 'Send a message'],
+    ['/v0/inboxes/:inbox_id/messages/send', 'Send a message (the path the SDK uses)'],
+  ] as const) {
+    app.post(path, {
+      schema: { tags, summary, params: InboxIdParams, body: SendMessageBody, response: { 200: SendMessageResponse, ...errorResponses } },
+      handler: async (request) => {
+        const sent = await messages.send(ownerOf(request), request.params.inbox_id, toSendInput(request.body));
+        return { message_id: sent.messageId, thread_id: sent.threadId };
+      },
+    });
+  }
+
+  app.get('/v0/inboxes/:inbox_id/messages', {
+    schema: { tags, summary: 'List the messages of an inbox, newest first', querystring: ListQuery, params: InboxIdParams, response: { 200: ListMessagesResponse, ...errorResponses } },
+    handler: async (request) => {
+      const result = await messages.list(ownerOf(request), request.params.inbox_id, toListQuery(request.query));
+      return { count: result.items.length, limit: result.limit, ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}), messages: result.items.map(toMessageItemResponse) };
+    },
+  });
+
+  app.get('/v0/inboxes/:inbox_id/messages/:message_id', {
+    schema: { tags, summary: 'Get a message', params: MessageParams, response: { 200: MessageResponse, ...errorResponses } },
+    handler: async (request) => toMessageResponse(await messages.get(ownerOf(request), request.params.inbox_id, request.params.message_id)),
+  });
+
+  app.patch('/v0/inboxes/:inbox_id/messages/:message_id', {
+    schema: { tags, summary: 'Add and remove labels of a message', params: MessageParams, body: UpdateMessageBody, response: { 200: MessageResponse, ...errorResponses } },
+    handler: async (request) => {
+      const b = request.body;
+      const message = await messages.updateLabels(ownerOf(request), request.params.inbox_id, request.params.message_id, {
+        ...(b.add_labels !== undefined ? { addLabels: b.add_labels } : {}),
+        ...(b.remove_labels !== undefined ? { removeLabels: b.remove_labels } : {}),
+      });
+      return toMessageResponse(message);
+    },
+  });
+
+  app.post('/v0/inboxes/:inbox_id/messages/:message_id/reply', {
+    schema: { tags, summary: 'Reply to a message (reply_all: true answers everyone)', params: MessageParams, body: ReplyBody, response: { 200: SendMessageResponse, ...errorResponses } },
+    handler: async (request) => {
+      const b = request.body;
+      const sent = await messages.reply(ownerOf(request), request.params.inbox_id, request.params.message_id, { ...toSendInput(b), ...(b.reply_all !== undefined ? { replyAll: b.reply_all } : {}) });
+      return { message_id: sent.messageId, thread_id: sent.threadId };
+    },
+  });
+
+  app.post('/v0/inboxes/:inbox_id/messages/:message_id/reply-all', {
+    schema: { tags, summary: 'Reply to the sender and every recipient of a message', params: MessageParams, body: ReplyAllBody, response: { 200: SendMessageResponse, ...errorResponses } },
+    handler: async (request) => {
+      const sent = await messages.reply(ownerOf(request), request.params.inbox_id, request.params.message_id, { ...toSendInput(request.body), replyAll: true });
+      return { message_id: sent.messageId, thread_id: sent.threadId };
+    },
+  });
+
+  app.get('/v0/inboxes/:inbox_id/messages/:message_id/attachments/:attachment_id', {
+    schema: { tags, summary: 'Get an attachment: its metadata and a signed download URL', params: AttachmentParams, response: { 200: AttachmentDownloadResponse, ...errorResponses } },
+    handler: async (request) => {
+      const p = request.params;
+      const found = await messages.attachmentLink(ownerOf(request), p.inbox_id, p.message_id, p.attachment_id, requestOrigin(request));
+      return { ...toAttachmentResponse(found.attachment), download_url: found.url, expires_at: found.expiresAt } satisfies Static<typeof AttachmentDownloadResponse>;
+    },
+  });
+
+  app.get('/v0/inboxes/:inbox_id/messages/:message_id/raw', {
+    schema: { tags, summary: 'Get the RFC 5322 source of a message: its size and a signed download URL', params: MessageParams, response: { 200: RawMessageResponse, ...errorResponses } },
+    handler: async (request) => {
+      const raw = await messages.rawLink(ownerOf(request), request.params.inbox_id, request.params.message_id, requestOrigin(request));
+      return { message_id: raw.messageId, size: raw.size, download_url: raw.url, expires_at: raw.expiresAt };
+    },
+  });
+
+  app.get('/v0/downloads/:token', {
+    config: { public: true },
+    schema: {
+      tags,
+      summary: 'Download an attachment or a raw message through a signed link (no API key)',
+      security: [],
+      params: DownloadParams,
+      response: { 200: DownloadBody, 400: notFound, 404: notFound, 410: notFound },
+    },
+    handler: async (request, reply) => {
+      const file: Download = await messages.download(request.params.token);
+      const contentType = file.kind === 'raw' ? 'message/rfc822' : SAFE_MEDIA_TYPE.test(file.contentType) ? file.contentType : 'application/octet-stream';
+      return reply
+        .header('content-type', contentType)
+        .header('content-disposition', contentDisposition(file.kind === 'raw' ? 'message.eml' : (file.filename ?? 'attachment')))
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', "default-src 'none'; sandbox")
+        .header('cache-control', 'private, no-store')
+        .send(file.content);
+    },
+  });
+}

@@ -1,0 +1,224 @@
+import { Type, type Static } from 'typebox';
+import { extractNewHtml, extractNewText } from '../mail/compose.js';
+import type { AttachmentMeta, Message } from './message.repository.js';
+import type { MessageListQuery, SendAttachmentInput, SendInput } from './message.service.js';
+
+// Request shapes are deliberately loose about content (strings, arrays): the service checks every
+// rule and answers each broken one with its own detail code.
+
+export const InboxIdParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }) });
+export const MessageParams = Type.Object({
+  inbox_id: Type.String({ minLength: 1, maxLength: 320 }),
+  message_id: Type.String({ minLength: 1, maxLength: 998, description: 'The Message-ID, URL-encoded: %3Cabc%40example.org%3E' }),
+});
+export const AttachmentParams = Type.Object({ ...MessageParams.properties, attachment_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const DownloadParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 2000 }) });
+
+const Addresses = Type.Union([Type.String({ maxLength: 20_000 }), Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 1000 })], {
+  description: 'One address (`addr` or `Name <addr>`), a comma-separated list, or an array of them',
+});
+const Labels = Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 100 });
+const Headers = Type.Record(Type.String(), Type.String({ maxLength: 20_000 }), { description: 'Extra message headers; names and values without line breaks' });
+
+export const SendAttachmentBody = Type.Object({
+  filename: Type.Optional(Type.String({ maxLength: 1000 })),
+  content_type: Type.Optional(Type.String({ maxLength: 1000 })),
+  content_disposition: Type.Optional(Type.Union([Type.Literal('attachment'), Type.Literal('inline')])),
+  content_id: Type.Optional(Type.String({ maxLength: 1000 })),
+  content: Type.Optional(Type.String({ description: 'The file, base64-encoded' })),
+  url: Type.Optional(Type.String({ description: 'Not supported: the service never fetches URLs (ATTACHMENT_URL_NOT_SUPPORTED)' })),
+});
+
+const bodyFields = {
+  labels: Type.Optional(Labels),
+  reply_to: Type.Optional(Addresses),
+  text: Type.Optional(Type.String()),
+  html: Type.Optional(Type.String()),
+  attachments: Type.Optional(Type.Array(SendAttachmentBody, { maxItems: 100 })),
+  headers: Type.Optional(Headers),
+};
+
+export const SendMessageBody = Type.Object({
+  ...bodyFields,
+  to: Type.Optional(Addresses),
+  cc: Type.Optional(Addresses),
+  bcc: Type.Optional(Addresses),
+  subject: Type.Optional(Type.String({ maxLength: 998 })),
+});
+
+export const ReplyBody = Type.Object({
+  ...bodyFields,
+  to: Type.Optional(Addresses),
+  cc: Type.Optional(Addresses),
+  bcc: Type.Optional(Addresses),
+  reply_all: Type.Optional(Type.Boolean({ description: 'Answer the sender and every to and cc recipient of the original' })),
+});
+
+export const ReplyAllBody = Type.Object(bodyFields);
+
+export const UpdateMessageBody = Type.Object({
+  add_labels: Type.Optional(Labels),
+  remove_labels: Type.Optional(Labels),
+});
+
+export const ListQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Items per page (default 50, at most 100)' })),
+  page_token: Type.Optional(Type.String({ maxLength: 1000 })),
+  labels: Type.Optional(Type.Union([Type.String({ maxLength: 10_000 }), Type.Array(Type.String({ maxLength: 1000 }))], { description: 'JSON array of labels, e.g. ["unread"]: items having all of them' })),
+  before: Type.Optional(Type.String({ format: 'date-time', description: 'Only items strictly before this time' })),
+  after: Type.Optional(Type.String({ format: 'date-time', description: 'Only items strictly after this time' })),
+  ascending: Type.Optional(Type.Boolean({ description: 'Oldest first' })),
+  include_spam: Type.Optional(Type.Boolean({ description: 'Accepted for compatibility; this service never labels spam' })),
+  include_blocked: Type.Optional(Type.Boolean({ description: 'Accepted for compatibility; this service never blocks' })),
+  include_trash: Type.Optional(Type.Boolean({ description: 'Accepted for compatibility; this service has no trash' })),
+});
+
+export const SendMessageResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
+
+export const AttachmentResponse = Type.Object({
+  attachment_id: Type.String(),
+  filename: Type.Optional(Type.String()),
+  size: Type.Integer(),
+  content_type: Type.Optional(Type.String()),
+  content_disposition: Type.Optional(Type.Union([Type.Literal('attachment'), Type.Literal('inline')])),
+  content_id: Type.Optional(Type.String()),
+});
+
+export const AttachmentDownloadResponse = Type.Object({
+  ...AttachmentResponse.properties,
+  download_url: Type.String({ description: 'Absolute, signed, short-lived URL of the bytes; needs no API key' }),
+  expires_at: Type.String({ format: 'date-time' }),
+});
+
+export const RawMessageResponse = Type.Object({
+  message_id: Type.String(),
+  size: Type.Integer(),
+  download_url: Type.String({ description: 'Absolute, signed, short-lived URL of the RFC 5322 source (message/rfc822); needs no API key' }),
+  expires_at: Type.String({ format: 'date-time' }),
+});
+
+const itemFields = {
+  inbox_id: Type.String(),
+  thread_id: Type.String(),
+  message_id: Type.String(),
+  labels: Type.Array(Type.String()),
+  timestamp: Type.String({ format: 'date-time' }),
+  from: Type.String({ description: '`addr` or `Name <addr>`' }),
+  to: Type.Array(Type.String()),
+  cc: Type.Optional(Type.Array(Type.String())),
+  bcc: Type.Optional(Type.Array(Type.String())),
+  subject: Type.Optional(Type.String()),
+  preview: Type.Optional(Type.String()),
+  attachments: Type.Optional(Type.Array(AttachmentResponse)),
+  in_reply_to: Type.Optional(Type.String()),
+  references: Type.Optional(Type.Array(Type.String())),
+  headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+  size: Type.Integer({ description: 'Bytes of the RFC 5322 source' }),
+  updated_at: Type.String({ format: 'date-time' }),
+  created_at: Type.String({ format: 'date-time' }),
+};
+
+/** Items of message lists: a Message without reply_to and the bodies. */
+export const MessageItemResponse = Type.Object(itemFields);
+
+export const MessageResponse = Type.Object({
+  ...itemFields,
+  reply_to: Type.Optional(Type.Array(Type.String())),
+  text: Type.Optional(Type.String()),
+  html: Type.Optional(Type.String()),
+  extracted_text: Type.Optional(Type.String({ description: 'text without quoted history' })),
+  extracted_html: Type.Optional(Type.String({ description: 'html without quoted history' })),
+});
+
+export const ListMessagesResponse = Type.Object({
+  count: Type.Integer(),
+  limit: Type.Integer(),
+  next_page_token: Type.Optional(Type.String()),
+  messages: Type.Array(MessageItemResponse),
+});
+
+export type MessageWire = Static<typeof MessageResponse>;
+export type MessageItemWire = Static<typeof MessageItemResponse>;
+
+export function toAttachmentResponse(a: AttachmentMeta): Static<typeof AttachmentResponse> {
+  return {
+    attachment_id: a.attachmentId,
+    ...(a.filename !== null ? { filename: a.filename } : {}),
+    size: a.size,
+    ...(a.contentType !== null ? { content_type: a.contentType } : {}),
+    ...(a.contentDisposition !== null ? { content_disposition: a.contentDisposition } : {}),
+    ...(a.contentId !== null ? { content_id: a.contentId } : {}),
+  };
+}
+
+const nonEmpty = <K extends string>(key: K, list: readonly string[]) => (list.length ? ({ [key]: [...list] } as Record<K, string[]>) : {});
+
+export function toMessageItemResponse(m: Message): MessageItemWire {
+  return {
+    inbox_id: m.inboxId,
+    thread_id: m.threadId,
+    message_id: m.messageId,
+    labels: [...m.labels],
+    timestamp: m.timestamp,
+    from: m.from,
+    to: [...m.to],
+    ...nonEmpty('cc', m.cc),
+    ...nonEmpty('bcc', m.bcc),
+    ...(m.subject !== null ? { subject: m.subject } : {}),
+    ...(m.preview !== null ? { preview: m.preview } : {}),
+    ...(m.attachments.length ? { attachments: m.attachments.map(toAttachmentResponse) } : {}),
+    ...(m.inReplyTo !== null ? { in_reply_to: m.inReplyTo } : {}),
+    ...nonEmpty('references', m.references),
+    ...(m.headers && Object.keys(m.headers).length ? { headers: { ...m.headers } } : {}),
+    size: m.size,
+    updated_at: m.updatedAt,
+    created_at: m.createdAt,
+  };
+}
+
+export function toMessageResponse(m: Message): MessageWire {
+  return {
+    ...toMessageItemResponse(m),
+    ...nonEmpty('reply_to', m.replyTo),
+    ...(m.text !== null ? { text: m.text, extracted_text: extractNewText(m.text) } : {}),
+    ...(m.html !== null ? { html: m.html, extracted_html: extractNewHtml(m.html) } : {}),
+  };
+}
+
+type SendLikeBody = Static<typeof ReplyAllBody> & Partial<Pick<Static<typeof SendMessageBody>, 'to' | 'cc' | 'bcc' | 'subject'>>;
+
+/** Wire body of send, reply and reply-all → the service's input (fields left out stay out). */
+export function toSendInput(b: SendLikeBody): SendInput {
+  const attachment = (a: Static<typeof SendAttachmentBody>): SendAttachmentInput => ({
+    ...(a.filename !== undefined ? { filename: a.filename } : {}),
+    ...(a.content_type !== undefined ? { contentType: a.content_type } : {}),
+    ...(a.content_disposition !== undefined ? { contentDisposition: a.content_disposition } : {}),
+    ...(a.content_id !== undefined ? { contentId: a.content_id } : {}),
+    ...(a.content !== undefined ? { content: a.content } : {}),
+    ...(a.url !== undefined ? { url: a.url } : {}),
+  });
+  return {
+    ...(b.to !== undefined ? { to: b.to } : {}),
+    ...(b.cc !== undefined ? { cc: b.cc } : {}),
+    ...(b.bcc !== undefined ? { bcc: b.bcc } : {}),
+    ...(b.reply_to !== undefined ? { replyTo: b.reply_to } : {}),
+    ...(b.subject !== undefined ? { subject: b.subject } : {}),
+    ...(b.text !== undefined ? { text: b.text } : {}),
+    ...(b.html !== undefined ? { html: b.html } : {}),
+    ...(b.labels !== undefined ? { labels: b.labels } : {}),
+    ...(b.attachments !== undefined ? { attachments: b.attachments.map(attachment) } : {}),
+    ...(b.headers !== undefined ? { headers: b.headers } : {}),
+  };
+}
+
+/** Query string of message and thread lists → the services' list query. */
+export function toListQuery(q: Static<typeof ListQuery>): MessageListQuery {
+  return {
+    ...(q.limit !== undefined ? { limit: q.limit } : {}),
+    ...(q.page_token ? { pageToken: q.page_token } : {}),
+    ...(q.labels !== undefined ? { labels: q.labels } : {}),
+    ...(q.before !== undefined ? { before: q.before } : {}),
+    ...(q.after !== undefined ? { after: q.after } : {}),
+    ...(q.ascending !== undefined ? { ascending: q.ascending } : {}),
+  };
+}

@@ -1,0 +1,135 @@
+import type { Dialect } from '../../platform/db/database.js';
+import { forUpdate } from '../../platform/db/dialect.js';
+import { afterKey } from '../../platform/db/keyset.js';
+import type { Db } from '../database.js';
+import type { Cursor, ListFilter } from '../http/pagination.js';
+import type { ThreadRow } from './thread.table.js';
+
+/** A conversation in one inbox; its fields summarise its messages and are kept on every insert. */
+export interface Thread {
+  readonly threadId: string;
+  readonly organizationId: string;
+  readonly inboxId: string;
+  /** The first message's subject. */
+  readonly subject: string | null;
+  readonly normalizedSubject: string | null;
+  /** `from` of its messages, first appearance first, one entry per address. */
+  readonly senders: readonly string[];
+  /** to, cc and bcc of its messages, one entry per address. */
+  readonly recipients: readonly string[];
+  /** The union of its messages' labels. */
+  readonly labels: readonly string[];
+  readonly messageCount: number;
+  readonly size: number;
+  readonly preview: string | null;
+  readonly lastMessageId: string;
+  /** Time of the newest message. */
+  readonly timestamp: string;
+  readonly receivedTimestamp: string | null;
+  readonly sentTimestamp: string | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export function threadFromRow(row: ThreadRow): Thread {
+  return {
+    threadId: row.thread_id,
+    organizationId: row.organization_id,
+    inboxId: row.inbox_id,
+    subject: row.subject,
+    normalizedSubject: row.normalized_subject,
+    senders: JSON.parse(row.senders) as string[],
+    recipients: JSON.parse(row.recipients) as string[],
+    labels: JSON.parse(row.labels) as string[],
+    messageCount: Number(row.message_count),
+    size: Number(row.size),
+    preview: row.preview,
+    lastMessageId: row.last_message_id,
+    timestamp: row.timestamp,
+    receivedTimestamp: row.received_timestamp,
+    sentTimestamp: row.sent_timestamp,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toRow(t: Thread) {
+  return {
+    thread_id: t.threadId,
+    organization_id: t.organizationId,
+    inbox_id: t.inboxId,
+    subject: t.subject,
+    normalized_subject: t.normalizedSubject,
+    senders: JSON.stringify(t.senders),
+    recipients: JSON.stringify(t.recipients),
+    labels: JSON.stringify(t.labels),
+    message_count: t.messageCount,
+    size: t.size,
+    preview: t.preview,
+    last_message_id: t.lastMessageId,
+    timestamp: t.timestamp,
+    received_timestamp: t.receivedTimestamp,
+    sent_timestamp: t.sentTimestamp,
+    created_at: t.createdAt,
+    updated_at: t.updatedAt,
+  };
+}
+
+export async function insertThreads(db: Db, threads: readonly Thread[]): Promise<void> {
+  if (threads.length) await db.insertInto('threads').values(threads.map(toRow)).execute();
+}
+
+/** Writes back a thread's summary after a message joined it or changed. */
+export async function updateThread(db: Db, thread: Thread): Promise<void> {
+  const { thread_id: threadId, organization_id: _o, inbox_id: _i, created_at: _c, ...changes } = toRow(thread);
+  await db.updateTable('threads').set(changes).where('thread_id', '=', threadId).execute();
+}
+
+export async function updateThreadLabels(db: Db, threadId: string, labels: readonly string[], updatedAt: string): Promise<void> {
+  await db.updateTable('threads').set({ labels: JSON.stringify(labels), updated_at: updatedAt }).where('thread_id', '=', threadId).execute();
+}
+
+/** Threads about to change in this transaction, locked against concurrent writers. */
+export async function findThreadsForUpdate(db: Db, threadIds: readonly string[], dialect: Dialect): Promise<Thread[]> {
+  if (!threadIds.length) return [];
+  const rows = await forUpdate(db.selectFrom('threads').selectAll().where('thread_id', 'in', threadIds), dialect).execute();
+  return rows.map(threadFromRow);
+}
+
+export async function findThread(db: Db, organizationId: string, threadId: string, inboxId?: string): Promise<Thread | undefined> {
+  let q = db.selectFrom('threads').selectAll().where('thread_id', '=', threadId).where('organization_id', '=', organizationId);
+  if (inboxId !== undefined) q = q.where('inbox_id', '=', inboxId);
+  const row = await q.executeTakeFirst();
+  return row ? threadFromRow(row) : undefined;
+}
+
+/**
+ * One page (limit + 1 rows) of an inbox's or an organization's threads by (timestamp, id), an
+ * index range in both cases. A label filter asks, per label, whether a message of the thread has it.
+ */
+export async function listThreads(
+  db: Db,
+  scope: { readonly inboxId: string } | { readonly organizationId: string },
+  filter: ListFilter,
+  page: { limit: number; direction: 'asc' | 'desc'; after?: Cursor },
+): Promise<(Thread & { pk: number })[]> {
+  let q = db.selectFrom('threads').selectAll();
+  q = 'inboxId' in scope ? q.where('inbox_id', '=', scope.inboxId) : q.where('organization_id', '=', scope.organizationId);
+  if (filter.before) q = q.where('timestamp', '<', filter.before);
+  if (filter.after) q = q.where('timestamp', '>', filter.after);
+  for (const label of filter.labels) {
+    q = q.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('messages')
+          .innerJoin('message_labels', 'message_labels.message_pk', 'messages.id')
+          .select('messages.id')
+          .whereRef('messages.thread_id', '=', 'threads.thread_id')
+          .where('message_labels.label', '=', label),
+      ),
+    );
+  }
+  const cursor = page.after;
+  if (cursor) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', cursor, page.direction));
+  const rows = await q.orderBy('timestamp', page.direction).orderBy('id', page.direction).limit(page.limit + 1).execute();
+  return rows.map((r) => ({ ...threadFromRow(r), pk: Number(r.id) }));
+}

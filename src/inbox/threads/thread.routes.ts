@@ -1,0 +1,61 @@
+import { errorResponses } from '../http/common.schemas.js';
+import { ownerOf } from '../http/auth.js';
+import type { InboxApp } from '../http/types.js';
+import { requestOrigin } from '../messages/message.routes.js';
+import { AttachmentDownloadResponse, InboxIdParams, ListQuery, toAttachmentResponse, toListQuery } from '../messages/message.schemas.js';
+import type { MessageService } from '../messages/message.service.js';
+import { InboxThreadAttachmentParams, InboxThreadParams, ListThreadsResponse, ThreadAttachmentParams, ThreadParams, ThreadResponse, toThreadItemResponse, toThreadResponse } from './thread.schemas.js';
+import type { ThreadService } from './thread.service.js';
+
+export function threadRoutes(app: InboxApp, threads: ThreadService, messages: MessageService): void {
+  const tags = ['threads'];
+  const toList = (result: Awaited<ReturnType<ThreadService['list']>>) => ({
+    count: result.items.length,
+    limit: result.limit,
+    ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}),
+    threads: result.items.map(toThreadItemResponse),
+  });
+  const toDownload = (found: Awaited<ReturnType<MessageService['threadAttachmentLink']>>) => ({ ...toAttachmentResponse(found.attachment), download_url: found.url, expires_at: found.expiresAt });
+
+  app.get('/v0/inboxes/:inbox_id/threads', {
+    schema: { tags, summary: 'List the threads of an inbox, newest first', params: InboxIdParams, querystring: ListQuery, response: { 200: ListThreadsResponse, ...errorResponses } },
+    handler: async (request) => toList(await threads.list(ownerOf(request), toListQuery(request.query), request.params.inbox_id)),
+  });
+
+  app.get('/v0/inboxes/:inbox_id/threads/:thread_id', {
+    schema: { tags, summary: 'Get a thread with its messages, oldest first', params: InboxThreadParams, response: { 200: ThreadResponse, ...errorResponses } },
+    handler: async (request) => {
+      const { thread, messages: list } = await threads.get(ownerOf(request), request.params.thread_id, request.params.inbox_id);
+      return toThreadResponse(thread, list);
+    },
+  });
+
+  app.get('/v0/inboxes/:inbox_id/threads/:thread_id/attachments/:attachment_id', {
+    schema: { tags, summary: 'Get an attachment of a thread: its metadata and a signed download URL', params: InboxThreadAttachmentParams, response: { 200: AttachmentDownloadResponse, ...errorResponses } },
+    handler: async (request) => {
+      const p = request.params;
+      return toDownload(await messages.threadAttachmentLink(ownerOf(request), p.thread_id, p.attachment_id, requestOrigin(request), p.inbox_id));
+    },
+  });
+
+  app.get('/v0/threads', {
+    schema: { tags, summary: 'List the threads of every inbox of the organization, newest first', querystring: ListQuery, response: { 200: ListThreadsResponse, ...errorResponses } },
+    handler: async (request) => toList(await threads.list(ownerOf(request), toListQuery(request.query))),
+  });
+
+  app.get('/v0/threads/:thread_id', {
+    schema: { tags, summary: 'Get a thread of any inbox of the organization', params: ThreadParams, response: { 200: ThreadResponse, ...errorResponses } },
+    handler: async (request) => {
+      const { thread, messages: list } = await threads.get(ownerOf(request), request.params.thread_id);
+      return toThreadResponse(thread, list);
+    },
+  });
+
+  app.get('/v0/threads/:thread_id/attachments/:attachment_id', {
+    schema: { tags, summary: 'Get an attachment of a thread of the organization', params: ThreadAttachmentParams, response: { 200: AttachmentDownloadResponse, ...errorResponses } },
+    handler: async (request) => {
+      const p = request.params;
+      return toDownload(await messages.threadAttachmentLink(ownerOf(request), p.thread_id, p.attachment_id, requestOrigin(request)));
+    },
+  });
+}

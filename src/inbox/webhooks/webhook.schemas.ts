@@ -1,0 +1,117 @@
+import { Type, type Static } from 'typebox';
+import { EVENT_TYPES } from '../events/event.service.js';
+import { MAX_FILTER_IDS } from './webhook.errors.js';
+import type { Webhook, WebhookDelivery } from './webhook.repository.js';
+
+export const WebhookIdParams = Type.Object({ webhook_id: Type.String({ minLength: 1, maxLength: 64, description: 'The webhook id (ep_…)' }) });
+
+const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver of the deliveries: http(s), at most 2048 characters, no credentials, a public address' });
+const EventTypes = Type.Array(Type.String({ maxLength: 64 }), { description: `Event types to deliver; omitted or empty: all (${EVENT_TYPES.join(', ')})` });
+const InboxIds = (what: string) => Type.Array(Type.String({ minLength: 1, maxLength: 320 }), { description: `${what} (at most ${MAX_FILTER_IDS} per webhook)` });
+const PodIds = (what: string) => Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { description: `${what} (at most ${MAX_FILTER_IDS} per webhook)` });
+const ClientId = Type.String({ minLength: 1, maxLength: 255, description: 'Idempotency key: a repeated create returns the webhook created first' });
+
+/** Create (POST) and replace (PUT) take the same body; PUT resets what it omits to these defaults. */
+export const WebhookBody = Type.Object({
+  url: Url,
+  event_types: Type.Optional(EventTypes),
+  inbox_ids: Type.Optional(InboxIds('Only events of these inboxes; with pod_ids, events of either')),
+  pod_ids: Type.Optional(PodIds('Only events of inboxes in these pods')),
+  client_id: Type.Optional(ClientId),
+  enabled: Type.Optional(Type.Boolean({ description: 'Default true' })),
+});
+
+/** PATCH, in the SDK's shape, plus event_types (newer SDKs) and enabled (to resume after a 410). */
+export const UpdateWebhookBody = Type.Object({
+  add_inbox_ids: Type.Optional(InboxIds('Inboxes to add to the filter')),
+  remove_inbox_ids: Type.Optional(InboxIds('Inboxes to remove from the filter; removing the last one widens the webhook to every inbox')),
+  add_pod_ids: Type.Optional(PodIds('Pods to add to the filter')),
+  remove_pod_ids: Type.Optional(PodIds('Pods to remove from the filter')),
+  event_types: Type.Optional(EventTypes),
+  enabled: Type.Optional(Type.Boolean()),
+});
+
+export const ListWebhooksQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Items per page (default 50, at most 100)' })),
+  page_token: Type.Optional(Type.String({ maxLength: 1000 })),
+  ascending: Type.Optional(Type.Boolean({ description: 'Oldest first' })),
+});
+
+export const ListDeliveriesQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Items per page (default 50, at most 100)' })),
+  page_token: Type.Optional(Type.String({ maxLength: 1000 })),
+  ascending: Type.Optional(Type.Boolean({ description: 'Oldest first' })),
+  event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only the attempts of this event' })),
+});
+
+export const WebhookResponse = Type.Object({
+  webhook_id: Type.String(),
+  url: Type.String(),
+  event_types: Type.Optional(Type.Array(Type.String())),
+  pod_ids: Type.Optional(Type.Array(Type.String())),
+  inbox_ids: Type.Optional(Type.Array(Type.String())),
+  secret: Type.String({ description: 'Signing secret (whsec_ + base64): verify deliveries with any Svix or Standard Webhooks library' }),
+  enabled: Type.Boolean(),
+  disabled_reason: Type.Optional(Type.String({ description: 'Why the service disabled the webhook (the receiver answered 410 Gone)' })),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+  client_id: Type.Optional(Type.String()),
+});
+
+export const ListWebhooksResponse = Type.Object({
+  count: Type.Integer(),
+  limit: Type.Integer(),
+  next_page_token: Type.Optional(Type.String()),
+  webhooks: Type.Array(WebhookResponse),
+});
+
+export const DeliveryResponse = Type.Object({
+  webhook_id: Type.String(),
+  event_id: Type.String({ description: 'Also the svix-id / webhook-id header of the request: the receiver\'s idempotency key' }),
+  event_type: Type.Optional(Type.String()),
+  attempt: Type.Integer({ description: '1 for the first attempt' }),
+  outcome: Type.Union([Type.Literal('delivered'), Type.Literal('retrying'), Type.Literal('failed')], { description: 'delivered (2xx); retrying (another attempt is scheduled); failed (no further attempt)' }),
+  status_code: Type.Optional(Type.Integer({ description: 'Status the receiver answered; absent when no response arrived' })),
+  error: Type.Optional(Type.String()),
+  duration_ms: Type.Integer(),
+  response: Type.Optional(Type.String({ description: 'The first 1 KB of the response body' })),
+  created_at: Type.String({ format: 'date-time' }),
+});
+
+export const ListDeliveriesResponse = Type.Object({
+  count: Type.Integer(),
+  limit: Type.Integer(),
+  next_page_token: Type.Optional(Type.String()),
+  deliveries: Type.Array(DeliveryResponse),
+});
+
+export function toWebhookResponse(webhook: Webhook): Static<typeof WebhookResponse> {
+  return {
+    webhook_id: webhook.webhookId,
+    url: webhook.url,
+    ...(webhook.eventTypes ? { event_types: [...webhook.eventTypes] } : {}),
+    ...(webhook.podIds ? { pod_ids: [...webhook.podIds] } : {}),
+    ...(webhook.inboxIds ? { inbox_ids: [...webhook.inboxIds] } : {}),
+    secret: webhook.secret,
+    enabled: webhook.enabled,
+    ...(webhook.disabledReason !== null ? { disabled_reason: webhook.disabledReason } : {}),
+    created_at: webhook.createdAt,
+    updated_at: webhook.updatedAt,
+    ...(webhook.clientId !== null ? { client_id: webhook.clientId } : {}),
+  };
+}
+
+export function toDeliveryResponse(delivery: WebhookDelivery): Static<typeof DeliveryResponse> {
+  return {
+    webhook_id: delivery.webhookId,
+    event_id: delivery.eventId,
+    ...(delivery.eventType !== null ? { event_type: delivery.eventType } : {}),
+    attempt: delivery.attempt,
+    outcome: delivery.outcome,
+    ...(delivery.statusCode !== null ? { status_code: delivery.statusCode } : {}),
+    ...(delivery.error !== null ? { error: delivery.error } : {}),
+    duration_ms: delivery.durationMs,
+    ...(delivery.responseExcerpt !== null ? { response: delivery.responseExcerpt } : {}),
+    created_at: delivery.createdAt,
+  };
+}

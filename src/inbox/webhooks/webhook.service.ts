@@ -1,0 +1,241 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../../platform/clock.js';
+import { isUniqueViolation } from '../../platform/db/dialect.js';
+import type { Ids } from '../../platform/ids.js';
+import { isAllowedHostLiteral } from '../../platform/net/egress.js';
+import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
+import type { InboxDatabase } from '../database.js';
+import { EVENT_TYPES } from '../events/event.service.js';
+import { decodeCursor, page, parseLimit } from '../http/pagination.js';
+import { ValidationError } from '../http/error-envelope.js';
+import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
+import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import {
+  InvalidEventTypeError,
+  InvalidWebhookUrlError,
+  MAX_FILTER_IDS,
+  TooManyFilterIdsError,
+  UnknownInboxIdError,
+  UnknownPodIdError,
+  WebhookClientIdTakenError,
+  WebhookNotFoundError,
+  WebhookUrlNotAllowedError,
+} from './webhook.errors.js';
+import { WEBHOOK_SECRET_PREFIX } from './webhook.client.js';
+import {
+  deleteWebhook,
+  findWebhook,
+  findWebhookByClientId,
+  findWebhookForUpdate,
+  insertWebhook,
+  listDeliveries,
+  listWebhooks,
+  updateWebhook,
+  type Webhook,
+  type WebhookChanges,
+} from './webhook.repository.js';
+
+/** RFC 2104 recommends an HMAC key at least as long as the hash output (32 bytes for SHA-256). */
+const SECRET_BYTES = 32;
+const MAX_URL_LENGTH = 2048;
+
+/** The body of create and replace (PUT). */
+export interface WebhookInput {
+  readonly url: string;
+  readonly eventTypes?: readonly string[];
+  readonly inboxIds?: readonly string[];
+  readonly podIds?: readonly string[];
+  readonly clientId?: string;
+  readonly enabled?: boolean;
+}
+
+/** The body of PATCH. */
+export interface WebhookPatch {
+  readonly addInboxIds?: readonly string[];
+  readonly removeInboxIds?: readonly string[];
+  readonly addPodIds?: readonly string[];
+  readonly removePodIds?: readonly string[];
+  readonly eventTypes?: readonly string[];
+  readonly enabled?: boolean;
+}
+
+export interface ListQuery {
+  readonly limit?: number;
+  readonly pageToken?: string;
+  readonly ascending?: boolean;
+}
+
+export interface WebhookServiceDeps {
+  readonly db: Kysely<InboxDatabase>;
+  readonly clock: Clock;
+  readonly ids: Ids;
+  /** INBOX_WEBHOOK_ALLOW_PRIVATE: let URLs name private, loopback and link-local hosts. */
+  readonly allowPrivateUrls: boolean;
+}
+
+const unique = <T>(items: readonly T[]): T[] => [...new Set(items)];
+
+export function createWebhookService({ db, clock, ids, allowPrivateUrls }: WebhookServiceDeps) {
+  /** The URL as stored: http(s), absolute, no credentials, and (unless allowed) no private literal host. */
+  function checkUrl(raw: string): string {
+    const value = raw.trim();
+    if (value.length > MAX_URL_LENGTH) throw new InvalidWebhookUrlError(`must be at most ${MAX_URL_LENGTH} characters.`);
+    // The URL parser silently drops tabs and newlines; refuse them instead of storing a URL that differs from the one used.
+    if (/\s/.test(value)) throw new InvalidWebhookUrlError('must not contain whitespace.');
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      throw new InvalidWebhookUrlError('is not an absolute URL.');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidWebhookUrlError('must use http or https.');
+    if (url.username || url.password) throw new InvalidWebhookUrlError('must not contain credentials; authenticate deliveries with the signing secret.');
+    if (!url.hostname) throw new InvalidWebhookUrlError('has no host.');
+    if (!allowPrivateUrls && !isAllowedHostLiteral(url.hostname)) throw new WebhookUrlNotAllowedError(url.hostname);
+    return value;
+  }
+
+  function checkEventTypes(field: string, eventTypes: readonly string[] | undefined): string[] | null {
+    if (!eventTypes) return null;
+    for (const t of eventTypes) if (!(EVENT_TYPES as readonly string[]).includes(t)) throw new InvalidEventTypeError(field, t, EVENT_TYPES);
+    const types = unique(eventTypes);
+    return types.length ? types : null;
+  }
+
+  async function checkInboxIds(owner: KeyOwner, field: string, raw: readonly string[]): Promise<string[]> {
+    const wanted = unique(raw.map(normalizeInboxId));
+    if (wanted.length > MAX_FILTER_IDS) throw new TooManyFilterIdsError(field, 'inbox_ids');
+    const owned = new Set((await findInboxesByAddresses(db, wanted)).filter((i) => i.organizationId === owner.organizationId).map((i) => i.inboxId));
+    const missing = wanted.find((id) => !owned.has(id));
+    if (missing !== undefined) throw new UnknownInboxIdError(field, missing);
+    return wanted;
+  }
+
+  async function checkPodIds(owner: KeyOwner, field: string, raw: readonly string[]): Promise<string[]> {
+    const wanted = unique(raw.map((p) => p.trim()));
+    if (wanted.length > MAX_FILTER_IDS) throw new TooManyFilterIdsError(field, 'pod_ids');
+    for (const podId of wanted) if (!(await podBelongsTo(db, podId, owner.organizationId))) throw new UnknownPodIdError(field, podId);
+    return wanted;
+  }
+
+  /** Validates a create/replace body into the stored fields (without id, secret and times). */
+  async function settingsOf(owner: KeyOwner, input: WebhookInput) {
+    const url = checkUrl(input.url);
+    const eventTypes = checkEventTypes('event_types', input.eventTypes);
+    const inboxIds = input.inboxIds ? await checkInboxIds(owner, 'inbox_ids', input.inboxIds) : [];
+    const podIds = input.podIds ? await checkPodIds(owner, 'pod_ids', input.podIds) : [];
+    return { url, eventTypes, inboxIds: inboxIds.length ? inboxIds : null, podIds: podIds.length ? podIds : null, clientId: input.clientId ?? null, enabled: input.enabled ?? true };
+  }
+
+  async function mustFind(owner: KeyOwner, webhookId: string): Promise<Webhook> {
+    const webhook = await findWebhook(db, owner.organizationId, webhookId);
+    if (!webhook) throw new WebhookNotFoundError(webhookId);
+    return webhook;
+  }
+
+  return {
+    /** Creates a webhook with a new signing secret, or returns the one created before with the same client_id. */
+    async create(owner: KeyOwner, input: WebhookInput): Promise<{ webhook: Webhook; created: boolean }> {
+      if (input.clientId) {
+        const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
+        if (existing) return { webhook: existing, created: false };
+      }
+      const settings = await settingsOf(owner, input);
+      const now = clock.now().toISOString();
+      const webhook: Webhook = {
+        ...settings,
+        webhookId: `ep_${ids.uuid().replace(/-/g, '')}`,
+        organizationId: owner.organizationId,
+        // Standard base64, not base64url: the Svix libraries decode the key with a strict decoder.
+        secret: `${WEBHOOK_SECRET_PREFIX}${Buffer.from(ids.token(SECRET_BYTES), 'base64url').toString('base64')}`,
+        disabledReason: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      try {
+        await insertWebhook(db, webhook);
+      } catch (err) {
+        // A concurrent create with the same client_id won the race.
+        if (!isUniqueViolation(err) || !input.clientId) throw err;
+        const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
+        if (!existing) throw err;
+        return { webhook: existing, created: false };
+      }
+      return { webhook, created: true };
+    },
+
+    get: mustFind,
+
+    async list(owner: KeyOwner, query: ListQuery) {
+      const limit = parseLimit(query.limit);
+      const after = query.pageToken ? decodeCursor(query.pageToken) : undefined;
+      const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
+      const rows = await listWebhooks(db, owner.organizationId, { limit, direction, ...(after ? { after } : {}) });
+      return { limit, ...page(rows, limit, (w) => ({ sort: w.createdAt, tiebreak: w.webhookId }), direction) };
+    },
+
+    /** PUT: replaces every setting; omitted fields take their create defaults. Id, secret and created_at stay. */
+    async replace(owner: KeyOwner, webhookId: string, input: WebhookInput): Promise<Webhook> {
+      await mustFind(owner, webhookId);
+      const settings = await settingsOf(owner, input);
+      const changes: WebhookChanges = { ...settings, disabledReason: null, updatedAt: clock.now().toISOString() };
+      try {
+        if (!(await updateWebhook(db, owner.organizationId, webhookId, changes))) throw new WebhookNotFoundError(webhookId);
+      } catch (err) {
+        if (isUniqueViolation(err) && settings.clientId !== null) throw new WebhookClientIdTakenError(settings.clientId);
+        throw err;
+      }
+      return mustFind(owner, webhookId);
+    },
+
+    /**
+     * PATCH: adds and removes filter ids ((current ∪ add) ∖ remove), and replaces event_types or
+     * enabled when given. Only added ids are checked: ids of inboxes deleted since stay removable.
+     */
+    async update(owner: KeyOwner, webhookId: string, patch: WebhookPatch): Promise<Webhook> {
+      await mustFind(owner, webhookId);
+      const addInboxIds = patch.addInboxIds ? await checkInboxIds(owner, 'add_inbox_ids', patch.addInboxIds) : [];
+      const addPodIds = patch.addPodIds ? await checkPodIds(owner, 'add_pod_ids', patch.addPodIds) : [];
+      const eventTypes = patch.eventTypes ? checkEventTypes('event_types', patch.eventTypes) : undefined;
+      const removeInboxIds = new Set((patch.removeInboxIds ?? []).map(normalizeInboxId));
+      const removePodIds = new Set((patch.removePodIds ?? []).map((p) => p.trim()));
+      await db.transaction().execute(async (trx) => {
+        const current = await findWebhookForUpdate(trx, owner.organizationId, webhookId);
+        if (!current) throw new WebhookNotFoundError(webhookId);
+        const inboxIds = unique([...(current.inboxIds ?? []), ...addInboxIds]).filter((id) => !removeInboxIds.has(id));
+        const podIds = unique([...(current.podIds ?? []), ...addPodIds]).filter((id) => !removePodIds.has(id));
+        if (inboxIds.length > MAX_FILTER_IDS) throw new TooManyFilterIdsError('add_inbox_ids', 'inbox_ids');
+        if (podIds.length > MAX_FILTER_IDS) throw new TooManyFilterIdsError('add_pod_ids', 'pod_ids');
+        await updateWebhook(trx, owner.organizationId, webhookId, {
+          url: current.url,
+          clientId: current.clientId,
+          enabled: patch.enabled ?? current.enabled,
+          // A user's own decision (either way) replaces the service's reason for disabling.
+          disabledReason: patch.enabled === undefined ? current.disabledReason : null,
+          eventTypes: eventTypes === undefined ? current.eventTypes : eventTypes,
+          inboxIds: inboxIds.length ? inboxIds : null,
+          podIds: podIds.length ? podIds : null,
+          updatedAt: clock.now().toISOString(),
+        });
+      });
+      return mustFind(owner, webhookId);
+    },
+
+    async delete(owner: KeyOwner, webhookId: string): Promise<void> {
+      if (!(await db.transaction().execute((trx) => deleteWebhook(trx, owner.organizationId, webhookId)))) throw new WebhookNotFoundError(webhookId);
+    },
+
+    /** The delivery log of a webhook, newest attempt first unless ascending. */
+    async deliveries(owner: KeyOwner, webhookId: string, query: ListQuery & { eventId?: string }) {
+      await mustFind(owner, webhookId);
+      const limit = parseLimit(query.limit);
+      const after = query.pageToken ? decodeCursor(query.pageToken) : undefined;
+      if (after && typeof after.tiebreak !== 'number') throw new ValidationError('page_token is not a token of this list.', 'page_token', 'INVALID_PAGE_TOKEN');
+      const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
+      const rows = await listDeliveries(db, webhookId, { limit, direction, ...(after ? { afterId: after.tiebreak as number } : {}), ...(query.eventId !== undefined ? { eventId: query.eventId } : {}) });
+      return { limit, ...page(rows, limit, (d) => ({ sort: d.createdAt, tiebreak: d.id }), direction) };
+    },
+  };
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;
