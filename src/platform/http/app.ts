@@ -101,9 +101,21 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
 
 type Logger = FastifyBaseLogger;
 
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/**
+ * A request logger that becomes a real pino child only when a line is actually written: Fastify
+ * calls `request.log.info` twice per request, so the level is checked before the child is built.
+ */
 function lazyChild(logger: Logger, bindings: Bindings, opts: ChildLoggerOptions): Logger {
   let child: Logger | undefined;
   const get = () => (child ??= logger.child(bindings, opts));
+  const enabled = (level: Level) => (logger as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled(level);
+  const at =
+    (level: Level) =>
+    (...args: unknown[]): void => {
+      if (enabled(level)) (get()[level] as (...a: unknown[]) => void)(...args);
+    };
   return {
     get level() {
       return logger.level;
@@ -111,13 +123,13 @@ function lazyChild(logger: Logger, bindings: Bindings, opts: ChildLoggerOptions)
     set level(level: string) {
       get().level = level;
     },
-    fatal: (...args: Parameters<Logger['fatal']>) => get().fatal(...args),
-    error: (...args: Parameters<Logger['error']>) => get().error(...args),
-    warn: (...args: Parameters<Logger['warn']>) => get().warn(...args),
-    info: (...args: Parameters<Logger['info']>) => get().info(...args),
-    debug: (...args: Parameters<Logger['debug']>) => get().debug(...args),
-    trace: (...args: Parameters<Logger['trace']>) => get().trace(...args),
-    silent: (...args: Parameters<Logger['silent']>) => get().silent(...args),
+    fatal: at('fatal'),
+    error: at('error'),
+    warn: at('warn'),
+    info: at('info'),
+    debug: at('debug'),
+    trace: at('trace'),
+    silent: () => {},
     child: (b: Bindings, o?: ChildLoggerOptions) => get().child(b, o),
   } as Logger;
 }

@@ -53,6 +53,19 @@ function byPreference(ranges: readonly MediaRange[]): MediaRange[] {
  */
 export function negotiate(accept: string | undefined, candidates: readonly Format[]): Format {
   if (!accept || !accept.trim()) return candidates[0] as Format;
+  // Clients send a handful of distinct Accept headers: remember the outcome (never a 406).
+  const key = `${candidates.join(',')}|${accept}`;
+  const known = NEGOTIATED.get(key);
+  if (known) return known;
+  const chosen = negotiateUncached(accept, candidates);
+  if (NEGOTIATED.size >= 500) NEGOTIATED.clear();
+  NEGOTIATED.set(key, chosen);
+  return chosen;
+}
+
+const NEGOTIATED = new Map<string, Format>();
+
+function negotiateUncached(accept: string, candidates: readonly Format[]): Format {
   const ranges = parseAccept(accept);
   for (const range of byPreference(ranges)) {
     const format = candidates.find((c) => matches(range, FORMAT_MIME[c]));
