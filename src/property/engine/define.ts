@@ -10,6 +10,15 @@ export type OperationName = 'getCollection' | 'get' | 'post' | 'put' | 'patch' |
 export const OPERATION_NAMES: readonly OperationName[] = ['getCollection', 'get', 'post', 'put', 'patch', 'delete'];
 export const ITEM_OPERATIONS: readonly OperationName[] = ['get', 'put', 'patch', 'delete'];
 export const WRITE_OPERATIONS: readonly OperationName[] = ['post', 'put', 'patch'];
+/** The HTTP method of each operation; routes and both documentation formats read it. */
+export const OPERATION_METHOD: Readonly<Record<OperationName, 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'>> = {
+  getCollection: 'GET',
+  get: 'GET',
+  post: 'POST',
+  put: 'PUT',
+  patch: 'PATCH',
+  delete: 'DELETE',
+};
 
 /** Who is calling: an authenticated account, or null for an anonymous request. */
 export interface Principal {

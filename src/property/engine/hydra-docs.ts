@@ -1,4 +1,4 @@
-import type { OperationName } from './define.js';
+import { OPERATION_METHOD, type OperationName } from './define.js';
 import type { FieldMetadata, Registry, ResourceMetadata } from './registry.js';
 
 /**
@@ -23,14 +23,6 @@ const SENTENCES: Readonly<Record<OperationName, (shortName: string) => string>> 
   delete: (s) => `Deletes the ${s} resource.`,
 };
 
-const METHODS: Readonly<Record<OperationName, string>> = {
-  getCollection: 'GET',
-  get: 'GET',
-  post: 'POST',
-  put: 'PUT',
-  patch: 'PATCH',
-  delete: 'DELETE',
-};
 
 /** schema.org action types of 3.x; PATCH has none there and stays a plain hydra:Operation. */
 const ACTION_TYPES: Readonly<Record<OperationName, string | undefined>> = {
@@ -159,7 +151,7 @@ function supportedProperty(resource: ResourceMetadata, field: FieldMetadata): Js
 }
 
 function secretNote(field: FieldMetadata): string {
-  return `Returned only in the response to ${(field.readOn ?? []).map((op) => METHODS[op]).join(', ')}.`;
+  return `Returned only in the response to ${(field.readOn ?? []).map((op) => OPERATION_METHOD[op]).join(', ')}.`;
 }
 
 /** Keys in the order API Platform writes them (it sorts the operation's keys). */
@@ -171,7 +163,7 @@ function hydraOperation(resource: ResourceMetadata, name: OperationName): Json {
   const operation: Json = { '@type': action ? ['hydra:Operation', action] : 'hydra:Operation' };
   if (name === 'post' || name === 'put' || name === 'patch') operation.expects = id;
   if (description) operation['hydra:description'] = description;
-  operation['hydra:method'] = METHODS[name];
+  operation['hydra:method'] = OPERATION_METHOD[name];
   operation['hydra:title'] = title;
   operation['rdfs:label'] = title;
   operation.returns = name === 'getCollection' ? 'hydra:Collection' : name === 'delete' ? 'owl:Nothing' : id;

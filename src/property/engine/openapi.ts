@@ -1,4 +1,4 @@
-import { WRITE_OPERATIONS, anyone, authenticated, type OperationDefinition, type OperationName } from './define.js';
+import { WRITE_OPERATIONS, anyone, authenticated, type OperationDefinition, type OperationName, OPERATION_METHOD } from './define.js';
 import { mustBeSent } from './hydra-docs.js';
 import { FORMAT_MIME, OUTPUT_FORMATS } from './negotiation.js';
 import type { FieldMetadata, Registry, ResourceMetadata } from './registry.js';
@@ -41,14 +41,6 @@ const SUMMARIES: Readonly<Record<OperationName, (shortName: string) => string>> 
   delete: (s) => `Removes the ${s} resource.`,
 };
 
-const HTTP_METHOD: Readonly<Record<OperationName, string>> = {
-  getCollection: 'GET',
-  get: 'GET',
-  post: 'POST',
-  put: 'PUT',
-  patch: 'PATCH',
-  delete: 'DELETE',
-};
 
 const OPERATION_ID_SUFFIX: Readonly<Record<OperationName, string>> = {
   getCollection: 'get_collection',
@@ -343,7 +335,7 @@ function propertySchema(registry: Registry, field: FieldMetadata): Json {
   if (field.maxLength !== undefined) p.maxLength = field.maxLength;
   if (!field.writable) p.readOnly = true;
   else if (!field.readable) p.writeOnly = true;
-  const description = field.description ?? (field.kind === 'secret' ? `Returned only in the response to ${(field.readOn ?? []).map((op) => HTTP_METHOD[op]).join(', ')}.` : undefined);
+  const description = field.description ?? (field.kind === 'secret' ? `Returned only in the response to ${(field.readOn ?? []).map((op) => OPERATION_METHOD[op]).join(', ')}.` : undefined);
   if (description) p.description = description;
   if (field.example !== undefined) p.example = field.example;
   else if (field.kind === 'ref') p.example = `${registry.byShortName(field.target as string)?.path ?? ''}/1`;

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { NotFoundError, UnauthenticatedError } from '../../platform/errors/app-error.js';
-import type { OperationName, Principal } from './define.js';
+import { OPERATION_METHOD, type OperationName, type Principal } from './define.js';
 import { contextDocument, entrypointDocument } from './contexts.js';
 import { prefersHtml } from './docs.routes.js';
 import { MethodNotAllowedError } from './errors.js';
@@ -18,7 +18,6 @@ export interface RouteOptions extends HttpSettings {
   readonly pageParameter: string;
 }
 
-const METHOD: Readonly<Record<OperationName, HTTPMethods>> = { getCollection: 'GET', get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', delete: 'DELETE' };
 const ALL_METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const WRITE_TYPES = ['application/ld+json', 'application/json'];
 /** API Platform's default response headers, besides the docs Link. */
@@ -89,7 +88,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
     const has = (op: OperationName) => resource.operations.has(op);
 
     // Collection: /api/x, /api/x.jsonld, /api/x.json
-    const collectionAllow = (['getCollection', 'post'] as const).filter(has).map((op) => METHOD[op]);
+    const collectionAllow: HTTPMethods[] = (['getCollection', 'post'] as const).filter(has).map((op) => OPERATION_METHOD[op]);
     for (const [path, suffix] of [[resource.path, undefined], ...Object.entries(SUFFIX_FORMATS).map(([s, f]) => [`${resource.path}.${s}`, f])] as [string, Format | undefined][]) {
       if (has('getCollection')) {
         app.get(path, async (request, reply) => collection(resource, request, reply, suffix));
@@ -111,7 +110,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
     // Item: /api/x/:id (the id may carry a format suffix)
     if (!resource.hasItemOperations) continue;
     const itemPath = `${resource.path}/:id`;
-    const itemAllow = (['get', 'put', 'patch', 'delete'] as const).filter(has).map((op) => METHOD[op]);
+    const itemAllow: HTTPMethods[] = (['get', 'put', 'patch', 'delete'] as const).filter(has).map((op) => OPERATION_METHOD[op]);
     const itemHeaders = (reply: FastifyReply, id: number) => {
       reply.header('content-location', `${resource.path}/${id}`);
       if (has('patch')) reply.header('accept-patch', 'application/merge-patch+json');
@@ -129,7 +128,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
     for (const op of ['put', 'patch'] as const) {
       if (!has(op)) continue;
       app.route({
-        method: METHOD[op],
+        method: OPERATION_METHOD[op],
         url: itemPath,
         handler: async (request, reply) => {
           const { base, format: suffix } = splitSuffix((request.params as { id: string }).id);
