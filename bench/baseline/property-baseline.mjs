@@ -1,0 +1,222 @@
+import { createHash, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import Sqlite from 'better-sqlite3';
+import pg from 'pg';
+import { sqlFor } from './sql.mjs';
+
+/**
+ * The limit for the property server's benchmark scenarios: a minimal node:http program that runs
+ * the same statements on the same database (same pragmas, same pool size) and writes the same
+ * bytes (body and headers). It knows only the three benchmark routes and validates almost nothing.
+ *
+ * Env: BASELINE_DATABASE_URL (`sqlite:/file.db` or `postgres://…?schema=name`), PORT, HOST.
+ */
+
+const CONTENT_TYPE = 'application/ld+json; charset=utf-8';
+const PAGE_SIZE = 30;
+const DOCS_REL = 'http://www.w3.org/ns/hydra/core#apiDocumentation';
+
+const SEARCH_VARIABLES = [
+  ['typ', 'typ'], ['typ[]', 'typ'], ['bundesland', 'bundesland'], ['bundesland[]', 'bundesland'],
+  ['order[id]', 'id'], ['order[kaufpreis]', 'kaufpreis'], ['order[wohnflaeche]', 'wohnflaeche'], ['order[zimmer]', 'zimmer'],
+];
+const SEARCH = {
+  '@type': 'hydra:IriTemplate',
+  'hydra:template': `/api/immobilies{?${SEARCH_VARIABLES.map(([v]) => v).join(',')}}`,
+  'hydra:variableRepresentation': 'BasicRepresentation',
+  'hydra:mapping': SEARCH_VARIABLES.map(([variable, property]) => ({ '@type': 'IriTemplateMapping', variable, property, required: false })),
+};
+
+/** `query(name, params)` resolves to rows; `transaction(fn)` runs fn(query) between begin and commit. */
+function openSqlite(file, sql) {
+  const db = new Sqlite(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  const statements = Object.fromEntries(Object.entries(sql).map(([name, text]) => [name, db.prepare(text)]));
+  const query = async (name, params = []) => {
+    const stmt = statements[name];
+    if (stmt.reader) return stmt.all(params);
+    stmt.run(params);
+    return [];
+  };
+  // One connection: a transaction keeps it to itself until it ends, as Kysely's SQLite driver does.
+  let lock = Promise.resolve();
+  const transaction = (fn) => {
+    const run = lock.then(async () => {
+      await query('begin');
+      try {
+        const result = await fn(query);
+        await query('commit');
+        return result;
+      } catch (err) {
+        db.exec('rollback');
+        throw err;
+      }
+    });
+    lock = run.catch(() => {});
+    return run;
+  };
+  return { query, transaction };
+}
+
+function openPostgres(rawUrl, sql) {
+  const url = new URL(rawUrl);
+  const schema = url.searchParams.get('schema');
+  url.searchParams.delete('schema');
+  pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+  const pool = new pg.Pool({ connectionString: url.toString(), max: 10, ...(schema ? { options: `-c search_path="${schema}"` } : {}) });
+  const on = (client) => async (name, params = []) => (await client.query(sql[name], params)).rows;
+  const transaction = async (fn) => {
+    const client = await pool.connect();
+    const query = on(client);
+    try {
+      await query('begin');
+      const result = await fn(query);
+      await query('commit');
+      return result;
+    } catch (err) {
+      await client.query('rollback');
+      throw err;
+    } finally {
+      client.release();
+    }
+  };
+  return { query: on(pool), transaction };
+}
+
+function immobilie(row, embedded) {
+  const out = embedded ? {} : { '@context': '/api/contexts/Immobilie' };
+  out['@id'] = `/api/immobilies/${row.id}`;
+  out['@type'] = 'Immobilie';
+  out.id = row.id;
+  out.verwalter = `/api/users/${row.verwalter_id}`;
+  out.adresse = row.adresse;
+  if (row.wohnflaeche !== null) out.wohnflaeche = row.wohnflaeche;
+  if (row.nutzflaeche !== null) out.nutzflaeche = row.nutzflaeche;
+  if (row.zimmer !== null) out.zimmer = row.zimmer;
+  out.typ = row.typ;
+  if (row.kaufpreis !== null) out.kaufpreis = row.kaufpreis;
+  out.bundesland = `/api/bundeslands/${row.bundesland_id}`;
+  if (row.heizungstyp_id !== null) out.heizungstyp = `/api/heizungstyps/${row.heizungstyp_id}`;
+  return out;
+}
+
+function collection(total, rows) {
+  const body = {
+    '@context': '/api/contexts/Immobilie',
+    '@id': '/api/immobilies',
+    '@type': 'hydra:Collection',
+    'hydra:totalItems': total,
+    'hydra:member': rows.map((row) => immobilie(row, true)),
+  };
+  const lastPage = Math.max(1, Math.ceil(total / PAGE_SIZE));
+  if (lastPage > 1) {
+    const link = (n) => `/api/immobilies?page=${n}`;
+    body['hydra:view'] = { '@id': link(1), '@type': 'hydra:PartialCollectionView', 'hydra:first': link(1), 'hydra:last': link(lastPage), 'hydra:next': link(2) };
+  }
+  body['hydra:search'] = SEARCH;
+  return body;
+}
+
+function send(req, res, status, body, headers = {}) {
+  const text = JSON.stringify(body);
+  const out = {
+    'x-request-id': randomUUID(),
+    link: `<http://${req.headers.host}/api/docs.jsonld>; rel="${DOCS_REL}"`,
+    vary: 'Accept',
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'deny',
+    'cache-control': 'no-cache, private',
+    'access-control-allow-origin': '*',
+    'access-control-expose-headers': 'Link, Location, Content-Location, ETag, Accept-Patch, X-Request-Id',
+    ...headers,
+    'content-type': CONTENT_TYPE,
+  };
+  if (status === 200) out.etag = `"${createHash('md5').update(text).digest('hex')}"`;
+  out['content-length'] = Buffer.byteLength(text);
+  res.writeHead(status, out);
+  res.end(text);
+}
+
+function fail(res, status) {
+  res.writeHead(status, { 'content-type': 'text/plain' });
+  res.end(http.STATUS_CODES[status]);
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+const iriId = (iri, prefix) => (typeof iri === 'string' && iri.startsWith(prefix) ? Number(iri.slice(prefix.length)) : undefined);
+
+function createHandler(db) {
+  const principal = async (req) => {
+    const key = req.headers['x-api-key'];
+    if (typeof key !== 'string' || key === '') return undefined;
+    const [row] = await db.query('auth', [createHash('sha256').update(key, 'utf8').digest('hex')]);
+    return row;
+  };
+
+  const getCollection = async (req, res) => {
+    const user = await principal(req);
+    if (!user) return fail(res, 401);
+    const [[{ total }], rows] = await Promise.all([db.query('count', [user.id]), db.query('page', [user.id, PAGE_SIZE, 0])]);
+    send(req, res, 200, collection(Number(total), rows));
+  };
+
+  const getBundesland = async (req, res, id) => {
+    const [row] = await db.query('bundesland', [id]);
+    if (!row) return fail(res, 404);
+    send(req, res, 200, { '@context': '/api/contexts/Bundesland', '@id': `/api/bundeslands/${row.id}`, '@type': 'Bundesland', ...row }, { 'content-location': `/api/bundeslands/${row.id}` });
+  };
+
+  const postImmobilie = async (req, res) => {
+    const user = await principal(req);
+    if (!user) return fail(res, 401);
+    if (!/^application\/(ld\+)?json\b/.test(req.headers['content-type'] ?? '')) return fail(res, 415);
+    const input = JSON.parse(await readBody(req));
+    const bundesland = iriId(input.bundesland, '/api/bundeslands/');
+    const heizungstyp = iriId(input.heizungstyp, '/api/heizungstyps/');
+    const row = await db.transaction(async (query) => {
+      if ((await query('bundeslandExists', [bundesland])).length === 0) return undefined;
+      if (heizungstyp !== undefined && (await query('heizungstypExists', [heizungstyp])).length === 0) return undefined;
+      const values = [user.id, input.adresse, input.wohnflaeche ?? null, input.nutzflaeche ?? null, input.zimmer ?? null, input.typ, input.kaufpreis ?? null, bundesland, heizungstyp ?? null];
+      const [{ id }] = await query('insert', values);
+      return (await query('immobilie', [id]))[0];
+    });
+    if (!row) return fail(res, 400);
+    const iri = `/api/immobilies/${row.id}`;
+    send(req, res, 201, immobilie(row, false), { location: iri, 'content-location': iri });
+  };
+
+  return (req, res) => {
+    const item = /^\/api\/bundeslands\/([1-9]\d{0,9})$/.exec(req.url);
+    let done;
+    if (req.method === 'GET' && req.url === '/api/immobilies') done = getCollection(req, res);
+    else if (req.method === 'POST' && req.url === '/api/immobilies') done = postImmobilie(req, res);
+    else if (req.method === 'GET' && item) done = getBundesland(req, res, Number(item[1]));
+    else return fail(res, 404);
+    done.catch((err) => {
+      console.error(err);
+      if (!res.headersSent) fail(res, 500);
+    });
+  };
+}
+
+const url = process.env.BASELINE_DATABASE_URL ?? '';
+const dialect = /^postgres(ql)?:\/\//.test(url) ? 'postgres' : 'sqlite';
+const db = dialect === 'postgres' ? openPostgres(url, sqlFor(dialect)) : openSqlite(url.replace(/^sqlite:/, ''), sqlFor(dialect));
+const server = http.createServer(createHandler(db));
+server.keepAliveTimeout = 72_000; // as the property server's Fastify setting, so Keep-Alive headers match
+server.listen(Number(process.env.PORT ?? 3900), process.env.HOST ?? '127.0.0.1', () => {
+  const { address, port } = server.address();
+  process.stdout.write(`Property baseline: http://${address}:${port}/api (${dialect})\n`);
+});
+process.once('SIGTERM', () => process.exit(0));

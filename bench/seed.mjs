@@ -1,0 +1,85 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { sql } from 'kysely';
+import { migrateProperty, openPropertyDatabase } from '../dist/src/property/service.js';
+
+/**
+ * A fresh benchmark database: the real migrations, one `user` account with an API key, and
+ * `count` varied properties owned by it. Deterministic (seeded PRNG), so runs are comparable.
+ */
+
+const STREETS = ['Lindenweg', 'Hauptstraße', 'Bahnhofstraße', 'Am Markt', 'Schillerstraße', 'Gartenstraße', 'Goethestraße', 'Kirchweg', 'Müllerstraße', 'Rosenallee', 'Bergstraße', 'Uferpromenade'];
+const CITIES = ['04109 Leipzig', '01067 Dresden', '10115 Berlin', '80331 München', '20095 Hamburg', '50667 Köln', '60311 Frankfurt am Main', '70173 Stuttgart', '28195 Bremen', '99084 Erfurt'];
+const TYPES = ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'];
+
+/** mulberry32: a tiny seeded PRNG. */
+function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function immobilie(random, verwalterId) {
+  const pick = (list) => list[Math.floor(random() * list.length)];
+  const typ = pick(TYPES);
+  const land = typ === 'grundstueck';
+  const wohnflaeche = land ? null : Math.round((30 + random() * 220) * 10) / 10;
+  return {
+    verwalter_id: verwalterId,
+    adresse: `${pick(STREETS)} ${1 + Math.floor(random() * 120)}, ${pick(CITIES)}`,
+    wohnflaeche,
+    nutzflaeche: random() < 0.4 ? null : Math.round(random() * 600) / 10,
+    zimmer: land ? null : 1 + Math.floor(random() * 8),
+    typ,
+    kaufpreis: Math.round((land ? 40_000 : (wohnflaeche ?? 100) * 3_500) * (0.6 + random())),
+    bundesland_id: 1 + Math.floor(random() * 16),
+    heizungstyp_id: land || random() < 0.1 ? null : 1 + Math.floor(random() * 8),
+  };
+}
+
+/** Creates the database at `url` from scratch and returns the account's API key and id. */
+export async function seed({ url, sqliteFile, count }) {
+  if (sqliteFile) for (const suffix of ['', '-wal', '-shm']) rmSync(sqliteFile + suffix, { force: true });
+  const database = await openPropertyDatabase({ databaseUrl: url, dataDir: '.', databasePoolSize: 2 });
+  try {
+    const { db } = database;
+    if (database.dialect === 'postgres') {
+      const schema = new URL(url).searchParams.get('schema');
+      await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(db);
+      await sql`create schema ${sql.id(schema)}`.execute(db);
+    }
+    await migrateProperty(database);
+    const apiKey = `prop_${randomBytes(32).toString('base64url')}`;
+    const hash = createHash('sha256').update(apiKey, 'utf8').digest('hex');
+    const user = await db
+      .insertInto('users')
+      .values({ name: 'Bench Verwalter', email: 'bench@example.org', role: 'user', api_key_hash: hash })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const random = prng(20261121);
+    const rows = Array.from({ length: count }, () => immobilie(random, user.id));
+    await db.transaction().execute(async (trx) => {
+      for (let i = 0; i < rows.length; i += 500) await trx.insertInto('immobilie').values(rows.slice(i, i + 500)).execute();
+    });
+    // Planner statistics and the visibility map, as a settled production table would have them.
+    if (database.dialect === 'postgres') await sql`vacuum analyze`.execute(db);
+    else await sql`analyze`.execute(db);
+    return { apiKey, userId: Number(user.id) };
+  } finally {
+    await database.destroy();
+  }
+}
+
+/** Removes what `seed` created on PostgreSQL (the SQLite file goes with its temporary folder). */
+export async function dropSchema(url) {
+  const database = await openPropertyDatabase({ databaseUrl: url, dataDir: '.', databasePoolSize: 1 });
+  try {
+    await sql`drop schema if exists ${sql.id(new URL(url).searchParams.get('schema'))} cascade`.execute(database.db);
+  } finally {
+    await database.destroy();
+  }
+}
