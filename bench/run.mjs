@@ -282,6 +282,8 @@ async function main() {
   const results = [];
   rmSync(SNAPSHOT, { recursive: true, force: true });
   if (!process.env.BENCH_OURS) cpSync(path.join(ROOT, 'dist'), SNAPSHOT, { recursive: true });
+  const git = (...a) => spawnSync('git', a, { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
+  const source = `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', 'src/property', 'src/platform') ? ' with uncommitted changes in src/property or src/platform' : ''}`;
   console.log(`property bench: ${opts.runs} runs × ${opts.duration} s (+${opts.warmup} s warm-up), ${opts.connections} connections, ${opts.items} items; server on CPU ${SERVER_CPU}, autocannon on CPU ${LOAD_CPU}`);
   try {
     for (const db of databases(dir)) {
@@ -299,8 +301,6 @@ async function main() {
   }
   const summary = results.map((r) => r.summary);
   const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.type()} ${os.release()}`;
-  const git = (...a) => spawnSync('git', a, { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
-  const source = `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', 'src/property', 'src/platform') ? ' with uncommitted changes in src/property or src/platform' : ''}`;
   const servers = Object.fromEntries(Object.entries(SERVERS).map(([kind, file]) => [kind, path.relative(ROOT, file).replace('bench/results/.dist-snapshot/', 'dist/')]));
   const raw = { date: new Date().toISOString(), machine, source, options: opts, servers, summary, runs: results.flatMap((r) => r.runs), profiles: results.flatMap((r) => r.profiles) };
   const md = [
