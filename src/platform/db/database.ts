@@ -55,7 +55,16 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
   sqlite.pragma(`synchronous = ${synchronous}`);
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const cached = withStatementCache(sqlite);
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cached }) });
+  DIRECT.set(db, (sql, parameters) => {
+    // Inside a Kysely transaction the one connection belongs to it: queue behind it as usual.
+    if (sqlite.inTransaction || !sqlite.open) return undefined;
+    const stmt = cached.prepare(sql);
+    if (stmt.reader) return stmt.all(parameters as unknown[]);
+    stmt.run(parameters as unknown[]);
+    return [];
+  });
   return {
     db,
     dialect: 'sqlite',
@@ -67,6 +76,20 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
       await db.destroy();
     },
   };
+}
+
+type DirectRunner = (sql: string, parameters: readonly unknown[]) => unknown[] | undefined;
+const DIRECT = new WeakMap<object, DirectRunner>();
+
+/**
+ * A synchronous runner for statements on a SQLite database opened here, or undefined (PostgreSQL,
+ * a transaction, a foreign executor). better-sqlite3 runs every statement synchronously, so
+ * outside a transaction Kysely's connection queue and promise chain add nothing but cost; the
+ * runner answers undefined while a transaction holds the connection, and the caller then goes
+ * through Kysely, which queues the statement behind that transaction.
+ */
+export function directSqliteRunner(executor: object): DirectRunner | undefined {
+  return DIRECT.get(executor);
 }
 
 /**

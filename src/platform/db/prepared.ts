@@ -1,4 +1,5 @@
 import { CompiledQuery, type Compilable } from 'kysely';
+import { directSqliteRunner } from './database.js';
 
 interface QueryExecutorLike {
   getExecutor(): { adapter: object };
@@ -15,7 +16,8 @@ const MAX = 1000;
  * afterwards only its parameters change. On hot read paths this removes the cost of building and
  * compiling the query tree on every request, a large share of a request that reads a few indexed
  * rows. The SQL is still Kysely's, for the dialect in use, and runs on the given executor (so
- * inside a transaction when given one).
+ * inside a transaction when given one). On SQLite outside a transaction it runs directly on the
+ * connection (see `directSqliteRunner`).
  *
  * `build` must produce the same SQL for the same `key`, taking `parameters` in the same order.
  */
@@ -36,5 +38,7 @@ export async function preparedRows<R>(executor: QueryExecutorLike, key: string, 
     if (cache.size >= MAX) cache.clear();
     cache.set(key, sql);
   }
+  const direct = directSqliteRunner(executor)?.(sql, parameters);
+  if (direct) return direct as R[];
   return (await executor.executeQuery<R>(CompiledQuery.raw(sql, [...parameters]) as CompiledQuery<R>)).rows;
 }
