@@ -299,6 +299,17 @@ function uniqueByAddress(list: readonly string[]): string[] {
 
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * The Message of a message.received event; its bodies are dropped above 1 MB, as AgentMail does.
+ * Exported for inbound SMTP, which emits the same event.
+ */
+export function receivedPayload(message: Message) {
+  const wire = toMessageResponse(message);
+  if ((message.text?.length ?? 0) + (message.html?.length ?? 0) < EVENT_PAYLOAD_LIMIT / 4 || Buffer.byteLength(JSON.stringify(wire)) <= EVENT_PAYLOAD_LIMIT) return wire;
+  const { text: _t, html: _h, extracted_text: _et, extracted_html: _eh, ...rest } = wire;
+  return rest;
+}
+
 export function createMessageService(deps: MessageServiceDeps) {
   const { db, clock, ids, events, localDomains, notifyJobs } = deps;
   const dialect = dialectOf(db);
@@ -478,14 +489,6 @@ export function createMessageService(deps: MessageServiceDeps) {
     });
     if (result.jobs) notifyJobs();
     return { messageId: result.messageId, threadId: result.threadId };
-  }
-
-  /** The Message of a message.received event; its bodies are dropped above 1 MB, as AgentMail does. */
-  function receivedPayload(message: Message) {
-    const wire = toMessageResponse(message);
-    if ((message.text?.length ?? 0) + (message.html?.length ?? 0) < EVENT_PAYLOAD_LIMIT / 4 || Buffer.byteLength(JSON.stringify(wire)) <= EVENT_PAYLOAD_LIMIT) return wire;
-    const { text: _t, html: _h, extracted_text: _et, extracted_html: _eh, ...rest } = wire;
-    return rest;
   }
 
   function link(token: string, expiresAt: string, origin: string): DownloadLink {
