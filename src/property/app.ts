@@ -1,9 +1,9 @@
-import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
 import { buildHttpApp } from '../platform/http/app.js';
+import { corsResponseHeaders, registerCorsPreflight, type CorsPolicy } from '../platform/http/cors.js';
 import { registerDocsRoutes } from './engine/docs.routes.js';
 import { sendError } from './engine/http.js';
 import { createEngine } from './engine/operations.js';
@@ -45,19 +45,21 @@ export async function buildPropertyApp({ config, database }: PropertyAppDeps): P
     db,
     pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage },
   });
+  const cors: CorsPolicy = {
+    origins: config.corsOrigins,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'X-API-KEY', 'Accept', 'If-None-Match', 'X-Request-Id'],
+    exposedHeaders: ['Link', 'Location', 'Content-Location', 'ETag', 'Accept-Patch', 'X-Request-Id'],
+    maxAgeSeconds: 3600,
+  };
   registerResourceRoutes(app, {
     ...http,
+    corsHeaders: corsResponseHeaders(cors),
     engine,
     authenticate: createApiKeyAuthenticator(database.db as Kysely<SecurityDatabase>),
     pageParameter: PAGINATION.pageParameter,
   });
   registerDocsRoutes(app, { ...http, registry: propertyRegistry, maximumItemsPerPage: config.maxItemsPerPage });
-  await app.register(cors, {
-    origin: config.corsOrigins.includes('*') ? '*' : [...config.corsOrigins],
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'X-API-KEY', 'Accept', 'If-None-Match', 'X-Request-Id'],
-    exposedHeaders: ['Link', 'Location', 'Content-Location', 'ETag', 'Accept-Patch', 'X-Request-Id'],
-    maxAge: 3600,
-  });
+  await registerCorsPreflight(app, cors);
   return app;
 }

@@ -211,3 +211,41 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
     });
   });
 });
+
+describe('CORS with a list of allowed origins (PROPERTY_CORS_ORIGINS)', () => {
+  let server: Server;
+  const OTHER = 'http://evil.example.test';
+
+  beforeAll(async () => {
+    server = await startPropertyServer({ env: { PROPERTY_CORS_ORIGINS: `${ORIGIN},http://second.example.test` } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('an allowed origin is echoed, with Vary: Accept, Origin', async () => {
+    const res = await api(server.url, '/api/bundeslands/1', { headers: { origin: ORIGIN } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'origin']);
+    expect(tokens(res.headers.get('access-control-expose-headers'))).toEqual(expect.arrayContaining(['link', 'location', 'content-location']));
+  });
+
+  it('another origin gets no CORS headers, but Vary still names Origin', async () => {
+    for (const headers of [{ origin: OTHER }, {}]) {
+      const res = await api(server.url, '/api/bundeslands/1', { headers });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+      expect(res.headers.get('access-control-expose-headers')).toBeNull();
+      expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'origin']);
+    }
+  });
+
+  it('preflights follow the same list', async () => {
+    const allowed = await api(server.url, '/api/immobilies', { method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-api-key' } });
+    expect([200, 204]).toContain(allowed.status);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    const refused = await api(server.url, '/api/immobilies', { method: 'OPTIONS', headers: { origin: OTHER, 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-api-key' } });
+    expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Bindings, ChildLoggerOptions } from 'pino';
-import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loggerOptions } from '../log/logger.js';
+import { RouteHistogram } from './route-histogram.js';
 
 export interface HttpAppOptions {
   /** Service name, used for the logger and the metrics prefix. */
@@ -36,6 +37,9 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     keepAliveTimeout: 72_000,
     trustProxy: options.trustProxy ?? false,
     requestIdHeader: false,
+    // Fastify's two lines per request are written at info level: skip the calls when they would
+    // be dropped anyway.
+    disableRequestLogging: !['info', 'debug', 'trace'].includes(options.logLevel),
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -57,24 +61,11 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request duration by route template and status code',
-    labelNames: ['method', 'route', 'status_code'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
-  // Label children are cached: hashing the label set on every observation is the histogram's main cost.
-  const series = new Map<string, ReturnType<typeof duration.labels>>();
+  const duration = new RouteHistogram('http_request_duration_seconds', 'HTTP request duration by route template and status code', [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registry);
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    const key = `${request.method} ${route} ${reply.statusCode}`;
-    let child = series.get(key);
-    if (!child) {
-      child = duration.labels({ method: request.method, route, status_code: String(reply.statusCode) });
-      if (series.size < 10_000) series.set(key, child);
-    }
-    child.observe(reply.elapsedTime / 1000);
+    const series = duration.series(`${request.method} ${route} ${reply.statusCode}`, () => ({ method: request.method, route, status_code: String(reply.statusCode) }));
+    if (series) duration.observe(series, reply.elapsedTime / 1000);
     done();
   });
 
@@ -104,34 +95,56 @@ type Logger = FastifyBaseLogger;
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
 /**
- * A request logger that becomes a real pino child only when a line is actually written: Fastify
- * calls `request.log.info` twice per request, so the level is checked before the child is built.
+ * A request logger that becomes a real pino child only when a line is actually written: the level
+ * is checked before the child is built. A class, so that each request allocates one small object
+ * and no closures.
  */
+class LazyChildLogger {
+  #child: Logger | undefined;
+  constructor(
+    private readonly parent: Logger,
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions,
+  ) {}
+  private get real(): Logger {
+    return (this.#child ??= this.parent.child(this.bindings, this.options));
+  }
+  private write(level: Level, args: unknown[]): void {
+    const target = (this.#child ?? this.parent) as unknown as { isLevelEnabled(l: string): boolean };
+    if (target.isLevelEnabled(level)) (this.real[level] as (...a: unknown[]) => void)(...args);
+  }
+  get level(): string {
+    return this.#child?.level ?? this.parent.level;
+  }
+  set level(level: string) {
+    this.real.level = level;
+  }
+  fatal(...args: unknown[]): void {
+    this.write('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.write('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.write('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.write('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.write('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.write('trace', args);
+  }
+  silent(): void {}
+  child(bindings: Bindings, options?: ChildLoggerOptions): Logger {
+    return this.real.child(bindings, options);
+  }
+}
+
 function lazyChild(logger: Logger, bindings: Bindings, opts: ChildLoggerOptions): Logger {
-  let child: Logger | undefined;
-  const get = () => (child ??= logger.child(bindings, opts));
-  const enabled = (level: Level) => (logger as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled(level);
-  const at =
-    (level: Level) =>
-    (...args: unknown[]): void => {
-      if (enabled(level)) (get()[level] as (...a: unknown[]) => void)(...args);
-    };
-  return {
-    get level() {
-      return logger.level;
-    },
-    set level(level: string) {
-      get().level = level;
-    },
-    fatal: at('fatal'),
-    error: at('error'),
-    warn: at('warn'),
-    info: at('info'),
-    debug: at('debug'),
-    trace: at('trace'),
-    silent: () => {},
-    child: (b: Bindings, o?: ChildLoggerOptions) => get().child(b, o),
-  } as Logger;
+  return new LazyChildLogger(logger, bindings, opts) as unknown as Logger;
 }
 
 /**

@@ -16,6 +16,8 @@ export interface RouteOptions extends HttpSettings {
   /** Resolves an X-API-KEY value to its account, or null when the key is unknown. */
   readonly authenticate: (apiKey: string) => Promise<Principal | null>;
   readonly pageParameter: string;
+  /** CORS headers for an actual request with this Origin (preflights are answered elsewhere). */
+  readonly corsHeaders: (origin: string | undefined) => Readonly<Record<string, string>>;
 }
 
 const ALL_METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -41,9 +43,32 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
   const { engine } = options;
   const registry = engine.registry;
 
-  // Every response carries the docs Link and API Platform's default headers; errors add theirs.
+  // Every response carries the docs Link, API Platform's default headers and CORS; errors add
+  // theirs. The Link depends only on the Host header: remember it per host (a bounded table).
+  const links = new Map<string, string>();
+  const linkFor = (request: FastifyRequest): string => {
+    const key = `${request.protocol}://${request.host}`;
+    let link = links.get(key);
+    if (link === undefined) {
+      link = apiDocLink(request, options);
+      if (links.size >= 100) links.clear();
+      links.set(key, link);
+    }
+    return link;
+  };
+  // The default headers joined with each distinct CORS answer, once (the CORS objects are shared).
+  const withCors = new WeakMap<object, Readonly<Record<string, string>>>();
+  const defaultHeaders = (origin: string | undefined): Readonly<Record<string, string>> => {
+    const cors = options.corsHeaders(origin);
+    let headers = withCors.get(cors);
+    if (!headers) {
+      headers = { ...STATIC_HEADERS, ...cors, vary: cors.vary ? `${STATIC_HEADERS.vary}, ${cors.vary}` : STATIC_HEADERS.vary };
+      withCors.set(cors, headers);
+    }
+    return headers;
+  };
   app.addHook('onRequest', (request, reply, done) => {
-    reply.headers({ link: apiDocLink(request, options), ...STATIC_HEADERS });
+    reply.header('link', linkFor(request)).headers(defaultHeaders(request.headers.origin));
     done();
   });
   app.setErrorHandler((err, request, reply) => sendError(request, reply, err, options));
