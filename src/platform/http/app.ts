@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Bindings, ChildLoggerOptions } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loggerOptions } from '../log/logger.js';
@@ -39,7 +39,7 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     requestIdHeader: false,
     // Fastify's two lines per request are written at info level: skip the calls when they would
     // be dropped anyway.
-    disableRequestLogging: !['info', 'debug', 'trace'].includes(options.logLevel),
+    ...(['info', 'debug', 'trace'].includes(options.logLevel) ? {} : { logController: new LogController({ disableRequestLogging: true }) }),
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();

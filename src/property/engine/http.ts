@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../platform/errors/app-error.js';
 import { ConstraintViolationError, reasonPhrase, renderError, STATUS_BY_KIND, typeViolation, MethodNotAllowedError } from './errors.js';
@@ -46,7 +46,7 @@ export function sendJson(request: FastifyRequest, reply: FastifyReply, status: n
   const text = JSON.stringify(body);
   reply.code(status).header('content-type', contentType);
   if ((request.method === 'GET' || request.method === 'HEAD') && status === 200) {
-    const etag = `"${createHash('md5').update(text).digest('hex')}"`;
+    const etag = `"${hash('md5', text)}"`;
     reply.header('etag', etag);
     const inm = request.headers['if-none-match'];
     if (inm && inm.split(',').some((t) => t.trim().replace(/^W\//, '') === etag || t.trim() === '*')) {

@@ -94,7 +94,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
       (err: Error) => done(err),
     );
   });
-  const principalOf = async (request: FastifyRequest): Promise<Principal | null> => principals.get(request) ?? null;
+  const principalOf = (request: FastifyRequest): Principal | null => principals.get(request) ?? null;
 
   const formatFor = (request: FastifyRequest, suffix: Format | undefined): Format =>
     negotiate(request.headers.accept, suffix ? [suffix] : OUTPUT_FORMATS);
@@ -120,7 +120,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
       }
       if (has('post')) {
         app.post(path, async (request, reply) => {
-          const principal = await principalOf(request);
+          const principal = principalOf(request);
           const format = formatFor(request, suffix);
           const item = await engine.post(resource, () => jsonBody(request, WRITE_TYPES), principal);
           const iri = `${resource.path}/${item.id}`;
@@ -143,7 +143,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
     if (has('get')) {
       app.get(itemPath, async (request, reply) => {
         const { base, format: suffix } = splitSuffix((request.params as { id: string }).id);
-        const principal = await principalOf(request);
+        const principal = principalOf(request);
         const format = formatFor(request, suffix);
         const item = await engine.get(resource, base, principal);
         itemHeaders(reply, item.id);
@@ -157,7 +157,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
         url: itemPath,
         handler: async (request, reply) => {
           const { base, format: suffix } = splitSuffix((request.params as { id: string }).id);
-          const principal = await principalOf(request);
+          const principal = principalOf(request);
           const format = formatFor(request, suffix);
           const item = await engine.replace(resource, op, base, () => jsonBody(request, op === 'patch' ? PATCH_TYPES : WRITE_TYPES), principal);
           itemHeaders(reply, item.id);
@@ -168,7 +168,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
     if (has('delete')) {
       app.delete(itemPath, async (request, reply) => {
         const { base } = splitSuffix((request.params as { id: string }).id);
-        const principal = await principalOf(request);
+        const principal = principalOf(request);
         await engine.delete(resource, base, principal);
         return reply.code(204).send();
       });
@@ -178,7 +178,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
   }
 
   async function collection(resource: ResourceMetadata, request: FastifyRequest, reply: FastifyReply, suffix: Format | undefined) {
-    const principal = await principalOf(request);
+    const principal = principalOf(request);
     const format = formatFor(request, suffix);
     const query = parseQuery(rawQuery(request));
     const result = await engine.getCollection(resource, query, principal);
