@@ -12,8 +12,9 @@ import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import type { InboxDatabase } from './database.js';
 import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
-import { createMessageService } from './messages/message.service.js';
+import { createMessageService, OUTBOUND_MAIL_QUEUE } from './messages/message.service.js';
 import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
+import { createOutboundMail } from './outbound/outbound.worker.js';
 import { createThreadService } from './threads/thread.service.js';
 import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
 import { createWebhookClient } from './webhooks/webhook.client.js';
@@ -31,6 +32,8 @@ export async function migrateInbox(database: Database<InboxDatabase>): Promise<s
 export interface InboxRuntime {
   readonly services: InboxServices;
   readonly runner: JobRunner;
+  /** Closes the SMTP relay's pooled connections; after the runner has stopped. */
+  closeOutbound(): void;
 }
 
 /** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
@@ -69,8 +72,11 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const queues: Record<string, QueueDefinition<never>> = {};
   const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
   queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, timeoutMs: config.webhookTimeoutMs, log: options.log });
+  // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.
+  const outbound = createOutboundMail(config, { db, clock, events, log: options.log, notifyJobs: () => runner.notify() });
+  queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
   const runner = createJobRunner({ db, clock, queues, log: options.log });
-  return { services, runner };
+  return { services, runner, closeOutbound: () => outbound.close() };
 }
 
 export interface RunningInboxService {
@@ -103,6 +109,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       async close() {
         await app?.close();
         await runtime.runner.stop();
+        runtime.closeOutbound();
         await runtime.services.limiter.close();
         await database.destroy();
       },

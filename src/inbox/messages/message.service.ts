@@ -68,11 +68,10 @@ import {
 import { toMessageResponse } from './message.schemas.js';
 
 /**
- * The durable queue of mail for non-local recipients (payload: `OutboundMailJob`). Nothing
- * handles it yet: the SMTP issue adds its handler (a nodemailer relay transport in
- * `mail/smtp-outbound.ts`), which also emits message.delivered / message.bounced for those
- * recipients. Until then such jobs wait in the table, and sends to them are refused unless
- * INBOX_SMTP_RELAY_URL is set.
+ * The durable queue of mail for non-local recipients (payload: `OutboundMailJob`), handled by
+ * `outbound/outbound.worker.ts`: it hands the stored source to INBOX_SMTP_RELAY_URL and emits
+ * message.sent, message.delivered, message.bounced or message.rejected for those recipients.
+ * Without a relay, sends to them are refused here.
  */
 export const OUTBOUND_MAIL_QUEUE = 'mail.outbound';
 
@@ -463,7 +462,10 @@ export function createMessageService(deps: MessageServiceDeps) {
       const senderCopy = stored[0] as (typeof stored)[number];
       const ref = { inbox_id: sender.inboxId, thread_id: senderCopy.thread.threadId, message_id: messageId, timestamp };
       const event = (inbox: Inbox, eventType: EmitInput['eventType'], body: Record<string, unknown>): EmitInput => ({ organizationId: inbox.organizationId, inboxId: inbox.inboxId, podId: inbox.podId, eventType, body });
-      const emitted: EmitInput[] = [event(sender, 'message.sent', { send: { ...ref, recipients: out.recipients.map((r) => r.mailbox.address) } })];
+      // Here only the local leg: the outbound worker emits message.sent for the other recipients
+      // when the relay takes the message (docs/decisions/0006-outbound-mail.md).
+      const localRecipients = out.recipients.filter((r) => r.local).map((r) => r.mailbox.address);
+      const emitted: EmitInput[] = localRecipients.length ? [event(sender, 'message.sent', { send: { ...ref, recipients: localRecipients } })] : [];
       for (const s of stored) {
         if (s.inbox.inboxId === sender.inboxId && !selfDelivered) continue;
         emitted.push(event(s.inbox, 'message.received', { message: receivedPayload({ ...s.message, pk: pks.get(s.inbox.inboxId) as number }), thread: toThreadItemResponse(s.thread) }));

@@ -16,6 +16,10 @@ export const REDACT_PATHS = [
   '*.password',
   '*.secret',
   '*.databaseUrl',
+  // A config object, should one ever be logged: relay credentials and DKIM keys.
+  '*.smtpRelayUrl',
+  '*.dkimPrivateKey',
+  '*.privateKey',
   'apiKey',
   'password',
   'secret',

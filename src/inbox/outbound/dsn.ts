@@ -1,0 +1,259 @@
+import type { Clock } from '../../platform/clock.js';
+import type { Db } from '../database.js';
+import type { EventService } from '../events/event.service.js';
+import { addressOf, splitAddressList } from '../mail/compose.js';
+import { findMessageCopies, type OutboundMessage } from './outbound.repository.js';
+import { bouncedEvents, type BouncedRecipient } from './outbound.schemas.js';
+
+/**
+ * Delivery status notifications (RFC 3464): the reports a remote MTA mails back to the envelope
+ * sender when a message the relay took fails later. They are matched to the sender's copy by the
+ * ENVID we passed with the envelope (RFC 3461), else by the Message-ID of the returned headers,
+ * and become message.bounced events. Only the standard multipart/report form is understood
+ * (also its SMTPUTF8 variant, RFC 6533); free-text bounces of old MTAs are ordinary mail.
+ */
+
+export interface DsnRecipient {
+  /** Final-Recipient. */
+  readonly address: string;
+  /** Original-Recipient (the ORCPT we passed), when given. */
+  readonly originalAddress: string | undefined;
+  /** `failed`, `delayed`, `delivered`, `relayed` or `expanded`. */
+  readonly action: string;
+  readonly status: string | undefined;
+  readonly diagnosticCode: string | undefined;
+}
+
+export interface DeliveryStatusNotification {
+  /** Original-Envelope-Id, xtext-decoded. */
+  readonly envelopeId: string | undefined;
+  readonly reportingMta: string | undefined;
+  /** Message-ID of the returned headers or message. */
+  readonly originalMessageId: string | undefined;
+  /** Bare address of the returned From. */
+  readonly originalFrom: string | undefined;
+  /** Bare addresses the report itself is addressed to (its To): the original envelope sender. */
+  readonly notified: readonly string[];
+  readonly recipients: readonly DsnRecipient[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// ENVID: the Message-ID without its brackets, when it fits RFC 3461's 100 characters as is.
+
+const ENVID = /^[!-*,-<>-~]{1,100}$/; // printable ASCII without '+' and '=', which xtext would escape
+
+export function envelopeIdFor(messageId: string): string | undefined {
+  const bare = messageId.replace(/^<(.*)>$/, '$1');
+  return ENVID.test(bare) ? bare : undefined;
+}
+
+const xtextDecode = (value: string) => value.replace(/\+([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+
+// ---------------------------------------------------------------------------------------------
+// Just enough MIME: header blocks, multipart bodies, transfer encodings. Bytes are handled as
+// latin1 strings, whose indices are byte offsets.
+
+type Headers = Map<string, string[]>;
+
+interface Entity {
+  readonly headers: Headers;
+  readonly body: Buffer;
+}
+
+const MAX_DEPTH = 4;
+
+function parseHeaders(text: string): Headers {
+  const headers: Headers = new Map();
+  for (const line of text.replace(/\r?\n[ \t]+/g, ' ').split(/\r?\n/)) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    headers.set(name, [...(headers.get(name) ?? []), line.slice(colon + 1).trim()]);
+  }
+  return headers;
+}
+
+const first = (headers: Headers, name: string): string | undefined => headers.get(name)?.[0];
+
+function splitEntity(bytes: Buffer): Entity {
+  const text = bytes.toString('latin1');
+  if (/^\r?\n/.test(text)) return { headers: new Map(), body: bytes.subarray(text.startsWith('\r\n') ? 2 : 1) };
+  const end = /\r?\n\r?\n/.exec(text);
+  if (!end) return { headers: parseHeaders(text), body: Buffer.alloc(0) };
+  return { headers: parseHeaders(text.slice(0, end.index)), body: bytes.subarray(end.index + end[0].length) };
+}
+
+function contentTypeOf(headers: Headers): { type: string; params: Map<string, string> } {
+  const value = first(headers, 'content-type') ?? 'text/plain';
+  const params = new Map<string, string>();
+  for (const m of value.matchAll(/;\s*([^=\s;]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]*))/g)) params.set((m[1] as string).toLowerCase(), m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : (m[3] ?? ''));
+  return { type: (value.split(';')[0] as string).trim().toLowerCase(), params };
+}
+
+function decodeBody(entity: Entity): Buffer {
+  const encoding = (first(entity.headers, 'content-transfer-encoding') ?? '').toLowerCase();
+  const text = entity.body.toString('latin1');
+  if (encoding === 'base64') return Buffer.from(text.replace(/[^A-Za-z0-9+/]/g, ''), 'base64');
+  if (encoding === 'quoted-printable') return Buffer.from(text.replace(/=\r?\n/g, '').replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1');
+  return entity.body;
+}
+
+function multipartParts(entity: Entity, boundary: string): Entity[] {
+  const text = entity.body.toString('latin1');
+  const escaped = boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const delimiter = new RegExp(`(?:^|\\r?\\n)--${escaped}(--)?[ \\t]*(?=\\r?\\n|$)\\r?\\n?`, 'g');
+  const parts: Entity[] = [];
+  let start: number | undefined;
+  for (const m of text.matchAll(delimiter)) {
+    if (start !== undefined) parts.push(splitEntity(entity.body.subarray(start, m.index)));
+    if (m[1]) break;
+    start = (m.index as number) + m[0].length;
+  }
+  return parts;
+}
+
+/** The parts of the first multipart/report of delivery status, top level or nested (forwarded, wrapped). */
+function findReport(entity: Entity, depth = 0): Entity[] | undefined {
+  const { type, params } = contentTypeOf(entity.headers);
+  if (!type.startsWith('multipart/') || depth > MAX_DEPTH) return undefined;
+  const boundary = params.get('boundary');
+  if (!boundary) return undefined;
+  const parts = multipartParts(entity, boundary);
+  const reportType = params.get('report-type')?.toLowerCase();
+  if (type === 'multipart/report' && (reportType === 'delivery-status' || reportType === 'global-delivery-status')) return parts;
+  for (const part of parts) {
+    const found = findReport(part, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const STATUS_TYPES = new Set(['message/delivery-status', 'message/global-delivery-status']);
+const HEADER_TYPES = new Set(['text/rfc822-headers', 'message/global-headers']);
+const MESSAGE_TYPES = new Set(['message/rfc822', 'message/global']);
+
+/** `rfc822; a@b` → `a@b` (also without the type, and with angle brackets). */
+function addressField(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const address = (value.includes(';') ? value.slice(value.indexOf(';') + 1) : value).trim().replace(/^<(.*)>$/, '$1');
+  return address || undefined;
+}
+
+function bareAddresses(value: string | undefined): string[] {
+  if (!value) return [];
+  // Comments, as in `MAILER-DAEMON@host (Mail Delivery System)`, are not part of an address.
+  return splitAddressList(value.replace(/\([^()]*\)/g, '')).map((e) => addressOf(e).toLowerCase()).filter((a) => a.includes('@'));
+}
+
+function parseStatusGroups(text: string): { perMessage: Headers; perRecipient: Headers[] } {
+  const groups = text.replace(/\r\n/g, '\n').split(/\n[ \t]*\n/).map((g) => g.trim()).filter(Boolean).map(parseHeaders);
+  const isRecipient = (g: Headers) => g.has('final-recipient') || g.has('original-recipient');
+  return { perMessage: groups.find((g) => !isRecipient(g)) ?? new Map(), perRecipient: groups.filter(isRecipient) };
+}
+
+function recipientOf(group: Headers): DsnRecipient | undefined {
+  const address = addressField(first(group, 'final-recipient')) ?? addressField(first(group, 'original-recipient'));
+  if (!address) return undefined;
+  const original = addressField(first(group, 'original-recipient'));
+  return {
+    address,
+    originalAddress: original === undefined ? undefined : xtextDecode(original),
+    action: (first(group, 'action') ?? '').toLowerCase(),
+    status: /\b([245]\.\d{1,3}\.\d{1,3})\b/.exec(first(group, 'status') ?? '')?.[1],
+    diagnosticCode: first(group, 'diagnostic-code')?.slice(0, 1000),
+  };
+}
+
+/** The report in `raw`, or undefined when it is not a delivery status notification. */
+export function parseDeliveryStatusNotification(raw: Buffer): DeliveryStatusNotification | undefined {
+  const top = splitEntity(raw);
+  const parts = findReport(top);
+  const statusPart = parts?.find((p) => STATUS_TYPES.has(contentTypeOf(p.headers).type));
+  if (!parts || !statusPart) return undefined;
+  const { perMessage, perRecipient } = parseStatusGroups(decodeBody(statusPart).toString('utf8'));
+  let returned: Headers | undefined;
+  for (const part of parts) {
+    const type = contentTypeOf(part.headers).type;
+    if (HEADER_TYPES.has(type)) returned = parseHeaders(decodeBody(part).toString('utf8'));
+    else if (MESSAGE_TYPES.has(type)) returned = splitEntity(decodeBody(part)).headers;
+    if (returned) break;
+  }
+  const envid = first(perMessage, 'original-envelope-id');
+  const messageId = returned && first(returned, 'message-id');
+  return {
+    envelopeId: envid ? xtextDecode(envid.trim()) : undefined,
+    reportingMta: addressField(first(perMessage, 'reporting-mta')),
+    originalMessageId: messageId ? (/<[^<>]+>/.exec(messageId)?.[0] ?? `<${messageId.trim()}>`) : undefined,
+    originalFrom: returned ? bareAddresses(first(returned, 'from'))[0] : undefined,
+    notified: bareAddresses(first(top.headers, 'to')),
+    recipients: perRecipient.map(recipientOf).filter((r): r is DsnRecipient => r !== undefined),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export interface DsnDeps {
+  readonly events: EventService;
+  readonly clock: Clock;
+}
+
+export interface DsnOptions {
+  /**
+   * The inbox the report was delivered to (the RCPT of the inbound session). When given, only a
+   * message this inbox sent matches: a report mailed to one inbox cannot bounce another's mail.
+   */
+  readonly inboxId?: string;
+}
+
+/** The sender's copy of the message the report is about, if we sent it. */
+async function findOriginal(trx: Db, dsn: DeliveryStatusNotification, options: DsnOptions): Promise<OutboundMessage | undefined> {
+  const messageIds = [...new Set([...(dsn.envelopeId ? [`<${dsn.envelopeId}>`] : []), ...(dsn.originalMessageId ? [dsn.originalMessageId] : [])])];
+  const inboxes = options.inboxId !== undefined ? [options.inboxId.toLowerCase()] : [...new Set([...(dsn.originalFrom ? [dsn.originalFrom] : []), ...dsn.notified])];
+  for (const messageId of messageIds) {
+    const copies = await findMessageCopies(trx, inboxes, messageId);
+    // The copy in the inbox that sent it: other copies (local recipients) never went to the relay.
+    const sent = copies.find((c) => c.labels.includes('sent') && addressOf(c.from).toLowerCase() === c.inboxId);
+    if (sent) return sent;
+  }
+  return undefined;
+}
+
+/** The report's failed recipients that the original was sent to (as the original spelled them). */
+function failedRecipients(dsn: DeliveryStatusNotification, original: OutboundMessage): { permanent: BouncedRecipient[]; transient: BouncedRecipient[] } {
+  const ours = new Map(original.recipients.map((r) => [addressOf(r).toLowerCase(), addressOf(r)]));
+  const permanent: BouncedRecipient[] = [];
+  const transient: BouncedRecipient[] = [];
+  const seen = new Set<string>();
+  for (const r of dsn.recipients) {
+    if (r.action !== 'failed') continue;
+    const key = [r.originalAddress, r.address].map((a) => a?.toLowerCase()).find((a) => a !== undefined && ours.has(a));
+    if (key === undefined || seen.has(key)) continue;
+    seen.add(key);
+    const status = r.status ?? '5.0.0';
+    const bounced = { address: ours.get(key) as string, status, diagnostic: r.diagnosticCode ?? `reported failed by ${dsn.reportingMta ?? 'a remote server'}` };
+    (status.startsWith('4') ? transient : permanent).push(bounced);
+  }
+  return { permanent, transient };
+}
+
+/**
+ * Recognises a delivery status notification and turns its failed recipients into message.bounced
+ * events of the original sender's inbox, written in `trx` (call the job runner's `notify()` after
+ * the commit, so that webhooks go out at once). Returns true when `raw` is a report about a
+ * message we sent (handled: it need not be stored as mail), false when it is not a report or
+ * names no message of ours (deliver it as ordinary mail). Reports of delays, deliveries and
+ * relays are handled without an event; a recipient the original was not sent to is ignored.
+ */
+export async function handleDeliveryStatusNotification(trx: Db, deps: DsnDeps, raw: Buffer, options: DsnOptions = {}): Promise<boolean> {
+  const dsn = parseDeliveryStatusNotification(raw);
+  if (!dsn) return false;
+  const original = await findOriginal(trx, dsn, options);
+  if (!original) return false;
+  const { permanent, transient } = failedRecipients(dsn, original);
+  const timestamp = deps.clock.now().toISOString();
+  const events = [...(permanent.length ? bouncedEvents(original, 'Permanent', permanent, timestamp) : []), ...(transient.length ? bouncedEvents(original, 'Transient', transient, timestamp) : [])];
+  if (events.length) await deps.events.emitMany(trx, events);
+  return true;
+}
