@@ -232,7 +232,7 @@ describe('CORS with a list of allowed origins (PROPERTY_CORS_ORIGINS)', () => {
   });
 
   it('another origin gets no CORS headers, but Vary still names Origin', async () => {
-    for (const headers of [{ origin: OTHER }, {}]) {
+    for (const headers of [{ origin: OTHER }, {}] as Record<string, string>[]) {
       const res = await api(server.url, '/api/bundeslands/1', { headers });
       expect(res.status).toBe(200);
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
