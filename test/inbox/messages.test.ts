@@ -348,7 +348,7 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const [bounce] = await eventsOf(server, { type: 'message.bounced', inboxId: sender });
       expect(bounce).toMatchObject({
         event_type: 'message.bounced',
-        bounce: { inbox_id: sender, thread_id: sent.threadId, message_id: sent.messageId, timestamp: isoTimestamp, type: 'Permanent', sub_type: 'NoEmail', recipients: [{ address: ghost, status: 'bounced' }] },
+        bounce: { inbox_id: sender, thread_id: sent.threadId, message_id: sent.messageId, timestamp: isoTimestamp, type: 'Permanent', sub_type: 'NoEmail', recipients: [{ address: ghost, status: '5.1.1', diagnostic_code: 'smtp; 550 5.1.1 no such mailbox' }] },
       });
       expect(await eventsOf(server, { type: 'message.delivered', inboxId: sender })).toEqual([]);
       expect((await org.client.inboxes.messages.get(sender, sent.messageId)).labels).toEqual(['sent']);
@@ -360,7 +360,7 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const ghost = `${unique('ghost')}@inbox.test`;
       await org.client.inboxes.messages.send(sender, { to: [real, ghost], text: 'partly' });
       expect((await eventsOf(server, { type: 'message.delivered', inboxId: sender }))[0].delivery.recipients).toEqual([real]);
-      expect((await eventsOf(server, { type: 'message.bounced', inboxId: sender }))[0].bounce.recipients).toEqual([{ address: ghost, status: 'bounced' }]);
+      expect((await eventsOf(server, { type: 'message.bounced', inboxId: sender }))[0].bounce.recipients).toEqual([{ address: ghost, status: '5.1.1', diagnostic_code: 'smtp; 550 5.1.1 no such mailbox' }]);
     });
   });
 

@@ -473,8 +473,9 @@ export function createMessageService(deps: MessageServiceDeps) {
       // As SES reports a delivery: for the recipients that got it (all of them, unless some bounced).
       if (delivered.length) emitted.push(event(sender, 'message.delivered', { delivery: { ...ref, recipients: out.recipients.filter((r) => r.local && !bounced.includes(r.mailbox.address)).map((r) => r.mailbox.address) } }));
       if (bounced.length) {
-        // SES's vocabulary, which AgentMail passes on: a permanent bounce, "NoEmail" = no such address.
-        emitted.push(event(sender, 'message.bounced', { bounce: { ...ref, type: 'Permanent', sub_type: 'NoEmail', recipients: bounced.map((address) => ({ address, status: 'bounced' })) } }));
+        // SES's vocabulary, which AgentMail passes on: a permanent bounce, "NoEmail" = no such address;
+        // the recipient status is the RFC 3463 code, as for bounces from the relay (decision 0006).
+        emitted.push(event(sender, 'message.bounced', { bounce: { ...ref, type: 'Permanent', sub_type: 'NoEmail', recipients: bounced.map((address) => ({ address, status: '5.1.1', diagnostic_code: 'smtp; 550 5.1.1 no such mailbox' })) } }));
       }
       let jobs = (await events.emitMany(trx, emitted)).jobs;
       if (external.length) {
