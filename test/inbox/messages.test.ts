@@ -577,6 +577,75 @@ describe.each(dialects)('%s: messages', (dialect) => {
     });
   });
 
+  describe('forward', () => {
+    it('forwards text, HTML and attachments under a forwarded-message block, in the original thread for the sender', async () => {
+      const org = await organization(server, [unique('fa'), unique('fb'), unique('fc')]);
+      const [fa, fb, fc] = org.inboxes as [string, string, string];
+      const first = await org.client.inboxes.messages.send(fa, {
+        to: fb,
+        subject: 'Quarterly <numbers>',
+        text: 'See the report.',
+        html: '<p>See the <b>report</b>.</p>',
+        attachments: [{ filename: 'q3.csv', contentType: 'text/csv', content: b64('a,b\n1,2\n') }],
+      });
+      const fwd = await org.client.inboxes.messages.forward(fb, first.messageId, { to: fc, text: 'FYI & see below' });
+      const benCopy = await org.client.inboxes.messages.get(fb, first.messageId);
+      expect(fwd.threadId).toBe(benCopy.threadId);
+
+      const got = await org.client.inboxes.messages.get(fc, fwd.messageId);
+      expect(got.subject).toBe('Fwd: Quarterly <numbers>');
+      expect(got.from).toBe(fb);
+      expect(got.to).toEqual([fc]);
+      expect(got.labels).toEqual(['received', 'unread']);
+      expect(got.text).toContain('FYI & see below\n\n---------- Forwarded message ---------\nFrom: ');
+      expect(got.text).toContain(`From: ${fa}\n`);
+      expect(got.text).toContain('Subject: Quarterly <numbers>\n');
+      expect(got.text).toContain(`To: ${fb}\n`);
+      expect(got.text).toContain('See the report.');
+      expect(got.html).toContain('<div>FYI &#38; see below</div>');
+      expect(got.html).toContain('Subject: Quarterly &#60;numbers&#62;<br>');
+      expect(got.html).toContain('<p>See the <b>report</b>.</p>');
+      expect(got.attachments?.map((a) => [a.filename, a.contentType, a.size])).toEqual([['q3.csv', 'text/csv', 8]]);
+      const link = await org.client.inboxes.messages.getAttachment(fc, fwd.messageId, got.attachments?.[0]?.attachmentId as string);
+      expect(await (await fetch(link.downloadUrl)).text()).toBe('a,b\n1,2\n');
+
+      // The recipient starts a thread of its own; the sender's copy names the original.
+      const fcThread = await org.client.inboxes.threads.get(fc, got.threadId);
+      expect(fcThread.messages.map((m) => m.messageId)).toEqual([fwd.messageId]);
+      const mine = await org.client.inboxes.messages.get(fb, fwd.messageId);
+      expect(mine.labels).toEqual(['sent']);
+      expect(mine.references).toEqual([first.messageId]);
+    });
+
+    it('keeps a given subject and adds the caller\'s attachments before the original\'s', async () => {
+      const org = await organization(server, [unique('ga'), unique('gb')]);
+      const [ga, gb] = org.inboxes as [string, string];
+      const first = await org.client.inboxes.messages.send(ga, { to: gb, subject: 'Fwd: already', text: 'x', attachments: [{ filename: 'one.txt', content: b64('1') }] });
+      const fwd = await org.client.inboxes.messages.forward(gb, first.messageId, { to: ga, subject: 'Have a look', attachments: [{ filename: 'mine.txt', content: b64('2') }] });
+      const got = await org.client.inboxes.messages.get(ga, fwd.messageId);
+      expect(got.subject).toBe('Have a look');
+      expect(got.attachments?.map((a) => a.filename)).toEqual(['mine.txt', 'one.txt']);
+      expect(got.text?.startsWith('---------- Forwarded message ---------\n')).toBe(true);
+      const plain = await org.client.inboxes.messages.forward(gb, first.messageId, { to: ga });
+      expect((await org.client.inboxes.messages.get(ga, plain.messageId)).subject).toBe('Fwd: already');
+    });
+
+    it('validates forwards like sends and answers 404 for unknown originals and inboxes', async () => {
+      const org = await organization(server, [unique('ha'), unique('hb')]);
+      const [ha, hb] = org.inboxes as [string, string];
+      const first = await org.client.inboxes.messages.send(ha, { to: hb, text: 'x' });
+      const path = `/v0/inboxes/${enc(hb)}/messages/${enc(first.messageId)}/forward`;
+      expectError(await call(url, org.key, 'POST', path, { text: 'no recipient' }), 400, 'validation_error', 'MISSING_RECIPIENT', 'to');
+      expectError(await call(url, org.key, 'POST', path, { to: 'not-an-address' }), 400, 'validation_error', 'INVALID_EMAIL', 'to');
+      expectError(await call(url, org.key, 'POST', path, { to: ha, attachments: [{ content: '!!' }] }), 400, 'validation_error', 'INVALID_ATTACHMENT');
+      expectError(await call(url, org.key, 'POST', `/v0/inboxes/${enc(hb)}/messages/${enc('<none@inbox.test>')}/forward`, { to: ha }), 404, 'not_found', 'MESSAGE_NOT_FOUND');
+      expectError(await call(url, org.key, 'POST', `/v0/inboxes/${enc(`nobody@${hb.split('@')[1]}`)}/messages/${enc(first.messageId)}/forward`, { to: ha }), 404, 'not_found', 'INBOX_NOT_FOUND');
+      const other = await organization(server, [unique('hx')]);
+      expectError(await call(url, other.key, 'POST', path, { to: ha }), 404, 'not_found', 'INBOX_NOT_FOUND');
+      expectError(await call(url, undefined, 'POST', path, { to: ha }), 401, 'authentication_error', 'MISSING_API_KEY');
+    });
+  });
+
   describe('tenancy', () => {
     it('answers 404 for every message route of another organization’s inbox and messages', async () => {
       const owner = await organization(server, [unique('own'), unique('peer')]);

@@ -280,6 +280,35 @@ export function replySubject(subject: string | null): string {
   return /^re:/i.test(s) ? s : `Re: ${s}`.trimEnd();
 }
 
+export function forwardSubject(subject: string | null): string {
+  const s = (subject ?? '').trim();
+  return /^fwd?:/i.test(s) ? s : `Fwd: ${s}`.trimEnd();
+}
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/**
+ * The forwarded-message block that mail clients put under a forward (Gmail's wording, which
+ * other clients and parsers recognise), as text and as HTML.
+ */
+export function forwardedBlock(original: { from: string; timestamp: string; subject: string | null; to: readonly string[]; cc: readonly string[]; text: string | null; html: string | null }): { text: string; html: string } {
+  const fields: [string, string][] = [
+    ['From', original.from],
+    ['Date', new Date(original.timestamp).toUTCString()],
+    ['Subject', original.subject ?? ''],
+    ['To', original.to.join(', ')],
+    ...(original.cc.length ? [['Cc', original.cc.join(', ')] as [string, string]] : []),
+  ];
+  const heading = '---------- Forwarded message ---------';
+  const body = original.text ?? (original.html !== null ? htmlToPlainText(original.html) : '');
+  const text = [heading, ...fields.map(([k, v]) => `${k}: ${v}`), '', body].join('\n');
+  const htmlBody = original.html ?? `<pre>${escapeHtml(body)}</pre>`;
+  const html = `<div class="forwarded">${heading}<br>${fields.map(([k, v]) => `${k}: ${escapeHtml(v)}<br>`).join('')}<br>${htmlBody}</div>`;
+  return { text, html };
+}
+
 /** The subject without reply and forward prefixes, lower-cased: for grouping and search. */
 export function normalizeSubject(subject: string | null): string | null {
   if (subject === null) return null;

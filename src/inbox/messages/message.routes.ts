@@ -110,6 +110,14 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
     },
   });
 
+  app.post('/v0/inboxes/:inbox_id/messages/:message_id/forward', {
+    schema: { tags, summary: 'Forward a message, with its attachments, to new recipients', params: MessageParams, body: SendMessageBody, response: { 200: SendMessageResponse, ...errorResponses } },
+    handler: async (request) => {
+      const sent = await messages.forward(ownerOf(request), request.params.inbox_id, request.params.message_id, toSendInput(request.body));
+      return { message_id: sent.messageId, thread_id: sent.threadId };
+    },
+  });
+
   app.get('/v0/inboxes/:inbox_id/messages/:message_id/attachments/:attachment_id', {
     schema: { tags, summary: 'Get an attachment: its metadata and a signed download URL', params: AttachmentParams, response: { 200: AttachmentDownloadResponse, ...errorResponses } },
     handler: async (request) => {

@@ -14,7 +14,11 @@ import { normalizeInboxId } from '../inboxes/inbox.service.js';
 import {
   addressOf,
   composeMessage,
+  escapeHtml,
   formatMailbox,
+  forwardedBlock,
+  forwardSubject,
+  htmlToPlainText,
   mediaTypeOf,
   normalizeSubject,
   parseMailbox,
@@ -530,6 +534,38 @@ export function createMessageService(deps: MessageServiceDeps) {
         subject: replySubject(parent.subject),
       });
       return deliver(owner, parent.inboxId, out, parent);
+    },
+
+    /**
+     * Forwards a message of the inbox to new recipients: the caller's text and HTML first, then
+     * the original under a forwarded-message block, with the original's attachments after the
+     * caller's. The sender's copy stays in the original's thread (References name it).
+     */
+    async forward(owner: KeyOwner, inboxId: string, messageId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
+      const original = await requireMessage(owner, inboxId, messageId);
+      const carried: SendAttachmentInput[] = [];
+      for (const a of original.attachments) {
+        const found = await findAttachmentContent(db, original.pk, a.attachmentId);
+        if (!found) continue;
+        carried.push({
+          ...(a.filename !== null ? { filename: a.filename } : {}),
+          ...(a.contentType !== null ? { contentType: a.contentType } : {}),
+          ...(a.contentDisposition !== null ? { contentDisposition: a.contentDisposition } : {}),
+          ...(a.contentId !== null ? { contentId: a.contentId } : {}),
+          content: found.content.toString('base64'),
+        });
+      }
+      const block = forwardedBlock(original);
+      const own = input.text ?? (input.html !== undefined ? htmlToPlainText(input.html) : '');
+      const ownHtml = input.html ?? (input.text !== undefined ? `<div>${escapeHtml(input.text).replace(/\n/g, '<br>')}</div>` : '');
+      const out = validate({
+        ...input,
+        subject: input.subject ?? forwardSubject(original.subject),
+        text: own ? `${own}\n\n${block.text}` : block.text,
+        html: `${ownHtml}${ownHtml ? '<br><br>' : ''}${block.html}`,
+        attachments: [...(input.attachments ?? []), ...carried],
+      });
+      return deliver(owner, original.inboxId, out, original);
     },
 
     async get(owner: KeyOwner, inboxId: string, messageId: string): Promise<Message> {
