@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import type { Bindings, ChildLoggerOptions } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loggerOptions } from '../log/logger.js';
+import { trackInFlight, type InFlight } from './in-flight.js';
 import { RouteHistogram } from './route-histogram.js';
 
 export interface HttpAppOptions {
@@ -22,6 +23,14 @@ export interface HttpAppOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const IN_FLIGHT = new WeakMap<FastifyInstance, InFlight>();
+
+/** The in-flight tracker of an app built here: hooks that do database work pass it their work. */
+export function inFlightOf(app: FastifyInstance): InFlight {
+  const tracker = IN_FLIGHT.get(app);
+  if (!tracker) throw new Error('inFlightOf: the app was not built by buildHttpApp');
+  return tracker;
+}
 
 /**
  * Builds a Fastify instance with what every service needs: request ids (honouring a sane
@@ -50,6 +59,10 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     forceCloseConnections: 'idle',
   };
   const app = Fastify(fastifyOptions);
+  // Before any route: closing waits (bounded) for handlers still running after their client left.
+  const inFlight = trackInFlight(app);
+  IN_FLIGHT.set(app, inFlight);
+  app.addHook('onClose', async () => inFlight.idle(8_000));
   // A pino child per request costs microseconds that matter on fast routes; when request logging
   // is off (level above info), the child is only built if something is actually logged.
   app.setChildLoggerFactory((logger, bindings, opts) => ((logger as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled('info') ? logger.child(bindings, opts) : lazyChild(logger, bindings, opts)));

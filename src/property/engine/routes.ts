@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { NotFoundError, UnauthenticatedError } from '../../platform/errors/app-error.js';
+import { inFlightOf } from '../../platform/http/app.js';
 import { OPERATION_METHOD, type OperationName, type Principal } from './define.js';
 import { contextDocument, entrypointDocument } from './contexts.js';
 import { prefersHtml } from './docs.routes.js';
@@ -81,10 +82,11 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
   // A present key is checked on every API route, public ones included: an unknown key answers
   // 401 rather than silently falling back to anonymous access. Handlers read the result.
   const principals = new WeakMap<FastifyRequest, Principal>();
+  const inFlight = inFlightOf(app);
   app.addHook('preHandler', (request, _reply, done) => {
     const key = request.headers['x-api-key'];
     if (key === undefined || key === '' || !request.url.startsWith(registry.prefix)) return done();
-    const lookup = typeof key === 'string' && key.length <= 200 ? options.authenticate(key) : Promise.resolve(null);
+    const lookup = typeof key === 'string' && key.length <= 200 ? inFlight.track(options.authenticate(key)) : Promise.resolve(null);
     lookup.then(
       (principal) => {
         if (!principal) return done(new UnauthenticatedError('Invalid credentials.'));
