@@ -35,6 +35,7 @@ async function main(): Promise<void> {
   });
   process.stdout.write(`Inbox service:    ${inbox.url ?? '(no api role)'}/v0  (docs: ${inbox.url ?? ''}/v0/docs)\n`);
   process.stdout.write(`Property service: ${property.url}/api  (docs: ${property.url}/api/docs.html)\n`);
+  if (inbox.smtp) process.stdout.write(`Inbox SMTP:       smtp://${inbox.smtp.host}:${inbox.smtp.port}\n`);
   closeOnSignals([() => inbox.close(), () => property.close()], log);
 }
 

@@ -16,6 +16,20 @@ export const inboxConfigSpec = {
   webhookAllowPrivate: env.boolean('INBOX_WEBHOOK_ALLOW_PRIVATE', 'allow webhook URLs on private, loopback and link-local addresses (tests, local use)', false),
   webhookTimeoutMs: env.integer('INBOX_WEBHOOK_TIMEOUT_MS', 'time a webhook receiver has to answer, ms', 15_000, 100, 120_000),
   smtpRelayUrl: env.url('INBOX_SMTP_RELAY_URL', 'SMTP relay for mail to non-local domains (`smtp://user:pass@host:port`, `smtps://` for implicit TLS); unset refuses such sends', ['smtp:', 'smtps:']),
+  // Inbound SMTP (role `smtp`): see docs/decisions/0005-inbound-smtp.md.
+  smtpPort: env.port('INBOX_SMTP_PORT', 'inbound SMTP listener port (role `smtp`)', 2525),
+  smtpHost: env.optionalString('INBOX_SMTP_HOST', 'listen address of the SMTP listener', 'the value of `HOST`'),
+  smtpHostname: env.optionalString('INBOX_SMTP_HOSTNAME', 'name in the SMTP greeting and in the Received and Authentication-Results headers it adds', "the machine's host name"),
+  smtpTlsKey: env.optionalString('INBOX_SMTP_TLS_KEY', 'private key for STARTTLS: a PEM file path, or the PEM itself; STARTTLS is offered only with a key and a certificate'),
+  smtpTlsCert: env.optionalString('INBOX_SMTP_TLS_CERT', 'certificate chain for STARTTLS: a PEM file path, or the PEM itself'),
+  smtpMaxMessageBytes: env.integer('INBOX_SMTP_MAX_MESSAGE_BYTES', 'largest inbound message, bytes (advertised with SIZE; 552 beyond)', 25 * 1024 * 1024, 1024, 200 * 1024 * 1024),
+  smtpMaxRecipients: env.integer('INBOX_SMTP_MAX_RECIPIENTS', 'RCPT TO per inbound message (452 beyond; RFC 5321 asks for at least 100)', 100, 1, 10_000),
+  smtpMaxConnections: env.integer('INBOX_SMTP_MAX_CONNECTIONS', 'concurrent SMTP connections (421 beyond)', 500, 1, 100_000),
+  smtpMaxMessagesPerConnection: env.integer('INBOX_SMTP_MAX_MESSAGES_PER_CONNECTION', 'mail transactions per SMTP connection (421 and close beyond)', 1000, 1, 1_000_000),
+  smtpGreetingDelayMs: env.integer('INBOX_SMTP_GREETING_DELAY_MS', 'pause before the SMTP greeting; clients that talk during it are refused (early-talker check)', 100, 0, 30_000),
+  smtpVerifyAuth: env.boolean('INBOX_SMTP_VERIFY_AUTH', 'verify SPF, DKIM and DMARC of inbound mail (needs DNS)', true),
+  smtpAuthTimeoutMs: env.integer('INBOX_SMTP_AUTH_TIMEOUT_MS', 'time budget of the SPF/DKIM/DMARC DNS lookups of one message; the message is stored as not authenticated beyond it', 5000, 100, 60_000),
+  smtpDnsServers: env.list('INBOX_SMTP_DNS_SERVERS', 'DNS servers (`ip` or `ip:port`, comma-separated) for SPF/DKIM/DMARC lookups', []),
   // Outbound mail through the relay (src/inbox/outbound/, docs/decisions/0006-outbound-mail.md).
   smtpRelayRetryHours: env.integer('INBOX_SMTP_RELAY_RETRY_HOURS', 'how long mail the relay defers (4xx) or cannot take (connection failures) is retried before it bounces, hours; 0 bounces at the first failure', 48, 0, 720),
   smtpRelayTimeoutMs: env.integer('INBOX_SMTP_RELAY_TIMEOUT_MS', 'time the relay has to accept the connection, greet and answer each command, ms', 60_000, 500, 600_000),
@@ -24,5 +38,5 @@ export const inboxConfigSpec = {
   dkimSelector: env.optionalString('INBOX_DKIM_SELECTOR', 'DKIM selector (`s=`) of outbound mail; set together with `INBOX_DKIM_PRIVATE_KEY`'),
   dkimPrivateKey: env.optionalString('INBOX_DKIM_PRIVATE_KEY', 'DKIM signing key (RSA or Ed25519): PEM text, or the path of a PEM file; never logged'),
   dkimDomains: env.list('INBOX_DKIM_DOMAINS', 'comma-separated domains whose outbound mail is DKIM-signed (`d=`); unset signs for every domain of `INBOX_DOMAINS`', []),
-  roles: env.list('INBOX_ROLES', 'process roles to run: `api` (HTTP) and `worker` (webhook deliveries, outbound mail)', ['api', 'worker']),
+  roles: env.list('INBOX_ROLES', 'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP)', ['api', 'worker', 'smtp']),
 } as const;

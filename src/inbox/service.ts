@@ -1,9 +1,12 @@
+import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { systemClock, type Clock } from '../platform/clock.js';
 import { openDatabase, type Database } from '../platform/db/database.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
+import { loggerOptions } from '../platform/log/logger.js';
 import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from '../platform/http/rate-limit.js';
 import { systemIds, type Ids } from '../platform/ids.js';
 import { createJobRunner, type JobRunner, type QueueDefinition } from '../platform/jobs/jobs.js';
@@ -15,6 +18,9 @@ import { createInboxService } from './inboxes/inbox.service.js';
 import { createMessageService, OUTBOUND_MAIL_QUEUE } from './messages/message.service.js';
 import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
 import { createOutboundMail } from './outbound/outbound.worker.js';
+import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/auth-results.js';
+import { createInboundService } from './smtp/inbound.service.js';
+import { startSmtpServer, type RunningSmtpServer } from './smtp/smtp.server.js';
 import { createThreadService } from './threads/thread.service.js';
 import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
 import { createWebhookClient } from './webhooks/webhook.client.js';
@@ -82,13 +88,48 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
 export interface RunningInboxService {
   readonly app: FastifyInstance | undefined;
   readonly url: string | undefined;
+  /** The inbound SMTP listener (role `smtp`). */
+  readonly smtp: { readonly host: string; readonly port: number } | undefined;
   readonly database: Database<InboxDatabase>;
   readonly runtime: InboxRuntime;
   close(): Promise<void>;
 }
 
-/** Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker). */
-export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids } = {}): Promise<RunningInboxService> {
+/** The `smtp` role: the inbound SMTP listener over the same services as the API. */
+function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolver: DnsResolver | undefined): Promise<RunningSmtpServer> {
+  const { services } = runtime;
+  const hostname = config.smtpHostname ?? os.hostname();
+  const resolver = dnsResolver ?? createDnsResolver(config.smtpDnsServers, config.smtpAuthTimeoutMs);
+  const inbound = createInboundService({
+    db: services.db,
+    clock: services.clock,
+    ids: services.ids,
+    events: services.events,
+    localDomains: services.inboxes.localDomains,
+    hostname,
+    verifier: config.smtpVerifyAuth ? createAuthVerifier({ resolver, timeoutMs: config.smtpAuthTimeoutMs }) : undefined,
+    notifyJobs: () => runtime.runner.notify(),
+  });
+  const listener = {
+    host: config.smtpHost ?? config.host,
+    port: config.smtpPort,
+    hostname,
+    tlsKey: config.smtpTlsKey,
+    tlsCert: config.smtpTlsCert,
+    maxMessageBytes: config.smtpMaxMessageBytes,
+    maxRecipients: config.smtpMaxRecipients,
+    maxConnections: config.smtpMaxConnections,
+    maxMessagesPerConnection: config.smtpMaxMessagesPerConnection,
+    greetingDelayMs: config.smtpGreetingDelayMs,
+  };
+  return startSmtpServer(listener, inbound, pino(loggerOptions(config.logLevel, 'inbox-smtp')));
+}
+
+/**
+ * Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker, smtp).
+ * `dnsResolver` replaces DNS for SPF/DKIM/DMARC (tests).
+ */
+export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver } = {}): Promise<RunningInboxService> {
   const database = await openInboxDatabase(config);
   try {
     await migrateInbox(database);
@@ -101,12 +142,23 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       url = await app.listen({ host: config.host, port: config.port });
     }
     if (config.roles.includes('worker')) runtime.runner.start();
+    let smtp: RunningSmtpServer | undefined;
+    try {
+      if (config.roles.includes('smtp')) smtp = await startInboundSmtp(config, runtime, options.dnsResolver);
+    } catch (err) {
+      await app?.close();
+      await runtime.runner.stop();
+      throw err;
+    }
     return {
       app,
       url,
+      smtp: smtp ? { host: smtp.host, port: smtp.port } : undefined,
       database,
       runtime,
       async close() {
+        // SMTP first: messages in flight still need the database to commit.
+        await smtp?.close();
         await app?.close();
         await runtime.runner.stop();
         runtime.closeOutbound();

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AgentMailClient } from 'agentmail';
 import type { Clock } from '../../src/platform/clock.js';
+import type { DnsResolver } from '../../src/inbox/smtp/auth-results.js';
 import { loadConfig } from '../../src/platform/config/config.js';
 import type { CreatedKey } from '../../src/inbox/api-keys/api-key.service.js';
 import { inboxConfigSpec } from '../../src/inbox/inbox.config.js';
@@ -54,9 +55,11 @@ export function createInboxTestDatabase(dialect: TestDialect = 'sqlite'): InboxT
  * fresh database: a new SQLite file, or a new PostgreSQL schema dropped on close. With
  * `database`, it runs on that one instead and leaves it in place on close, so that another
  * server can be started on the same data. Webhooks may target loopback receivers
- * (INBOX_WEBHOOK_ALLOW_PRIVATE=true) unless `env` says otherwise.
+ * (INBOX_WEBHOOK_ALLOW_PRIVATE=true) unless `env` says otherwise. The SMTP listener (role `smtp`)
+ * takes a random port too, and verifies no SPF/DKIM/DMARC (no DNS here) unless `env` asks for it;
+ * `dnsResolver` then answers its DNS queries.
  */
-export async function startInboxServer(options: { dialect?: TestDialect; env?: Record<string, string>; clock?: Clock; database?: InboxTestDatabase } = {}): Promise<InboxTestServer> {
+export async function startInboxServer(options: { dialect?: TestDialect; env?: Record<string, string>; clock?: Clock; database?: InboxTestDatabase; dnsResolver?: DnsResolver } = {}): Promise<InboxTestServer> {
   const database = options.database ?? createInboxTestDatabase(options.dialect ?? 'sqlite');
   const dialect = database.dialect;
   const config = loadConfig(inboxConfigSpec, {
@@ -68,11 +71,13 @@ export async function startInboxServer(options: { dialect?: TestDialect; env?: R
     INBOX_DATABASE_POOL_SIZE: '4',
     INBOX_DOMAINS: 'inbox.test,agents.test',
     INBOX_WEBHOOK_ALLOW_PRIVATE: 'true',
+    INBOX_SMTP_PORT: '0',
+    INBOX_SMTP_VERIFY_AUTH: 'false',
     ...options.env,
   });
   let service: RunningInboxService;
   try {
-    service = await startInboxService(config, options.clock ? { clock: options.clock } : {});
+    service = await startInboxService(config, { ...(options.clock ? { clock: options.clock } : {}), ...(options.dnsResolver ? { dnsResolver: options.dnsResolver } : {}) });
   } catch (err) {
     if (!options.database) await database.drop();
     throw err;

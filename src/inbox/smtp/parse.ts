@@ -1,0 +1,253 @@
+import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from 'mailparser';
+import { formatMailbox, previewOf } from '../mail/compose.js';
+import type { AttachmentMeta, ContentDisposition } from '../messages/message.repository.js';
+import { UnparseableMessageError } from './inbound.errors.js';
+
+/**
+ * Mail knowledge of inbound messages, without I/O: MIME parsing (mailparser), the header section
+ * as the wire carries it, and the trace fields a receiving MTA prepends.
+ */
+
+// PostgreSQL text cannot hold NUL, which bodies in the wild do carry: it is dropped from every
+// text we store (a message that cannot be stored must not be acknowledged). Header values also
+// lose the other controls but tab; names, addresses and ids lose every control character.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const NUL = /\u0000/g;
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL_ALL = /[\u0000-\u001f\u007f]+/g;
+// eslint-disable-next-line no-control-regex -- control characters are what an id must not hold
+const MESSAGE_ID = /<[^<>\s\u0000-\u001f\u007f]{1,994}>/g;
+const MAX_REFERENCES = 100;
+
+export async function parseMessage(source: Buffer): Promise<ParsedMail> {
+  try {
+    return await simpleParser(source, {
+      // Inline images stay attachments, referenced from the HTML by cid: as the sender wrote it.
+      keepCidLinks: true,
+      // The bodies are what the message carries: no text made from HTML or HTML made from text.
+      skipHtmlToText: true,
+      skipTextToHtml: true,
+      skipTextLinks: true,
+      skipImageLinks: true,
+    });
+  } catch (err) {
+    throw new UnparseableMessageError(err instanceof Error ? err.message : String(err), err);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The header section as bytes and fields.
+
+/** Offset of the empty line that ends the header section (the whole buffer when there is none). */
+export function headerSectionEnd(raw: Buffer): number {
+  let i = 0;
+  while (i < raw.length) {
+    const nl = raw.indexOf(0x0a, i);
+    if (nl < 0) return raw.length;
+    const line = nl > i && raw[nl - 1] === 0x0d ? nl - 1 - i : nl - i;
+    if (line === 0) return i;
+    i = nl + 1;
+  }
+  return raw.length;
+}
+
+/** Header fields, each with its folded continuation lines and line endings. */
+function splitFields(head: string): string[] {
+  const fields: string[] = [];
+  for (const line of head.split(/(?<=\n)/)) {
+    if ((line.startsWith(' ') || line.startsWith('\t')) && fields.length) fields[fields.length - 1] += line;
+    else fields.push(line);
+  }
+  return fields;
+}
+
+function fieldName(field: string): string | undefined {
+  const colon = field.indexOf(':');
+  if (colon <= 0) return undefined;
+  const name = field.slice(0, colon).trim();
+  return /^[!-9;-~]+$/.test(name) ? name : undefined;
+}
+
+const unfold = (value: string) => value.replace(/\r?\n(?=[ \t])/g, '').replace(/\r?\n$/, '').trim();
+
+/**
+ * The source without the fields we write ourselves: Return-Path (ours names the envelope sender;
+ * Postfix drops incoming ones too) and Authentication-Results claiming our authserv-id (RFC 8601
+ * §5: a receiver removes those, so that only its own verdict carries it).
+ */
+export function withoutOwnFields(source: Buffer, authservId: string): Buffer {
+  const end = headerSectionEnd(source);
+  const head = source.subarray(0, end).toString('latin1');
+  if (!/^(authentication-results|return-path)[ \t]*:/im.test(head)) return source;
+  const id = authservId.toLowerCase();
+  const kept = splitFields(head).filter((field) => {
+    const name = fieldName(field)?.toLowerCase();
+    if (name === 'return-path') return false;
+    if (name !== 'authentication-results') return true;
+    const value = unfold(field.slice(field.indexOf(':') + 1)).replace(/\([^)]*\)/g, ' ');
+    return (value.split(/[;\s]/).find((t) => t !== '') ?? '').toLowerCase() !== id;
+  });
+  return Buffer.concat([Buffer.from(kept.join(''), 'latin1'), source.subarray(end)]);
+}
+
+/**
+ * Every field of the header section, as the wire carries it (unfolded, encoded words left as they
+ * are), by the name's first spelling. A repeated field (Received, …) keeps every value, newest
+ * first, one per line.
+ */
+export function headerRecord(raw: Buffer): Record<string, string> {
+  const byKey = new Map<string, [string, string]>();
+  for (const field of splitFields(raw.subarray(0, headerSectionEnd(raw)).toString('utf8'))) {
+    const name = fieldName(field);
+    if (name === undefined) continue;
+    const value = unfold(field.slice(field.indexOf(':') + 1)).replace(CONTROL, '');
+    const key = name.toLowerCase();
+    const seen = byKey.get(key);
+    if (seen) seen[1] += `\n${value}`;
+    else byKey.set(key, [name, value]);
+  }
+  return Object.fromEntries(byKey.values());
+}
+
+export interface TraceInput {
+  /** MAIL FROM, '' for the null sender. */
+  readonly mailFrom: string;
+  readonly recipients: readonly string[];
+  readonly helo: string;
+  readonly clientHostname: string;
+  readonly remoteAddress: string;
+  readonly hostname: string;
+  /** ESMTP, ESMTPS, … (RFC 3848). */
+  readonly protocol: string;
+  readonly sessionId: string;
+  readonly at: Date;
+  /** Set when the message had no usable Message-ID: the one generated for it. */
+  readonly generatedMessageId?: string;
+  /** Received-SPF and Authentication-Results, when verification ran. */
+  readonly authHeaders?: string;
+}
+
+/** RFC 5322 date-time in UTC (`Sat, 21 Nov 2026 11:25:31 +0000`). */
+export function rfc5322Date(at: Date): string {
+  return at.toUTCString().replace(/GMT$/, '+0000');
+}
+
+const headerSafe = (s: string) => s.replace(CONTROL_ALL, '').replace(/[()\\]/g, '').slice(0, 255);
+
+/**
+ * What a final-delivery MTA prepends (RFC 5321 §4.4): Return-Path and a Received field; then our
+ * authentication verdict, and a Message-ID when the message had none, so the stored source names
+ * the id the API uses.
+ */
+export function traceHeaders(t: TraceInput): string {
+  const from = headerSafe(t.helo || t.remoteAddress);
+  const client = t.clientHostname && t.clientHostname !== `[${t.remoteAddress}]` ? `${headerSafe(t.clientHostname)} ` : '';
+  // One recipient is named; several are not, so that no copy reveals the others (Bcc).
+  const single = t.recipients.length === 1 ? `\r\n\tfor <${headerSafe(t.recipients[0] as string)}>` : '';
+  const lines = [
+    `Return-Path: <${headerSafe(t.mailFrom)}>\r\n`,
+    `Received: from ${from} (${client}[${headerSafe(t.remoteAddress)}])\r\n\tby ${t.hostname} with ${t.protocol} id ${t.sessionId}${single};\r\n\t${rfc5322Date(t.at)}\r\n`,
+    t.authHeaders ?? '',
+    t.generatedMessageId ? `Message-ID: ${t.generatedMessageId}\r\n` : '',
+  ];
+  return lines.join('');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Content: the fields of a stored message.
+
+export interface InboundAttachment {
+  readonly meta: Omit<AttachmentMeta, 'attachmentId'>;
+  readonly content: Buffer;
+}
+
+export interface InboundContent {
+  /** The Message-ID header when it is usable (angle brackets included), else null. */
+  readonly messageId: string | null;
+  readonly from: string | null;
+  readonly replyTo: string[];
+  readonly to: string[];
+  readonly cc: string[];
+  readonly subject: string | null;
+  readonly text: string | null;
+  readonly html: string | null;
+  readonly preview: string | null;
+  readonly inReplyTo: string | null;
+  readonly references: string[];
+  readonly attachments: InboundAttachment[];
+  /** A multipart message (only those can be delivery status notifications). */
+  readonly multipart: boolean;
+}
+
+const clean = (s: string | undefined | null): string | null => {
+  if (s === undefined || s === null) return null;
+  const out = s.replace(NUL, '');
+  return out === '' ? null : out;
+};
+
+function mailboxes(field: AddressObject | AddressObject[] | undefined): string[] {
+  const out: string[] = [];
+  for (const object of field === undefined ? [] : Array.isArray(field) ? field : [field]) {
+    for (const entry of object.value ?? []) {
+      // A group (`undisclosed-recipients:;` or named) contributes its members.
+      for (const member of entry.group ?? [entry]) {
+        const address = (member.address ?? '').replace(CONTROL_ALL, '').trim();
+        if (!address) continue;
+        out.push(formatMailbox({ name: (member.name ?? '').replace(CONTROL_ALL, ' ').trim(), address }));
+      }
+    }
+  }
+  return out;
+}
+
+function messageIds(value: string | string[] | undefined): string[] {
+  const text = Array.isArray(value) ? value.join(' ') : (value ?? '');
+  return [...new Set(text.match(MESSAGE_ID) ?? [])];
+}
+
+/** A file name as a path-free, control-free string (a sender may write `../../x` or worse). */
+function safeFilename(name: string | undefined): string | null {
+  if (!name) return null;
+  const base = name.replace(CONTROL_ALL, '').split(/[/\\]/).pop()?.trim() ?? '';
+  return base === '' || base === '.' || base === '..' ? null : base.slice(0, 255);
+}
+
+function attachmentOf(a: Attachment): InboundAttachment {
+  const contentId = a.cid ? a.cid.replace(/[^!-~]/g, '').replace(/[<>"]/g, '').slice(0, 255) || null : null;
+  // An image the HTML shows (multipart/related) is inline even without a Content-Disposition.
+  const contentDisposition: ContentDisposition = a.contentDisposition === 'inline' || (a.contentDisposition !== 'attachment' && a.related && contentId !== null) ? 'inline' : 'attachment';
+  const content = Buffer.isBuffer(a.content) ? a.content : Buffer.from(a.content as string);
+  return {
+    meta: { filename: safeFilename(a.filename), size: content.length, contentType: (a.contentType || 'application/octet-stream').replace(CONTROL_ALL, '').slice(0, 255), contentDisposition, contentId },
+    content,
+  };
+}
+
+function contentTypeOf(parsed: ParsedMail): string {
+  const value = parsed.headers.get('content-type');
+  return typeof value === 'object' && value !== null && 'value' in value ? String(value.value) : typeof value === 'string' ? value : '';
+}
+
+export function inboundContent(parsed: ParsedMail): InboundContent {
+  const text = clean(parsed.text);
+  const html = clean(parsed.html === false ? undefined : parsed.html);
+  const [messageId] = messageIds(parsed.messageId);
+  const [inReplyTo] = messageIds(parsed.inReplyTo);
+  return {
+    messageId: messageId ?? null,
+    from: mailboxes(parsed.from)[0] ?? null,
+    replyTo: mailboxes(parsed.replyTo),
+    to: mailboxes(parsed.to),
+    cc: mailboxes(parsed.cc),
+    subject: clean(parsed.subject?.replace(CONTROL_ALL, ' ')),
+    text,
+    html,
+    preview: previewOf(text, html),
+    inReplyTo: inReplyTo ?? null,
+    references: messageIds(parsed.references).slice(-MAX_REFERENCES),
+    attachments: parsed.attachments.map(attachmentOf),
+    multipart: /^multipart\//i.test(contentTypeOf(parsed)),
+  };
+}

@@ -1,0 +1,243 @@
+import { readFileSync } from 'node:fs';
+import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
+import { SMTPConnection } from 'smtp-server/lib/smtp-connection.js';
+import { NoRecipientInboxError, UnparseableMessageError } from './inbound.errors.js';
+import type { InboundEnvelope, InboundService } from './inbound.service.js';
+
+/**
+ * The inbound SMTP listener: a thin protocol adapter over the inbound service. It speaks SMTP
+ * only: limits, the recipient check at RCPT, reading DATA, and turning outcomes into replies
+ * (`replyFor` is the one mapper of errors to reply codes). docs/decisions/0005-inbound-smtp.md.
+ */
+
+export interface SmtpListenerConfig {
+  readonly host: string;
+  readonly port: number;
+  /** Name in the greeting. */
+  readonly hostname: string;
+  /** PEM file paths or PEM text; STARTTLS is offered only with both. */
+  readonly tlsKey: string | undefined;
+  readonly tlsCert: string | undefined;
+  readonly maxMessageBytes: number;
+  readonly maxRecipients: number;
+  readonly maxConnections: number;
+  readonly maxMessagesPerConnection: number;
+  readonly greetingDelayMs: number;
+}
+
+export interface SmtpLog {
+  info(o: object, m: string): void;
+  warn(o: object, m: string): void;
+  error(o: object, m: string): void;
+}
+
+export interface RunningSmtpServer {
+  readonly host: string;
+  readonly port: number;
+  /** Stops accepting, lets DATA in flight finish (up to CLOSE_GRACE_MS), then closes every session. */
+  close(): Promise<void>;
+}
+
+/** How long a shutdown waits for messages in flight; within the process's 10 s close budget. */
+const CLOSE_GRACE_MS = 5_000;
+/** smtp-server's own fixed pause before the greeting (SMTPConnection#init). */
+const LIBRARY_GREETING_DELAY_MS = 100;
+
+interface SmtpReplyError extends Error {
+  responseCode: number;
+}
+
+function reply(code: number, message: string): SmtpReplyError {
+  return Object.assign(new Error(message), { responseCode: code });
+}
+
+/** The SMTP reply for a failed DATA: permanent only when the same bytes would fail again. */
+export function replyFor(err: unknown): SmtpReplyError {
+  if (err instanceof UnparseableMessageError) return reply(554, 'Message could not be parsed; it was not stored');
+  if (err instanceof NoRecipientInboxError) return reply(550, 'No such recipient here any more');
+  // The database, a bug, a shutdown: nothing was stored and the sender should try again.
+  return reply(451, 'Local error, message not stored; try again later');
+}
+
+/** PEM text as is, anything else as the path of a PEM file. */
+export function readPem(value: string): Buffer {
+  return value.trimStart().startsWith('-----BEGIN') ? Buffer.from(value) : readFileSync(value);
+}
+
+function tlsOptions(config: SmtpListenerConfig): Partial<SMTPServerOptions> {
+  if (!config.tlsKey !== !config.tlsCert) throw new Error('INBOX_SMTP_TLS_KEY and INBOX_SMTP_TLS_CERT must be set together');
+  if (!config.tlsKey || !config.tlsCert) return {};
+  return { key: readPem(config.tlsKey), cert: readPem(config.tlsCert) };
+}
+
+/**
+ * smtp-server with a configurable greeting delay. The library waits a fixed 100 ms before each
+ * greeting (refusing clients that talk first); for another delay, `connect()` mirrors the
+ * library's own and replaces the connection's `connectionReady`, which that fixed timer calls, so
+ * the greeting follows our timer instead. At the default the library runs untouched.
+ */
+class InboundSmtpServer extends SMTPServer {
+  constructor(
+    options: SMTPServerOptions,
+    private readonly greetingDelayMs: number,
+  ) {
+    super(options);
+  }
+
+  override connect(socket: Socket | TLSSocket, socketOptions?: ConstructorParameters<typeof SMTPConnection>[2]): void {
+    if (this.greetingDelayMs === LIBRARY_GREETING_DELAY_MS) return super.connect(socket, socketOptions);
+    const connection = new SMTPConnection(this, socket, socketOptions);
+    this.connections.add(connection);
+    connection.on('error', (err: Error) => this._onError(err));
+    connection.on('connect', (data: Parameters<SMTPServer['_onClientConnect']>[0]) => this._onClientConnect(data));
+    const ready = connection.connectionReady.bind(connection);
+    connection.connectionReady = () => undefined;
+    const timer = setTimeout(() => {
+      // Refused meanwhile (too many clients) or gone: nothing to greet.
+      if (this.connections.has(connection)) ready();
+    }, this.greetingDelayMs);
+    timer.unref();
+    connection.init();
+  }
+}
+
+export async function startSmtpServer(config: SmtpListenerConfig, inbound: InboundService, log: SmtpLog): Promise<RunningSmtpServer> {
+  let closing = false;
+  /** DATA transactions between the first byte and the reply, for a graceful close. */
+  const inFlight = new Map<string, Promise<unknown>>();
+
+  function onMailFrom(_address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void): void {
+    if (closing) return callback(reply(421, 'Server shutting down, try again later'));
+    // 421 closes the connection; a sender reconnects for the rest (as Exim's limit does).
+    if (session.transaction > config.maxMessagesPerConnection) return callback(reply(421, `Too many messages in this connection (at most ${config.maxMessagesPerConnection}); please reconnect`));
+    callback();
+  }
+
+  function onRcptTo(address: SMTPServerAddress, _session: SMTPServerSession, callback: (err?: Error | null) => void): void {
+    if (closing) return callback(reply(421, 'Server shutting down, try again later'));
+    inbound.checkRecipient(address.address).then(
+      (check) => {
+        if (check === 'relay') return callback(reply(554, `Relay access denied: <${address.address}> is not a domain of this server`));
+        if (check === 'unknown') return callback(reply(550, `No such user here: <${address.address}>`));
+        callback();
+      },
+      (err: unknown) => {
+        log.error({ err }, 'smtp: recipient check failed');
+        callback(reply(451, 'Local error while checking the recipient; try again later'));
+      },
+    );
+  }
+
+  function envelopeOf(session: SMTPServerSession): InboundEnvelope {
+    const mailFrom = session.envelope.mailFrom;
+    return {
+      mailFrom: mailFrom ? mailFrom.address : '',
+      recipients: [...new Set(session.envelope.rcptTo.map((r) => r.address.toLowerCase()))],
+      remoteAddress: session.remoteAddress,
+      clientHostname: session.clientHostname,
+      helo: session.hostNameAppearsAs || '',
+      // RFC 6531 §3.7.3: mail sent with SMTPUTF8 is received "with UTF8SMTP" (UTF8SMTPS over TLS).
+      protocol: session.envelope.smtpUtf8 ? (session.transmissionType || 'ESMTP').replace(/^ESMTP/, 'UTF8SMTP') : session.transmissionType || 'SMTP',
+      sessionId: session.id,
+    };
+  }
+
+  /** The message bytes; nothing is kept beyond the size limit (the library answers 552 then). */
+  function readMessage(stream: SMTPServerDataStream): Promise<Buffer | undefined> {
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let length = 0;
+      stream.on('data', (chunk: Buffer) => {
+        if (stream.sizeExceeded) return;
+        chunks.push(chunk);
+        length += chunk.length;
+      });
+      stream.once('error', reject);
+      stream.once('end', () => resolve(stream.sizeExceeded ? undefined : Buffer.concat(chunks, length)));
+    });
+  }
+
+  async function handleData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
+    const source = await readMessage(stream);
+    if (source === undefined) throw reply(552, `Message exceeds fixed maximum message size ${config.maxMessageBytes}`);
+    const result = await inbound.receive(envelopeOf(session), source);
+    if (result.stored) return `OK: message stored as ${result.messageId}`;
+    if (result.reports) return `OK: delivery status notification ${result.messageId} processed`;
+    return `OK: message already stored as ${result.messageId}`;
+  }
+
+  function onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void): void {
+    if (closing) {
+      stream.resume();
+      return callback(reply(421, 'Server shutting down, try again later'));
+    }
+    const work = handleData(stream, session).then(
+      (message) => callback(null, message),
+      (err: unknown) => {
+        if (err instanceof Error && 'responseCode' in err) return callback(err);
+        const answer = replyFor(err);
+        if (answer.responseCode === 451) log.error({ err, session: session.id }, 'smtp: message not stored');
+        else log.warn({ err: err instanceof Error ? err.message : String(err), session: session.id }, 'smtp: message refused');
+        callback(answer);
+      },
+    );
+    inFlight.set(session.id, work);
+    void work.finally(() => inFlight.delete(session.id));
+  }
+
+  const server = new InboundSmtpServer(
+    {
+      name: config.hostname,
+      banner: 'agent-services inbox',
+      size: config.maxMessageBytes,
+      rejectOversized: true,
+      maxRecipients: config.maxRecipients,
+      maxClients: config.maxConnections,
+      // A receiving MX: no AUTH, and STARTTLS only with our own certificate (never the library's
+      // built-in one, whose private key is public).
+      authOptional: true,
+      disabledCommands: ['AUTH', ...(config.tlsKey ? [] : ['STARTTLS'])],
+      // Reverse DNS would delay every greeting (up to 1.5 s on a dead DNS) for a name that only
+      // decorates the Received field.
+      disableReverseLookup: true,
+      logger: false,
+      // Bounds close(): sessions still open a second after the grace period are cut.
+      closeTimeout: CLOSE_GRACE_MS + 1_000,
+      ...tlsOptions(config),
+      onMailFrom,
+      onRcptTo,
+      onData,
+    },
+    config.greetingDelayMs,
+  );
+  server.on('error', (err: Error) => log.warn({ err: err.message }, 'smtp: connection error'));
+
+  await new Promise<void>((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.server.address() as AddressInfo;
+
+  return {
+    host: config.host,
+    port: address.port,
+    async close() {
+      if (closing) return;
+      closing = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Idle sessions go now; sessions in DATA get their reply first, then go too.
+      for (const connection of [...server.connections]) {
+        if (!inFlight.has(connection.session.id)) connection.send(421, `${config.hostname} Server shutting down`);
+      }
+      const grace = new Promise((resolve) => setTimeout(resolve, CLOSE_GRACE_MS).unref());
+      await Promise.race([Promise.allSettled([...inFlight.values()]), grace]);
+      for (const connection of [...server.connections]) connection.send(421, `${config.hostname} Server shutting down`);
+      await closed;
+    },
+  };
+}
