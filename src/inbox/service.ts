@@ -134,7 +134,10 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
   try {
     await migrateInbox(database);
     let app: FastifyInstance | undefined;
-    const log = { warn: (o: object, m: string) => app?.log.warn(o, m), error: (o: object, m: string) => app?.log.error(o, m) };
+    // Workers log through the API's logger when the process has one, else through their own.
+    let own: { warn(o: object, m: string): void; error(o: object, m: string): void } | undefined;
+    const logger = () => app?.log ?? (own ??= pino(loggerOptions(config.logLevel, 'inbox-worker')));
+    const log = { warn: (o: object, m: string) => logger().warn(o, m), error: (o: object, m: string) => logger().error(o, m) };
     const runtime = createInboxServices(config, database.db, { ...options, log });
     let url: string | undefined;
     if (config.roles.includes('api')) {
