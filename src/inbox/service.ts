@@ -72,7 +72,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       downloadTtlSeconds: config.downloadUrlTtlSeconds,
       notifyJobs: () => runner.notify(),
     }),
-    threads: createThreadService({ db }),
+    threads: createThreadService({ db, clock }),
     webhooks: createWebhookService({ db, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
   };
   const queues: Record<string, QueueDefinition<never>> = {};

@@ -177,6 +177,92 @@ describe.each(dialects)('%s: threads', (dialect) => {
     });
   });
 
+  describe('delete, trash and hidden labels', () => {
+    it('moves a thread to the trash, hides it from lists unless include_trash, then deletes it for good', async () => {
+      const org = await organization(server, [unique('da'), unique('db')]);
+      const [da, dbx] = org.inboxes as [string, string];
+      const kept = await org.client.inboxes.messages.send(da, { to: dbx, subject: 'kept', text: 'stay' });
+      const gone = await org.client.inboxes.messages.send(da, { to: dbx, subject: 'gone', text: 'bye', attachments: [{ filename: 'a.txt', content: b64('x') }] });
+      const goneAtB = (await org.client.inboxes.messages.get(dbx, gone.messageId)).threadId;
+
+      await org.client.inboxes.threads.delete(dbx, goneAtB);
+      const trashed = await org.client.inboxes.threads.get(dbx, goneAtB);
+      expect(trashed.labels).toContain('trash');
+      expect(trashed.messages.every((m) => m.labels.includes('trash'))).toBe(true);
+      const listIds = async (path: string) => ((await call(url, org.key, 'GET', path)).body.threads as { thread_id: string }[]).map((t) => t.thread_id);
+      const atB = (await org.client.inboxes.messages.get(dbx, kept.messageId)).threadId;
+      expect(await listIds(`/v0/inboxes/${enc(dbx)}/threads`)).toEqual([atB]);
+      expect(await listIds(`/v0/inboxes/${enc(dbx)}/threads?include_trash=true`)).toEqual([goneAtB, atB]);
+      expect(await listIds(`/v0/inboxes/${enc(dbx)}/threads?labels=${enc('["trash"]')}`)).toEqual([goneAtB]);
+      expect((await org.client.threads.list({ includeTrash: true })).threads.map((t) => t.threadId)).toContain(goneAtB);
+      expect((await org.client.threads.list()).threads.map((t) => t.threadId)).not.toContain(goneAtB);
+      const messages = await call(url, org.key, 'GET', `/v0/inboxes/${enc(dbx)}/messages`);
+      expect((messages.body.messages as { message_id: string }[]).map((m) => m.message_id)).toEqual([kept.messageId]);
+      const withTrash = await org.client.inboxes.messages.list(dbx, { includeTrash: true });
+      expect(withTrash.messages.map((m) => m.messageId)).toEqual([gone.messageId, kept.messageId]);
+      // The sender's side is untouched.
+      expect((await org.client.inboxes.threads.list(da)).count).toBe(2);
+
+      // Deleting a thread in the trash removes it with its messages.
+      const second = await call(url, org.key, 'DELETE', `/v0/threads/${goneAtB}`);
+      expect(second.status).toBe(204);
+      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(dbx)}/threads/${goneAtB}`), 404, 'not_found', 'THREAD_NOT_FOUND');
+      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(dbx)}/messages/${enc(gone.messageId)}`), 404, 'not_found', 'MESSAGE_NOT_FOUND');
+      expect((await org.client.inboxes.messages.list(dbx, { includeTrash: true })).messages.map((m) => m.messageId)).toEqual([kept.messageId]);
+      expect((await org.client.inboxes.messages.get(da, gone.messageId)).messageId).toBe(gone.messageId);
+    });
+
+    it('permanent=true deletes at once, on both routes', async () => {
+      const org = await organization(server, [unique('pa'), unique('pb')]);
+      const [pa, pb] = org.inboxes as [string, string];
+      const one = await org.client.inboxes.messages.send(pa, { to: pb, text: 'one' });
+      const two = await org.client.inboxes.messages.send(pa, { to: pb, text: 'two' });
+      const res = await call(url, org.key, 'DELETE', `/v0/inboxes/${enc(pa)}/threads/${one.threadId}?permanent=true`);
+      expect(res.status).toBe(204);
+      expect(res.bytes.length).toBe(0);
+      expectError(await call(url, org.key, 'GET', `/v0/threads/${one.threadId}`), 404, 'not_found', 'THREAD_NOT_FOUND');
+      await org.client.threads.delete(two.threadId, { permanent: true });
+      expectError(await call(url, org.key, 'GET', `/v0/threads/${two.threadId}`), 404, 'not_found', 'THREAD_NOT_FOUND');
+      expect((await org.client.inboxes.threads.list(pa, { includeTrash: true })).count).toBe(0);
+      expect((await org.client.inboxes.threads.list(pb)).count).toBe(2);
+    });
+
+    it('answers 404 for unknown threads, other inboxes and other organizations, 400 for a bad flag, 401 without a key', async () => {
+      const a = await organization(server, [unique('xa'), unique('xb')]);
+      const b = await organization(server, [unique('xc')]);
+      const sent = await a.client.inboxes.messages.send(a.inboxes[0] as string, { to: a.inboxes[1] as string, text: 'x' });
+      expectError(await call(url, a.key, 'DELETE', `/v0/threads/00000000-0000-0000-0000-000000000000`), 404, 'not_found', 'THREAD_NOT_FOUND', 'thread_id');
+      expectError(await call(url, a.key, 'DELETE', `/v0/inboxes/${enc(a.inboxes[1] as string)}/threads/${sent.threadId}`), 404, 'not_found', 'THREAD_NOT_FOUND');
+      expectError(await call(url, b.key, 'DELETE', `/v0/threads/${sent.threadId}`), 404, 'not_found', 'THREAD_NOT_FOUND');
+      expectError(await call(url, b.key, 'DELETE', `/v0/inboxes/${enc(a.inboxes[0] as string)}/threads/${sent.threadId}`), 404, 'not_found', 'INBOX_NOT_FOUND');
+      expectError(await call(url, a.key, 'DELETE', `/v0/threads/${sent.threadId}?permanent=perhaps`), 400, 'validation_error', 'INVALID_VALUE', 'permanent');
+      expectError(await call(url, undefined, 'DELETE', `/v0/threads/${sent.threadId}`), 401, 'authentication_error', 'MISSING_API_KEY');
+      expect((await a.client.threads.get(sent.threadId)).threadId).toBe(sent.threadId);
+    });
+
+    it('hides spam and blocked messages unless asked for, but keeps a thread listed while one of its messages is not hidden', async () => {
+      const org = await organization(server, [unique('sa'), unique('sb')]);
+      const [sa, sb] = org.inboxes as [string, string];
+      const first = await org.client.inboxes.messages.send(sa, { to: sb, subject: 'mixed', text: 'hello' });
+      const junk = await org.client.inboxes.messages.send(sa, { to: sb, subject: 'junk', text: 'buy' });
+      const blockedOne = await org.client.inboxes.messages.send(sa, { to: sb, subject: 'blocked', text: 'no' });
+      const reply = await org.client.inboxes.messages.reply(sa, first.messageId, { text: 'follow-up' });
+      await org.client.inboxes.messages.update(sb, junk.messageId, { addLabels: ['spam'] });
+      await org.client.inboxes.messages.update(sb, reply.messageId, { addLabels: ['spam'] });
+      await org.client.inboxes.messages.update(sb, blockedOne.messageId, { addLabels: ['blocked'] });
+      const ids = async (query: string) => ((await call(url, org.key, 'GET', `/v0/inboxes/${enc(sb)}/messages${query}`)).body.messages as { message_id: string }[]).map((m) => m.message_id);
+      expect(await ids('')).toEqual([first.messageId]);
+      expect(await ids('?include_spam=true')).toEqual([reply.messageId, junk.messageId, first.messageId]);
+      expect(await ids('?include_spam=true&include_blocked=true')).toEqual([reply.messageId, blockedOne.messageId, junk.messageId, first.messageId]);
+      expect(await ids(`?labels=${enc('["blocked"]')}`)).toEqual([blockedOne.messageId]);
+      const threads = await org.client.inboxes.threads.list(sb);
+      const firstThread = (await org.client.inboxes.messages.get(sb, first.messageId)).threadId;
+      expect(threads.threads.map((t) => t.threadId)).toEqual([firstThread]);
+      expect((await org.client.inboxes.threads.list(sb, { includeSpam: true, includeBlocked: true })).count).toBe(3);
+      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(sb)}/messages?include_spam=maybe`), 400, 'validation_error', 'INVALID_VALUE', 'include_spam');
+    });
+  });
+
   describe('not found', () => {
     it('answers 404 for unknown threads, other inboxes’ threads and other organizations’ threads', async () => {
       const a = await organization(server, [unique('a'), unique('b')]);

@@ -45,6 +45,8 @@ export function page<T>(rows: readonly T[], limit: number, keyOf: (row: T) => { 
 export interface ListFilter {
   /** Items must carry every one of these labels. */
   readonly labels: readonly string[];
+  /** Items carrying any of these labels are left out (spam, blocked and trash unless asked for). */
+  readonly hidden: readonly string[];
   /** Only items strictly before / after these times (normalised ISO-8601 UTC). */
   readonly before?: string;
   readonly after?: string;
@@ -55,7 +57,19 @@ export interface ListFilter {
  * array (`["a","b"]`); a bare label or a repeated parameter works too. Anything else that looks
  * like JSON is an error rather than a label.
  */
-export function parseListFilter(query: { labels?: string | readonly string[]; before?: string; after?: string }): ListFilter {
+/** Labels that lists leave out unless `include_spam`, `include_blocked` or `include_trash` ask for them. */
+export const HIDDEN_BY_DEFAULT = { spam: 'includeSpam', blocked: 'includeBlocked', trash: 'includeTrash' } as const;
+
+export interface ListFilterQuery {
+  readonly labels?: string | readonly string[];
+  readonly before?: string;
+  readonly after?: string;
+  readonly includeSpam?: boolean;
+  readonly includeBlocked?: boolean;
+  readonly includeTrash?: boolean;
+}
+
+export function parseListFilter(query: ListFilterQuery): ListFilter {
   let labels: string[] = [];
   const raw = query.labels;
   if (Array.isArray(raw)) labels = [...raw];
@@ -79,5 +93,10 @@ export function parseListFilter(query: { labels?: string | readonly string[]; be
     if (Number.isNaN(t.getTime())) throw new ValidationError(`${field} must be an ISO-8601 date-time.`, field, 'INVALID_DATE');
     return { [field]: t.toISOString() };
   };
-  return { labels: [...new Set(labels)], ...time('before'), ...time('after') };
+  const wanted = new Set(labels);
+  // Asking for a label by name (labels=["spam"]) shows those items, as include_spam would.
+  const hidden = Object.entries(HIDDEN_BY_DEFAULT)
+    .filter(([label, flag]) => query[flag] !== true && !wanted.has(label))
+    .map(([label]) => label);
+  return { labels: [...wanted], hidden, ...time('before'), ...time('after') };
 }

@@ -199,6 +199,7 @@ export async function listMessages(db: Db, scope: { organizationId: string; inbo
   if (filter.before) q = q.where('timestamp', '<', filter.before);
   if (filter.after) q = q.where('timestamp', '>', filter.after);
   q = withLabels(q, filter.labels);
+  if (filter.hidden.length) q = q.where(({ not, exists, selectFrom }) => not(exists(selectFrom('message_labels').select('message_labels.label').whereRef('message_labels.message_pk', '=', 'messages.id').where('message_labels.label', 'in', filter.hidden))));
   const cursor = page.after;
   if (cursor) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', cursor, page.direction));
   const rows = await q.orderBy('timestamp', page.direction).orderBy('id', page.direction).limit(page.limit + 1).execute();

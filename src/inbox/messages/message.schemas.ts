@@ -68,9 +68,9 @@ export const ListQuery = Type.Object({
   before: Type.Optional(Type.String({ format: 'date-time', description: 'Only items strictly before this time' })),
   after: Type.Optional(Type.String({ format: 'date-time', description: 'Only items strictly after this time' })),
   ascending: Type.Optional(Type.Boolean({ description: 'Oldest first' })),
-  include_spam: Type.Optional(Type.Boolean({ description: 'Accepted for compatibility; this service never labels spam' })),
-  include_blocked: Type.Optional(Type.Boolean({ description: 'Accepted for compatibility; this service never blocks' })),
-  include_trash: Type.Optional(Type.Boolean({ description: 'Accepted for compatibility; this service has no trash' })),
+  include_spam: Type.Optional(Type.Boolean({ description: 'Also list items labelled spam (inbound mail failing DMARC with a quarantine or reject policy)' })),
+  include_blocked: Type.Optional(Type.Boolean({ description: 'Also list items labelled blocked' })),
+  include_trash: Type.Optional(Type.Boolean({ description: 'Also list items labelled trash (threads deleted without permanent=true)' })),
 });
 
 export const SendMessageResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
@@ -220,5 +220,8 @@ export function toListQuery(q: Static<typeof ListQuery>): MessageListQuery {
     ...(q.before !== undefined ? { before: q.before } : {}),
     ...(q.after !== undefined ? { after: q.after } : {}),
     ...(q.ascending !== undefined ? { ascending: q.ascending } : {}),
+    ...(q.include_spam !== undefined ? { includeSpam: q.include_spam } : {}),
+    ...(q.include_blocked !== undefined ? { includeBlocked: q.include_blocked } : {}),
+    ...(q.include_trash !== undefined ? { includeTrash: q.include_trash } : {}),
   };
 }

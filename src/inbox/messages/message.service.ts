@@ -7,7 +7,7 @@ import { enqueue } from '../../platform/jobs/jobs.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import type { Db, InboxDatabase } from '../database.js';
 import type { EmitInput, EventService } from '../events/event.service.js';
-import { decodeCursor, page, parseLimit, parseListFilter } from '../http/pagination.js';
+import { decodeCursor, page, parseLimit, parseListFilter, type ListFilterQuery } from '../http/pagination.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox, findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
@@ -135,12 +135,9 @@ export interface ReplyInput extends Omit<SendInput, 'subject'> {
   readonly replyAll?: boolean;
 }
 
-export interface MessageListQuery {
+export interface MessageListQuery extends ListFilterQuery {
   readonly limit?: number;
   readonly pageToken?: string;
-  readonly labels?: string | readonly string[];
-  readonly before?: string;
-  readonly after?: string;
   readonly ascending?: boolean;
 }
 

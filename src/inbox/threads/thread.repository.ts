@@ -103,6 +103,12 @@ export async function findThread(db: Db, organizationId: string, threadId: strin
   return row ? threadFromRow(row) : undefined;
 }
 
+/** Deletes a thread and its messages (their labels and attachments cascade). */
+export async function deleteThreadWithMessages(db: Db, threadId: string): Promise<void> {
+  await db.deleteFrom('messages').where('thread_id', '=', threadId).execute();
+  await db.deleteFrom('threads').where('thread_id', '=', threadId).execute();
+}
+
 /**
  * One page (limit + 1 rows) of an inbox's or an organization's threads by (timestamp, id), an
  * index range in both cases. A label filter asks, per label, whether a message of the thread has it.
@@ -125,6 +131,18 @@ export async function listThreads(
           .select('messages.id')
           .whereRef('messages.thread_id', '=', 'threads.thread_id')
           .where('message_labels.label', '=', label),
+      ),
+    );
+  }
+  if (filter.hidden.length) {
+    // A thread is listed while one of its messages is not hidden (a spam reply does not hide the thread).
+    const hidden = filter.hidden;
+    q = q.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('messages')
+          .select('messages.id')
+          .whereRef('messages.thread_id', '=', 'threads.thread_id')
+          .where((m) => m.not(m.exists(m.selectFrom('message_labels').select('message_labels.label').whereRef('message_labels.message_pk', '=', 'messages.id').where('message_labels.label', 'in', hidden)))),
       ),
     );
   }

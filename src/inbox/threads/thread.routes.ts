@@ -1,3 +1,4 @@
+import { Type } from 'typebox';
 import { errorResponses } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
 import type { InboxApp } from '../http/types.js';
@@ -38,6 +39,15 @@ export function threadRoutes(app: InboxApp, threads: ThreadService, messages: Me
     },
   });
 
+  const DeleteQuery = Type.Object({ permanent: Type.Optional(Type.Boolean({ description: 'Delete at once instead of moving to the trash (a thread already in the trash is always deleted)' })) });
+  app.delete('/v0/inboxes/:inbox_id/threads/:thread_id', {
+    schema: { tags, summary: 'Move a thread to the trash, or delete it (permanent=true, or when already in the trash)', params: InboxThreadParams, querystring: DeleteQuery, response: { 204: Type.Null(), ...errorResponses } },
+    handler: async (request, reply) => {
+      await threads.delete(ownerOf(request), request.params.thread_id, { inboxId: request.params.inbox_id, permanent: request.query.permanent === true });
+      return reply.code(204).send(null);
+    },
+  });
+
   app.get('/v0/threads', {
     schema: { tags, summary: 'List the threads of every inbox of the organization, newest first', querystring: ListQuery, response: { 200: ListThreadsResponse, ...errorResponses } },
     handler: async (request) => toList(await threads.list(ownerOf(request), toListQuery(request.query))),
@@ -48,6 +58,14 @@ export function threadRoutes(app: InboxApp, threads: ThreadService, messages: Me
     handler: async (request) => {
       const { thread, messages: list } = await threads.get(ownerOf(request), request.params.thread_id);
       return toThreadResponse(thread, list);
+    },
+  });
+
+  app.delete('/v0/threads/:thread_id', {
+    schema: { tags, summary: 'Move a thread of the organization to the trash, or delete it', params: ThreadParams, querystring: DeleteQuery, response: { 204: Type.Null(), ...errorResponses } },
+    handler: async (request, reply) => {
+      await threads.delete(ownerOf(request), request.params.thread_id, { permanent: request.query.permanent === true });
+      return reply.code(204).send(null);
     },
   });
 

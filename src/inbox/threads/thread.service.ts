@@ -1,14 +1,16 @@
 import type { Kysely } from 'kysely';
+import type { Clock } from '../../platform/clock.js';
+import { dialectOf } from '../../platform/db/dialect.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import type { InboxDatabase } from '../database.js';
-import { decodeCursor, page, parseLimit, parseListFilter } from '../http/pagination.js';
+import type { Db, InboxDatabase } from '../database.js';
+import { decodeCursor, page, parseLimit, parseListFilter, type ListFilterQuery } from '../http/pagination.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
 import { addressOf } from '../mail/compose.js';
-import { listThreadMessages, type Message } from '../messages/message.repository.js';
+import { findThreadMessageLabels, listThreadMessages, updateMessageLabels, type Message } from '../messages/message.repository.js';
 import { ThreadNotFoundError } from './thread.errors.js';
-import { findThread, listThreads, type Thread } from './thread.repository.js';
+import { deleteThreadWithMessages, findThread, findThreadsForUpdate, listThreads, updateThreadLabels, type Thread } from './thread.repository.js';
 
 /** What a thread summary needs to know of a message. */
 export type ThreadMessage = Pick<Message, 'messageId' | 'timestamp' | 'from' | 'to' | 'cc' | 'bcc' | 'labels' | 'size' | 'preview' | 'subject' | 'createdAt'>;
@@ -81,24 +83,26 @@ export function mergeThreadLabels(current: readonly string[], union: readonly st
   return [...current.filter((l) => present.has(l)), ...union.filter((l) => !current.includes(l)).sort()];
 }
 
-export interface ThreadListQuery {
+export interface ThreadListQuery extends ListFilterQuery {
   readonly limit?: number;
   readonly pageToken?: string;
-  readonly labels?: string | readonly string[];
-  readonly before?: string;
-  readonly after?: string;
   readonly ascending?: boolean;
 }
 
 export interface ThreadServiceDeps {
   readonly db: Kysely<InboxDatabase>;
+  readonly clock: Clock;
 }
 
-/** Reads of threads, per inbox and across the organization; threads change only with messages. */
-export function createThreadService({ db }: ThreadServiceDeps) {
-  async function requireInbox(owner: KeyOwner, inboxId: string): Promise<string> {
+export const TRASH_LABEL = 'trash';
+
+/** Reads of threads, per inbox and across the organization, and their deletion. */
+export function createThreadService({ db, clock }: ThreadServiceDeps) {
+  const dialect = dialectOf(db);
+  // Inside a transaction, pass it: on SQLite the one connection belongs to the transaction.
+  async function requireInbox(owner: KeyOwner, inboxId: string, executor: Db = db): Promise<string> {
     const id = normalizeInboxId(inboxId);
-    if (!(await findInbox(db, owner.organizationId, id))) throw new InboxNotFoundError(inboxId);
+    if (!(await findInbox(executor, owner.organizationId, id))) throw new InboxNotFoundError(inboxId);
     return id;
   }
 
@@ -112,6 +116,34 @@ export function createThreadService({ db }: ThreadServiceDeps) {
       const scope = inboxId !== undefined ? { inboxId: await requireInbox(owner, inboxId) } : { organizationId: owner.organizationId };
       const rows = await listThreads(db, scope, filter, { limit, direction, ...(cursor ? { after: cursor } : {}) });
       return { limit, ...page(rows, limit, (t) => ({ sort: t.timestamp, tiebreak: t.pk }), direction) };
+    },
+
+    /**
+     * Deletes a thread as AgentMail does: the first time it goes to the trash (every message gets
+     * the label `trash`, and lists leave it out unless `include_trash`); a thread already in the
+     * trash, or any thread with `permanent`, is removed with its messages and attachments.
+     */
+    async delete(owner: KeyOwner, threadId: string, options: { inboxId?: string; permanent?: boolean }): Promise<'trashed' | 'deleted'> {
+      return db.transaction().execute(async (trx) => {
+        const inboxId = options.inboxId === undefined ? undefined : normalizeInboxId(options.inboxId);
+        const found = await findThread(trx, owner.organizationId, threadId, inboxId);
+        if (!found) {
+          if (options.inboxId !== undefined) await requireInbox(owner, options.inboxId, trx);
+          throw new ThreadNotFoundError(threadId);
+        }
+        const [thread] = await findThreadsForUpdate(trx, [found.threadId], dialect);
+        if (!thread) throw new ThreadNotFoundError(threadId);
+        const messages = await listThreadMessages(trx, thread.threadId);
+        const untrashed = messages.filter((m) => !m.labels.includes(TRASH_LABEL));
+        if (options.permanent || untrashed.length === 0) {
+          await deleteThreadWithMessages(trx, thread.threadId);
+          return 'deleted';
+        }
+        const updatedAt = clock.now().toISOString();
+        for (const m of untrashed) await updateMessageLabels(trx, m.pk, [...m.labels, TRASH_LABEL], [TRASH_LABEL], [], updatedAt);
+        await updateThreadLabels(trx, thread.threadId, mergeThreadLabels(thread.labels, await findThreadMessageLabels(trx, thread.threadId)), updatedAt);
+        return 'trashed';
+      });
     },
 
     /** A thread with its messages, oldest first. */
