@@ -273,6 +273,36 @@ describe.each(dialects)('%s: outbound mail through an SMTP relay', (dialect) => 
     });
   });
 
+  it('makes the last attempt, and bounces, at the end of the retry period, not a backoff step later', async () => {
+    const clock = fixedClock(new Date());
+    await withRelay({ dialect, clock, env: () => ({ INBOX_SMTP_RELAY_RETRY_HOURS: '2' }) }, async ({ relay, server, receiver }) => {
+      // A relay that defers every message, every time.
+      for (let i = 0; i < 20; i++) relay.script.data.push({ code: 451, message: '4.3.0 Queue full, try again later' });
+      const org = await organization(server, [unique('late')]);
+      const [sender] = org.inboxes as [string];
+      await hookAll(server, receiver, org.key, '/all');
+      const queuedAt = clock.now().getTime();
+      const deadline = queuedAt + 2 * 3600_000;
+      await org.client.inboxes.messages.send(sender, { to: 'patient@example.org', text: 'Eventually?' });
+      let job = await firstAttempt(server);
+      const attemptsAt = [clock.now().getTime()];
+      // Each attempt when the job is due: 0, ~1, ~6, ~21, ~51 and ~111 minutes, then the end of the period.
+      for (let i = 0; i < 12 && job.status === 'pending'; i++) {
+        const due = Date.parse(job.run_at);
+        expect(due).toBeLessThanOrEqual(deadline);
+        clock.advance(due - clock.now().getTime());
+        job = await nextAttempt(server);
+        attemptsAt.push(clock.now().getTime());
+      }
+      expect(job.status).toBe('dead');
+      expect(attemptsAt.at(-1)).toBe(deadline);
+      expect(relay.refusals.length).toBe(attemptsAt.length);
+      await receiver.waitFor(1);
+      const [bounce] = delivered(receiver, '/all', 'message.bounced');
+      expect(bounce?.bounce).toMatchObject({ type: 'Transient', timestamp: new Date(deadline).toISOString(), recipients: [{ address: 'patient@example.org', status: '4.3.0' }] });
+    });
+  });
+
   it('retries, and logs, when the relay refuses our credentials: the message is not bounced for it', async () => {
     const auth = { user: 'relay-user', pass: 'right' };
     await withRelay({ dialect, relay: { tls: cert, auth }, env: (relay) => ({ INBOX_SMTP_RELAY_URL: relay.url({ user: 'relay-user', pass: 'wrong' }), INBOX_SMTP_RELAY_TLS_CA: cert.certPath }) }, async ({ relay, server }) => {

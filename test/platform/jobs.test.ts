@@ -82,6 +82,32 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     expect([row.status, row.attempts, row.last_error]).toEqual(['dead', 3, 'failure 3']);
   });
 
+  it('runs the next attempt exactly when a RetryJob says { at }, even before the backoff would', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    const attempts: number[] = [];
+    const runner = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      queues: {
+        q: {
+          handle: async (job) => {
+            attempts.push(job.attempt);
+            if (job.attempt === 1) throw new RetryJob('the handler knows best', { at: new Date(clock.now().getTime() + 10_000) });
+          },
+          backoff: () => 3600_000,
+        },
+      },
+    });
+    await enqueue(db, clock, 'q', {});
+    await runner.drain();
+    const row = await db.selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
+    expect(row.run_at).toBe('2026-01-01T00:00:10.000Z');
+    clock.advance(10_000);
+    await runner.drain();
+    expect(attempts).toEqual([1, 2]);
+  });
+
   it('gives up at once on GiveUpJob', async () => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
     let runs = 0;

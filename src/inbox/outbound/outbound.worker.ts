@@ -56,7 +56,7 @@ export interface OutboundMailWorkerDeps {
 
 export function outboundMailQueue(deps: OutboundMailWorkerDeps): QueueDefinition<OutboundJob> {
   return {
-    // Only a floor, for failures the handler did not judge (the database, say): its RetryJob sets the time.
+    // For failures the handler did not judge (the database, say); its own RetryJob gives the exact time.
     backoff: (attempt) => Math.round(baseDelay(attempt) * 0.9),
     maxRunMs: deps.sendDeadlineMs,
     handle: (job) => handleOutboundJob(deps, job),
@@ -129,7 +129,7 @@ async function record(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, messa
     if (outcome.temporary && !t.expired) {
       const nextAt = t.nextAt();
       deps.log.warn({ ...context, status: outcome.status, diagnostic: outcome.diagnostic, next_attempt_at: nextAt.toISOString() }, 'outbound mail: the relay did not take the message; retrying');
-      throw new RetryJob(`${outcome.status} ${outcome.diagnostic}`, nextAt);
+      throw new RetryJob(`${outcome.status} ${outcome.diagnostic}`, { at: nextAt });
     }
     const type: BounceType = outcome.temporary ? 'Transient' : 'Permanent';
     await commit(deps, bouncedEvents(message, type, recipients.map((address) => ({ address, status: outcome.status, diagnostic: outcome.diagnostic })), timestamp));
@@ -140,7 +140,7 @@ async function record(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, messa
   const deferred = outcome.refused.filter((r) => r.temporary);
   if (!outcome.accepted.length && !permanent.length && !t.expired) {
     // Every recipient deferred: nothing happened, so this very job runs again.
-    throw new RetryJob(`every recipient deferred: ${deferred.map((r) => `${r.address} ${r.status}`).join(', ')}`, t.nextAt());
+    throw new RetryJob(`every recipient deferred: ${deferred.map((r) => `${r.address} ${r.status}`).join(', ')}`, { at: t.nextAt() });
   }
   const inputs: EmitInput[] = [];
   if (outcome.accepted.length) inputs.push(sentEvent(message, recipients, timestamp), deliveredEvent(message, outcome.accepted, timestamp));

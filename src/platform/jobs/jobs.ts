@@ -22,14 +22,22 @@ export interface Job<P = unknown> {
   readonly createdAt: string;
 }
 
-/** What a handler says about a job it could not finish. */
+/**
+ * What a handler says about a job it could not finish. `when` is either a Date, the earliest time
+ * for the next attempt (e.g. from Retry-After), which the queue's backoff may push later; or
+ * `{ at }`, the time of the next attempt as the handler judged it, used as is: the backoff is not
+ * asked, neither for the delay nor for whether another attempt is allowed.
+ */
 export class RetryJob extends Error {
-  constructor(
-    message: string,
-    /** Earliest time for the next attempt (e.g. from Retry-After); the backoff may push it later. */
-    readonly notBefore?: Date,
-  ) {
+  /** Earliest time for the next attempt; the backoff may push it later. */
+  readonly notBefore: Date | undefined;
+  /** The time of the next attempt, exactly. */
+  readonly at: Date | undefined;
+
+  constructor(message: string, when?: Date | { readonly at: Date }) {
     super(message);
+    this.notBefore = when instanceof Date ? when : undefined;
+    this.at = when instanceof Date ? undefined : when?.at;
   }
 }
 
@@ -154,14 +162,15 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       await db.updateTable('jobs').set({ status: 'done', locked_until: null, last_error: null, updated_at: iso(clock.now()) }).where('id', '=', job.id).execute();
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
-      const delay = err instanceof GiveUpJob ? undefined : queue.backoff(job.attempt);
+      const exact = err instanceof RetryJob ? err.at : undefined;
+      const delay = err instanceof GiveUpJob ? undefined : exact ? 0 : queue.backoff(job.attempt);
       if (delay === undefined) {
         await db.updateTable('jobs').set({ status: 'dead', locked_until: null, last_error: error.message.slice(0, 2000), updated_at: iso(clock.now()) }).where('id', '=', job.id).execute();
         log.warn({ job: job.id, queue: job.queue, attempt: job.attempt, err: error.message }, 'job failed for the last time');
         await queue.onDead?.(job, error).catch((e: unknown) => log.error({ err: e, job: job.id }, 'onDead hook failed'));
         return;
       }
-      let next = clock.now().getTime() + delay;
+      let next = exact ? exact.getTime() : clock.now().getTime() + delay;
       if (err instanceof RetryJob && err.notBefore) next = Math.max(next, err.notBefore.getTime());
       await db
         .updateTable('jobs')
