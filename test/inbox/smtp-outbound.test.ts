@@ -303,6 +303,61 @@ describe.each(dialects)('%s: outbound mail through an SMTP relay', (dialect) => 
     });
   });
 
+  it('stops retrying failures of its own (not the relay\'s) at the end of the retry period, and bounces them as Transient', async () => {
+    const clock = fixedClock(new Date());
+    await withRelay({ dialect, clock, env: () => ({ INBOX_SMTP_RELAY_RETRY_HOURS: '1' }) }, async ({ relay, server, receiver }) => {
+      await relay.stop();
+      const org = await organization(server, [unique('ours')]);
+      const [sender] = org.inboxes as [string];
+      await hookAll(server, receiver, org.key, '/all');
+      const queuedAt = clock.now().getTime();
+      const sent = await org.client.inboxes.messages.send(sender, { to: 'someone@example.org', text: 'Stuck on our side.' });
+      await firstAttempt(server);
+      // The sender's copy can no longer be read: every attempt now fails before it reaches the relay.
+      await server.service.database.db.updateTable('messages').set({ labels: 'not json' }).where('message_id', '=', sent.messageId).execute();
+
+      clock.advance(58 * 60_000);
+      let job = await nextAttempt(server);
+      expect(job).toMatchObject({ status: 'pending', last_error: expect.stringContaining('JSON') });
+      // The rest of the period, not a whole backoff step: a last attempt at its end.
+      expect(Date.parse(job.run_at)).toBe(queuedAt + 3600_000);
+      clock.advance(2 * 60_000);
+      job = await nextAttempt(server);
+      expect(job).toMatchObject({ status: 'dead', last_error: expect.stringContaining('JSON') });
+      await receiver.waitFor(1);
+      expect(delivered(receiver, '/all').map((e) => e.bounce)).toEqual([
+        {
+          inbox_id: sender,
+          thread_id: sent.threadId,
+          message_id: sent.messageId,
+          timestamp: new Date(queuedAt + 3600_000).toISOString(),
+          type: 'Transient',
+          sub_type: 'General',
+          recipients: [{ address: 'someone@example.org', status: '4.3.0', diagnostic_code: expect.stringContaining('retry period') }],
+        },
+      ]);
+    });
+  });
+
+  it('records nothing when another run took the job over while the relay answered: the events commit only with the job\'s end', async () => {
+    await withRelay({ dialect }, async ({ relay, server, receiver }) => {
+      const org = await organization(server, [unique('fence')]);
+      const [sender] = org.inboxes as [string];
+      await hookAll(server, receiver, org.key, '/all');
+      const slow = relay.holdData();
+      await org.client.inboxes.messages.send(sender, { to: 'slow@example.org', text: 'Take your time.' });
+      await slow.held();
+      // Another worker claims the job, as it would once this run's lease had run out.
+      const theirs = new Date(Date.now() + 3600_000).toISOString();
+      await server.service.database.db.updateTable('jobs').set({ locked_until: theirs }).where('queue', '=', 'mail.outbound').execute();
+      slow.release();
+      await relay.waitFor(1);
+      await server.service.runtime.runner.stop(); // waits for the attempt to end
+      expect(await eventsOf(server, { inboxId: sender })).toEqual([]);
+      expect((await outboundJobs(server)).map((j) => [j.status, j.locked_until])).toEqual([['pending', theirs]]);
+    });
+  });
+
   it('retries, and logs, when the relay refuses our credentials: the message is not bounced for it', async () => {
     const auth = { user: 'relay-user', pass: 'right' };
     await withRelay({ dialect, relay: { tls: cert, auth }, env: (relay) => ({ INBOX_SMTP_RELAY_URL: relay.url({ user: 'relay-user', pass: 'wrong' }), INBOX_SMTP_RELAY_TLS_CA: cert.certPath }) }, async ({ relay, server }) => {

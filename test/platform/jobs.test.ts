@@ -108,6 +108,132 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     expect(attempts).toEqual([1, 2]);
   });
 
+  it('lets a handler end its job in its own transaction: a crash right after that commit does not run it again', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    let release = () => {};
+    const crashed = new Promise<void>((resolve) => (release = resolve));
+    let runs = 0;
+    const handle = async (job: Job) => {
+      runs++;
+      await db.transaction().execute(async (trx) => {
+        await enqueue(trx, clock, 'effects', { of: job.id });
+        await job.finish(trx, { status: 'done' });
+      });
+      await crashed; // the process dies here, before the runner records anything
+    };
+    await enqueue(db, clock, 'q', {});
+    const dying = createJobRunner({ db, clock, log: silent, leaseMs: 1_000, queues: { q: { handle, backoff: () => 1 } } }).drain();
+    for (let i = 0; i < 200 && (await jobCounts(db)).find((c) => c.queue === 'q')?.status !== 'done'; i++) await new Promise((r) => setTimeout(r, 5));
+    clock.advance(60_000); // long past the lease
+    expect(await createJobRunner({ db, clock, log: silent, queues: { q: { handle, backoff: () => 1 } } }).drain()).toBe(0);
+    expect(runs).toBe(1);
+    expect(await jobCounts(db)).toEqual(expect.arrayContaining([{ queue: 'q', status: 'done', n: 1 }, { queue: 'effects', status: 'pending', n: 1 }]));
+    release();
+    await dying;
+  });
+
+  it('keeps the job pending when the transaction that ended it rolls back, and fences a run whose lease was taken over', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    const attempts: number[] = [];
+    const rolledBack = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      queues: {
+        q: {
+          handle: async (job) => {
+            attempts.push(job.attempt);
+            await db.transaction().execute(async (trx) => {
+              await enqueue(trx, clock, 'effects', {});
+              await job.finish(trx, { status: 'dead', error: 'never committed' });
+              throw new Error('the commit failed');
+            });
+          },
+          backoff: () => 5_000,
+        },
+      },
+    });
+    await enqueue(db, clock, 'q', {});
+    await rolledBack.drain();
+    let row = await db.selectFrom('jobs').selectAll().where('queue', '=', 'q').executeTakeFirstOrThrow();
+    expect([row.status, row.last_error, row.run_at]).toEqual(['pending', 'the commit failed', '2026-01-01T00:00:05.000Z']);
+    expect(await jobCounts(db)).toEqual([{ queue: 'q', status: 'pending', n: 1 }]);
+
+    // A run whose lease ran out while it worked: another run took the job, so the slow one's end is refused.
+    await db.deleteFrom('jobs').execute();
+    clock.advance(5_000);
+    await enqueue(db, clock, 'q', {});
+    let release = () => {};
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    const ends: string[] = [];
+    const queues = {
+      q: {
+        handle: async (job: Job) => {
+          if (job.attempt === 1) await slow;
+          await db.transaction().execute(async (trx) => {
+            await enqueue(trx, clock, 'effects', { attempt: job.attempt });
+            await job.finish(trx, { status: 'done' });
+          });
+          ends.push(`attempt ${job.attempt}`);
+        },
+        backoff: () => 5_000,
+      },
+    };
+    const first = createJobRunner({ db, clock, log: silent, leaseMs: 1_000, queues }).drain();
+    for (let i = 0; i < 200 && (await db.selectFrom('jobs').select('attempts').executeTakeFirstOrThrow()).attempts === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    clock.advance(2_000);
+    const second = createJobRunner({ db, clock, log: silent, leaseMs: 1_000, queues: { q: { ...queues.q, handle: async (job: Job) => { await new Promise((r) => setTimeout(r, 5)); await queues.q.handle(job); } } } });
+    const secondRun = second.drain();
+    for (let i = 0; i < 200 && !ends.length; i++) await new Promise((r) => setTimeout(r, 5));
+    release();
+    await Promise.all([first, secondRun]);
+    expect(ends).toEqual(['attempt 2']);
+    row = await db.selectFrom('jobs').selectAll().where('queue', '=', 'q').executeTakeFirstOrThrow();
+    expect([row.status, row.attempts]).toEqual(['done', 2]);
+    const effects = await db.selectFrom('jobs').select('payload').where('queue', '=', 'effects').execute();
+    expect(effects.map((e) => JSON.parse(e.payload))).toEqual([{ attempt: 2 }]);
+  });
+
+  it('asks the backoff with the job, and runs onDead in the transaction that marks the job dead', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    const asked: [number, unknown][] = [];
+    const runner = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      queues: {
+        q: {
+          handle: async () => {
+            throw new Error('unexpected');
+          },
+          backoff: (attempt, job: Job<{ tries: number }>) => {
+            asked.push([attempt, job.payload]);
+            return attempt < job.payload.tries ? 1_000 : undefined;
+          },
+          onDead: async (job: Job<{ tries: number; failHook?: boolean }>, error, trx) => {
+            await enqueue(trx, clock, 'obituary', { job: job.id, error: error.message });
+            if (job.payload.failHook) throw new Error('hook broke');
+          },
+        },
+      },
+    });
+    await enqueue(db, clock, 'q', { tries: 2 });
+    await runner.drain();
+    clock.advance(1_000);
+    await runner.drain();
+    expect(asked).toEqual([
+      [1, { tries: 2 }],
+      [2, { tries: 2 }],
+    ]);
+    expect(await jobCounts(db)).toEqual(expect.arrayContaining([{ queue: 'q', status: 'dead', n: 1 }, { queue: 'obituary', status: 'pending', n: 1 }]));
+
+    // A hook that fails leaves nothing of its own, and the job is dead all the same.
+    await db.deleteFrom('jobs').execute();
+    await enqueue(db, clock, 'q', { tries: 1, failHook: true });
+    await runner.drain();
+    expect(await jobCounts(db)).toEqual([{ queue: 'q', status: 'dead', n: 1 }]);
+  });
+
   it('gives up at once on GiveUpJob', async () => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
     let runs = 0;

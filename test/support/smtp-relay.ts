@@ -52,6 +52,11 @@ export interface SmtpRelay {
   readonly script: RelayScript;
   /** Resolves when at least `n` messages were accepted. */
   waitFor(n: number, timeoutMs?: number): Promise<void>;
+  /**
+   * Holds the answer to the next messages' final dot until the returned function is called (a
+   * relay that takes its time, or hangs); `held()` resolves once a message is waiting on it.
+   */
+  holdData(): { release: () => void; held: () => Promise<void> };
   /** Closes the listener and every connection: connections are refused until `start()`. */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -86,6 +91,7 @@ export async function startSmtpRelay(options: { tls?: TestCertificate; implicitT
   const scheme = options.implicitTls ? 'smtps' : 'smtp';
   let port = 0;
   let server: SMTPServer | undefined;
+  let hold: { gate: Promise<void>; waiting: number } | undefined;
 
   const create = () =>
     new SMTPServer({
@@ -117,7 +123,11 @@ export async function startSmtpRelay(options: { tls?: TestCertificate; implicitT
       onData(stream, session: SMTPServerSession, callback) {
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('end', () => {
+        stream.on('end', async () => {
+          if (hold) {
+            hold.waiting++;
+            await hold.gate;
+          }
           const answer = script.data.shift();
           if (answer) {
             refusals.push(`DATA ${answer.code}`);
@@ -166,6 +176,21 @@ export async function startSmtpRelay(options: { tls?: TestCertificate; implicitT
         if (Date.now() > until) throw new Error(`expected ${n} relayed messages, got ${received.length} (refusals: ${refusals.join('; ') || 'none'})`);
         await new Promise((r) => setTimeout(r, 10));
       }
+    },
+    holdData() {
+      let open = () => {};
+      const current = { gate: new Promise<void>((resolve) => (open = resolve)), waiting: 0 };
+      hold = current;
+      return {
+        release: () => {
+          if (hold === current) hold = undefined;
+          open();
+        },
+        async held() {
+          for (let i = 0; i < 1000 && !current.waiting; i++) await new Promise((r) => setTimeout(r, 10));
+          if (!current.waiting) throw new Error('no message reached the held DATA');
+        },
+      };
     },
     async stop() {
       const s = server;

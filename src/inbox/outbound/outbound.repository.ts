@@ -76,6 +76,12 @@ export async function findOutboundMessage(db: Db, pk: number): Promise<{ message
   return { message: outboundMessageFromRow(row), raw: row.raw ? Buffer.from(row.raw) : null };
 }
 
+/** The pod of an inbox, undefined when the inbox is gone. */
+export async function findInboxPod(db: Db, inboxId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('inboxes').select('pod_id').where('inbox_id', '=', inboxId).executeTakeFirst();
+  return row?.pod_id;
+}
+
 /**
  * The copies of a message (by Message-ID) held by some inboxes, without sources: a delivery
  * status notification names the message, and the sender's copy is among them. Uses the unique

@@ -1,23 +1,24 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { ConfigError } from '../../platform/config/config.js';
-import { enqueue, GiveUpJob, RetryJob, type Job, type QueueDefinition } from '../../platform/jobs/jobs.js';
-import type { InboxDatabase } from '../database.js';
+import { enqueue, GiveUpJob, RetryJob, type Job, type JobEnd, type QueueDefinition } from '../../platform/jobs/jobs.js';
+import type { Db, InboxDatabase } from '../database.js';
 import type { EmitInput, EventService } from '../events/event.service.js';
 import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../messages/message.service.js';
 import { dkimSignerFrom, type DkimConfig, type DkimSigner } from './dkim.js';
 import { envelopeIdFor } from './dsn.js';
-import { findOutboundMessage, type OutboundMessage } from './outbound.repository.js';
+import { findInboxPod, findOutboundMessage, type OutboundMessage } from './outbound.repository.js';
 import { bouncedEvents, deliveredEvent, rejectedEvent, sentEvent, type BouncedRecipient, type BounceType } from './outbound.schemas.js';
 import { createRelayClient, relaySettingsFrom, type Refusal, type RelayClient, type RelayConfig, type RelayOutcome } from './relay.client.js';
 
 /**
  * The `mail.outbound` queue: one job per sent message with recipients on other domains, queued
  * in the send transaction. Each attempt signs the stored source (DKIM), hands it to the relay
- * and records the outcome as events in one transaction: message.sent and message.delivered for
- * what the relay took, message.bounced for what it refused for good, a follow-up job for the
- * recipients it deferred. Temporary failures are retried until the retry period, counted from
- * the first queueing, is over; then they bounce as Transient. See docs/decisions/0006.
+ * and records the outcome as events in one transaction, which also ends the job: message.sent
+ * and message.delivered for what the relay took, message.bounced for what it refused for good, a
+ * follow-up job for the recipients it deferred. Temporary failures are retried until the retry
+ * period, counted from the first queueing, is over; then they bounce as Transient, and so do
+ * failures of our own (the database) that last past it. See docs/decisions/0006.
  */
 
 /** Pauses after attempt 1, 2, …: quick at first (a relay restarting), then every 4 hours, ±10 %. */
@@ -56,8 +57,13 @@ export interface OutboundMailWorkerDeps {
 
 export function outboundMailQueue(deps: OutboundMailWorkerDeps): QueueDefinition<OutboundJob> {
   return {
-    // For failures the handler did not judge (the database, say); its own RetryJob gives the exact time.
-    backoff: (attempt) => Math.round(baseDelay(attempt) * 0.9),
+    // For failures the handler did not judge (the database, say); its own RetryJob gives the exact
+    // time. The same schedule and period: a last try at the end, then no more (onDead bounces).
+    backoff: (_attempt, job) => {
+      const t = timingOf(deps, job);
+      return t.expired ? undefined : t.nextAt().getTime() - t.now.getTime();
+    },
+    onDead: (job, error, trx) => bounceUnsent(deps, job, error, trx as Db),
     maxRunMs: deps.sendDeadlineMs,
     handle: (job) => handleOutboundJob(deps, job),
   };
@@ -72,13 +78,13 @@ async function handleOutboundJob(deps: OutboundMailWorkerDeps, job: Job<Outbound
     return;
   }
   const { message, raw } = found;
-  if (!relay) return reject(deps, message, 'No SMTP relay is configured (INBOX_SMTP_RELAY_URL), so mail to other domains cannot leave.');
-  if (!raw) return reject(deps, message, 'The stored source of the message is missing.');
+  if (!relay) return reject(deps, job, message, 'No SMTP relay is configured (INBOX_SMTP_RELAY_URL), so mail to other domains cannot leave.');
+  if (!raw) return reject(deps, job, message, 'The stored source of the message is missing.');
   let wire: Buffer;
   try {
     wire = dkim ? await dkim.sign(raw, message.domain, clock.now()) : raw;
   } catch (err) {
-    return reject(deps, message, err instanceof Error ? err.message : String(err));
+    return reject(deps, job, message, err instanceof Error ? err.message : String(err));
   }
   const envelope = { from: message.inboxId, to: job.payload.recipients, envid: envelopeIdFor(message.messageId) };
   const outcome = await relay.send(envelope, wire, AbortSignal.timeout(deps.sendDeadlineMs));
@@ -86,9 +92,10 @@ async function handleOutboundJob(deps: OutboundMailWorkerDeps, job: Job<Outbound
 }
 
 /** Our own checks refuse the message: message.rejected, and the job ends. */
-async function reject(deps: OutboundMailWorkerDeps, message: OutboundMessage, reason: string): Promise<never> {
-  await commit(deps, [rejectedEvent(message, reason, deps.clock.now().toISOString())]);
-  throw new GiveUpJob(`rejected: ${reason}`);
+async function reject(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, message: OutboundMessage, reason: string): Promise<never> {
+  const error = `rejected: ${reason}`;
+  await commit(deps, job, { status: 'dead', error }, [rejectedEvent(message, reason, deps.clock.now().toISOString())]);
+  throw new GiveUpJob(error);
 }
 
 interface Timing {
@@ -132,8 +139,9 @@ async function record(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, messa
       throw new RetryJob(`${outcome.status} ${outcome.diagnostic}`, { at: nextAt });
     }
     const type: BounceType = outcome.temporary ? 'Transient' : 'Permanent';
-    await commit(deps, bouncedEvents(message, type, recipients.map((address) => ({ address, status: outcome.status, diagnostic: outcome.diagnostic })), timestamp));
-    throw new GiveUpJob(`bounced (${type}): ${outcome.status} ${outcome.diagnostic}`);
+    const error = `bounced (${type}): ${outcome.status} ${outcome.diagnostic}`;
+    await commit(deps, job, { status: 'dead', error }, bouncedEvents(message, type, recipients.map((address) => ({ address, status: outcome.status, diagnostic: outcome.diagnostic })), timestamp));
+    throw new GiveUpJob(error);
   }
 
   const permanent = outcome.refused.filter((r) => !r.temporary);
@@ -148,19 +156,40 @@ async function record(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, messa
   if (deferred.length && t.expired) inputs.push(...bouncedEvents(message, 'Transient', deferred.map(bounced), timestamp));
   const followUp: OutboundJob | undefined =
     deferred.length && !t.expired ? { ...job.payload, recipients: deferred.map((r) => r.address), queued_at: t.queuedAt, prior_attempts: t.attempts } : undefined;
-  await commit(deps, inputs, followUp ? { payload: followUp, runAt: t.nextAt() } : undefined);
-  // The job is done when the message left for someone, dead when it went to nobody.
-  if (!outcome.accepted.length && !followUp) throw new GiveUpJob(`bounced: ${outcome.refused.map((r) => `${r.address} ${r.status}`).join(', ')}`);
+  // The job is done when the message left for someone (or will be tried again for someone), dead when it went to nobody.
+  const end: JobEnd = outcome.accepted.length || followUp ? { status: 'done' } : { status: 'dead', error: `bounced: ${outcome.refused.map((r) => `${r.address} ${r.status}`).join(', ')}` };
+  await commit(deps, job, end, inputs, followUp ? { payload: followUp, runAt: t.nextAt() } : undefined);
+  if (end.status === 'dead') throw new GiveUpJob(end.error);
 }
 
-/** Writes the events (and a follow-up job) in one transaction, then wakes the runner. */
-async function commit(deps: OutboundMailWorkerDeps, inputs: readonly EmitInput[], followUp?: { payload: OutboundJob; runAt: Date }): Promise<void> {
+/**
+ * Writes the events (and a follow-up job) and the job's end in one transaction, then wakes the
+ * runner: a crash after the relay answered repeats the send, never the events.
+ */
+async function commit(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, end: JobEnd, inputs: readonly EmitInput[], followUp?: { payload: OutboundJob; runAt: Date }): Promise<void> {
   const queued = await deps.db.transaction().execute(async (trx) => {
     const { jobs } = await deps.events.emitMany(trx, inputs);
     if (followUp) await enqueue(trx, deps.clock, OUTBOUND_MAIL_QUEUE, followUp.payload, followUp.runAt);
+    await job.finish(trx, end);
     return jobs + (followUp ? 1 : 0);
   });
   if (queued) deps.notifyJobs();
+}
+
+/**
+ * The job failed for a reason of our own (not the relay's answer) until the retry period was
+ * over: the recipients bounce as Transient, in the transaction that marks the job dead. Built
+ * from the job's payload and the inbox's pod only, so that it does not depend on what failed
+ * (the message row, say). The reason goes to the log, not to the event: it may be internal.
+ */
+async function bounceUnsent(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, error: Error, trx: Db): Promise<void> {
+  const p = job.payload;
+  const podId = await findInboxPod(trx, p.inbox_id);
+  deps.log.error({ job: job.id, message_id: p.message_id, err: error.message }, 'outbound mail: failed on our side until the end of the retry period; bouncing as Transient');
+  if (podId === undefined) return;
+  const message: OutboundMessage = { pk: p.message_pk, organizationId: p.organization_id, inboxId: p.inbox_id, podId, domain: '', threadId: p.thread_id, messageId: p.message_id, from: p.inbox_id, recipients: p.recipients, labels: [] };
+  const diagnostic = 'the message could not be handed to the relay before the retry period ended (an error on our side)';
+  await deps.events.emitMany(trx, bouncedEvents(message, 'Transient', p.recipients.map((address) => ({ address, status: '4.3.0', diagnostic })), deps.clock.now().toISOString()));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Executor } from '../db/database.js';
 import { dialectOf } from '../db/dialect.js';
@@ -11,6 +11,12 @@ import type { JobsDatabase, JobTable } from './jobs.table.js';
  * one. Jobs are claimed with a lease; a worker that dies leaves the lease to expire and the job
  * runs again. PostgreSQL claims with FOR UPDATE SKIP LOCKED, so several workers may run; SQLite
  * has one writer and one runner.
+ *
+ * A handler whose work ends in a transaction of its own (events, say) ends the job in that same
+ * transaction with `job.finish(trx, …)`: the job's end then commits with its effects or not at
+ * all. Otherwise the runner records the end after the handler returned, in a statement of its
+ * own, and a crash in between runs the job again. Every update of a claimed job is fenced by the
+ * claim's lease (`locked_until`): a run whose lease ran out and was taken over changes nothing.
  */
 
 export interface Job<P = unknown> {
@@ -20,7 +26,18 @@ export interface Job<P = unknown> {
   /** 1 on the first run. */
   readonly attempt: number;
   readonly createdAt: string;
+  /**
+   * Ends the job in the handler's own transaction, so that the end commits together with the
+   * handler's writes. Throws (and so rolls that transaction back) when the job is no longer this
+   * run's: its lease ran out and another run took it. Once committed, whatever the handler
+   * returns or throws no longer changes the job, and `onDead` is not called: the handler did
+   * what there was to do.
+   */
+  finish<DB extends JobsDatabase>(executor: Executor<DB>, end: JobEnd): Promise<void>;
 }
+
+/** How a job ended: done, or dead with the reason kept in `last_error`. */
+export type JobEnd = { readonly status: 'done' } | { readonly status: 'dead'; readonly error: string };
 
 /**
  * What a handler says about a job it could not finish. `when` is either a Date, the earliest time
@@ -46,10 +63,16 @@ export class GiveUpJob extends Error {}
 
 export interface QueueDefinition<P = unknown> {
   readonly handle: (job: Job<P>) => Promise<void>;
-  /** Delay before attempt n+1 after attempt n failed, ms; `undefined` = no more attempts. */
-  readonly backoff: (attempt: number) => number | undefined;
-  /** Called once when a job runs out of attempts (or gives up). */
-  readonly onDead?: (job: Job<P>, error: Error) => Promise<void>;
+  /** Delay before attempt n+1 after attempt n (of `job`) failed, ms; `undefined` = no more attempts. */
+  readonly backoff: (attempt: number, job: Job<P>) => number | undefined;
+  /**
+   * Called once when the runner ends a job as dead (out of attempts, or GiveUpJob), inside the
+   * transaction that marks it dead: what it writes commits with the job's end. Should it throw,
+   * the job is marked dead without it (and the error logged). Not called for a job the handler
+   * ended itself with `job.finish`.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the hook writes to its own service's tables
+  readonly onDead?: (job: Job<P>, error: Error, trx: Transaction<any>) => Promise<void>;
   /**
    * Longest one `handle` may run, ms (e.g. an HTTP timeout). The lease is stretched to cover it,
    * so that another worker never claims a job that is still running.
@@ -153,29 +176,73 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       .execute();
   }
 
+  /** An update of a job this run claimed: changes nothing once the job ended or another run took it. */
+  const ours = (executor: Executor<JobsDatabase>, id: number, lease: string | null) =>
+    executor
+      .updateTable('jobs')
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .where('locked_until', '=', lease ?? '');
+
+  const updated = (result: { numUpdatedRows: bigint }) => result.numUpdatedRows > 0n;
+
   async function runOne(row: Selectable<JobTable>): Promise<void> {
     const queue = queues[row.queue] as QueueDefinition<unknown> | undefined;
-    const job: Job = { id: Number(row.id), queue: row.queue, payload: JSON.parse(row.payload) as unknown, attempt: row.attempts, createdAt: row.created_at };
+    const id = Number(row.id);
+    const lease = row.locked_until;
+    /** Set once the handler ended the job in its transaction (which may still roll back). */
+    let finishedAs: JobEnd['status'] | undefined;
+    const job: Job = {
+      id,
+      queue: row.queue,
+      payload: JSON.parse(row.payload) as unknown,
+      attempt: row.attempts,
+      createdAt: row.created_at,
+      async finish(executor, end) {
+        const result = await ours(executor as unknown as Executor<JobsDatabase>, id, lease)
+          .set({ status: end.status, locked_until: null, last_error: end.status === 'dead' ? end.error.slice(0, 2000) : null, updated_at: iso(clock.now()) })
+          .executeTakeFirst();
+        if (!updated(result)) throw new Error(`job ${id} is no longer held by this run (its lease ran out and another run took it)`);
+        finishedAs = end.status;
+      },
+    };
     if (!queue) return;
     try {
       await queue.handle(job);
-      await db.updateTable('jobs').set({ status: 'done', locked_until: null, last_error: null, updated_at: iso(clock.now()) }).where('id', '=', job.id).execute();
+      await ours(db, id, lease).set({ status: 'done', locked_until: null, last_error: null, updated_at: iso(clock.now()) }).execute();
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       const exact = err instanceof RetryJob ? err.at : undefined;
-      const delay = err instanceof GiveUpJob ? undefined : exact ? 0 : queue.backoff(job.attempt);
+      const delay = err instanceof GiveUpJob ? undefined : exact ? 0 : queue.backoff(job.attempt, job);
+      const context = { job: id, queue: job.queue, attempt: job.attempt, err: error.message };
       if (delay === undefined) {
-        await db.updateTable('jobs').set({ status: 'dead', locked_until: null, last_error: error.message.slice(0, 2000), updated_at: iso(clock.now()) }).where('id', '=', job.id).execute();
-        log.warn({ job: job.id, queue: job.queue, attempt: job.attempt, err: error.message }, 'job failed for the last time');
-        await queue.onDead?.(job, error).catch((e: unknown) => log.error({ err: e, job: job.id }, 'onDead hook failed'));
+        const dead = { status: 'dead' as const, locked_until: null, last_error: error.message.slice(0, 2000), updated_at: iso(clock.now()) };
+        let marked: boolean;
+        if (queue.onDead) {
+          const onDead = queue.onDead;
+          marked = await db
+            .transaction()
+            .execute(async (trx) => {
+              if (!updated(await ours(trx, id, lease).set(dead).executeTakeFirst())) return false;
+              await onDead(job, error, trx);
+              return true;
+            })
+            .catch(async (e: unknown) => {
+              log.error({ err: e, job: id }, 'onDead hook failed; the job is marked dead without it');
+              return updated(await ours(db, id, lease).set(dead).executeTakeFirst());
+            });
+          if (marked) wakeAll();
+        } else {
+          marked = updated(await ours(db, id, lease).set(dead).executeTakeFirst());
+        }
+        if (marked || finishedAs === 'dead') log.warn(context, 'job failed for the last time');
+        else if (!finishedAs) log.warn(context, 'job ended after its lease ran out; another run has it');
         return;
       }
       let next = exact ? exact.getTime() : clock.now().getTime() + delay;
       if (err instanceof RetryJob && err.notBefore) next = Math.max(next, err.notBefore.getTime());
-      await db
-        .updateTable('jobs')
+      await ours(db, id, lease)
         .set({ run_at: iso(new Date(next)), locked_until: null, last_error: error.message.slice(0, 2000), updated_at: iso(clock.now()) })
-        .where('id', '=', job.id)
         .execute();
     }
   }
@@ -205,17 +272,19 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   }
   let resume: (() => void) | undefined;
 
+  function wakeAll(): void {
+    wake = true;
+    if (timer) clearTimeout(timer);
+    resume?.();
+  }
+
   return {
     start() {
       if (running) return;
       running = true;
       loop = run();
     },
-    notify() {
-      wake = true;
-      if (timer) clearTimeout(timer);
-      resume?.();
-    },
+    notify: wakeAll,
     async drain() {
       let total = 0;
       for (;;) {
