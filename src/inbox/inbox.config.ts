@@ -38,5 +38,6 @@ export const inboxConfigSpec = {
   dkimSelector: env.optionalString('INBOX_DKIM_SELECTOR', 'DKIM selector (`s=`) of outbound mail; set together with `INBOX_DKIM_PRIVATE_KEY`'),
   dkimPrivateKey: env.optionalString('INBOX_DKIM_PRIVATE_KEY', 'DKIM signing key (RSA or Ed25519): PEM text, or the path of a PEM file; never logged'),
   dkimDomains: env.list('INBOX_DKIM_DOMAINS', 'comma-separated domains whose outbound mail is DKIM-signed (`d=`); unset signs for every domain of `INBOX_DOMAINS`', []),
+  smtpRelayAllowPlaintextAuth: env.boolean('INBOX_SMTP_RELAY_ALLOW_PLAINTEXT_AUTH', 'send the relay credentials of an `smtp://` URL even when the relay offers no STARTTLS (they then cross the network in clear text); loopback relays are always allowed', false),
   roles: env.list('INBOX_ROLES', 'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP)', ['api', 'worker', 'smtp']),
 } as const;

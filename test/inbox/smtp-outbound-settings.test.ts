@@ -10,7 +10,7 @@ import { ConfigError, loadConfig } from '../../src/platform/config/config.js';
 import { loggerOptions } from '../../src/platform/log/logger.js';
 import { inboxConfigSpec } from '../../src/inbox/inbox.config.js';
 import { dkimDnsRecord, dkimSignerFrom, type DkimConfig } from '../../src/inbox/outbound/dkim.js';
-import { enhancedStatusOf, outcomeOfError } from '../../src/inbox/outbound/relay.client.js';
+import { enhancedStatusOf, isLoopbackHost, outcomeOfError, relaySettingsFrom, requiresTls } from '../../src/inbox/outbound/relay.client.js';
 import { bounceSubType } from '../../src/inbox/outbound/outbound.schemas.js';
 import { startInboxServer } from '../support/inbox-server.js';
 import { txtResolver } from './smtp-outbound.helpers.js';
@@ -153,6 +153,27 @@ describe('relay settings at boot', () => {
     expect(lines[0]).not.toContain('hunter2');
     expect(lines[0]).not.toContain('PRIVATE KEY');
     expect(JSON.parse(lines[0] as string).config).toMatchObject({ smtpRelayUrl: '[redacted]', dkimPrivateKey: '[redacted]', dkimSelector: 's' });
+  });
+
+  it('requires STARTTLS before credentials go to a relay off this machine, unless INBOX_SMTP_RELAY_ALLOW_PLAINTEXT_AUTH', () => {
+    expect(['127.0.0.1', '127.1.2.3', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', 'localhost', 'LOCALHOST.'].map(isLoopbackHost)).toEqual([true, true, true, true, true, true, true]);
+    expect(['10.0.0.1', '192.0.2.2', '::ffff:10.0.0.1', 'fd00::2', 'relay.example', 'localhost.evil.example', '128.0.0.1'].map(isLoopbackHost)).toEqual([false, false, false, false, false, false, false]);
+    const auth = { user: 'u', pass: 'p' };
+    const cases: [{ host: string; secure: boolean; auth: unknown }, boolean, boolean][] = [
+      [{ host: 'relay.example', secure: false, auth }, false, true],
+      [{ host: '10.0.0.1', secure: false, auth }, false, true],
+      [{ host: 'relay.example', secure: false, auth }, true, false], // the operator's explicit choice
+      [{ host: 'relay.example', secure: true, auth }, false, false], // smtps: TLS from the first byte
+      [{ host: 'relay.example', secure: false, auth: undefined }, false, false], // nothing to protect
+      [{ host: '127.0.0.1', secure: false, auth }, false, false],
+      [{ host: '::1', secure: false, auth }, false, false],
+      [{ host: 'localhost', secure: false, auth }, false, false],
+    ];
+    for (const [relay, allow, expected] of cases) expect([relay, allow, requiresTls(relay, allow)]).toEqual([relay, allow, expected]);
+
+    const settings = (url: string, allow = false) => relaySettingsFrom({ smtpRelayUrl: url, smtpRelayTimeoutMs: 1000, smtpRelayMaxConnections: 1, smtpRelayTlsCa: undefined, smtpRelayAllowPlaintextAuth: allow }, [])?.requireTls;
+    expect([settings('smtp://u:p@relay.example:587'), settings('smtp://u:p@relay.example:587', true), settings('smtp://u:p@[::1]:25'), settings('smtps://u:p@relay.example'), settings('smtp://relay.example')]).toEqual([true, false, false, false, false]);
+    expect(loadConfig(inboxConfigSpec, {}).smtpRelayAllowPlaintextAuth).toBe(false);
   });
 
   it('needs a host in the relay URL', async () => {

@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/platform/clock.js';
@@ -16,6 +17,11 @@ import { delivered, firstAttempt, hookAll, inOrder, nextAttempt, outboundJobs, r
  */
 
 const BASE_ENV = { INBOX_SMTP_RELAY_TIMEOUT_MS: '5000' };
+
+/** An IPv4 address of this machine that is not loopback, if it has one. */
+const offLoopback = Object.values(networkInterfaces())
+  .flat()
+  .find((i) => i?.family === 'IPv4' && !i.internal)?.address;
 
 let cert: TestCertificate;
 beforeAll(() => {
@@ -355,6 +361,39 @@ describe.each(dialects)('%s: outbound mail through an SMTP relay', (dialect) => 
       await server.service.runtime.runner.stop(); // waits for the attempt to end
       expect(await eventsOf(server, { inboxId: sender })).toEqual([]);
       expect((await outboundJobs(server)).map((j) => [j.status, j.locked_until])).toEqual([['pending', theirs]]);
+    });
+  });
+
+  it('authenticates without TLS to a relay on a loopback address, which offers no STARTTLS', async () => {
+    const auth = { user: 'local-user', pass: 'local-pass' };
+    await withRelay({ dialect, relay: { auth }, env: (relay) => ({ INBOX_SMTP_RELAY_URL: relay.url(auth) }) }, async ({ relay, server }) => {
+      const org = await organization(server, [unique('loop')]);
+      await org.client.inboxes.messages.send(org.inboxes[0] as string, { to: 'someone@example.org', text: 'Next door.' });
+      await relay.waitFor(1);
+      expect(relay.received[0]).toMatchObject({ secure: false, user: 'local-user' });
+      expect(relay.logins).toEqual([{ user: 'local-user', ok: true }]);
+    });
+  });
+
+  it.skipIf(!offLoopback)('never sends credentials in clear text to a relay off this machine that offers no STARTTLS, unless told to', async () => {
+    const auth = { user: 'far-user', pass: 'far-pass' };
+    const relayOptions = { auth, host: offLoopback as string };
+    await withRelay({ dialect, relay: relayOptions, env: (relay) => ({ INBOX_SMTP_RELAY_URL: relay.url(auth) }) }, async ({ relay, server }) => {
+      const org = await organization(server, [unique('far')]);
+      const [sender] = org.inboxes as [string];
+      await org.client.inboxes.messages.send(sender, { to: 'someone@example.org', text: 'Not in clear.' });
+      const job = await firstAttempt(server);
+      // A TLS problem of our configuration: retried, not bounced; the relay never saw AUTH.
+      expect(job).toMatchObject({ status: 'pending', last_error: expect.stringMatching(/^4\./) });
+      expect(relay.logins).toEqual([]);
+      expect(relay.received).toEqual([]);
+      expect(await eventsOf(server, { inboxId: sender })).toEqual([]);
+    });
+    await withRelay({ dialect, relay: relayOptions, env: (relay) => ({ INBOX_SMTP_RELAY_URL: relay.url(auth), INBOX_SMTP_RELAY_ALLOW_PLAINTEXT_AUTH: 'true' }) }, async ({ relay, server }) => {
+      const org = await organization(server, [unique('far-ok')]);
+      await org.client.inboxes.messages.send(org.inboxes[0] as string, { to: 'someone@example.org', text: 'In clear, as asked.' });
+      await relay.waitFor(1);
+      expect(relay.received[0]).toMatchObject({ secure: false, user: 'far-user' });
     });
   });
 

@@ -42,7 +42,7 @@ export interface RelayScript {
 
 export interface SmtpRelay {
   readonly port: number;
-  /** `smtp[s]://[user:pass@]127.0.0.1:<port>` */
+  /** `smtp[s]://[user:pass@]<host>:<port>` */
   url(options?: { user?: string; pass?: string }): string;
   readonly received: RelayedMessage[];
   /** Every command answered with an error, e.g. `RCPT bad@example.org 550`. */
@@ -83,7 +83,9 @@ function smtpError(answer: RelayAnswer): Error {
   return Object.assign(new Error(answer.message), { responseCode: answer.code });
 }
 
-export async function startSmtpRelay(options: { tls?: TestCertificate; implicitTls?: boolean; auth?: { user: string; pass: string } } = {}): Promise<SmtpRelay> {
+/** `host`: the IPv4 address to listen on and to name in `url()` (default 127.0.0.1). */
+export async function startSmtpRelay(options: { tls?: TestCertificate; implicitTls?: boolean; auth?: { user: string; pass: string }; host?: string } = {}): Promise<SmtpRelay> {
+  const host = options.host ?? '127.0.0.1';
   const received: RelayedMessage[] = [];
   const refusals: string[] = [];
   const logins: { user: string; ok: boolean }[] = [];
@@ -99,6 +101,8 @@ export async function startSmtpRelay(options: { tls?: TestCertificate; implicitT
       ...(options.tls ? { key: options.tls.keyPem, cert: options.tls.certPem } : {}),
       disabledCommands: [...(options.tls ? [] : ['STARTTLS']), ...(options.auth ? [] : ['AUTH'])],
       authOptional: !options.auth,
+      // Takes credentials without TLS, as a careless relay would: the client has to refuse.
+      allowInsecureAuth: true,
       // Our own enhanced status codes, exactly as scripted; DSN parameters (ENVID, NOTIFY) accepted.
       hideENHANCEDSTATUSCODES: true,
       hideDSN: false,
@@ -154,7 +158,7 @@ export async function startSmtpRelay(options: { tls?: TestCertificate; implicitT
     server = s;
     await new Promise<void>((resolve, reject) => {
       s.once('error', reject);
-      s.listen(port, '127.0.0.1', () => resolve());
+      s.listen(port, host, () => resolve());
     });
     s.on('error', () => {});
     port = (s.server.address() as AddressInfo).port;
@@ -165,7 +169,7 @@ export async function startSmtpRelay(options: { tls?: TestCertificate; implicitT
     get port() {
       return port;
     },
-    url: (o = {}) => `${scheme}://${o.user !== undefined ? `${encodeURIComponent(o.user)}:${encodeURIComponent(o.pass ?? '')}@` : ''}127.0.0.1:${port}`,
+    url: (o = {}) => `${scheme}://${o.user !== undefined ? `${encodeURIComponent(o.user)}:${encodeURIComponent(o.pass ?? '')}@` : ''}${host}:${port}`,
     received,
     refusals,
     logins,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import nodemailer, { type NodemailerError } from 'nodemailer';
 import { redactUrl } from '../../platform/config/config.js';
@@ -14,6 +15,8 @@ export interface RelayConfig {
   readonly smtpRelayTimeoutMs: number;
   readonly smtpRelayMaxConnections: number;
   readonly smtpRelayTlsCa: string | undefined;
+  /** INBOX_SMTP_RELAY_ALLOW_PLAINTEXT_AUTH: credentials may go to a relay without STARTTLS. */
+  readonly smtpRelayAllowPlaintextAuth: boolean;
 }
 
 export interface RelaySettings {
@@ -21,6 +24,8 @@ export interface RelaySettings {
   readonly port: number;
   /** Implicit TLS (`smtps:`); otherwise STARTTLS whenever the relay offers it. */
   readonly secure: boolean;
+  /** STARTTLS or nothing: a relay that does not offer it never sees the credentials (see `requiresTls`). */
+  readonly requireTls: boolean;
   readonly auth: { readonly user: string; readonly pass: string } | undefined;
   readonly timeoutMs: number;
   readonly maxConnections: number;
@@ -84,17 +89,45 @@ export function relaySettingsFrom(config: RelayConfig, problems: string[]): Rela
   const ca = config.smtpRelayTlsCa === undefined ? undefined : readCa(config.smtpRelayTlsCa, problems);
   if (problems.length > before) return undefined;
   const protocol = url.protocol as keyof typeof DEFAULT_PORT;
+  // URL keeps an IPv6 host in brackets; sockets want it bare.
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const secure = protocol === 'smtps:';
+  const auth = url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined;
   return {
-    // URL keeps an IPv6 host in brackets; sockets want it bare.
-    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    host,
     port: url.port ? Number(url.port) : DEFAULT_PORT[protocol],
-    secure: protocol === 'smtps:',
-    auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+    secure,
+    requireTls: requiresTls({ host, secure, auth }, config.smtpRelayAllowPlaintextAuth),
+    auth,
     timeoutMs: config.smtpRelayTimeoutMs,
     maxConnections: config.smtpRelayMaxConnections,
     ca,
     display: `${protocol}//${url.host}`,
   };
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** 127.0.0.0/8, ::1 (IPv4-mapped forms too) and `localhost`: traffic that never leaves the machine. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  if (h === 'localhost') return true;
+  if (isIPv4(h)) return LOOPBACK.check(h, 'ipv4');
+  if (isIPv6(h)) return LOOPBACK.check(h, 'ipv6');
+  return false;
+}
+
+/**
+ * Whether the relay must upgrade to TLS before we authenticate: `smtp://` with credentials to a
+ * host off this machine, unless INBOX_SMTP_RELAY_ALLOW_PLAINTEXT_AUTH says otherwise. Without it,
+ * nodemailer would send AUTH in clear text to a relay that does not offer STARTTLS (or to anyone
+ * on the path who strips the offer). With it, such a relay fails the send as a TLS problem:
+ * retried and logged as our configuration (`configurationProblem`), never bounced for it.
+ */
+export function requiresTls(relay: { readonly host: string; readonly secure: boolean; readonly auth: unknown }, allowPlaintextAuth: boolean): boolean {
+  return !relay.secure && relay.auth !== undefined && !allowPlaintextAuth && !isLoopbackHost(relay.host);
 }
 
 function readCa(path: string, problems: string[]): string[] | undefined {
@@ -119,6 +152,7 @@ export function createRelayClient(settings: RelaySettings): RelayClient {
     host: settings.host,
     port: settings.port,
     secure: settings.secure,
+    requireTLS: settings.requireTls,
     ...(settings.auth ? { auth: { user: settings.auth.user, pass: settings.auth.pass } } : {}),
     maxConnections: settings.maxConnections,
     maxMessages: 100,
