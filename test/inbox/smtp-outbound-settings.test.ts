@@ -92,6 +92,19 @@ describe('DKIM signing, verified by mailauth', () => {
     expect(dkimSignerFrom(config({}), [])).toBeUndefined();
   });
 
+  it('never echoes a key that is not recognised as PEM text: quoted, without its BEGIN line, or on one line', () => {
+    const text = pem(rsa);
+    const body = text.split('\n').filter((l) => l && !l.startsWith('-----')).join('');
+    for (const value of [`"${text}"`, body, text.split('\n').slice(1).join('\n'), body.slice(0, 200)]) {
+      const problems: string[] = [];
+      expect(dkimSignerFrom(config({ dkimSelector: 's', dkimPrivateKey: value }), problems)).toBeUndefined();
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/^INBOX_DKIM_PRIVATE_KEY is neither PEM text .* nor the path of a readable file \((ENOENT|ENAMETOOLONG); a value of \d+ characters, not shown\)$/);
+      // Not a single 8-character run of the key's base64.
+      for (let i = 0; i + 8 <= body.length; i += 8) expect(problems[0]).not.toContain(body.slice(i, i + 8));
+    }
+  });
+
   it('names every problem of the DKIM settings at once, without echoing a key', () => {
     const weak = generateKeyPairSync('rsa', { modulusLength: 512 }).privateKey;
     const cases: [Partial<DkimConfig>, string[]][] = [
@@ -100,7 +113,7 @@ describe('DKIM signing, verified by mailauth', () => {
       [{ dkimDomains: ['inbox.test'] }, ['INBOX_DKIM_DOMAINS is set, but INBOX_DKIM_SELECTOR and INBOX_DKIM_PRIVATE_KEY are not']],
       [
         { dkimSelector: 'bad selector', dkimPrivateKey: '/nonexistent/dkim.pem', dkimDomains: ['example.com'] },
-        ['INBOX_DKIM_SELECTOR must be a DNS label or dot-separated labels, got "bad selector"', 'INBOX_DKIM_PRIVATE_KEY is neither PEM text nor a readable file ("/nonexistent/dkim.pem": ENOENT)', 'INBOX_DKIM_DOMAINS names "example.com", which is not one of INBOX_DOMAINS'],
+        ['INBOX_DKIM_SELECTOR must be a DNS label or dot-separated labels, got "bad selector"', 'INBOX_DKIM_PRIVATE_KEY is neither PEM text (starting with -----BEGIN) nor the path of a readable file (ENOENT; a value of 21 characters, not shown)', 'INBOX_DKIM_DOMAINS names "example.com", which is not one of INBOX_DOMAINS'],
       ],
       [{ dkimSelector: 's', dkimPrivateKey: '-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----' }, ['INBOX_DKIM_PRIVATE_KEY is not a PEM private key']],
       [{ dkimSelector: 's', dkimPrivateKey: pem(weak) }, ['INBOX_DKIM_PRIVATE_KEY is a 512-bit RSA key; verifiers refuse keys under 1024 bits (use 2048)']],

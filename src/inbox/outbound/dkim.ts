@@ -38,8 +38,9 @@ function readKeyText(value: string, problems: string[]): string | undefined {
   try {
     return readFileSync(text, 'utf8');
   } catch (err) {
-    // The path is not secret, the file's content would be: name the path only.
-    problems.push(`INBOX_DKIM_PRIVATE_KEY is neither PEM text nor a readable file ("${text}": ${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+    // Never the value itself: what failed as a path may be the key, mangled (quoted, without its
+    // BEGIN line, base64 on one line); only the error code and the length say what it was.
+    problems.push(`INBOX_DKIM_PRIVATE_KEY is neither PEM text (starting with -----BEGIN) nor the path of a readable file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}; a value of ${text.length} characters, not shown)`);
     return undefined;
   }
 }
