@@ -364,6 +364,30 @@ describe.each(dialects)('%s: outbound mail through an SMTP relay', (dialect) => 
     });
   });
 
+  it('delivers webhooks while a relay send hangs: outbound mail does not hold up the other jobs', async () => {
+    // Timeouts long enough for the hang to last until the test ends it (a blackholed relay takes minutes).
+    await withRelay({ dialect, env: (relay) => ({ INBOX_SMTP_RELAY_URL: relay.url(), INBOX_SMTP_RELAY_TIMEOUT_MS: '60000' }) }, async ({ relay, server, receiver }) => {
+      const org = await organization(server, [unique('hang'), unique('near')]);
+      const [sender, local] = org.inboxes as [string, string];
+      await hookAll(server, receiver, org.key, '/all');
+      const stuck = relay.holdData();
+      await org.client.inboxes.messages.send(sender, { to: 'far@example.org', text: 'Slowly.' });
+      await stuck.held();
+      try {
+        // Meanwhile, mail between two local inboxes: its events reach the webhook at once.
+        await org.client.inboxes.messages.send(sender, { to: local, text: 'Quickly.' });
+        await receiver.waitFor(3, 3_000);
+        expect(inOrder(delivered(receiver, '/all')).map((e) => e.event_type)).toEqual(['message.sent', 'message.received', 'message.delivered']);
+        expect((await outboundJobs(server)).map((j) => [j.status, j.attempts, j.locked_until !== null])).toEqual([['pending', 1, true]]);
+        expect(relay.received).toEqual([]);
+      } finally {
+        stuck.release();
+      }
+      await relay.waitFor(1);
+      await receiver.waitFor(5);
+    });
+  });
+
   it('authenticates without TLS to a relay on a loopback address, which offers no STARTTLS', async () => {
     const auth = { user: 'local-user', pass: 'local-pass' };
     await withRelay({ dialect, relay: { auth }, env: (relay) => ({ INBOX_SMTP_RELAY_URL: relay.url(auth) }) }, async ({ relay, server }) => {

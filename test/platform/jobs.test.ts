@@ -234,6 +234,36 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     expect(await jobCounts(db)).toEqual([{ queue: 'q', status: 'dead', n: 1 }]);
   });
 
+  it('runs each queue in its own loop: a queue whose jobs hang holds up only itself, and claims no more than its concurrency', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    let release = () => {};
+    const hanging = new Promise<void>((resolve) => (release = resolve));
+    let slowRuns = 0;
+    const fast: number[] = [];
+    const runner = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      pollMs: 60_000,
+      queues: {
+        slow: { handle: async () => { slowRuns++; await hanging; }, backoff: () => undefined, concurrency: 2 },
+        fast: { handle: async (job) => void fast.push(job.id), backoff: () => undefined },
+      },
+    });
+    for (let i = 0; i < 3; i++) await enqueue(db, clock, 'slow', { i });
+    runner.start();
+    for (let i = 0; i < 200 && slowRuns < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    const id = await enqueue(db, clock, 'fast', {});
+    runner.notify();
+    for (let i = 0; i < 200 && !fast.length; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(fast).toEqual([id]);
+    expect(slowRuns).toBe(2);
+    release();
+    for (let i = 0; i < 200 && slowRuns < 3; i++) await new Promise((r) => setTimeout(r, 5));
+    await runner.stop();
+    expect(slowRuns).toBe(3);
+  });
+
   it('gives up at once on GiveUpJob', async () => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
     let runs = 0;

@@ -217,6 +217,7 @@ export function createOutboundMail(config: OutboundConfig, deps: Omit<OutboundMa
   const relay = relaySettings ? createRelayClient(relaySettings) : undefined;
   // Connect, greet, TLS, authenticate, send: a few timeouts' worth, plus a wait for a pooled connection.
   const sendDeadlineMs = 4 * config.smtpRelayTimeoutMs;
-  const queue = outboundMailQueue({ ...deps, relay, dkim, retryMs: config.smtpRelayRetryHours * 3600e3, sendDeadlineMs });
+  // As many sends at once as the relay has connections: more would only wait for one, inside their deadline.
+  const queue = { ...outboundMailQueue({ ...deps, relay, dkim, retryMs: config.smtpRelayRetryHours * 3600e3, sendDeadlineMs }), concurrency: config.smtpRelayMaxConnections };
   return { queue, close: () => relay?.close() };
 }

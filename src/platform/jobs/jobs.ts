@@ -17,6 +17,9 @@ import type { JobsDatabase, JobTable } from './jobs.table.js';
  * all. Otherwise the runner records the end after the handler returned, in a statement of its
  * own, and a crash in between runs the job again. Every update of a claimed job is fenced by the
  * claim's lease (`locked_until`): a run whose lease ran out and was taken over changes nothing.
+ *
+ * Each queue has its own claim loop, which waits for the batch it claimed before claiming more:
+ * a queue whose jobs take minutes (a relay that does not answer) holds up only itself.
  */
 
 export interface Job<P = unknown> {
@@ -78,6 +81,8 @@ export interface QueueDefinition<P = unknown> {
    * so that another worker never claims a job that is still running.
    */
   readonly maxRunMs?: number;
+  /** Jobs of this queue claimed at once, and so run in parallel, by one runner; default: the runner's `batchSize`. */
+  readonly concurrency?: number;
 }
 
 /** Time a lease leaves beyond a queue's `maxRunMs`, for recording the outcome. */
@@ -89,7 +94,7 @@ export interface JobRunnerOptions {
   readonly clock: Clock;
   readonly queues: Readonly<Record<string, QueueDefinition<never>>>;
   readonly log: { warn(o: object, msg: string): void; error(o: object, msg: string): void };
-  /** Jobs claimed per poll. */
+  /** Jobs claimed per poll, per queue (unless the queue sets its `concurrency`). */
   readonly batchSize?: number;
   /** How long a claimed job is reserved for its worker, ms. */
   readonly leaseMs?: number;
@@ -148,14 +153,20 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   const leaseMs = Math.max(options.leaseMs ?? 60_000, ...Object.values(queues).map((q) => (q.maxRunMs === undefined ? 0 : q.maxRunMs + LEASE_MARGIN_MS)));
   const pollMs = options.pollMs ?? 1_000;
   const postgres = dialectOf(options.db) === 'postgres';
-  const queueNames = Object.keys(queues);
 
+  /** One claim loop per queue, so that a slow queue does not hold up the others. */
+  interface Lane {
+    readonly queue: string;
+    readonly size: number;
+    wake: boolean;
+    timer: NodeJS.Timeout | undefined;
+    resume: (() => void) | undefined;
+    loop: Promise<void> | undefined;
+  }
+  const lanes: Lane[] = Object.entries(queues).map(([queue, q]) => ({ queue, size: q.concurrency ?? batchSize, wake: false, timer: undefined, resume: undefined, loop: undefined }));
   let running = false;
-  let timer: NodeJS.Timeout | undefined;
-  let loop: Promise<void> | undefined;
-  let wake = false;
 
-  async function claim(): Promise<Selectable<JobTable>[]> {
+  async function claim(lane: Lane): Promise<Selectable<JobTable>[]> {
     const now = clock.now();
     const nowIso = iso(now);
     const lease = iso(new Date(now.getTime() + leaseMs));
@@ -165,9 +176,9 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       .where('status', '=', 'pending')
       .where('run_at', '<=', nowIso)
       .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', nowIso)]))
-      .where('queue', 'in', queueNames)
+      .where('queue', '=', lane.queue)
       .orderBy('run_at')
-      .limit(batchSize);
+      .limit(lane.size);
     return db
       .updateTable('jobs')
       .set((eb) => ({ locked_until: lease, attempts: eb('attempts', '+', 1), updated_at: nowIso }))
@@ -247,57 +258,57 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     }
   }
 
-  async function tick(): Promise<number> {
-    const rows = await claim();
+  async function tick(lane: Lane): Promise<number> {
+    const rows = await claim(lane);
     await Promise.all(rows.map((row) => runOne(row)));
     return rows.length;
   }
 
-  async function run(): Promise<void> {
+  async function run(lane: Lane): Promise<void> {
     while (running) {
-      wake = false;
+      lane.wake = false;
       let n = 0;
       try {
-        n = await tick();
+        n = await tick(lane);
       } catch (err) {
-        log.error({ err }, 'job runner tick failed');
+        log.error({ err, queue: lane.queue }, 'job runner tick failed');
       }
       if (!running) break;
-      if (n > 0 || wake) continue;
+      if (n > 0 || lane.wake) continue;
       await new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, pollMs);
-        resume = resolve;
+        lane.timer = setTimeout(resolve, pollMs);
+        lane.resume = resolve;
       });
     }
   }
-  let resume: (() => void) | undefined;
 
   function wakeAll(): void {
-    wake = true;
-    if (timer) clearTimeout(timer);
-    resume?.();
+    for (const lane of lanes) {
+      lane.wake = true;
+      if (lane.timer) clearTimeout(lane.timer);
+      lane.resume?.();
+    }
   }
 
   return {
     start() {
       if (running) return;
       running = true;
-      loop = run();
+      for (const lane of lanes) lane.loop = run(lane);
     },
     notify: wakeAll,
     async drain() {
       let total = 0;
       for (;;) {
-        const n = await tick();
+        const n = (await Promise.all(lanes.map((lane) => tick(lane)))).reduce((a, b) => a + b, 0);
         total += n;
         if (n === 0) return total;
       }
     },
     async stop() {
       running = false;
-      if (timer) clearTimeout(timer);
-      resume?.();
-      await loop;
+      wakeAll();
+      await Promise.all(lanes.map((lane) => lane.loop));
     },
   };
 }
