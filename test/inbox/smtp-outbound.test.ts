@@ -180,6 +180,7 @@ describe.each(dialects)('%s: outbound mail through an SMTP relay', (dialect) => 
     });
   });
 
+  // message.delivered per accepted recipient, not only when every recipient was accepted: decision 0006, "Per recipient, not per message".
   it('delivers to the recipients a relay takes, bounces the refused ones and retries the deferred ones in a follow-up', async () => {
     const clock = fixedClock(new Date());
     await withRelay({ dialect, clock }, async ({ relay, server, receiver }) => {
