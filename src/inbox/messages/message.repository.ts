@@ -118,46 +118,59 @@ export function messageFromRow(row: SummaryRow, known?: { organizationId: string
 }
 
 /**
+ * Bind variables per statement: SQLite allows 32,766 (PostgreSQL 65,535), so a multi-row insert
+ * takes at most floor(BIND_BUDGET / columns) rows and a larger one is split into such chunks.
+ */
+const BIND_BUDGET = 30_000;
+
+/** `rows` in chunks that each stay within BIND_BUDGET bind variables; one chunk (the same statement as unsplit) when they fit. */
+function chunksOf<T extends object>(rows: readonly T[]): (readonly T[])[] {
+  const size = Math.max(1, Math.floor(BIND_BUDGET / Object.keys(rows[0] ?? {}).length));
+  if (rows.length <= size) return [rows];
+  const out: T[][] = [];
+  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+  return out;
+}
+
+/**
  * Stores the copies of one message (one per inbox), their labels and attachments: three
- * statements whatever the number of copies. Returns each copy's key by inbox.
+ * statements whatever the number of copies, as long as each fits SQLite's bind-variable limit
+ * (more rows are inserted in chunks: 1304 copies, 3750 attachment rows per statement). Returns
+ * each copy's key by inbox.
  */
 export async function insertMessages(db: Db, messages: readonly NewMessage[]): Promise<Map<string, number>> {
   if (!messages.length) return new Map();
-  const rows = await db
-    .insertInto('messages')
-    .values(
-      messages.map((m) => ({
-        organization_id: m.organizationId,
-        inbox_id: m.inboxId,
-        thread_id: m.threadId,
-        message_id: m.messageId,
-        labels: JSON.stringify(m.labels),
-        timestamp: m.timestamp,
-        from_address: m.from,
-        reply_to: jsonOrNull(m.replyTo),
-        to_addresses: JSON.stringify(m.to),
-        cc_addresses: jsonOrNull(m.cc),
-        bcc_addresses: jsonOrNull(m.bcc),
-        subject: m.subject,
-        preview: m.preview,
-        text_body: m.text,
-        html_body: m.html,
-        in_reply_to: m.inReplyTo,
-        references_ids: jsonOrNull(m.references),
-        headers: m.headers && Object.keys(m.headers).length ? JSON.stringify(m.headers) : null,
-        attachments: jsonOrNull(m.attachments),
-        size: m.size,
-        raw: m.raw,
-        created_at: m.createdAt,
-        updated_at: m.updatedAt,
-      })),
-    )
-    .returning(['id', 'inbox_id'])
-    .execute();
+  const values = messages.map((m) => ({
+    organization_id: m.organizationId,
+    inbox_id: m.inboxId,
+    thread_id: m.threadId,
+    message_id: m.messageId,
+    labels: JSON.stringify(m.labels),
+    timestamp: m.timestamp,
+    from_address: m.from,
+    reply_to: jsonOrNull(m.replyTo),
+    to_addresses: JSON.stringify(m.to),
+    cc_addresses: jsonOrNull(m.cc),
+    bcc_addresses: jsonOrNull(m.bcc),
+    subject: m.subject,
+    preview: m.preview,
+    text_body: m.text,
+    html_body: m.html,
+    in_reply_to: m.inReplyTo,
+    references_ids: jsonOrNull(m.references),
+    headers: m.headers && Object.keys(m.headers).length ? JSON.stringify(m.headers) : null,
+    attachments: jsonOrNull(m.attachments),
+    size: m.size,
+    raw: m.raw,
+    created_at: m.createdAt,
+    updated_at: m.updatedAt,
+  }));
+  const rows: { id: number | string | bigint; inbox_id: string }[] = [];
+  for (const chunk of chunksOf(values)) rows.push(...(await db.insertInto('messages').values(chunk).returning(['id', 'inbox_id']).execute()));
   // RETURNING order is not promised; the inbox names the copy.
   const pks = new Map(rows.map((r) => [r.inbox_id, Number(r.id)]));
   const labels = messages.flatMap((m) => m.labels.map((label) => ({ message_pk: pks.get(m.inboxId) as number, label })));
-  if (labels.length) await db.insertInto('message_labels').values(labels).execute();
+  if (labels.length) for (const chunk of chunksOf(labels)) await db.insertInto('message_labels').values(chunk).execute();
   const attachments = messages.flatMap((m) =>
     m.attachments.map((a, i) => ({
       message_pk: pks.get(m.inboxId) as number,
@@ -170,7 +183,7 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
       content: m.attachmentContents[i] as Buffer,
     })),
   );
-  if (attachments.length) await db.insertInto('attachments').values(attachments).execute();
+  if (attachments.length) for (const chunk of chunksOf(attachments)) await db.insertInto('attachments').values(chunk).execute();
   return pks;
 }
 
