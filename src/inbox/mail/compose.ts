@@ -309,14 +309,34 @@ export function forwardedBlock(original: { from: string; timestamp: string; subj
   return { text, html };
 }
 
+const REPLY_PREFIX = /(?:re|fwd?|aw|wg|sv|vs)\s*(?:\[\d+\]\s*)?:\s*/iy;
+
 /** The subject without reply and forward prefixes, lower-cased: for grouping and search. */
 export function normalizeSubject(subject: string | null): string | null {
   if (subject === null) return null;
-  let s = subject.trim();
+  const s = subject.trim();
+  // One pass over the prefixes, each matched where the last ended: linear in the subject's length
+  // (no whitespace run is tried twice; inbound subjects can be megabytes long).
+  let at = 0;
   for (;;) {
-    const next = s.replace(/^(re|fwd?|aw|wg|sv|vs)\s*(\[\d+\])?\s*:\s*/i, '');
-    if (next === s) break;
-    s = next;
+    REPLY_PREFIX.lastIndex = at;
+    if (!REPLY_PREFIX.test(s)) break;
+    at = REPLY_PREFIX.lastIndex;
   }
-  return s.toLowerCase();
+  return s.slice(at).toLowerCase();
+}
+
+/** Characters of a normalized subject that threads store and index (`threads_subject`, migration 0004). */
+export const SUBJECT_KEY_CHARS = 255;
+
+/**
+ * A normalized subject cut to SUBJECT_KEY_CHARS characters (code points, as SQLite and PostgreSQL
+ * count them): what a thread stores and the subject fallback looks up. An unbounded key could
+ * exceed PostgreSQL's B-tree row limit and fail every insert of that message.
+ */
+export function subjectKey(normalized: string | null): string | null {
+  if (normalized === null || normalized.length <= SUBJECT_KEY_CHARS) return normalized;
+  let end = 0;
+  for (let n = 0; n < SUBJECT_KEY_CHARS && end < normalized.length; n++) end += (normalized.codePointAt(end) as number) > 0xffff ? 2 : 1;
+  return normalized.slice(0, end);
 }

@@ -7,7 +7,7 @@ import { decodeCursor, page, parseLimit, parseListFilter, type ListFilterQuery }
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
-import { addressOf } from '../mail/compose.js';
+import { addressOf, subjectKey } from '../mail/compose.js';
 import { findThreadMessageLabels, listThreadMessages, updateMessageLabels, type Message } from '../messages/message.repository.js';
 import { ThreadNotFoundError } from './thread.errors.js';
 import { deleteThreadWithMessages, findThread, findThreadsForUpdate, listThreads, updateThreadLabels, type Thread } from './thread.repository.js';
@@ -37,7 +37,7 @@ export function startThread(ids: { threadId: string; organizationId: string; inb
     organizationId: ids.organizationId,
     inboxId: ids.inboxId,
     subject: m.subject,
-    normalizedSubject,
+    normalizedSubject: subjectKey(normalizedSubject),
     senders: unionByAddress([], [m.from]),
     recipients: unionByAddress([], [...m.to, ...m.cc, ...m.bcc]),
     labels: [...new Set(m.labels)],
