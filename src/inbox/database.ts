@@ -4,6 +4,7 @@ import type { ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-ke
 import type { EventTable } from './events/event.table.js';
 import type { InboxTable } from './inboxes/inbox.table.js';
 import type { AttachmentTable, MessageLabelTable, MessageTable, SendCounterTable } from './messages/message.table.js';
+import type { DeliveryReportTable } from './smtp/inbound.table.js';
 import type { ThreadTable } from './threads/thread.table.js';
 import type { WebhookDeliveryTable, WebhookTable } from './webhooks/webhook.table.js';
 
@@ -22,6 +23,7 @@ export interface InboxDatabase extends JobsDatabase {
   webhook_deliveries: WebhookDeliveryTable;
   events: EventTable;
   service_secrets: { name: string; value: string };
+  delivery_reports: DeliveryReportTable;
 }
 
 export type Db = Executor<InboxDatabase>;

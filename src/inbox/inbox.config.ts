@@ -25,6 +25,7 @@ export const inboxConfigSpec = {
   smtpMaxMessageBytes: env.integer('INBOX_SMTP_MAX_MESSAGE_BYTES', 'largest inbound message, bytes (advertised with SIZE; 552 beyond)', 25 * 1024 * 1024, 1024, 200 * 1024 * 1024),
   smtpMaxRecipients: env.integer('INBOX_SMTP_MAX_RECIPIENTS', 'RCPT TO per inbound message (452 beyond; RFC 5321 asks for at least 100)', 100, 1, 1000),
   smtpMaxConnections: env.integer('INBOX_SMTP_MAX_CONNECTIONS', 'concurrent SMTP connections (421 beyond)', 500, 1, 100_000),
+  smtpMaxConnectionsPerIp: env.integer('INBOX_SMTP_MAX_CONNECTIONS_PER_IP', 'concurrent SMTP connections from one client address (421 beyond)', 20, 1, 100_000),
   smtpMaxMessagesPerConnection: env.integer('INBOX_SMTP_MAX_MESSAGES_PER_CONNECTION', 'mail transactions per SMTP connection (421 and close beyond)', 1000, 1, 1_000_000),
   smtpGreetingDelayMs: env.integer('INBOX_SMTP_GREETING_DELAY_MS', 'pause before the SMTP greeting; clients that talk during it are refused (early-talker check)', 100, 0, 30_000),
   smtpVerifyAuth: env.boolean('INBOX_SMTP_VERIFY_AUTH', 'verify SPF, DKIM and DMARC of inbound mail (needs DNS)', true),

@@ -119,6 +119,7 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
     maxMessageBytes: config.smtpMaxMessageBytes,
     maxRecipients: config.smtpMaxRecipients,
     maxConnections: config.smtpMaxConnections,
+    maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
     maxMessagesPerConnection: config.smtpMaxMessagesPerConnection,
     greetingDelayMs: config.smtpGreetingDelayMs,
   };

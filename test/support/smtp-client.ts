@@ -160,8 +160,8 @@ export async function transact(client: SmtpTestClient, t: Transaction): Promise<
 }
 
 /** Connects, says EHLO, runs one transaction and QUITs: a foreign server delivering one message. */
-export async function deliver(port: number, t: Transaction): Promise<TransactionResult & { ehlo: SmtpReply }> {
-  const { client } = await SmtpTestClient.connect(port);
+export async function deliver(port: number, t: Transaction, host?: string): Promise<TransactionResult & { ehlo: SmtpReply }> {
+  const { client } = await SmtpTestClient.connect(port, host);
   try {
     const ehlo = await client.command('EHLO sender.example');
     const result = await transact(client, t);
@@ -172,7 +172,7 @@ export async function deliver(port: number, t: Transaction): Promise<Transaction
   }
 }
 
-/** The Message-ID the 250 reply names (`OK: message stored as <id>`). */
+/** The Message-ID the 250 reply names (`OK: message accepted as <id>`). */
 export function storedMessageId(reply: SmtpReply | undefined): string {
   const m = /<[^<>\s]+>/.exec(reply?.text ?? '');
   if (!m || reply?.code !== 250) throw new Error(`not stored: ${reply ? `${reply.code} ${reply.text}` : 'no reply'}`);

@@ -2,6 +2,7 @@ import type { Clock } from '../../platform/clock.js';
 import type { Db } from '../database.js';
 import type { EventService } from '../events/event.service.js';
 import { addressOf, splitAddressList } from '../mail/compose.js';
+import { domainOf, localDomainSet } from '../mail/domains.js';
 import { findMessageCopies, type OutboundMessage } from './outbound.repository.js';
 import { bouncedEvents, type BouncedRecipient } from './outbound.schemas.js';
 
@@ -61,19 +62,32 @@ interface Entity {
 }
 
 const MAX_DEPTH = 4;
+/**
+ * Bounds of what a report may make us read: the status part (a real one is a few KiB even for
+ * hundreds of recipients), the returned headers, the recipient groups, and any header value we
+ * take apart. Past them the report is read as far as the bound (the rest is ignored).
+ */
+export const MAX_STATUS_BYTES = 64 * 1024;
+const MAX_RETURNED_HEADER_BYTES = 64 * 1024;
+export const MAX_RECIPIENT_GROUPS = 1000;
+const MAX_FIELD_CHARS = 4096;
 
+/** Linear in the length of `text`, however many fields repeat one name. */
 function parseHeaders(text: string): Headers {
   const headers: Headers = new Map();
   for (const line of text.replace(/\r?\n[ \t]+/g, ' ').split(/\r?\n/)) {
     const colon = line.indexOf(':');
     if (colon <= 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
-    headers.set(name, [...(headers.get(name) ?? []), line.slice(colon + 1).trim()]);
+    const value = line.slice(colon + 1).trim();
+    const values = headers.get(name);
+    if (values) values.push(value);
+    else headers.set(name, [value]);
   }
   return headers;
 }
 
-const first = (headers: Headers, name: string): string | undefined => headers.get(name)?.[0];
+const first = (headers: Headers, name: string): string | undefined => headers.get(name)?.[0]?.slice(0, MAX_FIELD_CHARS);
 
 function splitEntity(bytes: Buffer): Entity {
   const text = bytes.toString('latin1');
@@ -90,12 +104,14 @@ function contentTypeOf(headers: Headers): { type: string; params: Map<string, st
   return { type: (value.split(';')[0] as string).trim().toLowerCase(), params };
 }
 
-function decodeBody(entity: Entity): Buffer {
+/** The decoded body, from at most the first `limit` bytes of the encoded one. */
+function decodeBody(entity: Entity, limit: number): Buffer {
   const encoding = (first(entity.headers, 'content-transfer-encoding') ?? '').toLowerCase();
-  const text = entity.body.toString('latin1');
+  const body = entity.body.subarray(0, limit);
+  const text = body.toString('latin1');
   if (encoding === 'base64') return Buffer.from(text.replace(/[^A-Za-z0-9+/]/g, ''), 'base64');
   if (encoding === 'quoted-printable') return Buffer.from(text.replace(/=\r?\n/g, '').replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1');
-  return entity.body;
+  return body;
 }
 
 function multipartParts(entity: Entity, boundary: string): Entity[] {
@@ -148,7 +164,12 @@ function bareAddresses(value: string | undefined): string[] {
 }
 
 function parseStatusGroups(text: string): { perMessage: Headers; perRecipient: Headers[] } {
-  const groups = text.replace(/\r\n/g, '\n').split(/\n[ \t]*\n/).map((g) => g.trim()).filter(Boolean).map(parseHeaders);
+  const groups = text
+    .replace(/\r\n/g, '\n')
+    .split(/\n[ \t]*\n/, MAX_RECIPIENT_GROUPS + 1)
+    .map((g) => g.trim())
+    .filter(Boolean)
+    .map(parseHeaders);
   const isRecipient = (g: Headers) => g.has('final-recipient') || g.has('original-recipient');
   return { perMessage: groups.find((g) => !isRecipient(g)) ?? new Map(), perRecipient: groups.filter(isRecipient) };
 }
@@ -166,18 +187,27 @@ function recipientOf(group: Headers): DsnRecipient | undefined {
   };
 }
 
-/** The report in `raw`, or undefined when it is not a delivery status notification. */
+/** A report names its status part's type somewhere; mail that does not is no report (a cheap scan). */
+const STATUS_TYPE_MENTION = /message\/(?:global-)?delivery-status/i;
+
+/**
+ * The report in `raw`, or undefined when it is not a delivery status notification. Linear in the
+ * size of `raw`, and only a multipart that names a status part is taken apart at all: call it
+ * once per message, outside any transaction (the inbound pipeline does, before its commit).
+ */
 export function parseDeliveryStatusNotification(raw: Buffer): DeliveryStatusNotification | undefined {
   const top = splitEntity(raw);
+  if (!contentTypeOf(top.headers).type.startsWith('multipart/')) return undefined;
+  if (!STATUS_TYPE_MENTION.test(top.body.toString('latin1'))) return undefined;
   const parts = findReport(top);
   const statusPart = parts?.find((p) => STATUS_TYPES.has(contentTypeOf(p.headers).type));
   if (!parts || !statusPart) return undefined;
-  const { perMessage, perRecipient } = parseStatusGroups(decodeBody(statusPart).toString('utf8'));
+  const { perMessage, perRecipient } = parseStatusGroups(decodeBody(statusPart, MAX_STATUS_BYTES).toString('utf8'));
   let returned: Headers | undefined;
   for (const part of parts) {
     const type = contentTypeOf(part.headers).type;
-    if (HEADER_TYPES.has(type)) returned = parseHeaders(decodeBody(part).toString('utf8'));
-    else if (MESSAGE_TYPES.has(type)) returned = splitEntity(decodeBody(part)).headers;
+    if (HEADER_TYPES.has(type)) returned = parseHeaders(decodeBody(part, MAX_RETURNED_HEADER_BYTES).toString('utf8'));
+    else if (MESSAGE_TYPES.has(type)) returned = splitEntity(decodeBody(part, MAX_RETURNED_HEADER_BYTES)).headers;
     if (returned) break;
   }
   const envid = first(perMessage, 'original-envelope-id');
@@ -197,6 +227,11 @@ export function parseDeliveryStatusNotification(raw: Buffer): DeliveryStatusNoti
 export interface DsnDeps {
   readonly events: EventService;
   readonly clock: Clock;
+  /**
+   * INBOX_DOMAINS. Recipients on them were delivered locally, never through the relay, so a report
+   * cannot be about them: they are not bounced (a forged report could otherwise bounce them).
+   */
+  readonly localDomains?: readonly string[];
 }
 
 export interface DsnOptions {
@@ -220,9 +255,14 @@ async function findOriginal(trx: Db, dsn: DeliveryStatusNotification, options: D
   return undefined;
 }
 
-/** The report's failed recipients that the original was sent to (as the original spelled them). */
-function failedRecipients(dsn: DeliveryStatusNotification, original: OutboundMessage): { permanent: BouncedRecipient[]; transient: BouncedRecipient[] } {
-  const ours = new Map(original.recipients.map((r) => [addressOf(r).toLowerCase(), addressOf(r)]));
+/**
+ * The report's failed recipients that the original was sent to through the relay (as the
+ * original spelled them): recipients on a local domain never left this server.
+ */
+function failedRecipients(dsn: DeliveryStatusNotification, original: OutboundMessage, localDomains: readonly string[]): { permanent: BouncedRecipient[]; transient: BouncedRecipient[] } {
+  const local = localDomainSet(localDomains);
+  const relayed = original.recipients.filter((r) => !local.has(domainOf(addressOf(r))));
+  const ours = new Map(relayed.map((r) => [addressOf(r).toLowerCase(), addressOf(r)]));
   const permanent: BouncedRecipient[] = [];
   const transient: BouncedRecipient[] = [];
   const seen = new Set<string>();
@@ -239,21 +279,29 @@ function failedRecipients(dsn: DeliveryStatusNotification, original: OutboundMes
 }
 
 /**
- * Recognises a delivery status notification and turns its failed recipients into message.bounced
- * events of the original sender's inbox, written in `trx` (call the job runner's `notify()` after
- * the commit, so that webhooks go out at once). Returns true when `raw` is a report about a
- * message we sent (handled: it need not be stored as mail), false when it is not a report or
- * names no message of ours (deliver it as ordinary mail). Reports of delays, deliveries and
- * relays are handled without an event; a recipient the original was not sent to is ignored.
+ * Turns the failed recipients of a parsed report into message.bounced events of the original
+ * sender's inbox, written in `trx` (call the job runner's `notify()` after the commit, so that
+ * webhooks go out at once). Returns how many events it wrote: 0 when the report names no message
+ * of ours, or only delays, deliveries, relays, recipients the original was not sent to or local
+ * ones. Only a report that produced an event is handled; anything else is ordinary mail for the
+ * caller to store (a person may want to read it).
  */
-export async function handleDeliveryStatusNotification(trx: Db, deps: DsnDeps, raw: Buffer, options: DsnOptions = {}): Promise<boolean> {
-  const dsn = parseDeliveryStatusNotification(raw);
-  if (!dsn) return false;
+export async function applyDeliveryStatusNotification(trx: Db, deps: DsnDeps, dsn: DeliveryStatusNotification, options: DsnOptions = {}): Promise<number> {
   const original = await findOriginal(trx, dsn, options);
-  if (!original) return false;
-  const { permanent, transient } = failedRecipients(dsn, original);
+  if (!original) return 0;
+  const { permanent, transient } = failedRecipients(dsn, original, deps.localDomains ?? []);
   const timestamp = deps.clock.now().toISOString();
   const events = [...(permanent.length ? bouncedEvents(original, 'Permanent', permanent, timestamp) : []), ...(transient.length ? bouncedEvents(original, 'Transient', transient, timestamp) : [])];
   if (events.length) await deps.events.emitMany(trx, events);
-  return true;
+  return events.length;
+}
+
+/**
+ * `parseDeliveryStatusNotification` and `applyDeliveryStatusNotification` in one: true when `raw`
+ * is a report that produced at least one message.bounced event (handled: it need not be stored),
+ * false otherwise (deliver it as ordinary mail).
+ */
+export async function handleDeliveryStatusNotification(trx: Db, deps: DsnDeps, raw: Buffer, options: DsnOptions = {}): Promise<boolean> {
+  const dsn = parseDeliveryStatusNotification(raw);
+  return dsn !== undefined && (await applyDeliveryStatusNotification(trx, deps, dsn, options)) > 0;
 }

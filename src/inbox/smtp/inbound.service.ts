@@ -5,17 +5,18 @@ import { createGroupCommit } from '../../platform/db/group-commit.js';
 import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import type { InboxDatabase } from '../database.js';
 import type { EmitInput, EventService } from '../events/event.service.js';
-import { findInboxByAddress, findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
-import { addressOf, normalizeSubject } from '../mail/compose.js';
+import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
+import { addressOf, normalizeSubject, subjectKey } from '../mail/compose.js';
+import { domainOf, localDomainSet } from '../mail/domains.js';
 import { findThreadsHoldingMessages, insertMessages, type NewMessage } from '../messages/message.repository.js';
 import { receivedPayload } from '../messages/message.service.js';
-import { handleDeliveryStatusNotification } from '../outbound/dsn.js';
+import { applyDeliveryStatusNotification, parseDeliveryStatusNotification, type DeliveryStatusNotification } from '../outbound/dsn.js';
 import { findThreadsForUpdate, insertThreads, updateThread, type Thread } from '../threads/thread.repository.js';
 import { participantsOf, toThreadItemResponse } from '../threads/thread.schemas.js';
 import { addMessageToThread, startThread } from '../threads/thread.service.js';
 import type { AuthVerdict, AuthVerifier } from './auth-results.js';
 import { NoRecipientInboxError } from './inbound.errors.js';
-import { findRecentThreadsBySubject } from './inbound.repository.js';
+import { findDeliveryReports, findRecentThreadsBySubject, insertDeliveryReports } from './inbound.repository.js';
 import { headerRecord, inboundContent, parseMessage, traceHeaders, withoutOwnFields, type InboundContent } from './parse.js';
 
 /** The SMTP envelope and session facts of one mail transaction. */
@@ -32,15 +33,19 @@ export interface InboundEnvelope {
   readonly sessionId: string;
 }
 
-export type RecipientCheck = 'accept' | 'relay' | 'unknown';
+/** `no-postmaster`: the reserved name postmaster (RFC 5321 §4.5.1) has no inbox to go to. */
+export type RecipientCheck = 'accept' | 'relay' | 'unknown' | 'no-postmaster';
 
 export interface ReceiveResult {
   readonly messageId: string;
   /** Copies stored now. */
   readonly stored: number;
-  /** Inboxes that already held this Message-ID (a retry after a lost 250, a list copy): not stored again. */
+  /**
+   * Inboxes that already held this Message-ID (a retry after a lost 250, a list copy), or had
+   * already turned this report into bounces: not stored, nothing emitted again.
+   */
   readonly duplicates: number;
-  /** Inboxes for which it was a delivery status notification about mail they sent: turned into message.bounced, not stored. */
+  /** Inboxes for which it was a delivery status notification that bounced mail they sent: turned into message.bounced, not stored. */
   readonly reports: number;
 }
 
@@ -72,7 +77,35 @@ const isReplySubject = (subject: string | null) => subject !== null && normalize
 export function createInboundService(deps: InboundServiceDeps) {
   const { db, clock, ids, events, hostname, verifier, notifyJobs } = deps;
   const dialect = dialectOf(db);
-  const localDomains = new Set(deps.localDomains.map((d) => d.toLowerCase()));
+  const local = localDomainSet(deps.localDomains);
+
+  /**
+   * The inbox ids a recipient may name, in order of preference; undefined for a domain that is
+   * not ours. The domain is matched in any spelling (Unicode or `xn--`) and written as
+   * INBOX_DOMAINS writes it. `postmaster` (RFC 5321 §4.5.1: case-insensitive, with or without a
+   * domain) goes to the inbox postmaster@<that domain>, else postmaster@<default domain>.
+   */
+  function inboxCandidates(address: string): string[] | undefined {
+    const lower = address.trim().toLowerCase();
+    if (lower === 'postmaster') return local.defaultDomain === undefined ? [] : [`postmaster@${local.defaultDomain}`];
+    const domain = local.spelling(domainOf(lower));
+    if (domain === undefined) return undefined;
+    const localPart = lower.slice(0, lower.lastIndexOf('@'));
+    if (localPart !== 'postmaster') return [`${localPart}@${domain}`];
+    return [...new Set([`postmaster@${domain}`, ...(local.defaultDomain === undefined ? [] : [`postmaster@${local.defaultDomain}`])])];
+  }
+
+  /** The recipient inboxes of a transaction (each at most once), in `trx`. */
+  async function recipientInboxes(trx: Transaction<InboxDatabase>, recipients: readonly string[]): Promise<Inbox[]> {
+    const wanted = recipients.map((r) => inboxCandidates(r) ?? []);
+    const found = new Map((await findInboxesByAddresses(trx, [...new Set(wanted.flat())])).map((i) => [i.inboxId, i]));
+    const chosen = new Map<string, Inbox>();
+    for (const candidates of wanted) {
+      const inbox = candidates.map((c) => found.get(c)).find((i) => i !== undefined);
+      if (inbox) chosen.set(inbox.inboxId, inbox);
+    }
+    return [...chosen.values()];
+  }
   // SQLite syncs every commit (synchronous=FULL): messages arriving meanwhile share the next fsync.
   const commits = createGroupCommit(db);
 
@@ -89,9 +122,10 @@ export function createInboundService(deps: InboundServiceDeps) {
     }
     const subject = normalizeSubject(content.subject);
     if (!subject || !sender || !isReplySubject(content.subject)) return chosen;
+    const key = subjectKey(subject) as string;
     for (const inbox of inboxes) {
       if (chosen.has(inbox.inboxId)) continue;
-      const candidates = await findRecentThreadsBySubject(trx, inbox.inboxId, subject, SUBJECT_CANDIDATES);
+      const candidates = await findRecentThreadsBySubject(trx, inbox.inboxId, key, SUBJECT_CANDIDATES);
       const match = candidates.find((t) => participantsOf(t).some((p) => p.toLowerCase() === sender));
       if (match) chosen.set(inbox.inboxId, match.threadId);
     }
@@ -101,25 +135,34 @@ export function createInboundService(deps: InboundServiceDeps) {
   type Base = Omit<NewMessage, 'organizationId' | 'inboxId' | 'threadId' | 'labels'>;
 
   /**
-   * The inboxes for which `source` is a delivery status notification about mail they sent
-   * (outbound/dsn.ts emits its message.bounced events in `trx`). Only multiparts can be reports.
+   * For a delivery status notification (parsed before the transaction): the inboxes that already
+   * turned this report (by its Message-ID) into bounces, and those for which it bounces mail they
+   * sent now (outbound/dsn.ts emits the message.bounced events in `trx`; the report is recorded
+   * so that a second delivery of it bounces nothing again). A report that bounces nothing for an
+   * inbox (a delay, a report about mail it never sent, forged local recipients) is ordinary mail.
    */
-  async function deliveryReports(trx: Transaction<InboxDatabase>, inboxes: readonly Inbox[], source: Buffer, content: InboundContent): Promise<Set<string>> {
+  async function deliveryReports(trx: Transaction<InboxDatabase>, inboxes: readonly Inbox[], messageId: string, report: DeliveryStatusNotification): Promise<{ seen: Set<string>; handled: Set<string> }> {
+    const seen = await findDeliveryReports(trx, inboxes.map((i) => i.inboxId), messageId);
     const handled = new Set<string>();
-    if (!content.multipart) return handled;
-    for (const inbox of inboxes) if (await handleDeliveryStatusNotification(trx, { events, clock }, source, { inboxId: inbox.inboxId })) handled.add(inbox.inboxId);
-    return handled;
+    for (const inbox of inboxes) {
+      if (seen.has(inbox.inboxId)) continue;
+      if ((await applyDeliveryStatusNotification(trx, { events, clock, localDomains: deps.localDomains }, report, { inboxId: inbox.inboxId })) > 0) handled.add(inbox.inboxId);
+    }
+    await insertDeliveryReports(trx, [...handled], messageId, clock.now().toISOString());
+    return { seen, handled };
   }
 
   /** Stores one copy per recipient inbox that does not hold the message yet, with its events. */
-  async function store(trx: Transaction<InboxDatabase>, recipients: readonly string[], base: Base, labels: readonly string[], content: InboundContent, source: Buffer): Promise<ReceiveResult & { jobs: number }> {
-    const inboxes = await findInboxesByAddresses(trx, recipients);
+  async function store(trx: Transaction<InboxDatabase>, recipients: readonly string[], base: Base, labels: readonly string[], content: InboundContent, report: DeliveryStatusNotification | undefined): Promise<ReceiveResult & { jobs: number }> {
+    const inboxes = await recipientInboxes(trx, recipients);
     if (!inboxes.length) throw new NoRecipientInboxError();
     const holding = new Set((await findThreadsHoldingMessages(trx, inboxes.map((i) => i.inboxId), [base.messageId])).map((h) => h.inboxId));
-    const reports = await deliveryReports(trx, inboxes.filter((i) => !holding.has(i.inboxId)), source, content);
-    const fresh = inboxes.filter((i) => !holding.has(i.inboxId) && !reports.has(i.inboxId));
+    const open = inboxes.filter((i) => !holding.has(i.inboxId));
+    const { seen, handled: reports } = report && open.length ? await deliveryReports(trx, open, base.messageId, report) : { seen: new Set<string>(), handled: new Set<string>() };
+    const fresh = open.filter((i) => !seen.has(i.inboxId) && !reports.has(i.inboxId));
+    const duplicates = holding.size + seen.size;
     // A report's bounce events may have queued webhook deliveries: wake the runner either way.
-    if (!fresh.length) return { messageId: base.messageId, stored: 0, duplicates: holding.size, reports: reports.size, jobs: reports.size };
+    if (!fresh.length) return { messageId: base.messageId, stored: 0, duplicates, reports: reports.size, jobs: reports.size };
 
     const sender = addressOf(base.from).toLowerCase();
     const threadIdByInbox = await chooseThreads(trx, fresh, content, sender);
@@ -145,7 +188,7 @@ export function createInboundService(deps: InboundServiceDeps) {
       body: { message: receivedPayload({ ...s.message, pk: pks.get(s.inbox.inboxId) as number }), thread: toThreadItemResponse(s.thread) },
     }));
     const { jobs } = await events.emitMany(trx, emitted);
-    return { messageId: base.messageId, stored: stored.length, duplicates: holding.size, reports: reports.size, jobs: jobs + reports.size };
+    return { messageId: base.messageId, stored: stored.length, duplicates, reports: reports.size, jobs: jobs + reports.size };
   }
 
   async function verify(source: Buffer, envelope: InboundEnvelope): Promise<AuthVerdict | undefined> {
@@ -154,11 +197,15 @@ export function createInboundService(deps: InboundServiceDeps) {
   }
 
   return {
-    /** RCPT TO: `relay` for a domain that is not ours, `unknown` for an address without an inbox. */
+    /**
+     * RCPT TO: `relay` for a domain that is not ours, `unknown` for an address without an inbox,
+     * `no-postmaster` for postmaster when neither its domain nor the default one has that inbox.
+     */
     async checkRecipient(address: string): Promise<RecipientCheck> {
-      const lower = address.trim().toLowerCase();
-      if (!localDomains.has(lower.slice(lower.lastIndexOf('@') + 1))) return 'relay';
-      return (await findInboxByAddress(db, lower)) ? 'accept' : 'unknown';
+      const candidates = inboxCandidates(address);
+      if (candidates === undefined) return 'relay';
+      if ((await findInboxesByAddresses(db, candidates)).length) return 'accept';
+      return candidates.some((c) => c.startsWith('postmaster@')) ? 'no-postmaster' : 'unknown';
     },
 
     /**
@@ -167,6 +214,9 @@ export function createInboundService(deps: InboundServiceDeps) {
      */
     async receive(envelope: InboundEnvelope, source: Buffer): Promise<ReceiveResult> {
       const content = inboundContent(await parseMessage(source));
+      // Once per message and outside the transaction; only a multipart that names a status part is
+      // taken apart (parseDeliveryStatusNotification is linear and bounded).
+      const report = content.multipart ? parseDeliveryStatusNotification(source) : undefined;
       const verdict = await verify(source, envelope);
       const now = clock.now();
       const messageId = content.messageId ?? `<${timeOrderedUuid(now, ids)}@${hostname}>`;
@@ -180,7 +230,7 @@ export function createInboundService(deps: InboundServiceDeps) {
         protocol: envelope.protocol,
         sessionId: envelope.sessionId,
         at: now,
-        ...(content.messageId === null ? { generatedMessageId: messageId } : {}),
+        ...(content.messageId === null || content.messageIdReplaced ? { generatedMessageId: messageId } : {}),
         ...(verdict ? { authHeaders: verdict.headers } : {}),
       });
       const raw = Buffer.concat([Buffer.from(trace, 'utf8'), withoutOwnFields(source, hostname)]);
@@ -209,7 +259,7 @@ export function createInboundService(deps: InboundServiceDeps) {
         attachmentContents: content.attachments.map((a) => a.content),
       };
       const labels = ['received', 'unread', ...(verdict?.labels ?? [])];
-      const result = await commits.run((trx) => store(trx, envelope.recipients, base, labels, content, source));
+      const result = await commits.run((trx) => store(trx, envelope.recipients, base, labels, content, report));
       if (result.jobs) notifyJobs();
       return { messageId: result.messageId, stored: result.stored, duplicates: result.duplicates, reports: result.reports };
     },

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { isIPv6 } from 'node:net';
 import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from 'mailparser';
 import { formatMailbox, previewOf } from '../mail/compose.js';
 import type { AttachmentMeta, ContentDisposition } from '../messages/message.repository.js';
@@ -18,7 +20,15 @@ const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_ALL = /[\u0000-\u001f\u007f]+/g;
 // eslint-disable-next-line no-control-regex -- control characters are what an id must not hold
-const MESSAGE_ID = /<[^<>\s\u0000-\u001f\u007f]{1,994}>/g;
+const MESSAGE_ID = /<([^<>\s\u0000-\u001f\u007f]+)>/g;
+/**
+ * A Message-ID kept as it is: at most 250 bytes between the brackets, printable ASCII or, as
+ * RFC 6532 allows in internationalized mail, UTF-8 (no controls, no spaces: MESSAGE_ID already
+ * excludes those but the C1 range).
+ */
+const MAX_MESSAGE_ID_BYTES = 250;
+const C1_CONTROL = /[\u0080-\u009f]/;
+const usableMessageId = (inner: string) => inner.length <= MAX_MESSAGE_ID_BYTES && Buffer.byteLength(inner, 'utf8') <= MAX_MESSAGE_ID_BYTES && !C1_CONTROL.test(inner);
 const MAX_REFERENCES = 100;
 
 export async function parseMessage(source: Buffer): Promise<ParsedMail> {
@@ -142,13 +152,15 @@ const headerSafe = (s: string) => s.replace(CONTROL_ALL, '').replace(/[()\\]/g, 
  * the id the API uses.
  */
 export function traceHeaders(t: TraceInput): string {
-  const from = headerSafe(t.helo || t.remoteAddress);
+  // An address literal as RFC 5321 §4.1.3 writes it: [192.0.2.1], [IPv6:2001:db8::1].
+  const literal = `[${isIPv6(t.remoteAddress) ? 'IPv6:' : ''}${headerSafe(t.remoteAddress)}]`;
+  const from = headerSafe(t.helo) || literal;
   const client = t.clientHostname && t.clientHostname !== `[${t.remoteAddress}]` ? `${headerSafe(t.clientHostname)} ` : '';
   // One recipient is named; several are not, so that no copy reveals the others (Bcc).
   const single = t.recipients.length === 1 ? `\r\n\tfor <${headerSafe(t.recipients[0] as string)}>` : '';
   const lines = [
     `Return-Path: <${headerSafe(t.mailFrom)}>\r\n`,
-    `Received: from ${from} (${client}[${headerSafe(t.remoteAddress)}])\r\n\tby ${t.hostname} with ${t.protocol} id ${t.sessionId}${single};\r\n\t${rfc5322Date(t.at)}\r\n`,
+    `Received: from ${from} (${client}${literal})\r\n\tby ${t.hostname} with ${t.protocol} id ${t.sessionId}${single};\r\n\t${rfc5322Date(t.at)}\r\n`,
     t.authHeaders ?? '',
     t.generatedMessageId ? `Message-ID: ${t.generatedMessageId}\r\n` : '',
   ];
@@ -164,8 +176,10 @@ export interface InboundAttachment {
 }
 
 export interface InboundContent {
-  /** The Message-ID header when it is usable (angle brackets included), else null. */
+  /** The id of the Message-ID header (angle brackets included; `messageIdKey`), null without one. */
   readonly messageId: string | null;
+  /** The header's id was not usable as it is: `messageId` is its stand-in. */
+  readonly messageIdReplaced: boolean;
   readonly from: string | null;
   readonly replyTo: string[];
   readonly to: string[];
@@ -202,9 +216,20 @@ function mailboxes(field: AddressObject | AddressObject[] | undefined): string[]
   return out;
 }
 
+/**
+ * The id we key a Message-ID on: the id itself when usable, else a stable stand-in derived from
+ * it (`<sha256-prefix@long-message-id.invalid>`). Ids are unique-indexed, and an unbounded one
+ * (994 characters of UTF-8 are up to 4 kB) can exceed PostgreSQL's B-tree row limit, which would
+ * answer 451 to the message forever; the stand-in keeps retries deduplicated and replies (In-Reply-To, References naming
+ * the same id) threaded. The original stays in the stored source.
+ */
+export function messageIdKey(inner: string): string {
+  return usableMessageId(inner) ? `<${inner}>` : `<${createHash('sha256').update(inner, 'utf8').digest('hex').slice(0, 40)}@long-message-id.invalid>`;
+}
+
 function messageIds(value: string | string[] | undefined): string[] {
   const text = Array.isArray(value) ? value.join(' ') : (value ?? '');
-  return [...new Set(text.match(MESSAGE_ID) ?? [])];
+  return [...new Set(Array.from(text.matchAll(MESSAGE_ID), (m) => messageIdKey(m[1] as string)))];
 }
 
 /** A file name as a path-free, control-free string (a sender may write `../../x` or worse). */
@@ -233,10 +258,12 @@ function contentTypeOf(parsed: ParsedMail): string {
 export function inboundContent(parsed: ParsedMail): InboundContent {
   const text = clean(parsed.text);
   const html = clean(parsed.html === false ? undefined : parsed.html);
-  const [messageId] = messageIds(parsed.messageId);
+  const headerId = new RegExp(MESSAGE_ID.source).exec(parsed.messageId ?? '')?.[1];
+  const messageId = headerId === undefined ? null : messageIdKey(headerId);
   const [inReplyTo] = messageIds(parsed.inReplyTo);
   return {
-    messageId: messageId ?? null,
+    messageId,
+    messageIdReplaced: messageId !== null && messageId !== `<${headerId}>`,
     from: mailboxes(parsed.from)[0] ?? null,
     replyTo: mailboxes(parsed.replyTo),
     to: mailboxes(parsed.to),

@@ -23,6 +23,8 @@ export interface SmtpListenerConfig {
   readonly maxMessageBytes: number;
   readonly maxRecipients: number;
   readonly maxConnections: number;
+  /** Concurrent connections from one client address (421 beyond). */
+  readonly maxConnectionsPerIp: number;
   readonly maxMessagesPerConnection: number;
   readonly greetingDelayMs: number;
 }
@@ -44,6 +46,12 @@ export interface RunningSmtpServer {
 const CLOSE_GRACE_MS = 5_000;
 /** smtp-server's own fixed pause before the greeting (SMTPConnection#init). */
 const LIBRARY_GREETING_DELAY_MS = 100;
+/**
+ * Refused RCPT commands (5xx) a session may collect before it is closed with 421: a
+ * directory harvest (guessing addresses) or a confused client gets nowhere by going on. Postfix's
+ * smtpd_hard_error_limit is 20 too.
+ */
+export const MAX_REFUSALS_PER_SESSION = 20;
 
 interface SmtpReplyError extends Error {
   responseCode: number;
@@ -61,15 +69,26 @@ export function replyFor(err: unknown): SmtpReplyError {
   return reply(451, 'Local error, message not stored; try again later');
 }
 
-/** PEM text as is, anything else as the path of a PEM file. */
-export function readPem(value: string): Buffer {
-  return value.trimStart().startsWith('-----BEGIN') ? Buffer.from(value) : readFileSync(value);
+/**
+ * PEM text, or the path of a PEM file. Text may come quoted and on one line with `\n` escapes
+ * (as environment files and secret stores hand it over). `setting` names the variable in errors,
+ * which never repeat the value: it may be a private key, and a path that does not exist may be
+ * a mangled one.
+ */
+export function readPem(value: string, setting: string): Buffer {
+  const text = value.trim().replace(/^(["'])([\s\S]*)\1$/, '$2').trim();
+  if (text.includes('-----BEGIN')) return Buffer.from(text.replace(/\\r/g, '').replace(/\\n/g, '\n'));
+  try {
+    return readFileSync(text);
+  } catch (err) {
+    throw new Error(`${setting} is neither PEM text nor a readable PEM file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+  }
 }
 
 function tlsOptions(config: SmtpListenerConfig): Partial<SMTPServerOptions> {
   if (!config.tlsKey !== !config.tlsCert) throw new Error('INBOX_SMTP_TLS_KEY and INBOX_SMTP_TLS_CERT must be set together');
   if (!config.tlsKey || !config.tlsCert) return {};
-  return { key: readPem(config.tlsKey), cert: readPem(config.tlsCert) };
+  return { key: readPem(config.tlsKey, 'INBOX_SMTP_TLS_KEY'), cert: readPem(config.tlsCert, 'INBOX_SMTP_TLS_CERT') };
 }
 
 /**
@@ -107,6 +126,24 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
   let closing = false;
   /** DATA transactions between the first byte and the reply, for a graceful close. */
   const inFlight = new Map<string, Promise<unknown>>();
+  /** Refused commands per session (the library reuses one session object per connection). */
+  const refusals = new WeakMap<SMTPServerSession, number>();
+
+  /** A 5xx refusal, or 421 and the end of the session once it collected too many. */
+  function refuse(session: SMTPServerSession, code: number, message: string): SmtpReplyError {
+    const count = (refusals.get(session) ?? 0) + 1;
+    refusals.set(session, count);
+    if (count > MAX_REFUSALS_PER_SESSION) return reply(421, `Too many refused commands in this session (${MAX_REFUSALS_PER_SESSION}); closing`);
+    return reply(code, message);
+  }
+
+  function onConnect(session: SMTPServerSession, callback: (err?: Error | null) => void): void {
+    // The library's connection set holds every open session, this one included.
+    let fromThere = 0;
+    for (const connection of server.connections) if (connection.remoteAddress === session.remoteAddress) fromThere += 1;
+    if (fromThere > config.maxConnectionsPerIp) return callback(reply(421, `Too many connections from your address (at most ${config.maxConnectionsPerIp}); try again later`));
+    callback();
+  }
 
   function onMailFrom(_address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void): void {
     if (closing) return callback(reply(421, 'Server shutting down, try again later'));
@@ -115,12 +152,13 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
     callback();
   }
 
-  function onRcptTo(address: SMTPServerAddress, _session: SMTPServerSession, callback: (err?: Error | null) => void): void {
+  function onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void): void {
     if (closing) return callback(reply(421, 'Server shutting down, try again later'));
     inbound.checkRecipient(address.address).then(
       (check) => {
-        if (check === 'relay') return callback(reply(554, `Relay access denied: <${address.address}> is not a domain of this server`));
-        if (check === 'unknown') return callback(reply(550, `No such user here: <${address.address}>`));
+        if (check === 'relay') return callback(refuse(session, 554, `Relay access denied: <${address.address}> is not a domain of this server`));
+        if (check === 'unknown') return callback(refuse(session, 550, `No such user here: <${address.address}>`));
+        if (check === 'no-postmaster') return callback(refuse(session, 550, 'No postmaster mailbox here: this server has no inbox named postmaster'));
         callback();
       },
       (err: unknown) => {
@@ -163,9 +201,9 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
     const source = await readMessage(stream);
     if (source === undefined) throw reply(552, `Message exceeds fixed maximum message size ${config.maxMessageBytes}`);
     const result = await inbound.receive(envelopeOf(session), source);
-    if (result.stored) return `OK: message stored as ${result.messageId}`;
-    if (result.reports) return `OK: delivery status notification ${result.messageId} processed`;
-    return `OK: message already stored as ${result.messageId}`;
+    // One text whether stored, already held or turned into bounces: the reply must not tell a
+    // sender what an inbox holds (a probe with a guessed Message-ID, say).
+    return `OK: message accepted as ${result.messageId}`;
   }
 
   function onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void): void {
@@ -206,6 +244,7 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
       // Bounds close(): sessions still open a second after the grace period are cut.
       closeTimeout: CLOSE_GRACE_MS + 1_000,
       ...tlsOptions(config),
+      onConnect,
       onMailFrom,
       onRcptTo,
       onData,
