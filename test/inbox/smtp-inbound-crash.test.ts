@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestDatabase } from '../support/inbox-server.js';
 import { SmtpTestClient, storedMessageId, transact } from '../support/smtp-client.js';
 import { organization, unique } from './fixtures.js';
-import { getMessage, simpleMessage, storedRows } from './smtp-inbound.helpers.js';
+import { getMessage, simpleMessage, smtpPort, storedRows } from './smtp-inbound.helpers.js';
 
 /**
  * The promise of a 250: the inbox service runs as its own process and is killed with SIGKILL
@@ -125,6 +125,79 @@ describe.each(dialects)('%s: inbound SMTP and crashes', (dialect) => {
     } finally {
       for (const child of children) await child.kill();
       dns.close();
+      await database.drop();
+    }
+  });
+
+  it('a SIGKILL in the middle of a burst of parallel sessions: every message answered 250 is stored exactly once, and every other one, retried, is stored exactly once', { timeout: 120_000 }, async () => {
+    const database = createInboxTestDatabase(dialect);
+    let child: Child | undefined;
+    try {
+      const setup = await startInboxServer({ database, env: { INBOX_ROLES: 'api' } });
+      const org = await organization(setup, [unique('burst')]);
+      const inbox = org.inboxes[0] as string;
+      await setup.close();
+
+      child = await spawnInbox(database, { INBOX_SMTP_VERIFY_AUTH: 'false', INBOX_SMTP_MAX_CONNECTIONS_PER_IP: '100' });
+      const port = child.smtpPort;
+      const SESSIONS = 24;
+      const PER_SESSION = 8;
+      const ids = Array.from({ length: SESSIONS }, (_, s) => Array.from({ length: PER_SESSION }, (_, m) => `<burst.${s}.${m}.${unique('b')}@sender.example>`));
+      const acked = new Set<string>();
+      const session = async (list: readonly string[]) => {
+        const { client } = await SmtpTestClient.connect(port);
+        try {
+          await client.command('EHLO sender.example');
+          for (const messageId of list) {
+            const result = await transact(client, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox, messageId, subject: `burst ${messageId}` }) });
+            if (result.data?.code === 250) acked.add(storedMessageId(result.data));
+          }
+        } catch {
+          // The kill cut this session: whatever was not answered 250 is retried below.
+        } finally {
+          client.close();
+        }
+      };
+      const burst = Promise.all(ids.map(session));
+      await until(() => acked.size >= SESSIONS, 30_000);
+      await child.kill();
+      await burst;
+      const all = ids.flat();
+      expect(acked.size).toBeGreaterThanOrEqual(SESSIONS);
+      expect(acked.size).toBeLessThan(all.length);
+
+      const restarted = await startInboxServer({ database });
+      try {
+        const counts = async () => {
+          const rows = await restarted.service.database.db.selectFrom('messages').select(['message_id']).select((eb) => eb.fn.countAll().as('n')).where('inbox_id', '=', inbox).groupBy('message_id').execute();
+          return new Map(rows.map((r) => [r.message_id, Number(r.n)]));
+        };
+        const before = await counts();
+        // What the sender was told: every 250 is there, once.
+        for (const messageId of acked) expect(before.get(messageId), messageId).toBe(1);
+        // The sender retries everything it was not told 250 about (some may have committed just before the kill).
+        const unacked = all.filter((id) => !acked.has(id));
+        for (let i = 0; i < unacked.length; i += PER_SESSION) {
+          const { client } = await SmtpTestClient.connect(smtpPort(restarted));
+          try {
+            await client.command('EHLO sender.example');
+            for (const messageId of unacked.slice(i, i + PER_SESSION)) {
+              const result = await transact(client, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox, messageId, subject: `burst ${messageId}` }) });
+              expect(storedMessageId(result.data)).toBe(messageId);
+            }
+          } finally {
+            client.close();
+          }
+        }
+        const after = await counts();
+        expect(after.size).toBe(all.length);
+        for (const messageId of all) expect(after.get(messageId), messageId).toBe(1);
+        expect(await storedRows(restarted, inbox)).toEqual({ messages: all.length, threads: all.length, events: all.length, labels: 2 * all.length, attachments: 0 });
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await child?.kill();
       await database.drop();
     }
   });
