@@ -67,6 +67,52 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
     expect(rows.map((r) => r.ts).sort()).toEqual(Array.from({ length: 30 }, (_, i) => i).filter((i) => i % 3 !== 0).map((i) => `t${i}`).sort());
   });
 
+  it('group commit (SQLite): units arriving on the next turns of the event loop join the batch, up to maxWaitMs', async () => {
+    if (dialect === 'postgres') return;
+    const Sqlite = (await import('better-sqlite3')).default;
+    const dir = mkdtempSync(path.join(tmpdir(), 'dbh-gc-'));
+    const sqlite = new Sqlite(path.join(dir, 'gc.db'));
+    const committed: number[] = [];
+    let units = 0;
+    const logged = new Kysely<TestDb>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => void (event.query.sql === 'commit' && committed.push(units)) });
+    try {
+      await logged.schema.createTable('rows').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('ts', 'varchar(32)', (c) => c.notNull()).addColumn('note', 'varchar(64)', (c) => c.notNull()).execute();
+      const commits = createGroupCommit(logged, { maxWaitMs: 50 });
+      const unit = (i: number) => commits.run(async (trx) => void (await trx.insertInto('rows').values({ ts: `t${i}`, note: 'kept' }).execute(), units++));
+      // Arrivals in the turns of the event loop after the first unit's, as sessions finishing their
+      // DATA would arrive: one batch, one commit.
+      const arrivals = (from: number, to: number, done: Promise<void>[]) => {
+        if (from < to) setImmediate(() => (done.push(unit(from)), arrivals(from + 1, to, done)));
+      };
+      const done: Promise<void>[] = [];
+      arrivals(1, 5, done);
+      done.push(unit(0));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await Promise.all(done);
+      expect(committed).toEqual([5]);
+      // Arrivals that never stop: the batch starts once the first unit has waited maxWaitMs.
+      const patient = createGroupCommit(logged, { maxWaitMs: 10, maxBatch: 1_000_000 });
+      const more = (i: number) => patient.run(async (trx) => void (await trx.insertInto('rows').values({ ts: `e${i}`, note: 'kept' }).execute(), units++));
+      let stop = false;
+      const endless: Promise<void>[] = [];
+      const forever = (i: number) => setImmediate(() => (stop || (endless.push(more(i)), forever(i + 1))));
+      const started = performance.now();
+      forever(1);
+      endless.push(more(0));
+      await endless[0];
+      const waited = performance.now() - started;
+      stop = true;
+      expect(waited).toBeGreaterThanOrEqual(9);
+      expect(waited).toBeLessThan(2000);
+      expect(committed.length).toBeGreaterThanOrEqual(2);
+      await Promise.all(endless);
+      expect(units).toBe(5 + endless.length);
+    } finally {
+      await logged.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('group commit: a lone failing unit rolls back and the next units still run', async () => {
     const commits = createGroupCommit(db);
     await expect(commits.run(async (trx) => {
