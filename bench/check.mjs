@@ -11,7 +11,7 @@ import { PLAN, sqlFor } from './baseline/sql.mjs';
  * the statements the property server issues, and both answer with the same bytes.
  */
 
-function loggingKysely(dialect, url, log) {
+export function loggingKysely(dialect, url, log) {
   if (dialect === 'sqlite') return new Kysely({ dialect: new SqliteDialect({ database: new Sqlite(url.replace(/^sqlite:/, '')) }), log });
   const u = new URL(url);
   const schema = u.searchParams.get('schema');

@@ -12,7 +12,7 @@ function origin(url, functionName) {
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (pkg) return pkg[1];
   if (url.startsWith('node:')) return 'node internals';
-  const ours = /\/(?:dist|\.dist-snapshot)\/(src\/.+)$/.exec(url);
+  const ours = /\/(?:dist|\.dist-snapshot[\w-]*)\/(src\/.+)$/.exec(url);
   return ours ? ours[1] : url;
 }
 
@@ -31,7 +31,7 @@ export function summarizeProfile(file, top = 25) {
     const { functionName, url, lineNumber } = nodes.get(id).callFrame;
     if (IDLE.has(functionName)) continue;
     busy += us;
-    const name = `${functionName || '(anonymous)'} ${url ? `${url.replace(/^.*\/(node_modules|dist)\//, '$1/').replace(/^.*\/\.dist-snapshot\//, 'dist/')}:${lineNumber + 1}` : ''}`.trim();
+    const name = `${functionName || '(anonymous)'} ${url ? `${url.replace(/^.*\/(node_modules|dist)\//, '$1/').replace(/^.*\/\.dist-snapshot[\w-]*\//, 'dist/')}:${lineNumber + 1}` : ''}`.trim();
     byFunction.set(name, (byFunction.get(name) ?? 0) + us);
     const o = origin(url, functionName);
     byOrigin.set(o, (byOrigin.get(o) ?? 0) + us);

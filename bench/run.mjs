@@ -1,13 +1,10 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { checkBytes, checkSql } from './check.mjs';
-import { formatProfile, summarizeProfile } from './profile.mjs';
+import * as harness from './lib/harness.mjs';
+import { alternate, fmt, LOAD_CPU, machineDescription, medians, postgresUrl, profiled, RESULTS, ROOT, SERVER_CPU, snapshotDist, sourceOf, timestamp, writeResults } from './lib/harness.mjs';
 import { dropSchema, seed } from './seed.mjs';
 
 /**
@@ -18,10 +15,6 @@ import { dropSchema, seed } from './seed.mjs';
  * BENCH_POSTGRES_URL or TEST_POSTGRES_URL is set (schema bench_property, dropped afterwards).
  */
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const RESULTS = path.join(ROOT, 'bench/results');
-const SERVER_CPU = '0';
-const LOAD_CPU = '1';
 const SNAPSHOT = path.join(RESULTS, '.dist-snapshot');
 // Either may be replaced to measure a candidate change before it goes into src/ (a patched copy
 // of dist/, say); BENCH_CHECK=0 skips the fairness checks when the SQL differs by design. By
@@ -73,133 +66,21 @@ function scenarios(apiKey) {
 
 function databases(dir) {
   const out = [{ dialect: 'sqlite', url: `sqlite:${path.join(dir, 'property.db')}`, sqliteFile: path.join(dir, 'property.db') }];
-  const pgUrl = process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL;
-  if (pgUrl) {
-    const url = new URL(pgUrl);
-    url.searchParams.set('schema', 'bench_property');
-    out.push({ dialect: 'postgres', url: url.toString() });
-  }
+  const pgUrl = postgresUrl('bench_property');
+  if (pgUrl) out.push({ dialect: 'postgres', url: pgUrl });
   return out;
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
-
-const exited = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
-
 /** Starts a server pinned to SERVER_CPU; resolves once it printed its first line (it listens). */
-async function startServer(kind, db, port, nodeArgs = []) {
-  const env = { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PROPERTY_PORT: String(port), PROPERTY_DATABASE_URL: db.url, BASELINE_DATABASE_URL: db.url };
-  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...nodeArgs, SERVERS[kind]], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout });
-  const ready = await Promise.race([new Promise((resolve) => lines.once('line', () => resolve(true))), exited(child).then(() => false), sleep(20_000, false, { ref: false })]);
-  if (!ready) {
-    child.kill('SIGKILL');
-    throw new Error(`${kind} server did not start`);
-  }
-  lines.on('line', (line) => process.stdout.write(`  [${kind}] ${line.length > 300 ? `${line.slice(0, 300)}…` : line}\n`));
-  return {
-    pid: child.pid,
-    async stop() {
-      child.kill('SIGTERM');
-      if ((await Promise.race([exited(child), sleep(10_000, 'timeout', { ref: false })])) === 'timeout') child.kill('SIGKILL');
-      await exited(child);
-    },
-  };
-}
-
-/** CPU seconds used so far by the processes `pids` (utime + stime from /proc, at 100 ticks/s). */
-function cpuSeconds(pids) {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return ticks / 100;
-}
-
-function postgresPids() {
-  return readdirSync('/proc').filter((pid) => {
-    try {
-      return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/comm`, 'utf8') === 'postgres\n';
-    } catch {
-      return false;
-    }
-  });
-}
-
-/** Busy CPU seconds of the whole machine so far, all cores (/proc/stat). */
-function machineBusy() {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
-  return (f.reduce((a, b) => a + b, 0) - f[3] - f[4]) / 100;
-}
-
-/** Other work on this shared machine skews a run: wait (up to a minute) for a quiet second. */
-async function quiet() {
-  for (let waited = 0; waited < 60; waited++) {
-    const start = machineBusy();
-    await sleep(1000);
-    if (machineBusy() - start < 0.15) return;
-  }
-  console.log('  (the machine stayed busy for 60 s; measuring anyway)');
+function startServer(kind, db, port, nodeArgs = []) {
+  const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PROPERTY_PORT: String(port), PROPERTY_DATABASE_URL: db.url, BASELINE_DATABASE_URL: db.url };
+  return harness.startServer({ label: kind, file: SERVERS[kind], env, nodeArgs });
 }
 
 /** One measurement: fresh server, warm-up, measured load from its own core, server killed by PID. */
-async function measure(kind, db, scenario, port, nodeArgs) {
-  await quiet();
-  const server = await startServer(kind, db, port, nodeArgs);
-  try {
-    const spec = { url: `http://127.0.0.1:${port}${scenario.request.path}`, ...scenario.request, connections: opts.connections, warmup: opts.warmup, duration: opts.duration };
-    const load = spawn('taskset', ['-c', LOAD_CPU, process.execPath, 'bench/load.mjs', JSON.stringify(spec)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    let dbPids = [];
-    const cpu = () => ({ server: cpuSeconds([server.pid]), db: cpuSeconds(dbPids), machine: machineBusy(), wall: Date.now() / 1000 });
-    let before;
-    let after;
-    let result;
-    for await (const line of createInterface({ input: load.stdout })) {
-      if (line === 'warm') {
-        dbPids = db.dialect === 'postgres' ? postgresPids() : [];
-        before = cpu();
-      } else {
-        after = cpu();
-        result = JSON.parse(line);
-      }
-    }
-    if ((await exited(load)) !== 0 || !result) throw new Error('the load generator failed');
-    if (result.non2xx || result.errors || result.timeouts) throw new Error(`${kind} ${scenario.name}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
-    // CPU in cores while autocannon measured; `otherCpu` is what neither the bench nor the database used.
-    const use = (key) => (after[key] - before[key]) / (after.wall - before.wall);
-    const { cpu: loadCpu, ...measured } = result;
-    const otherCpu = Math.max(0, use('machine') - use('server') - use('db') - loadCpu);
-    // Per request: CPU seconds in the window over the requests it served.
-    const perRequestUs = (key) => ((after[key] - before[key]) / result.total) * 1e6;
-    return { ...measured, serverCpu: use('server'), dbCpu: use('db'), loadCpu, otherCpu, serverUsPerRequest: perRequestUs('server'), dbUsPerRequest: perRequestUs('db') };
-  } finally {
-    await server.stop();
-  }
-}
-
-/** Repeats a measurement (up to 3 times) while other work on the machine used more than a quarter core. */
-async function undisturbed(run) {
-  let r;
-  for (let attempt = 1; attempt <= 3; attempt++) {
-    r = await run();
-    if (r.otherCpu <= 0.25) return r;
-    console.log(`  (other processes used ${fmt(r.otherCpu * 100)} % CPU during that run of ${fmt(r.rps)} req/s; ${attempt < 3 ? 'repeating it' : 'keeping it, marked disturbed'})`);
-  }
-  return { ...r, disturbed: true };
+function measure(kind, db, scenario, port, nodeArgs) {
+  const load = { connections: opts.connections, warmup: opts.warmup, duration: opts.duration };
+  return harness.measure({ label: `${kind} ${scenario.name}`, start: (args) => startServer(kind, db, port, args), dialect: db.dialect, request: scenario.request, port, load, nodeArgs });
 }
 
 /** One extra run of each server under --cpu-prof (not counted); prints where the CPU went. */
@@ -207,20 +88,12 @@ async function profile(db, scenario, port, stamp) {
   const out = [];
   for (const kind of ['ours', 'baseline']) {
     const dir = path.join(RESULTS, 'profiles', `${stamp}-${db.dialect}-${scenario.plan}-${kind}`);
-    const r = await measure(kind, db, scenario, port, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-    const file = path.join(dir, readdirSync(dir).find((f) => f.endsWith('.cpuprofile')));
-    const top = summarizeProfile(file);
-    out.push({ dialect: db.dialect, scenario: scenario.name, kind, rps: r.rps, cpuUsPerRequest: r.serverUsPerRequest, file: path.relative(ROOT, file), ...top });
-    console.log(`  profiled ${kind} (not counted): ${fmt(r.rps)} req/s\n${formatProfile(top).replace(/^/gm, '    ')}`);
+    const { r, file, top, text } = await profiled(dir, (args) => measure(kind, db, scenario, port, args));
+    out.push({ dialect: db.dialect, scenario: scenario.name, kind, rps: r.rps, cpuUsPerRequest: r.serverUsPerRequest, file, ...top });
+    console.log(`  profiled ${kind} (not counted): ${fmt(r.rps)} req/s\n${text.replace(/^/gm, '    ')}`);
   }
   return out;
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const fmt = (n, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 function table(summary) {
   const rows = [
@@ -238,14 +111,7 @@ function table(summary) {
 
 /** Checks that the comparison is fair, then alternates the two servers `opts.runs` times. */
 async function benchScenario(db, scenario, port, stamp) {
-  const serve = async (kind, fn) => {
-    const server = await startServer(kind, db, port);
-    try {
-      return await fn(port);
-    } finally {
-      await server.stop();
-    }
-  };
+  const serve = (kind, fn) => harness.withServer(() => startServer(kind, db, port), () => fn(port));
   let bytes;
   if (CHECK) {
     await checkSql({ main: SERVERS.ours, dialect: db.dialect, url: db.url, env: { LOG_LEVEL: 'warn', PROPERTY_DATABASE_URL: db.url }, scenario: scenario.plan, request: scenario.request });
@@ -254,22 +120,9 @@ async function benchScenario(db, scenario, port, stamp) {
   } else {
     console.log(`${db.dialect} ${scenario.name}: fairness checks skipped (BENCH_CHECK=0)`);
   }
-  const runs = [];
-  for (let run = 1; run <= opts.runs; run++) {
-    for (const kind of run % 2 ? ['ours', 'baseline'] : ['baseline', 'ours']) {
-      const r = await undisturbed(() => measure(kind, db, scenario, port));
-      const cpus = `CPU: server ${fmt(r.serverCpu * 100)} %, autocannon ${fmt(r.loadCpu * 100)} %, postgres ${fmt(r.dbCpu * 100)} %, other ${fmt(r.otherCpu * 100)} %`;
-      console.log(`  run ${run} ${kind.padEnd(8)} ${fmt(r.rps).padStart(7)} req/s  p99 ${r.p99} ms  ${cpus}${r.disturbed ? '  (disturbed)' : ''}`);
-      runs.push({ dialect: db.dialect, scenario: scenario.name, kind, run, ...r });
-    }
-  }
-  const of = (kind) => {
-    const rs = runs.filter((r) => r.kind === kind);
-    const med = (key) => median(rs.map((r) => r[key]));
-    return { rps: med('rps'), p99: med('p99'), cpuUs: med('serverUsPerRequest'), dbCpuUs: med('dbUsPerRequest') };
-  };
-  const ours = of('ours');
-  const baseline = of('baseline');
+  const runs = await alternate(opts.runs, (kind) => measure(kind, db, scenario, port), { dialect: db.dialect, scenario: scenario.name });
+  const ours = medians(runs, 'ours');
+  const baseline = medians(runs, 'baseline');
   const summary = { dialect: db.dialect, scenario: scenario.name, read: scenario.read, bytes, ours, baseline, ratio: ours.rps / baseline.rps };
   const profiles = opts.profile ? await profile(db, scenario, port, stamp) : [];
   return { summary, runs, profiles };
@@ -277,13 +130,12 @@ async function benchScenario(db, scenario, port, stamp) {
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'property-bench-'));
-  const port = await freePort();
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const port = await harness.freePort();
+  const stamp = timestamp();
   const results = [];
   rmSync(SNAPSHOT, { recursive: true, force: true });
-  if (!process.env.BENCH_OURS) cpSync(path.join(ROOT, 'dist'), SNAPSHOT, { recursive: true });
-  const git = (...a) => spawnSync('git', a, { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
-  const source = `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', 'src/property', 'src/platform') ? ' with uncommitted changes in src/property or src/platform' : ''}`;
+  if (!process.env.BENCH_OURS) snapshotDist(path.basename(SNAPSHOT));
+  const source = sourceOf(['src/property', 'src/platform']);
   console.log(`property bench: ${opts.runs} runs × ${opts.duration} s (+${opts.warmup} s warm-up), ${opts.connections} connections, ${opts.items} items; server on CPU ${SERVER_CPU}, autocannon on CPU ${LOAD_CPU}`);
   try {
     for (const db of databases(dir)) {
@@ -300,7 +152,7 @@ async function main() {
     rmSync(SNAPSHOT, { recursive: true, force: true });
   }
   const summary = results.map((r) => r.summary);
-  const machine = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.type()} ${os.release()}`;
+  const machine = machineDescription();
   const servers = Object.fromEntries(Object.entries(SERVERS).map(([kind, file]) => [kind, path.relative(ROOT, file).replace('bench/results/.dist-snapshot/', 'dist/')]));
   const raw = { date: new Date().toISOString(), machine, source, options: opts, servers, summary, runs: results.flatMap((r) => r.runs), profiles: results.flatMap((r) => r.profiles) };
   const md = [
@@ -313,10 +165,7 @@ async function main() {
     table(summary),
     '',
   ].join('\n');
-  mkdirSync(RESULTS, { recursive: true });
-  writeFileSync(path.join(RESULTS, `${stamp}.json`), `${JSON.stringify(raw, null, 2)}\n`);
-  writeFileSync(path.join(RESULTS, `${stamp}.md`), md);
-  console.log(`\n${md}\nwritten to bench/results/${stamp}.{json,md}`);
+  writeResults(stamp, raw, md);
   const missed = summary.filter((s) => s.read && s.ratio < 0.7);
   if (missed.length) console.log(`below 70 % of the limit: ${missed.map((s) => `${s.dialect} ${s.scenario}`).join(', ')}`);
 }

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { sql } from 'kysely';
 import { migrateProperty, openPropertyDatabase } from '../dist/src/property/service.js';
+import { prng } from './lib/prng.mjs';
 
 /**
  * A fresh benchmark database: the real migrations, one `user` account with an API key, and
@@ -11,17 +12,6 @@ import { migrateProperty, openPropertyDatabase } from '../dist/src/property/serv
 const STREETS = ['Lindenweg', 'Hauptstraße', 'Bahnhofstraße', 'Am Markt', 'Schillerstraße', 'Gartenstraße', 'Goethestraße', 'Kirchweg', 'Müllerstraße', 'Rosenallee', 'Bergstraße', 'Uferpromenade'];
 const CITIES = ['04109 Leipzig', '01067 Dresden', '10115 Berlin', '80331 München', '20095 Hamburg', '50667 Köln', '60311 Frankfurt am Main', '70173 Stuttgart', '28195 Bremen', '99084 Erfurt'];
 const TYPES = ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'];
-
-/** mulberry32: a tiny seeded PRNG. */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function immobilie(random, verwalterId) {
   const pick = (list) => list[Math.floor(random() * list.length)];

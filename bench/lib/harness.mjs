@@ -1,0 +1,239 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { formatProfile, summarizeProfile } from '../profile.mjs';
+
+/**
+ * What the benchmarks of both services share: pinned server processes, the autocannon child,
+ * CPU accounting from /proc, the quiet-machine wait, medians, the dist snapshot and the results
+ * files. `run.mjs` (property) and `inbox-run.mjs` (inbox) hold only their scenarios.
+ */
+
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+export const RESULTS = path.join(ROOT, 'bench/results');
+export const SERVER_CPU = '0';
+export const LOAD_CPU = '1';
+/** More CPU than this used by other processes during a run marks it disturbed (cores). */
+export const DISTURBED = 0.25;
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+export const exited = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+
+/**
+ * Starts `file` under node, pinned to SERVER_CPU; resolves once it printed its first line (it
+ * listens). `label` prefixes what it prints afterwards.
+ */
+export async function startServer({ label, file, env, nodeArgs = [] }) {
+  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...nodeArgs, file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout });
+  const ready = await Promise.race([new Promise((resolve) => lines.once('line', () => resolve(true))), exited(child).then(() => false), sleep(20_000, false, { ref: false })]);
+  if (!ready) {
+    child.kill('SIGKILL');
+    throw new Error(`${label} server did not start`);
+  }
+  lines.on('line', (line) => process.stdout.write(`  [${label}] ${line.length > 300 ? `${line.slice(0, 300)}…` : line}\n`));
+  return {
+    pid: child.pid,
+    async stop() {
+      child.kill('SIGTERM');
+      if ((await Promise.race([exited(child), sleep(10_000, 'timeout', { ref: false })])) === 'timeout') child.kill('SIGKILL');
+      await exited(child);
+    },
+  };
+}
+
+/** Starts a server with `start()`, calls fn(server) and stops it again. */
+export async function withServer(start, fn) {
+  const server = await start();
+  try {
+    return await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+/** CPU seconds used so far by the processes `pids` (utime + stime from /proc, at 100 ticks/s). */
+export function cpuSeconds(pids) {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return ticks / 100;
+}
+
+export function postgresPids() {
+  return readdirSync('/proc').filter((pid) => {
+    try {
+      return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/comm`, 'utf8') === 'postgres\n';
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Busy CPU seconds of the whole machine so far, all cores (/proc/stat). */
+export function machineBusy() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+  return (f.reduce((a, b) => a + b, 0) - f[3] - f[4]) / 100;
+}
+
+/** Other work on this shared machine skews a run: wait (up to a minute) for a quiet second. */
+export async function quiet() {
+  for (let waited = 0; waited < 60; waited++) {
+    const start = machineBusy();
+    await sleep(1000);
+    if (machineBusy() - start < 0.15) return;
+  }
+  console.log('  (the machine stayed busy for 60 s; measuring anyway)');
+}
+
+/**
+ * One measurement: a fresh server from `start(nodeArgs)`, warm-up and measured load from
+ * autocannon on its own core (`load.mjs`), the server stopped by its PID. `load` holds
+ * connections, warmup and duration (seconds) and optionally `probe` (sequential requests timed
+ * after the warm-up). Returns autocannon's figures with the CPU use of the server, of PostgreSQL
+ * and of everything else on the machine while autocannon measured.
+ */
+export async function measure({ label, start, dialect, request, port, load, nodeArgs = [] }) {
+  await quiet();
+  const server = await start(nodeArgs);
+  try {
+    const spec = { url: `http://127.0.0.1:${port}${request.path}`, ...request, ...load };
+    const child = spawn('taskset', ['-c', LOAD_CPU, process.execPath, 'bench/load.mjs', JSON.stringify(spec)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    let dbPids = [];
+    const cpu = () => ({ server: cpuSeconds([server.pid]), db: cpuSeconds(dbPids), machine: machineBusy(), wall: Date.now() / 1000 });
+    let before;
+    let after;
+    let result;
+    for await (const line of createInterface({ input: child.stdout })) {
+      if (line === 'warm') {
+        dbPids = dialect === 'postgres' ? postgresPids() : [];
+        before = cpu();
+      } else {
+        after = cpu();
+        result = JSON.parse(line);
+      }
+    }
+    if ((await exited(child)) !== 0 || !result) throw new Error('the load generator failed');
+    if (result.non2xx || result.errors || result.timeouts) throw new Error(`${label}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+    // CPU in cores while autocannon measured; `otherCpu` is what neither the bench nor the database used.
+    const use = (key) => (after[key] - before[key]) / (after.wall - before.wall);
+    const { cpu: loadCpu, ...measured } = result;
+    const otherCpu = Math.max(0, use('machine') - use('server') - use('db') - loadCpu);
+    // Per request: CPU seconds in the window over the requests it served.
+    const perRequestUs = (key) => ((after[key] - before[key]) / result.total) * 1e6;
+    return { ...measured, serverCpu: use('server'), dbCpu: use('db'), loadCpu, otherCpu, serverUsPerRequest: perRequestUs('server'), dbUsPerRequest: perRequestUs('db') };
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Repeats a measurement (up to 3 times) while other work on the machine used more than DISTURBED cores. */
+export async function undisturbed(run) {
+  let r;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    r = await run();
+    if (r.otherCpu <= DISTURBED) return r;
+    console.log(`  (other processes used ${fmt(r.otherCpu * 100)} % CPU during that run of ${fmt(r.rps)} req/s; ${attempt < 3 ? 'repeating it' : 'keeping it, marked disturbed'})`);
+  }
+  return { ...r, disturbed: true };
+}
+
+/** One extra run under --cpu-prof (not counted): `run(nodeArgs)` measures; returns where the CPU went. */
+export async function profiled(dir, run) {
+  const r = await run(['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  const file = path.join(dir, readdirSync(dir).find((f) => f.endsWith('.cpuprofile')));
+  const top = summarizeProfile(file);
+  return { r, file: path.relative(ROOT, file), top, text: formatProfile(top) };
+}
+
+export const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+export const fmt = (n, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** Runs ours and the limit alternately (ABBA…) `runs` times; `one(kind)` measures once. */
+export async function alternate(runs, one, log) {
+  const out = [];
+  for (let run = 1; run <= runs; run++) {
+    for (const kind of run % 2 ? ['ours', 'baseline'] : ['baseline', 'ours']) {
+      const r = await undisturbed(() => one(kind));
+      const cpus = `CPU: server ${fmt(r.serverCpu * 100)} %, autocannon ${fmt(r.loadCpu * 100)} %, postgres ${fmt(r.dbCpu * 100)} %, other ${fmt(r.otherCpu * 100)} %`;
+      const latency = r.mean !== undefined ? `mean ${fmt(r.mean, 2)} ms  ` : '';
+      const probe = r.probe ? `  unloaded ${fmt(r.probe.p50Us)} µs` : '';
+      console.log(`  run ${run} ${kind.padEnd(8)} ${fmt(r.rps).padStart(7)} req/s  ${latency}p99 ${r.p99} ms${probe}  ${cpus}${r.disturbed ? '  (disturbed)' : ''}`);
+      out.push({ ...log, kind, run, ...r });
+    }
+  }
+  return out;
+}
+
+/** Medians of one server's runs. */
+export function medians(runs, kind) {
+  const rs = runs.filter((r) => r.kind === kind);
+  const med = (get) => median(rs.map(get));
+  const out = { rps: med((r) => r.rps), p99: med((r) => r.p99), cpuUs: med((r) => r.serverUsPerRequest), dbCpuUs: med((r) => r.dbUsPerRequest) };
+  if (rs.every((r) => r.mean !== undefined)) out.mean = med((r) => r.mean);
+  if (rs.every((r) => r.probe)) out.probeUs = med((r) => r.probe.p50Us);
+  return out;
+}
+
+/**
+ * Ours runs from a copy of dist/ taken at the start, so that a rebuild meanwhile (tests, a
+ * watcher) cannot change the server under test halfway through. Returns the copy's root.
+ */
+export function snapshotDist(name) {
+  const dir = path.join(RESULTS, name);
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(path.join(ROOT, 'dist'), dir, { recursive: true });
+  return dir;
+}
+
+/** The commit the server was built from, noting uncommitted changes under `paths`. */
+export function sourceOf(paths) {
+  const git = (...a) => spawnSync('git', a, { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
+  return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', ...paths) ? ` with uncommitted changes in ${paths.join(' or ')}` : ''}`;
+}
+
+export function machineDescription() {
+  return `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.type()} ${os.release()}`;
+}
+
+/** The PostgreSQL URL of the run (BENCH_POSTGRES_URL or TEST_POSTGRES_URL) with `?schema=`, or undefined. */
+export function postgresUrl(schema) {
+  const raw = process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL;
+  if (!raw) return undefined;
+  const url = new URL(raw);
+  url.searchParams.set('schema', schema);
+  return url.toString();
+}
+
+export function writeResults(stamp, raw, md) {
+  mkdirSync(RESULTS, { recursive: true });
+  writeFileSync(path.join(RESULTS, `${stamp}.json`), `${JSON.stringify(raw, null, 2)}\n`);
+  writeFileSync(path.join(RESULTS, `${stamp}.md`), md);
+  console.log(`\n${md}\nwritten to bench/results/${stamp}.{json,md}`);
+}
+
+export const timestamp = () => new Date().toISOString().replace(/[:.]/g, '-');
