@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { setImmediate } from 'node:timers';
 import { URLSearchParams } from 'node:url';
 import Sqlite from 'better-sqlite3';
@@ -28,6 +29,7 @@ const SEND_LIMIT = Number(env.INBOX_SEND_LIMIT_PER_DAY ?? 10_000);
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 100;
 const MAX_BATCH = 200;
+const MAX_WAIT_MS = 4;
 const sqlLog = env.BENCH_SQL_LOG === '1' ? [] : undefined;
 
 // ---------------------------------------------------------------------------------------------
@@ -53,8 +55,9 @@ function openSqlite(file) {
     return [];
   };
 
-  // Group commit, as the server's platform/db/group-commit.ts: sends that arrive while one turn of
-  // the event loop passes share one transaction (one fsync), each inside its own savepoint.
+  // Group commit, as the server's platform/db/group-commit.ts: sends share one transaction (one
+  // fsync), each inside its own savepoint; a batch starts once a turn of the event loop passes
+  // without a new send, at most MAX_WAIT_MS after the first.
   const queue = [];
   let draining = false;
   async function runBatch() {
@@ -99,7 +102,17 @@ function openSqlite(file) {
       queue.push({ work, resolve, reject });
       if (draining) return;
       draining = true;
-      setImmediate(() => void drain());
+      const first = performance.now();
+      let seen = queue.length;
+      const start = () => {
+        if (queue.length > seen && queue.length < MAX_BATCH && performance.now() - first < MAX_WAIT_MS) {
+          seen = queue.length;
+          setImmediate(start);
+        } else {
+          void drain();
+        }
+      };
+      setImmediate(start);
     });
   return { q, unit };
 }
