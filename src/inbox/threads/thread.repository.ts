@@ -1,6 +1,7 @@
 import type { Dialect } from '../../platform/db/database.js';
 import { forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
+import { preparedRows } from '../../platform/db/prepared.js';
 import type { Db } from '../database.js';
 import type { Cursor, ListFilter } from '../http/pagination.js';
 import type { ThreadRow } from './thread.table.js';
@@ -75,8 +76,12 @@ function toRow(t: Thread) {
   };
 }
 
+/** One INSERT, compiled once per number of threads (every send starts one or more). */
 export async function insertThreads(db: Db, threads: readonly Thread[]): Promise<void> {
-  if (threads.length) await db.insertInto('threads').values(threads.map(toRow)).execute();
+  if (!threads.length) return;
+  const rows = threads.map(toRow);
+  const columns = Object.keys(rows[0] as object) as (keyof (typeof rows)[number])[];
+  await preparedRows(db, `threads.insert:${rows.length}`, rows.flatMap((row) => columns.map((c) => row[c])), () => db.insertInto('threads').values(rows));
 }
 
 /** Writes back a thread's summary after a message joined it or changed. */
