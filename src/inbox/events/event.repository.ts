@@ -1,3 +1,4 @@
+import { preparedRows } from '../../platform/db/prepared.js';
 import type { Db } from '../database.js';
 
 export interface StoredEvent {
@@ -21,10 +22,9 @@ export async function insertEvent(db: Db, event: StoredEvent): Promise<void> {
 /** Several events in one statement. */
 export async function insertEvents(db: Db, events: readonly StoredEvent[]): Promise<void> {
   if (!events.length) return;
-  await db
-    .insertInto('events')
-    .values(events.map((e) => ({ event_id: e.eventId, organization_id: e.organizationId, event_type: e.eventType, inbox_id: e.inboxId, pod_id: e.podId, payload: e.payload, created_at: e.createdAt })))
-    .execute();
+  const rows = events.map((e) => ({ event_id: e.eventId, organization_id: e.organizationId, event_type: e.eventType, inbox_id: e.inboxId, pod_id: e.podId, payload: e.payload, created_at: e.createdAt }));
+  const parameters = rows.flatMap((r) => [r.event_id, r.organization_id, r.event_type, r.inbox_id, r.pod_id, r.payload, r.created_at]);
+  await preparedRows(db, `events.insert:${rows.length}`, parameters, () => db.insertInto('events').values(rows));
 }
 
 export async function findEvent(db: Db, eventId: string): Promise<StoredEvent | undefined> {
@@ -36,11 +36,9 @@ export async function findEvent(db: Db, eventId: string): Promise<StoredEvent | 
 
 /** The enabled webhooks of an organization with their filters, for fan-out. */
 export async function findEnabledWebhookFilters(db: Db, organizationId: string): Promise<{ webhookId: string; eventTypes: string[] | null; inboxIds: string[] | null; podIds: string[] | null }[]> {
-  const rows = await db
-    .selectFrom('webhooks')
-    .select(['webhook_id', 'event_types', 'inbox_ids', 'pod_ids', 'enabled'])
-    .where('organization_id', '=', organizationId)
-    .execute();
+  const rows = await preparedRows(db, 'webhooks.filters', [organizationId], () =>
+    db.selectFrom('webhooks').select(['webhook_id', 'event_types', 'inbox_ids', 'pod_ids', 'enabled']).where('organization_id', '=', organizationId),
+  );
   return rows
     .filter((r) => Boolean(r.enabled))
     .map((r) => ({

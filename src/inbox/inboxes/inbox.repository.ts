@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import { afterKey } from '../../platform/db/keyset.js';
+import { preparedRows } from '../../platform/db/prepared.js';
 import type { Db } from '../database.js';
 import type { Cursor } from '../http/pagination.js';
 import type { InboxTable } from './inbox.table.js';
@@ -48,7 +49,9 @@ export async function insertInbox(db: Db, inbox: Inbox): Promise<void> {
 }
 
 export async function findInbox(db: Db, organizationId: string, inboxId: string): Promise<Inbox | undefined> {
-  const row = await db.selectFrom('inboxes').selectAll().where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId).executeTakeFirst();
+  const [row] = await preparedRows(db, 'inboxes.find', [inboxId, organizationId], () =>
+    db.selectFrom('inboxes').selectAll().where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId),
+  );
   return row ? inboxFromRow(row) : undefined;
 }
 
@@ -60,7 +63,7 @@ export async function findInboxByAddress(db: Db, address: string): Promise<Inbox
 
 export async function findInboxesByAddresses(db: Db, addresses: readonly string[]): Promise<Inbox[]> {
   if (!addresses.length) return [];
-  const rows = await db.selectFrom('inboxes').selectAll().where('inbox_id', 'in', addresses).execute();
+  const rows = await preparedRows(db, `inboxes.by-addresses:${addresses.length}`, addresses, () => db.selectFrom('inboxes').selectAll().where('inbox_id', 'in', addresses));
   return rows.map(inboxFromRow);
 }
 

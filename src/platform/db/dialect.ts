@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { preparedRows } from './prepared.js';
 import type { Dialect, Executor } from './database.js';
 
 /**
@@ -40,11 +41,14 @@ export function dialectOf(db: { getExecutor(): { adapter: object } }): Dialect {
  */
 export async function incrementCounter<DB>(db: Executor<DB>, table: string, key: Readonly<Record<string, string | number>>, column: string, by = 1): Promise<number> {
   const keyColumns = Object.keys(key);
-  const result = await sql<{ value: number | string }>`insert into ${sql.table(table)} (${sql.join([...keyColumns, column].map((c) => sql.ref(c)))})
+  const statement = () => sql<{ value: number | string }>`insert into ${sql.table(table)} (${sql.join([...keyColumns, column].map((c) => sql.ref(c)))})
     values (${sql.join([...keyColumns.map((c) => key[c]), by])})
     on conflict (${sql.join(keyColumns.map((c) => sql.ref(c)))}) do update set ${sql.ref(column)} = ${sql.ref(`${table}.${column}`)} + ${by}
-    returning ${sql.ref(column)} as value`.execute(db);
-  return Number(result.rows[0]?.value);
+    returning ${sql.ref(column)} as value`;
+  const rows = await preparedRows(db as unknown as Kysely<unknown>, `counter:${table}:${keyColumns.join(',')}:${column}`, [...keyColumns.map((c) => key[c]), by, by], () => ({
+    compile: () => statement().compile(db),
+  }));
+  return Number(rows[0]?.value);
 }
 
 /**
