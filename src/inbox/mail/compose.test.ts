@@ -1,6 +1,22 @@
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { describe, expect, it } from 'vitest';
-import { extractNewHtml, extractNewText, formatMailbox, isValidAddress, normalizeSubject, parseMailbox, previewOf, replySubject, serializeMimeTree, splitAddressList } from './compose.js';
+import {
+  composeMessage,
+  composePlainText,
+  composeWithNodemailer,
+  extractNewHtml,
+  extractNewText,
+  formatMailbox,
+  isValidAddress,
+  normalizeSubject,
+  parseMailbox,
+  previewOf,
+  replySubject,
+  serializeMimeTree,
+  splitAddressList,
+  type ComposeInput,
+  type Mailbox,
+} from './compose.js';
 
 const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
 
@@ -60,6 +76,112 @@ describe('serializeMimeTree', () => {
   it('declines what it does not handle, so that build() is used', () => {
     const node = new MailComposer({ from: 'a@x.test', to: 'b@x.test', text: 'x', attachments: [{ filename: 'f.txt', path: '/etc/hostname' }] }).compile();
     expect(serializeMimeTree(node)).toBeUndefined();
+  });
+});
+
+describe('composePlainText', () => {
+  /** A small deterministic generator (mulberry32), so that a failure names a reproducible case. */
+  function random(seed: number): () => number {
+    let a = seed;
+    return () => {
+      a = (a + 0x6d2b79f5) | 0;
+      let t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  // Each field comes from its common values most of the time and from the awkward ones otherwise,
+  // so that many inputs take the fast path and many just miss it.
+  const pick = <T>(r: () => number, common: readonly T[], awkward: readonly T[]): T => {
+    const items = r() < 0.8 ? common : awkward;
+    return items[Math.floor(r() * items.length)] as T;
+  };
+  const names = [['', 'Agent', 'Agent Smith', 'support_bot 2', 'A'], ['Doe, Jane', 'Jürgen', ' padded ', 'two  spaces', 'quote"d', 'x'.repeat(60)]] as const;
+  const addresses = [['a@x.test', 'agent.smith@mail.example.org', "o'brien+tag@sub.example.co.uk", 'b@x.test'], ['UPPER@Example.ORG', `${'l'.repeat(60)}@x.test`]] as const;
+  const subjects = [
+    [null, '', 'Hi', 'Hello there', 'Re: hello', 'Status: 3/4 done (75%), next #5!'],
+    [' leading space', 'trailing ', 'Grüße', '=?utf-8?q?x?=', 'tab\there', 'x'.repeat(66), 'x'.repeat(67), 'x'.repeat(68), 'x'.repeat(120), 'semi; colon: "quotes" <angle> (paren)'],
+  ] as const;
+  const lines = [
+    ['Hi,', '', 'this is a test.', 'x'.repeat(76), '  indented', 'tab\tin', 'trailing  ', '> quoted', '.', 'From here', '=3D not qp'],
+    ['x'.repeat(77), 'ünïcode', 'ctrl\u0001char', 'del\u007f'],
+  ] as const;
+  const breaks = [['\n', '\r\n'], ['\r']] as const;
+
+  function input(r: () => number): ComposeInput {
+    const mailbox = (): Mailbox => ({ name: pick(r, ...names), address: pick(r, ...addresses) });
+    const count = r() < 0.7 ? 1 : 2 + Math.floor(r() * 3);
+    const body = Array.from({ length: 1 + Math.floor(r() * 5) }, () => pick(r, ...lines)).join(pick(r, ...breaks)) + (r() < 0.5 ? pick(r, ...breaks) : '');
+    return {
+      messageId: r() < 0.9 ? `<${Math.floor(r() * 1e9)}.${Math.floor(r() * 1e9)}@x.test>` : `<${'m'.repeat(70)}@x.test>`,
+      date: new Date(Math.floor(r() * 4e12)),
+      from: mailbox(),
+      to: Array.from({ length: count }, mailbox),
+      cc: r() < 0.1 ? [mailbox()] : [],
+      replyTo: r() < 0.1 ? [mailbox()] : [],
+      subject: pick(r, ...subjects),
+      text: r() < 0.05 ? null : body,
+      html: r() < 0.05 ? '<p>x</p>' : null,
+      inReplyTo: r() < 0.05 ? '<p@x.test>' : null,
+      references: r() < 0.05 ? ['<p@x.test>'] : [],
+      headers: r() < 0.05 ? { 'X-Custom': 'v' } : {},
+      attachments: [],
+    };
+  }
+
+  it('writes the bytes MailComposer writes, for every input it takes (3,000 generated inputs)', async () => {
+    const r = random(20261121);
+    let taken = 0;
+    for (let i = 0; i < 3000; i++) {
+      const mail = input(r);
+      const fast = composePlainText(mail);
+      if (!fast) continue;
+      taken++;
+      const slow = await composeWithNodemailer(mail);
+      expect(fast.toString('latin1'), `case ${i}: ${JSON.stringify(mail)}`).toBe(slow.toString('latin1'));
+    }
+    // The generator is tuned so that a good share takes the fast path; if this drops, the
+    // comparison above stopped covering it.
+    expect(taken).toBeGreaterThan(200);
+  });
+
+  it('takes the common agent send, and leaves everything else to MailComposer', async () => {
+    const base: ComposeInput = {
+      messageId: '<1@x.test>',
+      date: new Date(0),
+      from: { name: 'Agent', address: 'agent@x.test' },
+      to: [{ name: '', address: 'b@y.test' }],
+      cc: [],
+      replyTo: [],
+      subject: 'Status report',
+      text: 'All green.\n',
+      html: null,
+      inReplyTo: null,
+      references: [],
+      headers: {},
+      attachments: [],
+    };
+    expect(composePlainText(base)?.toString()).toBe(
+      'From: Agent <agent@x.test>\r\nTo: b@y.test\r\nSubject: Status report\r\nMessage-ID: <1@x.test>\r\nDate: Thu, 01 Jan 1970 00:00:00 +0000\r\n' +
+        'Content-Transfer-Encoding: 7bit\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nAll green.\n',
+    );
+    expect((await composeMessage(base)).equals(await composeWithNodemailer(base))).toBe(true);
+    for (const other of [
+      { html: '<p>x</p>' },
+      { text: 'Grüße' },
+      { subject: 'Grüße' },
+      { cc: [{ name: '', address: 'c@y.test' }] },
+      { inReplyTo: '<0@x.test>' },
+      { headers: { 'X-Tag': 'a' } },
+      { attachments: [{ filename: 'a.txt', contentType: 'text/plain', contentDisposition: 'attachment' as const, contentId: null, content: Buffer.from('a') }] },
+      { from: { name: 'Doe, Jane', address: 'agent@x.test' } },
+    ]) {
+      const mail = { ...base, ...other };
+      expect(composePlainText(mail), JSON.stringify(other)).toBeUndefined();
+      // The long way: the same bytes as nodemailer's, but for the random multipart boundaries.
+      const boundaries = (b: Buffer) => b.toString('latin1').replace(/_NmP-[0-9a-f]+-Part_\d+/g, 'BOUNDARY');
+      expect(boundaries(await composeMessage(mail))).toBe(boundaries(await composeWithNodemailer(mail)));
+    }
   });
 });
 
