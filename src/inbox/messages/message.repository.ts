@@ -218,14 +218,27 @@ const LIST_COLUMNS = SUMMARY_COLUMNS.filter((c) => c !== 'organization_id' && c 
 
 /** One page (limit + 1 rows) of an inbox's messages by (timestamp, id): an index range, never OFFSET. */
 export async function listMessages(db: Db, scope: { organizationId: string; inboxId: string }, filter: ListFilter, page: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Message[]> {
-  let q = db.selectFrom('messages').select(LIST_COLUMNS).where('inbox_id', '=', scope.inboxId);
-  if (filter.before) q = q.where('timestamp', '<', filter.before);
-  if (filter.after) q = q.where('timestamp', '>', filter.after);
-  q = withLabels(q, filter.labels);
-  if (filter.hidden.length) q = q.where(({ not, exists, selectFrom }) => not(exists(selectFrom('message_labels').select('message_labels.label').whereRef('message_labels.message_pk', '=', 'messages.id').where('message_labels.label', 'in', filter.hidden))));
   const cursor = page.after;
-  if (cursor) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', cursor, page.direction));
-  const rows = await q.orderBy('timestamp', page.direction).orderBy('id', page.direction).limit(page.limit + 1).execute();
+  // Compiled once per shape of filter: every list of an inbox runs it.
+  const key = `messages.list:${filter.before ? 'b' : ''}${filter.after ? 'a' : ''}:${filter.labels.length}:${filter.hidden.length}:${cursor ? 'k' : ''}:${page.direction}`;
+  const parameters = [
+    scope.inboxId,
+    ...(filter.before ? [filter.before] : []),
+    ...(filter.after ? [filter.after] : []),
+    ...filter.labels,
+    ...filter.hidden,
+    ...(cursor ? [cursor.sort, cursor.sort, cursor.sort, cursor.tiebreak] : []),
+    page.limit + 1,
+  ];
+  const rows = await preparedRows(db, key, parameters, () => {
+    let q = db.selectFrom('messages').select(LIST_COLUMNS).where('inbox_id', '=', scope.inboxId);
+    if (filter.before) q = q.where('timestamp', '<', filter.before);
+    if (filter.after) q = q.where('timestamp', '>', filter.after);
+    q = withLabels(q, filter.labels);
+    if (filter.hidden.length) q = q.where(({ not, exists, selectFrom }) => not(exists(selectFrom('message_labels').select('message_labels.label').whereRef('message_labels.message_pk', '=', 'messages.id').where('message_labels.label', 'in', filter.hidden))));
+    if (cursor) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', cursor, page.direction));
+    return q.orderBy('timestamp', page.direction).orderBy('id', page.direction).limit(page.limit + 1);
+  });
   return rows.map((row) => messageFromRow(row, scope));
 }
 

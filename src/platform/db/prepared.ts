@@ -34,6 +34,9 @@ export async function preparedRows<R>(executor: QueryExecutorLike, key: string, 
     if (compiled.parameters.length !== parameters.length) {
       throw new Error(`prepared query ${key}: ${compiled.parameters.length} parameters compiled, ${parameters.length} given`);
     }
+    // The first run of every shape proves that the parameters given are the compiled ones, in order.
+    const at = compiled.parameters.findIndex((p, i) => !sameParameter(p, parameters[i]));
+    if (at >= 0) throw new Error(`prepared query ${key}: parameter ${at + 1} is given in another place than Kysely compiled it`);
     sql = compiled.sql;
     if (cache.size >= MAX) cache.clear();
     cache.set(key, sql);
@@ -41,4 +44,9 @@ export async function preparedRows<R>(executor: QueryExecutorLike, key: string, 
   const direct = directSqliteRunner(executor)?.(sql, parameters);
   if (direct) return direct as R[];
   return (await executor.executeQuery<R>(CompiledQuery.raw(sql, [...parameters]) as CompiledQuery<R>)).rows;
+}
+
+function sameParameter(compiled: unknown, given: unknown): boolean {
+  if (compiled === given) return true;
+  return Buffer.isBuffer(compiled) && Buffer.isBuffer(given) && compiled.equals(given);
 }
