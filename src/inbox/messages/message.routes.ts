@@ -20,7 +20,7 @@ import {
   UpdateMessageBody,
   toAttachmentResponse,
   toListQuery,
-  toMessageItemResponse,
+  messageListJson,
   toMessageResponse,
   toSendInput,
 } from './message.schemas.js';
@@ -70,9 +70,11 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
 
   app.get('/v0/inboxes/:inbox_id/messages', {
     schema: { tags, summary: 'List the messages of an inbox, newest first', querystring: ListQuery, params: InboxIdParams, response: { 200: ListMessagesResponse, ...errorResponses } },
-    handler: async (request) => {
+    handler: async (request, reply) => {
       const result = await messages.list(ownerOf(request), request.params.inbox_id, toListQuery(request.query));
-      return { count: result.items.length, limit: result.limit, ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}), messages: result.items.map(toMessageItemResponse) };
+      // Already JSON (messageListJson): Fastify sends a string with a JSON content type as it is.
+      void reply.type('application/json; charset=utf-8');
+      return messageListJson(result);
     },
   });
 
