@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { isIPv6 } from 'node:net';
-import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from 'mailparser';
+import { simpleParser, type AddressObject, type Attachment, type EmailAddress, type ParsedMail } from 'mailparser';
 import { formatMailbox, previewOf } from '../mail/compose.js';
 import type { AttachmentMeta, ContentDisposition } from '../messages/message.repository.js';
 import { UnparseableMessageError } from './inbound.errors.js';
@@ -31,7 +32,11 @@ const C1_CONTROL = /[\u0080-\u009f]/;
 const usableMessageId = (inner: string) => inner.length <= MAX_MESSAGE_ID_BYTES && Buffer.byteLength(inner, 'utf8') <= MAX_MESSAGE_ID_BYTES && !C1_CONTROL.test(inner);
 const MAX_REFERENCES = 100;
 
-export async function parseMessage(source: Buffer): Promise<ParsedMail> {
+/** What `inboundContent` reads of a parsed message. */
+export type ParsedFields = Pick<ParsedMail, 'headers' | 'subject' | 'references' | 'to' | 'from' | 'cc' | 'messageId' | 'inReplyTo' | 'replyTo' | 'html' | 'text' | 'attachments'>;
+
+/** mailparser, as configured for inbound mail: every message can go this way. */
+export async function parseMessageWithMailparser(source: Buffer): Promise<ParsedMail> {
   try {
     return await simpleParser(source, {
       // Inline images stay attachments, referenced from the HTML by cid: as the sender wrote it.
@@ -45,6 +50,133 @@ export async function parseMessage(source: Buffer): Promise<ParsedMail> {
   } catch (err) {
     throw new UnparseableMessageError(err instanceof Error ? err.message : String(err), err);
   }
+}
+
+/**
+ * The fields of a message: `parseSimpleMessage` when the message is one it takes, else mailparser.
+ * Both give the same fields for such a message (parse.test.ts proves it over the fixture corpus and
+ * thousands of generated messages).
+ */
+export async function parseMessage(source: Buffer): Promise<ParsedFields> {
+  return parseSimpleMessage(source) ?? (await parseMessageWithMailparser(source));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The simple message: what most machine-sent mail is, read without mailparser's streams.
+
+/**
+ * mailparser's own address parser (it bundles its own nodemailer, another version than ours), so
+ * that an address field is taken apart exactly as mailparser takes it apart.
+ */
+const mailparserRequire = createRequire(createRequire(import.meta.url).resolve('mailparser'));
+type ParsedAddress = { name: string; address?: string; group?: ParsedAddress[] };
+const addressparser = mailparserRequire('nodemailer/lib/addressparser') as (value: string) => ParsedAddress[];
+
+/** Bounds of the simple path; larger messages are rare and mailparser's streams suit them. */
+const SIMPLE_MAX_BYTES = 256 * 1024;
+const SIMPLE_MAX_HEADER_BYTES = 64 * 1024;
+/** A field line: a field name (printable ASCII but the colon, no spaces) and its colon. */
+const FIELD_LINE = /^[!-9;-~]+:/;
+/** Content-Type of a simple message: plain text, in a charset mailparser reads as UTF-8 as it is, and nothing else. */
+const SIMPLE_CONTENT_TYPE = /^text\/plain(?:[ \t]*;[ \t]*charset[ \t]*=[ \t]*(?:"(?:utf-8|utf8|us-ascii|ascii)"|(?:utf-8|utf8|us-ascii|ascii)))?$/i;
+/** Content-Transfer-Encodings mailparser passes through untouched. */
+const SIMPLE_TRANSFER_ENCODING = /^(?:7bit|8bit|binary)$/i;
+/** The fields read here; each may appear at most once in a simple message. */
+const SIMPLE_FIELDS = new Set(['content-type', 'content-transfer-encoding', 'content-disposition', 'subject', 'from', 'to', 'cc', 'reply-to', 'message-id', 'in-reply-to', 'references']);
+
+/** mailparser's `ensureMessageIDFormat`. */
+const bracketed = (value: string): string | false => (value.length ? `${value.startsWith('<') ? '' : '<'}${value}${value.endsWith('>') ? '' : '>'}` : false);
+
+/** mailparser's `decodeAddresses` for a field without encoded words and punycode: names trimmed. */
+function trimmedAddresses(list: ParsedAddress[]): EmailAddress[] {
+  for (const entry of list) {
+    entry.name = (entry.name || '').toString().trim();
+    if (entry.group) trimmedAddresses(entry.group);
+  }
+  return list as EmailAddress[];
+}
+
+/**
+ * The fields mailparser would give for a simple message, or undefined for any other. Simple: at
+ * most SIMPLE_MAX_BYTES; a header section of printable ASCII (and tabs) in CRLF lines, every one
+ * a field line or its continuation, ended by an empty line; no encoded words (`=?`) and no
+ * punycode (`xn--`) in it, so mailparser's decoding of words, charsets and domains has nothing to
+ * do; none of the fields read here twice; a single text/plain part in UTF-8 or ASCII without a
+ * transfer encoding and without a Content-Disposition. For these, mailparser's steps reduce to
+ * what this does: unfold and trim a field, parse addresses with the same parser and trim their
+ * names, bracket message ids, and read the body as UTF-8 with LF line ends.
+ */
+export function parseSimpleMessage(source: Buffer): ParsedFields | undefined {
+  if (source.length > SIMPLE_MAX_BYTES) return undefined;
+  const end = source.indexOf('\r\n\r\n');
+  if (end <= 0 || end > SIMPLE_MAX_HEADER_BYTES) return undefined;
+  for (let i = 0; i < end; i++) {
+    const c = source[i] as number;
+    if (c >= 0x20 && c <= 0x7e) continue;
+    if (c === 0x09) continue;
+    if (c === 0x0d && source[i + 1] === 0x0a) {
+      i++;
+      continue;
+    }
+    return undefined;
+  }
+  const head = source.toString('latin1', 0, end);
+  if (head.includes('=?') || /xn--/i.test(head)) return undefined;
+  const fields = new Map<string, string>();
+  let current: string | undefined;
+  let currentLine = '';
+  const take = () => {
+    if (current === undefined) return true;
+    if (fields.has(current)) return false;
+    // libmime's decodeHeader, as mailparser applies it: unfolded, the value after the first colon, trimmed.
+    const line = currentLine.replace(/(?:\r?\n|\r)[ \t]*/g, ' ').trim();
+    fields.set(current, (/^\s*([^:]+):(.*)$/.exec(line)?.[2] ?? '').trim());
+    return true;
+  };
+  for (const line of head.split('\r\n')) {
+    if (line.startsWith(' ') || line.startsWith('\t')) {
+      if (!currentLine) return undefined;
+      currentLine += `\r\n${line}`;
+      continue;
+    }
+    if (!FIELD_LINE.test(line)) return undefined;
+    if (!take()) return undefined;
+    const name = line.slice(0, line.indexOf(':')).toLowerCase();
+    current = SIMPLE_FIELDS.has(name) ? name : undefined;
+    currentLine = line;
+  }
+  if (!take()) return undefined;
+
+  const contentType = fields.get('content-type');
+  if (contentType !== undefined && !SIMPLE_CONTENT_TYPE.test(contentType)) return undefined;
+  const transferEncoding = fields.get('content-transfer-encoding');
+  if (transferEncoding !== undefined && !SIMPLE_TRANSFER_ENCODING.test(transferEncoding)) return undefined;
+  if (fields.has('content-disposition')) return undefined;
+
+  const addresses = (key: string): AddressObject | undefined => {
+    const value = fields.get(key);
+    return value === undefined ? undefined : { value: trimmedAddresses(addressparser(value)), html: '', text: '' };
+  };
+  const messageId = (key: string): string | undefined => {
+    const value = fields.get(key);
+    return (value !== undefined && bracketed(value)) || undefined;
+  };
+  const references = fields.get('references');
+  const text = source.toString('utf8', end + 4).replace(/\r?\n/g, '\n');
+  return {
+    headers: new Map(),
+    subject: fields.get('subject') || undefined,
+    references: references === undefined ? undefined : references.split(/\s+/).map(bracketed).filter((id): id is string => id !== false),
+    from: addresses('from'),
+    to: addresses('to'),
+    cc: addresses('cc'),
+    replyTo: addresses('reply-to'),
+    messageId: messageId('message-id'),
+    inReplyTo: messageId('in-reply-to'),
+    html: false,
+    text: text || undefined,
+    attachments: [],
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -250,12 +382,12 @@ function attachmentOf(a: Attachment): InboundAttachment {
   };
 }
 
-function contentTypeOf(parsed: ParsedMail): string {
+function contentTypeOf(parsed: ParsedFields): string {
   const value = parsed.headers.get('content-type');
   return typeof value === 'object' && value !== null && 'value' in value ? String(value.value) : typeof value === 'string' ? value : '';
 }
 
-export function inboundContent(parsed: ParsedMail): InboundContent {
+export function inboundContent(parsed: ParsedFields): InboundContent {
   const text = clean(parsed.text);
   const html = clean(parsed.html === false ? undefined : parsed.html);
   const headerId = new RegExp(MESSAGE_ID.source).exec(parsed.messageId ?? '')?.[1];
