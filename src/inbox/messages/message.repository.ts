@@ -254,14 +254,10 @@ export async function listThreadMessages(db: Db, threadId: string): Promise<Mess
  */
 export async function findThreadsHoldingMessages(db: Db, inboxIds: readonly string[], messageIds: readonly string[]): Promise<{ inboxId: string; threadId: string }[]> {
   if (!inboxIds.length || !messageIds.length) return [];
-  const rows = await db
-    .selectFrom('messages')
-    .select(['inbox_id', 'thread_id'])
-    .where('inbox_id', 'in', inboxIds)
-    .where('message_id', 'in', messageIds)
-    .orderBy('timestamp', 'desc')
-    .orderBy('id', 'desc')
-    .execute();
+  // Compiled once per count of inboxes and ids: every send with references and every inbound message (twice) runs it.
+  const rows = await preparedRows(db, `messages.threads-holding:${inboxIds.length}:${messageIds.length}`, [...inboxIds, ...messageIds], () =>
+    db.selectFrom('messages').select(['inbox_id', 'thread_id']).where('inbox_id', 'in', inboxIds).where('message_id', 'in', messageIds).orderBy('timestamp', 'desc').orderBy('id', 'desc'),
+  );
   return rows.map((r) => ({ inboxId: r.inbox_id, threadId: r.thread_id }));
 }
 

@@ -87,7 +87,8 @@ export async function insertThreads(db: Db, threads: readonly Thread[]): Promise
 /** Writes back a thread's summary after a message joined it or changed. */
 export async function updateThread(db: Db, thread: Thread): Promise<void> {
   const { thread_id: threadId, organization_id: _o, inbox_id: _i, created_at: _c, ...changes } = toRow(thread);
-  await db.updateTable('threads').set(changes).where('thread_id', '=', threadId).execute();
+  // Compiled once: every reply and every threaded inbound message runs it.
+  await preparedRows(db, 'threads.update', [...Object.values(changes), threadId], () => db.updateTable('threads').set(changes).where('thread_id', '=', threadId));
 }
 
 export async function updateThreadLabels(db: Db, threadId: string, labels: readonly string[], updatedAt: string): Promise<void> {
@@ -97,7 +98,7 @@ export async function updateThreadLabels(db: Db, threadId: string, labels: reado
 /** Threads about to change in this transaction, locked against concurrent writers. */
 export async function findThreadsForUpdate(db: Db, threadIds: readonly string[], dialect: Dialect): Promise<Thread[]> {
   if (!threadIds.length) return [];
-  const rows = await forUpdate(db.selectFrom('threads').selectAll().where('thread_id', 'in', threadIds), dialect).execute();
+  const rows = await preparedRows(db, `threads.for-update:${dialect}:${threadIds.length}`, threadIds, () => forUpdate(db.selectFrom('threads').selectAll().where('thread_id', 'in', threadIds), dialect));
   return rows.map(threadFromRow);
 }
 
