@@ -27,6 +27,8 @@ export const inboxConfigSpec = {
   smtpMaxConnections: env.integer('INBOX_SMTP_MAX_CONNECTIONS', 'concurrent SMTP connections (421 beyond)', 500, 1, 100_000),
   smtpMaxConnectionsPerIp: env.integer('INBOX_SMTP_MAX_CONNECTIONS_PER_IP', 'concurrent SMTP connections from one client address (421 beyond)', 20, 1, 100_000),
   smtpMaxMessagesPerConnection: env.integer('INBOX_SMTP_MAX_MESSAGES_PER_CONNECTION', 'mail transactions per SMTP connection (421 and close beyond)', 1000, 1, 1_000_000),
+  smtpMaxBufferedBytes: env.integer('INBOX_SMTP_MAX_BUFFERED_BYTES', 'DATA bytes all SMTP sessions together may hold in memory; a message that would go beyond gets 452 and its sender retries; at least INBOX_SMTP_MAX_MESSAGE_BYTES', 256 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
+  smtpDataTimeoutMs: env.integer('INBOX_SMTP_DATA_TIMEOUT_MS', 'time a sender has from DATA to the final dot, however steadily it sends; 421 and the connection closed beyond', 600_000, 1000, 3_600_000),
   smtpGreetingDelayMs: env.integer('INBOX_SMTP_GREETING_DELAY_MS', 'pause before the SMTP greeting; clients that talk during it are refused (early-talker check)', 100, 0, 30_000),
   smtpVerifyAuth: env.boolean('INBOX_SMTP_VERIFY_AUTH', 'verify SPF, DKIM and DMARC of inbound mail (needs DNS)', true),
   smtpAuthTimeoutMs: env.integer('INBOX_SMTP_AUTH_TIMEOUT_MS', 'time budget of the SPF/DKIM/DMARC DNS lookups of one message; the message is stored as not authenticated beyond it', 5000, 100, 60_000),

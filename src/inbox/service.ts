@@ -122,6 +122,8 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
     maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
     maxMessagesPerConnection: config.smtpMaxMessagesPerConnection,
     greetingDelayMs: config.smtpGreetingDelayMs,
+    maxBufferedBytes: config.smtpMaxBufferedBytes,
+    dataTimeoutMs: config.smtpDataTimeoutMs,
   };
   return startSmtpServer(listener, inbound, pino(loggerOptions(config.logLevel, 'inbox-smtp')));
 }

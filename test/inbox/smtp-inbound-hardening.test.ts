@@ -280,3 +280,94 @@ describe('inbound SMTP TLS material', () => {
     expect(String(failure?.stack)).not.toContain(secret);
   });
 });
+
+describe.each(dialects)('%s: inbound SMTP memory and time bounds', (dialect) => {
+  const MAX_MESSAGE = 64 * 1024;
+  const BUDGET = 100 * 1024;
+  let server: InboxTestServer;
+  let agent: string;
+  let port: number;
+
+  beforeAll(async () => {
+    server = await startInboxServer({
+      dialect,
+      env: { INBOX_SMTP_MAX_MESSAGE_BYTES: String(MAX_MESSAGE), INBOX_SMTP_MAX_BUFFERED_BYTES: String(BUDGET), INBOX_SMTP_DATA_TIMEOUT_MS: '1500', INBOX_SMTP_GREETING_DELAY_MS: '0' },
+    });
+    const org = await organization(server, [unique('agent')]);
+    agent = org.inboxes[0] as string;
+    port = smtpPort(server);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  /** A session that has sent MAIL, RCPT and DATA and is ready for the message. */
+  async function inData(subject: string): Promise<SmtpTestClient> {
+    const { client } = await SmtpTestClient.connect(port);
+    expect((await client.command('EHLO sender.example')).code).toBe(250);
+    expect((await client.command('MAIL FROM:<sender@sender.example>')).code).toBe(250);
+    expect((await client.command(`RCPT TO:<${agent}>`)).code).toBe(250);
+    expect((await client.command('DATA')).code).toBe(354);
+    client.write(`From: sender@sender.example\r\nTo: ${agent}\r\nSubject: ${subject}\r\nMessage-ID: <${unique(subject)}@sender.example>\r\n\r\n`);
+    return client;
+  }
+  const body = (bytes: number) => `${'x'.repeat(98)}\r\n`.repeat(Math.ceil(bytes / 100));
+  const waitFor = async (check: () => Promise<boolean>) => {
+    for (let i = 0; i < 200 && !(await check()); i++) await new Promise((r) => setTimeout(r, 25));
+  };
+
+  it('refuses with 452 a message that would take the sessions past INBOX_SMTP_MAX_BUFFERED_BYTES, keeps the others, and takes it on retry', { timeout: 30_000 }, async () => {
+    const before = (await storedRows(server, agent)).messages;
+    // A holds 60 KiB of its message, unfinished; B's 60 KiB would make 120 KiB > 100 KiB.
+    const a = await inData('budget-a');
+    a.write(body(60 * 1024));
+    const b = await inData('budget-b');
+    b.write(body(60 * 1024));
+    b.write('.\r\n');
+    const refused = await b.read();
+    expect(refused.code).toBe(452);
+    expect(refused.text).toMatch(/4\.3\.1|storage/i);
+    // A goes on and is stored; its bytes were never dropped.
+    a.write('.\r\n');
+    const taken = await a.read();
+    expect(taken.code).toBe(250);
+    // B's sender retries once A is done, in the same session (452 leaves the session usable).
+    expect((await b.command('RSET')).code).toBe(250);
+    const retried = await transact(b, { from: 'sender@sender.example', to: [agent], message: `Subject: budget-b again\r\n\r\n${body(60 * 1024)}` });
+    expect(retried.data?.code).toBe(250);
+    a.close();
+    b.close();
+    expect((await storedRows(server, agent)).messages).toBe(before + 2);
+  });
+
+  it('refuses to start with a budget below the largest message', async () => {
+    await expect(startInboxServer({ dialect, env: { INBOX_SMTP_MAX_MESSAGE_BYTES: String(MAX_MESSAGE), INBOX_SMTP_MAX_BUFFERED_BYTES: String(MAX_MESSAGE - 1) } })).rejects.toThrow(
+      /INBOX_SMTP_MAX_BUFFERED_BYTES \(65535\) must be at least INBOX_SMTP_MAX_MESSAGE_BYTES \(65536\)/,
+    );
+  });
+
+  it('closes with 421 a session that trickles DATA past INBOX_SMTP_DATA_TIMEOUT_MS, stores nothing of it, and frees its budget', { timeout: 30_000 }, async () => {
+    const before = (await storedRows(server, agent)).messages;
+    const slow = await inData('trickle');
+    // 50 KiB held at once, then a line every 200 ms: the idle timeout never fires, the deadline does.
+    slow.write(body(50 * 1024));
+    let trickling = true;
+    const trickle = (async () => {
+      while (trickling) {
+        slow.write('still going\r\n');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    const reply = await slow.read(10_000);
+    trickling = false;
+    await trickle;
+    expect(reply.code).toBe(421);
+    expect(reply.text).toMatch(/not complete within 2 s/);
+    await Promise.race([slow.closed, new Promise((_, reject) => setTimeout(() => reject(new Error('the session stayed open')), 8_000))]);
+    // Its 50 KiB no longer count: another 60 KiB message fits the 100 KiB budget at once.
+    const next = await deliver(port, { from: 'sender@sender.example', to: [agent], message: `Subject: after the trickle\r\n\r\n${body(60 * 1024)}` });
+    expect(next.data?.code).toBe(250);
+    await waitFor(async () => (await storedRows(server, agent)).messages === before + 1);
+    expect((await storedRows(server, agent)).messages).toBe(before + 1);
+  });
+});

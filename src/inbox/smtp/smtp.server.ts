@@ -27,6 +27,13 @@ export interface SmtpListenerConfig {
   readonly maxConnectionsPerIp: number;
   readonly maxMessagesPerConnection: number;
   readonly greetingDelayMs: number;
+  /**
+   * DATA bytes that all sessions together may hold in memory (message sources being received,
+   * parsed and stored); a message that would go beyond gets 452 and is retried by its sender.
+   */
+  readonly maxBufferedBytes: number;
+  /** Time from DATA to the final dot; beyond it the session gets 421 and is closed. */
+  readonly dataTimeoutMs: number;
 }
 
 export interface SmtpLog {
@@ -62,6 +69,9 @@ function reply(code: number, message: string): SmtpReplyError {
 }
 
 /** The SMTP reply for a failed DATA: permanent only when the same bytes would fail again. */
+/** A DATA transaction that ran past `dataTimeoutMs`; its session is closed. */
+class DataTimeoutError extends Error {}
+
 export function replyFor(err: unknown): SmtpReplyError {
   if (err instanceof UnparseableMessageError) return reply(554, 'Message could not be parsed; it was not stored');
   if (err instanceof NoRecipientInboxError) return reply(550, 'No such recipient here any more');
@@ -123,7 +133,15 @@ class InboundSmtpServer extends SMTPServer {
 }
 
 export async function startSmtpServer(config: SmtpListenerConfig, inbound: InboundService, log: SmtpLog): Promise<RunningSmtpServer> {
+  if (config.maxBufferedBytes < config.maxMessageBytes) {
+    throw new Error(`INBOX_SMTP_MAX_BUFFERED_BYTES (${config.maxBufferedBytes}) must be at least INBOX_SMTP_MAX_MESSAGE_BYTES (${config.maxMessageBytes}), or the largest messages could never be taken`);
+  }
   let closing = false;
+  /**
+   * DATA bytes held by all sessions, from the first chunk until the message is stored or refused.
+   * Without a bound, maxConnections senders of maxMessageBytes each could hold gigabytes at once.
+   */
+  let buffered = 0;
   /** DATA transactions between the first byte and the reply, for a graceful close. */
   const inFlight = new Map<string, Promise<unknown>>();
   /** Refused commands per session (the library reuses one session object per connection). */
@@ -182,28 +200,87 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
     };
   }
 
-  /** The message bytes; nothing is kept beyond the size limit (the library answers 552 then). */
-  function readMessage(stream: SMTPServerDataStream): Promise<Buffer | undefined> {
+  /**
+   * The message bytes, counted against the process-wide budget until `release()`: `over-size`
+   * past the message size limit (the library answers 552 then), `over-budget` when the sessions
+   * together hold too much (nothing of it is kept). Rejects when the session is closed meanwhile
+   * or DATA runs past its deadline.
+   */
+  function readMessage(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<{ source: Buffer; release: () => void } | 'over-size' | 'over-budget'> {
     return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let length = 0;
+      let chunks: Buffer[] = [];
+      let held = 0;
+      let overBudget = false;
+      let settled = false;
+      const release = () => {
+        buffered -= held;
+        held = 0;
+      };
+      const drop = () => {
+        release();
+        chunks = [];
+      };
+      const deadline = setTimeout(() => {
+        if (settled) return;
+        settled = true;
+        drop();
+        reject(new DataTimeoutError(`DATA took longer than ${config.dataTimeoutMs} ms`));
+        // The rest of the message is not waited for: the session goes, and its socket with it.
+        for (const connection of server.connections) {
+          if (connection.session.id !== session.id) continue;
+          connection.send(421, `${config.hostname} Timeout: the message was not complete within ${Math.round(config.dataTimeoutMs / 1000)} s; closing`);
+          connection.close();
+        }
+      }, config.dataTimeoutMs);
+      deadline.unref();
       stream.on('data', (chunk: Buffer) => {
-        if (stream.sizeExceeded) return;
+        if (settled || stream.sizeExceeded || overBudget) return;
+        if (buffered + chunk.length > config.maxBufferedBytes) {
+          overBudget = true;
+          drop();
+          return;
+        }
         chunks.push(chunk);
-        length += chunk.length;
+        held += chunk.length;
+        buffered += chunk.length;
       });
-      stream.once('error', reject);
-      stream.once('end', () => resolve(stream.sizeExceeded ? undefined : Buffer.concat(chunks, length)));
+      stream.once('error', (err) => {
+        clearTimeout(deadline);
+        if (settled) return;
+        settled = true;
+        drop();
+        reject(err);
+      });
+      stream.once('end', () => {
+        clearTimeout(deadline);
+        if (settled) return;
+        settled = true;
+        if (stream.sizeExceeded || overBudget) {
+          drop();
+          return resolve(overBudget ? 'over-budget' : 'over-size');
+        }
+        const source = Buffer.concat(chunks, held);
+        chunks = [];
+        resolve({ source, release });
+      });
     });
   }
 
   async function handleData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
-    const source = await readMessage(stream);
-    if (source === undefined) throw reply(552, `Message exceeds fixed maximum message size ${config.maxMessageBytes}`);
-    const result = await inbound.receive(envelopeOf(session), source);
-    // One text whether stored, already held or turned into bounces: the reply must not tell a
-    // sender what an inbox holds (a probe with a guessed Message-ID, say).
-    return `OK: message accepted as ${result.messageId}`;
+    const read = await readMessage(stream, session);
+    if (read === 'over-size') throw reply(552, `Message exceeds fixed maximum message size ${config.maxMessageBytes}`);
+    if (read === 'over-budget') {
+      log.warn({ session: session.id, bufferedBytes: buffered, maxBufferedBytes: config.maxBufferedBytes }, 'smtp: DATA refused, the sessions hold too much; the sender retries');
+      throw reply(452, 'Insufficient system storage for this message now; try again later');
+    }
+    try {
+      const result = await inbound.receive(envelopeOf(session), read.source);
+      // One text whether stored, already held or turned into bounces: the reply must not tell a
+      // sender what an inbox holds (a probe with a guessed Message-ID, say).
+      return `OK: message accepted as ${result.messageId}`;
+    } finally {
+      read.release();
+    }
   }
 
   function onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void): void {
@@ -215,6 +292,10 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
       (message) => callback(null, message),
       (err: unknown) => {
         if (err instanceof Error && 'responseCode' in err) return callback(err);
+        if (err instanceof DataTimeoutError) {
+          log.warn({ session: session.id, dataTimeoutMs: config.dataTimeoutMs }, 'smtp: DATA timed out; session closed');
+          return callback(reply(421, 'Timeout; closing'));
+        }
         const answer = replyFor(err);
         if (answer.responseCode === 451) log.error({ err, session: session.id }, 'smtp: message not stored');
         else log.warn({ err: err instanceof Error ? err.message : String(err), session: session.id }, 'smtp: message refused');
