@@ -8,6 +8,7 @@ import type { InboxDatabase } from '../database.js';
 import { decodeCursor, page, parseLimit } from '../http/pagination.js';
 import { DomainNotAllowedError, InboxAddressTakenError, InboxNotFoundError, InvalidUsernameError } from './inbox.errors.js';
 import { deleteInbox, findInbox, findInboxByAddress, findInboxByClientId, insertInbox, listInboxes, updateInboxDisplayName, type Inbox } from './inbox.repository.js';
+import { localDomainSet } from '../mail/domains.js';
 
 const USERNAME = /^[a-z0-9_+-](?:[a-z0-9._+-]{0,62}[a-z0-9_+-])?$/;
 
@@ -26,6 +27,7 @@ export interface InboxServiceDeps {
 
 export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps) {
   const localDomains = domains.map((d) => d.toLowerCase());
+  const local = localDomainSet(localDomains);
 
   return {
     localDomains,
@@ -36,8 +38,10 @@ export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps
         const existing = await findInboxByClientId(db, owner.organizationId, input.clientId);
         if (existing) return { inbox: existing, created: false };
       }
-      const domain = (input.domain ?? localDomains[0] ?? '').trim().toLowerCase();
-      if (!localDomains.includes(domain)) throw new DomainNotAllowedError(input.domain ?? domain, localDomains);
+      // Any spelling of a local domain (Unicode or xn--, any case) names it as configured.
+      const requested = (input.domain ?? localDomains[0] ?? '').trim().toLowerCase();
+      const domain = local.spelling(requested);
+      if (domain === undefined) throw new DomainNotAllowedError(input.domain ?? requested, localDomains);
       const username = input.username === undefined ? `agent-${ids.token(6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}` : input.username.trim().toLowerCase();
       if (!USERNAME.test(username) || username.includes('..')) throw new InvalidUsernameError();
       const inboxId = `${username}@${domain}`;

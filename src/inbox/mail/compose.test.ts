@@ -193,11 +193,13 @@ describe('addresses', () => {
     ['"Doe, Jane" <jane@example.org>', { name: 'Doe, Jane', address: 'jane@example.org' }],
     ['"Say \\"hi\\"" <x@example.org>', { name: 'Say "hi"', address: 'x@example.org' }],
     ["o'brien+tag@sub.example.co.uk", { name: '', address: "o'brien+tag@sub.example.co.uk" }],
+    // An internationalized domain, checked in its xn-- form and kept as written.
+    ['Agent <agent@bücher.test>', { name: 'Agent', address: 'agent@bücher.test' }],
   ])('parses %s', (input, expected) => {
     expect(parseMailbox(input)).toEqual(expected);
   });
 
-  it.each(['', 'plain', 'a@', '@b.org', 'a@b', 'a..b@c.org', '.a@c.org', 'a@-b.org', 'a@b..org', 'a@b.123', 'a b@c.org', 'Jane <a@b.org', 'Jane a@b.org>', 'x@y.org\r\nBcc: z@w.org', `${'a'.repeat(65)}@b.org`, 'Ja"ne <a@b.org>'])(
+  it.each(['', 'plain', 'a@', '@b.org', 'a@b', 'a..b@c.org', '.a@c.org', 'a@-b.org', 'a@b..org', 'a@b.123', 'a b@c.org', 'Jane <a@b.org', 'Jane a@b.org>', 'x@y.org\r\nBcc: z@w.org', `${'a'.repeat(65)}@b.org`, 'Ja"ne <a@b.org>', 'a@bü cher.test', 'a@-bücher.test', 'a@bücher.123'])(
     'refuses %j',
     (input) => {
       expect(parseMailbox(input)).toBeUndefined();

@@ -1,3 +1,4 @@
+import { domainToASCII } from 'node:url';
 import * as base64 from 'nodemailer/lib/base64/index.js';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/index.js';
@@ -27,8 +28,15 @@ export function isValidAddress(address: string, singleLabelDomains: readonly str
   const at = address.lastIndexOf('@');
   if (at <= 0) return false;
   const local = address.slice(0, at);
-  const domain = address.slice(at + 1);
+  let domain = address.slice(at + 1);
   if (local.length > 64 || !LOCAL_PART.test(local)) return false;
+  // An internationalized domain is checked in its ASCII (xn--) form, as DNS and SMTP carry it.
+  if (!/^[\x21-\x7e]*$/.test(domain)) {
+    // Labels neither begin nor end with a hyphen in either form (the conversion alone lets `-ü` pass).
+    if (domain.split('.').some((l) => l.startsWith('-') || l.endsWith('-'))) return false;
+    domain = domainToASCII(domain.toLowerCase());
+    if (!domain) return false;
+  }
   if (domain.length > 253) return false;
   const labels = domain.split('.');
   if (!labels.every((l) => DOMAIN_LABEL.test(l))) return false;

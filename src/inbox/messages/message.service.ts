@@ -70,6 +70,7 @@ import {
   type NewMessage,
 } from './message.repository.js';
 import { toMessageResponse } from './message.schemas.js';
+import { domainKey, domainOf, localDomainSet } from '../mail/domains.js';
 
 /**
  * The durable queue of mail for non-local recipients (payload: `OutboundMailJob`), handled by
@@ -317,7 +318,14 @@ export function createMessageService(deps: MessageServiceDeps) {
   const downloads = createDownloadLinks({ db, clock, ids, ttlSeconds: deps.downloadTtlSeconds });
   // Sends commit in groups on SQLite: one fsync for all the sends that arrived meanwhile.
   const commits = createGroupCommit(db);
-  const isLocal = (address: string) => localDomains.includes(address.slice(address.lastIndexOf('@') + 1).toLowerCase());
+  const local = localDomainSet(localDomains);
+  const isLocal = (address: string) => local.has(domainOf(address));
+  /** The inbox id an address on a local domain names: lower-cased, its domain spelled as configured (Unicode or xn--). */
+  const inboxIdOf = (address: string) => {
+    const at = address.lastIndexOf('@');
+    const domain = address.slice(at + 1);
+    return `${address.slice(0, at)}@${local.spelling(domain) ?? domain}`.toLowerCase();
+  };
 
   function validate(input: SendInput): Outgoing {
     const to = parseAddresses('to', input.to, singleLabelDomains);
@@ -365,7 +373,7 @@ export function createMessageService(deps: MessageServiceDeps) {
     // Everything that touches the database runs in the unit of work, so that sends arriving
     // while a commit is under way queue up for the next group commit instead of for the connection.
     const result = await commits.run(async (trx) => {
-      const localAddresses = [...new Set(out.recipients.filter((r) => r.local).map((r) => r.mailbox.address.toLowerCase()))];
+      const localAddresses = [...new Set(out.recipients.filter((r) => r.local).map((r) => inboxIdOf(r.mailbox.address)))];
       const found = await findInboxesByAddresses(trx, [...new Set([senderId, ...localAddresses])]);
       const byAddress = new Map(found.map((i) => [i.inboxId, i]));
       const sender = byAddress.get(senderId);
@@ -374,7 +382,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       const bounced: string[] = [];
       for (const r of out.recipients) {
         if (!r.local) continue;
-        const inbox = byAddress.get(r.mailbox.address.toLowerCase());
+        const inbox = byAddress.get(inboxIdOf(r.mailbox.address));
         if (inbox) delivered.push(inbox);
         else bounced.push(r.mailbox.address);
       }
@@ -384,7 +392,8 @@ export function createMessageService(deps: MessageServiceDeps) {
 
       const now = clock.now();
       const timestamp = now.toISOString();
-      const messageId = `<${timeOrderedUuid(now, ids)}@${sender.domain}>`;
+      // ASCII on the wire: an internationalized domain goes into the Message-ID in its xn-- form.
+      const messageId = `<${timeOrderedUuid(now, ids)}@${domainKey(sender.domain)}>`;
       const from: Mailbox = { name: sender.displayName ?? '', address: sender.inboxId };
       const inReplyTo = parent ? parent.messageId : null;
       const references = parent ? [...new Set([...parent.references, parent.messageId])].slice(-MAX_REFERENCES) : [];
