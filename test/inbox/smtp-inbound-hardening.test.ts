@@ -266,6 +266,45 @@ describe('inbound SMTP TLS material', () => {
     }
   });
 
+  it('serves a renewed key and certificate after SIGHUP without a restart, and keeps the pair in use when the new one does not match', { timeout: 30_000 }, async () => {
+    const files = mkdtempSync(path.join(tmpdir(), 'smtp-renew-'));
+    const keyFile = path.join(files, 'key.pem');
+    const certFile = path.join(files, 'cert.pem');
+    const issue = (cn: string, key = keyFile, cert = certFile) =>
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', `/CN=${cn}`], { stdio: 'ignore' });
+    issue('first.inbox.test');
+    const server = await startInboxServer({ env: { INBOX_SMTP_TLS_KEY: keyFile, INBOX_SMTP_TLS_CERT: certFile } });
+    /** The subject CN a new STARTTLS session is shown. */
+    const served = async () => {
+      const { client } = await SmtpTestClient.connect(smtpPort(server));
+      try {
+        await client.command('EHLO sender.example');
+        const { reply, socket } = await client.startTls();
+        expect(reply.code).toBe(220);
+        return socket?.getPeerCertificate().subject.CN;
+      } finally {
+        client.close();
+      }
+    };
+    try {
+      expect(await served()).toBe('first.inbox.test');
+      issue('renewed.inbox.test');
+      // The listener is in this process: the signal reaches its handler (without one it would end the process).
+      expect(process.listenerCount('SIGHUP')).toBeGreaterThan(0);
+      process.kill(process.pid, 'SIGHUP');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await served()).toBe('renewed.inbox.test');
+      // A certificate whose key is elsewhere: not taken; the renewed pair stays in use.
+      issue('mismatched.inbox.test', path.join(files, 'other-key.pem'), certFile);
+      process.kill(process.pid, 'SIGHUP');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await served()).toBe('renewed.inbox.test');
+    } finally {
+      await server.close();
+      rmSync(files, { recursive: true, force: true });
+    }
+  });
+
   it('fails to start without the value in the error when the key is neither PEM nor a file', async () => {
     const secret = `MIIEv${randomText(40, BASE64ISH)}`;
     const failure = await startInboxServer({ env: { INBOX_SMTP_TLS_KEY: secret, INBOX_SMTP_TLS_CERT: certPem } }).then(

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import type { AddressInfo, Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
+import { createSecureContext, type TLSSocket } from 'node:tls';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import { SMTPConnection } from 'smtp-server/lib/smtp-connection.js';
 import { NoRecipientInboxError, UnparseableMessageError } from './inbound.errors.js';
@@ -99,6 +99,60 @@ function tlsOptions(config: SmtpListenerConfig): Partial<SMTPServerOptions> {
   if (!config.tlsKey !== !config.tlsCert) throw new Error('INBOX_SMTP_TLS_KEY and INBOX_SMTP_TLS_CERT must be set together');
   if (!config.tlsKey || !config.tlsCert) return {};
   return { key: readPem(config.tlsKey, 'INBOX_SMTP_TLS_KEY'), cert: readPem(config.tlsCert, 'INBOX_SMTP_TLS_CERT') };
+}
+
+/** How often certificate files are checked for a renewal (certbot and the like replace them in place). */
+const TLS_RELOAD_CHECK_MS = 60_000;
+
+/**
+ * Keeps STARTTLS on the current key and certificate without a restart: on SIGHUP, and when the
+ * files (if the settings name files rather than PEM text) change, both are read again and serve
+ * the sessions that start TLS from then on. A pair that cannot be read or does not match keeps
+ * the previous one (and says so in the log). Returns the function that stops watching.
+ */
+function watchTls(config: SmtpListenerConfig, apply: (options: { key: Buffer; cert: Buffer }) => void, log: SmtpLog): () => void {
+  if (!config.tlsKey || !config.tlsCert) return () => undefined;
+  const key = config.tlsKey;
+  const cert = config.tlsCert;
+  const files = [key, cert].filter((v) => !v.includes('-----BEGIN'));
+  const stamp = () => files.map((f) => {
+    try {
+      const st = statSync(f.trim().replace(/^(["'])([\s\S]*)\1$/, '$2').trim());
+      return `${st.mtimeMs}:${st.size}`;
+    } catch {
+      return 'missing';
+    }
+  }).join('|');
+  let seen = stamp();
+  const reload = (why: string) => {
+    try {
+      const options = { key: readPem(key, 'INBOX_SMTP_TLS_KEY'), cert: readPem(cert, 'INBOX_SMTP_TLS_CERT') };
+      // Proves the pair before it replaces the one in use: a key that does not match throws here.
+      createSecureContext(options);
+      apply(options);
+      log.info({ why }, 'smtp: TLS key and certificate reloaded');
+    } catch (err) {
+      log.warn({ why, err: err instanceof Error ? err.message : String(err) }, 'smtp: TLS key and certificate not reloaded; the previous ones stay in use');
+    }
+  };
+  const onSignal = () => {
+    seen = stamp();
+    reload('SIGHUP');
+  };
+  process.on('SIGHUP', onSignal);
+  const timer = files.length
+    ? setInterval(() => {
+        const now = stamp();
+        if (now === seen) return;
+        seen = now;
+        reload('files changed');
+      }, TLS_RELOAD_CHECK_MS)
+    : undefined;
+  timer?.unref();
+  return () => {
+    process.off('SIGHUP', onSignal);
+    if (timer) clearInterval(timer);
+  };
 }
 
 /**
@@ -342,6 +396,7 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
     });
   });
   const address = server.server.address() as AddressInfo;
+  const stopTlsReload = watchTls(config, (options) => server.updateSecureContext(options), log);
 
   return {
     host: config.host,
@@ -349,6 +404,7 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
     async close() {
       if (closing) return;
       closing = true;
+      stopTlsReload();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Idle sessions go now; sessions in DATA get their reply first, then go too.
       for (const connection of [...server.connections]) {
