@@ -53,6 +53,35 @@ describe.each(dialects)('%s: an internationalized local domain', (dialect) => {
     expect(bounces.some((e) => (e.bounce.recipients as { address: string }[]).some((r) => r.address === nobody))).toBe(true);
   });
 
+  it('names one inbox once however its address is spelled across to, cc and bcc (one copy, no 500)', async () => {
+    const username = unique('twice');
+    expect((await call(server.url, org.key, 'POST', '/v0/inboxes', { username, domain: 'bücher.test' })).status).toBe(201);
+    const inboxId = `${username}@bücher.test`;
+    const reader = unique('reader');
+    expect((await call(server.url, org.key, 'POST', '/v0/inboxes', { username: reader })).status).toBe(201);
+    const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, {
+      to: [inboxId, `${username}@xn--bcher-kva.test`],
+      cc: [`${reader}@inbox.test`],
+      // Fullwidth letters map to the same domain (UTS 46), as DNS would resolve them.
+      bcc: [`${reader}@ｉｎｂｏｘ.test`, `${username}@BÜCHER.test`],
+      subject: 'spelled many ways',
+      text: 'once each',
+    });
+    expect(sent.status).toBe(200);
+    for (const id of [inboxId, `${reader}@inbox.test`]) {
+      const list = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(id)}/messages`);
+      expect((list.body as { messages: { subject: string }[] }).messages.filter((m) => m.subject === 'spelled many ways'), id).toHaveLength(1);
+    }
+    // The headers keep what the sender wrote (one copy was delivered all the same).
+    const copy = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(sender)}/messages/${enc((sent.body as { message_id: string }).message_id)}`);
+    expect((copy.body as { to: string[] }).to).toEqual([inboxId, `${username}@xn--bcher-kva.test`]);
+    // A fullwidth domain is stored as the domain the mail went to.
+    expect((copy.body as { bcc: string[] }).bcc).toEqual([`${reader}@inbox.test`, `${username}@bücher.test`]);
+    const alone = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to: `${reader}@ｉｎｂｏｘ.test`, text: 'fullwidth' });
+    const stored = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(sender)}/messages/${enc((alone.body as { message_id: string }).message_id)}`);
+    expect((stored.body as { to: string[] }).to).toEqual([`${reader}@inbox.test`]);
+  });
+
   it('sends from an inbox on the domain with ASCII headers: From and Message-ID in their xn-- form', async () => {
     const username = unique('writer');
     const created = await call(server.url, org.key, 'POST', '/v0/inboxes', { username, domain: 'bücher.test' });

@@ -218,6 +218,24 @@ describe.each(dialects)('%s: outbound mail through an SMTP relay', (dialect) => 
     });
   });
 
+  it('reports an internationalized recipient as the sender wrote it, though the relay got its xn-- form', async () => {
+    const clock = fixedClock(new Date());
+    await withRelay({ dialect, clock }, async ({ relay, server, receiver }) => {
+      const org = await organization(server, [unique('idn')]);
+      const [sender] = org.inboxes as [string];
+      await hookAll(server, receiver, org.key, '/all');
+      const recipients = ['leser@bücher.example', 'plain@example.org'];
+      const sent = await org.client.inboxes.messages.send(sender, { to: recipients, text: 'Grüße' });
+      await relay.waitFor(1);
+      await receiver.waitFor(2);
+      const ref = { inbox_id: sender, thread_id: sent.threadId, message_id: sent.messageId, timestamp: clock.now().toISOString() };
+      expect(inOrder(delivered(receiver, '/all')).map((e) => [e.event_type, e.send ?? e.delivery])).toEqual([
+        ['message.sent', { ...ref, recipients }],
+        ['message.delivered', { ...ref, recipients }],
+      ]);
+    });
+  });
+
   it('retries while the relay is down (connection refused) and delivers once it is back', async () => {
     const clock = fixedClock(new Date());
     await withRelay({ dialect, clock }, async ({ relay, server, receiver }) => {

@@ -166,6 +166,8 @@ describe('composePlainText', () => {
         'Content-Transfer-Encoding: 7bit\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nAll green.\n',
     );
     expect((await composeMessage(base)).equals(await composeWithNodemailer(base))).toBe(true);
+    // A bare Message-ID: nodemailer brackets it, so the long way.
+    expect(composePlainText({ ...base, messageId: '1@x.test' })).toBeUndefined();
     for (const other of [
       { html: '<p>x</p>' },
       { text: 'Grüße' },
@@ -195,11 +197,14 @@ describe('addresses', () => {
     ["o'brien+tag@sub.example.co.uk", { name: '', address: "o'brien+tag@sub.example.co.uk" }],
     // An internationalized domain, checked in its xn-- form and kept as written.
     ['Agent <agent@bücher.test>', { name: 'Agent', address: 'agent@bücher.test' }],
+    // …in its one Unicode spelling: lower case, fullwidth letters mapped (UTS 46).
+    ['agent@BÜCHER.test', { name: '', address: 'agent@bücher.test' }],
+    ['agent@ｉｎｂｏｘ.test', { name: '', address: 'agent@inbox.test' }],
   ])('parses %s', (input, expected) => {
     expect(parseMailbox(input)).toEqual(expected);
   });
 
-  it.each(['', 'plain', 'a@', '@b.org', 'a@b', 'a..b@c.org', '.a@c.org', 'a@-b.org', 'a@b..org', 'a@b.123', 'a b@c.org', 'Jane <a@b.org', 'Jane a@b.org>', 'x@y.org\r\nBcc: z@w.org', `${'a'.repeat(65)}@b.org`, 'Ja"ne <a@b.org>', 'a@bü cher.test', 'a@-bücher.test', 'a@bücher.123'])(
+  it.each(['', 'plain', 'a@', '@b.org', 'a@b', 'a..b@c.org', '.a@c.org', 'a@-b.org', 'a@b..org', 'a@b.123', 'a b@c.org', 'Jane <a@b.org', 'Jane a@b.org>', 'x@y.org\r\nBcc: z@w.org', `${'a'.repeat(65)}@b.org`, 'Ja"ne <a@b.org>', 'a@bü cher.test', 'a@-bücher.test', 'a@x。-bücher.test', 'a@bücher-.test', 'a@bücher.123'])(
     'refuses %j',
     (input) => {
       expect(parseMailbox(input)).toBeUndefined();

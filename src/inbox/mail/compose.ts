@@ -1,4 +1,4 @@
-import { domainToASCII } from 'node:url';
+import { domainToASCII, domainToUnicode } from 'node:url';
 import * as base64 from 'nodemailer/lib/base64/index.js';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/index.js';
@@ -32,10 +32,11 @@ export function isValidAddress(address: string, singleLabelDomains: readonly str
   if (local.length > 64 || !LOCAL_PART.test(local)) return false;
   // An internationalized domain is checked in its ASCII (xn--) form, as DNS and SMTP carry it.
   if (!/^[\x21-\x7e]*$/.test(domain)) {
-    // Labels neither begin nor end with a hyphen in either form (the conversion alone lets `-ü` pass).
-    if (domain.split('.').some((l) => l.startsWith('-') || l.endsWith('-'))) return false;
     domain = domainToASCII(domain.toLowerCase());
     if (!domain) return false;
+    // Labels neither begin nor end with a hyphen in their Unicode form either (the conversion
+    // alone lets `-ü` pass, and UTS 46 takes 。．｡ as dots, so the labels are read after it).
+    if (domainToUnicode(domain).split('.').some((l) => l.startsWith('-') || l.endsWith('-'))) return false;
   }
   if (domain.length > 253) return false;
   const labels = domain.split('.');
@@ -43,6 +44,18 @@ export function isValidAddress(address: string, singleLabelDomains: readonly str
   // A public domain has at least two labels and a non-numeric top-level label.
   if (labels.length === 1) return singleLabelDomains.includes(domain.toLowerCase());
   return !/^\d+$/.test(labels[labels.length - 1] as string);
+}
+
+/**
+ * A valid address with an internationalized domain in its one Unicode spelling (lower case, UTS 46
+ * mapped: fullwidth `ｉｎｂｏｘ.test` is `inbox.test`), so that what is stored and shown is the
+ * domain the mail goes to; ASCII addresses are returned as they are.
+ */
+function canonicalDomain(address: string): string {
+  const at = address.lastIndexOf('@');
+  const domain = address.slice(at + 1);
+  if (/^[\x21-\x7e]*$/.test(domain)) return address;
+  return `${address.slice(0, at)}@${domainToUnicode(domainToASCII(domain.toLowerCase()))}`;
 }
 
 /**
@@ -71,7 +84,7 @@ export function parseMailbox(input: string, singleLabelDomains: readonly string[
     address = s;
   }
   if (name.length > 255 || !isValidAddress(address, singleLabelDomains)) return undefined;
-  return { name: name.trim(), address };
+  return { name: name.trim(), address: canonicalDomain(address) };
 }
 
 /**
@@ -207,7 +220,8 @@ export function composePlainText(input: ComposeInput): Buffer | undefined {
   if (text.length > PLAIN_TEXT_MAX || !PLAIN_TEXT.test(text) || LONG_LINE.test(text)) return undefined;
   const subject = input.subject ?? '';
   if (subject !== '' && !isPlainValue(subject)) return undefined;
-  if (!isPlainValue(input.messageId) || !input.to.length) return undefined;
+  // nodemailer brackets a bare id; only a bracketed one is written as it is.
+  if (!isPlainValue(input.messageId) || !input.messageId.startsWith('<') || !input.messageId.endsWith('>') || !input.to.length) return undefined;
   let from: string | undefined;
   const to: string[] = [];
   for (const m of [input.from, ...input.to]) {

@@ -327,6 +327,12 @@ export function createMessageService(deps: MessageServiceDeps) {
     return `${address.slice(0, at)}@${local.spelling(domain) ?? domain}`.toLowerCase();
   };
 
+  const recipientKey = (address: string) => {
+    if (isLocal(address)) return inboxIdOf(address);
+    const at = address.lastIndexOf('@');
+    return `${address.slice(0, at)}@${domainKey(address.slice(at + 1))}`.toLowerCase();
+  };
+
   function validate(input: SendInput): Outgoing {
     const to = parseAddresses('to', input.to, singleLabelDomains);
     const cc = parseAddresses('cc', input.cc, singleLabelDomains);
@@ -337,7 +343,9 @@ export function createMessageService(deps: MessageServiceDeps) {
     const seen = new Set<string>();
     for (const [field, list] of [['to', to], ['cc', cc], ['bcc', bcc]] as const) {
       for (const mailbox of list) {
-        const key = mailbox.address.toLowerCase();
+        // One recipient per mailbox however its domain is spelled (case, Unicode or xn--): a local
+        // inbox named twice would otherwise get two copies of one Message-ID.
+        const key = recipientKey(mailbox.address);
         if (seen.has(key)) continue;
         seen.add(key);
         recipients.push({ mailbox, field, local: isLocal(mailbox.address) });
