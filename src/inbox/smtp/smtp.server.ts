@@ -69,6 +69,12 @@ function reply(code: number, message: string): SmtpReplyError {
 }
 
 /** The SMTP reply for a failed DATA: permanent only when the same bytes would fail again. */
+/** `90 s`, `10 min`, or `1500 ms` when not whole seconds. */
+function duration(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+}
+
 /** A DATA transaction that ran past `dataTimeoutMs`; its session is closed. */
 class DataTimeoutError extends Error {}
 
@@ -196,6 +202,8 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
    * Without a bound, maxConnections senders of maxMessageBytes each could hold gigabytes at once.
    */
   let buffered = 0;
+  let refusedForBudget = 0;
+  let budgetLoggedAt = 0;
   /** DATA transactions between the first byte and the reply, for a graceful close. */
   const inFlight = new Map<string, Promise<unknown>>();
   /** Refused commands per session (the library reuses one session object per connection). */
@@ -282,7 +290,7 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
         // The rest of the message is not waited for: the session goes, and its socket with it.
         for (const connection of server.connections) {
           if (connection.session.id !== session.id) continue;
-          connection.send(421, `${config.hostname} Timeout: the message was not complete within ${Math.round(config.dataTimeoutMs / 1000)} s; closing`);
+          connection.send(421, `${config.hostname} Timeout: the message was not complete within ${duration(config.dataTimeoutMs)}; closing`);
           connection.close();
         }
       }, config.dataTimeoutMs);
@@ -324,7 +332,14 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
     const read = await readMessage(stream, session);
     if (read === 'over-size') throw reply(552, `Message exceeds fixed maximum message size ${config.maxMessageBytes}`);
     if (read === 'over-budget') {
-      log.warn({ session: session.id, bufferedBytes: buffered, maxBufferedBytes: config.maxBufferedBytes }, 'smtp: DATA refused, the sessions hold too much; the sender retries');
+      // Many senders can be refused at once: one line a second at most, with the count.
+      refusedForBudget += 1;
+      const now = Date.now();
+      if (now - budgetLoggedAt >= 1000) {
+        log.warn({ refused: refusedForBudget, bufferedBytes: buffered, maxBufferedBytes: config.maxBufferedBytes }, 'smtp: DATA refused (452), the sessions hold too much; the senders retry');
+        budgetLoggedAt = now;
+        refusedForBudget = 0;
+      }
       throw reply(452, 'Insufficient system storage for this message now; try again later');
     }
     try {
