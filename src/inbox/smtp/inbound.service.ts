@@ -17,7 +17,7 @@ import { addMessageToThread, startThread } from '../threads/thread.service.js';
 import type { AuthVerdict, AuthVerifier } from './auth-results.js';
 import { NoRecipientInboxError } from './inbound.errors.js';
 import { findDeliveryReports, findRecentThreadsBySubject, insertDeliveryReports } from './inbound.repository.js';
-import { headerRecord, inboundContent, parseMessage, traceHeaders, withoutOwnFields, type InboundContent } from './parse.js';
+import { headerRecord, inboundContent, mentionsDeliveryStatus, parseMessage, traceHeaders, withoutOwnFields, type InboundContent } from './parse.js';
 
 /** The SMTP envelope and session facts of one mail transaction. */
 export interface InboundEnvelope {
@@ -216,7 +216,9 @@ export function createInboundService(deps: InboundServiceDeps) {
       const content = inboundContent(await parseMessage(source));
       // Once per message and outside the transaction; only a multipart that names a status part is
       // taken apart (parseDeliveryStatusNotification is linear and bounded).
-      const report = content.multipart ? parseDeliveryStatusNotification(source) : undefined;
+      // A message that names no status part anywhere is not one (the common case, found without
+      // turning the source into strings).
+      const report = content.multipart && mentionsDeliveryStatus(source) ? parseDeliveryStatusNotification(source) : undefined;
       const verdict = await verify(source, envelope);
       const now = clock.now();
       const messageId = content.messageId ?? `<${timeOrderedUuid(now, ids)}@${hostname}>`;
