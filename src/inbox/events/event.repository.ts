@@ -1,4 +1,4 @@
-import { preparedRows } from '../../platform/db/prepared.js';
+import { preparedInsert, preparedRows } from '../../platform/db/prepared.js';
 import type { Db } from '../database.js';
 
 export interface StoredEvent {
@@ -23,8 +23,7 @@ export async function insertEvent(db: Db, event: StoredEvent): Promise<void> {
 export async function insertEvents(db: Db, events: readonly StoredEvent[]): Promise<void> {
   if (!events.length) return;
   const rows = events.map((e) => ({ event_id: e.eventId, organization_id: e.organizationId, event_type: e.eventType, inbox_id: e.inboxId, pod_id: e.podId, payload: e.payload, created_at: e.createdAt }));
-  const parameters = rows.flatMap((r) => [r.event_id, r.organization_id, r.event_type, r.inbox_id, r.pod_id, r.payload, r.created_at]);
-  await preparedRows(db, `events.insert:${rows.length}`, parameters, () => db.insertInto('events').values(rows));
+  await preparedInsert(db, 'events.insert', rows, () => db.insertInto('events').values(rows));
 }
 
 export async function findEvent(db: Db, eventId: string): Promise<StoredEvent | undefined> {

@@ -1,5 +1,6 @@
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { describe, expect, it } from 'vitest';
+import { prng } from '../../../test/support/generated.js';
 import {
   composeMessage,
   composePlainText,
@@ -80,16 +81,6 @@ describe('serializeMimeTree', () => {
 });
 
 describe('composePlainText', () => {
-  /** A small deterministic generator (mulberry32), so that a failure names a reproducible case. */
-  function random(seed: number): () => number {
-    let a = seed;
-    return () => {
-      a = (a + 0x6d2b79f5) | 0;
-      let t = Math.imul(a ^ (a >>> 15), 1 | a);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
   // Each field comes from its common values most of the time and from the awkward ones otherwise,
   // so that many inputs take the fast path and many just miss it.
   const pick = <T>(r: () => number, common: readonly T[], awkward: readonly T[]): T => {
@@ -130,7 +121,7 @@ describe('composePlainText', () => {
   }
 
   it('writes the bytes MailComposer writes, for every input it takes (3,000 generated inputs)', async () => {
-    const r = random(20261121);
+    const r = prng(20261121);
     let taken = 0;
     for (let i = 0; i < 3000; i++) {
       const mail = input(r);

@@ -4,6 +4,7 @@ import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/index.js';
 import type MimeNode from 'nodemailer/lib/mime-node/index.js';
 import * as qp from 'nodemailer/lib/qp/index.js';
+import { domainKey } from './domains.js';
 
 /**
  * Mail knowledge without I/O: address syntax, RFC 5322/MIME composition (nodemailer's
@@ -55,7 +56,7 @@ function canonicalDomain(address: string): string {
   const at = address.lastIndexOf('@');
   const domain = address.slice(at + 1);
   if (/^[\x21-\x7e]*$/.test(domain)) return address;
-  return `${address.slice(0, at)}@${domainToUnicode(domainToASCII(domain.toLowerCase()))}`;
+  return `${address.slice(0, at)}@${domainToUnicode(domainKey(domain))}`;
 }
 
 /**

@@ -1,8 +1,8 @@
-import type { Compilable, SelectQueryBuilder } from 'kysely';
+import type { SelectQueryBuilder } from 'kysely';
 import type { Dialect } from '../../platform/db/database.js';
 import { forUpdate, incrementCounter } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
-import { preparedRows } from '../../platform/db/prepared.js';
+import { preparedInsert, preparedRows } from '../../platform/db/prepared.js';
 import type { Db, InboxDatabase } from '../database.js';
 import type { Cursor, ListFilter } from '../http/pagination.js';
 import type { MessageRow } from './message.table.js';
@@ -124,15 +124,6 @@ export function messageFromRow(row: SummaryRow, known?: { organizationId: string
  */
 const BIND_BUDGET = 30_000;
 
-/**
- * A multi-row INSERT compiled once per statement and number of rows (every send runs them):
- * `build` makes it from `rows`, whose values are its parameters, row after row, in column order.
- */
-function insertPrepared<R>(db: Db, key: string, rows: readonly Record<string, unknown>[], build: () => Compilable<R>): Promise<R[]> {
-  const columns = Object.keys(rows[0] ?? {});
-  return preparedRows<R>(db, `${key}:${rows.length}`, rows.flatMap((row) => columns.map((c) => row[c])), build);
-}
-
 /** `rows` in chunks that each stay within BIND_BUDGET bind variables; one chunk (the same statement as unsplit) when they fit. */
 function chunksOf<T extends object>(rows: readonly T[]): (readonly T[])[] {
   const size = Math.max(1, Math.floor(BIND_BUDGET / Object.keys(rows[0] ?? {}).length));
@@ -176,11 +167,11 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
     updated_at: m.updatedAt,
   }));
   const rows: { id: number | string | bigint; inbox_id: string }[] = [];
-  for (const chunk of chunksOf(values)) rows.push(...(await insertPrepared(db, 'messages.insert', chunk, () => db.insertInto('messages').values(chunk).returning(['id', 'inbox_id']))));
+  for (const chunk of chunksOf(values)) rows.push(...(await preparedInsert(db, 'messages.insert', chunk, () => db.insertInto('messages').values(chunk).returning(['id', 'inbox_id']))));
   // RETURNING order is not promised; the inbox names the copy.
   const pks = new Map(rows.map((r) => [r.inbox_id, Number(r.id)]));
   const labels = messages.flatMap((m) => m.labels.map((label) => ({ message_pk: pks.get(m.inboxId) as number, label })));
-  if (labels.length) for (const chunk of chunksOf(labels)) await insertPrepared(db, 'message_labels.insert', chunk, () => db.insertInto('message_labels').values(chunk));
+  if (labels.length) for (const chunk of chunksOf(labels)) await preparedInsert(db, 'message_labels.insert', chunk, () => db.insertInto('message_labels').values(chunk));
   const attachments = messages.flatMap((m) =>
     m.attachments.map((a, i) => ({
       message_pk: pks.get(m.inboxId) as number,
@@ -193,7 +184,7 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
       content: m.attachmentContents[i] as Buffer,
     })),
   );
-  if (attachments.length) for (const chunk of chunksOf(attachments)) await insertPrepared(db, 'attachments.insert', chunk, () => db.insertInto('attachments').values(chunk));
+  if (attachments.length) for (const chunk of chunksOf(attachments)) await preparedInsert(db, 'attachments.insert', chunk, () => db.insertInto('attachments').values(chunk));
   return pks;
 }
 

@@ -70,7 +70,7 @@ import {
   type NewMessage,
 } from './message.repository.js';
 import { toMessageResponse } from './message.schemas.js';
-import { domainKey, domainOf, localDomainSet } from '../mail/domains.js';
+import { addressKey, domainKey, domainOf, localDomainSet } from '../mail/domains.js';
 
 /**
  * The durable queue of mail for non-local recipients (payload: `OutboundMailJob`), handled by
@@ -320,18 +320,8 @@ export function createMessageService(deps: MessageServiceDeps) {
   const commits = createGroupCommit(db);
   const local = localDomainSet(localDomains);
   const isLocal = (address: string) => local.has(domainOf(address));
-  /** The inbox id an address on a local domain names: lower-cased, its domain spelled as configured (Unicode or xn--). */
-  const inboxIdOf = (address: string) => {
-    const at = address.lastIndexOf('@');
-    const domain = address.slice(at + 1);
-    return `${address.slice(0, at)}@${local.spelling(domain) ?? domain}`.toLowerCase();
-  };
-
-  const recipientKey = (address: string) => {
-    if (isLocal(address)) return inboxIdOf(address);
-    const at = address.lastIndexOf('@');
-    return `${address.slice(0, at)}@${domainKey(address.slice(at + 1))}`.toLowerCase();
-  };
+  /** The inbox id an address on a local domain names (its domain spelled as configured). */
+  const inboxIdOf = (address: string) => local.inboxId(address) ?? address.toLowerCase();
 
   function validate(input: SendInput): Outgoing {
     const to = parseAddresses('to', input.to, singleLabelDomains);
@@ -345,7 +335,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       for (const mailbox of list) {
         // One recipient per mailbox however its domain is spelled (case, Unicode or xn--): a local
         // inbox named twice would otherwise get two copies of one Message-ID.
-        const key = recipientKey(mailbox.address);
+        const key = addressKey(mailbox.address);
         if (seen.has(key)) continue;
         seen.add(key);
         recipients.push({ mailbox, field, local: isLocal(mailbox.address) });

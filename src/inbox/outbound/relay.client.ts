@@ -3,7 +3,7 @@ import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import nodemailer, { type NodemailerError } from 'nodemailer';
 import { redactUrl } from '../../platform/config/config.js';
-import { domainKey } from '../mail/domains.js';
+import { addressKey } from '../mail/domains.js';
 
 /**
  * The SMTP relay as the outbound worker sees it: a pooled nodemailer transport that takes an
@@ -196,12 +196,8 @@ export function createRelayClient(settings: RelaySettings): RelayClient {
  */
 function inOurSpelling(outcome: RelayOutcome, to: readonly string[]): RelayOutcome {
   if (outcome.kind !== 'recipients') return outcome;
-  const keyOf = (a: string) => {
-    const at = a.lastIndexOf('@');
-    return at < 0 ? a.toLowerCase() : `${a.slice(0, at)}@${domainKey(a.slice(at + 1))}`.toLowerCase();
-  };
-  const ours = new Map(to.map((a) => [keyOf(a), a]));
-  const spell = (a: string) => ours.get(keyOf(a)) ?? a;
+  const ours = new Map(to.map((a) => [addressKey(a), a]));
+  const spell = (a: string) => ours.get(addressKey(a)) ?? a;
   return { ...outcome, accepted: outcome.accepted.map(spell), refused: outcome.refused.map((r) => ({ ...r, address: spell(r.address) })) };
 }
 

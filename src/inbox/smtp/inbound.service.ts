@@ -88,10 +88,10 @@ export function createInboundService(deps: InboundServiceDeps) {
   function inboxCandidates(address: string): string[] | undefined {
     const lower = address.trim().toLowerCase();
     if (lower === 'postmaster') return local.defaultDomain === undefined ? [] : [`postmaster@${local.defaultDomain}`];
-    const domain = local.spelling(domainOf(lower));
-    if (domain === undefined) return undefined;
-    const localPart = lower.slice(0, lower.lastIndexOf('@'));
-    if (localPart !== 'postmaster') return [`${localPart}@${domain}`];
+    const inboxId = local.inboxId(lower);
+    if (inboxId === undefined) return undefined;
+    if (!inboxId.startsWith('postmaster@')) return [inboxId];
+    const domain = domainOf(inboxId);
     return [...new Set([`postmaster@${domain}`, ...(local.defaultDomain === undefined ? [] : [`postmaster@${local.defaultDomain}`])])];
   }
 

@@ -1,6 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { simpleParser } from 'mailparser';
 import { describe, expect, it } from 'vitest';
+import { crlf, emlCorpus as corpus, prng } from '../../../test/support/generated.js';
 import { parseDeliveryStatusNotification } from '../outbound/dsn.js';
 import { inboundContent, mentionsDeliveryStatus, parseMessage, parseMessageWithMailparser, parseWithoutLargeBase64 } from './parse.js';
 
@@ -13,28 +13,11 @@ import { inboundContent, mentionsDeliveryStatus, parseMessage, parseMessageWithM
  * the rest of the message by mailparser) gives what mailparser gives, or declines.
  */
 
-const FIXTURES = new URL('../../../test/fixtures/', import.meta.url);
-const corpus = ['eml', 'dsn'].flatMap((dir) =>
-  readdirSync(new URL(`${dir}/`, FIXTURES))
-    .filter((f) => f.endsWith('.eml'))
-    .map((f) => ({ name: `${dir}/${f}`, bytes: readFileSync(new URL(`${dir}/${f}`, FIXTURES)) })),
-);
-const crlf = (bytes: Buffer) => Buffer.from(bytes.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 
 /** dsn.ts's test, over the whole message (its body is a part of it). */
 const MENTION = /message\/(?:global-)?delivery-status/i;
 const mentionedLongWay = (source: Buffer) => MENTION.test(source.toString('latin1'));
 
-function prng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('mentionsDeliveryStatus', () => {
   it('agrees with the mention pattern over the fixture corpus', () => {

@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { crlf, emlCorpus as corpus, prng } from '../../../test/support/generated.js';
 import { inboundContent, parseMessage, parseMessageWithMailparser, parseSimpleMessage, type ParsedFields } from './parse.js';
 
 /**
@@ -9,13 +9,6 @@ import { inboundContent, parseMessage, parseMessageWithMailparser, parseSimpleMe
  * thousand generated messages around the edges of what the simple path accepts.
  */
 
-const FIXTURES = new URL('../../../test/fixtures/', import.meta.url);
-const corpus = ['eml', 'dsn'].flatMap((dir) =>
-  readdirSync(new URL(`${dir}/`, FIXTURES))
-    .filter((f) => f.endsWith('.eml'))
-    .map((f) => ({ name: `${dir}/${f}`, bytes: readFileSync(new URL(`${dir}/${f}`, FIXTURES)) })),
-);
-const crlf = (bytes: Buffer) => Buffer.from(bytes.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
 
 /** The fields `inboundContent` reads, in a comparable form. */
 function fieldsOf(p: ParsedFields) {
@@ -54,16 +47,6 @@ async function compare(source: Buffer): Promise<boolean> {
 // Generated messages: deterministic, each header and body drawn from variants that cover what
 // the simple path accepts and what it must leave to mailparser.
 
-function prng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ADDRESSES = [
   'Anna Becker <anna.becker@acme-logistics.example>',

@@ -85,6 +85,10 @@ export function replyFor(err: unknown): SmtpReplyError {
   return reply(451, 'Local error, message not stored; try again later');
 }
 
+/** A setting's value without the quotes an environment file may put around it. */
+const unquoted = (value: string) => value.trim().replace(/^(["'])([\s\S]*)\1$/, '$2').trim();
+const isPemText = (text: string) => text.includes('-----BEGIN');
+
 /**
  * PEM text, or the path of a PEM file. Text may come quoted and on one line with `\n` escapes
  * (as environment files and secret stores hand it over). `setting` names the variable in errors,
@@ -92,8 +96,8 @@ export function replyFor(err: unknown): SmtpReplyError {
  * a mangled one.
  */
 export function readPem(value: string, setting: string): Buffer {
-  const text = value.trim().replace(/^(["'])([\s\S]*)\1$/, '$2').trim();
-  if (text.includes('-----BEGIN')) return Buffer.from(text.replace(/\\r/g, '').replace(/\\n/g, '\n'));
+  const text = unquoted(value);
+  if (isPemText(text)) return Buffer.from(text.replace(/\\r/g, '').replace(/\\n/g, '\n'));
   try {
     return readFileSync(text);
   } catch (err) {
@@ -120,10 +124,10 @@ function watchTls(config: SmtpListenerConfig, apply: (options: { key: Buffer; ce
   if (!config.tlsKey || !config.tlsCert) return () => undefined;
   const key = config.tlsKey;
   const cert = config.tlsCert;
-  const files = [key, cert].filter((v) => !v.includes('-----BEGIN'));
+  const files = [key, cert].map(unquoted).filter((v) => !isPemText(v));
   const stamp = () => files.map((f) => {
     try {
-      const st = statSync(f.trim().replace(/^(["'])([\s\S]*)\1$/, '$2').trim());
+      const st = statSync(f);
       return `${st.mtimeMs}:${st.size}`;
     } catch {
       return 'missing';

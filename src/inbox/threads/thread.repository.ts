@@ -1,7 +1,7 @@
 import type { Dialect } from '../../platform/db/database.js';
 import { forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
-import { preparedRows } from '../../platform/db/prepared.js';
+import { preparedInsert, preparedRows } from '../../platform/db/prepared.js';
 import type { Db } from '../database.js';
 import type { Cursor, ListFilter } from '../http/pagination.js';
 import type { ThreadRow } from './thread.table.js';
@@ -80,8 +80,7 @@ function toRow(t: Thread) {
 export async function insertThreads(db: Db, threads: readonly Thread[]): Promise<void> {
   if (!threads.length) return;
   const rows = threads.map(toRow);
-  const columns = Object.keys(rows[0] as object) as (keyof (typeof rows)[number])[];
-  await preparedRows(db, `threads.insert:${rows.length}`, rows.flatMap((row) => columns.map((c) => row[c])), () => db.insertInto('threads').values(rows));
+  await preparedInsert(db, 'threads.insert', rows, () => db.insertInto('threads').values(rows));
 }
 
 /** Writes back a thread's summary after a message joined it or changed. */

@@ -46,6 +46,16 @@ export async function preparedRows<R>(executor: QueryExecutorLike, key: string, 
   return (await executor.executeQuery<R>(CompiledQuery.raw(sql, [...parameters]) as CompiledQuery<R>)).rows;
 }
 
+/**
+ * A multi-row INSERT through `preparedRows`, compiled once per statement and number of rows:
+ * `build` makes it from `rows`, whose values are its parameters, row after row, in the column
+ * order of the first row (every row has the same columns).
+ */
+export function preparedInsert<R>(executor: QueryExecutorLike, key: string, rows: readonly Record<string, unknown>[], build: () => Compilable<R>): Promise<R[]> {
+  const columns = Object.keys(rows[0] ?? {});
+  return preparedRows<R>(executor, `${key}:${rows.length}`, rows.flatMap((row) => columns.map((c) => row[c])), build);
+}
+
 function sameParameter(compiled: unknown, given: unknown): boolean {
   if (compiled === given) return true;
   return Buffer.isBuffer(compiled) && Buffer.isBuffer(given) && compiled.equals(given);

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Executor } from '../db/database.js';
 import { dialectOf } from '../db/dialect.js';
-import { preparedRows } from '../db/prepared.js';
+import { preparedInsert } from '../db/prepared.js';
 import type { Selectable } from 'kysely';
 import type { JobsDatabase, JobTable } from './jobs.table.js';
 
@@ -132,8 +132,7 @@ export async function enqueueMany<DB extends JobsDatabase>(executor: Executor<DB
   const trx = executor as unknown as Executor<JobsDatabase>;
   const now = iso(clock.now());
   const rows = jobs.map((j) => ({ queue: j.queue, payload: JSON.stringify(j.payload), status: 'pending' as const, run_at: now, attempts: 0, locked_until: null, last_error: null, created_at: now, updated_at: now }));
-  const parameters = rows.flatMap((r) => [r.queue, r.payload, r.status, r.run_at, r.attempts, r.locked_until, r.last_error, r.created_at, r.updated_at]);
-  await preparedRows(trx, `jobs.insert:${rows.length}`, parameters, () => trx.insertInto('jobs').values(rows));
+  await preparedInsert(trx, 'jobs.insert', rows, () => trx.insertInto('jobs').values(rows));
 }
 
 export interface JobRunner {
