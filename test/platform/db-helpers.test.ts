@@ -5,6 +5,7 @@ import { CompiledQuery, Kysely, SqliteDialect, sql, type Generated } from 'kysel
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/platform/db/database.js';
 import { incrementCounter } from '../../src/platform/db/dialect.js';
+import { preparedInsert, preparedRows } from '../../src/platform/db/prepared.js';
 import { createGroupCommit } from '../../src/platform/db/group-commit.js';
 import { afterKey } from '../../src/platform/db/keyset.js';
 import { systemIds, timeOrderedUuid } from '../../src/platform/ids.js';
@@ -44,6 +45,22 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
     const results = await Promise.all(Array.from({ length: 20 }, () => db.transaction().execute((trx) => incrementCounter(trx, 'counters', { name: 'a', day: '2030-01-01' }, 'n'))));
     expect([...results].sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 2));
     expect(await incrementCounter(db, 'counters', { name: 'a', day: '2030-01-02' }, 'n', 5)).toBe(5);
+  });
+
+  it('preparedRows runs a shape compiled once with new parameters, and refuses parameters that are not the compiled ones', async () => {
+    await preparedInsert(db, 'rows.insert', [{ ts: 't1', note: 'one' }, { ts: 't2', note: 'two' }], () => db.insertInto('rows').values([{ ts: 't1', note: 'one' }, { ts: 't2', note: 'two' }]));
+    const find = (ts: string, note: string) => preparedRows(db, 'rows.find', [ts, note], () => db.selectFrom('rows').select(['ts', 'note']).where('ts', '=', ts).where('note', '=', note));
+    expect(await find('t1', 'one')).toEqual([{ ts: 't1', note: 'one' }]);
+    // Same key, other values: the cached statement, not the first values.
+    expect(await find('t2', 'two')).toEqual([{ ts: 't2', note: 'two' }]);
+    expect(await find('t2', 'one')).toEqual([]);
+    // A hand-written list in another order than Kysely compiles fails on the shape's first run.
+    await expect(preparedRows(db, 'rows.swapped', ['one', 't1'], () => db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'))).rejects.toThrow(
+      /rows\.swapped: parameter 1 is given in another place than Kysely compiled it/,
+    );
+    await expect(preparedRows(db, 'rows.short', ['t1'], () => db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'))).rejects.toThrow(/rows\.short: 2 parameters compiled, 1 given/);
+    // Nothing of a refused shape is cached: the right list then works under the same key.
+    expect(await preparedRows(db, 'rows.swapped', ['t1', 'one'], () => db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'))).toEqual([{ ts: 't1' }]);
   });
 
   it('group commit: every unit settles after the commit, and a failing unit undoes only itself', async () => {
