@@ -3,7 +3,8 @@ import { forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { preparedInsert, preparedRows } from '../../platform/db/prepared.js';
 import type { Db } from '../database.js';
-import type { Cursor, ListFilter } from '../http/pagination.js';
+import type { Cursor } from '../../platform/db/cursor.js';
+import type { ListFilter } from '../lists/list-query.js';
 import type { ThreadRow } from './thread.table.js';
 
 /** A conversation in one inbox; its fields summarise its messages and are kept on every insert. */
