@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { systemClock, type Clock } from '../platform/clock.js';
 import { openDatabase, type Database } from '../platform/db/database.js';
+import { commitsOf } from '../platform/db/group-commit.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
 import { loggerOptions } from '../platform/log/logger.js';
 import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from '../platform/http/rate-limit.js';
@@ -13,9 +14,11 @@ import { createJobRunner, type JobRunner, type QueueDefinition } from '../platfo
 import { createApiKeyService } from './api-keys/api-key.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import type { InboxDatabase } from './database.js';
+import { createDelivery } from './delivery/delivery.service.js';
 import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
-import { createMessageService, OUTBOUND_MAIL_QUEUE } from './messages/message.service.js';
+import { createMessageService } from './messages/message.service.js';
+import { OUTBOUND_MAIL_QUEUE } from './outbound/outbound-job.js';
 import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
 import { createOutboundMail } from './outbound/outbound.worker.js';
 import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/auth-results.js';
@@ -48,6 +51,9 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const ids = options.ids ?? systemIds;
   const limiter = options.limiter ?? (config.redisUrl ? redisRateLimiter(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }), config.rateLimitPerMinute, 'inbox:rl') : memoryRateLimiter(config.rateLimitPerMinute));
   const events = createEventService({ clock, ids });
+  // One commit batcher per database, shared by every writer (created with the Kysely instance).
+  const commits = commitsOf(db);
+  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay });
   const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
   const services: InboxServices = {
     config,
@@ -58,21 +64,23 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     events,
     apiKeys: createApiKeyService({ db, clock, ids }),
     inboxes,
+    commits,
+    delivery,
     messages: createMessageService({
       db,
+      commits,
+      delivery,
       clock,
       ids,
-      events,
       localDomains: inboxes.localDomains,
       maxRecipients: config.maxRecipients,
       maxAttachmentBytes: config.maxAttachmentBytes,
-      sendLimitPerDay: config.sendLimitPerDay,
       relayConfigured: config.smtpRelayUrl !== undefined,
       publicUrl: config.publicUrl,
       downloadTtlSeconds: config.downloadUrlTtlSeconds,
       notifyJobs: () => runner.notify(),
     }),
-    threads: createThreadService({ db, clock }),
+    threads: createThreadService({ db, commits, clock }),
     webhooks: createWebhookService({ db, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
   };
   const queues: Record<string, QueueDefinition<never>> = {};
@@ -102,6 +110,8 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
   const resolver = dnsResolver ?? createDnsResolver(config.smtpDnsServers, config.smtpAuthTimeoutMs);
   const inbound = createInboundService({
     db: services.db,
+    commits: services.commits,
+    delivery: services.delivery,
     clock: services.clock,
     ids: services.ids,
     events: services.events,

@@ -4,11 +4,11 @@ import { ConfigError } from '../../platform/config/config.js';
 import { enqueue, GiveUpJob, RetryJob, type Job, type JobEnd, type QueueDefinition } from '../../platform/jobs/jobs.js';
 import type { Db, InboxDatabase } from '../database.js';
 import type { EmitInput, EventService } from '../events/event.service.js';
-import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../messages/message.service.js';
+import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from './outbound-job.js';
 import { dkimSignerFrom, type DkimConfig, type DkimSigner } from './dkim.js';
 import { envelopeIdFor } from './dsn.js';
 import { findInboxPod, findOutboundMessage, type OutboundMessage } from './outbound.repository.js';
-import { bouncedEvents, deliveredEvent, rejectedEvent, sentEvent, type BouncedRecipient, type BounceType } from './outbound.schemas.js';
+import { bouncedEvents, deliveredEvent, rejectedEvent, sentEvent, type BouncedRecipient, type BounceType } from '../events/message-events.js';
 import { createRelayClient, relaySettingsFrom, type Refusal, type RelayClient, type RelayConfig, type RelayOutcome } from './relay.client.js';
 
 /**
