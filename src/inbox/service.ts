@@ -24,7 +24,7 @@ import { createOutboundMail } from './outbound/outbound.worker.js';
 import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/auth-results.js';
 import { createInboundService } from './smtp/inbound.service.js';
 import { startSmtpServer, type RunningSmtpServer } from './smtp/smtp.server.js';
-import { createThreadService } from './threads/thread.service.js';
+import { createThreadService, refreshThreadLabels } from './threads/thread.service.js';
 import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
 import { createWebhookClient } from './webhooks/webhook.client.js';
 import { createWebhookService } from './webhooks/webhook.service.js';
@@ -76,6 +76,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       maxRecipients: config.maxRecipients,
       maxAttachmentBytes: config.maxAttachmentBytes,
       relayConfigured: config.smtpRelayUrl !== undefined,
+      refreshThreadLabels,
       publicUrl: config.publicUrl,
       downloadTtlSeconds: config.downloadUrlTtlSeconds,
       notifyJobs: () => runner.notify(),

@@ -11,8 +11,6 @@ import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
-import { findThreadsForUpdate, updateThreadLabels } from '../threads/thread.repository.js';
-import { mergeThreadLabels } from '../threads/thread.service.js';
 import { createDownloadLinks } from './message-download.service.js';
 import { AttachmentNotFoundError, ConflictingLabelsError, MessageNotFoundError, RawMessageNotAvailableError } from './message.errors.js';
 import {
@@ -20,7 +18,6 @@ import {
   findMessage,
   findRawSource,
   findThreadAttachment,
-  findThreadMessageLabels,
   listMessages,
   updateMessageLabels,
   type AttachmentMeta,
@@ -67,6 +64,8 @@ export interface MessageServiceDeps {
   readonly downloadTtlSeconds: number;
   /** Wakes the job runner after a commit that queued work (webhook deliveries, outbound mail). */
   readonly notifyJobs: () => void;
+  /** Recomputes the labels of a thread after its messages' changed, in `trx` (threads/thread.service.ts, wired by service.ts). */
+  readonly refreshThreadLabels: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
 }
 
 /** A message id as it appears in paths: with its angle brackets, added when the caller left them out. */
@@ -87,7 +86,6 @@ export async function findOwnMessage(db: Db, owner: KeyOwner, inboxId: string, m
 /** The messages of an inbox: sending (send.service.ts), reading, labels and download links. */
 export function createMessageService(deps: MessageServiceDeps) {
   const { db, commits, clock, ids } = deps;
-  const dialect = dialectOf(db);
   const downloads = createDownloadLinks({ db, clock, ids, ttlSeconds: deps.downloadTtlSeconds });
 
   function link(token: string, expiresAt: string, origin: string): DownloadLink {
@@ -128,8 +126,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         const labels = [...message.labels.filter((l) => !removed.includes(l)), ...added];
         const updatedAt = clock.now().toISOString();
         await updateMessageLabels(trx, message.pk, labels, added, removed, updatedAt);
-        const [thread] = await findThreadsForUpdate(trx, [message.threadId], dialect);
-        if (thread) await updateThreadLabels(trx, thread.threadId, mergeThreadLabels(thread.labels, await findThreadMessageLabels(trx, thread.threadId)), updatedAt);
+        await deps.refreshThreadLabels(trx, message.threadId, updatedAt);
         return { ...message, labels, updatedAt };
       });
       return result;

@@ -98,6 +98,12 @@ export function mergeThreadLabels(current: readonly string[], union: readonly st
   return [...current.filter((l) => present.has(l)), ...union.filter((l) => !current.includes(l)).sort()];
 }
 
+/** Recomputes a thread's labels from its messages' (the old order kept), with the thread locked, in the caller's transaction. */
+export async function refreshThreadLabels(trx: Db, threadId: string, updatedAt: string): Promise<void> {
+  const [thread] = await findThreadsForUpdate(trx, [threadId], dialectOf(trx));
+  if (thread) await updateThreadLabels(trx, thread.threadId, mergeThreadLabels(thread.labels, await findThreadMessageLabels(trx, thread.threadId)), updatedAt);
+}
+
 export interface ThreadListQuery extends ListFilterQuery {
   readonly limit?: number;
   readonly pageToken?: string;
@@ -158,7 +164,7 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
         }
         const updatedAt = clock.now().toISOString();
         for (const m of untrashed) await updateMessageLabels(trx, m.pk, [...m.labels, TRASH_LABEL], [TRASH_LABEL], [], updatedAt);
-        await updateThreadLabels(trx, thread.threadId, mergeThreadLabels(thread.labels, await findThreadMessageLabels(trx, thread.threadId)), updatedAt);
+        await refreshThreadLabels(trx, thread.threadId, updatedAt);
         return 'trashed';
       });
     },
