@@ -1,8 +1,10 @@
+import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { dialectOf } from '../../platform/db/dialect.js';
+import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import { enqueue } from '../../platform/jobs/jobs.js';
-import type { Db } from '../database.js';
+import type { Db, InboxDatabase } from '../database.js';
 import { bouncedEvents, deliveredEvent, receivedEvent, sentEvent, type MessageRef } from '../events/message-events.js';
 import type { EmitInput, EventService } from '../events/event.service.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
@@ -76,6 +78,18 @@ export interface DeliveryResult {
   readonly withheld: Readonly<Record<Withheld, number>>;
   /** Jobs queued (webhook deliveries, outbound mail): wake the runner after the commit. */
   readonly jobs: number;
+}
+
+/** What a way into storage (send.service.ts, inbound.service.ts) needs to run a delivery. */
+export interface DeliveryPathDeps {
+  readonly db: Kysely<InboxDatabase>;
+  /** The database's commit batcher, shared with every other writer. */
+  readonly commits: GroupCommit<InboxDatabase>;
+  readonly delivery: Delivery;
+  readonly clock: Clock;
+  readonly ids: Ids;
+  /** Wakes the job runner after a commit that queued work (webhook deliveries, outbound mail). */
+  readonly notifyJobs: () => void;
 }
 
 export interface DeliveryDeps {

@@ -1,12 +1,7 @@
-import type { Kysely } from 'kysely';
-import type { Clock } from '../../platform/clock.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
-import type { GroupCommit } from '../../platform/db/group-commit.js';
-import type { Ids } from '../../platform/ids.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import type { Db, InboxDatabase } from '../database.js';
-import type { Delivery } from '../delivery/delivery.service.js';
+import type { Db } from '../database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
@@ -24,7 +19,7 @@ import {
   type Message,
 } from './message.repository.js';
 import { validateLabels } from './outgoing.js';
-import { createSendService } from './send.service.js';
+import { createSendService, type SendServiceDeps } from './send.service.js';
 
 export type { ReplyInput, SendAttachmentInput, SendInput } from './outgoing.js';
 
@@ -46,24 +41,10 @@ export interface Download {
   readonly content: Buffer;
 }
 
-export interface MessageServiceDeps {
-  readonly db: Kysely<InboxDatabase>;
-  /** The database's commit batcher, shared with every other writer. */
-  readonly commits: GroupCommit<InboxDatabase>;
-  readonly delivery: Delivery;
-  readonly clock: Clock;
-  readonly ids: Ids;
-  /** Lower-cased local domains: mail to them is delivered in the sending transaction. */
-  readonly localDomains: readonly string[];
-  readonly maxRecipients: number;
-  readonly maxAttachmentBytes: number;
-  /** Whether mail to other domains may be queued for an SMTP relay. */
-  readonly relayConfigured: boolean;
+export interface MessageServiceDeps extends SendServiceDeps {
   /** Absolute base URL of download links; the request's own origin when unset. */
   readonly publicUrl: string | undefined;
   readonly downloadTtlSeconds: number;
-  /** Wakes the job runner after a commit that queued work (webhook deliveries, outbound mail). */
-  readonly notifyJobs: () => void;
   /** Recomputes the labels of a thread after its messages' changed, in `trx` (threads/thread.service.ts, wired by service.ts). */
   readonly refreshThreadLabels: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
 }

@@ -1,10 +1,6 @@
-import type { Kysely } from 'kysely';
-import type { Clock } from '../../platform/clock.js';
-import type { GroupCommit } from '../../platform/db/group-commit.js';
-import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
+import { timeOrderedUuid } from '../../platform/ids.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import type { InboxDatabase } from '../database.js';
-import type { ComposedMessage, Delivery } from '../delivery/delivery.service.js';
+import type { ComposedMessage, DeliveryPathDeps } from '../delivery/delivery.service.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
@@ -13,24 +9,9 @@ import { domainKey, localDomainSet } from '../mail/domains.js';
 import { answerHeaders, forwardInput, replyInput } from './answers.js';
 import { findAttachmentContent, type Message } from './message.repository.js';
 import { findOwnMessage } from './message.service.js';
-import { createOutgoingValidator, type Outgoing, type ReplyInput, type SendAttachmentInput, type SendInput } from './outgoing.js';
+import { createOutgoingValidator, type Outgoing, type OutgoingRules, type ReplyInput, type SendAttachmentInput, type SendInput } from './outgoing.js';
 
-export interface SendServiceDeps {
-  readonly db: Kysely<InboxDatabase>;
-  /** The database's commit batcher, shared with every other writer. */
-  readonly commits: GroupCommit<InboxDatabase>;
-  readonly delivery: Delivery;
-  readonly clock: Clock;
-  readonly ids: Ids;
-  /** Lower-cased local domains: mail to them is delivered in the sending transaction. */
-  readonly localDomains: readonly string[];
-  readonly maxRecipients: number;
-  readonly maxAttachmentBytes: number;
-  /** Whether mail to other domains may be queued for an SMTP relay. */
-  readonly relayConfigured: boolean;
-  /** Wakes the job runner after a commit that queued work (webhook deliveries, outbound mail). */
-  readonly notifyJobs: () => void;
-}
+export interface SendServiceDeps extends DeliveryPathDeps, OutgoingRules {}
 
 /** Send, reply, reply-all and forward: validate → compose → deliver. */
 export function createSendService(deps: SendServiceDeps) {

@@ -1,9 +1,6 @@
-import type { Kysely } from 'kysely';
-import type { Clock } from '../../platform/clock.js';
-import type { GroupCommit } from '../../platform/db/group-commit.js';
-import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
-import type { Db, InboxDatabase } from '../database.js';
-import type { ComposedMessage, Delivery, Screen, Withheld } from '../delivery/delivery.service.js';
+import { timeOrderedUuid } from '../../platform/ids.js';
+import type { Db } from '../database.js';
+import type { ComposedMessage, DeliveryPathDeps, Screen, Withheld } from '../delivery/delivery.service.js';
 import type { EventService } from '../events/event.service.js';
 import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
 import { domainOf, localDomainSet } from '../mail/domains.js';
@@ -43,20 +40,13 @@ export interface ReceiveResult {
   readonly reports: number;
 }
 
-export interface InboundServiceDeps {
-  readonly db: Kysely<InboxDatabase>;
-  /** The database's commit batcher, shared with every other writer. */
-  readonly commits: GroupCommit<InboxDatabase>;
-  readonly delivery: Delivery;
-  readonly clock: Clock;
-  readonly ids: Ids;
+export interface InboundServiceDeps extends DeliveryPathDeps {
   readonly events: EventService;
   readonly localDomains: readonly string[];
   /** Our host name: the Received `by`, the authserv-id, the domain of generated Message-IDs. */
   readonly hostname: string;
   /** Undefined when verification is switched off (INBOX_SMTP_VERIFY_AUTH=false). */
   readonly verifier: AuthVerifier | undefined;
-  readonly notifyJobs: () => void;
 }
 
 /**
