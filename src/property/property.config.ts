@@ -4,6 +4,7 @@ import { sharedConfigSpec } from '../platform/config/shared.config.js';
 export const propertyConfigSpec = {
   ...sharedConfigSpec,
   port: env.port('PROPERTY_PORT', 'property HTTP API port', 3001),
+  managementPort: env.optionalPort('PROPERTY_MANAGEMENT_PORT', 'port of the management listener (`/healthz`, `/readyz`, `/metrics`)', 'unset (none)'),
   databaseUrl: env.optionalString('PROPERTY_DATABASE_URL', '`postgres://…` for PostgreSQL (`?schema=name` selects a schema), or `sqlite:/path/file.db`', 'SQLite in `DATA_DIR` (`property.db`)'),
   databasePoolSize: env.integer('PROPERTY_DATABASE_POOL_SIZE', 'PostgreSQL connection pool size', 10, 1, 200),
   publicUrl: env.url('PROPERTY_PUBLIC_URL', 'absolute base URL used in links (`Link` header, `@vocab`) instead of the request Host, e.g. `https://api.example.org`', ['http:', 'https:'], 'unset (from each request)'),

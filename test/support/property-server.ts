@@ -24,6 +24,8 @@ export interface Account {
 export interface PropertyTestServer {
   /** `http://127.0.0.1:<port>` */
   readonly url: string;
+  /** The management listener, when `env` sets PROPERTY_MANAGEMENT_PORT (`0` picks a free port). */
+  readonly managementUrl: string | undefined;
   readonly dialect: TestDialect;
   /** Creates an account directly (as an operator would with the CLI) and returns its API key. */
   createAccount(role: Role, options?: { email?: string; name?: string }): Promise<Account>;
@@ -56,6 +58,7 @@ export async function startPropertyServer(options: { dialect?: TestDialect; env?
   const url = service.url.replace('localhost', '127.0.0.1');
   return {
     url,
+    managementUrl: service.managementUrl?.replace('localhost', '127.0.0.1'),
     dialect,
     async createAccount(role, accountOptions = {}) {
       const n = ++counter;
