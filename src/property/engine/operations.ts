@@ -204,7 +204,9 @@ export function createEngine(options: EngineOptions) {
         const previous = await loadItem(trx, resource, operation, rawId, principal);
         const body = readBody();
         const values = await denormalize(body, { db: trx, registry, resource, operation, principal, previous });
-        await write(resource, values, () => updateItem(trx, resource, previous.id, values));
+        // Like Doctrine, nothing is written (and updatedAt kept) when no value changes.
+        const changed = Object.entries(values).some(([name, value]) => (value ?? null) !== (previous[name] ?? null));
+        if (changed) await write(resource, values, () => updateItem(trx, resource, previous.id, values));
         return (await findItem(trx, resource, previous.id, [])) as Item;
       });
     },
