@@ -66,7 +66,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     ids,
     limiter,
     events,
-    apiKeys: createApiKeyService({ db, clock, ids }),
+    apiKeys: createApiKeyService({ db, commits, clock, ids }),
     inboxes,
     commits,
     delivery,
@@ -86,13 +86,13 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       notifyJobs: () => runner.notify(),
     }),
     threads: createThreadService({ db, commits, clock }),
-    webhooks: createWebhookService({ db, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
+    webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
   };
   const queues: Record<string, QueueDefinition<never>> = {};
   const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
   queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, timeoutMs: config.webhookTimeoutMs, log: options.log });
   // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.
-  const outbound = createOutboundMail(config, { db, clock, events, log: options.log, notifyJobs: () => runner.notify() });
+  const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify() });
   queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
   const runner = createJobRunner({ db, clock, queues, log: options.log });
   return { services, runner, closeOutbound: () => outbound.close() };
