@@ -8,7 +8,7 @@ import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/
 import { corsResponseHeaders, registerCorsPreflight, type CorsPolicy } from '../platform/http/cors.js';
 import { registerDocsRoutes } from './engine/docs.routes.js';
 import { sendError } from './engine/http.js';
-import { createEngine } from './engine/operations.js';
+import { createEngine, type PaginationOptions } from './engine/operations.js';
 import type { AnyDb } from './engine/persistence.js';
 import { registerResourceRoutes } from './engine/routes.js';
 import type { propertyConfigSpec } from './property.config.js';
@@ -29,6 +29,18 @@ export interface PropertyAppDeps {
 }
 
 export const PAGINATION = { pageParameter: 'page', itemsPerPageParameter: 'itemsPerPage', defaultItemsPerPage: 30 } as const;
+
+/** The engine's pagination settings from the configuration. */
+export function paginationOptions(config: PropertyConfig): PaginationOptions {
+  return {
+    ...PAGINATION,
+    maximumItemsPerPage: config.maxItemsPerPage,
+    clientEnabled: config.paginationClientEnabled,
+    clientPartial: config.paginationClientPartial,
+    unpaginatedMaximum: config.maxUnpaginatedItems,
+    countCap: config.countCap,
+  };
+}
 
 /** Builds the property service's Fastify app (no listen): the engine over the resource registry. */
 function httpOptions(config: PropertyConfig) {
@@ -62,7 +74,7 @@ export async function buildPropertyApp({ config, database, registry, ready, metr
   const engine = createEngine({
     registry: propertyRegistry,
     db,
-    pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage },
+    pagination: paginationOptions(config),
   });
   const cors: CorsPolicy = {
     origins: config.corsOrigins,
@@ -78,7 +90,12 @@ export async function buildPropertyApp({ config, database, registry, ready, metr
     authenticate: createApiKeyAuthenticator(database.db as Kysely<SecurityDatabase>),
     pageParameter: PAGINATION.pageParameter,
   });
-  registerDocsRoutes(app, { ...http, registry: propertyRegistry, maximumItemsPerPage: config.maxItemsPerPage });
+  registerDocsRoutes(app, {
+    ...http,
+    registry: propertyRegistry,
+    maximumItemsPerPage: config.maxItemsPerPage,
+    clientPagination: { clientEnabled: config.paginationClientEnabled, clientPartial: config.paginationClientPartial, unpaginatedMaximum: config.maxUnpaginatedItems },
+  });
   await registerCorsPreflight(app, cors);
   return app;
 }
