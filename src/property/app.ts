@@ -4,6 +4,7 @@ import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
 import { buildHttpApp } from '../platform/http/app.js';
 import { corsResponseHeaders, registerCorsPreflight, type CorsPolicy } from '../platform/http/cors.js';
+import { registerAdminRoutes } from './admin/admin.routes.js';
 import { registerDocsRoutes } from './engine/docs.routes.js';
 import { sendError } from './engine/http.js';
 import { createEngine } from './engine/operations.js';
@@ -60,6 +61,7 @@ export async function buildPropertyApp({ config, database }: PropertyAppDeps): P
     pageParameter: PAGINATION.pageParameter,
   });
   registerDocsRoutes(app, { ...http, registry: propertyRegistry, maximumItemsPerPage: config.maxItemsPerPage });
+  registerAdminRoutes(app, { path: '/admin', entrypoint: propertyRegistry.prefix, title: propertyRegistry.title, directory: config.adminDir });
   await registerCorsPreflight(app, cors);
   return app;
 }
