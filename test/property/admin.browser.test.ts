@@ -20,7 +20,6 @@ if (!hasChromium) console.warn(`admin.browser.test: browser parts skipped, ${CHR
 const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'];
 const SCREENSHOTS = process.env.ADMIN_TEST_SCREENSHOTS; // a directory: the test leaves PNGs of each screen there
 
-const euro = (value: number) => new Intl.NumberFormat('de-DE', { style: 'currency', currency: 'EUR' }).format(value);
 /** Text as shown, with the non-breaking spaces of number formats made plain. */
 const plain = (text: string) => text.replace(/[\u00a0\u202f]/g, ' ').trim();
 
@@ -101,12 +100,6 @@ async function listRows(page: Page): Promise<string[]> {
   return (await page.locator('.RaDatagrid-tbody tr').allInnerTexts()).map(plain);
 }
 
-/** The value shown under a label on a show page. */
-async function shownValue(page: Page, label: string): Promise<string> {
-  const field = page.locator('.RaLabeled-label', { hasText: new RegExp(`^${label}$`) }).locator('xpath=..');
-  return plain(await field.locator('.RaLabeled-label ~ *').first().innerText());
-}
-
 let adminDir: string;
 
 beforeAll(async () => {
@@ -162,7 +155,7 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
     async () => {
       const admin = await server.createAccount('admin');
       const owner = await server.createAccount('user');
-      const leipzig = await createProperty(server, owner, { adresse: 'Lindenweg 4, 04109 Leipzig', typ: 'haus', bundesland: '/api/bundeslands/13', wohnflaeche: 92.5, zimmer: 4, kaufpreis: 420000 });
+      await createProperty(server, owner, { adresse: 'Lindenweg 4, 04109 Leipzig', typ: 'haus', bundesland: '/api/bundeslands/13', wohnflaeche: 92.5, zimmer: 4, kaufpreis: 420000 });
       await createProperty(server, admin, { adresse: 'Hauptstraße 1, 80331 München', typ: 'wohnung', bundesland: '/api/bundeslands/2', wohnflaeche: 61, zimmer: 2, kaufpreis: 689000.5 });
 
       const context = await (browser as Browser).newContext({ viewport: { width: 1280, height: 900 } });
