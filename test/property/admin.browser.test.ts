@@ -281,12 +281,11 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       expect(rows.join('\n')).toContain('Erikas Garten');
       expect(rows.join('\n')).not.toContain('Ottos Haus');
 
-      // Another tab of the same browser shares nothing: a new context asks for the key again.
-      const other = await (browser as Browser).newContext();
-      const otherPage = await other.newPage();
-      await otherPage.goto(`${server.url}/admin`);
-      await otherPage.locator('input[name="apiKey"]').waitFor();
-      await other.close();
+      // The key belongs to this tab: another tab of the same browser asks for it again.
+      const otherTab = await context.newPage();
+      await otherTab.goto(`${server.url}/admin`);
+      await otherTab.locator('input[name="apiKey"]').waitFor();
+      await otherTab.close();
 
       // The account is deleted while signed in: the next request answers 401 and the admin returns to its login screen.
       expect((await api(server, admin.key, 'DELETE', erika.iri)).status).toBe(204);
