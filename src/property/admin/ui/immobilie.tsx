@@ -1,7 +1,7 @@
 import { CreateGuesser, EditGuesser, FieldGuesser, InputGuesser, ListGuesser, ShowGuesser } from '@api-platform/admin';
 import { InputAdornment, Table, TableBody, TableCell, TableRow, Typography } from '@mui/material';
-import { NumberInput, useRecordContext } from 'react-admin';
-import { AreaField, EuroField } from './money.js';
+import { DateField, NumberInput, useRecordContext } from 'react-admin';
+import { AreaField, EuroField, LOCALE } from './money.js';
 
 /**
  * Immobilie in the admin: the guessers for what they do well (filters, references, enums,
@@ -22,7 +22,7 @@ export function ImmobilieList() {
       <AreaField source="wohnflaeche" label="Wohnfläche (m²)" />
       <FieldGuesser source="zimmer" />
       <EuroField source="kaufpreis" label="Kaufpreis" />
-      <EuroField source="preisProQuadratmeter" label="Preis pro m²" sortable={false} />
+      <EuroField source="preisProQuadratmeter" label="Preis pro m²" />
     </ListGuesser>
   );
 }
@@ -43,6 +43,8 @@ export function ImmobilieShow() {
       <EuroField source="grunderwerbsteuer" label="Grunderwerbsteuer" />
       <KaufnebenkostenField label="Kaufnebenkosten" />
       <EuroField source="gesamtkosten" label="Gesamtkosten" sx={{ fontWeight: 'bold' }} />
+      <DateField source="createdAt" label="Angelegt" showTime locales={LOCALE} />
+      <DateField source="updatedAt" label="Geändert" showTime locales={LOCALE} />
     </ShowGuesser>
   );
 }
