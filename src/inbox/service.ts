@@ -12,7 +12,7 @@ import { buildManagementApp, metricsExposure, newMetricsRegistry, type Readiness
 import { memoryRateLimiter, sharedRateLimiter } from '../platform/http/rate-limit.js';
 import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { systemIds, type Ids } from '../platform/ids.js';
-import { createJobRunner, type JobRunner, type QueueDefinition } from '../platform/jobs/jobs.js';
+import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
@@ -41,6 +41,9 @@ export async function migrateInbox(database: Database<InboxDatabase>): Promise<s
   return migrateToLatest(database.db, inboxMigrations, INBOX_MIGRATION_TABLE);
 }
 
+/** The wake-up signal of the inbox's job runners. */
+const JOBS_TOPIC = 'inbox_jobs';
+
 export interface InboxRuntime {
   readonly services: InboxServices;
   readonly runner: JobRunner;
@@ -49,7 +52,7 @@ export interface InboxRuntime {
 }
 
 /** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
-export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
+export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; wakeups?: JobWakeups; jobPollMs?: number; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? systemIds;
   // Shared through Redis when configured (per process while it is down), else per process.
@@ -90,11 +93,11 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   };
   const queues: Record<string, QueueDefinition<never>> = {};
   const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
-  queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, timeoutMs: config.webhookTimeoutMs, log: options.log });
+  queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, log: options.log });
   // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.
   const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify() });
   queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
-  const runner = createJobRunner({ db, clock, queues, log: options.log });
+  const runner = createJobRunner({ db, clock, queues, log: options.log, ...(options.wakeups ? { wakeups: options.wakeups } : {}), ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}) });
   return { services, runner, closeOutbound: () => outbound.close() };
 }
 
@@ -149,7 +152,7 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
  * Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker, smtp).
  * `dnsResolver` replaces DNS for SPF/DKIM/DMARC (tests).
  */
-export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver } = {}): Promise<RunningInboxService> {
+export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver; jobPollMs?: number } = {}): Promise<RunningInboxService> {
   const database = await openInboxDatabase(config);
   let redis: SharedRedis | undefined;
   try {
@@ -169,7 +172,9 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       await database.ping();
       return shared ? { database: 'ok', redis: shared.state() === 'ok' ? 'ok' : 'degraded' } : { database: 'ok' };
     };
-    const runtime = createInboxServices(config, database.db, { ...options, log, registry, ...(redis ? { redis } : {}) });
+    // Work enqueued by any process (an smtp-only one, say) wakes the workers of every process.
+    const wakeups: JobWakeups = { notify: () => database.notify(JOBS_TOPIC), listen: (onWake) => database.listen(JOBS_TOPIC, onWake) };
+    const runtime = createInboxServices(config, database.db, { ...options, log, registry, wakeups, ...(redis ? { redis } : {}) });
     const hasApi = config.roles.includes('api');
     // A process without the API still answers health checks and serves metrics, on INBOX_PORT.
     const managementPort = config.managementPort ?? (hasApi ? undefined : config.port);

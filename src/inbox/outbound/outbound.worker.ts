@@ -67,7 +67,8 @@ export function outboundMailQueue(deps: OutboundMailWorkerDeps): QueueDefinition
       return t.expired ? undefined : t.nextAt().getTime() - t.now.getTime();
     },
     onDead: (job, error, trx) => bounceUnsent(deps, job, error, trx as Db),
-    maxRunMs: deps.sendDeadlineMs,
+    // Renewed while the relay takes its time: only a dead worker's mail is taken over, 30 s on.
+    leaseMs: 30_000,
     handle: (job) => handleOutboundJob(deps, job),
   };
 }
