@@ -66,6 +66,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       localDomains: inboxes.localDomains,
       maxRecipients: config.maxRecipients,
       maxAttachmentBytes: config.maxAttachmentBytes,
+      maxBodyBytes: config.maxBodyBytes,
       sendLimitPerDay: config.sendLimitPerDay,
       relayConfigured: config.smtpRelayUrl !== undefined,
       publicUrl: config.publicUrl,

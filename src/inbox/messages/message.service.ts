@@ -35,6 +35,7 @@ import { createDownloadLinks } from './message-download.service.js';
 import {
   AttachmentNotFoundError,
   AttachmentsTooLargeError,
+  BodyTooLargeError,
   AttachmentUrlNotSupportedError,
   ConflictingLabelsError,
   ExternalDeliveryDisabledError,
@@ -163,6 +164,8 @@ export interface MessageServiceDeps {
   readonly localDomains: readonly string[];
   readonly maxRecipients: number;
   readonly maxAttachmentBytes: number;
+  /** Largest text and largest html a caller may give, UTF-8 bytes each. */
+  readonly maxBodyBytes: number;
   readonly sendLimitPerDay: number;
   /** Whether mail to other domains may be queued for an SMTP relay. */
   readonly relayConfigured: boolean;
@@ -355,6 +358,17 @@ export function createMessageService(deps: MessageServiceDeps) {
     return { to, cc, bcc, replyTo, recipients, subject, text, html, labels, headers, attachments };
   }
 
+  /** The caller's text and html, each within maxBodyBytes (before a forward adds the original). */
+  function checkBodySizes(input: SendInput): void {
+    for (const field of ['text', 'html'] as const) {
+      const value = input[field];
+      // A string of n UTF-16 units is at least n and at most 3n bytes of UTF-8.
+      if (typeof value !== 'string' || value.length * 3 <= deps.maxBodyBytes) continue;
+      const size = Buffer.byteLength(value);
+      if (size > deps.maxBodyBytes) throw new BodyTooLargeError(field, size, deps.maxBodyBytes);
+    }
+  }
+
   async function requireMessage(owner: KeyOwner, inboxId: string, messageId: string, options: { lock?: boolean; trx?: Db } = {}): Promise<Message> {
     const id = normalizeInboxId(inboxId);
     const message = await findMessage(options.trx ?? db, owner.organizationId, id, normalizeMessageId(messageId), options.lock ? { lock: dialect } : {});
@@ -510,6 +524,7 @@ export function createMessageService(deps: MessageServiceDeps) {
   return {
     /** Sends a new message from an inbox; returns the ids of the sender's copy. */
     async send(owner: KeyOwner, inboxId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
+      checkBodySizes(input);
       return deliver(owner, normalizeInboxId(inboxId), validate(input), undefined);
     },
 
@@ -520,6 +535,7 @@ export function createMessageService(deps: MessageServiceDeps) {
      * make it join the thread on both sides.
      */
     async reply(owner: KeyOwner, inboxId: string, messageId: string, input: ReplyInput): Promise<{ messageId: string; threadId: string }> {
+      checkBodySizes(input);
       const parent = await requireMessage(owner, inboxId, messageId);
       const own = parent.inboxId.toLowerCase();
       const notOwn = (list: readonly string[]) => list.filter((e) => addressOf(e).toLowerCase() !== own);
@@ -546,6 +562,7 @@ export function createMessageService(deps: MessageServiceDeps) {
      * caller's. The sender's copy stays in the original's thread (References name it).
      */
     async forward(owner: KeyOwner, inboxId: string, messageId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
+      checkBodySizes(input);
       const original = await requireMessage(owner, inboxId, messageId);
       const carried: SendAttachmentInput[] = [];
       for (const a of original.attachments) {
