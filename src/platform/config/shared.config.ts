@@ -5,5 +5,6 @@ export const sharedConfigSpec = {
   host: env.string('HOST', 'listen address of every listener', '127.0.0.1'),
   dataDir: env.string('DATA_DIR', 'where SQLite files (and stored mail) live', './data'),
   logLevel: env.oneOf('LOG_LEVEL', 'pino log level', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  verifyStatementCache: env.boolean('DB_VERIFY_STATEMENT_CACHE', 'compile every compiled-once statement again on each run and fail when its SQL or parameters differ from the cached ones (tests; slower)', false),
   redisUrl: env.url('REDIS_URL', 'shared rate-limit state for several instances (optional)', ['redis:', 'rediss:']),
 } as const;
