@@ -5,7 +5,8 @@ import type { Clock } from '../platform/clock.js';
 import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
 import { NotFoundError } from '../platform/errors/app-error.js';
-import { buildHttpApp } from '../platform/http/app.js';
+import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
+import type { Registry } from 'prom-client';
 import { parseLargeJsonOffThread } from '../platform/http/json-body.js';
 import type { RateLimiter } from '../platform/http/rate-limit.js';
 import { schemaValidators } from '../platform/http/validators.js';
@@ -54,7 +55,7 @@ declare module 'fastify' {
 }
 
 /** Builds the inbox service's Fastify app (no listen). */
-export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>): Promise<InboxApp> {
+export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>, ops: { registry?: Registry; ready?: () => Promise<Readiness>; metrics?: MetricsExposure } = {}): Promise<InboxApp> {
   const { config } = services;
   // Attachments travel base64-encoded inside JSON: allow for that, text and html at their limits
   // (with room for JSON escapes), and 1 MiB for everything else.
@@ -63,7 +64,9 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     name: 'inbox',
     logLevel: config.logLevel,
     bodyLimit,
-    ready: () => database.ping(),
+    ready: ops.ready ?? (async () => (await database.ping(), { database: 'ok' })),
+    ...(ops.registry ? { registry: ops.registry } : {}),
+    ...(ops.metrics ? { metrics: ops.metrics } : {}),
     frameworkErrors: (err, request, reply) => sendInboxError(request, reply, err),
   }).withTypeProvider<TypeBoxTypeProvider>();
 

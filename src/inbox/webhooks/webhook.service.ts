@@ -6,8 +6,9 @@ import { isAllowedHostLiteral } from '../../platform/net/egress.js';
 import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
 import type { InboxDatabase } from '../database.js';
 import { EVENT_TYPES } from '../events/event.service.js';
-import { decodeCursor, page, parseLimit } from '../http/pagination.js';
-import { ValidationError } from '../http/error-envelope.js';
+import { decodeCursor, page } from '../../platform/db/cursor.js';
+import { parseLimit } from '../lists/list-query.js';
+import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
 import {
