@@ -30,10 +30,10 @@ interface Instance {
   output: string;
 }
 
-async function until(check: () => boolean | Promise<boolean>, what: string, ms: number): Promise<void> {
+async function until(check: () => boolean | Promise<boolean>, what: string | (() => string), ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'string' ? what : what()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -99,7 +99,7 @@ describe.skipIf(!enabled)('postgres + redis: 3 api+worker, 1 smtp, 1 worker; one
     receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
     // The schema is created and migrated by the instances themselves, all at once.
     await Promise.all([start('api-1', 'api,worker'), start('api-2', 'api,worker'), start('api-3', 'api,worker'), start('smtp', 'smtp'), start('worker', 'worker')]);
-    await until(async () => (await Promise.all(instances.map(healthy))).every(Boolean), `every instance to be ready:\n${instances.map((i) => `${i.name}: ${i.output}`).join('\n')}`, 200_000);
+    await until(async () => (await Promise.all(instances.map(healthy))).every(Boolean), () => `every instance to be ready:\n${instances.map((i) => `${i.name}: ${i.output}`).join('\n')}`, 200_000);
   }, 240_000);
 
   afterAll(async () => {
@@ -182,7 +182,7 @@ describe.skipIf(!enabled)('postgres + redis: 3 api+worker, 1 smtp, 1 worker; one
       // Every event is delivered, the dead worker's too (its leases run out and another worker takes them).
       const events = (await database.db.selectFrom('events').select('event_id').execute()).map((r) => r.event_id);
       expect(events.length).toBeGreaterThanOrEqual(acknowledged.length + smtpStored.length);
-      await until(() => events.every((id) => received.includes(id)), `every event to reach the webhook (${events.filter((id) => !received.includes(id)).length} missing)`, 90_000);
+      await until(() => events.every((id) => received.includes(id)), () => `every event to reach the webhook (${events.filter((id) => !received.includes(id)).length} missing)`, 90_000);
       await takenOver;
       const allMs = Date.now() - killedAt;
       const counts = new Map<string, number>();
