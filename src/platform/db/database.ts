@@ -6,6 +6,7 @@ import Sqlite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { redactUrl } from '../config/config.js';
+import { commitsOf, type GroupCommit } from './group-commit.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -14,6 +15,8 @@ export type Executor<DB> = Kysely<DB> | Transaction<DB>;
 
 export interface Database<DB> {
   readonly db: Kysely<DB>;
+  /** The one commit batcher of this database (group-commit.ts): every writer runs its units of work here. */
+  readonly commits: GroupCommit<DB>;
   readonly dialect: Dialect;
   /** The URL with any password hidden, for logs. */
   readonly description: string;
@@ -80,6 +83,7 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
   const signals = sqliteSignals(file);
   return {
     db,
+    commits: commitsOf(db),
     dialect: 'sqlite',
     description: `sqlite:${file}`,
     async ping() {
@@ -185,6 +189,7 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
   const channel = (topic: string) => `${topic}_${createHash('sha256').update(schema ?? '').digest('hex').slice(0, 16)}`;
   return {
     db,
+    commits: commitsOf(db),
     dialect: 'postgres',
     description: redactUrl(rawUrl),
     async ping() {
