@@ -2,7 +2,7 @@ import { createWorkerPool, taskModule, type WorkerPool } from '../platform/worke
 
 /**
  * The inbox's worker threads (tasks in `inbox.tasks.ts`): composing large messages and parsing
- * large JSON bodies happen there, off the event loop (docs/decisions/0008-large-sends-off-the-event-loop.md).
+ * large JSON bodies happen there, off the event loop (docs/decisions/0012-large-sends-off-the-event-loop.md).
  * One pool per process, started on first use.
  */
 let pool: WorkerPool | undefined;

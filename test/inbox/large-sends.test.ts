@@ -6,7 +6,7 @@ import { b64, call, enc, expectError, organization, parseRaw, unique } from './f
 /**
  * Sends at the size limits: bodies of megabytes are parsed and composed in worker threads
  * (src/inbox/offload.ts), which must give the same answers as the event loop would, and text and
- * html are capped by INBOX_MAX_BODY_BYTES (docs/decisions/0008-large-sends-off-the-event-loop.md).
+ * html are capped by INBOX_MAX_BODY_BYTES (docs/decisions/0012-large-sends-off-the-event-loop.md).
  */
 
 const MAX_BODY = 300_000;
