@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { preparedRows } from '../../platform/db/prepared.js';
+import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
 import { ConflictError } from '../../platform/errors/app-error.js';
 import { dialectOf } from '../../platform/db/dialect.js';
@@ -160,7 +160,7 @@ const valuesOf = (dialect: 'sqlite' | 'postgres', conditions: readonly Condition
 
 export async function findItem(db: AnyDb, resource: ResourceMetadata, id: number, scope: readonly Condition[]): Promise<Item | undefined> {
   const dialect = dialectOf(db);
-  const rows = await preparedRows<Record<string, unknown>>(db, `find:${resource.table}:${shapeOf(scope)}`, [id, ...valuesOf(dialect, scope)], () =>
+  const rows = await runCompiledOnce<Record<string, unknown>>(db, `find:${resource.table}:${shapeOf(scope)}`, [id, ...valuesOf(dialect, scope)], () =>
     applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), dialect, scope),
   );
   return rows[0] ? rowToItem(resource, rows[0]) : undefined;
@@ -172,7 +172,7 @@ export async function listItems(db: AnyDb, resource: ResourceMetadata, query: Li
   if (query.conditions.some((c) => c.op === 'in' && c.values.length === 0)) return [];
   const dialect = dialectOf(db);
   const key = `list:${resource.table}:${shapeOf(query.conditions)}:${orderKey(query.order)}`;
-  const rows = await preparedRows<Record<string, unknown>>(db, key, [...valuesOf(dialect, query.conditions), query.limit, query.offset], () => {
+  const rows = await runCompiledOnce<Record<string, unknown>>(db, key, [...valuesOf(dialect, query.conditions), query.limit, query.offset], () => {
     let qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)), dialect, query.conditions);
     for (const o of query.order) {
       const by = o.target.ratio ? expression(o.target) : (o.target.column as string);
@@ -212,19 +212,19 @@ export async function countItems(db: AnyDb, resource: ResourceMetadata, conditio
   if (conditions.some((c) => c.op === 'in' && c.values.length === 0)) return 0;
   const owner = maintainedCountKey(resource, conditions);
   if (owner !== undefined) {
-    const rows = await preparedRows<{ total: number | string }>(db, `counted:${resource.table}`, [resource.table, owner], () =>
+    const rows = await runCompiledOnce<{ total: number | string }>(db, `counted:${resource.table}`, [resource.table, owner], () =>
       db.selectFrom(COUNTS_TABLE).select('total').where('resource_table', '=', resource.table).where('owner_id', '=', owner),
     );
     return Number(rows[0]?.total ?? 0);
   }
   const dialect = dialectOf(db);
   if (cap !== undefined) {
-    const rows = await preparedRows<{ total: number | string }>(db, `capped:${resource.table}:${shapeOf(conditions)}`, [...valuesOf(dialect, conditions), cap + 1], () =>
+    const rows = await runCompiledOnce<{ total: number | string }>(db, `capped:${resource.table}:${shapeOf(conditions)}`, [...valuesOf(dialect, conditions), cap + 1], () =>
       db.selectFrom(applyConditions(db.selectFrom(resource.table).select(sql.lit(1).as('one')), dialect, conditions).limit(cap + 1).as('matching')).select(sql<number>`count(*)`.as('total')),
     );
     return Number(rows[0]?.total ?? 0);
   }
-  const rows = await preparedRows<{ total: number | string }>(db, `count:${resource.table}:${shapeOf(conditions)}`, valuesOf(dialect, conditions), () =>
+  const rows = await runCompiledOnce<{ total: number | string }>(db, `count:${resource.table}:${shapeOf(conditions)}`, valuesOf(dialect, conditions), () =>
     applyConditions(db.selectFrom(resource.table).select(sql<number>`count(*)`.as('total')), dialect, conditions),
   );
   return Number(rows[0]?.total ?? 0);
