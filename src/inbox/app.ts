@@ -6,6 +6,7 @@ import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
 import { NotFoundError } from '../platform/errors/app-error.js';
 import { buildHttpApp } from '../platform/http/app.js';
+import { nulPath } from '../platform/http/nul.js';
 import type { RateLimiter } from '../platform/http/rate-limit.js';
 import { schemaValidators } from '../platform/http/validators.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../platform/http/swagger-ui.js';
@@ -15,7 +16,7 @@ import type { InboxDatabase } from './database.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
-import { sendInboxError } from './http/error-envelope.js';
+import { sendInboxError, ValidationError } from './http/error-envelope.js';
 import type { InboxApp } from './http/types.js';
 import { inboxRoutes } from './inboxes/inbox.routes.js';
 import type { InboxService } from './inboxes/inbox.service.js';
@@ -51,6 +52,19 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * A NUL character anywhere in the body is a 400 before any field rule runs: PostgreSQL cannot
+ * store one and SQLite can, so letting it through would make the dialects disagree. (URLs are
+ * checked for every service by buildHttpApp.)
+ */
+function refuseNulInBody(body: unknown): void {
+  const at = nulPath(body);
+  if (!at) return;
+  // The top-level field: deeper keys may be the caller's own (header names).
+  const field = typeof at[0] === 'string' ? at[0] : undefined;
+  throw new ValidationError(`${field ?? 'body'}: contains a NUL character (U+0000), which no field accepts.`, field, 'NUL_CHARACTER');
+}
+
 /** Builds the inbox service's Fastify app (no listen). */
 export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>): Promise<InboxApp> {
   const { config } = services;
@@ -61,6 +75,8 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     logLevel: config.logLevel,
     bodyLimit,
     ready: () => database.ping(),
+    // Signed download tokens are capabilities: a log line keeps their first characters only.
+    secretPathPrefixes: ['/v0/downloads/'],
     frameworkErrors: (err, request, reply) => sendInboxError(request, reply, err),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -76,9 +92,10 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     if (!request.url.startsWith('/v0') || request.routeOptions.config?.public || request.routeOptions.url === undefined) return;
     await auth(request, reply);
   });
-  // The SDK creates an inbox with no body at all; treat a missing body as an empty object.
   app.addHook('preValidation', async (request) => {
+    // The SDK creates an inbox with no body at all; treat a missing body as an empty object.
     if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
+    refuseNulInBody(request.body);
   });
 
   await app.register(swagger, {

@@ -7,7 +7,6 @@ import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
 import type { InboxDatabase } from '../database.js';
 import { EVENT_TYPES } from '../events/event.service.js';
 import { decodeCursor, page, parseLimit } from '../http/pagination.js';
-import { ValidationError } from '../http/error-envelope.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
 import {
@@ -168,7 +167,7 @@ export function createWebhookService({ db, clock, ids, allowPrivateUrls }: Webho
 
     async list(owner: KeyOwner, query: ListQuery) {
       const limit = parseLimit(query.limit);
-      const after = query.pageToken ? decodeCursor(query.pageToken) : undefined;
+      const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
       const rows = await listWebhooks(db, owner.organizationId, { limit, direction, ...(after ? { after } : {}) });
       return { limit, ...page(rows, limit, (w) => ({ sort: w.createdAt, tiebreak: w.webhookId }), direction) };
@@ -229,8 +228,7 @@ export function createWebhookService({ db, clock, ids, allowPrivateUrls }: Webho
     async deliveries(owner: KeyOwner, webhookId: string, query: ListQuery & { eventId?: string }) {
       await mustFind(owner, webhookId);
       const limit = parseLimit(query.limit);
-      const after = query.pageToken ? decodeCursor(query.pageToken) : undefined;
-      if (after && typeof after.tiebreak !== 'number') throw new ValidationError('page_token is not a token of this list.', 'page_token', 'INVALID_PAGE_TOKEN');
+      const after = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
       const rows = await listDeliveries(db, webhookId, { limit, direction, ...(after ? { afterId: after.tiebreak as number } : {}), ...(query.eventId !== undefined ? { eventId: query.eventId } : {}) });
       return { limit, ...page(rows, limit, (d) => ({ sort: d.createdAt, tiebreak: d.id }), direction) };

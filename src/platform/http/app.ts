@@ -3,6 +3,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import type { Bindings, ChildLoggerOptions } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loggerOptions } from '../log/logger.js';
+import { AppError } from '../errors/app-error.js';
+import { urlHasNul } from './nul.js';
 import { trackInFlight, type InFlight } from './in-flight.js';
 import { RouteHistogram } from './route-histogram.js';
 
@@ -18,6 +20,8 @@ export interface HttpAppOptions {
   readonly trustProxy?: boolean;
   /** Checked by GET /readyz; throws when a dependency is unavailable. */
   readonly ready: () => Promise<void>;
+  /** Paths whose next segment is a secret (a capability token): logged cut short. */
+  readonly secretPathPrefixes?: readonly string[];
   /** Renders errors Fastify raises before routing (bad URL, over-long path parameter). */
   readonly frameworkErrors?: FastifyServerOptions['frameworkErrors'];
 }
@@ -39,7 +43,7 @@ export function inFlightOf(app: FastifyInstance): InFlight {
  */
 export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
   const fastifyOptions: FastifyServerOptions = {
-    logger: loggerOptions(options.logLevel, options.name),
+    logger: loggerOptions(options.logLevel, options.name, options.secretPathPrefixes),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     requestTimeout: options.requestTimeout ?? 30_000,
     connectionTimeout: 60_000,
@@ -69,6 +73,8 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // Before routing and authentication: no path or query parameter of any route accepts a NUL.
+    if (urlHasNul(request.url)) return done(new AppError('validation', 'The URL contains a NUL character (%00), which no path or query parameter accepts.', { code: 'NUL_CHARACTER', details: { code: 'NUL_CHARACTER' } }));
     done();
   });
 
