@@ -16,7 +16,7 @@ import type { InboxDatabase } from './database.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
-import { sendInboxError, ValidationError } from './http/error-envelope.js';
+import { inboxClientErrorBody, sendInboxError, ValidationError } from './http/error-envelope.js';
 import type { InboxApp } from './http/types.js';
 import { inboxRoutes } from './inboxes/inbox.routes.js';
 import type { InboxService } from './inboxes/inbox.service.js';
@@ -77,7 +77,9 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     ready: () => database.ping(),
     // Signed download tokens are capabilities: a log line keeps their first characters only.
     secretPathPrefixes: ['/v0/downloads/'],
+    requestTimeout: config.requestTimeoutMs,
     frameworkErrors: (err, request, reply) => sendInboxError(request, reply, err),
+    clientErrorBody: inboxClientErrorBody,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(schemaValidators());

@@ -5,6 +5,7 @@ import type { Database } from '../platform/db/database.js';
 import { buildHttpApp } from '../platform/http/app.js';
 import { corsResponseHeaders, registerCorsPreflight, type CorsPolicy } from '../platform/http/cors.js';
 import { registerDocsRoutes } from './engine/docs.routes.js';
+import { renderError } from './engine/errors.js';
 import { sendError } from './engine/http.js';
 import { createEngine } from './engine/operations.js';
 import type { AnyDb } from './engine/persistence.js';
@@ -37,7 +38,13 @@ export async function buildPropertyApp({ config, database }: PropertyAppDeps): P
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     ready: () => database.ping(),
+    requestTimeout: config.requestTimeoutMs,
     frameworkErrors: (err, request, reply) => sendError(request, reply, err, http),
+    // Before there is a request, there is no Accept header to negotiate: the default format.
+    clientErrorBody: (status, message) => {
+      const rendered = renderError(status, message, undefined, 'jsonld', http.hydraPrefix, http.prefix);
+      return { contentType: rendered.contentType, body: JSON.stringify(rendered.body) };
+    },
   });
   const db = database.db as AnyDb;
   const engine = createEngine({

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { socketExchange } from '../support/http.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 
 /**
@@ -29,7 +30,7 @@ describe.each(dialects)('%s: hostile input', (dialect) => {
   let webhookId: string;
 
   beforeAll(async () => {
-    server = await startInboxServer({ dialect });
+    server = await startInboxServer({ dialect, env: { REQUEST_TIMEOUT_MS: '1500' } });
     key = (await server.createKey()).key;
     inbox = (await call(server, key, 'POST', '/v0/inboxes', { username: 'hostile' })).body?.inbox_id as string;
     const sent = await call(server, key, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { to: inbox, subject: 'hi', text: 'hello' });
@@ -153,6 +154,37 @@ describe.each(dialects)('%s: hostile input', (dialect) => {
     it('accepts quoted parameters without line breaks', async () => {
       const res = await send({ attachments: [{ filename: 'a.txt', content: 'QUJD', content_type: 'text/plain; charset="utf-8"; name="a b.txt"' }] });
       expect(res.status).toBe(200);
+    });
+  });
+
+  describe('bytes that never become a request answer in the inbox error format', () => {
+    const request = (line: Buffer | string, headers = '') => Buffer.concat([Buffer.from(line), Buffer.from(` HTTP/1.1\r\nHost: x\r\n${headers}Connection: close\r\n\r\n`)]);
+
+    it.each([
+      ['raw non-ASCII bytes in the request line', request(Buffer.concat([Buffer.from('GET /v0/inboxes/'), Buffer.from([0xff, 0xc3, 0xa4])])), 400, 'validation_error'],
+      ['a control character in a header', request('GET /v0/inboxes', 'X-A: a\u0001b\r\n'), 400, 'validation_error'],
+      ['a request line that is not HTTP', Buffer.from('HELLO WORLD\r\n\r\n'), 400, 'validation_error'],
+      ['a 17 KB URL', request(`GET /v0/inboxes?x=${'a'.repeat(17 * 1024)}`), 431, 'validation_error'],
+      ['20 KB of headers', request('GET /v0/inboxes', `X-Big: ${'a'.repeat(20 * 1024)}\r\n`), 431, 'validation_error'],
+      ['a malformed percent escape', request('GET /v0/inboxes/%E0%A4%A'), 400, 'validation_error'],
+      ['a path parameter over 1000 characters', request(`GET /v0/inboxes/${'a'.repeat(2000)}`), 414, 'validation_error'],
+    ])('%s → %i', async (_name, bytes, status, type) => {
+      const res = await socketExchange(server.url, bytes);
+      expect({ status: res.status, contentType: res.headers['content-type'], body: res.body }).toEqual({
+        status,
+        contentType: 'application/json; charset=utf-8',
+        body: { error: { type, message: expect.any(String), details: { code: expect.any(String) } } },
+      });
+    });
+
+    it('a body trickled a byte at a time is cut off at REQUEST_TIMEOUT_MS with 408, and nothing is stored', async () => {
+      const head = `POST /v0/inboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"username":"slowpoke"`;
+      const res = await socketExchange(server.url, Buffer.from(head), { trickle: { everyMs: 200 }, timeoutMs: 15_000 });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 408, body: { error: { type: 'request_timeout', message: expect.stringContaining('1500 ms'), details: { code: 'REQUEST_TIMEOUT' } } } });
+      expect(res.headers.connection).toBe('close');
+      expect(res.closedAfterMs).toBeGreaterThanOrEqual(1400);
+      const list = await call(server, key, 'GET', '/v0/inboxes?limit=100');
+      expect(list.body?.inboxes.map((i: { inbox_id: string }) => i.inbox_id)).toEqual([inbox]);
     });
   });
 });
