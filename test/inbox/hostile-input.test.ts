@@ -40,7 +40,7 @@ describe.each(dialects)('%s: hostile input', (dialect) => {
   });
   afterAll(() => server.close());
 
-  describe('a NUL character (U+0000) is a 400 validation_error, never stored', () => {
+  describe('a NUL character (U+0000): a path with one names nothing (404), anywhere else it is a 400', () => {
     it.each([
       ['GET', '/v0/inboxes/a%00b'],
       ['GET', '/v0/inboxes/a%00b@inbox.test'],
@@ -48,18 +48,23 @@ describe.each(dialects)('%s: hostile input', (dialect) => {
       ['DELETE', '/v0/inboxes/x%00@inbox.test'],
       ['GET', '/v0/threads/t%00'],
       ['GET', '/v0/webhooks/ep_%00'],
+      ['DELETE', '/v0/webhooks/ep_%00'],
       ['GET', '/v0/downloads/abc%00.def'],
-      ['GET', '/v0/inboxes?page_token=a%00'],
-    ])('in the URL: %s %s', async (method, path) => {
+      ['GET', '/v0/nowhere%00'],
+    ])('in the path: %s %s → 404', async (method, path) => {
       const res = await call(server, key, method, path, method === 'PATCH' ? { display_name: 'x' } : undefined);
-      expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: { type: 'validation_error', message: expect.stringContaining('NUL'), details: { code: 'NUL_CHARACTER' } } });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: { type: 'not_found', message: expect.any(String), details: { code: 'NUL_CHARACTER' } } });
     });
 
-    it('in path ids and the query of routes with data behind them', async () => {
-      for (const path of [`/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}%00`, `/v0/inboxes/${enc(inbox)}/threads/${enc(threadId)}%00`, `/v0/inboxes/${enc(inbox)}/messages?labels=%5B%22a%00%22%5D`, `/v0/webhooks/${webhookId}/deliveries?event_id=e%00`]) {
+    it('in path ids of routes with data behind them → 404; in their query → 400', async () => {
+      for (const path of [`/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}%00`, `/v0/inboxes/${enc(inbox)}/threads/${enc(threadId)}%00`, `/v0/inboxes/${enc(inbox)}%00/messages`, `/v0/webhooks/${webhookId}%00/deliveries`]) {
         const res = await call(server, key, 'GET', path);
-        expect([path, res.status, res.body?.error?.details]).toEqual([path, 400, { code: 'NUL_CHARACTER' }]);
+        expect([path, res.status, res.body?.error?.details]).toEqual([path, 404, { code: 'NUL_CHARACTER' }]);
+      }
+      for (const path of ['/v0/inboxes?page_token=a%00', `/v0/inboxes/${enc(inbox)}/messages?labels=%5B%22a%00%22%5D`, `/v0/inboxes/${enc(inbox)}/threads?labels=x%00`, `/v0/webhooks/${webhookId}/deliveries?event_id=e%00`, '/v0/threads?before=2026%00']) {
+        const res = await call(server, key, 'GET', path);
+        expect([path, res.status, res.body?.error]).toEqual([path, 400, { type: 'validation_error', message: expect.stringContaining('NUL'), details: { code: 'NUL_CHARACTER' } }]);
       }
     });
 

@@ -47,7 +47,12 @@ describe.each(dialects)('%s: property hostile input', (dialect) => {
       expect((list.body as Record<string, unknown>)['hydra:totalItems']).toBe(1);
     });
 
-    it.each(['/api/immobilies/1%00', '/api/immobilies/%00', '/api/users/1%00.jsonld', '/api/immobilies?typ=haus%00', '/api/immobilies?order%5Bid%00%5D=asc', '/api/bundeslands?page=1%00', '/api/nowhere%00'])('in the URL %s is a 400 hydra:Error (problem+json when asked)', async (path) => {
+    it.each(['/api/immobilies/1%00', '/api/immobilies/%00', '/api/users/1%00.jsonld', '/api/bundeslands/%00', '/api/nowhere%00'])('in the path %s names nothing: 404', async (path) => {
+      expectHydraError(await api(url, path, { key: user.key }), 404, 'Not Found');
+      expectProblem(await api(url, path, { key: user.key, accept: 'application/json' }), 404, 'Not Found');
+    });
+
+    it.each(['/api/immobilies?typ=haus%00', '/api/immobilies?order%5Bid%00%5D=asc', '/api/bundeslands?page=1%00', '/api/users?%00'])('in the query %s is a 400 hydra:Error (problem+json when asked)', async (path) => {
       expectHydraError(await api(url, path, { key: user.key }), 400);
       expectProblem(await api(url, path, { key: user.key, accept: 'application/json' }), 400);
     });

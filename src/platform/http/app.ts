@@ -5,8 +5,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import type { Bindings, ChildLoggerOptions } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loggerOptions } from '../log/logger.js';
-import { AppError } from '../errors/app-error.js';
-import { urlHasNul } from './nul.js';
+import { AppError, NotFoundError } from '../errors/app-error.js';
+import { nulInUrl } from './nul.js';
 import { trackInFlight, type InFlight } from './in-flight.js';
 import { RouteHistogram } from './route-histogram.js';
 
@@ -49,6 +49,7 @@ function announcesBody(headers: Record<string, string | string[] | undefined>): 
   return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+const NUL_CODE = { code: 'NUL_CHARACTER', details: { code: 'NUL_CHARACTER' } } as const;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const IN_FLIGHT = new WeakMap<FastifyInstance, InFlight>();
 
@@ -98,8 +99,10 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    // Before routing and authentication: no path or query parameter of any route accepts a NUL.
-    if (urlHasNul(request.url)) return done(new AppError('validation', 'The URL contains a NUL character (%00), which no path or query parameter accepts.', { code: 'NUL_CHARACTER', details: { code: 'NUL_CHARACTER' } }));
+    // Before routing and authentication, the same on every dialect: nothing stored can hold a NUL,
+    // so a path with one names nothing (404), and a query parameter with one is invalid (400).
+    const nul = nulInUrl(request.url);
+    if (nul) return done(nul === 'path' ? new NotFoundError('Not Found', NUL_CODE) : new AppError('validation', 'The query string contains a NUL character (%00), which no parameter accepts.', NUL_CODE));
     if (announcesBody(request.headers)) bodyDeadline(request, reply, requestTimeout);
     done();
   });

@@ -1,14 +1,18 @@
 /**
  * NUL characters (U+0000) in request input. PostgreSQL cannot store them in text at all and
  * SQLite stores them, so a string holding one would fail on one dialect and pass on the other.
- * Both services refuse them at their edge, before any field rule or database sees them: a
- * `%00` anywhere in the URL (path or query), or a NUL in any string or key of a JSON body.
+ * Both services refuse them at their edge, before any field rule or database sees them: a path
+ * with a `%00` names nothing (404), a `%00` in the query string or a NUL in any string or key of a
+ * JSON body is invalid input (400).
  * See docs/decisions/0008-hostile-input.md.
  */
 
-/** Whether a request URL (path and query, still percent-encoded) decodes to a NUL somewhere. */
-export function urlHasNul(url: string): boolean {
-  return url.includes('%00') || url.includes('\u0000');
+/** Where a request URL (still percent-encoded) decodes to a NUL: in its path, its query, or nowhere. */
+export function nulInUrl(url: string): 'path' | 'query' | undefined {
+  const q = url.indexOf('?');
+  const has = (part: string) => part.includes('%00') || part.includes('\u0000');
+  if (has(q === -1 ? url : url.slice(0, q))) return 'path';
+  return q !== -1 && has(url.slice(q)) ? 'query' : undefined;
 }
 
 /**
