@@ -73,7 +73,7 @@ function databases(dir) {
 
 /** Starts a server pinned to SERVER_CPU; resolves once it printed its first line (it listens). */
 function startServer(kind, db, port, nodeArgs = []) {
-  const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PROPERTY_PORT: String(port), PROPERTY_DATABASE_URL: db.url, BASELINE_DATABASE_URL: db.url };
+  const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PROPERTY_PORT: String(port), PROPERTY_DATABASE_URL: db.url, BASELINE_DATABASE_URL: db.url, PROPERTY_RATE_LIMIT_PER_MINUTE: '10000000', PROPERTY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '10000000', PROPERTY_REGISTRATION_LIMIT_PER_HOUR: '10000000' };
   return harness.startServer({ label: kind, file: SERVERS[kind], env, nodeArgs });
 }
 

@@ -14,18 +14,21 @@ import type { propertyConfigSpec } from './property.config.js';
 import { propertyRegistry } from './registry.js';
 import type { SecurityDatabase } from './security/account.table.js';
 import { createApiKeyAuthenticator } from './security/api-key.repository.js';
+import { createPropertyRateLimits, registerRateLimits, type PropertyRateLimits } from './security/rate-limits.js';
 
 export type PropertyConfig = ConfigOf<typeof propertyConfigSpec>;
 
 export interface PropertyAppDeps {
   readonly config: PropertyConfig;
   readonly database: Database<unknown>;
+  /** Request budgets; in this process's memory when not given. The caller closes them. */
+  readonly rateLimits?: PropertyRateLimits;
 }
 
 export const PAGINATION = { pageParameter: 'page', itemsPerPageParameter: 'itemsPerPage', defaultItemsPerPage: 30 } as const;
 
 /** Builds the property service's Fastify app (no listen): the engine over the resource registry. */
-export async function buildPropertyApp({ config, database }: PropertyAppDeps): Promise<FastifyInstance> {
+export async function buildPropertyApp({ config, database, rateLimits }: PropertyAppDeps): Promise<FastifyInstance> {
   const http = {
     prefix: propertyRegistry.prefix,
     hydraPrefix: config.hydraPrefix,
@@ -46,6 +49,8 @@ export async function buildPropertyApp({ config, database }: PropertyAppDeps): P
       return { contentType: rendered.contentType, body: JSON.stringify(rendered.body) };
     },
   });
+  const User = propertyRegistry.byShortName('User');
+  registerRateLimits(app, rateLimits ?? createPropertyRateLimits({ ...config, redisUrl: undefined }), { prefix: propertyRegistry.prefix, registrationPath: User?.path ?? `${propertyRegistry.prefix}/users` });
   const db = database.db as AnyDb;
   const engine = createEngine({
     registry: propertyRegistry,

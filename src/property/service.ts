@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { openDatabase, type Database } from '../platform/db/database.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
 import { buildPropertyApp, type PropertyConfig } from './app.js';
+import { createPropertyRateLimits } from './security/rate-limits.js';
 import { PROPERTY_MIGRATION_TABLE, propertyMigrations } from './migrations/index.js';
 
 export async function openPropertyDatabase(config: PropertyConfig): Promise<Database<unknown>> {
@@ -22,9 +23,10 @@ export interface RunningPropertyService {
 /** Opens the database, migrates it, builds the app and listens: what `main.ts` and tests run. */
 export async function startPropertyService(config: PropertyConfig): Promise<RunningPropertyService> {
   const database = await openPropertyDatabase(config);
+  const rateLimits = createPropertyRateLimits(config);
   try {
     await migrateProperty(database);
-    const app = await buildPropertyApp({ config, database });
+    const app = await buildPropertyApp({ config, database, rateLimits });
     const url = await app.listen({ host: config.host, port: config.port });
     return {
       app,
@@ -32,10 +34,12 @@ export async function startPropertyService(config: PropertyConfig): Promise<Runn
       database,
       async close() {
         await app.close();
+        await rateLimits.close();
         await database.destroy();
       },
     };
   } catch (err) {
+    await rateLimits.close();
     await database.destroy();
     throw err;
   }
