@@ -4,8 +4,9 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../platform/clock.js';
 import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
-import { NotFoundError } from '../platform/errors/app-error.js';
-import { buildHttpApp } from '../platform/http/app.js';
+import { NotFoundError, ValidationError } from '../platform/errors/app-error.js';
+import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
+import type { Registry } from 'prom-client';
 import { nulPath } from '../platform/http/nul.js';
 import type { RateLimiter } from '../platform/http/rate-limit.js';
 import { schemaValidators } from '../platform/http/validators.js';
@@ -16,7 +17,7 @@ import type { InboxDatabase } from './database.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
-import { inboxClientErrorBody, sendInboxError, ValidationError } from './http/error-envelope.js';
+import { inboxClientErrorBody, sendInboxError } from './http/error-envelope.js';
 import type { InboxApp } from './http/types.js';
 import { inboxRoutes } from './inboxes/inbox.routes.js';
 import type { InboxService } from './inboxes/inbox.service.js';
@@ -66,7 +67,7 @@ function refuseNulInBody(body: unknown): void {
 }
 
 /** Builds the inbox service's Fastify app (no listen). */
-export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>): Promise<InboxApp> {
+export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>, ops: { registry?: Registry; ready?: () => Promise<Readiness>; metrics?: MetricsExposure } = {}): Promise<InboxApp> {
   const { config } = services;
   // Attachments travel base64-encoded inside JSON: allow for that plus the rest of the message.
   const bodyLimit = Math.ceil((config.maxAttachmentBytes * 4) / 3) + 2 * 1024 * 1024;
@@ -74,7 +75,9 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     name: 'inbox',
     logLevel: config.logLevel,
     bodyLimit,
-    ready: () => database.ping(),
+    ready: ops.ready ?? (async () => (await database.ping(), { database: 'ok' })),
+    ...(ops.registry ? { registry: ops.registry } : {}),
+    ...(ops.metrics ? { metrics: ops.metrics } : {}),
     // Signed download tokens are capabilities: a log line keeps their first characters only.
     secretPathPrefixes: ['/v0/downloads/'],
     requestTimeout: config.requestTimeoutMs,

@@ -1,17 +1,20 @@
 import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import { Redis } from 'ioredis';
-import { pino } from 'pino';
+import type { Registry } from 'prom-client';
+import { pino, type Logger } from 'pino';
 import { systemClock, type Clock } from '../platform/clock.js';
-import { openDatabase, type Database } from '../platform/db/database.js';
+import { openDatabase, type Database, type Dialect } from '../platform/db/database.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
 import { loggerOptions } from '../platform/log/logger.js';
-import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from '../platform/http/rate-limit.js';
+import { buildManagementApp, metricsExposure, newMetricsRegistry, type Readiness } from '../platform/http/app.js';
+import { memoryRateLimiter, sharedRateLimiter } from '../platform/http/rate-limit.js';
+import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { systemIds, type Ids } from '../platform/ids.js';
 import { createJobRunner, type JobRunner, type QueueDefinition } from '../platform/jobs/jobs.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
+import { sendInboxError } from './http/error-envelope.js';
 import type { InboxDatabase } from './database.js';
 import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
@@ -43,10 +46,11 @@ export interface InboxRuntime {
 }
 
 /** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
-export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; limiter?: RateLimiter; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
+export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? systemIds;
-  const limiter = options.limiter ?? (config.redisUrl ? redisRateLimiter(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }), config.rateLimitPerMinute, 'inbox:rl') : memoryRateLimiter(config.rateLimitPerMinute));
+  // Shared through Redis when configured (per process while it is down), else per process.
+  const limiter = options.redis ? sharedRateLimiter(options.redis, config.rateLimitPerMinute, 'inbox:rl', options.registry ? { registry: options.registry } : {}) : memoryRateLimiter(config.rateLimitPerMinute);
   const events = createEventService({ clock, ids });
   const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
   const services: InboxServices = {
@@ -88,6 +92,8 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
 export interface RunningInboxService {
   readonly app: FastifyInstance | undefined;
   readonly url: string | undefined;
+  /** The management listener (`/healthz`, `/readyz`, `/metrics`), when the process has one. */
+  readonly managementUrl: string | undefined;
   /** The inbound SMTP listener (role `smtp`). */
   readonly smtp: { readonly host: string; readonly port: number } | undefined;
   readonly database: Database<InboxDatabase>;
@@ -134,31 +140,54 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
  */
 export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver } = {}): Promise<RunningInboxService> {
   const database = await openInboxDatabase(config);
+  let redis: SharedRedis | undefined;
   try {
     await migrateInbox(database);
     let app: FastifyInstance | undefined;
     // Workers log through the API's logger when the process has one, else through their own.
-    let own: { warn(o: object, m: string): void; error(o: object, m: string): void } | undefined;
+    let own: Logger | undefined;
     const logger = () => app?.log ?? (own ??= pino(loggerOptions(config.logLevel, 'inbox-worker')));
-    const log = { warn: (o: object, m: string) => logger().warn(o, m), error: (o: object, m: string) => logger().error(o, m) };
-    const runtime = createInboxServices(config, database.db, { ...options, log });
+    const log = { info: (o: object, m: string) => logger().info(o, m), warn: (o: object, m: string) => logger().warn(o, m), error: (o: object, m: string) => logger().error(o, m) };
+    const registry = newMetricsRegistry();
+    if (config.redisUrl) {
+      redis = connectRedis({ url: config.redisUrl, log, registry });
+      await redis.connected();
+    }
+    const shared = redis;
+    const ready = async (): Promise<Readiness> => {
+      await database.ping();
+      return shared ? { database: 'ok', redis: shared.state() === 'ok' ? 'ok' : 'degraded' } : { database: 'ok' };
+    };
+    const runtime = createInboxServices(config, database.db, { ...options, log, registry, ...(redis ? { redis } : {}) });
+    const hasApi = config.roles.includes('api');
+    // A process without the API still answers health checks and serves metrics, on INBOX_PORT.
+    const managementPort = config.managementPort ?? (hasApi ? undefined : config.port);
     let url: string | undefined;
-    if (config.roles.includes('api')) {
-      app = (await buildInboxApp(runtime.services, database)) as unknown as FastifyInstance;
+    if (hasApi) {
+      app = (await buildInboxApp(runtime.services, database, { registry, ready, metrics: metricsExposure(config.metricsToken, 'api', managementPort !== undefined) })) as unknown as FastifyInstance;
       url = await app.listen({ host: config.host, port: config.port });
     }
-    if (config.roles.includes('worker')) runtime.runner.start();
+    let management: FastifyInstance | undefined;
+    let managementUrl: string | undefined;
     let smtp: RunningSmtpServer | undefined;
     try {
+      if (managementPort !== undefined) {
+        management = buildManagementApp({ name: 'inbox', logLevel: config.logLevel, registry, ready, metrics: metricsExposure(config.metricsToken, 'management', true), renderError: (err, request, reply) => sendInboxError(request, reply, err) });
+        managementUrl = await management.listen({ host: config.host, port: managementPort });
+      }
+      if (config.roles.includes('worker')) runtime.runner.start();
       if (config.roles.includes('smtp')) smtp = await startInboundSmtp(config, runtime, options.dnsResolver);
     } catch (err) {
       await app?.close();
+      await management?.close();
       await runtime.runner.stop();
       throw err;
     }
+    warnAboutPerProcessState(config, database.dialect, log);
     return {
       app,
       url,
+      managementUrl,
       smtp: smtp ? { host: smtp.host, port: smtp.port } : undefined,
       database,
       runtime,
@@ -166,6 +195,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
         // SMTP first: messages in flight still need the database to commit.
         await smtp?.close();
         await app?.close();
+        await management?.close();
         await runtime.runner.stop();
         runtime.closeOutbound();
         await runtime.services.limiter.close();
@@ -173,7 +203,22 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       },
     };
   } catch (err) {
+    await redis?.close();
     await database.destroy();
     throw err;
+  }
+}
+
+/**
+ * Says at start which limits this process keeps to itself where other processes may share the
+ * data: each then enforces its own (docs/deploy.md, "Shared and per-process state").
+ */
+function warnAboutPerProcessState(config: InboxConfig, dialect: Dialect, log: { warn(o: object, m: string): void }): void {
+  const allRoles = ['api', 'worker', 'smtp'].every((role) => config.roles.includes(role));
+  if (dialect === 'postgres' && config.roles.includes('api') && !config.redisUrl) {
+    log.warn({ setting: 'INBOX_RATE_LIMIT_PER_MINUTE', limit: config.rateLimitPerMinute }, 'no REDIS_URL on a shared PostgreSQL database: the API rate limit is counted per process, so N instances together allow N times the limit');
+  }
+  if (dialect === 'sqlite' && !allRoles) {
+    log.warn({ roles: config.roles }, 'roles split across processes on SQLite: SQLite serves one process; jobs enqueued by another process are noticed only at the next poll, and writers wait for each other');
   }
 }

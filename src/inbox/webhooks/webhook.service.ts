@@ -6,7 +6,8 @@ import { isAllowedHostLiteral } from '../../platform/net/egress.js';
 import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
 import type { InboxDatabase } from '../database.js';
 import { EVENT_TYPES } from '../events/event.service.js';
-import { decodeCursor, page, parseLimit } from '../http/pagination.js';
+import { decodeCursor, page } from '../../platform/db/cursor.js';
+import { parseLimit } from '../lists/list-query.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
 import {

@@ -119,6 +119,8 @@ function range(field: FieldMetadata): string {
     case 'enum':
     case 'secret':
       return 'xmls:string';
+    case 'datetime':
+      return 'xmls:dateTime';
   }
 }
 

@@ -1,10 +1,14 @@
 import type { MigrationSet } from '../../platform/db/migrate.js';
 import * as createTables from './0001_create_tables.js';
 import * as seedReferenceData from './0002_seed_reference_data.js';
+import * as timestampsAndFilterIndexes from './0003_timestamps_and_filter_indexes.js';
+import * as collectionCounts from './0004_collection_counts.js';
 
 export const propertyMigrations: MigrationSet = {
   '0001_create_tables': createTables,
   '0002_seed_reference_data': seedReferenceData,
+  '0003_timestamps_and_filter_indexes': timestampsAndFilterIndexes,
+  '0004_collection_counts': collectionCounts,
 };
 
 export const PROPERTY_MIGRATION_TABLE = 'property_migrations';

@@ -1,4 +1,4 @@
-import { anyone, defineResource, f } from '../engine/define.js';
+import { anyone, defineResource, f, orderFilter, propertyFilter, searchFilter } from '../engine/define.js';
 import { writesReferenceData } from '../security/roles.js';
 
 /** A kind of heating: reference data, public to read, written by admin and technical. */
@@ -18,4 +18,5 @@ export const Heizungstyp = defineResource({
     put: { security: writesReferenceData },
     delete: { security: writesReferenceData },
   },
+  filters: [...searchFilter({ name: 'ipartial' }), ...orderFilter('id', 'name'), ...propertyFilter()],
 });

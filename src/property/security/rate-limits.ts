@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
 import { AppError } from '../../platform/errors/app-error.js';
-import { memoryRateLimiter, redisRateLimiter, type RateLimiter, type RateLimitResult } from '../../platform/http/rate-limit.js';
+import { memoryRateLimiter, sharedRateLimiter, type RateLimiter, type RateLimitResult } from '../../platform/http/rate-limit.js';
 import { hashSecret } from '../../platform/ids.js';
+import type { SharedRedis } from '../../platform/redis.js';
 
 /**
  * The property service's request budgets (issue 13, item 14). Every API request counts against
@@ -10,6 +11,7 @@ import { hashSecret } from '../../platform/ids.js';
  * registration (POST of the user collection without a key) also counts against the address's
  * hourly registration budget. Fixed windows, in memory for one process or shared through Redis
  * when REDIS_URL is set. Beyond a budget: 429 in the service's error format, with Retry-After.
+ * See docs/decisions/0008-hostile-input-and-first-minutes.md.
  */
 export interface PropertyRateLimits {
   /** Requests per minute per API key. */
@@ -18,11 +20,9 @@ export interface PropertyRateLimits {
   readonly perAddress: RateLimiter;
   /** Self-registrations per hour per client address. */
   readonly registrations: RateLimiter;
-  close(): Promise<void>;
 }
 
 export interface RateLimitSettings {
-  readonly redisUrl?: string | undefined;
   readonly rateLimitPerMinute: number;
   readonly rateLimitPerAddressPerMinute: number;
   readonly registrationLimitPerHour: number;
@@ -31,24 +31,24 @@ export interface RateLimitSettings {
 
 const HOUR = 3_600_000;
 
-export function createPropertyRateLimits(settings: RateLimitSettings): PropertyRateLimits {
-  if (settings.redisUrl) {
-    // One connection for the three budgets, closed once.
-    const redis = new Redis(settings.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 });
+/**
+ * The three budgets: through `redis` when given (counting per process while it is down, as the
+ * inbox's budget does), else in this process's memory. The caller owns and closes `redis`.
+ */
+export function createPropertyRateLimits(settings: RateLimitSettings, redis?: SharedRedis, registry?: Registry): PropertyRateLimits {
+  if (redis) {
+    const prefix = settings.rateLimitRedisPrefix;
     return {
-      perKey: redisRateLimiter(redis, settings.rateLimitPerMinute, `${settings.rateLimitRedisPrefix}:key`),
-      perAddress: redisRateLimiter(redis, settings.rateLimitPerAddressPerMinute, `${settings.rateLimitRedisPrefix}:addr`),
-      registrations: redisRateLimiter(redis, settings.registrationLimitPerHour, `${settings.rateLimitRedisPrefix}:reg`, HOUR),
-      async close() {
-        await redis.quit();
-      },
+      // The fallback counter is registered once (all three budgets count into it).
+      perKey: sharedRateLimiter(redis, settings.rateLimitPerMinute, `${prefix}:key`, registry ? { registry } : {}),
+      perAddress: sharedRateLimiter(redis, settings.rateLimitPerAddressPerMinute, `${prefix}:addr`),
+      registrations: sharedRateLimiter(redis, settings.registrationLimitPerHour, `${prefix}:reg`, { windowMs: HOUR }),
     };
   }
   return {
     perKey: memoryRateLimiter(settings.rateLimitPerMinute),
     perAddress: memoryRateLimiter(settings.rateLimitPerAddressPerMinute),
     registrations: memoryRateLimiter(settings.registrationLimitPerHour, HOUR),
-    async close() {},
   };
 }
 
