@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../platform/clock.js';
 import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
+import type { GroupCommit } from '../platform/db/group-commit.js';
 import { NotFoundError, ValidationError } from '../platform/errors/app-error.js';
 import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
 import type { Registry } from 'prom-client';
@@ -14,6 +15,7 @@ import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../platform/http/
 import type { Ids } from '../platform/ids.js';
 import type { ApiKeyService } from './api-keys/api-key.service.js';
 import type { InboxDatabase } from './database.js';
+import type { Delivery } from './delivery/delivery.service.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
@@ -35,6 +37,10 @@ export type InboxConfig = ConfigOf<typeof inboxConfigSpec>;
 export interface InboxServices {
   readonly config: InboxConfig;
   readonly db: Kysely<InboxDatabase>;
+  /** The database's commit batcher: every unit of work that writes runs in it. */
+  readonly commits: GroupCommit<InboxDatabase>;
+  /** The one way a message enters storage. */
+  readonly delivery: Delivery;
   readonly clock: Clock;
   readonly ids: Ids;
   readonly apiKeys: ApiKeyService;

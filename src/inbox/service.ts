@@ -5,26 +5,29 @@ import type { Registry } from 'prom-client';
 import { pino, type Logger } from 'pino';
 import { systemClock, type Clock } from '../platform/clock.js';
 import { openDatabase, type Database, type Dialect } from '../platform/db/database.js';
+import { commitsOf } from '../platform/db/group-commit.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
 import { loggerOptions } from '../platform/log/logger.js';
 import { buildManagementApp, metricsExposure, newMetricsRegistry, type Readiness } from '../platform/http/app.js';
 import { memoryRateLimiter, sharedRateLimiter } from '../platform/http/rate-limit.js';
 import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { systemIds, type Ids } from '../platform/ids.js';
-import { createJobRunner, type JobRunner, type QueueDefinition } from '../platform/jobs/jobs.js';
+import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
 import type { InboxDatabase } from './database.js';
+import { createDelivery } from './delivery/delivery.service.js';
 import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
-import { createMessageService, OUTBOUND_MAIL_QUEUE } from './messages/message.service.js';
+import { createMessageService } from './messages/message.service.js';
+import { OUTBOUND_MAIL_QUEUE } from './outbound/outbound-job.js';
 import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
 import { createOutboundMail } from './outbound/outbound.worker.js';
 import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/auth-results.js';
 import { createInboundService } from './smtp/inbound.service.js';
 import { startSmtpServer, type RunningSmtpServer } from './smtp/smtp.server.js';
-import { createThreadService } from './threads/thread.service.js';
+import { createThreadService, refreshThreadLabels } from './threads/thread.service.js';
 import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
 import { createWebhookClient } from './webhooks/webhook.client.js';
 import { createWebhookService } from './webhooks/webhook.service.js';
@@ -38,6 +41,9 @@ export async function migrateInbox(database: Database<InboxDatabase>): Promise<s
   return migrateToLatest(database.db, inboxMigrations, INBOX_MIGRATION_TABLE);
 }
 
+/** The wake-up signal of the inbox's job runners. */
+const JOBS_TOPIC = 'inbox_jobs';
+
 export interface InboxRuntime {
   readonly services: InboxServices;
   readonly runner: JobRunner;
@@ -46,12 +52,15 @@ export interface InboxRuntime {
 }
 
 /** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
-export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
+export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; wakeups?: JobWakeups; jobPollMs?: number; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? systemIds;
   // Shared through Redis when configured (per process while it is down), else per process.
   const limiter = options.redis ? sharedRateLimiter(options.redis, config.rateLimitPerMinute, 'inbox:rl', options.registry ? { registry: options.registry } : {}) : memoryRateLimiter(config.rateLimitPerMinute);
   const events = createEventService({ clock, ids });
+  // One commit batcher per database, shared by every writer (created with the Kysely instance).
+  const commits = commitsOf(db);
+  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay });
   const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
   const services: InboxServices = {
     config,
@@ -60,32 +69,35 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     ids,
     limiter,
     events,
-    apiKeys: createApiKeyService({ db, clock, ids }),
+    apiKeys: createApiKeyService({ db, commits, clock, ids }),
     inboxes,
+    commits,
+    delivery,
     messages: createMessageService({
       db,
+      commits,
+      delivery,
       clock,
       ids,
-      events,
       localDomains: inboxes.localDomains,
       maxRecipients: config.maxRecipients,
       maxAttachmentBytes: config.maxAttachmentBytes,
-      sendLimitPerDay: config.sendLimitPerDay,
       relayConfigured: config.smtpRelayUrl !== undefined,
+      refreshThreadLabels,
       publicUrl: config.publicUrl,
       downloadTtlSeconds: config.downloadUrlTtlSeconds,
       notifyJobs: () => runner.notify(),
     }),
-    threads: createThreadService({ db, clock }),
-    webhooks: createWebhookService({ db, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
+    threads: createThreadService({ db, commits, clock }),
+    webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
   };
   const queues: Record<string, QueueDefinition<never>> = {};
   const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
-  queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, timeoutMs: config.webhookTimeoutMs, log: options.log });
+  queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, log: options.log });
   // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.
-  const outbound = createOutboundMail(config, { db, clock, events, log: options.log, notifyJobs: () => runner.notify() });
+  const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify() });
   queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
-  const runner = createJobRunner({ db, clock, queues, log: options.log });
+  const runner = createJobRunner({ db, clock, queues, log: options.log, ...(options.wakeups ? { wakeups: options.wakeups } : {}), ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}) });
   return { services, runner, closeOutbound: () => outbound.close() };
 }
 
@@ -108,6 +120,8 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
   const resolver = dnsResolver ?? createDnsResolver(config.smtpDnsServers, config.smtpAuthTimeoutMs);
   const inbound = createInboundService({
     db: services.db,
+    commits: services.commits,
+    delivery: services.delivery,
     clock: services.clock,
     ids: services.ids,
     events: services.events,
@@ -138,7 +152,7 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
  * Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker, smtp).
  * `dnsResolver` replaces DNS for SPF/DKIM/DMARC (tests).
  */
-export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver } = {}): Promise<RunningInboxService> {
+export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver; jobPollMs?: number } = {}): Promise<RunningInboxService> {
   const database = await openInboxDatabase(config);
   let redis: SharedRedis | undefined;
   try {
@@ -158,7 +172,9 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       await database.ping();
       return shared ? { database: 'ok', redis: shared.state() === 'ok' ? 'ok' : 'degraded' } : { database: 'ok' };
     };
-    const runtime = createInboxServices(config, database.db, { ...options, log, registry, ...(redis ? { redis } : {}) });
+    // Work enqueued by any process (an smtp-only one, say) wakes the workers of every process.
+    const wakeups: JobWakeups = { notify: () => database.notify(JOBS_TOPIC), listen: (onWake) => database.listen(JOBS_TOPIC, onWake) };
+    const runtime = createInboxServices(config, database.db, { ...options, log, registry, wakeups, ...(redis ? { redis } : {}) });
     const hasApi = config.roles.includes('api');
     // A process without the API still answers health checks and serves metrics, on INBOX_PORT.
     const managementPort = config.managementPort ?? (hasApi ? undefined : config.port);

@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
 import { corsResponseHeaders, registerCorsPreflight, type CorsPolicy } from '../platform/http/cors.js';
+import { registerAdminRoutes } from './admin/admin.routes.js';
 import { registerDocsRoutes } from './engine/docs.routes.js';
 import { renderError } from './engine/errors.js';
 import { sendError } from './engine/http.js';
@@ -108,6 +109,7 @@ export async function buildPropertyApp({ config, database, registry, ready, metr
     maximumItemsPerPage: config.maxItemsPerPage,
     clientPagination: { clientEnabled: config.paginationClientEnabled, clientPartial: config.paginationClientPartial, unpaginatedMaximum: config.maxUnpaginatedItems },
   });
+  registerAdminRoutes(app, { path: '/admin', entrypoint: propertyRegistry.prefix, title: propertyRegistry.title, directory: config.adminDir });
   await registerCorsPreflight(app, cors);
   return app;
 }

@@ -9,6 +9,7 @@ export const propertyConfigSpec = {
   databasePoolSize: env.integer('PROPERTY_DATABASE_POOL_SIZE', 'PostgreSQL connection pool size', 10, 1, 200),
   publicUrl: env.url('PROPERTY_PUBLIC_URL', 'absolute base URL used in links (`Link` header, `@vocab`) instead of the request Host, e.g. `https://api.example.org`', ['http:', 'https:'], 'unset (from each request)'),
   hydraPrefix: env.boolean('PROPERTY_HYDRA_PREFIX', 'JSON-LD spelling: `true` = API Platform 3.x (`hydra:member`), `false` = 4.x (`member`)', true),
+  adminDir: env.optionalString('PROPERTY_ADMIN_DIR', 'directory of the built admin served at `/admin` (written by `npm run build`, or `npm run build:admin` alone)', '`dist/admin` of the installation'),
   maxItemsPerPage: env.integer('PROPERTY_MAX_ITEMS_PER_PAGE', 'largest accepted `itemsPerPage` (larger values are clamped)', 100, 1, 10_000),
   paginationClientEnabled: env.boolean('PROPERTY_PAGINATION_CLIENT_ENABLED', 'let clients turn pagination off with `pagination=false` (API Platform `pagination_client_enabled`)', false),
   paginationClientPartial: env.boolean('PROPERTY_PAGINATION_CLIENT_PARTIAL', 'let clients ask for partial pagination with `partial=true`: no `hydra:totalItems`, no count query (API Platform `pagination_client_partial`)', false),

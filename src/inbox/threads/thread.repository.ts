@@ -107,6 +107,17 @@ export async function findThreadsForUpdate(db: Db, threadIds: readonly string[],
   return rows.map(threadFromRow);
 }
 
+/**
+ * The newest threads of an inbox with this normalized subject key (index `threads_subject`): the
+ * candidates of the subject fallback of threading (delivery/threading.ts), which then checks their participants.
+ */
+export async function findRecentThreadsBySubject(db: Db, inboxId: string, subjectKey: string, limit: number): Promise<Thread[]> {
+  const rows = await preparedRows(db, 'threads.by-subject', [inboxId, subjectKey, limit], () =>
+    db.selectFrom('threads').selectAll().where('inbox_id', '=', inboxId).where('normalized_subject', '=', subjectKey).orderBy('timestamp', 'desc').limit(limit),
+  );
+  return rows.map(threadFromRow);
+}
+
 export async function findThread(db: Db, organizationId: string, threadId: string, inboxId?: string): Promise<Thread | undefined> {
   let q = db.selectFrom('threads').selectAll().where('thread_id', '=', threadId).where('organization_id', '=', organizationId);
   if (inboxId !== undefined) q = q.where('inbox_id', '=', inboxId);

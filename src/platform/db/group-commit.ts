@@ -140,3 +140,19 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
     },
   };
 }
+
+const BATCHERS = new WeakMap<object, unknown>();
+
+/**
+ * The commit batcher of a database: one per Kysely instance, created with it by `openDatabase`
+ * (or on first use for an instance opened elsewhere), so that every writer of that database shares
+ * its batches and its fsyncs instead of competing for the connection with batchers of their own.
+ */
+export function commitsOf<DB>(db: Kysely<DB>): GroupCommit<DB> {
+  let commits = BATCHERS.get(db) as GroupCommit<DB> | undefined;
+  if (!commits) {
+    commits = createGroupCommit(db);
+    BATCHERS.set(db, commits);
+  }
+  return commits;
+}

@@ -154,6 +154,7 @@ export function parseDate(raw: string): string | undefined {
   const m = DATE.exec(raw.trim());
   if (!m) return undefined;
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone] = m;
+  if (Number(y) < 1) return undefined;
   const offset = !zone || zone.toUpperCase() === 'Z' ? 'Z' : zone.includes(':') ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
   const iso = `${y}-${mo}-${d}T${h}:${mi}:${s}.${(frac + '000').slice(0, 3)}${offset}`;
   const date = new Date(iso);
@@ -226,12 +227,12 @@ export function filterConditions(registry: Registry, resource: ResourceMetadata,
               violations.push(typeViolation(path, 'This value should be two numbers separated by "..".'));
               continue;
             }
-            conditions.push({ op: '>=', target, values: [bounds[0]] }, { op: '<=', target, values: [bounds[1]] });
+            conditions.push(bound(target, '>=', bounds[0] as number), bound(target, '<=', bounds[1] as number));
             continue;
           }
           const n = parseNumber(v);
           if (n === undefined) violations.push(violation(path, 'type', { type: 'float' }));
-          else conditions.push({ op: RANGE_SQL[op as keyof typeof RANGE_SQL], target, values: [n] });
+          else conditions.push(bound(target, RANGE_SQL[op as keyof typeof RANGE_SQL], n));
         }
         continue;
       case 'date':
@@ -256,6 +257,26 @@ export function filterConditions(registry: Registry, resource: ResourceMetadata,
   return conditions;
 }
 
+const INT_MIN = -2_147_483_648;
+const INT_MAX = 2_147_483_647;
+
+/**
+ * A range bound as a condition. An integer column is compared with an integer, so that no
+ * dialect has to convert a fraction or an out-of-range number for the column (PostgreSQL would
+ * refuse both): x ≥ 1.5 is x ≥ 2, x < 1.5 is x < 2, and a bound beyond the column's range
+ * matches everything or nothing.
+ */
+function bound(target: FilterTarget, op: Comparison, n: number): Condition {
+  if (target.kind !== 'integer' && target.kind !== 'id') return { op, target, values: [n] };
+  const whole = op === '>=' || op === '<' ? Math.ceil(n) : Math.floor(n);
+  const below = whole < INT_MIN;
+  const above = whole > INT_MAX;
+  if (!below && !above) return { op, target, values: [whole] };
+  // Every stored integer lies between the limits: the bound holds for all of them or for none.
+  const holdsForAll = (op === '>=' || op === '>') === below;
+  return holdsForAll ? { op: 'notNull', target, values: [] } : { op: 'in', target, values: [] };
+}
+
 type ExactValue = { violation?: Violation; matches?: boolean; value?: unknown };
 
 /** An exact filter value as the column's type; a value no row can hold matches nothing. */
@@ -265,7 +286,8 @@ function exactValue(registry: Registry, target: FilterTarget, v: string): ExactV
       return target.field?.values?.includes(v) ? { matches: true, value: v } : { violation: violation('', 'choice') };
     case 'id':
     case 'integer':
-      return /^-?\d{1,15}$/.test(v) ? { matches: true, value: Number(v) } : { violation: violation('', 'type', { type: 'int' }) };
+      if (!/^-?\d{1,15}$/.test(v)) return { violation: violation('', 'type', { type: 'int' }) };
+      return Number(v) < INT_MIN || Number(v) > INT_MAX ? { matches: false } : { matches: true, value: Number(v) };
     case 'number': {
       const n = parseNumber(v);
       return n === undefined ? { violation: violation('', 'type', { type: 'float' }) } : { matches: true, value: n };

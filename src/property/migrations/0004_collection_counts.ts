@@ -4,7 +4,7 @@ import { dialectOf } from '../../platform/db/dialect.js';
 /**
  * Counts of immobilie rows, kept by triggers in the writing transaction: one row for the whole
  * table (owner_id 0) and one per verwalter. `hydra:totalItems` of the unfiltered and of the
- * owner-scoped collection reads one row instead of counting (decision 0008). Triggers rather than
+ * owner-scoped collection reads one row instead of counting (decision 0009). Triggers rather than
  * engine code, because rows also go by cascade (deleting an account) and by any other writer.
  * Every statement touches the owner's row before the whole-table row, so concurrent writers on
  * PostgreSQL always lock in the same order.
