@@ -1,23 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { socketExchange } from '../support/http.js';
-import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
+import { callInbox, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 
 /**
  * Hostile and odd input (issue 13, items 7, 8, 10, 11): every answer is the same 4xx on both
  * dialects, in the inbox error format, and nothing is stored.
  */
 
-async function call(server: InboxTestServer, key: string | undefined, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are inspected freely
-  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, any>) : undefined };
-}
-
+const call = callInbox;
 const enc = encodeURIComponent;
 const token = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
