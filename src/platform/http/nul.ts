@@ -4,7 +4,7 @@
  * Both services refuse them at their edge, before any field rule or database sees them: a path
  * with a `%00` names nothing (404), a `%00` in the query string or a NUL in any string or key of a
  * JSON body is invalid input (400).
- * See docs/decisions/0011-hostile-input-and-first-minutes.md.
+ * See docs/decisions/0013-hostile-input-and-first-minutes.md.
  */
 
 /** Where a request URL (still percent-encoded) decodes to a NUL: in its path, its query, or nowhere. */

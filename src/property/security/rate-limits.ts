@@ -11,7 +11,7 @@ import type { SharedRedis } from '../../platform/redis.js';
  * registration (POST of the user collection without a key) also counts against the address's
  * hourly registration budget. Fixed windows, in memory for one process or shared through Redis
  * when REDIS_URL is set. Beyond a budget: 429 in the service's error format, with Retry-After.
- * See docs/decisions/0011-hostile-input-and-first-minutes.md.
+ * See docs/decisions/0013-hostile-input-and-first-minutes.md.
  */
 export interface PropertyRateLimits {
   /** Requests per minute per API key. */
