@@ -34,7 +34,7 @@ import { createWebhookService } from './webhooks/webhook.service.js';
 
 export async function openInboxDatabase(config: InboxConfig): Promise<Database<InboxDatabase>> {
   // FULL: a message the API or SMTP acknowledged survives power loss, not only a process crash.
-  return openDatabase<InboxDatabase>({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'inbox.db', poolSize: config.databasePoolSize, sqliteSynchronous: 'FULL' });
+  return openDatabase<InboxDatabase>({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'inbox.db', poolSize: config.databasePoolSize, sqliteSynchronous: 'FULL', verifyStatementCache: config.verifyStatementCache });
 }
 
 export async function migrateInbox(database: Database<InboxDatabase>): Promise<string[]> {
@@ -82,6 +82,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       localDomains: inboxes.localDomains,
       maxRecipients: config.maxRecipients,
       maxAttachmentBytes: config.maxAttachmentBytes,
+      maxBodyBytes: config.maxBodyBytes,
       relayConfigured: config.smtpRelayUrl !== undefined,
       refreshThreadLabels,
       publicUrl: config.publicUrl,
@@ -199,7 +200,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       await runtime.runner.stop();
       throw err;
     }
-    warnAboutPerProcessState(config, database.dialect, log);
+    for (const w of perProcessStateWarnings(config, database.dialect)) log.warn(w.fields, w.message);
     return {
       app,
       url,
@@ -226,15 +227,16 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
 }
 
 /**
- * Says at start which limits this process keeps to itself where other processes may share the
- * data: each then enforces its own (docs/deploy.md, "Shared and per-process state").
+ * What a process says at start about the limits it keeps to itself where other processes may share
+ * the data: each then enforces its own (docs/deploy.md, "Shared and per-process state").
  */
-function warnAboutPerProcessState(config: InboxConfig, dialect: Dialect, log: { warn(o: object, m: string): void }): void {
-  const allRoles = ['api', 'worker', 'smtp'].every((role) => config.roles.includes(role));
+export function perProcessStateWarnings(config: InboxConfig, dialect: Dialect): { fields: object; message: string }[] {
+  const warnings: { fields: object; message: string }[] = [];
   if (dialect === 'postgres' && config.roles.includes('api') && !config.redisUrl) {
-    log.warn({ setting: 'INBOX_RATE_LIMIT_PER_MINUTE', limit: config.rateLimitPerMinute }, 'no REDIS_URL on a shared PostgreSQL database: the API rate limit is counted per process, so N instances together allow N times the limit');
+    warnings.push({ fields: { setting: 'INBOX_RATE_LIMIT_PER_MINUTE', limit: config.rateLimitPerMinute }, message: 'no REDIS_URL on a shared PostgreSQL database: the API rate limit is counted per process, so N instances together allow N times the limit' });
   }
-  if (dialect === 'sqlite' && !allRoles) {
-    log.warn({ roles: config.roles }, 'roles split across processes on SQLite: SQLite serves one process; jobs enqueued by another process are noticed only at the next poll, and writers wait for each other');
+  if (dialect === 'sqlite' && !['api', 'worker', 'smtp'].every((role) => config.roles.includes(role))) {
+    warnings.push({ fields: { roles: config.roles }, message: 'roles split across processes on SQLite: SQLite serves one process; jobs enqueued by another process are noticed only at the next poll, and writers wait for each other' });
   }
+  return warnings;
 }

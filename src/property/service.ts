@@ -10,7 +10,7 @@ import { createPropertyRateLimits } from './security/rate-limits.js';
 import { PROPERTY_MIGRATION_TABLE, propertyMigrations } from './migrations/index.js';
 
 export async function openPropertyDatabase(config: PropertyConfig): Promise<Database<unknown>> {
-  return openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'property.db', poolSize: config.databasePoolSize });
+  return openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'property.db', poolSize: config.databasePoolSize, verifyStatementCache: config.verifyStatementCache });
 }
 
 export async function migrateProperty(database: Database<unknown>): Promise<string[]> {

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { inboxConfigSpec } from '../../src/inbox/inbox.config.js';
+import { perProcessStateWarnings } from '../../src/inbox/service.js';
 import { createHook, newTenant } from '../support/inbox-webhooks.js';
 import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestDatabase, type InboxTestServer } from '../support/inbox-server.js';
 import { deliver, storedMessageId } from '../support/smtp-client.js';
@@ -68,5 +71,17 @@ describe.each(dialects)('%s: one role per process', (dialect) => {
     await api.client(tenant.key).inboxes.messages.send(tenant.inboxId, { to: [tenant.inboxId], subject: 'to myself', text: 'hi' });
     await receiver.waitFor(before + 1, 10_000);
     expect(receiver.received.slice(before).map((r) => r.path)).toContain('/sent');
+  });
+});
+
+describe('warnings at start about limits kept per process', () => {
+  const config = (env: Record<string, string>) => loadConfig(inboxConfigSpec, env);
+  it('warns on PostgreSQL with the API and no Redis, and on SQLite with the roles split; not otherwise', () => {
+    const messages = (env: Record<string, string>, dialect: 'sqlite' | 'postgres') => perProcessStateWarnings(config(env), dialect).map((w) => w.message);
+    expect(messages({}, 'postgres')).toEqual([expect.stringMatching(/rate limit is counted per process/)]);
+    expect(messages({ REDIS_URL: 'redis://127.0.0.1:6379' }, 'postgres')).toEqual([]);
+    expect(messages({ INBOX_ROLES: 'worker' }, 'postgres')).toEqual([]);
+    expect(messages({}, 'sqlite')).toEqual([]);
+    expect(messages({ INBOX_ROLES: 'api,worker' }, 'sqlite')).toEqual([expect.stringMatching(/roles split across processes on SQLite/)]);
   });
 });
