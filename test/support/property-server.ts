@@ -50,6 +50,10 @@ export async function startPropertyServer(options: { dialect?: TestDialect; env?
     PROPERTY_DATABASE_URL: pgSchema ? pgSchema.url : `sqlite:${path.join(dir, 'property.db')}`,
     PROPERTY_DATABASE_POOL_SIZE: '4',
     DB_VERIFY_STATEMENT_CACHE: 'true',
+    // The suites send many requests and registrations from one address; rate-limit.test.ts sets real budgets.
+    PROPERTY_RATE_LIMIT_PER_MINUTE: '10000000',
+    PROPERTY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '10000000',
+    PROPERTY_REGISTRATION_LIMIT_PER_HOUR: '10000000',
     ...options.env,
   });
   const service = await startPropertyService(config);

@@ -14,6 +14,7 @@ export type AppErrorKind =
   | 'conflict'
   | 'gone'
   | 'payload_too_large'
+  | 'request_timeout'
   | 'rate_limited'
   | 'unavailable'
   | 'internal';

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../platform/errors/app-error.js';
+import { nulPath } from '../../platform/http/nul.js';
 import { ConstraintViolationError, reasonPhrase, renderError, STATUS_BY_KIND, typeViolation, MethodNotAllowedError } from './errors.js';
 import { negotiateErrorFormat, requireContentType, type Format } from './negotiation.js';
 
@@ -61,11 +62,16 @@ export function jsonBody(request: FastifyRequest, accepted: readonly string[]): 
   requireContentType(request.headers['content-type'], accepted);
   const raw = request.body;
   if (typeof raw !== 'string') return raw;
+  let parsed: unknown;
   try {
-    return JSON.parse(raw);
+    parsed = JSON.parse(raw);
   } catch {
     throw new ConstraintViolationError([typeViolation('', 'Syntax error')]);
   }
+  // PostgreSQL cannot store a NUL and SQLite can: refused here, once, for every field of every resource.
+  const at = nulPath(parsed);
+  if (at) throw new ConstraintViolationError([typeViolation(at.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join(''), 'This value must not contain a NUL character (U+0000).')]);
+  return parsed;
 }
 
 interface FastifyLikeError {
