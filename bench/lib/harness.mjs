@@ -33,11 +33,13 @@ export function freePort() {
 export const exited = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
 
 /**
- * Starts `file` under node, pinned to SERVER_CPU; resolves once it printed its first line (it
- * listens). `label` prefixes what it prints afterwards.
+ * Starts `file` under node, pinned to SERVER_CPU unless `pin` is false; resolves once it printed
+ * its first line (it listens). `label` prefixes what it prints afterwards.
  */
-export async function startServer({ label, file, env, nodeArgs = [] }) {
-  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...nodeArgs, file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startServer({ label, file, env, nodeArgs = [], pin = true }) {
+  const argv = [...nodeArgs, file];
+  const [command, commandArgs] = pin ? ['taskset', ['-c', SERVER_CPU, process.execPath, ...argv]] : [process.execPath, argv];
+  const child = spawn(command, commandArgs, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout });
   const ready = await Promise.race([new Promise((resolve) => lines.once('line', () => resolve(true))), exited(child).then(() => false), sleep(20_000, false, { ref: false })]);
   if (!ready) {
