@@ -48,7 +48,7 @@ export async function buildPropertyApp({ config, database }: PropertyAppDeps): P
   const cors: CorsPolicy = {
     origins: config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'X-API-KEY', 'Accept', 'If-None-Match', 'X-Request-Id'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'X-API-KEY', 'Accept', 'If-None-Match', 'If-Match', 'X-Request-Id'],
     exposedHeaders: ['Link', 'Location', 'Content-Location', 'ETag', 'Accept-Patch', 'X-Request-Id'],
     maxAgeSeconds: 3600,
   };

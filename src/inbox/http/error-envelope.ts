@@ -12,6 +12,7 @@ export type InboxErrorType =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'precondition_failed'
   | 'gone'
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -27,6 +28,7 @@ export const ERROR_BY_KIND: Readonly<Record<AppErrorKind, { status: number; type
   method_not_allowed: { status: 405, type: 'method_not_allowed' },
   not_acceptable: { status: 406, type: 'validation_error' },
   conflict: { status: 409, type: 'conflict' },
+  precondition_failed: { status: 412, type: 'precondition_failed' },
   gone: { status: 410, type: 'gone' },
   payload_too_large: { status: 413, type: 'payload_too_large' },
   unsupported_media_type: { status: 415, type: 'unsupported_media_type' },

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { preparedRows } from '../../platform/db/prepared.js';
-import { isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
+import { dialectOf, forUpdate, isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
 import { ConflictError } from '../../platform/errors/app-error.js';
 import type { Item } from './define.js';
 import type { FieldMetadata, ResourceMetadata } from './registry.js';
@@ -35,7 +35,7 @@ const storedCache = new WeakMap<ResourceMetadata, { fields: readonly FieldMetada
 function stored(resource: ResourceMetadata) {
   let s = storedCache.get(resource);
   if (!s) {
-    const fields = resource.fields.filter((f) => f.kind !== 'secret');
+    const fields = resource.fields.filter((f) => f.stored);
     s = { fields, columns: fields.map((f) => f.column) };
     storedCache.set(resource, s);
   }
@@ -69,10 +69,12 @@ function shapeOf(conditions: readonly Condition[]): string {
 
 const valuesOf = (conditions: readonly Condition[]): unknown[] => conditions.flatMap((c) => c.values);
 
-export async function findItem(db: AnyDb, resource: ResourceMetadata, id: number, scope: readonly Condition[]): Promise<Item | undefined> {
-  const rows = await preparedRows<Record<string, unknown>>(db, `find:${resource.table}:${shapeOf(scope)}`, [id, ...valuesOf(scope)], () =>
-    applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), scope),
-  );
+/** One item by id within `scope`; `lock` holds the row for the rest of the transaction (FOR UPDATE on PostgreSQL). */
+export async function findItem(db: AnyDb, resource: ResourceMetadata, id: number, scope: readonly Condition[], lock = false): Promise<Item | undefined> {
+  const rows = await preparedRows<Record<string, unknown>>(db, `find:${resource.table}:${shapeOf(scope)}${lock ? ':lock' : ''}`, [id, ...valuesOf(scope)], () => {
+    const qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), scope);
+    return lock ? forUpdate(qb, dialectOf(db)) : qb;
+  });
   return rows[0] ? rowToItem(resource, rows[0]) : undefined;
 }
 
@@ -131,19 +133,23 @@ export async function insertItem(db: AnyDb, resource: ResourceMetadata, values: 
   }
 }
 
-export async function updateItem(db: AnyDb, resource: ResourceMetadata, id: number, values: Readonly<Record<string, unknown>>): Promise<void> {
-  const columns = toColumns(resource, values);
-  if (Object.keys(columns).length === 0) return;
+/** Whether the row was there to update (a concurrent delete may have removed it). */
+export async function updateItem(db: AnyDb, resource: ResourceMetadata, id: number, values: Readonly<Record<string, unknown>>, extraColumns?: Readonly<Record<string, unknown>>): Promise<boolean> {
+  const columns = toColumns(resource, values, extraColumns);
   try {
-    await db.updateTable(resource.table).set(columns).where(resource.idField.column, '=', id).execute();
+    if (Object.keys(columns).length === 0) return (await existingIds(db, resource, [id])).has(id);
+    const result = await db.updateTable(resource.table).set(columns).where(resource.idField.column, '=', id).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   } catch (err) {
     throw translateWriteError(err);
   }
 }
 
-export async function deleteItem(db: AnyDb, resource: ResourceMetadata, id: number): Promise<void> {
+/** Whether the row was there to delete: of two concurrent deletes, only one finds it. */
+export async function deleteItem(db: AnyDb, resource: ResourceMetadata, id: number): Promise<boolean> {
   try {
-    await db.deleteFrom(resource.table).where(resource.idField.column, '=', id).execute();
+    const result = await db.deleteFrom(resource.table).where(resource.idField.column, '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
   } catch (err) {
     if (isForeignKeyViolation(err)) {
       throw new ConflictError(`This ${resource.shortName} is still referenced by other resources and cannot be deleted.`, { code: 'STILL_REFERENCED' });
