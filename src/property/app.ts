@@ -11,6 +11,8 @@ import type { AnyDb } from './engine/persistence.js';
 import { registerResourceRoutes } from './engine/routes.js';
 import type { propertyConfigSpec } from './property.config.js';
 import { propertyRegistry } from './registry.js';
+import type { KostenSaetze } from './calculator/kaufnebenkosten.js';
+import { KOSTEN_SETTINGS } from './resources/immobilie.provider.js';
 import type { SecurityDatabase } from './security/account.table.js';
 import { createApiKeyAuthenticator } from './security/api-key.repository.js';
 
@@ -19,6 +21,12 @@ export type PropertyConfig = ConfigOf<typeof propertyConfigSpec>;
 export interface PropertyAppDeps {
   readonly config: PropertyConfig;
   readonly database: Database<unknown>;
+}
+
+/** What the resources' hooks read from the configuration (see resources/immobilie.provider.ts). */
+export function propertyHookSettings(config: PropertyConfig): Readonly<Record<string, unknown>> {
+  const kosten: KostenSaetze = { notarProzent: config.notarPercent, grundbuchProzent: config.grundbuchPercent, maklerProzent: config.maklerPercent };
+  return { [KOSTEN_SETTINGS]: kosten };
 }
 
 export const PAGINATION = { pageParameter: 'page', itemsPerPageParameter: 'itemsPerPage', defaultItemsPerPage: 30 } as const;
@@ -44,6 +52,7 @@ export async function buildPropertyApp({ config, database }: PropertyAppDeps): P
     registry: propertyRegistry,
     db,
     pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage },
+    settings: propertyHookSettings(config),
   });
   const cors: CorsPolicy = {
     origins: config.corsOrigins,

@@ -32,10 +32,10 @@ describe.each(dialects)('%s: resource definitions match the migrated schema', (d
 
   it('has a column for every stored field, nullable exactly where the field is optional', async () => {
     const tables = await database.db.introspection.getTables();
-    for (const resource of propertyRegistry.resources) {
+    for (const resource of propertyRegistry.resources.filter((r) => r.persisted)) {
       const table = tables.find((t) => t.name === resource.table);
       expect(table, `table ${resource.table}`).toBeDefined();
-      for (const field of resource.fields.filter((f) => f.kind !== 'secret')) {
+      for (const field of resource.fields.filter((f) => f.stored)) {
         const column = table?.columns.find((c) => c.name === field.column);
         expect(column, `${resource.shortName}.${field.name} → ${resource.table}.${field.column}`).toBeDefined();
         if (field.kind === 'id') continue;

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/platform/config/config.js';
-import { PAGINATION } from '../../src/property/app.js';
+import { PAGINATION, propertyHookSettings } from '../../src/property/app.js';
 import { createEngine } from '../../src/property/engine/operations.js';
 import type { AnyDb } from '../../src/property/engine/persistence.js';
 import { propertyConfigSpec } from '../../src/property/property.config.js';
@@ -50,7 +50,7 @@ export async function startPropertyServer(options: { dialect?: TestDialect; env?
     ...options.env,
   });
   const service = await startPropertyService(config);
-  const engine = createEngine({ registry: propertyRegistry, db: service.database.db as AnyDb, pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage } });
+  const engine = createEngine({ registry: propertyRegistry, db: service.database.db as AnyDb, pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage }, settings: propertyHookSettings(config) });
   const User = propertyRegistry.byShortName('User');
   if (!User) throw new Error('User resource missing');
   const url = service.url.replace('localhost', '127.0.0.1');

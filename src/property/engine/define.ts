@@ -70,8 +70,11 @@ export interface FieldDefinition {
    * must say the same): `restrict` refuses the delete with 409, `cascade` deletes this item too.
    */
   readonly onDelete?: 'restrict' | 'cascade';
-  /** The database enforces uniqueness; the engine reports a clash as a violation. */
-  readonly unique?: boolean;
+  /**
+   * The database enforces uniqueness; the engine reports a clash as a violation. `ignoreCase`:
+   * values that differ only in case clash too (the migration indexes `lower(column)`).
+   */
+  readonly unique?: boolean | 'ignoreCase';
   /** Value used when a post (or a put) leaves the field out. */
   readonly default?: (ctx: { readonly principal: Principal | null }) => unknown;
   /** On put, a missing value keeps the stored one instead of resetting to the default. */

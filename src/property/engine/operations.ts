@@ -119,12 +119,11 @@ export function createEngine(options: EngineOptions) {
     read: async (shortName, ids) => {
       const target = registry.byShortName(shortName);
       if (!target?.persisted) throw new Error(`read: ${shortName} is not a persisted resource`);
-      const found = new Map<number, Item>();
-      for (const id of new Set(ids)) {
-        const item = await findItem(executor, target, id, scopeConditions(target, principal));
-        if (item) found.set(id, item);
-      }
-      return found;
+      const wanted = [...new Set(ids)].filter((id) => Number.isSafeInteger(id));
+      if (!wanted.length) return new Map();
+      const conditions = [{ field: target.idField, values: wanted }, ...scopeConditions(target, principal)];
+      const items = await listItems(executor, target, { conditions, order: [{ field: target.idField, direction: 'asc' }], limit: wanted.length, offset: 0 });
+      return new Map(items.map((item) => [item.id, item]));
     },
   });
 

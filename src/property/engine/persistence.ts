@@ -106,7 +106,10 @@ export async function existingIds(db: AnyDb, resource: ResourceMetadata, ids: re
 
 /** Whether another row (not `exceptId`) already holds `value` in the column of a unique field. */
 export async function valueTaken(db: AnyDb, resource: ResourceMetadata, field: FieldMetadata, value: unknown, exceptId: number | undefined): Promise<boolean> {
-  let qb = db.selectFrom(resource.table).select(resource.idField.column).where(field.column, '=', value);
+  let qb =
+    field.unique === 'ignoreCase' && typeof value === 'string'
+      ? db.selectFrom(resource.table).select(resource.idField.column).where(sql`lower(${sql.ref(field.column)})`, '=', sql`lower(${value})`)
+      : db.selectFrom(resource.table).select(resource.idField.column).where(field.column, '=', value);
   if (exceptId !== undefined) qb = qb.where(resource.idField.column, '<>', exceptId);
   return (await qb.limit(1).executeTakeFirst()) !== undefined;
 }
