@@ -59,20 +59,21 @@ async function limitStatements({ serve, requests }) {
 const same = (dialect, issued, expected) => JSON.stringify(issued) === JSON.stringify(expected.map((name) => statement(dialect, name)));
 
 /**
- * Two sends at once: each authenticates outside any transaction (whenever it arrives), then either
- * both share a group commit (a savepoint each) or each commits alone. Returns the form seen.
+ * Two sends at once: each authenticates and reads its sending inbox outside any transaction
+ * (whenever it arrives), then either both share a group commit (a savepoint each) or each commits
+ * alone. Returns the form seen.
  */
 function pairForm(dialect, issued) {
-  const auth = statement(dialect, 'auth');
-  const rest = issued.filter((s) => s !== auth);
-  if (issued.length - rest.length !== 2) return undefined;
+  const outside = [statement(dialect, 'auth'), statement(dialect, 'inbox')];
+  const rest = issued.filter((s) => !outside.includes(s));
+  if (issued.length - rest.length !== 4) return undefined;
   if (same(dialect, rest, sendBatch(2))) return 'one group commit';
   if (same(dialect, rest, [...sendBatch(1), ...sendBatch(1)])) return 'two commits';
   return undefined;
 }
 
 export async function checkInboxSql({ main, dialect, url, env, scenario, serve }) {
-  const plan = scenario.plan === 'send' ? ['auth', ...sendBatch(1)] : PLAN[scenario.plan];
+  const plan = scenario.plan === 'send' ? ['auth', 'inbox', ...sendBatch(1)] : PLAN[scenario.plan];
   const show = (list) => list.join('\n  ');
   for (const [who, issued] of [
     ['server', await serverStatements({ main, dialect, url, env, requests: [scenario.request] })],

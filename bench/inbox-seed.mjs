@@ -26,7 +26,7 @@ let svc;
 export async function loadService(dist) {
   const from = (file) => import(pathToFileURL(path.join(dist, 'src', file)).href);
   const [pagination, compose, service, threads, config, configSpec, ids] = await Promise.all(
-    ['inbox/http/pagination.js', 'inbox/mail/compose.js', 'inbox/service.js', 'inbox/threads/thread.service.js', 'platform/config/config.js', 'inbox/inbox.config.js', 'platform/ids.js'].map(from),
+    ['platform/db/cursor.js', 'inbox/mail/compose.js', 'inbox/service.js', 'inbox/threads/thread.service.js', 'platform/config/config.js', 'inbox/inbox.config.js', 'platform/ids.js'].map(from),
   );
   svc = { ...pagination, ...compose, ...service, ...threads, ...config, ...configSpec, ...ids };
   return svc;

@@ -27,7 +27,7 @@ const SERVERS = {
 const CHECK = process.env.BENCH_CHECK !== '0';
 
 const { values: args } = parseArgs({
-  options: Object.fromEntries(['runs', 'duration', 'warmup', 'connections', 'items', 'only'].map((k) => [k, { type: 'string' }]).concat([['profile', { type: 'boolean' }]])),
+  options: Object.fromEntries(['runs', 'duration', 'warmup', 'connections', 'items', 'only', 'suite'].map((k) => [k, { type: 'string' }]).concat([['profile', { type: 'boolean' }]])),
 });
 const option = (name, fallback) => Number(args[name] ?? process.env[`BENCH_${name.toUpperCase()}`] ?? fallback);
 const opts = {
@@ -37,6 +37,7 @@ const opts = {
   connections: option('connections', 50),
   items: option('items', 10_000),
   profile: args.profile ?? process.env.BENCH_PROFILE === '1',
+  suite: args.suite ?? process.env.BENCH_SUITE ?? 'default',
 };
 
 const POST_BODY = JSON.stringify({
@@ -50,18 +51,41 @@ const POST_BODY = JSON.stringify({
   heizungstyp: '/api/heizungstyps/3',
 });
 
-function scenarios(apiKey) {
+/**
+ * The suites: `default` (the three scenarios, same SQL in the limit), `filters` (issue 12: a search
+ * and a range filter with the total, same SQL in the limit) and `scale` (issue 12 §5: the
+ * collection with its exact total, owner key and admin key, against the page-only limit, which
+ * never counts).
+ */
+function scenarios({ apiKey, adminKey }) {
   const accept = 'application/ld+json';
-  return [
-    { name: 'GET /api/immobilies', plan: 'collection', read: true, request: { method: 'GET', path: '/api/immobilies', headers: { accept, 'x-api-key': apiKey } } },
-    { name: 'GET /api/bundeslands/{id}', plan: 'item', read: true, request: { method: 'GET', path: '/api/bundeslands/16', headers: { accept } } },
-    {
-      name: 'POST /api/immobilies',
-      plan: 'post',
-      read: false,
-      request: { method: 'POST', path: '/api/immobilies', headers: { accept, 'x-api-key': apiKey, 'content-type': accept }, body: POST_BODY },
-    },
-  ].filter((s) => !args.only || s.plan === args.only);
+  const collection = (key) => ({ method: 'GET', path: '/api/immobilies', headers: { accept, 'x-api-key': key } });
+  const pageOnly = { BASELINE_PAGE_ONLY: '1' };
+  const suites = {
+    default: [
+      { name: 'GET /api/immobilies', plan: 'collection', read: true, request: collection(apiKey) },
+      { name: 'GET /api/bundeslands/{id}', plan: 'item', read: true, request: { method: 'GET', path: '/api/bundeslands/16', headers: { accept } } },
+      {
+        name: 'POST /api/immobilies',
+        plan: 'post',
+        read: false,
+        request: { method: 'POST', path: '/api/immobilies', headers: { accept, 'x-api-key': apiKey, 'content-type': accept }, body: POST_BODY },
+      },
+    ],
+    filters: [
+      {
+        name: 'GET /api/immobilies?adresse=leipzig&kaufpreis[gte]=500000',
+        plan: 'filtered',
+        read: true,
+        request: { method: 'GET', path: '/api/immobilies?adresse=leipzig&kaufpreis%5Bgte%5D=500000', headers: { accept, 'x-api-key': apiKey } },
+      },
+    ],
+    scale: [
+      { name: 'GET /api/immobilies (owner key)', plan: 'collection', read: true, limitEnv: pageOnly, request: collection(apiKey) },
+      { name: 'GET /api/immobilies (admin key)', plan: 'collectionAdmin', read: true, limitEnv: pageOnly, request: collection(adminKey) },
+    ],
+  };
+  return (suites[opts.suite] ?? []).filter((s) => !args.only || s.plan === args.only);
 }
 
 function databases(dir) {
@@ -72,15 +96,16 @@ function databases(dir) {
 }
 
 /** Starts a server pinned to SERVER_CPU; resolves once it printed its first line (it listens). */
-function startServer(kind, db, port, nodeArgs = []) {
-  const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PROPERTY_PORT: String(port), PROPERTY_DATABASE_URL: db.url, BASELINE_DATABASE_URL: db.url };
+function startServer(kind, db, port, nodeArgs = [], scenario = undefined) {
+  const limitEnv = kind === 'baseline' ? (scenario?.limitEnv ?? {}) : {};
+  const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PROPERTY_PORT: String(port), PROPERTY_DATABASE_URL: db.url, BASELINE_DATABASE_URL: db.url, ...limitEnv };
   return harness.startServer({ label: kind, file: SERVERS[kind], env, nodeArgs });
 }
 
 /** One measurement: fresh server, warm-up, measured load from its own core, server killed by PID. */
 function measure(kind, db, scenario, port, nodeArgs) {
   const load = { connections: opts.connections, warmup: opts.warmup, duration: opts.duration };
-  return harness.measure({ label: `${kind} ${scenario.name}`, start: (args) => startServer(kind, db, port, args), dialect: db.dialect, request: scenario.request, port, load, nodeArgs });
+  return harness.measure({ label: `${kind} ${scenario.name}`, start: (args) => startServer(kind, db, port, args, scenario), dialect: db.dialect, request: scenario.request, port, load, nodeArgs });
 }
 
 /** One extra run of each server under --cpu-prof (not counted); prints where the CPU went. */
@@ -111,7 +136,7 @@ function table(summary) {
 
 /** Checks that the comparison is fair, then alternates the two servers `opts.runs` times. */
 async function benchScenario(db, scenario, port, stamp) {
-  const serve = (kind, fn) => harness.withServer(() => startServer(kind, db, port), () => fn(port));
+  const serve = (kind, fn) => harness.withServer(() => startServer(kind, db, port, [], scenario), () => fn(port));
   let bytes;
   if (CHECK) {
     await checkSql({ main: SERVERS.ours, dialect: db.dialect, url: db.url, env: { LOG_LEVEL: 'warn', PROPERTY_DATABASE_URL: db.url }, scenario: scenario.plan, request: scenario.request });
@@ -136,13 +161,14 @@ async function main() {
   rmSync(SNAPSHOT, { recursive: true, force: true });
   if (!process.env.BENCH_OURS) snapshotDist(path.basename(SNAPSHOT));
   const source = sourceOf(['src/property', 'src/platform']);
-  console.log(`property bench: ${opts.runs} runs × ${opts.duration} s (+${opts.warmup} s warm-up), ${opts.connections} connections, ${opts.items} items; server on CPU ${SERVER_CPU}, autocannon on CPU ${LOAD_CPU}`);
+  console.log(`property bench (suite ${opts.suite}): ${opts.runs} runs × ${opts.duration} s (+${opts.warmup} s warm-up), ${opts.connections} connections, ${opts.items} items; server on CPU ${SERVER_CPU}, autocannon on CPU ${LOAD_CPU}`);
   try {
     for (const db of databases(dir)) {
-      const { apiKey } = await seed({ url: db.url, sqliteFile: db.sqliteFile, count: opts.items });
-      console.log(`\n${db.dialect}: seeded ${opts.items} immobilien`);
+      const seededAt = Date.now();
+      const keys = await seed({ url: db.url, sqliteFile: db.sqliteFile, count: opts.items });
+      console.log(`\n${db.dialect}: seeded ${opts.items} immobilien in ${fmt((Date.now() - seededAt) / 1000)} s`);
       try {
-        for (const scenario of scenarios(apiKey)) results.push(await benchScenario(db, scenario, port, stamp));
+        for (const scenario of scenarios(keys)) results.push({ ...(await benchScenario(db, scenario, port, stamp)), items: opts.items });
       } finally {
         if (db.dialect === 'postgres') await dropSchema(db.url);
       }
@@ -156,7 +182,7 @@ async function main() {
   const servers = Object.fromEntries(Object.entries(SERVERS).map(([kind, file]) => [kind, path.relative(ROOT, file).replace('bench/results/.dist-snapshot/', 'dist/')]));
   const raw = { date: new Date().toISOString(), machine, source, options: opts, servers, summary, runs: results.flatMap((r) => r.runs), profiles: results.flatMap((r) => r.profiles) };
   const md = [
-    `Property bench, ${new Date().toISOString()}; ${machine}`,
+    `Property bench (suite ${opts.suite}, ${opts.items} immobilien), ${new Date().toISOString()}; ${machine}`,
     `Servers: ours = ${servers.ours} (built from ${source}), limit = ${servers.baseline}.`,
     `Median of ${opts.runs} runs, ${opts.duration} s each after ${opts.warmup} s warm-up, ${opts.connections} connections. Ratio = ours / limit (req/s).`,
     'CPU µs/request: server process (+ PostgreSQL backends) CPU time divided by requests served.',

@@ -13,6 +13,9 @@ const STREETS = ['Lindenweg', 'Hauptstraße', 'Bahnhofstraße', 'Am Markt', 'Sch
 const CITIES = ['04109 Leipzig', '01067 Dresden', '10115 Berlin', '80331 München', '20095 Hamburg', '50667 Köln', '60311 Frankfurt am Main', '70173 Stuttgart', '28195 Bremen', '99084 Erfurt'];
 const TYPES = ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'];
 
+/** A fixed creation time, so that runs are comparable (the engine would set the current second). */
+const SEEDED_AT = '2026-11-01T12:00:00.000Z';
+
 export function immobilie(random, verwalterId) {
   const pick = (list) => list[Math.floor(random() * list.length)];
   const typ = pick(TYPES);
@@ -28,6 +31,8 @@ export function immobilie(random, verwalterId) {
     kaufpreis: Math.round((land ? 40_000 : (wohnflaeche ?? 100) * 3_500) * (0.6 + random())),
     bundesland_id: 1 + Math.floor(random() * 16),
     heizungstyp_id: land || random() < 0.1 ? null : 1 + Math.floor(random() * 8),
+    created_at: SEEDED_AT,
+    updated_at: SEEDED_AT,
   };
 }
 
@@ -43,22 +48,32 @@ export async function seed({ url, sqliteFile, count }) {
       await sql`create schema ${sql.id(schema)}`.execute(db);
     }
     await migrateProperty(database);
-    const apiKey = `prop_${randomBytes(32).toString('base64url')}`;
-    const hash = createHash('sha256').update(apiKey, 'utf8').digest('hex');
-    const user = await db
-      .insertInto('users')
-      .values({ name: 'Bench Verwalter', email: 'bench@example.org', role: 'user', api_key_hash: hash })
-      .returning('id')
-      .executeTakeFirstOrThrow();
+    const account = async (name, email, role) => {
+      const key = `prop_${randomBytes(32).toString('base64url')}`;
+      const hash = createHash('sha256').update(key, 'utf8').digest('hex');
+      const row = await db.insertInto('users').values({ name, email, role, api_key_hash: hash }).returning('id').executeTakeFirstOrThrow();
+      return { key, id: Number(row.id) };
+    };
+    const user = await account('Bench Verwalter', 'bench@example.org', 'user');
+    const admin = await account('Bench Admin', 'bench-admin@example.org', 'admin');
+    const apiKey = user.key;
     const random = prng(20261121);
-    const rows = Array.from({ length: count }, () => immobilie(random, user.id));
-    await db.transaction().execute(async (trx) => {
-      for (let i = 0; i < rows.length; i += 500) await trx.insertInto('immobilie').values(rows.slice(i, i + 500)).execute();
-    });
+    // Chunks of 1,000 rows per statement, 50 statements per transaction: a million rows without
+    // holding them all in memory. The count triggers run for every row, as for any other write.
+    const CHUNK = 1_000;
+    for (let done = 0; done < count; ) {
+      await db.transaction().execute(async (trx) => {
+        for (let s = 0; s < 50 && done < count; s++) {
+          const n = Math.min(CHUNK, count - done);
+          await trx.insertInto('immobilie').values(Array.from({ length: n }, () => immobilie(random, user.id))).execute();
+          done += n;
+        }
+      });
+    }
     // Planner statistics and the visibility map, as a settled production table would have them.
     if (database.dialect === 'postgres') await sql`vacuum analyze`.execute(db);
     else await sql`analyze`.execute(db);
-    return { apiKey, userId: Number(user.id) };
+    return { apiKey, userId: user.id, adminKey: admin.key };
   } finally {
     await database.destroy();
   }

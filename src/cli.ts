@@ -54,7 +54,7 @@ async function inboxKeysCreate(args: string[]): Promise<void> {
   const database = await openInboxDatabase(config);
   try {
     await migrateInbox(database);
-    const apiKeys = createApiKeyService({ db: database.db, clock: systemClock, ids: systemIds });
+    const apiKeys = createApiKeyService({ db: database.db, commits: database.commits, clock: systemClock, ids: systemIds });
     const created = await apiKeys.createKey({ ...(values.name ? { name: values.name } : {}), ...(values.org ? { organizationId: values.org } : {}) });
     process.stdout.write(`Created API key ${created.apiKeyId} for organization ${created.organizationId} (default pod ${created.podId}). It is shown once; store it now:\n`);
     process.stdout.write(`${created.key}\n`);

@@ -351,6 +351,15 @@ function createHandler(db) {
       throw new HttpError(501, 'not_implemented', 'The limit sends short plain-text ASCII messages only.');
     }
     const preview = text.replace(/\s+/g, ' ').trim() || null;
+    // As the server (decision 0008): the sending inbox is read and the source composed before the unit of work.
+    const [from0] = await q('inbox', [senderId, who.organization_id]);
+    if (!from0) return fail(res, 404, 'not_found', `Inbox ${senderId} not found.`, rate);
+    const now = new Date();
+    const timestamp = now.toISOString();
+    const messageId = `<${uuid7(now)}@${from0.domain}>`;
+    const from = formatted({ name: from0.display_name ?? '', address: from0.inbox_id });
+    const toList = to.map(formatted);
+    const raw = source({ messageId, date: now, from, to: toList, subject, text });
     const sent = await unit(async (q) => {
       const addresses = [...new Set([senderId, ...to.map((m) => m.address.toLowerCase())])];
       const found = await q(`inboxes:${addresses.length}`, addresses);
@@ -365,12 +374,6 @@ function createHandler(db) {
       }
       if (to.some((m) => m.address.toLowerCase() === senderId)) throw new HttpError(501, 'not_implemented', 'The limit does not send to the sending inbox.');
 
-      const now = new Date();
-      const timestamp = now.toISOString();
-      const messageId = `<${uuid7(now)}@${sender.domain}>`;
-      const from = formatted({ name: sender.display_name ?? '', address: sender.inbox_id });
-      const toList = to.map(formatted);
-      const raw = source({ messageId, date: now, from, to: toList, subject, text });
       const normalized = normalizeSubject(subject);
       const copies = [sender, ...others].map((inbox, i) => {
         const labels = i === 0 ? ['sent'] : ['received', 'unread'];

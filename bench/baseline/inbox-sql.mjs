@@ -65,8 +65,9 @@ export function statement(dialect, name) {
 
 /**
  * Per scenario: the statements of one request. A send from one inbox to one other local inbox of
- * its organization, whose organization has one webhook subscribed to message.received: two
- * inboxes looked up, two threads started, two copies, three labels (sent; received, unread), three
+ * its organization, whose organization has one webhook subscribed to message.received: the
+ * sending inbox read before the unit of work (its name and domain go into the source, composed
+ * before the unit starts), then in the unit two inboxes looked up, two threads started, two copies, three labels (sent; received, unread), three
  * events (sent, received, delivered), one webhook job, the day's send counter.
  */
 export const PLAN = {

@@ -16,9 +16,17 @@ const CONTENT_TYPE = 'application/ld+json; charset=utf-8';
 const PAGE_SIZE = 30;
 const DOCS_REL = 'http://www.w3.org/ns/hydra/core#apiDocumentation';
 
+// The filters of Immobilie as the server declares them (immobilie.resource.ts), in its order.
+const RANGE = ['between', 'gt', 'gte', 'lt', 'lte'];
+const DATES = ['before', 'strictly_before', 'after', 'strictly_after'];
 const SEARCH_VARIABLES = [
-  ['typ', 'typ'], ['typ[]', 'typ'], ['bundesland', 'bundesland'], ['bundesland[]', 'bundesland'],
-  ['order[id]', 'id'], ['order[kaufpreis]', 'kaufpreis'], ['order[wohnflaeche]', 'wohnflaeche'], ['order[zimmer]', 'zimmer'],
+  ...['typ', 'bundesland', 'heizungstyp', 'verwalter'].flatMap((p) => [[p, p], [`${p}[]`, p]]),
+  ['adresse', 'adresse'],
+  ...['kaufpreis', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'preisProQuadratmeter'].flatMap((p) => RANGE.map((op) => [`${p}[${op}]`, p])),
+  ...['createdAt', 'updatedAt'].flatMap((p) => DATES.map((op) => [`${p}[${op}]`, p])),
+  ...['heizungstyp', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'kaufpreis'].map((p) => [`exists[${p}]`, p]),
+  ...['id', 'kaufpreis', 'wohnflaeche', 'zimmer', 'nutzflaeche', 'adresse', 'typ', 'preisProQuadratmeter', 'createdAt', 'updatedAt'].map((p) => [`order[${p}]`, p]),
+  ['properties[]', null],
 ];
 const SEARCH = {
   '@type': 'hydra:IriTemplate',
@@ -26,6 +34,10 @@ const SEARCH = {
   'hydra:variableRepresentation': 'BasicRepresentation',
   'hydra:mapping': SEARCH_VARIABLES.map(([variable, property]) => ({ '@type': 'IriTemplateMapping', variable, property, required: false })),
 };
+/** PROPERTY_COUNT_CAP's default: filtered counts stop at cap + 1. */
+const COUNT_CAP = 10_000;
+/** BASELINE_PAGE_ONLY=1: the scale scenarios' limit, which never counts (totals read once at start). */
+const PAGE_ONLY = process.env.BASELINE_PAGE_ONLY === '1';
 
 /** `query(name, params)` resolves to rows; `transaction(fn)` runs fn(query) between begin and commit. */
 function openSqlite(file, sql) {
@@ -58,7 +70,7 @@ function openSqlite(file, sql) {
     lock = run.catch(() => {});
     return run;
   };
-  return { query, transaction };
+  return { query, transaction, totals: () => totalsFrom(query) };
 }
 
 function openPostgres(rawUrl, sql) {
@@ -83,7 +95,18 @@ function openPostgres(rawUrl, sql) {
       client.release();
     }
   };
-  return { query: on(pool), transaction };
+  return { query: on(pool), transaction, totals: () => totalsFrom(on(pool)) };
+}
+
+/** Owner id → number of rows, and 0 → all rows: counted once, at start. */
+async function totalsFrom(query) {
+  const rows = await query('ownerTotals');
+  const out = new Map([[0, 0]]);
+  for (const row of rows) {
+    out.set(Number(row.owner), Number(row.total));
+    out.set(0, (out.get(0) ?? 0) + Number(row.total));
+  }
+  return out;
 }
 
 function immobilie(row, embedded) {
@@ -100,24 +123,43 @@ function immobilie(row, embedded) {
   if (row.kaufpreis !== null) out.kaufpreis = row.kaufpreis;
   out.bundesland = `/api/bundeslands/${row.bundesland_id}`;
   if (row.heizungstyp_id !== null) out.heizungstyp = `/api/heizungstyps/${row.heizungstyp_id}`;
+  if (row.created_at !== null) out.createdAt = timestamp(row.created_at);
+  if (row.updated_at !== null) out.updatedAt = timestamp(row.updated_at);
   return out;
 }
 
-function collection(total, rows) {
-  const body = {
-    '@context': '/api/contexts/Immobilie',
-    '@id': '/api/immobilies',
-    '@type': 'hydra:Collection',
-    'hydra:totalItems': total,
-    'hydra:member': rows.map((row) => immobilie(row, true)),
-  };
-  const lastPage = Math.max(1, Math.ceil(total / PAGE_SIZE));
-  if (lastPage > 1) {
-    const link = (n) => `/api/immobilies?page=${n}`;
-    body['hydra:view'] = { '@id': link(1), '@type': 'hydra:PartialCollectionView', 'hydra:first': link(1), 'hydra:last': link(lastPage), 'hydra:next': link(2) };
+const timestamp = (value) => `${new Date(value).toISOString().slice(0, 19)}+00:00`;
+
+/** `query` is the request's query string as written (`''` for none); `total` undefined = partial. */
+function collection(total, rows, query) {
+  const body = { '@context': '/api/contexts/Immobilie', '@id': '/api/immobilies', '@type': 'hydra:Collection' };
+  if (total !== undefined) body['hydra:totalItems'] = total;
+  body['hydra:member'] = rows.map((row) => immobilie(row, true));
+  const link = (n) => `/api/immobilies?${query ? `${query}&` : ''}page=${n}`;
+  if (total === undefined) {
+    body['hydra:view'] = { '@id': link(1), '@type': 'hydra:PartialCollectionView' };
+    if (rows.length >= PAGE_SIZE) body['hydra:view']['hydra:next'] = link(2);
+  } else {
+    const lastPage = Math.max(1, Math.ceil(total / PAGE_SIZE));
+    if (lastPage > 1) {
+      body['hydra:view'] = { '@id': link(1), '@type': 'hydra:PartialCollectionView', 'hydra:first': link(1), 'hydra:last': link(lastPage), 'hydra:next': link(2) };
+    } else if (query) {
+      body['hydra:view'] = { '@id': `/api/immobilies?${query}`, '@type': 'hydra:PartialCollectionView' };
+    }
   }
   body['hydra:search'] = SEARCH;
   return body;
+}
+
+/** The case-insensitive contains-pattern of a term, as persistence.ts builds it per dialect. */
+function containsPattern(dialect, term) {
+  if (dialect === 'postgres') return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const glob = (c) => (c === '*' || c === '?' || c === '[' ? `[${c}]` : c);
+  const cls = (c) => {
+    const forms = new Set([c, c.toLowerCase(), c.toUpperCase()].filter((x) => [...x].length === 1));
+    return forms.size > 1 ? `[${[...forms].join('')}]` : glob(c);
+  };
+  return `*${[...term].map(cls).join('')}*`;
 }
 
 function send(req, res, status, body, headers = {}) {
@@ -164,11 +206,29 @@ function createHandler(db) {
     return row;
   };
 
+  const seesAll = (user) => user.role === 'admin' || user.role === 'moderator';
+  // The page-only limit knows every total from the start and never counts while serving.
+  const totals = PAGE_ONLY ? db.totals() : undefined;
+
   const getCollection = async (req, res) => {
     const user = await principal(req);
     if (!user) return fail(res, 401);
-    const [[{ total }], rows] = await Promise.all([db.query('count', [user.id]), db.query('page', [user.id, PAGE_SIZE, 0])]);
-    send(req, res, 200, collection(Number(total), rows));
+    const all = seesAll(user);
+    const owner = all ? 0 : user.id;
+    const page = all ? db.query('pageAll', [PAGE_SIZE, 0]) : db.query('page', [user.id, PAGE_SIZE, 0]);
+    if (PAGE_ONLY) return send(req, res, 200, collection((await totals).get(owner) ?? 0, await page, ''));
+    const [[counted], rows] = await Promise.all([db.query('counted', ['immobilie', owner]), page]);
+    send(req, res, 200, collection(Number(counted?.total ?? 0), rows, ''));
+  };
+
+  /** `?adresse=<term>&kaufpreis[gte]=<n>` in the owner's scope, with the capped count. */
+  const getFiltered = async (req, res, query) => {
+    const user = await principal(req);
+    if (!user || seesAll(user)) return fail(res, user ? 400 : 401);
+    const params = new URLSearchParams(query);
+    const values = [user.id, containsPattern(dialect, params.get('adresse')), Number(params.get('kaufpreis[gte]'))];
+    const [[{ total }], rows] = await Promise.all([db.query('cappedCount', [...values, COUNT_CAP + 1]), db.query('pageFiltered', [...values, PAGE_SIZE, 0])]);
+    send(req, res, 200, collection(Number(total) > COUNT_CAP ? undefined : Number(total), rows, query));
   };
 
   const getBundesland = async (req, res, id) => {
@@ -187,7 +247,8 @@ function createHandler(db) {
     const row = await db.transaction(async (query) => {
       if ((await query('bundeslandExists', [bundesland])).length === 0) return undefined;
       if (heizungstyp !== undefined && (await query('heizungstypExists', [heizungstyp])).length === 0) return undefined;
-      const values = [user.id, input.adresse, input.wohnflaeche ?? null, input.nutzflaeche ?? null, input.zimmer ?? null, input.typ, input.kaufpreis ?? null, bundesland, heizungstyp ?? null];
+      const now = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
+      const values = [user.id, input.adresse, input.wohnflaeche ?? null, input.nutzflaeche ?? null, input.zimmer ?? null, input.typ, input.kaufpreis ?? null, bundesland, heizungstyp ?? null, now, now];
       const [{ id }] = await query('insert', values);
       return (await query('immobilie', [id]))[0];
     });
@@ -200,6 +261,7 @@ function createHandler(db) {
     const item = /^\/api\/bundeslands\/([1-9]\d{0,9})$/.exec(req.url);
     let done;
     if (req.method === 'GET' && req.url === '/api/immobilies') done = getCollection(req, res);
+    else if (req.method === 'GET' && req.url.startsWith('/api/immobilies?adresse=')) done = getFiltered(req, res, req.url.slice('/api/immobilies?'.length));
     else if (req.method === 'POST' && req.url === '/api/immobilies') done = postImmobilie(req, res);
     else if (req.method === 'GET' && item) done = getBundesland(req, res, Number(item[1]));
     else return fail(res, 404);
@@ -212,7 +274,9 @@ function createHandler(db) {
 
 const url = process.env.BASELINE_DATABASE_URL ?? '';
 const dialect = /^postgres(ql)?:\/\//.test(url) ? 'postgres' : 'sqlite';
-const db = dialect === 'postgres' ? openPostgres(url, sqlFor(dialect)) : openSqlite(url.replace(/^sqlite:/, ''), sqlFor(dialect));
+// Used once at start by the page-only limit; never while serving.
+const STARTUP = { ownerTotals: 'select verwalter_id as owner, count(*) as total from immobilie group by verwalter_id' };
+const db = dialect === 'postgres' ? openPostgres(url, { ...sqlFor(dialect), ...STARTUP }) : openSqlite(url.replace(/^sqlite:/, ''), { ...sqlFor(dialect), ...STARTUP });
 const server = http.createServer(createHandler(db));
 server.keepAliveTimeout = 72_000; // as the property server's Fastify setting, so Keep-Alive headers match
 server.listen(Number(process.env.PORT ?? 3900), process.env.HOST ?? '127.0.0.1', () => {

@@ -4,24 +4,42 @@
  * api-key.repository.ts; bench/check.mjs compares them with what the built server really runs.
  */
 
-const IMMOBILIE_COLUMNS = '"id", "verwalter_id", "adresse", "wohnflaeche", "nutzflaeche", "zimmer", "typ", "kaufpreis", "bundesland_id", "heizungstyp_id"';
+const IMMOBILIE_COLUMNS =
+  '"id", "verwalter_id", "adresse", "wohnflaeche", "nutzflaeche", "zimmer", "typ", "kaufpreis", "bundesland_id", "heizungstyp_id", "created_at", "updated_at"';
 
 export const SQL = {
   auth: 'select "id", "role" from "users" where "api_key_hash" = ?',
-  count: 'select count(*) as "total" from "immobilie" where "verwalter_id" = ?',
+  /** The total the database maintains (migration 0004): one row per owner, owner 0 = all. */
+  counted: 'select "total" from "collection_counts" where "resource_table" = ? and "owner_id" = ?',
   page: `select ${IMMOBILIE_COLUMNS} from "immobilie" where "verwalter_id" = ? order by "id" asc limit ? offset ?`,
+  pageAll: `select ${IMMOBILIE_COLUMNS} from "immobilie" order by "id" asc limit ? offset ?`,
+  /** `?adresse=leipzig&kaufpreis[gte]=…` inside the owner scope: count capped at PROPERTY_COUNT_CAP + 1. */
+  cappedCount:
+    'select count(*) as "total" from (select 1 as "one" from "immobilie" where "verwalter_id" = ? and ("adresse" glob ?) and "kaufpreis" >= ? limit ?) as "matching"',
+  pageFiltered: `select ${IMMOBILIE_COLUMNS} from "immobilie" where "verwalter_id" = ? and ("adresse" glob ?) and "kaufpreis" >= ? order by "id" asc limit ? offset ?`,
   bundesland: 'select "id", "name", "code" from "bundesland" where "id" = ?',
   begin: 'begin',
   bundeslandExists: 'select "id" from "bundesland" where "id" in (?)',
   heizungstypExists: 'select "id" from "heizungstyp" where "id" in (?)',
-  insert: `insert into "immobilie" ("verwalter_id", "adresse", "wohnflaeche", "nutzflaeche", "zimmer", "typ", "kaufpreis", "bundesland_id", "heizungstyp_id") values (?, ?, ?, ?, ?, ?, ?, ?, ?) returning "id"`,
+  insert: `insert into "immobilie" ("verwalter_id", "adresse", "wohnflaeche", "nutzflaeche", "zimmer", "typ", "kaufpreis", "bundesland_id", "heizungstyp_id", "created_at", "updated_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning "id"`,
   immobilie: `select ${IMMOBILIE_COLUMNS} from "immobilie" where "id" = ?`,
   commit: 'commit',
 };
 
-/** Per scenario: the steps of one request (a POST naming both a Bundesland and a Heizungstyp). */
+/** PostgreSQL matches the case-insensitive search with LIKE on lower() (persistence.ts explains why). */
+const POSTGRES_OVERRIDES = {
+  cappedCount: SQL.cappedCount.replace('("adresse" glob ?)', '(lower("adresse") like lower(?))'),
+  pageFiltered: SQL.pageFiltered.replace('("adresse" glob ?)', '(lower("adresse") like lower(?))'),
+};
+
+/**
+ * Per scenario: the steps of one request (a POST naming both a Bundesland and a Heizungstyp).
+ * `*PageOnly` are the limits of the scale scenarios: the page alone, without any count.
+ */
 export const PLAN = {
-  collection: [['auth'], ['count', 'page']],
+  collection: [['auth'], ['counted', 'page']],
+  collectionAdmin: [['auth'], ['counted', 'pageAll']],
+  filtered: [['auth'], ['cappedCount', 'pageFiltered']],
   item: [['bundesland']],
   post: [['auth'], ['begin'], ['bundeslandExists'], ['heizungstypExists'], ['insert'], ['immobilie'], ['commit']],
 };
@@ -33,5 +51,5 @@ export function sqlFor(dialect) {
     let n = 0;
     return text.replace(/\?/g, () => `$${++n}`);
   };
-  return Object.fromEntries(Object.entries(SQL).map(([name, text]) => [name, numbered(text)]));
+  return Object.fromEntries(Object.entries({ ...SQL, ...POSTGRES_OVERRIDES }).map(([name, text]) => [name, numbered(text)]));
 }

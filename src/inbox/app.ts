@@ -4,14 +4,17 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../platform/clock.js';
 import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
+import type { GroupCommit } from '../platform/db/group-commit.js';
 import { NotFoundError } from '../platform/errors/app-error.js';
-import { buildHttpApp } from '../platform/http/app.js';
+import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
+import type { Registry } from 'prom-client';
 import type { RateLimiter } from '../platform/http/rate-limit.js';
 import { schemaValidators } from '../platform/http/validators.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../platform/http/swagger-ui.js';
 import type { Ids } from '../platform/ids.js';
 import type { ApiKeyService } from './api-keys/api-key.service.js';
 import type { InboxDatabase } from './database.js';
+import type { Delivery } from './delivery/delivery.service.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
@@ -33,6 +36,10 @@ export type InboxConfig = ConfigOf<typeof inboxConfigSpec>;
 export interface InboxServices {
   readonly config: InboxConfig;
   readonly db: Kysely<InboxDatabase>;
+  /** The database's commit batcher: every unit of work that writes runs in it. */
+  readonly commits: GroupCommit<InboxDatabase>;
+  /** The one way a message enters storage. */
+  readonly delivery: Delivery;
   readonly clock: Clock;
   readonly ids: Ids;
   readonly apiKeys: ApiKeyService;
@@ -52,7 +59,7 @@ declare module 'fastify' {
 }
 
 /** Builds the inbox service's Fastify app (no listen). */
-export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>): Promise<InboxApp> {
+export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>, ops: { registry?: Registry; ready?: () => Promise<Readiness>; metrics?: MetricsExposure } = {}): Promise<InboxApp> {
   const { config } = services;
   // Attachments travel base64-encoded inside JSON: allow for that plus the rest of the message.
   const bodyLimit = Math.ceil((config.maxAttachmentBytes * 4) / 3) + 2 * 1024 * 1024;
@@ -60,7 +67,9 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     name: 'inbox',
     logLevel: config.logLevel,
     bodyLimit,
-    ready: () => database.ping(),
+    ready: ops.ready ?? (async () => (await database.ping(), { database: 'ok' })),
+    ...(ops.registry ? { registry: ops.registry } : {}),
+    ...(ops.metrics ? { metrics: ops.metrics } : {}),
     frameworkErrors: (err, request, reply) => sendInboxError(request, reply, err),
   }).withTypeProvider<TypeBoxTypeProvider>();
 

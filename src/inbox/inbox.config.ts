@@ -4,6 +4,7 @@ import { sharedConfigSpec } from '../platform/config/shared.config.js';
 export const inboxConfigSpec = {
   ...sharedConfigSpec,
   port: env.port('INBOX_PORT', 'inbox HTTP API port', 3000),
+  managementPort: env.optionalPort('INBOX_MANAGEMENT_PORT', 'port of the management listener (`/healthz`, `/readyz`, `/metrics`)', 'unset: none with the `api` role; `INBOX_PORT` without it'),
   databaseUrl: env.optionalString('INBOX_DATABASE_URL', '`postgres://…` for PostgreSQL (`?schema=name` selects a schema), or `sqlite:/path/file.db`', 'SQLite in `DATA_DIR` (`inbox.db`)'),
   databasePoolSize: env.integer('INBOX_DATABASE_POOL_SIZE', 'PostgreSQL connection pool size', 10, 1, 200),
   domains: env.list('INBOX_DOMAINS', 'comma-separated local domains; the first is the default for new inboxes; mail to them is delivered locally', ['inbox.localhost']),

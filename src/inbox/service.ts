@@ -1,27 +1,33 @@
 import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import { Redis } from 'ioredis';
-import { pino } from 'pino';
+import type { Registry } from 'prom-client';
+import { pino, type Logger } from 'pino';
 import { systemClock, type Clock } from '../platform/clock.js';
-import { openDatabase, type Database } from '../platform/db/database.js';
+import { openDatabase, type Database, type Dialect } from '../platform/db/database.js';
+import { commitsOf } from '../platform/db/group-commit.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
 import { loggerOptions } from '../platform/log/logger.js';
-import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from '../platform/http/rate-limit.js';
+import { buildManagementApp, metricsExposure, newMetricsRegistry, type Readiness } from '../platform/http/app.js';
+import { memoryRateLimiter, sharedRateLimiter } from '../platform/http/rate-limit.js';
+import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { systemIds, type Ids } from '../platform/ids.js';
-import { createJobRunner, type JobRunner, type QueueDefinition } from '../platform/jobs/jobs.js';
+import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
+import { sendInboxError } from './http/error-envelope.js';
 import type { InboxDatabase } from './database.js';
+import { createDelivery } from './delivery/delivery.service.js';
 import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
-import { createMessageService, OUTBOUND_MAIL_QUEUE } from './messages/message.service.js';
+import { createMessageService } from './messages/message.service.js';
+import { OUTBOUND_MAIL_QUEUE } from './outbound/outbound-job.js';
 import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
 import { createOutboundMail } from './outbound/outbound.worker.js';
 import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/auth-results.js';
 import { createInboundService } from './smtp/inbound.service.js';
 import { startSmtpServer, type RunningSmtpServer } from './smtp/smtp.server.js';
-import { createThreadService } from './threads/thread.service.js';
+import { createThreadService, refreshThreadLabels } from './threads/thread.service.js';
 import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
 import { createWebhookClient } from './webhooks/webhook.client.js';
 import { createWebhookService } from './webhooks/webhook.service.js';
@@ -35,6 +41,9 @@ export async function migrateInbox(database: Database<InboxDatabase>): Promise<s
   return migrateToLatest(database.db, inboxMigrations, INBOX_MIGRATION_TABLE);
 }
 
+/** The wake-up signal of the inbox's job runners. */
+const JOBS_TOPIC = 'inbox_jobs';
+
 export interface InboxRuntime {
   readonly services: InboxServices;
   readonly runner: JobRunner;
@@ -43,11 +52,15 @@ export interface InboxRuntime {
 }
 
 /** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
-export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; limiter?: RateLimiter; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
+export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; wakeups?: JobWakeups; jobPollMs?: number; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? systemIds;
-  const limiter = options.limiter ?? (config.redisUrl ? redisRateLimiter(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }), config.rateLimitPerMinute, 'inbox:rl') : memoryRateLimiter(config.rateLimitPerMinute));
+  // Shared through Redis when configured (per process while it is down), else per process.
+  const limiter = options.redis ? sharedRateLimiter(options.redis, config.rateLimitPerMinute, 'inbox:rl', options.registry ? { registry: options.registry } : {}) : memoryRateLimiter(config.rateLimitPerMinute);
   const events = createEventService({ clock, ids });
+  // One commit batcher per database, shared by every writer (created with the Kysely instance).
+  const commits = commitsOf(db);
+  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay });
   const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
   const services: InboxServices = {
     config,
@@ -56,38 +69,43 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     ids,
     limiter,
     events,
-    apiKeys: createApiKeyService({ db, clock, ids }),
+    apiKeys: createApiKeyService({ db, commits, clock, ids }),
     inboxes,
+    commits,
+    delivery,
     messages: createMessageService({
       db,
+      commits,
+      delivery,
       clock,
       ids,
-      events,
       localDomains: inboxes.localDomains,
       maxRecipients: config.maxRecipients,
       maxAttachmentBytes: config.maxAttachmentBytes,
-      sendLimitPerDay: config.sendLimitPerDay,
       relayConfigured: config.smtpRelayUrl !== undefined,
+      refreshThreadLabels,
       publicUrl: config.publicUrl,
       downloadTtlSeconds: config.downloadUrlTtlSeconds,
       notifyJobs: () => runner.notify(),
     }),
-    threads: createThreadService({ db, clock }),
-    webhooks: createWebhookService({ db, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
+    threads: createThreadService({ db, commits, clock }),
+    webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
   };
   const queues: Record<string, QueueDefinition<never>> = {};
   const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
-  queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, timeoutMs: config.webhookTimeoutMs, log: options.log });
+  queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, log: options.log });
   // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.
-  const outbound = createOutboundMail(config, { db, clock, events, log: options.log, notifyJobs: () => runner.notify() });
+  const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify() });
   queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
-  const runner = createJobRunner({ db, clock, queues, log: options.log });
+  const runner = createJobRunner({ db, clock, queues, log: options.log, ...(options.wakeups ? { wakeups: options.wakeups } : {}), ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}) });
   return { services, runner, closeOutbound: () => outbound.close() };
 }
 
 export interface RunningInboxService {
   readonly app: FastifyInstance | undefined;
   readonly url: string | undefined;
+  /** The management listener (`/healthz`, `/readyz`, `/metrics`), when the process has one. */
+  readonly managementUrl: string | undefined;
   /** The inbound SMTP listener (role `smtp`). */
   readonly smtp: { readonly host: string; readonly port: number } | undefined;
   readonly database: Database<InboxDatabase>;
@@ -102,6 +120,8 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
   const resolver = dnsResolver ?? createDnsResolver(config.smtpDnsServers, config.smtpAuthTimeoutMs);
   const inbound = createInboundService({
     db: services.db,
+    commits: services.commits,
+    delivery: services.delivery,
     clock: services.clock,
     ids: services.ids,
     events: services.events,
@@ -132,33 +152,58 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
  * Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker, smtp).
  * `dnsResolver` replaces DNS for SPF/DKIM/DMARC (tests).
  */
-export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver } = {}): Promise<RunningInboxService> {
+export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver; jobPollMs?: number } = {}): Promise<RunningInboxService> {
   const database = await openInboxDatabase(config);
+  let redis: SharedRedis | undefined;
   try {
     await migrateInbox(database);
     let app: FastifyInstance | undefined;
     // Workers log through the API's logger when the process has one, else through their own.
-    let own: { warn(o: object, m: string): void; error(o: object, m: string): void } | undefined;
+    let own: Logger | undefined;
     const logger = () => app?.log ?? (own ??= pino(loggerOptions(config.logLevel, 'inbox-worker')));
-    const log = { warn: (o: object, m: string) => logger().warn(o, m), error: (o: object, m: string) => logger().error(o, m) };
-    const runtime = createInboxServices(config, database.db, { ...options, log });
+    const log = { info: (o: object, m: string) => logger().info(o, m), warn: (o: object, m: string) => logger().warn(o, m), error: (o: object, m: string) => logger().error(o, m) };
+    const registry = newMetricsRegistry();
+    if (config.redisUrl) {
+      redis = connectRedis({ url: config.redisUrl, log, registry });
+      await redis.connected();
+    }
+    const shared = redis;
+    const ready = async (): Promise<Readiness> => {
+      await database.ping();
+      return shared ? { database: 'ok', redis: shared.state() === 'ok' ? 'ok' : 'degraded' } : { database: 'ok' };
+    };
+    // Work enqueued by any process (an smtp-only one, say) wakes the workers of every process.
+    const wakeups: JobWakeups = { notify: () => database.notify(JOBS_TOPIC), listen: (onWake) => database.listen(JOBS_TOPIC, onWake) };
+    const runtime = createInboxServices(config, database.db, { ...options, log, registry, wakeups, ...(redis ? { redis } : {}) });
+    const hasApi = config.roles.includes('api');
+    // A process without the API still answers health checks and serves metrics, on INBOX_PORT.
+    const managementPort = config.managementPort ?? (hasApi ? undefined : config.port);
     let url: string | undefined;
-    if (config.roles.includes('api')) {
-      app = (await buildInboxApp(runtime.services, database)) as unknown as FastifyInstance;
+    if (hasApi) {
+      app = (await buildInboxApp(runtime.services, database, { registry, ready, metrics: metricsExposure(config.metricsToken, 'api', managementPort !== undefined) })) as unknown as FastifyInstance;
       url = await app.listen({ host: config.host, port: config.port });
     }
-    if (config.roles.includes('worker')) runtime.runner.start();
+    let management: FastifyInstance | undefined;
+    let managementUrl: string | undefined;
     let smtp: RunningSmtpServer | undefined;
     try {
+      if (managementPort !== undefined) {
+        management = buildManagementApp({ name: 'inbox', logLevel: config.logLevel, registry, ready, metrics: metricsExposure(config.metricsToken, 'management', true), renderError: (err, request, reply) => sendInboxError(request, reply, err) });
+        managementUrl = await management.listen({ host: config.host, port: managementPort });
+      }
+      if (config.roles.includes('worker')) runtime.runner.start();
       if (config.roles.includes('smtp')) smtp = await startInboundSmtp(config, runtime, options.dnsResolver);
     } catch (err) {
       await app?.close();
+      await management?.close();
       await runtime.runner.stop();
       throw err;
     }
+    for (const w of perProcessStateWarnings(config, database.dialect)) log.warn(w.fields, w.message);
     return {
       app,
       url,
+      managementUrl,
       smtp: smtp ? { host: smtp.host, port: smtp.port } : undefined,
       database,
       runtime,
@@ -166,6 +211,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
         // SMTP first: messages in flight still need the database to commit.
         await smtp?.close();
         await app?.close();
+        await management?.close();
         await runtime.runner.stop();
         runtime.closeOutbound();
         await runtime.services.limiter.close();
@@ -173,7 +219,23 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       },
     };
   } catch (err) {
+    await redis?.close();
     await database.destroy();
     throw err;
   }
+}
+
+/**
+ * What a process says at start about the limits it keeps to itself where other processes may share
+ * the data: each then enforces its own (docs/deploy.md, "Shared and per-process state").
+ */
+export function perProcessStateWarnings(config: InboxConfig, dialect: Dialect): { fields: object; message: string }[] {
+  const warnings: { fields: object; message: string }[] = [];
+  if (dialect === 'postgres' && config.roles.includes('api') && !config.redisUrl) {
+    warnings.push({ fields: { setting: 'INBOX_RATE_LIMIT_PER_MINUTE', limit: config.rateLimitPerMinute }, message: 'no REDIS_URL on a shared PostgreSQL database: the API rate limit is counted per process, so N instances together allow N times the limit' });
+  }
+  if (dialect === 'sqlite' && !['api', 'worker', 'smtp'].every((role) => config.roles.includes(role))) {
+    warnings.push({ fields: { roles: config.roles }, message: 'roles split across processes on SQLite: SQLite serves one process; jobs enqueued by another process are noticed only at the next poll, and writers wait for each other' });
+  }
+  return warnings;
 }

@@ -2,11 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
-import { buildHttpApp } from '../platform/http/app.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Registry } from 'prom-client';
+import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
 import { corsResponseHeaders, registerCorsPreflight, type CorsPolicy } from '../platform/http/cors.js';
+import { registerAdminRoutes } from './admin/admin.routes.js';
 import { registerDocsRoutes } from './engine/docs.routes.js';
 import { sendError } from './engine/http.js';
-import { createEngine } from './engine/operations.js';
+import { createEngine, type PaginationOptions } from './engine/operations.js';
 import type { AnyDb } from './engine/persistence.js';
 import { registerResourceRoutes } from './engine/routes.js';
 import type { propertyConfigSpec } from './property.config.js';
@@ -21,6 +24,11 @@ export type PropertyConfig = ConfigOf<typeof propertyConfigSpec>;
 export interface PropertyAppDeps {
   readonly config: PropertyConfig;
   readonly database: Database<unknown>;
+  /** The service's metrics in this process (shared with its management listener). */
+  readonly registry?: Registry;
+  readonly ready?: () => Promise<Readiness>;
+  /** Whether the API port serves /metrics; off unless said. */
+  readonly metrics?: MetricsExposure;
 }
 
 /** What the resources' hooks read from the configuration (see resources/immobilie.provider.ts). */
@@ -31,27 +39,51 @@ export function propertyHookSettings(config: PropertyConfig): Readonly<Record<st
 
 export const PAGINATION = { pageParameter: 'page', itemsPerPageParameter: 'itemsPerPage', defaultItemsPerPage: 30 } as const;
 
+/** The engine's pagination settings from the configuration. */
+export function paginationOptions(config: PropertyConfig): PaginationOptions {
+  return {
+    ...PAGINATION,
+    maximumItemsPerPage: config.maxItemsPerPage,
+    clientEnabled: config.paginationClientEnabled,
+    clientPartial: config.paginationClientPartial,
+    unpaginatedMaximum: config.maxUnpaginatedItems,
+    countCap: config.countCap,
+  };
+}
+
 /** Builds the property service's Fastify app (no listen): the engine over the resource registry. */
-export async function buildPropertyApp({ config, database }: PropertyAppDeps): Promise<FastifyInstance> {
-  const http = {
+function httpOptions(config: PropertyConfig) {
+  return {
     prefix: propertyRegistry.prefix,
     hydraPrefix: config.hydraPrefix,
     publicUrl: config.publicUrl?.replace(/\/+$/, ''),
     fallbackOrigin: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,
   };
+}
+
+/** The service's error mapper for listeners other than the API (the management port). */
+export function propertyErrorRenderer(config: PropertyConfig): (err: Error, request: FastifyRequest, reply: FastifyReply) => unknown {
+  const http = httpOptions(config);
+  return (err, request, reply) => sendError(request, reply, err, http);
+}
+
+export async function buildPropertyApp({ config, database, registry, ready, metrics }: PropertyAppDeps): Promise<FastifyInstance> {
+  const http = httpOptions(config);
   const app = buildHttpApp({
     name: 'property',
     logLevel: config.logLevel,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
-    ready: () => database.ping(),
+    ready: ready ?? (async () => (await database.ping(), { database: 'ok' })),
+    ...(registry ? { registry } : {}),
+    ...(metrics ? { metrics } : {}),
     frameworkErrors: (err, request, reply) => sendError(request, reply, err, http),
   });
   const db = database.db as AnyDb;
   const engine = createEngine({
     registry: propertyRegistry,
     db,
-    pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage },
+    pagination: paginationOptions(config),
     settings: propertyHookSettings(config),
   });
   const cors: CorsPolicy = {
@@ -68,7 +100,13 @@ export async function buildPropertyApp({ config, database }: PropertyAppDeps): P
     authenticate: createApiKeyAuthenticator(database.db as Kysely<SecurityDatabase>),
     pageParameter: PAGINATION.pageParameter,
   });
-  registerDocsRoutes(app, { ...http, registry: propertyRegistry, maximumItemsPerPage: config.maxItemsPerPage });
+  registerDocsRoutes(app, {
+    ...http,
+    registry: propertyRegistry,
+    maximumItemsPerPage: config.maxItemsPerPage,
+    clientPagination: { clientEnabled: config.paginationClientEnabled, clientPartial: config.paginationClientPartial, unpaginatedMaximum: config.maxUnpaginatedItems },
+  });
+  registerAdminRoutes(app, { path: '/admin', entrypoint: propertyRegistry.prefix, title: propertyRegistry.title, directory: config.adminDir });
   await registerCorsPreflight(app, cors);
   return app;
 }

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { openDatabase, type Database } from '../platform/db/database.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
-import { buildPropertyApp, type PropertyConfig } from './app.js';
+import { buildManagementApp, metricsExposure, newMetricsRegistry, type Readiness } from '../platform/http/app.js';
+import { buildPropertyApp, propertyErrorRenderer, type PropertyConfig } from './app.js';
 import { PROPERTY_MIGRATION_TABLE, propertyMigrations } from './migrations/index.js';
 
 export async function openPropertyDatabase(config: PropertyConfig): Promise<Database<unknown>> {
@@ -15,6 +16,8 @@ export async function migrateProperty(database: Database<unknown>): Promise<stri
 export interface RunningPropertyService {
   readonly app: FastifyInstance;
   readonly url: string;
+  /** The management listener (`/healthz`, `/readyz`, `/metrics`), when PROPERTY_MANAGEMENT_PORT is set. */
+  readonly managementUrl: string | undefined;
   readonly database: Database<unknown>;
   close(): Promise<void>;
 }
@@ -24,14 +27,28 @@ export async function startPropertyService(config: PropertyConfig): Promise<Runn
   const database = await openPropertyDatabase(config);
   try {
     await migrateProperty(database);
-    const app = await buildPropertyApp({ config, database });
+    const registry = newMetricsRegistry();
+    const ready = async (): Promise<Readiness> => (await database.ping(), { database: 'ok' });
+    const hasManagementPort = config.managementPort !== undefined;
+    const app = await buildPropertyApp({ config, database, registry, ready, metrics: metricsExposure(config.metricsToken, 'api', hasManagementPort) });
     const url = await app.listen({ host: config.host, port: config.port });
+    let management: FastifyInstance | undefined;
+    let managementUrl: string | undefined;
+    if (config.managementPort !== undefined) {
+      management = buildManagementApp({ name: 'property', logLevel: config.logLevel, registry, ready, metrics: metricsExposure(config.metricsToken, 'management', true), renderError: propertyErrorRenderer(config) });
+      managementUrl = await management.listen({ host: config.host, port: config.managementPort }).catch(async (err: unknown) => {
+        await app.close();
+        throw err;
+      });
+    }
     return {
       app,
       url,
+      managementUrl,
       database,
       async close() {
         await app.close();
+        await management?.close();
         await database.destroy();
       },
     };

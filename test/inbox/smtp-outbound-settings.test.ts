@@ -11,7 +11,7 @@ import { loggerOptions } from '../../src/platform/log/logger.js';
 import { inboxConfigSpec } from '../../src/inbox/inbox.config.js';
 import { dkimDnsRecord, dkimSignerFrom, type DkimConfig } from '../../src/inbox/outbound/dkim.js';
 import { enhancedStatusOf, isLoopbackHost, outcomeOfError, relaySettingsFrom, requiresTls } from '../../src/inbox/outbound/relay.client.js';
-import { bounceSubType } from '../../src/inbox/outbound/outbound.schemas.js';
+import { bounceSubType } from '../../src/inbox/events/message-events.js';
 import { startInboxServer } from '../support/inbox-server.js';
 import { txtResolver } from './smtp-outbound.helpers.js';
 

@@ -372,9 +372,9 @@ describe.each(dialects)('%s: outbound mail through an SMTP relay', (dialect) => 
       const slow = relay.holdData();
       await org.client.inboxes.messages.send(sender, { to: 'slow@example.org', text: 'Take your time.' });
       await slow.held();
-      // Another worker claims the job, as it would once this run's lease had run out.
+      // Another worker claims the job, as it would once this run's lease had run out (a claim raises the attempt).
       const theirs = new Date(Date.now() + 3600_000).toISOString();
-      await server.service.database.db.updateTable('jobs').set({ locked_until: theirs }).where('queue', '=', 'mail.outbound').execute();
+      await server.service.database.db.updateTable('jobs').set((eb) => ({ locked_until: theirs, attempts: eb('attempts', '+', 1) })).where('queue', '=', 'mail.outbound').execute();
       slow.release();
       await relay.waitFor(1);
       await server.service.runtime.runner.stop(); // waits for the attempt to end

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/platform/db/database.js';
 import { incrementCounter } from '../../src/platform/db/dialect.js';
 import { preparedInsert, preparedRows } from '../../src/platform/db/prepared.js';
-import { createGroupCommit } from '../../src/platform/db/group-commit.js';
+import { createGroupCommit, MAX_ATTEMPTS } from '../../src/platform/db/group-commit.js';
 import { afterKey } from '../../src/platform/db/keyset.js';
 import { systemIds, timeOrderedUuid } from '../../src/platform/ids.js';
 import { dialects, freshPostgresSchema } from '../support/dialects.js';
@@ -147,6 +147,37 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
     expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected']);
     // And it recovers: later units get a new attempt.
     await expect(commits.run(async () => 3)).rejects.toThrow('no database');
+  });
+
+  it('group commit (PostgreSQL): a unit that loses a deadlock runs again; one that keeps failing so gives up after MAX_ATTEMPTS', async () => {
+    if (dialect !== 'postgres') return;
+    const [one, two] = await Promise.all([1, 2].map(async (i) => Number((await db.insertInto('rows').values({ ts: `r${i}`, note: '0' }).returning('id').executeTakeFirstOrThrow()).id)));
+    const commits = createGroupCommit(db);
+    // Two units lock the same two rows crosswise, each waiting until the other holds its first row.
+    const held: (() => void)[] = [];
+    const bothHeld = Promise.all([0, 1].map((k) => new Promise<void>((resolve) => (held[k] = resolve))));
+    const attempts = [0, 0];
+    const unit = (k: number, first: number, second: number) =>
+      commits.run(async (trx) => {
+        attempts[k] = (attempts[k] as number) + 1;
+        await trx.updateTable('rows').set({ note: sql`note || ${String(k)}` }).where('id', '=', first).execute();
+        (held[k] as () => void)();
+        await bothHeld;
+        await trx.updateTable('rows').set({ note: sql`note || ${String(k)}` }).where('id', '=', second).execute();
+        return k;
+      });
+    expect(await Promise.all([unit(0, one as number, two as number), unit(1, two as number, one as number)])).toEqual([0, 1]);
+    expect(attempts[0] as number + (attempts[1] as number)).toBe(3);
+    expect((await db.selectFrom('rows').select('note').orderBy('id').execute()).map((r) => [...r.note].sort().join(''))).toEqual(['001', '001']);
+
+    let tries = 0;
+    const conflict = Object.assign(new Error('could not serialize access'), { code: '40001' });
+    await expect(commits.run(async () => { tries += 1; throw conflict; })).rejects.toBe(conflict);
+    expect(tries).toBe(MAX_ATTEMPTS);
+    // Other errors are not retried.
+    tries = 0;
+    await expect(commits.run(async () => { tries += 1; throw new Error('plain'); })).rejects.toThrow('plain');
+    expect(tries).toBe(1);
   });
 
   it('afterKey pages by (sort, tiebreak) in both directions without skipping ties', async () => {

@@ -289,23 +289,51 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     expect(runs).toBe(1);
   });
 
-  it('stretches the lease over a queue\'s maxRunMs, so a slow job is not claimed twice', async () => {
+  it('claims each queue with its own lease, and renews the lease of a running job (heartbeat), so a slow job is never claimed twice while its worker lives', async () => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
-    await enqueue(db, clock, 'q', {});
+    await enqueue(db, clock, 'short', {});
+    await enqueue(db, clock, 'long', {});
     let release = () => {};
     const blocked = new Promise<void>((resolve) => (release = resolve));
     let runs = 0;
-    const queues = { q: { handle: async () => { runs++; await blocked; }, backoff: () => undefined, maxRunMs: 120_000 } };
-    const slow = createJobRunner({ db, clock, log: silent, leaseMs: 1_000, queues });
+    const queues = {
+      short: { handle: async () => { runs++; await blocked; }, backoff: () => undefined, leaseMs: 10_000 },
+      long: { handle: async () => { runs++; await blocked; }, backoff: () => undefined, leaseMs: 120_000 },
+    };
+    const slow = createJobRunner({ db, clock, log: silent, leaseMs: 60_000, heartbeatMs: 10, queues });
     const running = slow.drain();
-    for (let i = 0; i < 100 && runs === 0; i++) await new Promise((r) => setTimeout(r, 5));
-    const row = await db.selectFrom('jobs').select('locked_until').executeTakeFirstOrThrow();
-    expect(Date.parse(row.locked_until as string) - clock.now().getTime()).toBe(150_000);
-    clock.advance(121_000);
-    expect(await createJobRunner({ db, clock, log: silent, leaseMs: 1_000, queues }).drain()).toBe(0);
+    for (let i = 0; i < 100 && runs < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    const leaseOf = async (queue: string) => Date.parse((await db.selectFrom('jobs').select('locked_until').where('queue', '=', queue).executeTakeFirstOrThrow()).locked_until as string) - clock.now().getTime();
+    expect([await leaseOf('short'), await leaseOf('long')]).toEqual([10_000, 120_000]);
+    // Ten minutes pass while the worker is alive: each heartbeat moves its leases on.
+    for (let minute = 0; minute < 10; minute++) {
+      clock.advance(60_000);
+      for (let i = 0; i < 200 && (await leaseOf('short')) !== 10_000; i++) await new Promise((r) => setTimeout(r, 5));
+      expect(await leaseOf('short')).toBe(10_000);
+      expect(await createJobRunner({ db, clock, log: silent, queues }).drain()).toBe(0);
+    }
     release();
     await running;
+    expect(runs).toBe(2);
+    expect(await jobCounts(db)).toEqual(expect.arrayContaining([{ queue: 'short', status: 'done', n: 1 }, { queue: 'long', status: 'done', n: 1 }]));
+  });
+
+  it('takes over a dead worker\'s job one lease of its queue after the last heartbeat, and fences the dead run', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    await enqueue(db, clock, 'hooks', {});
+    // A worker claimed it, renewed it once, and died: nothing renews it any more.
+    const dead = createJobRunner({ db, clock, log: silent, heartbeatMs: 3_600_000, queues: { hooks: { handle: () => new Promise<void>(() => {}), backoff: () => undefined, leaseMs: 15_000 } } });
+    void dead.drain();
+    for (let i = 0; i < 200 && (await db.selectFrom('jobs').select('attempts').executeTakeFirstOrThrow()).attempts === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    let runs = 0;
+    const alive = createJobRunner({ db, clock, log: silent, queues: { hooks: { handle: async () => void runs++, backoff: () => undefined, leaseMs: 15_000 } } });
+    clock.advance(14_999);
+    expect(await alive.drain()).toBe(0);
+    clock.advance(2);
+    expect(await alive.drain()).toBe(1);
     expect(runs).toBe(1);
+    const row = await db.selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
+    expect([row.status, row.attempts]).toEqual(['done', 2]);
   });
 
   it('never gives one job to two runners at once, and the background loop wakes on notify', async () => {

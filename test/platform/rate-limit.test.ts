@@ -1,17 +1,24 @@
-import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from '../../src/platform/http/rate-limit.js';
+import { memoryRateLimiter, sharedRateLimiter, type RateLimiter } from '../../src/platform/http/rate-limit.js';
+import { connectRedis } from '../../src/platform/redis.js';
 
-const backends: [string, (limit: number, now: () => number) => RateLimiter][] = [['memory', (limit, now) => memoryRateLimiter(limit, 60_000, now)]];
+const backends: [string, (limit: number, now: () => number) => RateLimiter | Promise<RateLimiter>][] = [['memory', (limit, now) => memoryRateLimiter(limit, 60_000, now)]];
 if (process.env.TEST_REDIS_URL) {
   const url = process.env.TEST_REDIS_URL;
-  backends.push(['redis', (limit, now) => redisRateLimiter(new Redis(url), limit, `test:${process.pid}:${Math.random()}`, 60_000, now)]);
+  backends.push([
+    'redis',
+    async (limit, now) => {
+      const redis = connectRedis({ url, log: { warn: () => {}, info: () => {} } });
+      expect(await redis.connected()).toBe(true);
+      return sharedRateLimiter(redis, limit, `test:${process.pid}:${Math.random()}`, { now });
+    },
+  ]);
 }
 
 describe.each(backends)('%s rate limiter', (_name, make) => {
   it('allows the limit per window and key, then refuses until the window ends', async () => {
     let t = Date.UTC(2026, 0, 1, 0, 0, 10);
-    const limiter = make(3, () => t);
+    const limiter = await make(3, () => t);
     try {
       const results = [];
       for (let i = 0; i < 4; i++) results.push(await limiter.hit('k'));

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { api as request } from '../support/http.js';
 import { dialects, startPropertyServer, type PropertyTestServer } from '../support/property-server.js';
+import { IMMOBILIE_SEARCH_VARIABLES } from './fixtures.js';
 
 /**
  * The official JS client of API Platform (used by @api-platform/admin and the client generator),
@@ -50,6 +51,8 @@ const EXPECTED: readonly ExpectedResource[] = [
       { name: 'kaufpreis', required: false, type: 'decimal' },
       { name: 'bundesland', required: true, reference: 'bundeslands' },
       { name: 'heizungstyp', required: false, reference: 'heizungstyps' },
+      { name: 'createdAt', required: false, type: 'dateTime', readable: true, writable: false },
+      { name: 'updatedAt', required: false, type: 'dateTime', readable: true, writable: false },
       // Computed, so readable and never writable.
       computed('preisProQuadratmeter', 'decimal'),
       computed('grunderwerbsteuer', 'decimal'),
@@ -113,7 +116,8 @@ const EXPECTED: readonly ExpectedResource[] = [
   },
 ];
 
-const IMMOBILIE_PARAMETERS = ['typ', 'typ[]', 'bundesland', 'bundesland[]', 'order[id]', 'order[kaufpreis]', 'order[wohnflaeche]', 'order[zimmer]'];
+/** api-doc-parser skips mappings without a property (the property filter's `properties[]`). */
+const IMMOBILIE_PARAMETERS = IMMOBILIE_SEARCH_VARIABLES.filter(([, property]) => property !== null).map(([variable]) => variable);
 
 function resourceNamed(api: Api, name: string): Resource {
   const resource = api.resources?.find((r) => r.name === name);
@@ -273,5 +277,61 @@ describe.each(dialects)('%s: api-doc-parser', (dialect) => {
       expect(referenceName(resourceNamed(api, 'immobilies').fields?.find((f) => f.name === 'bundesland') as Field)).toBe('bundeslands');
       expect(resourceNamed(api, 'users').fields?.find((f) => f.name === 'email')?.type).toBe('email');
     });
+  });
+});
+
+/** Issue 12: the filter set as the official client reads it (kept apart to ease merging). */
+describe.each(dialects)('%s: api-doc-parser reads the filters', (dialect) => {
+  let server: PropertyTestServer;
+  let api: Api;
+  const options = () => ({ headers: { 'X-API-KEY': adminKey } });
+  let adminKey: string;
+
+  beforeAll(async () => {
+    server = await startPropertyServer({ dialect });
+    adminKey = (await server.createAccount('admin')).key;
+    api = (await parseHydraDocumentation(`${server.url}/api`, options())).api;
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const parametersOf = async (name: string) =>
+    (await (resourceNamed(api, name).getParameters as () => Promise<{ variable: string; range: string | null; required: boolean }[]>)()).map((p) => ({
+      variable: p.variable,
+      range: p.range,
+    }));
+  const rangeOf = (resource: string, field: string) => resourceNamed(api, resource).fields?.find((f) => f.name === field)?.range ?? null;
+
+  it('finds range, date, exists and order parameters of immobilies typed by their field', async () => {
+    const parameters = await parametersOf('immobilies');
+    const byVariable = new Map(parameters.map((p) => [p.variable, p.range]));
+    expect(byVariable.get('kaufpreis[gte]')).toBe(rangeOf('immobilies', 'kaufpreis'));
+    expect(byVariable.get('kaufpreis[gte]')).toBe('http://www.w3.org/2001/XMLSchema#decimal');
+    expect(byVariable.get('createdAt[after]')).toBe('http://www.w3.org/2001/XMLSchema#dateTime');
+    expect(byVariable.get('exists[heizungstyp]')).toBe(rangeOf('immobilies', 'heizungstyp'));
+    expect(byVariable.get('adresse')).toBe('http://www.w3.org/2001/XMLSchema#string');
+    expect(byVariable.has('order[preisProQuadratmeter]')).toBe(true);
+    expect(byVariable.has('properties[]')).toBe(false);
+  });
+
+  it('finds the search and order parameters of the reference data and users', async () => {
+    expect((await parametersOf('bundeslands')).map((p) => p.variable)).toEqual(['name', 'code', 'order[id]', 'order[name]', 'order[code]']);
+    expect((await parametersOf('heizungstyps')).map((p) => p.variable)).toEqual(['name', 'order[id]', 'order[name]']);
+    expect((await parametersOf('users')).map((p) => p.variable)).toEqual(['name', 'email', 'role', 'role[]', 'order[id]', 'order[name]', 'order[email]']);
+  });
+
+  it('reads createdAt and updatedAt as readable, not writable date-times', () => {
+    const resource = resourceNamed(api, 'immobilies');
+    for (const name of ['createdAt', 'updatedAt']) {
+      const field = resource.fields?.find((f) => f.name === name) as Field;
+      expect({
+        name,
+        type: field.type,
+        readable: (resource.readableFields ?? []).some((f) => f.name === name),
+        writable: (resource.writableFields ?? []).some((f) => f.name === name),
+        required: field.required,
+      }).toEqual({ name, type: 'dateTime', readable: true, writable: false, required: false });
+    }
   });
 });

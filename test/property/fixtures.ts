@@ -185,3 +185,23 @@ export function members(res: ApiResponse): Item[] {
 }
 
 export const ids = (items: readonly { id: number }[]): number[] => items.map((i) => i.id);
+
+/**
+ * The `hydra:search` variables of /api/immobilies as API Platform lists them, filter by filter in
+ * declaration order: SearchFilter (exact adds `x[]`), RangeFilter, DateFilter, ExistsFilter,
+ * OrderFilter, PropertyFilter (whose mapping has `property: null`).
+ */
+const RANGE = ['between', 'gt', 'gte', 'lt', 'lte'];
+const DATES = ['before', 'strictly_before', 'after', 'strictly_after'];
+export const IMMOBILIE_SEARCH_VARIABLES: readonly (readonly [string, string | null])[] = [
+  ...['typ', 'bundesland', 'heizungstyp', 'verwalter'].flatMap((p) => [[p, p], [`${p}[]`, p]] as const),
+  ['adresse', 'adresse'],
+  ...['kaufpreis', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'preisProQuadratmeter'].flatMap((p) => RANGE.map((op) => [`${p}[${op}]`, p] as const)),
+  ...['createdAt', 'updatedAt'].flatMap((p) => DATES.map((op) => [`${p}[${op}]`, p] as const)),
+  ...['heizungstyp', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'kaufpreis'].map((p) => [`exists[${p}]`, p] as const),
+  ...['id', 'kaufpreis', 'wohnflaeche', 'zimmer', 'nutzflaeche', 'adresse', 'typ', 'preisProQuadratmeter', 'createdAt', 'updatedAt'].map((p) => [`order[${p}]`, p] as const),
+  ['properties[]', null],
+];
+
+/** `createdAt` / `updatedAt` as the server writes them (RFC 3339, seconds, +00:00). */
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;

@@ -16,7 +16,7 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
   let item: Item;
 
   beforeAll(async () => {
-    server = await startPropertyServer({ dialect });
+    server = await startPropertyServer({ dialect, env: { PROPERTY_MANAGEMENT_PORT: '0' } });
     url = server.url;
     admin = await server.createAccount('admin');
     user = await server.createAccount('user');
@@ -33,16 +33,26 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
       expect(res.body).toEqual({ status: 'ok' });
     });
 
-    it('GET /readyz answers 200 {status: ready} while the database is reachable', async () => {
-      const res = await api(url, '/readyz');
-      expect(res.status).toBe(200);
-      expect(res.body).toEqual({ status: 'ready' });
+    it('GET /readyz answers 200 {status: ready} while the database is reachable, on the API and the management port', async () => {
+      for (const base of [url, server.managementUrl ?? '']) {
+        const res = await api(base, '/readyz');
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok' } });
+        expect((await api(base, '/healthz')).body).toEqual({ status: 'ok' });
+      }
     });
 
-    it('GET /metrics serves Prometheus text with the request histogram', async () => {
+    it('GET /metrics is not served on the API port without a token: 404 in the service\'s error format', async () => {
+      const res = await api(url, '/metrics');
+      expect(res.status).toBe(404);
+      expectHydraError(res, 404, NOT_FOUND);
+      expect(res.text).not.toContain('process_cpu_user_seconds_total');
+    });
+
+    it('GET /metrics serves Prometheus text with the request histogram on the management port', async () => {
       await api(url, '/api/bundeslands');
       await api(url, '/api/immobilies');
-      const res = await api(url, '/metrics');
+      const res = await api(server.managementUrl ?? '', '/metrics');
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
       expect(res.text).toContain('# TYPE http_request_duration_seconds histogram');
@@ -54,7 +64,8 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
     it('metrics never contain an API key', async () => {
       await api(url, '/api/immobilies', { key: user.key });
       await api(url, `/api/immobilies?key=${encodeURIComponent(admin.key)}`, { key: admin.key });
-      const res = await api(url, '/metrics');
+      const res = await api(server.managementUrl ?? '', '/metrics');
+      expect(res.status).toBe(200);
       expect(res.text).not.toContain(user.key);
       expect(res.text).not.toContain(admin.key);
     });
@@ -146,7 +157,7 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
     ];
 
     it.each(cases)('%s %s → 405 with Allow: %s', async (method, path, allow) => {
-      const body = method === 'DELETE' ? undefined : { name: 'x' };
+      const body = method === 'DELETE' || method === 'GET' ? undefined : { name: 'x' };
       const res = await api(url, path, { method, key: admin.key, body, contentType: method === 'PATCH' ? 'application/merge-patch+json' : 'application/ld+json' });
       expectHydraError(res, 405, `Method Not Allowed (Allow: ${allow})`);
       expect(res.headers.get('allow')).toBe(allow);
@@ -224,5 +235,28 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
       const res = await rawRequest(url, '/api/bundeslands/1', { headers: { host: '' } });
       expect(res.status).toBeLessThan(500);
     });
+  });
+});
+
+describe.each(dialects)('%s: /metrics behind METRICS_TOKEN', (dialect) => {
+  const token = 'metrics-token-for-tests-0123456789';
+  let server: Server;
+  beforeAll(async () => {
+    server = await startPropertyServer({ dialect, env: { METRICS_TOKEN: token } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('answers 401 without the token or with a wrong one, and the metrics with it, on the API port', async () => {
+    const none = await api(server.url, '/metrics');
+    expectHydraError(none, 401);
+    const wrong = await api(server.url, '/metrics', { headers: { authorization: `Bearer ${token}x` } });
+    expectHydraError(wrong, 401);
+    expect(wrong.text).not.toContain('process_cpu_user_seconds_total');
+    const right = await api(server.url, '/metrics', { headers: { authorization: `Bearer ${token}` } });
+    expect(right.status).toBe(200);
+    expect(right.text).toContain('process_cpu_user_seconds_total');
+    expect(server.managementUrl).toBeUndefined();
   });
 });

@@ -57,9 +57,9 @@ export function createInboxTestDatabase(dialect: TestDialect = 'sqlite'): InboxT
  * server can be started on the same data. Webhooks may target loopback receivers
  * (INBOX_WEBHOOK_ALLOW_PRIVATE=true) unless `env` says otherwise. The SMTP listener (role `smtp`)
  * takes a random port too, and verifies no SPF/DKIM/DMARC (no DNS here) unless `env` asks for it;
- * `dnsResolver` then answers its DNS queries.
+ * `dnsResolver` then answers its DNS queries. `jobPollMs` sets the job runner's fallback poll.
  */
-export async function startInboxServer(options: { dialect?: TestDialect; env?: Record<string, string>; clock?: Clock; database?: InboxTestDatabase; dnsResolver?: DnsResolver } = {}): Promise<InboxTestServer> {
+export async function startInboxServer(options: { dialect?: TestDialect; env?: Record<string, string>; clock?: Clock; database?: InboxTestDatabase; dnsResolver?: DnsResolver; jobPollMs?: number } = {}): Promise<InboxTestServer> {
   const database = options.database ?? createInboxTestDatabase(options.dialect ?? 'sqlite');
   const dialect = database.dialect;
   const config = loadConfig(inboxConfigSpec, {
@@ -77,7 +77,7 @@ export async function startInboxServer(options: { dialect?: TestDialect; env?: R
   });
   let service: RunningInboxService;
   try {
-    service = await startInboxService(config, { ...(options.clock ? { clock: options.clock } : {}), ...(options.dnsResolver ? { dnsResolver: options.dnsResolver } : {}) });
+    service = await startInboxService(config, { ...(options.clock ? { clock: options.clock } : {}), ...(options.dnsResolver ? { dnsResolver: options.dnsResolver } : {}), ...(options.jobPollMs ? { jobPollMs: options.jobPollMs } : {}) });
   } catch (err) {
     if (!options.database) await database.drop();
     throw err;

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/platform/config/config.js';
-import { PAGINATION, propertyHookSettings } from '../../src/property/app.js';
+import { paginationOptions, propertyHookSettings } from '../../src/property/app.js';
 import { createEngine } from '../../src/property/engine/operations.js';
 import type { AnyDb } from '../../src/property/engine/persistence.js';
 import { propertyConfigSpec } from '../../src/property/property.config.js';
@@ -24,6 +24,8 @@ export interface Account {
 export interface PropertyTestServer {
   /** `http://127.0.0.1:<port>` */
   readonly url: string;
+  /** The management listener, when `env` sets PROPERTY_MANAGEMENT_PORT (`0` picks a free port). */
+  readonly managementUrl: string | undefined;
   readonly dialect: TestDialect;
   /** Creates an account directly (as an operator would with the CLI) and returns its API key. */
   createAccount(role: Role, options?: { email?: string; name?: string }): Promise<Account>;
@@ -50,12 +52,13 @@ export async function startPropertyServer(options: { dialect?: TestDialect; env?
     ...options.env,
   });
   const service = await startPropertyService(config);
-  const engine = createEngine({ registry: propertyRegistry, db: service.database.db as AnyDb, pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage }, settings: propertyHookSettings(config) });
+  const engine = createEngine({ registry: propertyRegistry, db: service.database.db as AnyDb, pagination: paginationOptions(config), settings: propertyHookSettings(config) });
   const User = propertyRegistry.byShortName('User');
   if (!User) throw new Error('User resource missing');
   const url = service.url.replace('localhost', '127.0.0.1');
   return {
     url,
+    managementUrl: service.managementUrl?.replace('localhost', '127.0.0.1'),
     dialect,
     async createAccount(role, accountOptions = {}) {
       const n = ++counter;

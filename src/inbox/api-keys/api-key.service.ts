@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
+import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { NotFoundError } from '../../platform/errors/app-error.js';
 import { hashSecret, newSecret, type Ids } from '../../platform/ids.js';
 import type { InboxDatabase } from '../database.js';
@@ -17,18 +18,20 @@ export interface CreatedKey {
 
 export interface ApiKeyServiceDeps {
   readonly db: Kysely<InboxDatabase>;
+  /** The database's commit batcher, shared with every other writer. */
+  readonly commits: GroupCommit<InboxDatabase>;
   readonly clock: Clock;
   readonly ids: Ids;
 }
 
 /** Organizations, their default pod and their API keys (shown once, stored as SHA-256). */
-export function createApiKeyService({ db, clock, ids }: ApiKeyServiceDeps) {
+export function createApiKeyService({ db, commits, clock, ids }: ApiKeyServiceDeps) {
   return {
     /** Creates a key; without `organizationId`, a new organization with a default pod first. */
     async createKey(options: { name?: string; organizationId?: string }): Promise<CreatedKey> {
       const key = newSecret(ids, API_KEY_PREFIX, 32);
       const now = clock.now().toISOString();
-      return db.transaction().execute(async (trx) => {
+      return commits.run(async (trx) => {
         let organizationId = options.organizationId;
         if (organizationId) {
           if (!(await organizationExists(trx, organizationId))) throw new NotFoundError(`Organization ${organizationId} does not exist.`);

@@ -37,13 +37,6 @@ export const ERROR_BY_KIND: Readonly<Record<AppErrorKind, { status: number; type
   internal: { status: 500, type: 'internal_error' },
 };
 
-/** A request field failed a rule; `code` is one of the detail codes below. */
-export class ValidationError extends AppError {
-  constructor(message: string, field: string | undefined, code: string) {
-    super('validation', message, { code, details: field === undefined ? { code } : { field, code } });
-  }
-}
-
 export interface ErrorBody {
   error: { type: InboxErrorType; message: string; details?: Record<string, unknown>; request_id?: string };
 }

@@ -1,5 +1,5 @@
 import { ConflictError, NotFoundError } from '../../platform/errors/app-error.js';
-import { ValidationError } from '../http/error-envelope.js';
+import { ValidationError } from '../../platform/errors/app-error.js';
 
 export class InboxNotFoundError extends NotFoundError {
   constructor(inboxId: string) {

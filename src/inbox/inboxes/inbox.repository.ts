@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { afterKey } from '../../platform/db/keyset.js';
 import { preparedRows } from '../../platform/db/prepared.js';
 import type { Db } from '../database.js';
-import type { Cursor } from '../http/pagination.js';
+import type { Cursor } from '../../platform/db/cursor.js';
 import type { InboxTable } from './inbox.table.js';
 
 export interface Inbox {

@@ -1,5 +1,5 @@
 import { AppError, NotFoundError } from '../../platform/errors/app-error.js';
-import { ValidationError } from '../http/error-envelope.js';
+import { ValidationError } from '../../platform/errors/app-error.js';
 
 /** Which request field an address came from. */
 export type AddressField = 'to' | 'cc' | 'bcc' | 'reply_to';

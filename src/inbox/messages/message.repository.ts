@@ -4,7 +4,8 @@ import { forUpdate, incrementCounter } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { preparedInsert, preparedRows } from '../../platform/db/prepared.js';
 import type { Db, InboxDatabase } from '../database.js';
-import type { Cursor, ListFilter } from '../http/pagination.js';
+import type { Cursor } from '../../platform/db/cursor.js';
+import type { ListFilter } from '../lists/list-query.js';
 import type { MessageRow } from './message.table.js';
 
 export type ContentDisposition = 'attachment' | 'inline';

@@ -4,7 +4,7 @@ import type { EventService } from '../events/event.service.js';
 import { addressOf, splitAddressList } from '../mail/compose.js';
 import { domainOf, localDomainSet } from '../mail/domains.js';
 import { findMessageCopies, type OutboundMessage } from './outbound.repository.js';
-import { bouncedEvents, type BouncedRecipient } from './outbound.schemas.js';
+import { bouncedEvents, type BouncedRecipient } from '../events/message-events.js';
 
 /**
  * Delivery status notifications (RFC 3464): the reports a remote MTA mails back to the envelope

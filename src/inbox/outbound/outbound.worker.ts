@@ -1,14 +1,15 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
+import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { ConfigError } from '../../platform/config/config.js';
 import { enqueue, GiveUpJob, RetryJob, type Job, type JobEnd, type QueueDefinition } from '../../platform/jobs/jobs.js';
 import type { Db, InboxDatabase } from '../database.js';
 import type { EmitInput, EventService } from '../events/event.service.js';
-import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../messages/message.service.js';
+import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from './outbound-job.js';
 import { dkimSignerFrom, type DkimConfig, type DkimSigner } from './dkim.js';
 import { envelopeIdFor } from './dsn.js';
 import { findInboxPod, findOutboundMessage, type OutboundMessage } from './outbound.repository.js';
-import { bouncedEvents, deliveredEvent, rejectedEvent, sentEvent, type BouncedRecipient, type BounceType } from './outbound.schemas.js';
+import { bouncedEvents, deliveredEvent, rejectedEvent, sentEvent, type BouncedRecipient, type BounceType } from '../events/message-events.js';
 import { createRelayClient, relaySettingsFrom, type Refusal, type RelayClient, type RelayConfig, type RelayOutcome } from './relay.client.js';
 
 /**
@@ -40,6 +41,8 @@ export interface OutboundJob extends OutboundMailJob {
 
 export interface OutboundMailWorkerDeps {
   readonly db: Kysely<InboxDatabase>;
+  /** The database's commit batcher, shared with every other writer. */
+  readonly commits: GroupCommit<InboxDatabase>;
   readonly clock: Clock;
   readonly events: EventService;
   /** Undefined when no relay is configured: jobs left from a time when one was are rejected. */
@@ -64,7 +67,8 @@ export function outboundMailQueue(deps: OutboundMailWorkerDeps): QueueDefinition
       return t.expired ? undefined : t.nextAt().getTime() - t.now.getTime();
     },
     onDead: (job, error, trx) => bounceUnsent(deps, job, error, trx as Db),
-    maxRunMs: deps.sendDeadlineMs,
+    // Renewed while the relay takes its time: only a dead worker's mail is taken over, 30 s on.
+    leaseMs: 30_000,
     handle: (job) => handleOutboundJob(deps, job),
   };
 }
@@ -167,7 +171,7 @@ async function record(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, messa
  * runner: a crash after the relay answered repeats the send, never the events.
  */
 async function commit(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, end: JobEnd, inputs: readonly EmitInput[], followUp?: { payload: OutboundJob; runAt: Date }): Promise<void> {
-  const queued = await deps.db.transaction().execute(async (trx) => {
+  const queued = await deps.commits.run(async (trx) => {
     const { jobs } = await deps.events.emitMany(trx, inputs);
     if (followUp) await enqueue(trx, deps.clock, OUTBOUND_MAIL_QUEUE, followUp.payload, followUp.runAt);
     await job.finish(trx, end);

@@ -1,23 +1,14 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { Clock } from '../../platform/clock.js';
-import { dialectOf } from '../../platform/db/dialect.js';
-import { createGroupCommit } from '../../platform/db/group-commit.js';
-import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
-import type { InboxDatabase } from '../database.js';
-import type { EmitInput, EventService } from '../events/event.service.js';
+import { timeOrderedUuid } from '../../platform/ids.js';
+import type { Db } from '../database.js';
+import type { ComposedMessage, DeliveryPathDeps, Screen, Withheld } from '../delivery/delivery.service.js';
+import type { EventService } from '../events/event.service.js';
 import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
-import { addressOf, normalizeSubject, subjectKey } from '../mail/compose.js';
 import { domainOf, localDomainSet } from '../mail/domains.js';
-import { findThreadsHoldingMessages, insertMessages, type NewMessage } from '../messages/message.repository.js';
-import { receivedPayload } from '../messages/message.service.js';
 import { applyDeliveryStatusNotification, parseDeliveryStatusNotification, type DeliveryStatusNotification } from '../outbound/dsn.js';
-import { findThreadsForUpdate, insertThreads, updateThread, type Thread } from '../threads/thread.repository.js';
-import { participantsOf, toThreadItemResponse } from '../threads/thread.schemas.js';
-import { addMessageToThread, startThread } from '../threads/thread.service.js';
 import type { AuthVerdict, AuthVerifier } from './auth-results.js';
 import { NoRecipientInboxError } from './inbound.errors.js';
-import { findDeliveryReports, findRecentThreadsBySubject, insertDeliveryReports } from './inbound.repository.js';
-import { headerRecord, inboundContent, mentionsDeliveryStatus, parseMessage, traceHeaders, withoutOwnFields, type InboundContent } from './parse.js';
+import { findDeliveryReports, insertDeliveryReports } from './inbound.repository.js';
+import { headerRecord, inboundContent, mentionsDeliveryStatus, parseMessage, traceHeaders, withoutOwnFields } from './parse.js';
 
 /** The SMTP envelope and session facts of one mail transaction. */
 export interface InboundEnvelope {
@@ -49,34 +40,23 @@ export interface ReceiveResult {
   readonly reports: number;
 }
 
-export interface InboundServiceDeps {
-  readonly db: Kysely<InboxDatabase>;
-  readonly clock: Clock;
-  readonly ids: Ids;
+export interface InboundServiceDeps extends DeliveryPathDeps {
   readonly events: EventService;
   readonly localDomains: readonly string[];
   /** Our host name: the Received `by`, the authserv-id, the domain of generated Message-IDs. */
   readonly hostname: string;
   /** Undefined when verification is switched off (INBOX_SMTP_VERIFY_AUTH=false). */
   readonly verifier: AuthVerifier | undefined;
-  readonly notifyJobs: () => void;
 }
 
-/** How many same-subject threads of an inbox the subject fallback looks at. */
-const SUBJECT_CANDIDATES = 20;
-
-/** A subject with a reply or forward prefix: only such messages may join a thread by subject. */
-const isReplySubject = (subject: string | null) => subject !== null && normalizeSubject(subject) !== subject.trim().toLowerCase();
-
 /**
- * Inbound mail: the recipient check of RCPT, and DATA's pipeline (parse, verify, store) over the
- * same repositories and events as local delivery through the API (`deliver()` in
- * message.service.ts). Every recipient inbox gets its copy, labelled `received` and `unread`, and a
- * message.received event, in one transaction that commits before the caller answers 250.
+ * Inbound mail: the recipient check of RCPT, and DATA's pipeline: parse → verify → deliver (the
+ * delivery module every path shares). Every recipient inbox gets its copy, labelled `received` and
+ * `unread`, and a message.received event, in one transaction that commits before the caller
+ * answers 250.
  */
 export function createInboundService(deps: InboundServiceDeps) {
-  const { db, clock, ids, events, hostname, verifier, notifyJobs } = deps;
-  const dialect = dialectOf(db);
+  const { db, commits, delivery, clock, ids, events, hostname, verifier, notifyJobs } = deps;
   const local = localDomainSet(deps.localDomains);
 
   /**
@@ -95,45 +75,6 @@ export function createInboundService(deps: InboundServiceDeps) {
     return [...new Set([`postmaster@${domain}`, ...(local.defaultDomain === undefined ? [] : [`postmaster@${local.defaultDomain}`])])];
   }
 
-  /** The recipient inboxes of a transaction (each at most once), in `trx`. */
-  async function recipientInboxes(trx: Transaction<InboxDatabase>, recipients: readonly string[]): Promise<Inbox[]> {
-    const wanted = recipients.map((r) => inboxCandidates(r) ?? []);
-    const found = new Map((await findInboxesByAddresses(trx, [...new Set(wanted.flat())])).map((i) => [i.inboxId, i]));
-    const chosen = new Map<string, Inbox>();
-    for (const candidates of wanted) {
-      const inbox = candidates.map((c) => found.get(c)).find((i) => i !== undefined);
-      if (inbox) chosen.set(inbox.inboxId, inbox);
-    }
-    return [...chosen.values()];
-  }
-  // SQLite syncs every commit (synchronous=FULL): messages arriving meanwhile share the next fsync.
-  const commits = createGroupCommit(db);
-
-  /**
-   * The thread each inbox's copy joins: the thread holding a message named by In-Reply-To or
-   * References; else, for a reply-prefixed subject, the newest thread with the same normalized
-   * subject in which the sender already took part; else none (a new thread).
-   */
-  async function chooseThreads(trx: Transaction<InboxDatabase>, inboxes: readonly Inbox[], content: InboundContent, sender: string): Promise<Map<string, string>> {
-    const chosen = new Map<string, string>();
-    const refs = [...new Set([...(content.inReplyTo ? [content.inReplyTo] : []), ...content.references])];
-    if (refs.length) {
-      for (const h of await findThreadsHoldingMessages(trx, inboxes.map((i) => i.inboxId), refs)) if (!chosen.has(h.inboxId)) chosen.set(h.inboxId, h.threadId);
-    }
-    const subject = normalizeSubject(content.subject);
-    if (!subject || !sender || !isReplySubject(content.subject)) return chosen;
-    const key = subjectKey(subject) as string;
-    for (const inbox of inboxes) {
-      if (chosen.has(inbox.inboxId)) continue;
-      const candidates = await findRecentThreadsBySubject(trx, inbox.inboxId, key, SUBJECT_CANDIDATES);
-      const match = candidates.find((t) => participantsOf(t).some((p) => p.toLowerCase() === sender));
-      if (match) chosen.set(inbox.inboxId, match.threadId);
-    }
-    return chosen;
-  }
-
-  type Base = Omit<NewMessage, 'organizationId' | 'inboxId' | 'threadId' | 'labels'>;
-
   /**
    * For a delivery status notification (parsed before the transaction): the inboxes that already
    * turned this report (by its Message-ID) into bounces, and those for which it bounces mail they
@@ -141,7 +82,7 @@ export function createInboundService(deps: InboundServiceDeps) {
    * so that a second delivery of it bounces nothing again). A report that bounces nothing for an
    * inbox (a delay, a report about mail it never sent, forged local recipients) is ordinary mail.
    */
-  async function deliveryReports(trx: Transaction<InboxDatabase>, inboxes: readonly Inbox[], messageId: string, report: DeliveryStatusNotification): Promise<{ seen: Set<string>; handled: Set<string> }> {
+  async function deliveryReports(trx: Db, inboxes: readonly Inbox[], messageId: string, report: DeliveryStatusNotification): Promise<{ seen: Set<string>; handled: Set<string> }> {
     const seen = await findDeliveryReports(trx, inboxes.map((i) => i.inboxId), messageId);
     const handled = new Set<string>();
     for (const inbox of inboxes) {
@@ -152,44 +93,13 @@ export function createInboundService(deps: InboundServiceDeps) {
     return { seen, handled };
   }
 
-  /** Stores one copy per recipient inbox that does not hold the message yet, with its events. */
-  async function store(trx: Transaction<InboxDatabase>, recipients: readonly string[], base: Base, labels: readonly string[], content: InboundContent, report: DeliveryStatusNotification | undefined): Promise<ReceiveResult & { jobs: number }> {
-    const inboxes = await recipientInboxes(trx, recipients);
-    if (!inboxes.length) throw new NoRecipientInboxError();
-    const holding = new Set((await findThreadsHoldingMessages(trx, inboxes.map((i) => i.inboxId), [base.messageId])).map((h) => h.inboxId));
-    const open = inboxes.filter((i) => !holding.has(i.inboxId));
-    const { seen, handled: reports } = report && open.length ? await deliveryReports(trx, open, base.messageId, report) : { seen: new Set<string>(), handled: new Set<string>() };
-    const fresh = open.filter((i) => !seen.has(i.inboxId) && !reports.has(i.inboxId));
-    const duplicates = holding.size + seen.size;
+  /** The delivery screen of a report: inboxes that saw it already, and those it bounced mail of now, get no copy. */
+  const reportScreen = (messageId: string, report: DeliveryStatusNotification): Screen => async (trx, inboxes) => {
+    const { seen, handled } = await deliveryReports(trx, inboxes, messageId, report);
+    const withheld = new Map<string, Withheld>([...[...seen].map((id) => [id, 'duplicate'] as const), ...[...handled].map((id) => [id, 'report'] as const)]);
     // A report's bounce events may have queued webhook deliveries: wake the runner either way.
-    if (!fresh.length) return { messageId: base.messageId, stored: 0, duplicates, reports: reports.size, jobs: reports.size };
-
-    const sender = addressOf(base.from).toLowerCase();
-    const threadIdByInbox = await chooseThreads(trx, fresh, content, sender);
-    const existing = new Map((await findThreadsForUpdate(trx, [...new Set(threadIdByInbox.values())], dialect)).map((t) => [t.threadId, t]));
-    const now = clock.now();
-    const created: Thread[] = [];
-    const changed: Thread[] = [];
-    const stored = fresh.map((inbox) => {
-      const message = { ...base, organizationId: inbox.organizationId, inboxId: inbox.inboxId, labels: [...labels] };
-      const current = existing.get(threadIdByInbox.get(inbox.inboxId) ?? '');
-      const thread = current ? addMessageToThread(current, message) : startThread({ threadId: timeOrderedUuid(now, ids), organizationId: inbox.organizationId, inboxId: inbox.inboxId }, message, normalizeSubject(message.subject));
-      (current ? changed : created).push(thread);
-      return { inbox, thread, message: { ...message, threadId: thread.threadId } };
-    });
-    await insertThreads(trx, created);
-    for (const t of changed) await updateThread(trx, t);
-    const pks = await insertMessages(trx, stored.map((s) => s.message));
-    const emitted: EmitInput[] = stored.map((s) => ({
-      organizationId: s.inbox.organizationId,
-      inboxId: s.inbox.inboxId,
-      podId: s.inbox.podId,
-      eventType: 'message.received',
-      body: { message: receivedPayload({ ...s.message, pk: pks.get(s.inbox.inboxId) as number }), thread: toThreadItemResponse(s.thread) },
-    }));
-    const { jobs } = await events.emitMany(trx, emitted);
-    return { messageId: base.messageId, stored: stored.length, duplicates, reports: reports.size, jobs: jobs + reports.size };
-  }
+    return { withheld, jobs: handled.size };
+  };
 
   async function verify(source: Buffer, envelope: InboundEnvelope): Promise<AuthVerdict | undefined> {
     if (!verifier) return undefined;
@@ -237,7 +147,7 @@ export function createInboundService(deps: InboundServiceDeps) {
       });
       const raw = Buffer.concat([Buffer.from(trace, 'utf8'), withoutOwnFields(source, hostname)]);
       const timestamp = now.toISOString();
-      const base: Base = {
+      const message: ComposedMessage = {
         messageId,
         timestamp,
         // No From at all: the envelope sender is the best name of who sent it.
@@ -245,7 +155,6 @@ export function createInboundService(deps: InboundServiceDeps) {
         replyTo: content.replyTo,
         to: content.to,
         cc: content.cc,
-        bcc: [],
         subject: content.subject,
         preview: content.preview,
         text: content.text,
@@ -260,10 +169,14 @@ export function createInboundService(deps: InboundServiceDeps) {
         raw,
         attachmentContents: content.attachments.map((a) => a.content),
       };
-      const labels = ['received', 'unread', ...(verdict?.labels ?? [])];
-      const result = await commits.run((trx) => store(trx, envelope.recipients, base, labels, content, report));
+      const recipients = envelope.recipients.map((address) => ({ address, inboxIds: inboxCandidates(address) ?? [] }));
+      const result = await commits.run((trx) =>
+        delivery.deliver(trx, { message, recipients, labels: verdict?.labels ?? [], foreignMessageId: true, ...(report ? { screen: reportScreen(messageId, report) } : {}) }),
+      );
       if (result.jobs) notifyJobs();
-      return { messageId: result.messageId, stored: result.stored, duplicates: result.duplicates, reports: result.reports };
+      // Nothing was written then: every inbox named at RCPT time is gone.
+      if (!result.found) throw new NoRecipientInboxError();
+      return { messageId, stored: result.stored, duplicates: result.withheld.duplicate, reports: result.withheld.report };
     },
   };
 }

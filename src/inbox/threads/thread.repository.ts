@@ -3,7 +3,8 @@ import { forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { preparedInsert, preparedRows } from '../../platform/db/prepared.js';
 import type { Db } from '../database.js';
-import type { Cursor, ListFilter } from '../http/pagination.js';
+import type { Cursor } from '../../platform/db/cursor.js';
+import type { ListFilter } from '../lists/list-query.js';
 import type { ThreadRow } from './thread.table.js';
 
 /** A conversation in one inbox; its fields summarise its messages and are kept on every insert. */
@@ -94,10 +95,26 @@ export async function updateThreadLabels(db: Db, threadId: string, labels: reado
   await db.updateTable('threads').set({ labels: JSON.stringify(labels), updated_at: updatedAt }).where('thread_id', '=', threadId).execute();
 }
 
-/** Threads about to change in this transaction, locked against concurrent writers. */
+/**
+ * Threads about to change in this transaction, locked against concurrent writers in one fixed
+ * order (by id): two transactions that lock the same threads never wait for each other crosswise.
+ * PostgreSQL locks the rows in the order the query returns them, hence ORDER BY and sorted ids.
+ */
 export async function findThreadsForUpdate(db: Db, threadIds: readonly string[], dialect: Dialect): Promise<Thread[]> {
   if (!threadIds.length) return [];
-  const rows = await preparedRows(db, `threads.for-update:${dialect}:${threadIds.length}`, threadIds, () => forUpdate(db.selectFrom('threads').selectAll().where('thread_id', 'in', threadIds), dialect));
+  const ids = [...new Set(threadIds)].sort();
+  const rows = await preparedRows(db, `threads.for-update:${dialect}:${ids.length}`, ids, () => forUpdate(db.selectFrom('threads').selectAll().where('thread_id', 'in', ids).orderBy('thread_id'), dialect));
+  return rows.map(threadFromRow);
+}
+
+/**
+ * The newest threads of an inbox with this normalized subject key (index `threads_subject`): the
+ * candidates of the subject fallback of threading (delivery/threading.ts), which then checks their participants.
+ */
+export async function findRecentThreadsBySubject(db: Db, inboxId: string, subjectKey: string, limit: number): Promise<Thread[]> {
+  const rows = await preparedRows(db, 'threads.by-subject', [inboxId, subjectKey, limit], () =>
+    db.selectFrom('threads').selectAll().where('inbox_id', '=', inboxId).where('normalized_subject', '=', subjectKey).orderBy('timestamp', 'desc').limit(limit),
+  );
   return rows.map(threadFromRow);
 }
 

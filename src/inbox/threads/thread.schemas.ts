@@ -1,8 +1,8 @@
 import { Type, type Static } from 'typebox';
-import { addressOf } from '../mail/compose.js';
 import type { AttachmentMeta, Message } from '../messages/message.repository.js';
 import { AttachmentResponse, MessageResponse, toAttachmentResponse, toMessageResponse } from '../messages/message.schemas.js';
 import type { Thread } from './thread.repository.js';
+import { participantsOf } from './thread.service.js';
 
 export const InboxThreadParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }), thread_id: Type.String({ minLength: 1, maxLength: 64 }) });
 export const ThreadParams = Type.Object({ thread_id: Type.String({ minLength: 1, maxLength: 64 }) });
@@ -47,19 +47,6 @@ export const ListThreadsResponse = Type.Object({
 });
 
 export type ThreadItemWire = Static<typeof ThreadItemResponse>;
-
-/** Bare addresses of senders and recipients, each once (compared case-insensitively). */
-export function participantsOf(thread: Thread): string[] {
-  const seen = new Set<string>();
-  const out: string[] = [];
-  for (const entry of [...thread.senders, ...thread.recipients]) {
-    const address = addressOf(entry);
-    if (seen.has(address.toLowerCase())) continue;
-    seen.add(address.toLowerCase());
-    out.push(address);
-  }
-  return out;
-}
 
 export function toThreadItemResponse(t: Thread): ThreadItemWire {
   return {

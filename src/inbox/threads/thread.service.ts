@@ -1,9 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { dialectOf } from '../../platform/db/dialect.js';
+import type { GroupCommit } from '../../platform/db/group-commit.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import type { Db, InboxDatabase } from '../database.js';
-import { decodeCursor, page, parseLimit, parseListFilter, type ListFilterQuery } from '../http/pagination.js';
+import { decodeCursor, page } from '../../platform/db/cursor.js';
+import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
@@ -24,6 +26,19 @@ function unionByAddress(list: readonly string[], more: readonly string[]): strin
     if (seen.has(key)) continue;
     seen.add(key);
     out.push(entry);
+  }
+  return out;
+}
+
+/** Bare addresses of senders and recipients, each once (compared case-insensitively). */
+export function participantsOf(thread: Thread): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const entry of [...thread.senders, ...thread.recipients]) {
+    const address = addressOf(entry);
+    if (seen.has(address.toLowerCase())) continue;
+    seen.add(address.toLowerCase());
+    out.push(address);
   }
   return out;
 }
@@ -83,6 +98,12 @@ export function mergeThreadLabels(current: readonly string[], union: readonly st
   return [...current.filter((l) => present.has(l)), ...union.filter((l) => !current.includes(l)).sort()];
 }
 
+/** Recomputes a thread's labels from its messages' (the old order kept), with the thread locked, in the caller's transaction. */
+export async function refreshThreadLabels(trx: Db, threadId: string, updatedAt: string): Promise<void> {
+  const [thread] = await findThreadsForUpdate(trx, [threadId], dialectOf(trx));
+  if (thread) await updateThreadLabels(trx, thread.threadId, mergeThreadLabels(thread.labels, await findThreadMessageLabels(trx, thread.threadId)), updatedAt);
+}
+
 export interface ThreadListQuery extends ListFilterQuery {
   readonly limit?: number;
   readonly pageToken?: string;
@@ -91,13 +112,15 @@ export interface ThreadListQuery extends ListFilterQuery {
 
 export interface ThreadServiceDeps {
   readonly db: Kysely<InboxDatabase>;
+  /** The database's commit batcher, shared with every other writer. */
+  readonly commits: GroupCommit<InboxDatabase>;
   readonly clock: Clock;
 }
 
 export const TRASH_LABEL = 'trash';
 
 /** Reads of threads, per inbox and across the organization, and their deletion. */
-export function createThreadService({ db, clock }: ThreadServiceDeps) {
+export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
   const dialect = dialectOf(db);
   // Inside a transaction, pass it: on SQLite the one connection belongs to the transaction.
   async function requireInbox(owner: KeyOwner, inboxId: string, executor: Db = db): Promise<string> {
@@ -124,7 +147,7 @@ export function createThreadService({ db, clock }: ThreadServiceDeps) {
      * trash, or any thread with `permanent`, is removed with its messages and attachments.
      */
     async delete(owner: KeyOwner, threadId: string, options: { inboxId?: string; permanent?: boolean }): Promise<'trashed' | 'deleted'> {
-      return db.transaction().execute(async (trx) => {
+      return commits.run(async (trx) => {
         const inboxId = options.inboxId === undefined ? undefined : normalizeInboxId(options.inboxId);
         const found = await findThread(trx, owner.organizationId, threadId, inboxId);
         if (!found) {
@@ -141,7 +164,7 @@ export function createThreadService({ db, clock }: ThreadServiceDeps) {
         }
         const updatedAt = clock.now().toISOString();
         for (const m of untrashed) await updateMessageLabels(trx, m.pk, [...m.labels, TRASH_LABEL], [TRASH_LABEL], [], updatedAt);
-        await updateThreadLabels(trx, thread.threadId, mergeThreadLabels(thread.labels, await findThreadMessageLabels(trx, thread.threadId)), updatedAt);
+        await refreshThreadLabels(trx, thread.threadId, updatedAt);
         return 'trashed';
       });
     },

@@ -16,8 +16,6 @@ export interface WebhookDeliveryWorkerDeps {
   readonly db: Kysely<InboxDatabase>;
   readonly clock: Clock;
   readonly client: WebhookClient;
-  /** The client's deadline, ms: the job lease must outlast it. */
-  readonly timeoutMs: number;
   readonly log: { warn(o: object, m: string): void };
   /** Delay before the next attempt; Svix's schedule with jitter unless a test says otherwise. */
   readonly backoff?: (attempt: number) => number | undefined;
@@ -64,10 +62,11 @@ function excerpt(body: Buffer): string | null {
  * `webhook_deliveries`. The svix-id is the event id on every attempt: the receiver's
  * idempotency key, since a crash between sending and recording can repeat an attempt.
  */
-export function webhookDeliveryQueue({ db, clock, client, timeoutMs, log, backoff = scheduleBackoff(SVIX_SCHEDULE_MS) }: WebhookDeliveryWorkerDeps): QueueDefinition<WebhookDeliveryJob> {
+export function webhookDeliveryQueue({ db, clock, client, log, backoff = scheduleBackoff(SVIX_SCHEDULE_MS) }: WebhookDeliveryWorkerDeps): QueueDefinition<WebhookDeliveryJob> {
   return {
     backoff,
-    maxRunMs: timeoutMs,
+    // Renewed while the receiver takes its time: a dead worker's deliveries are taken over 15 s on.
+    leaseMs: 15_000,
     async handle(job) {
       const { webhook_id: webhookId, event_id: eventId } = job.payload;
       // Deleted, disabled or re-filtered since the event: nothing to send, and nothing to retry.

@@ -1,7 +1,7 @@
 import { dialectOf, forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import type { Db } from '../database.js';
-import type { Cursor } from '../http/pagination.js';
+import type { Cursor } from '../../platform/db/cursor.js';
 import type { WebhookDeliveryRow, WebhookRow } from './webhook.table.js';
 
 export interface Webhook {

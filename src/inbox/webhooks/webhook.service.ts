@@ -1,13 +1,15 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
+import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { isUniqueViolation } from '../../platform/db/dialect.js';
 import type { Ids } from '../../platform/ids.js';
 import { isAllowedHostLiteral } from '../../platform/net/egress.js';
 import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
 import type { InboxDatabase } from '../database.js';
 import { EVENT_TYPES } from '../events/event.service.js';
-import { decodeCursor, page, parseLimit } from '../http/pagination.js';
-import { ValidationError } from '../http/error-envelope.js';
+import { decodeCursor, page } from '../../platform/db/cursor.js';
+import { parseLimit } from '../lists/list-query.js';
+import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
 import {
@@ -67,6 +69,8 @@ export interface ListQuery {
 
 export interface WebhookServiceDeps {
   readonly db: Kysely<InboxDatabase>;
+  /** The database's commit batcher, shared with every other writer. */
+  readonly commits: GroupCommit<InboxDatabase>;
   readonly clock: Clock;
   readonly ids: Ids;
   /** INBOX_WEBHOOK_ALLOW_PRIVATE: let URLs name private, loopback and link-local hosts. */
@@ -75,7 +79,7 @@ export interface WebhookServiceDeps {
 
 const unique = <T>(items: readonly T[]): T[] => [...new Set(items)];
 
-export function createWebhookService({ db, clock, ids, allowPrivateUrls }: WebhookServiceDeps) {
+export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls }: WebhookServiceDeps) {
   /** The URL as stored: http(s), absolute, no credentials, and (unless allowed) no private literal host. */
   function checkUrl(raw: string): string {
     const value = raw.trim();
@@ -199,7 +203,7 @@ export function createWebhookService({ db, clock, ids, allowPrivateUrls }: Webho
       const eventTypes = patch.eventTypes ? checkEventTypes('event_types', patch.eventTypes) : undefined;
       const removeInboxIds = new Set((patch.removeInboxIds ?? []).map(normalizeInboxId));
       const removePodIds = new Set((patch.removePodIds ?? []).map((p) => p.trim()));
-      await db.transaction().execute(async (trx) => {
+      await commits.run(async (trx) => {
         const current = await findWebhookForUpdate(trx, owner.organizationId, webhookId);
         if (!current) throw new WebhookNotFoundError(webhookId);
         const inboxIds = unique([...(current.inboxIds ?? []), ...addInboxIds]).filter((id) => !removeInboxIds.has(id));
@@ -222,7 +226,7 @@ export function createWebhookService({ db, clock, ids, allowPrivateUrls }: Webho
     },
 
     async delete(owner: KeyOwner, webhookId: string): Promise<void> {
-      if (!(await db.transaction().execute((trx) => deleteWebhook(trx, owner.organizationId, webhookId)))) throw new WebhookNotFoundError(webhookId);
+      if (!(await commits.run((trx) => deleteWebhook(trx, owner.organizationId, webhookId)))) throw new WebhookNotFoundError(webhookId);
     },
 
     /** The delivery log of a webhook, newest attempt first unless ascending. */

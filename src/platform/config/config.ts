@@ -27,6 +27,12 @@ class SettingProblem extends Error {}
 
 type Parser<T> = (raw: string) => T;
 
+const parsePort: Parser<number> = (raw) => {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n > 65535) throw new SettingProblem(`must be a port number 0-65535, got "${raw}"`);
+  return n;
+};
+
 function setting<T>(variable: string, description: string, fallback: T | (() => T), defaultText: string, parse: Parser<T>): Setting<T> {
   return {
     variable,
@@ -49,11 +55,10 @@ export const env = {
     return setting<string | undefined>(variable, description, undefined, defaultText, (raw) => raw);
   },
   port(variable: string, description: string, fallback: number): Setting<number> {
-    return setting(variable, description, fallback, `\`${fallback}\``, (raw) => {
-      const n = Number(raw);
-      if (!/^\d+$/.test(raw) || n > 65535) throw new SettingProblem(`must be a port number 0-65535, got "${raw}"`);
-      return n;
-    });
+    return setting(variable, description, fallback, `\`${fallback}\``, parsePort);
+  },
+  optionalPort(variable: string, description: string, defaultText = 'unset'): Setting<number | undefined> {
+    return setting<number | undefined>(variable, description, undefined, defaultText, parsePort);
   },
   integer(variable: string, description: string, fallback: number, min: number, max: number): Setting<number> {
     return setting(variable, description, fallback, `\`${fallback}\``, (raw) => {

@@ -1,9 +1,12 @@
+import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { redactUrl } from '../config/config.js';
+import { commitsOf, type GroupCommit } from './group-commit.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -12,11 +15,23 @@ export type Executor<DB> = Kysely<DB> | Transaction<DB>;
 
 export interface Database<DB> {
   readonly db: Kysely<DB>;
+  /** The one commit batcher of this database (group-commit.ts): every writer runs its units of work here. */
+  readonly commits: GroupCommit<DB>;
   readonly dialect: Dialect;
   /** The URL with any password hidden, for logs. */
   readonly description: string;
   /** Runs `select 1`; throws when the database cannot be reached. */
   ping(): Promise<void>;
+  /**
+   * Signals every process listening on `topic` on this database (PostgreSQL NOTIFY, scoped to the
+   * schema; for SQLite, which serves one process, the listeners of this process on the same file).
+   */
+  notify(topic: string): Promise<void>;
+  /**
+   * Calls `onSignal` for each `notify(topic)`, and once after a lost connection came back (signals
+   * may have been missed meanwhile). Resolves to the function that stops listening.
+   */
+  listen(topic: string, onSignal: () => void): Promise<() => Promise<void>>;
   destroy(): Promise<void>;
 }
 
@@ -65,17 +80,39 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
     stmt.run(parameters as unknown[]);
     return [];
   });
+  const signals = sqliteSignals(file);
   return {
     db,
+    commits: commitsOf(db),
     dialect: 'sqlite',
     description: `sqlite:${file}`,
     async ping() {
       sqlite.prepare('select 1').get();
     },
+    async notify(topic) {
+      signals.emit(topic);
+    },
+    async listen(topic, onSignal) {
+      signals.on(topic, onSignal);
+      return async () => void signals.off(topic, onSignal);
+    },
     async destroy() {
       await db.destroy();
     },
   };
+}
+
+/** One emitter per SQLite file in this process: every `Database` opened on it hears the others. */
+const SQLITE_SIGNALS = new Map<string, EventEmitter>();
+function sqliteSignals(file: string): EventEmitter {
+  const key = file === ':memory:' ? `${file}:${Math.random()}` : path.resolve(file);
+  let emitter = SQLITE_SIGNALS.get(key);
+  if (!emitter) {
+    emitter = new EventEmitter();
+    emitter.setMaxListeners(0);
+    SQLITE_SIGNALS.set(key, emitter);
+  }
+  return emitter;
 }
 
 type DirectRunner = (sql: string, parameters: readonly unknown[]) => unknown[] | undefined;
@@ -117,6 +154,11 @@ function withStatementCache(sqlite: Sqlite.Database, max = 500): Sqlite.Database
   });
 }
 
+/** The PostgreSQL advisory lock that serializes creating and migrating one schema. */
+export function schemaLockKey(schema: string): string {
+  return `agent-services:schema:${schema}`;
+}
+
 async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Database<DB>> {
   const url = new URL(rawUrl);
   const schema = url.searchParams.get('schema');
@@ -129,6 +171,9 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
     const admin = new pg.Client({ connectionString: url.toString() });
     await admin.connect();
     try {
+      // `create schema if not exists` is not safe against itself: instances starting at once on
+      // an empty database take the schema's lock first (the one the migrations take too).
+      await admin.query('select pg_advisory_lock(hashtext($1))', [schemaLockKey(schema)]);
       await admin.query(`create schema if not exists "${schema}"`);
     } finally {
       await admin.end();
@@ -140,15 +185,62 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  // NOTIFY channels are global to the database: one per topic and schema, within 63 bytes.
+  const channel = (topic: string) => `${topic}_${createHash('sha256').update(schema ?? '').digest('hex').slice(0, 16)}`;
   return {
     db,
+    commits: commitsOf(db),
     dialect: 'postgres',
     description: redactUrl(rawUrl),
     async ping() {
       await pool.query('select 1');
     },
+    async notify(topic) {
+      await pool.query('select pg_notify($1, $2)', [channel(topic), '']);
+    },
+    listen: (topic, onSignal) => listenPostgres(url.toString(), channel(topic), onSignal),
     async destroy() {
       await db.destroy();
     },
+  };
+}
+
+/**
+ * LISTEN on a connection of its own (a pooled one would be handed to queries), reconnecting every
+ * second while the server is away; `onSignal` is also called after a reconnect.
+ */
+async function listenPostgres(connectionString: string, channel: string, onSignal: () => void): Promise<() => Promise<void>> {
+  let closed = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async (): Promise<void> => {
+    const c = new pg.Client({ connectionString });
+    c.on('notification', (m) => {
+      if (m.channel === channel) onSignal();
+    });
+    c.on('error', () => reconnect(c));
+    c.on('end', () => reconnect(c));
+    await c.connect();
+    await c.query(`listen "${channel}"`);
+    client = c;
+  };
+  const reconnect = (c: pg.Client) => {
+    if (closed || client !== c || retry) return;
+    client = undefined;
+    c.end().catch(() => undefined);
+    const attempt = () => {
+      retry = undefined;
+      if (closed) return;
+      connect()
+        .then(() => onSignal())
+        .catch(() => (retry = setTimeout(attempt, 1_000).unref()));
+    };
+    retry = setTimeout(attempt, 1_000).unref();
+  };
+  await connect();
+  return async () => {
+    closed = true;
+    if (retry) clearTimeout(retry);
+    await client?.end().catch(() => undefined);
   };
 }

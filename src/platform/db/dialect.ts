@@ -19,6 +19,15 @@ export function isForeignKeyViolation(err: unknown): boolean {
   return e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || (e?.code === 'SQLITE_CONSTRAINT_TRIGGER' && /FOREIGN KEY/.test(e.message ?? ''));
 }
 
+/**
+ * True when PostgreSQL aborted a transaction that may succeed when run again: a deadlock
+ * (40P01) or a serialization failure (40001). SQLite has one writer and raises neither.
+ */
+export function isTransientConflict(err: unknown): boolean {
+  const code = (err as { code?: string } | undefined)?.code;
+  return code === '40P01' || code === '40001';
+}
+
 /** Column type for an auto-incrementing integer primary key. */
 export function serialPrimaryKey(dialect: Dialect): 'integer' | 'serial' {
   return dialect === 'postgres' ? 'serial' : 'integer';

@@ -1,5 +1,5 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
-import { dialectOf } from './dialect.js';
+import { dialectOf, isTransientConflict } from './dialect.js';
 
 /**
  * Runs units of work in transactions, committing concurrent ones together in SQLite.
@@ -9,7 +9,7 @@ import { dialectOf } from './dialect.js';
  * next transaction runs them all, each inside its own savepoint, so that one unit's failure undoes
  * only that unit. A unit's promise settles after the commit that made it durable (or failed it).
  * PostgreSQL commits concurrent transactions in parallel and groups their WAL flushes itself:
- * there each unit simply gets its own transaction.
+ * there each unit gets its own transaction, run again when it lost a deadlock (`withRetry`).
  *
  * A batch starts after one turn of the event loop, or later while units keep arriving: every turn
  * in which another unit joined buys one more turn, up to `maxWaitMs` after the first unit. Alone,
@@ -28,8 +28,27 @@ interface Pending<DB> {
   readonly reject: (reason: unknown) => void;
 }
 
+/** Attempts of a PostgreSQL unit of work that keeps meeting deadlocks or serialization failures. */
+export const MAX_ATTEMPTS = 5;
+
+/**
+ * Runs `work` in its own transaction, again (after a short random pause) when PostgreSQL aborted
+ * it as a deadlock victim or a serialization failure, at most MAX_ATTEMPTS times; then the error
+ * stands. A unit of work must therefore do nothing but SQL, so that running it again is safe.
+ */
+async function withRetry<DB, T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction().execute(work);
+    } catch (error) {
+      if (attempt >= MAX_ATTEMPTS || !isTransientConflict(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+    }
+  }
+}
+
 export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: number; maxWaitMs?: number } = {}): GroupCommit<DB> {
-  if (dialectOf(db) === 'postgres') return { run: (work) => db.transaction().execute(work) };
+  if (dialectOf(db) === 'postgres') return { run: (work) => withRetry(db, work) };
   const maxBatch = options.maxBatch ?? 200;
   const maxWaitMs = options.maxWaitMs ?? 4;
   const queue: Pending<DB>[] = [];
@@ -120,4 +139,20 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
       });
     },
   };
+}
+
+const BATCHERS = new WeakMap<object, unknown>();
+
+/**
+ * The commit batcher of a database: one per Kysely instance, created with it by `openDatabase`
+ * (or on first use for an instance opened elsewhere), so that every writer of that database shares
+ * its batches and its fsyncs instead of competing for the connection with batchers of their own.
+ */
+export function commitsOf<DB>(db: Kysely<DB>): GroupCommit<DB> {
+  let commits = BATCHERS.get(db) as GroupCommit<DB> | undefined;
+  if (!commits) {
+    commits = createGroupCommit(db);
+    BATCHERS.set(db, commits);
+  }
+  return commits;
 }

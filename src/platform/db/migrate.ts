@@ -1,15 +1,47 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { schemaLockKey } from './database.js';
 import { dialectOf } from './dialect.js';
 
 /** Migrations are a static, ordered record: names sort, and nothing is discovered from disk. */
 export type MigrationSet = Readonly<Record<string, Migration>>;
 
+/**
+ * Runs the migrations not yet applied. Safe when several instances start at once: on PostgreSQL
+ * the schema's advisory lock (the one `openDatabase` takes to create the schema) is held on one
+ * connection for the whole run. SQLite has no such lock: a run that lost the race to another
+ * process (its writes conflict with the other's) is run again and finds the migrations applied.
+ * PostgreSQL runs are retried too, because Kysely looks for its tables in the catalog of every
+ * schema, which fails while some other schema of the database is being dropped.
+ */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations never depend on application types
 export async function migrateToLatest(db: Kysely<any>, migrations: MigrationSet, tableName: string): Promise<string[]> {
+  const once = () =>
+    dialectOf(db) === 'postgres'
+      ? db.connection().execute(async (conn) => {
+          const schema = (await sql<{ s: string | null }>`select current_schema() as s`.execute(conn)).rows[0]?.s ?? 'public';
+          await sql`select pg_advisory_lock(hashtext(${schemaLockKey(schema)}))`.execute(conn);
+          try {
+            return await migrateOnce(conn, migrations, tableName, schema);
+          } finally {
+            await sql`select pg_advisory_unlock(hashtext(${schemaLockKey(schema)}))`.execute(conn);
+          }
+        })
+      : migrateOnce(db, migrations, tableName, undefined);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await once();
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+    }
+  }
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations never depend on application types
+async function migrateOnce(db: Kysely<any>, migrations: MigrationSet, tableName: string, schema: string | undefined): Promise<string[]> {
   const provider: MigrationProvider = { getMigrations: async () => ({ ...migrations }) };
   // Kysely looks for its migration tables in every schema unless told which one: with several
   // schemas in one PostgreSQL database (tests, or two services) it would find another's tables.
-  const schema = dialectOf(db) === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s : undefined;
   const migrator = new Migrator({
     db,
     provider,

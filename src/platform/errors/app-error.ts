@@ -66,6 +66,13 @@ export class ConflictError extends AppError {
   }
 }
 
+/** A request field failed a rule; `code` is the service's detail code (e.g. INVALID_LIMIT). */
+export class ValidationError extends AppError {
+  constructor(message: string, field: string | undefined, code: string) {
+    super('validation', message, { code, details: field === undefined ? { code } : { field, code } });
+  }
+}
+
 export function isAppError(err: unknown): err is AppError {
   return err instanceof AppError;
 }

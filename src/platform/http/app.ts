@@ -1,7 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Bindings, ChildLoggerOptions } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { NotFoundError, UnauthenticatedError } from '../errors/app-error.js';
 import { loggerOptions } from '../log/logger.js';
 import { trackInFlight, type InFlight } from './in-flight.js';
 import { RouteHistogram } from './route-histogram.js';
@@ -16,10 +17,49 @@ export interface HttpAppOptions {
   readonly requestTimeout?: number;
   /** Whether X-Forwarded-* headers from a proxy in front of us are trusted. */
   readonly trustProxy?: boolean;
-  /** Checked by GET /readyz; throws when a dependency is unavailable. */
-  readonly ready: () => Promise<void>;
+  /**
+   * Checked by GET /readyz: the state of each dependency (`degraded` = working on a fallback, still
+   * ready); throws when one the service cannot work without is unavailable.
+   */
+  readonly ready: () => Promise<Readiness | void>;
   /** Renders errors Fastify raises before routing (bad URL, over-long path parameter). */
   readonly frameworkErrors?: FastifyServerOptions['frameworkErrors'];
+  /** Metrics of the service in this process, shared by its listeners; a new one when absent. */
+  readonly registry?: Registry;
+  /**
+   * Whether this listener serves GET /metrics: `open` (a management port), `{ token }` (only with
+   * `Authorization: Bearer <token>`), or `off` (the default: not served, so 404).
+   */
+  readonly metrics?: MetricsExposure;
+}
+
+export type Readiness = Readonly<Record<string, 'ok' | 'degraded'>>;
+export type MetricsExposure = 'open' | 'off' | { readonly token: string };
+
+/** A registry with the process's default metrics (CPU, memory, event loop), one per service and process. */
+export function newMetricsRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+/**
+ * Where a service's /metrics is served, from its settings: with a management port, there (and
+ * behind the token when one is set); without one, on the API port only behind the token.
+ */
+export function metricsExposure(token: string | undefined, listener: 'api' | 'management', hasManagementPort: boolean): MetricsExposure {
+  if (listener === 'management') return token ? { token } : 'open';
+  if (hasManagementPort || !token) return 'off';
+  return { token };
+}
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+function requireToken(request: FastifyRequest, token: string): void {
+  const header = request.headers.authorization;
+  const given = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : '';
+  // Hashes of equal length, so that the comparison takes the same time whatever was sent.
+  if (!timingSafeEqual(digest(given), digest(token))) throw new UnauthenticatedError('GET /metrics needs the metrics token: Authorization: Bearer <METRICS_TOKEN>.', { code: 'METRICS_TOKEN_REQUIRED' });
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -35,7 +75,7 @@ export function inFlightOf(app: FastifyInstance): InFlight {
 /**
  * Builds a Fastify instance with what every service needs: request ids (honouring a sane
  * incoming X-Request-Id), size and time limits, pino with secrets redacted, /healthz, /readyz
- * and Prometheus /metrics. It does not listen; `main.ts` does.
+ * and Prometheus /metrics (only when `metrics` says so). It does not listen; `main.ts` does.
  */
 export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
   const fastifyOptions: FastifyServerOptions = {
@@ -72,8 +112,7 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     done();
   });
 
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  const registry = options.registry ?? newMetricsRegistry();
   const duration = new RouteHistogram('http_request_duration_seconds', 'HTTP request duration by route template and status code', [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registry);
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
@@ -82,6 +121,11 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     done();
   });
 
+  addOpsRoutes(app, registry, options);
+  return app;
+}
+
+function addOpsRoutes(app: FastifyInstance, registry: Registry, options: Pick<HttpAppOptions, 'ready' | 'metrics'>): void {
   app.get('/healthz', { logLevel: 'warn' }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     return { status: 'ok' };
@@ -89,17 +133,33 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
   app.get('/readyz', { logLevel: 'warn' }, async (request, reply) => {
     reply.header('cache-control', 'no-store');
     try {
-      await options.ready();
-      return { status: 'ready' };
+      const checks = (await options.ready()) ?? {};
+      const degraded = Object.values(checks).includes('degraded');
+      return { status: degraded ? 'degraded' : 'ready', checks };
     } catch (err) {
       request.log.warn({ err }, 'readiness check failed');
       return reply.code(503).send({ status: 'unavailable' });
     }
   });
-  app.get('/metrics', { logLevel: 'warn' }, async (_request, reply) => {
-    reply.header('content-type', registry.contentType);
+  const exposure = options.metrics ?? 'off';
+  if (exposure === 'off') return;
+  app.get('/metrics', { logLevel: 'warn' }, async (request, reply) => {
+    if (exposure !== 'open') requireToken(request, exposure.token);
+    reply.header('content-type', registry.contentType).header('cache-control', 'no-store');
     return registry.metrics();
   });
+}
+
+/**
+ * The management listener of a service: /healthz, /readyz and /metrics on a port of their own
+ * (a process without the API role, or an operator who keeps /metrics off the public port).
+ * `renderError` is the service's error mapper, so that its 401 and 404 look like the API's.
+ */
+export function buildManagementApp(options: { name: string; logLevel: string; registry: Registry; ready: HttpAppOptions['ready']; metrics: MetricsExposure; renderError: (err: Error, request: FastifyRequest, reply: FastifyReply) => unknown }): FastifyInstance {
+  const app = Fastify({ logger: loggerOptions(options.logLevel, `${options.name}-management`), requestIdHeader: false, genReqId: () => randomUUID(), return503OnClosing: true, forceCloseConnections: true });
+  app.setErrorHandler((err: Error, request, reply) => options.renderError(err, request, reply));
+  app.setNotFoundHandler((request, reply) => options.renderError(new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]} on the management port.`, { code: 'ROUTE_NOT_FOUND' }), request, reply));
+  addOpsRoutes(app, options.registry, options);
   return app;
 }
 

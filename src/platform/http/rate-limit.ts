@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { Counter, type Registry } from 'prom-client';
+import type { SharedRedis } from '../redis.js';
 
 export interface RateLimitResult {
   readonly allowed: boolean;
@@ -15,8 +16,8 @@ export interface RateLimiter {
 
 /**
  * Fixed one-minute windows per key. In memory for one process; in Redis (INCR + PEXPIRE) when
- * several instances must share the count. Windows are aligned to the clock minute so that every
- * instance agrees on when one ends.
+ * several instances must share the count (`sharedRateLimiter`). Windows are aligned to the clock
+ * minute so that every instance agrees on when one ends.
  */
 export function memoryRateLimiter(limit: number, windowMs = 60_000, now: () => number = Date.now): RateLimiter {
   const windows = new Map<string, { start: number; count: number }>();
@@ -39,17 +40,37 @@ export function memoryRateLimiter(limit: number, windowMs = 60_000, now: () => n
   };
 }
 
-export function redisRateLimiter(redis: Redis, limit: number, prefix: string, windowMs = 60_000, now: () => number = Date.now): RateLimiter {
+/**
+ * Counts in Redis while it answers, and in this process while it does not: an outage of Redis
+ * loosens the limit to "per process" (each instance allows `limit`) instead of failing requests.
+ * Each hit that fell back is counted in `rate_limit_fallback_total`; the switch itself is
+ * logged by `SharedRedis`.
+ */
+export function sharedRateLimiter(redis: SharedRedis, limit: number, prefix: string, options: { registry?: Registry; windowMs?: number; now?: () => number } = {}): RateLimiter {
+  const windowMs = options.windowMs ?? 60_000;
+  const now = options.now ?? Date.now;
+  const local = memoryRateLimiter(limit, windowMs, now);
+  const fallbacks = new Counter({ name: 'rate_limit_fallback_total', help: 'Rate-limit hits counted in this process because Redis was unavailable', registers: options.registry ? [options.registry] : [] });
   return {
     async hit(key) {
       const t = now();
       const start = t - (t % windowMs);
       const redisKey = `${prefix}:${key}:${start}`;
-      const [[, count]] = (await redis.multi().incr(redisKey).pexpire(redisKey, windowMs * 2).exec()) as [[Error | null, number], unknown];
+      let count: number;
+      try {
+        count = await redis.run(async (r) => {
+          const [[error, n]] = (await r.multi().incr(redisKey).pexpire(redisKey, windowMs * 2).exec()) as [[Error | null, number], unknown];
+          if (error) throw error;
+          return n;
+        });
+      } catch {
+        fallbacks.inc();
+        return local.hit(key);
+      }
       return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetSeconds: Math.ceil((start + windowMs - t) / 1000) };
     },
     async close() {
-      await redis.quit();
+      await redis.close();
     },
   };
 }

@@ -105,6 +105,7 @@ export function swaggerUiHtml(options: SwaggerUiPageOptions): string {
 `;
 }
 
-function escapeHtml(value: string): string {
+/** Escapes text for HTML element content and quoted attribute values. */
+export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

@@ -9,18 +9,24 @@ import type { JobsDatabase, JobTable } from './jobs.table.js';
 /**
  * A durable job queue in the service's own database (the outbox pattern): work is enqueued in
  * the same transaction as the change that caused it, so a crash can repeat a job but never lose
- * one. Jobs are claimed with a lease; a worker that dies leaves the lease to expire and the job
- * runs again. PostgreSQL claims with FOR UPDATE SKIP LOCKED, so several workers may run; SQLite
- * has one writer and one runner.
+ * one. Jobs are claimed with a lease of their queue's length, which the runner renews (a
+ * heartbeat) while the handler runs: a live worker keeps its job however long it takes, and the
+ * job of a worker that died is taken over one lease after the last renewal. PostgreSQL claims
+ * with FOR UPDATE SKIP LOCKED, so several workers may run; SQLite has one writer and one runner.
  *
  * A handler whose work ends in a transaction of its own (events, say) ends the job in that same
  * transaction with `job.finish(trx, …)`: the job's end then commits with its effects or not at
  * all. Otherwise the runner records the end after the handler returned, in a statement of its
  * own, and a crash in between runs the job again. Every update of a claimed job is fenced by the
- * claim's lease (`locked_until`): a run whose lease ran out and was taken over changes nothing.
+ * claim (the attempt number it claimed, which every claim raises): a run whose lease ran out and
+ * was taken over changes nothing.
  *
  * Each queue has its own claim loop, which waits for the batch it claimed before claiming more:
  * a queue whose jobs take minutes (a relay that does not answer) holds up only itself.
+ *
+ * Wake-ups: `notify()` after a commit that enqueued work wakes this process's runner, if it runs,
+ * and every other runner on the database through `wakeups` (PostgreSQL NOTIFY; in-process for
+ * SQLite, which serves one process). The poll is only the fallback.
  */
 
 export interface Job<P = unknown> {
@@ -78,16 +84,14 @@ export interface QueueDefinition<P = unknown> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the hook writes to its own service's tables
   readonly onDead?: (job: Job<P>, error: Error, trx: Transaction<any>) => Promise<void>;
   /**
-   * Longest one `handle` may run, ms (e.g. an HTTP timeout). The lease is stretched to cover it,
-   * so that another worker never claims a job that is still running.
+   * How long a claim of this queue holds without renewal, ms; default: the runner's `leaseMs`. The
+   * runner renews it every third of that while the job runs, so it bounds how long a dead
+   * worker's job waits for another worker, not how long a job may run.
    */
-  readonly maxRunMs?: number;
+  readonly leaseMs?: number;
   /** Jobs of this queue claimed at once, and so run in parallel, by one runner; default: the runner's `batchSize`. */
   readonly concurrency?: number;
 }
-
-/** Time a lease leaves beyond a queue's `maxRunMs`, for recording the outcome. */
-const LEASE_MARGIN_MS = 30_000;
 
 export interface JobRunnerOptions {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the runner touches only the jobs table
@@ -97,11 +101,25 @@ export interface JobRunnerOptions {
   readonly log: { warn(o: object, msg: string): void; error(o: object, msg: string): void };
   /** Jobs claimed per poll, per queue (unless the queue sets its `concurrency`). */
   readonly batchSize?: number;
-  /** How long a claimed job is reserved for its worker, ms. */
+  /** Lease of the queues that set none, ms (see `QueueDefinition.leaseMs`). */
   readonly leaseMs?: number;
-  /** Poll interval when idle, ms (enqueueing in this process wakes the runner at once). */
+  /** How often running jobs' leases are renewed, ms; default: a third of each queue's lease. */
+  readonly heartbeatMs?: number;
+  /** Poll interval when idle, ms: the fallback when a wake-up is missed. */
   readonly pollMs?: number;
+  /** Wake-ups between the processes on one database (see `Database.notify` and `listen`). */
+  readonly wakeups?: JobWakeups;
 }
+
+/** A signal without payload, published by whoever enqueued work and heard by every runner. */
+export interface JobWakeups {
+  notify(): Promise<void>;
+  /** Calls `onWake` on every signal (and after a reconnect, when signals may have been missed). */
+  listen(onWake: () => void): Promise<() => Promise<void>>;
+}
+
+/** Lease of a queue that sets none: a dead worker's jobs wait at most this long (plus a poll). */
+export const DEFAULT_LEASE_MS = 20_000;
 
 /** Svix's schedule, with ±10 % jitter: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (about 27.6 h). */
 export const SVIX_SCHEDULE_MS: readonly number[] = [5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6];
@@ -137,7 +155,7 @@ export async function enqueueMany<DB extends JobsDatabase>(executor: Executor<DB
 
 export interface JobRunner {
   start(): void;
-  /** Wakes the runner now (call after a commit that enqueued work). */
+  /** Wakes the runners now, in this process (if started) and in others (call after a commit that enqueued work). */
   notify(): void;
   /** Runs due jobs until none is left; for tests and the command line. */
   drain(): Promise<number>;
@@ -147,9 +165,8 @@ export interface JobRunner {
 
 export function createJobRunner(options: JobRunnerOptions): JobRunner {
   const db = options.db as Kysely<JobsDatabase>;
-  const { clock, queues, log } = options;
+  const { clock, queues, log, wakeups } = options;
   const batchSize = options.batchSize ?? 20;
-  const leaseMs = Math.max(options.leaseMs ?? 60_000, ...Object.values(queues).map((q) => (q.maxRunMs === undefined ? 0 : q.maxRunMs + LEASE_MARGIN_MS)));
   const pollMs = options.pollMs ?? 1_000;
   const postgres = dialectOf(options.db) === 'postgres';
 
@@ -157,18 +174,23 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   interface Lane {
     readonly queue: string;
     readonly size: number;
+    readonly leaseMs: number;
+    /** Jobs this lane runs now, by id: the attempt each claimed, whose lease the heartbeat renews. */
+    readonly held: Map<number, number>;
+    heartbeat: NodeJS.Timeout | undefined;
     wake: boolean;
     timer: NodeJS.Timeout | undefined;
     resume: (() => void) | undefined;
     loop: Promise<void> | undefined;
   }
-  const lanes: Lane[] = Object.entries(queues).map(([queue, q]) => ({ queue, size: q.concurrency ?? batchSize, wake: false, timer: undefined, resume: undefined, loop: undefined }));
+  const lanes: Lane[] = Object.entries(queues).map(([queue, q]) => ({ queue, size: q.concurrency ?? batchSize, leaseMs: q.leaseMs ?? options.leaseMs ?? DEFAULT_LEASE_MS, held: new Map(), heartbeat: undefined, wake: false, timer: undefined, resume: undefined, loop: undefined }));
   let running = false;
+  let unlisten: (() => Promise<void>) | undefined;
 
   async function claim(lane: Lane): Promise<Selectable<JobTable>[]> {
     const now = clock.now();
     const nowIso = iso(now);
-    const lease = iso(new Date(now.getTime() + leaseMs));
+    const lease = iso(new Date(now.getTime() + lane.leaseMs));
     const due = db
       .selectFrom('jobs')
       .select('id')
@@ -186,30 +208,74 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       .execute();
   }
 
-  /** An update of a job this run claimed: changes nothing once the job ended or another run took it. */
-  const ours = (executor: Executor<JobsDatabase>, id: number, lease: string | null) =>
+  /**
+   * An update of a job this run claimed: changes nothing once the job ended or another run took it
+   * (every claim raises `attempts`, so the attempt number is the claim's token).
+   */
+  const ours = (executor: Executor<JobsDatabase>, id: number, attempt: number) =>
     executor
       .updateTable('jobs')
       .where('id', '=', id)
       .where('status', '=', 'pending')
-      .where('locked_until', '=', lease ?? '');
+      .where('attempts', '=', attempt)
+      .where('locked_until', 'is not', null);
 
   const updated = (result: { numUpdatedRows: bigint }) => result.numUpdatedRows > 0n;
 
-  async function runOne(row: Selectable<JobTable>): Promise<void> {
+  /** Renews the leases of the jobs a lane runs, in one statement; a job another run took is let go. */
+  async function renew(lane: Lane): Promise<void> {
+    const held = [...lane.held];
+    if (!held.length) return;
+    const now = clock.now();
+    const renewed = await db
+      .updateTable('jobs')
+      .set({ locked_until: iso(new Date(now.getTime() + lane.leaseMs)), updated_at: iso(now) })
+      .where('status', '=', 'pending')
+      .where('locked_until', 'is not', null)
+      .where((eb) => eb.or(held.map(([id, attempt]) => eb.and([eb('id', '=', id), eb('attempts', '=', attempt)]))))
+      .returning('id')
+      .execute();
+    const kept = new Set(renewed.map((r) => Number(r.id)));
+    for (const [id, attempt] of held) {
+      // Ended in the meantime (by the handler's own transaction), or taken over by another run.
+      if (!kept.has(id) && lane.held.get(id) === attempt) lane.held.delete(id);
+    }
+  }
+
+  function startHeartbeat(lane: Lane): void {
+    if (lane.heartbeat) return;
+    const every = options.heartbeatMs ?? Math.max(10, Math.floor(lane.leaseMs / 3));
+    let busy = false;
+    lane.heartbeat = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      renew(lane)
+        .catch((err: unknown) => log.error({ err, queue: lane.queue }, 'renewing job leases failed'))
+        .finally(() => (busy = false));
+    }, every);
+    lane.heartbeat.unref();
+  }
+
+  function stopHeartbeat(lane: Lane): void {
+    if (lane.held.size || !lane.heartbeat) return;
+    clearInterval(lane.heartbeat);
+    lane.heartbeat = undefined;
+  }
+
+  async function runOne(lane: Lane, row: Selectable<JobTable>): Promise<void> {
     const queue = queues[row.queue] as QueueDefinition<unknown> | undefined;
     const id = Number(row.id);
-    const lease = row.locked_until;
+    const attempt = row.attempts;
     /** Set once the handler ended the job in its transaction (which may still roll back). */
     let finishedAs: JobEnd['status'] | undefined;
     const job: Job = {
       id,
       queue: row.queue,
       payload: JSON.parse(row.payload) as unknown,
-      attempt: row.attempts,
+      attempt,
       createdAt: row.created_at,
       async finish(executor, end) {
-        const result = await ours(executor as unknown as Executor<JobsDatabase>, id, lease)
+        const result = await ours(executor as unknown as Executor<JobsDatabase>, id, attempt)
           .set({ status: end.status, locked_until: null, last_error: end.status === 'dead' ? end.error.slice(0, 2000) : null, updated_at: iso(clock.now()) })
           .executeTakeFirst();
         if (!updated(result)) throw new Error(`job ${id} is no longer held by this run (its lease ran out and another run took it)`);
@@ -217,9 +283,22 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       },
     };
     if (!queue) return;
+    lane.held.set(id, attempt);
+    startHeartbeat(lane);
+    try {
+      await settle(queue, job, () => finishedAs);
+    } finally {
+      if (lane.held.get(id) === attempt) lane.held.delete(id);
+      stopHeartbeat(lane);
+    }
+  }
+
+  /** Runs the handler and records how the job ended, fenced by the claim. */
+  async function settle(queue: QueueDefinition<unknown>, job: Job, finishedAs: () => JobEnd['status'] | undefined): Promise<void> {
+    const { id, attempt } = job;
     try {
       await queue.handle(job);
-      await ours(db, id, lease).set({ status: 'done', locked_until: null, last_error: null, updated_at: iso(clock.now()) }).execute();
+      await ours(db, id, attempt).set({ status: 'done', locked_until: null, last_error: null, updated_at: iso(clock.now()) }).execute();
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       const exact = err instanceof RetryJob ? err.at : undefined;
@@ -233,25 +312,25 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
           marked = await db
             .transaction()
             .execute(async (trx) => {
-              if (!updated(await ours(trx, id, lease).set(dead).executeTakeFirst())) return false;
+              if (!updated(await ours(trx, id, attempt).set(dead).executeTakeFirst())) return false;
               await onDead(job, error, trx);
               return true;
             })
             .catch(async (e: unknown) => {
               log.error({ err: e, job: id }, 'onDead hook failed; the job is marked dead without it');
-              return updated(await ours(db, id, lease).set(dead).executeTakeFirst());
+              return updated(await ours(db, id, attempt).set(dead).executeTakeFirst());
             });
-          if (marked) wakeAll();
+          if (marked) notify();
         } else {
-          marked = updated(await ours(db, id, lease).set(dead).executeTakeFirst());
+          marked = updated(await ours(db, id, attempt).set(dead).executeTakeFirst());
         }
-        if (marked || finishedAs === 'dead') log.warn(context, 'job failed for the last time');
-        else if (!finishedAs) log.warn(context, 'job ended after its lease ran out; another run has it');
+        if (marked || finishedAs() === 'dead') log.warn(context, 'job failed for the last time');
+        else if (!finishedAs()) log.warn(context, 'job ended after its lease ran out; another run has it');
         return;
       }
       let next = exact ? exact.getTime() : clock.now().getTime() + delay;
       if (err instanceof RetryJob && err.notBefore) next = Math.max(next, err.notBefore.getTime());
-      await ours(db, id, lease)
+      await ours(db, id, attempt)
         .set({ run_at: iso(new Date(next)), locked_until: null, last_error: error.message.slice(0, 2000), updated_at: iso(clock.now()) })
         .execute();
     }
@@ -259,7 +338,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 
   async function tick(lane: Lane): Promise<number> {
     const rows = await claim(lane);
-    await Promise.all(rows.map((row) => runOne(row)));
+    await Promise.all(rows.map((row) => runOne(lane, row)));
     return rows.length;
   }
 
@@ -289,13 +368,50 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     }
   }
 
+  // One signal in flight at a time: notifications that arrive meanwhile are folded into one more.
+  let publishing = false;
+  let again = false;
+  function publish(): void {
+    if (!wakeups) return;
+    if (publishing) {
+      again = true;
+      return;
+    }
+    publishing = true;
+    wakeups
+      .notify()
+      .catch((err: unknown) => log.warn({ err }, 'job wake-up signal failed; other workers find the job at their next poll'))
+      .finally(() => {
+        publishing = false;
+        if (again) {
+          again = false;
+          publish();
+        }
+      });
+  }
+
+  function notify(): void {
+    // A runner this process never started (an smtp-only process) has nothing to wake here.
+    if (running) wakeAll();
+    publish();
+  }
+
   return {
     start() {
       if (running) return;
       running = true;
       for (const lane of lanes) lane.loop = run(lane);
+      wakeups
+        ?.listen(() => {
+          if (running) wakeAll();
+        })
+        .then(async (close) => {
+          if (running) unlisten = close;
+          else await close();
+        })
+        .catch((err: unknown) => log.error({ err }, 'listening for job wake-ups failed; the runner polls'));
     },
-    notify: wakeAll,
+    notify,
     async drain() {
       let total = 0;
       for (;;) {
@@ -308,6 +424,8 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       running = false;
       wakeAll();
       await Promise.all(lanes.map((lane) => lane.loop));
+      await unlisten?.();
+      unlisten = undefined;
     },
   };
 }

@@ -1,13 +1,14 @@
 /**
  * The vocabulary of resource definitions, after API Platform's metadata: a resource has a
  * `shortName`, a collection path, fields, operations (`getCollection`, `get`, `post`, `put`,
- * `patch`, `delete`) with a `security` rule each, filters (`exact`, `exactIri`, `order`) and an
- * optional `scope` that hides what a caller may not see. Definitions are plain data plus named
- * hooks: a `provider` (read side: it decorates the items an operation returns, as a decorated
- * API Platform state provider does) and a `processor` (write side: it wraps persistence, as a
- * decorated state processor does). A resource without a table (`table: null`) is not persisted:
- * its operations are served by its hooks alone. The engine reads definitions and never asks
- * which resource it is serving.
+ * `patch`, `delete`) with a `security` rule each, filters (API Platform's search, range, date,
+ * exists, order and property filters, declared once and read by persistence, the Hydra
+ * `hydra:search` template and OpenAPI) and an optional `scope` that hides what a caller may not
+ * see. Definitions are plain data plus named hooks: a `provider` (read side: it decorates the
+ * items an operation returns, as a decorated API Platform state provider does) and a `processor`
+ * (write side: it wraps persistence, as a decorated state processor does). A resource without a
+ * table (`table: null`) is not persisted: its operations are served by its hooks alone. The
+ * engine reads definitions and never asks which resource it is serving.
  */
 
 export type OperationName = 'getCollection' | 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -37,7 +38,7 @@ export interface Principal {
 /** An item as the engine handles it: field name → value; references hold the target's id. */
 export type Item = Readonly<Record<string, unknown>> & { readonly id: number };
 
-export type FieldKind = 'id' | 'string' | 'integer' | 'number' | 'boolean' | 'enum' | 'ref' | 'secret' | 'object' | 'array';
+export type FieldKind = 'id' | 'string' | 'integer' | 'number' | 'boolean' | 'enum' | 'ref' | 'secret' | 'datetime' | 'object' | 'array';
 
 export interface WriteAccessContext {
   readonly principal: Principal | null;
@@ -99,6 +100,8 @@ export interface FieldDefinition {
   readonly iri?: string;
   /** For `object` and `array` fields: the JSON Schema of the value, for the OpenAPI document. */
   readonly schema?: Readonly<Record<string, unknown>>;
+  /** For `datetime` fields the engine sets itself: on creation only, or on every write. */
+  readonly managed?: 'created' | 'updated';
 }
 
 type FieldOptions = Partial<Pick<FieldDefinition, 'column' | 'description' | 'required' | 'unique' | 'default' | 'keepOnReplace' | 'writeAccess' | 'example' | 'readable' | 'writable' | 'onDelete' | 'iri'>>;
@@ -126,6 +129,8 @@ export const f = {
   ref: (target: string, options: FieldOptions = {}) => field('ref', { onDelete: 'restrict', ...options, target }),
   /** A server-generated value that is never stored as such and is shown only on `readOn`. */
   secret: (readOn: readonly OperationName[], options: FieldOptions = {}) => field('secret', { ...options, readOn, writable: false, stored: false }),
+  /** A read-only timestamp the engine sets: when the item was created, or last written. */
+  timestamp: (managed: 'created' | 'updated', options: FieldOptions = {}) => field('datetime', { ...options, managed, writable: false }),
   /**
    * A read-only value a provider or processor computes: never stored, never written, documented
    * as readable and not writeable. Absent (null) when its inputs are.
@@ -184,9 +189,37 @@ export interface OperationDefinition {
   readonly description?: string;
 }
 
+/** API Platform's SearchFilter strategies; the `i` variants ignore case. */
+export const SEARCH_STRATEGIES = ['exact', 'partial', 'start', 'end', 'word_start', 'iexact', 'ipartial', 'istart', 'iend', 'iword_start'] as const;
+export type SearchStrategy = (typeof SEARCH_STRATEGIES)[number];
+
+/**
+ * One filter of a collection, named after API Platform's filters. `property` is a field or a
+ * derived value of the resource; it is also the query parameter's name (`adresse=…`,
+ * `kaufpreis[gte]=…`, `createdAt[after]=…`, `exists[heizungstyp]=…`, `order[kaufpreis]=…`).
+ */
 export type FilterDefinition =
-  | { readonly strategy: 'exact'; readonly field: string }
-  | { readonly strategy: 'exactIri'; readonly field: string };
+  | { readonly type: 'search'; readonly property: string; readonly strategy: SearchStrategy }
+  | { readonly type: 'range'; readonly property: string }
+  | { readonly type: 'date'; readonly property: string }
+  | { readonly type: 'exists'; readonly property: string }
+  | { readonly type: 'order'; readonly property: string }
+  | { readonly type: 'properties' };
+
+/** A value computed in SQL from stored columns (filters and ordering only): `a / b`, null when b is 0 or null. */
+export interface DerivedDefinition {
+  readonly kind: 'number';
+  readonly ratio: readonly [string, string];
+}
+
+export interface ResourceLink {
+  /** Path of the collection below the parent item, e.g. `/api/users/{id}/immobilies`. */
+  readonly path: string;
+  /** shortName of the parent resource, whose item `{id}` names. */
+  readonly from: string;
+  /** The reference field of this resource that points at the parent. */
+  readonly toField: string;
+}
 
 export type FieldSpecs = Readonly<Record<string, FieldSpec>>;
 
@@ -199,10 +232,18 @@ export interface ResourceDefinition<F extends FieldSpecs = FieldSpecs> {
   readonly table: string | null;
   readonly fields: F;
   readonly operations: Readonly<Partial<Record<OperationName, OperationDefinition>>>;
-  /** Query parameter name → filter. Each one is also offered as `name[]`. */
-  readonly filters?: Readonly<Record<string, FilterDefinition>>;
-  /** Fields the OrderFilter accepts as `order[field]=asc|desc`. */
-  readonly order?: readonly (keyof F & string)[];
+  /** The collection's filters, in the order `hydra:search` and OpenAPI list them. */
+  readonly filters?: readonly FilterDefinition[];
+  /** Values computed from stored columns that filters may name. */
+  readonly derived?: Readonly<Record<string, DerivedDefinition>>;
+  /** Subresource collections (API Platform: a getCollection with a `Link` to the parent). */
+  readonly links?: readonly ResourceLink[];
+  /**
+   * `hydra:totalItems` of the whole collection and of each value of this reference field (the
+   * owner scope) read from counts the database keeps in the write transaction (a migration
+   * creates the triggers), so that they cost the same at any table size.
+   */
+  readonly countedBy?: string;
   /**
    * Restricts every read and write to what the caller may see (a query extension): items
    * outside the scope answer 404. Returns field → required value, or null for no restriction.
@@ -210,12 +251,18 @@ export interface ResourceDefinition<F extends FieldSpecs = FieldSpecs> {
   readonly scope?: (principal: Principal | null) => Readonly<Partial<Record<keyof F & string, number | string>>> | null;
 }
 
-export const exact = (fieldName: string): FilterDefinition => ({ strategy: 'exact', field: fieldName });
-export const exactIri = (fieldName: string): FilterDefinition => ({ strategy: 'exactIri', field: fieldName });
+/** `searchFilter({ adresse: 'ipartial', typ: 'exact' })`: one SearchFilter entry per property. */
+export const searchFilter = (properties: Readonly<Record<string, SearchStrategy>>): FilterDefinition[] =>
+  Object.entries(properties).map(([property, strategy]) => ({ type: 'search', property, strategy }));
+export const rangeFilter = (...properties: string[]): FilterDefinition[] => properties.map((property) => ({ type: 'range', property }));
+export const dateFilter = (...properties: string[]): FilterDefinition[] => properties.map((property) => ({ type: 'date', property }));
+export const existsFilter = (...properties: string[]): FilterDefinition[] => properties.map((property) => ({ type: 'exists', property }));
+export const orderFilter = (...properties: string[]): FilterDefinition[] => properties.map((property) => ({ type: 'order', property }));
+export const propertyFilter = (): FilterDefinition[] => [{ type: 'properties' }];
 
 /**
- * Checks a definition against its own fields (the keys a `scope` returns and the `order` entries
- * must be field names) and returns it in the form the registry takes. The cast only forgets the
+ * Checks a definition against its own fields (the keys a `scope` returns must be field names)
+ * and returns it in the form the registry takes. The cast only forgets the
  * field names: `keyof` makes the definition contravariant in them, so a typed definition is not
  * assignable to the general one although it is structurally the same.
  */

@@ -4,12 +4,14 @@ import { AppError, NotFoundError } from '../../platform/errors/app-error.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../../platform/http/swagger-ui.js';
 import { CONTENT_TYPE, docsUrl, sendJson, type HttpSettings } from './http.js';
 import { hydraDocumentation } from './hydra-docs.js';
-import { openApiDocument } from './openapi.js';
+import { openApiDocument, type OpenApiOptions } from './openapi.js';
 import type { Registry } from './registry.js';
 
 export interface DocsRouteOptions extends HttpSettings {
   readonly registry: Registry;
   readonly maximumItemsPerPage: number;
+  /** Client pagination switches, so that OpenAPI lists the parameters the engine accepts. */
+  readonly clientPagination?: Pick<OpenApiOptions, 'clientEnabled' | 'clientPartial' | 'unpaginatedMaximum'>;
 }
 
 type DocsFormat = 'jsonld' | 'json' | 'jsonopenapi' | 'yaml' | 'yamlopenapi' | 'html';
@@ -75,7 +77,7 @@ export function registerDocsRoutes(app: FastifyInstance, options: DocsRouteOptio
       }
       case 'json':
       case 'jsonopenapi':
-        openApi ??= openApiDocument(registry, { maximumItemsPerPage: options.maximumItemsPerPage });
+        openApi ??= openApiDocument(registry, { maximumItemsPerPage: options.maximumItemsPerPage, ...options.clientPagination });
         return sendJson(request, reply, 200, `${DOCS_MIME[format]}; charset=utf-8`, openApi);
       case 'yaml':
       case 'yamlopenapi':

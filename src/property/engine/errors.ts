@@ -12,6 +12,7 @@ export const VIOLATION = {
   greaterThanOrEqual: { code: 'ea4e51d1-3342-48bd-87f1-9e672cd90cad', message: 'This value should be greater than or equal to {{ compared_value }}.' },
   lessThanOrEqual: { code: '30fbb013-d015-4232-8b3b-8f3be97a7e14', message: 'This value should be less than or equal to {{ compared_value }}.' },
   tooLong: { code: 'd94b19cc-114f-4f44-9cc4-4138e80a87b9', message: 'This value is too long. It should have {{ limit }} characters or less.' },
+  dateTime: { code: '1a9da513-2640-4f84-9b6a-4d99dcddc628', message: 'This value is not a valid datetime.' },
   invalidCharacters: { code: '35e6a710-aa2e-4719-b58e-24b35749b767', message: 'This value contains characters that are not allowed.' },
 } as const;
 

@@ -121,6 +121,8 @@ function range(field: FieldMetadata): string {
     case 'object':
     case 'array':
       return 'rdf:JSON';
+    case 'datetime':
+      return 'xmls:dateTime';
   }
 }
 

@@ -1,7 +1,9 @@
 import { WRITE_OPERATIONS, anyone, authenticated, type OperationDefinition, type OperationName, OPERATION_METHOD } from './define.js';
 import { mustBeSent } from './hydra-docs.js';
 import { FORMAT_MIME, OUTPUT_FORMATS } from './negotiation.js';
-import type { FieldMetadata, Registry, ResourceMetadata } from './registry.js';
+import { filterDescriptions } from './filters.js';
+import { PAGINATION_PARAMETER, PARTIAL_PARAMETER } from './operations.js';
+import type { FieldMetadata, LinkMetadata, Registry, ResourceMetadata } from './registry.js';
 
 /**
  * The OpenAPI 3.1 document (`/api/docs.json`, `/api/docs.jsonopenapi`) in the shape API Platform
@@ -24,11 +26,17 @@ const JSONLD = FORMAT_MIME.jsonld;
 export interface OpenApiOptions {
   readonly defaultItemsPerPage?: number;
   readonly maximumItemsPerPage?: number;
+  readonly clientEnabled?: boolean;
+  readonly clientPartial?: boolean;
+  readonly unpaginatedMaximum?: number;
 }
 
 interface Pagination {
   readonly defaultItemsPerPage: number;
   readonly maximumItemsPerPage: number;
+  readonly clientEnabled: boolean;
+  readonly clientPartial: boolean;
+  readonly unpaginatedMaximum: number;
 }
 
 /** OpenAPI summaries of API Platform; note DELETE says "Removes" here but "Deletes" in Hydra. */
@@ -66,13 +74,22 @@ const ITEM_METHODS: readonly [OperationName, string][] = [
 const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 
 export function openApiDocument(registry: Registry, options: OpenApiOptions = {}): object {
-  const pagination: Pagination = { defaultItemsPerPage: options.defaultItemsPerPage ?? 30, maximumItemsPerPage: options.maximumItemsPerPage ?? 100 };
+  const pagination: Pagination = {
+    defaultItemsPerPage: options.defaultItemsPerPage ?? 30,
+    maximumItemsPerPage: options.maximumItemsPerPage ?? 100,
+    clientEnabled: options.clientEnabled ?? false,
+    clientPartial: options.clientPartial ?? false,
+    unpaginatedMaximum: options.unpaginatedMaximum ?? options.maximumItemsPerPage ?? 100,
+  };
   const paths: Json = {};
   for (const resource of registry.resources) {
     const collection = pathItem(registry, resource, COLLECTION_METHODS, pagination);
     if (collection) paths[resource.path] = collection;
     const item = pathItem(registry, resource, ITEM_METHODS, pagination);
     if (item) paths[`${resource.path}/{id}`] = item;
+    for (const link of resource.links) {
+      if (resource.operations.has('getCollection')) paths[link.path] = { get: subresourceOperation(registry, resource, link, pagination) };
+    }
   }
 
   const schemas: Json = { ...errorSchemas(registry.prefix) };
@@ -152,7 +169,7 @@ function responses(registry: Registry, resource: ResourceMetadata, name: Operati
   switch (name) {
     case 'getCollection':
       out['200'] = { description: `${s} collection`, content: bodyContent(resource, true) };
-      out['400'] = errorResponse('Invalid pagination: page below 1 or itemsPerPage below 0');
+      out['400'] = errorResponse('Invalid pagination (page below 1, itemsPerPage below 0, too many items without pagination) or an unusable filter value (a violation per parameter)');
       break;
     case 'get':
       out['200'] = { description: `${s} resource`, content: bodyContent(resource, false) };
@@ -226,34 +243,37 @@ function collectionParameters(registry: Registry, resource: ResourceMetadata, pa
   const parameters = [
     queryParameter('page', 'The collection page number', { type: 'integer', default: 1, minimum: 1 }),
     queryParameter('itemsPerPage', 'The number of items per page', { type: 'integer', default: pagination.defaultItemsPerPage, minimum: 0, maximum: pagination.maximumItemsPerPage }),
+    ...clientPaginationParameters(pagination),
   ];
-  for (const filter of resource.filters) {
-    const value = filterValueSchema(filter.field);
-    const description =
-      filter.strategy === 'exactIri' ? `IRI (e.g. ${registry.byShortName(filter.field.target as string)?.path ?? ''}/1) or identifier; exact match` : 'Exact match';
-    parameters.push(queryParameter(filter.parameter, description, value));
-    parameters.push(queryParameter(`${filter.parameter}[]`, `${description}; any of the values`, { type: 'array', items: value }, true));
-  }
-  for (const field of resource.orderFields) {
-    parameters.push(queryParameter(`order[${field.name}]`, `Sort by ${field.name}`, { type: 'string', enum: ['asc', 'desc'] }));
-  }
+  for (const d of filterDescriptions(registry, resource)) parameters.push(queryParameter(d.variable, d.description, d.schema, d.isCollection));
   return parameters;
 }
 
-function filterValueSchema(field: FieldMetadata): Json {
-  switch (field.kind) {
-    case 'id':
-    case 'integer':
-      return { type: 'integer' };
-    case 'number':
-      return { type: 'number' };
-    case 'boolean':
-      return { type: 'boolean' };
-    case 'enum':
-      return { type: 'string', enum: [...(field.values ?? [])] };
-    default:
-      return { type: 'string' };
+/** `pagination` and `partial`, documented only when the configuration lets clients use them. */
+function clientPaginationParameters(pagination: Pagination): Json[] {
+  const out: Json[] = [];
+  if (pagination.clientEnabled) {
+    out.push(queryParameter(PAGINATION_PARAMETER, `Enable or disable pagination (false: every item in one response, at most ${pagination.unpaginatedMaximum})`, { type: 'boolean' }));
   }
+  if (pagination.clientPartial) {
+    out.push(queryParameter(PARTIAL_PARAMETER, 'Enable or disable partial pagination (true: no total, no last page; cheaper on large collections)', { type: 'boolean' }));
+  }
+  return out;
+}
+
+/** The GET operation of a subresource collection (`/api/users/{id}/immobilies`). */
+function subresourceOperation(registry: Registry, resource: ResourceMetadata, link: LinkMetadata, pagination: Pagination): Json {
+  const definition = resource.operations.get('getCollection') as OperationDefinition;
+  const route = link.path.slice(registry.prefix.length).replace(/[/{}]/g, '');
+  const summary = SUMMARIES.getCollection(resource.shortName);
+  return {
+    operationId: `api_${route}_get_collection`,
+    tags: [resource.shortName],
+    responses: { ...responses(registry, resource, 'getCollection', definition), '404': errorResponse(`${link.from} not found (or outside what the caller may see)`) },
+    summary,
+    description: `The ${resource.shortName} resources of one ${link.from}, filtered and paginated like the collection.`,
+    parameters: [{ name: 'id', in: 'path', description: `${link.from} identifier`, required: true, schema: { type: 'string' }, style: 'simple', explode: false }, ...collectionParameters(registry, resource, pagination)],
+  };
 }
 
 const iriReference = { type: 'string', format: 'iri-reference' } as const;
@@ -264,7 +284,7 @@ function hydraCollectionSchema(resource: ResourceMetadata): Json {
     '@context': { type: 'string', readOnly: true },
     '@id': { ...iriReference, readOnly: true },
     '@type': { type: 'string', readOnly: true, example: 'hydra:Collection' },
-    'hydra:totalItems': { type: 'integer', minimum: 0 },
+    'hydra:totalItems': { type: 'integer', minimum: 0, description: 'Absent in partial pagination (see hydra:view)' },
     'hydra:member': { type: 'array', items: ref(`${resource.shortName}.jsonld`) },
     'hydra:view': {
       type: 'object',
@@ -279,7 +299,7 @@ function hydraCollectionSchema(resource: ResourceMetadata): Json {
       },
     },
   };
-  if (resource.filters.length || resource.orderFields.length) {
+  if (resource.filters.length) {
     properties['hydra:search'] = {
       type: 'object',
       properties: {
@@ -293,7 +313,7 @@ function hydraCollectionSchema(resource: ResourceMetadata): Json {
             properties: {
               '@type': { type: 'string', example: 'IriTemplateMapping' },
               variable: { type: 'string' },
-              property: { type: 'string' },
+              property: { type: ['string', 'null'] },
               required: { type: 'boolean' },
             },
           },
@@ -336,6 +356,10 @@ function propertySchema(registry: Registry, field: FieldMetadata): Json {
     case 'object':
     case 'array':
       Object.assign(p, field.schema ?? { type: field.kind });
+      break;
+    case 'datetime':
+      p.type = 'string';
+      p.format = 'date-time';
       break;
   }
   if (field.minimum !== undefined) p.minimum = field.minimum;

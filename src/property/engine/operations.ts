@@ -2,10 +2,11 @@ import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../../platf
 import type { Item, OperationContext, OperationDefinition, OperationName, PersistInput, Principal } from './define.js';
 import { denormalize } from './denormalizer.js';
 import { BadRequestError, ConstraintViolationError, violation } from './errors.js';
-import { parseId, resolveIri } from './iri.js';
-import { countItems, deleteItem, findItem, insertItem, listItems, updateItem, UniqueClashError, type AnyDb, type Condition, type OrderBy } from './persistence.js';
-import { listValues, type Query, type QueryValue } from './query.js';
-import type { FieldMetadata, Registry, ResourceMetadata } from './registry.js';
+import { filterConditions, ordering } from './filters.js';
+import { parseId } from './iri.js';
+import { countItems, deleteItem, findItem, insertItem, listItems, updateItem, UniqueClashError, type AnyDb, type Condition } from './persistence.js';
+import type { Query, QueryValue } from './query.js';
+import type { LinkMetadata, Registry, ResourceMetadata } from './registry.js';
 
 /**
  * The operations of every resource, free of HTTP: providers (read) and processors (write) in API
@@ -17,7 +18,21 @@ export interface PaginationOptions {
   readonly itemsPerPageParameter: string;
   readonly defaultItemsPerPage: number;
   readonly maximumItemsPerPage: number;
+  /** `pagination=false` lets the client turn pagination off (API Platform's client_enabled). */
+  readonly clientEnabled?: boolean;
+  /** `partial=true` lets the client ask for partial pagination (no count; client_partial). */
+  readonly clientPartial?: boolean;
+  /** Most items one unpaginated response may hold; a larger collection answers 400. */
+  readonly unpaginatedMaximum?: number;
+  /**
+   * Filtered collections count at most this many matching rows; beyond it the page is answered
+   * with partial pagination (no `hydra:totalItems`, no `hydra:last`).
+   */
+  readonly countCap?: number;
 }
+
+export const PAGINATION_PARAMETER = 'pagination';
+export const PARTIAL_PARAMETER = 'partial';
 
 export interface EngineOptions {
   readonly registry: Registry;
@@ -32,39 +47,25 @@ export interface EngineOptions {
  * transaction, after the item was loaded and completed by its provider: it throws to refuse.
  */
 export type Precondition = (current: Item) => void;
+/** `paged`: a page with its total; `partial`: a page without one; `all`: pagination off. */
+export type PaginationMode = 'paged' | 'partial' | 'all';
 
 export interface CollectionResult {
   readonly items: Item[];
-  readonly totalItems: number;
+  /** Undefined in partial pagination. */
+  readonly totalItems: number | undefined;
   readonly page: number;
   readonly itemsPerPage: number;
+  readonly mode: PaginationMode;
+}
+
+/** A subresource request: the link and the raw `{id}` of the parent. */
+export interface ParentSelection {
+  readonly link: LinkMetadata;
+  readonly rawId: string;
 }
 
 const MAX_PAGE = 2_147_483_647;
-
-const DROP = Symbol('drop');
-const NO_MATCH = Symbol('no match');
-
-/**
- * A query-string value as the column's type. A value no stored row can hold (not a choice of an
- * enum, a string the database cannot store) matches nothing and is never sent to the database; a
- * value that is not of the column's type at all is dropped.
- */
-function filterValue(field: FieldMetadata, value: string): unknown {
-  switch (field.kind) {
-    case 'enum':
-      return field.values?.includes(value) ? value : NO_MATCH;
-    case 'integer':
-    case 'id':
-      return /^-?\d{1,15}$/.test(value) ? Number(value) : DROP;
-    case 'number':
-      return value.trim() !== '' && Number.isFinite(Number(value)) ? Number(value) : DROP;
-    case 'boolean':
-      return value === 'true' || value === '1' ? true : value === 'false' || value === '0' ? false : DROP;
-    default:
-      return value.includes('\u0000') || !(value as unknown as { isWellFormed(): boolean }).isWellFormed() ? NO_MATCH : value;
-  }
-}
 
 /** PHP's `(int)` cast of a query value, which API Platform applies to page numbers. */
 function phpInt(value: QueryValue | undefined): number | undefined {
@@ -74,6 +75,16 @@ function phpInt(value: QueryValue | undefined): number | undefined {
   if (!m) return 0;
   const n = Number(m[1]);
   return Number.isFinite(n) ? n : 0;
+}
+
+const isFalse = (v: QueryValue | undefined): boolean => v === 'false' || v === '0';
+const isTrue = (v: QueryValue | undefined): boolean => v === 'true' || v === '1';
+
+/** Equalities on the same column with the same single value (scope and parent agree) kept once. */
+function dedupe(conditions: Condition[]): Condition[] {
+  return conditions.filter(
+    (c, i) => !conditions.slice(0, i).some((d) => d.op === 'in' && c.op === 'in' && d.target.column === c.target.column && d.values.length === 1 && c.values.length === 1 && d.values[0] === c.values[0]),
+  );
 }
 
 export function createEngine(options: EngineOptions) {
@@ -93,7 +104,7 @@ export function createEngine(options: EngineOptions) {
   const scopeConditions = (resource: ResourceMetadata, principal: Principal | null): Condition[] => {
     const scope = resource.scope?.(principal);
     if (!scope) return [];
-    return Object.entries(scope).map(([name, value]) => ({ field: resource.fieldsByName.get(name) as never, values: [value] }));
+    return Object.entries(scope).map(([name, value]) => ({ op: 'in', target: resource.fieldsByName.get(name) as never, values: [value] }));
   };
 
   /**
@@ -121,8 +132,8 @@ export function createEngine(options: EngineOptions) {
       if (!target?.persisted) throw new Error(`read: ${shortName} is not a persisted resource`);
       const wanted = [...new Set(ids)].filter((id) => Number.isSafeInteger(id));
       if (!wanted.length) return new Map();
-      const conditions = [{ field: target.idField, values: wanted }, ...scopeConditions(target, principal)];
-      const items = await listItems(executor, target, { conditions, order: [{ field: target.idField, direction: 'asc' }], limit: wanted.length, offset: 0 });
+      const conditions: Condition[] = [{ op: 'in', target: target.idField, values: wanted }, ...scopeConditions(target, principal)];
+      const items = await listItems(executor, target, { conditions, order: [{ target: target.idField, direction: 'asc', nullable: false }], limit: wanted.length, offset: 0 });
       return new Map(items.map((item) => [item.id, item]));
     },
   });
@@ -134,52 +145,6 @@ export function createEngine(options: EngineOptions) {
   const provideOne = async (executor: AnyDb, op: OperationDefinition, operation: OperationName, principal: Principal | null, item: Item): Promise<Item> =>
     (await provide(executor, op, operation, principal, [item]))[0] as Item;
 
-  const filterConditions = (resource: ResourceMetadata, query: Query): Condition[] => {
-    const conditions: Condition[] = [];
-    for (const filter of resource.filters) {
-      const raw = query.get(filter.parameter);
-      if (raw === undefined) continue;
-      const values = listValues(raw);
-      if (filter.strategy === 'exact') {
-        const typed = values.map((v) => filterValue(filter.field, v)).filter((v) => v !== DROP);
-        // Every value unusable for the column's type: the filter is dropped, as API Platform does.
-        if (values.length > 0 && typed.length === 0 && filter.field.kind !== 'enum' && filter.field.kind !== 'string') continue;
-        conditions.push({ field: filter.field, values: typed.filter((v) => v !== NO_MATCH) });
-        continue;
-      }
-      // exactIri: an IRI or a bare id; values that resolve to nothing usable are dropped, and a
-      // filter left without values is dropped as a whole (API Platform's SearchFilter does both).
-      const target = registry.byShortName(filter.field.target as string) as ResourceMetadata;
-      const ids: number[] = [];
-      for (const v of values) {
-        const bare = parseId(v);
-        if (bare !== undefined) ids.push(bare);
-        else {
-          const r = resolveIri(registry, target, v);
-          if (r.ok) ids.push(r.id);
-          else if (r.reason === 'not_found') ids.push(0);
-        }
-      }
-      if (ids.length) conditions.push({ field: filter.field, values: ids });
-    }
-    return conditions;
-  };
-
-  const ordering = (resource: ResourceMetadata, query: Query): OrderBy[] => {
-    const order: OrderBy[] = [];
-    const raw = query.get('order');
-    if (raw && typeof raw === 'object' && !Array.isArray(raw)) {
-      for (const [name, direction] of Object.entries(raw)) {
-        const field = resource.orderFields.find((f) => f.name === name);
-        const dir = typeof direction === 'string' ? direction.toLowerCase() : '';
-        if (field && (dir === 'asc' || dir === 'desc') && !order.some((o) => o.field === field)) order.push({ field, direction: dir });
-      }
-    }
-    // Identifier ascending by default, and as the last key always, so pages never overlap.
-    if (!order.some((o) => o.field === resource.idField)) order.push({ field: resource.idField, direction: 'asc' });
-    return order;
-  };
-
   const paginate = (query: Query) => {
     const page = phpInt(query.get(pagination.pageParameter)) ?? 1;
     if (page < 1) throw new BadRequestError('Page should not be less than 1');
@@ -188,7 +153,39 @@ export function createEngine(options: EngineOptions) {
     if (itemsPerPage < 0) throw new BadRequestError('Limit should not be less than 0');
     itemsPerPage = Math.min(itemsPerPage, pagination.maximumItemsPerPage);
     if (itemsPerPage === 0 && page > 1) throw new BadRequestError('Page should not be greater than 1 if limit is equal to 0');
-    return { page, itemsPerPage };
+    const mode: PaginationMode =
+      pagination.clientEnabled && isFalse(query.get(PAGINATION_PARAMETER)) ? 'all' : pagination.clientPartial && isTrue(query.get(PARTIAL_PARAMETER)) ? 'partial' : 'paged';
+    return { page: mode === 'all' ? 1 : page, itemsPerPage, mode };
+  };
+
+  /** The equality with the parent of a subresource, after checking the caller may see the parent (else 404). */
+  const parentConditions = async (parent: ParentSelection | undefined, principal: Principal | null): Promise<Condition[]> => {
+    if (!parent) return [];
+    const from = registry.byShortName(parent.link.from) as ResourceMetadata;
+    const item = await loadItem(db, from, 'get', parent.rawId, principal);
+    return [{ op: 'in', target: parent.link.toField, values: [item.id] }];
+  };
+
+  /** Page, count and pagination mode of one collection request; see PaginationOptions. */
+  const readCollection = async (resource: ResourceMetadata, base: Condition[], filters: Condition[], query: Query): Promise<CollectionResult> => {
+    const { page, itemsPerPage, mode } = paginate(query);
+    const conditions = [...base, ...filters];
+    const order = ordering(resource, query);
+    if (mode === 'all') {
+      const maximum = pagination.unpaginatedMaximum ?? pagination.maximumItemsPerPage;
+      const items = await listItems(db, resource, { conditions, order, limit: maximum + 1, offset: 0 });
+      if (items.length > maximum) throw new BadRequestError(`Pagination cannot be disabled for more than ${maximum} items; use pages or narrow the filters.`);
+      return { items, totalItems: items.length, page: 1, itemsPerPage: items.length, mode };
+    }
+    const offset = (page - 1) * itemsPerPage;
+    const list = itemsPerPage === 0 ? Promise.resolve([]) : listItems(db, resource, { conditions, order, limit: itemsPerPage, offset });
+    if (mode === 'partial') return { items: await list, totalItems: undefined, page, itemsPerPage, mode };
+    // Unfiltered (whole table or one owner): exact, from the counts the database maintains.
+    // Filtered: counted up to the cap; beyond it the answer switches to partial pagination.
+    const cap = filters.length ? pagination.countCap : undefined;
+    const [total, items] = await Promise.all([countItems(db, resource, conditions, cap), list]);
+    if (cap !== undefined && total > cap) return { items, totalItems: undefined, page, itemsPerPage, mode: 'partial' };
+    return { items, totalItems: total, page, itemsPerPage, mode };
   };
 
   const persistWith =
@@ -214,16 +211,12 @@ export function createEngine(options: EngineOptions) {
   return {
     registry,
 
-    async getCollection(resource: ResourceMetadata, query: Query, principal: Principal | null): Promise<CollectionResult> {
+    async getCollection(resource: ResourceMetadata, query: Query, principal: Principal | null, parent?: ParentSelection): Promise<CollectionResult> {
       const op = authorize(resource, 'getCollection', principal);
-      const { page, itemsPerPage } = paginate(query);
-      const conditions = [...scopeConditions(resource, principal), ...filterConditions(resource, query)];
-      const offset = (page - 1) * itemsPerPage;
-      const [totalItems, items] = await Promise.all([
-        countItems(db, resource, conditions),
-        itemsPerPage === 0 ? Promise.resolve([]) : listItems(db, resource, { conditions, order: ordering(resource, query), limit: itemsPerPage, offset }),
-      ]);
-      return { items: await provide(db, op, 'getCollection', principal, items), totalItems, page, itemsPerPage };
+      const filters = filterConditions(registry, resource, query);
+      const base = dedupe([...scopeConditions(resource, principal), ...(await parentConditions(parent, principal))]);
+      const result = await readCollection(resource, base, filters, query);
+      return { ...result, items: await provide(db, op, 'getCollection', principal, result.items) };
     },
 
     async get(resource: ResourceMetadata, rawId: string, principal: Principal | null): Promise<Item> {
@@ -261,9 +254,13 @@ export function createEngine(options: EngineOptions) {
         if (precondition) precondition(await provideOne(trx, op, 'get', principal, previous));
         const body = readBody();
         const values = await denormalize(body, { db: trx, registry, resource, operation, principal, previous });
+        // Like Doctrine, nothing is written (and updatedAt kept) when no value changes.
         const persist = async (input: PersistInput): Promise<Item> => {
-          if (!(await updateItem(trx, resource, previous.id, input.values, input.extraColumns))) throw new NotFoundError();
-          return (await findItem(trx, resource, previous.id, [])) as Item;
+          const changed = input.extraColumns !== undefined || Object.entries(input.values).some(([name, value]) => (value ?? null) !== (previous[name] ?? null));
+          if (changed && !(await updateItem(trx, resource, previous.id, input.values, input.extraColumns))) throw new NotFoundError();
+          const item = await findItem(trx, resource, previous.id, []);
+          if (!item) throw new NotFoundError();
+          return item;
         };
         const item = await write(resource, values, () => (op.processor ? op.processor(values, hookContext(trx, principal, operation), persist) : persist({ values })));
         return provideOne(trx, op, operation, principal, item);

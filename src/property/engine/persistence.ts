@@ -1,8 +1,8 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { preparedRows } from '../../platform/db/prepared.js';
 import { dialectOf, forUpdate, isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
 import { ConflictError } from '../../platform/errors/app-error.js';
-import type { Item } from './define.js';
+import type { Item, SearchStrategy } from './define.js';
 import type { FieldMetadata, ResourceMetadata } from './registry.js';
 
 /**
@@ -13,14 +13,31 @@ import type { FieldMetadata, ResourceMetadata } from './registry.js';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tables are named by metadata, not by a compile-time schema
 export type AnyDb = Kysely<any>;
 
-export interface Condition {
-  readonly field: FieldMetadata;
-  readonly values: readonly unknown[];
+/** What a condition or an ordering reads: a column, or `a / b` of two columns (null when b is 0). */
+export interface ColumnRef {
+  readonly column?: string;
+  readonly ratio?: readonly [string, string];
 }
 
+/** Comparison operators of range and date filters. */
+export type Comparison = '<' | '<=' | '>' | '>=';
+
+/**
+ * One condition of a collection query. `in` is equality with any of the values; `match` is a
+ * SearchFilter strategy other than exact (values are the search terms, any of them may match);
+ * `compare` is a range or date bound; `null` / `notNull` are the exists filter.
+ */
+export type Condition =
+  | { readonly op: 'in'; readonly target: ColumnRef; readonly values: readonly unknown[] }
+  | { readonly op: 'match'; readonly target: ColumnRef; readonly strategy: Exclude<SearchStrategy, 'exact'>; readonly values: readonly string[] }
+  | { readonly op: Comparison; readonly target: ColumnRef; readonly values: readonly [unknown] }
+  | { readonly op: 'null' | 'notNull'; readonly target: ColumnRef; readonly values: readonly [] };
+
 export interface OrderBy {
-  readonly field: FieldMetadata;
+  readonly target: ColumnRef;
   readonly direction: 'asc' | 'desc';
+  /** Nulls sort as the smallest values on both dialects (API Platform's `nulls_smallest`). */
+  readonly nullable: boolean;
 }
 
 export interface ListQuery {
@@ -48,51 +65,168 @@ export function rowToItem(resource: ResourceMetadata, row: Record<string, unknow
   const item: Record<string, unknown> = {};
   for (const f of storedFields(resource)) {
     const v = row[f.column];
-    item[f.name] = f.kind === 'boolean' && typeof v === 'number' ? v === 1 : v;
+    item[f.name] = f.kind === 'boolean' && typeof v === 'number' ? v === 1 : v instanceof Date ? v.toISOString() : v;
   }
   return item as Item;
 }
 
-function applyConditions<QB extends { where: (...args: never[]) => QB }>(qb: QB, conditions: readonly Condition[]): QB {
-  let out = qb;
-  for (const c of conditions) {
-    const where = out.where as unknown as (col: string, op: string, value: unknown) => QB;
-    out = c.values.length === 1 ? where.call(out, c.field.column, '=', c.values[0]) : where.call(out, c.field.column, 'in', c.values);
+/** SQL of a column reference; a ratio is `a / nullif(b, 0)`, so that no dialect divides by zero. */
+function expression(target: ColumnRef): RawBuilder<unknown> {
+  if (target.ratio) return sql`(${sql.ref(target.ratio[0])} / nullif(${sql.ref(target.ratio[1])}, 0))`;
+  return sql.ref(target.column as string);
+}
+
+/** `*`, `?` and `[` are GLOB wildcards; in brackets they are literal. */
+const globLiteral = (c: string): string => (c === '*' || c === '?' || c === '[' ? `[${c}]` : c);
+
+/** A GLOB class holding every single-character case form of `c`: `ü` → `[üÜ]`. */
+function caseClass(c: string): string {
+  const forms = new Set([c, c.toLowerCase(), c.toUpperCase()].filter((x) => [...x].length === 1));
+  return forms.size > 1 ? `[${[...forms].join('')}]` : globLiteral(c);
+}
+
+const likeLiteral = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/**
+ * The patterns of a search strategy. Case-sensitive matching must be the same on both dialects,
+ * and SQLite's LIKE ignores ASCII case while PostgreSQL's does not, so SQLite matches with GLOB
+ * (case-sensitive; case-insensitive through a class of both cases per letter, which covers
+ * non-ASCII letters too) and PostgreSQL with LIKE on the column or on `lower(column)`.
+ */
+function patterns(dialect: 'sqlite' | 'postgres', strategy: Exclude<SearchStrategy, 'exact'>, term: string): string[] {
+  const caseless = strategy.startsWith('i');
+  const base = caseless ? strategy.slice(1) : strategy;
+  const literal = dialect === 'sqlite' ? [...term].map(caseless ? caseClass : globLiteral).join('') : likeLiteral(term);
+  const any = dialect === 'sqlite' ? '*' : '%';
+  switch (base) {
+    case 'exact':
+      return [literal];
+    case 'partial':
+      return [`${any}${literal}${any}`];
+    case 'start':
+      return [`${literal}${any}`];
+    case 'end':
+      return [`${any}${literal}`];
+    default:
+      // word_start: at the start of the value or after a space, as API Platform's SearchFilter.
+      return [`${literal}${any}`, `${any} ${literal}${any}`];
   }
-  return out;
 }
 
-/** The shape of a condition list, for prepared-query keys: columns and how many values each. */
+/** The condition as SQL plus its parameters, in the order the SQL takes them. */
+function conditionSql(dialect: 'sqlite' | 'postgres', c: Condition): { sql: RawBuilder<unknown>; parameters: unknown[] } {
+  const col = expression(c.target);
+  switch (c.op) {
+    case 'in':
+      if (c.values.length === 1) return { sql: sql`${col} = ${c.values[0]}`, parameters: [c.values[0]] };
+      return { sql: sql`${col} in (${sql.join(c.values.map((v) => sql`${v}`))})`, parameters: [...c.values] };
+    case 'null':
+      return { sql: sql`${col} is null`, parameters: [] };
+    case 'notNull':
+      return { sql: sql`${col} is not null`, parameters: [] };
+    case 'match': {
+      const all = c.values.flatMap((term) => patterns(dialect, c.strategy, term));
+      const caseless = c.strategy.startsWith('i');
+      const one = (p: string) =>
+        dialect === 'sqlite' ? sql`${col} glob ${p}` : caseless ? sql`lower(${col}) like lower(${p})` : sql`${col} like ${p}`;
+      return { sql: sql`(${sql.join(all.map(one), sql` or `)})`, parameters: all };
+    }
+    default:
+      return { sql: sql`${col} ${sql.raw(c.op)} ${c.values[0]}`, parameters: [c.values[0]] };
+  }
+}
+
+function where(dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): { sql: RawBuilder<unknown> | undefined; parameters: unknown[] } {
+  if (conditions.length === 0) return { sql: undefined, parameters: [] };
+  const parts = conditions.map((c) => conditionSql(dialect, c));
+  return { sql: sql.join(parts.map((p) => p.sql), sql` and `), parameters: parts.flatMap((p) => p.parameters) };
+}
+
+function applyConditions<QB extends { where: (...args: never[]) => QB }>(qb: QB, dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): QB {
+  const w = where(dialect, conditions).sql;
+  if (!w) return qb;
+  return (qb.where as unknown as (e: unknown) => QB).call(qb, w);
+}
+
+const refKey = (t: ColumnRef): string => (t.ratio ? `${t.ratio[0]}/${t.ratio[1]}` : (t.column as string));
+
+/** The shape of a condition list, for prepared-query keys: operators, columns and how many values each. */
 function shapeOf(conditions: readonly Condition[]): string {
-  return conditions.map((c) => `${c.field.column}:${c.values.length}`).join(',');
+  return conditions.map((c) => `${refKey(c.target)}${c.op}${c.op === 'match' ? c.strategy : ''}:${c.values.length}`).join(',');
 }
 
-const valuesOf = (conditions: readonly Condition[]): unknown[] => conditions.flatMap((c) => c.values);
+const valuesOf = (dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): unknown[] => where(dialect, conditions).parameters;
 
 /** One item by id within `scope`; `lock` holds the row for the rest of the transaction (FOR UPDATE on PostgreSQL). */
 export async function findItem(db: AnyDb, resource: ResourceMetadata, id: number, scope: readonly Condition[], lock = false): Promise<Item | undefined> {
-  const rows = await preparedRows<Record<string, unknown>>(db, `find:${resource.table}:${shapeOf(scope)}${lock ? ':lock' : ''}`, [id, ...valuesOf(scope)], () => {
-    const qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), scope);
-    return lock ? forUpdate(qb, dialectOf(db)) : qb;
+  const dialect = dialectOf(db);
+  const rows = await preparedRows<Record<string, unknown>>(db, `find:${resource.table}:${shapeOf(scope)}${lock ? ':lock' : ''}`, [id, ...valuesOf(dialect, scope)], () => {
+    const qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), dialect, scope);
+    return lock ? forUpdate(qb, dialect) : qb;
   });
   return rows[0] ? rowToItem(resource, rows[0]) : undefined;
 }
 
+const orderKey = (order: readonly OrderBy[]): string => order.map((o) => `${refKey(o.target)} ${o.direction}${o.nullable ? ' n' : ''}`).join(',');
+
 export async function listItems(db: AnyDb, resource: ResourceMetadata, query: ListQuery): Promise<Item[]> {
-  if (query.conditions.some((c) => c.values.length === 0)) return [];
-  const key = `list:${resource.table}:${shapeOf(query.conditions)}:${query.order.map((o) => `${o.field.column} ${o.direction}`).join(',')}`;
-  const rows = await preparedRows<Record<string, unknown>>(db, key, [...valuesOf(query.conditions), query.limit, query.offset], () => {
-    let qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)), query.conditions);
-    for (const o of query.order) qb = qb.orderBy(o.field.column, o.direction);
+  if (query.conditions.some((c) => c.op === 'in' && c.values.length === 0)) return [];
+  const dialect = dialectOf(db);
+  const key = `list:${resource.table}:${shapeOf(query.conditions)}:${orderKey(query.order)}`;
+  const rows = await preparedRows<Record<string, unknown>>(db, key, [...valuesOf(dialect, query.conditions), query.limit, query.offset], () => {
+    let qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)), dialect, query.conditions);
+    for (const o of query.order) {
+      const by = o.target.ratio ? expression(o.target) : (o.target.column as string);
+      // Nulls as the smallest values: first when ascending, last when descending, on both dialects.
+      qb = o.nullable ? qb.orderBy(by, (ob) => (o.direction === 'asc' ? ob.asc().nullsFirst() : ob.desc().nullsLast())) : qb.orderBy(by, o.direction);
+    }
     return qb.limit(query.limit).offset(query.offset);
   });
   return rows.map((row) => rowToItem(resource, row));
 }
 
-export async function countItems(db: AnyDb, resource: ResourceMetadata, conditions: readonly Condition[]): Promise<number> {
-  if (conditions.some((c) => c.values.length === 0)) return 0;
-  const rows = await preparedRows<{ total: number }>(db, `count:${resource.table}:${shapeOf(conditions)}`, valuesOf(conditions), () =>
-    applyConditions(db.selectFrom(resource.table).select(sql<number>`count(*)`.as('total')), conditions),
+/** The table of counts the database keeps for `countedBy` resources (migration 0003). */
+export const COUNTS_TABLE = 'collection_counts';
+/** The `owner_id` of the row that counts the whole table. */
+const WHOLE_TABLE = 0;
+
+/**
+ * Whether the count of these conditions is kept by the database: no condition (the whole table)
+ * or equality with one owner (the scope of an account, or the subresource of a user).
+ */
+function maintainedCountKey(resource: ResourceMetadata, conditions: readonly Condition[]): number | undefined {
+  if (!resource.countedBy) return undefined;
+  if (conditions.length === 0) return WHOLE_TABLE;
+  const [only] = conditions;
+  if (conditions.length === 1 && only?.op === 'in' && only.values.length === 1 && only.target.column === resource.countedBy.column && typeof only.values[0] === 'number') {
+    return only.values[0];
+  }
+  return undefined;
+}
+
+/**
+ * `hydra:totalItems`. Exact and constant-cost where the database maintains the count; otherwise
+ * `count(*)` over at most `cap + 1` matching rows when a cap is given (the caller treats a result
+ * above `cap` as "more than cap"), or a plain `count(*)`.
+ */
+export async function countItems(db: AnyDb, resource: ResourceMetadata, conditions: readonly Condition[], cap?: number): Promise<number> {
+  if (conditions.some((c) => c.op === 'in' && c.values.length === 0)) return 0;
+  const owner = maintainedCountKey(resource, conditions);
+  if (owner !== undefined) {
+    const rows = await preparedRows<{ total: number | string }>(db, `counted:${resource.table}`, [resource.table, owner], () =>
+      db.selectFrom(COUNTS_TABLE).select('total').where('resource_table', '=', resource.table).where('owner_id', '=', owner),
+    );
+    return Number(rows[0]?.total ?? 0);
+  }
+  const dialect = dialectOf(db);
+  if (cap !== undefined) {
+    const rows = await preparedRows<{ total: number | string }>(db, `capped:${resource.table}:${shapeOf(conditions)}`, [...valuesOf(dialect, conditions), cap + 1], () =>
+      db.selectFrom(applyConditions(db.selectFrom(resource.table).select(sql.lit(1).as('one')), dialect, conditions).limit(cap + 1).as('matching')).select(sql<number>`count(*)`.as('total')),
+    );
+    return Number(rows[0]?.total ?? 0);
+  }
+  const rows = await preparedRows<{ total: number | string }>(db, `count:${resource.table}:${shapeOf(conditions)}`, valuesOf(dialect, conditions), () =>
+    applyConditions(db.selectFrom(resource.table).select(sql<number>`count(*)`.as('total')), dialect, conditions),
   );
   return Number(rows[0]?.total ?? 0);
 }
@@ -114,9 +248,17 @@ export async function valueTaken(db: AnyDb, resource: ResourceMetadata, field: F
   return (await qb.limit(1).executeTakeFirst()) !== undefined;
 }
 
-function toColumns(resource: ResourceMetadata, values: Readonly<Record<string, unknown>>, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
+/** Now, to the second (as API Platform's DateTime columns keep it), for engine-managed timestamps. */
+const now = (): string => new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
+
+function toColumns(resource: ResourceMetadata, values: Readonly<Record<string, unknown>>, extra: Readonly<Record<string, unknown>> = {}, write?: 'insert' | 'update'): Record<string, unknown> {
   const out: Record<string, unknown> = { ...extra };
+  const at = write ? now() : undefined;
   for (const f of storedFields(resource)) {
+    if (f.managed && write && (write === 'insert' || f.managed === 'updated')) {
+      out[f.column] = at;
+      continue;
+    }
     if (f.kind === 'id' || !(f.name in values)) continue;
     const v = values[f.name];
     out[f.column] = v === undefined ? null : v;
@@ -129,7 +271,7 @@ export class UniqueClashError extends Error {}
 
 export async function insertItem(db: AnyDb, resource: ResourceMetadata, values: Readonly<Record<string, unknown>>, extraColumns?: Readonly<Record<string, unknown>>): Promise<number> {
   try {
-    const row = await db.insertInto(resource.table).values(toColumns(resource, values, extraColumns)).returning(resource.idField.column).executeTakeFirstOrThrow();
+    const row = await db.insertInto(resource.table).values(toColumns(resource, values, extraColumns, 'insert')).returning(resource.idField.column).executeTakeFirstOrThrow();
     return Number(row[resource.idField.column]);
   } catch (err) {
     throw translateWriteError(err);
@@ -138,7 +280,7 @@ export async function insertItem(db: AnyDb, resource: ResourceMetadata, values: 
 
 /** Whether the row was there to update (a concurrent delete may have removed it). */
 export async function updateItem(db: AnyDb, resource: ResourceMetadata, id: number, values: Readonly<Record<string, unknown>>, extraColumns?: Readonly<Record<string, unknown>>): Promise<boolean> {
-  const columns = toColumns(resource, values, extraColumns);
+  const columns = toColumns(resource, values, extraColumns, 'update');
   try {
     if (Object.keys(columns).length === 0) return (await existingIds(db, resource, [id])).has(id);
     const result = await db.updateTable(resource.table).set(columns).where(resource.idField.column, '=', id).executeTakeFirst();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { anyone, defineResource, exact, f } from './define.js';
+import { anyone, dateFilter, defineResource, existsFilter, f, orderFilter, rangeFilter, searchFilter } from './define.js';
 import { buildRegistry, RegistryError } from './registry.js';
 
 const options = { prefix: '/api', title: 't', description: 'd', version: '1' };
@@ -10,10 +10,19 @@ describe('buildRegistry', () => {
       shortName: 'Alpha',
       path: '/api/alphas',
       table: 'alpha',
-      fields: { id: f.id(), beta: f.ref('Missing') },
+      fields: { id: f.id(), beta: f.ref('Missing'), name: f.string({ required: true }), n: f.integer() },
       operations: { get: { security: anyone }, post: {} as never },
-      filters: { nope: exact('nope') },
-      order: ['missing' as never],
+      filters: [
+        ...searchFilter({ nope: 'exact', n: 'ipartial', beta: 'exact' }),
+        ...orderFilter('missing'),
+        ...rangeFilter('name'),
+        ...dateFilter('n'),
+        ...existsFilter('name'),
+        ...rangeFilter('n', 'n', 'ratio'),
+      ],
+      derived: { ratio: { kind: 'number', ratio: ['name', 'n'] } },
+      links: [{ path: '/api/betas/{id}/alphas', from: 'Alpha', toField: 'beta' }],
+      countedBy: 'name',
     });
     const b = defineResource({ shortName: 'Beta', path: '/api/alphas', table: 'beta', fields: { name: f.string() }, operations: {} });
     let message = '';
@@ -25,8 +34,16 @@ describe('buildRegistry', () => {
     }
     expect(message).toContain('field beta refers to unknown resource Missing');
     expect(message).toContain('operation post has no security rule');
-    expect(message).toContain('filter nope names unknown field nope');
-    expect(message).toContain('order names unknown field missing');
+    expect(message).toContain('search filter names unknown field nope');
+    expect(message).toContain('order filter names unknown field missing');
+    expect(message).toContain('search filter (ipartial) does not suit integer n');
+    expect(message).toContain('range filter does not suit string name');
+    expect(message).toContain('date filter does not suit integer n');
+    expect(message).toContain('exists filter does not suit string name');
+    expect(message).toContain('range filter on n declared twice');
+    expect(message).toContain('derived ratio needs two numeric fields');
+    expect(message).toContain('link /api/betas/{id}/alphas needs a ref field to Alpha');
+    expect(message).toContain('countedBy names no ref field');
     expect(message).toContain('duplicate path /api/alphas');
     expect(message).toContain('resource Beta: needs exactly one id field');
   });

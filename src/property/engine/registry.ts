@@ -4,7 +4,8 @@ import {
   PROCESSOR_OPERATIONS,
   PROVIDER_OPERATIONS,
   type FieldDefinition,
-  type FilterDefinition,
+  type FieldKind,
+  type SearchStrategy,
   type OperationDefinition,
   type OperationName,
   type ResourceDefinition,
@@ -15,10 +16,28 @@ export interface FieldMetadata extends FieldDefinition {
   readonly name: string;
 }
 
-export interface FilterMetadata {
-  readonly parameter: string;
-  readonly strategy: FilterDefinition['strategy'];
-  readonly field: FieldMetadata;
+/** What a filter reads: a stored field, or a value derived from stored columns in SQL. */
+export interface FilterTarget {
+  readonly name: string;
+  readonly kind: FieldKind;
+  /** The stored field and its column, when the target is one. */
+  readonly field?: FieldMetadata;
+  readonly column?: string;
+  /** For derived values: the columns of `a / b`. */
+  readonly ratio?: readonly [string, string];
+  /** Whether the value may be absent (null): decides exists filters and null ordering. */
+  readonly nullable: boolean;
+}
+
+export type FilterMetadata =
+  | { readonly type: 'search'; readonly property: string; readonly strategy: SearchStrategy; readonly target: FilterTarget }
+  | { readonly type: 'range' | 'date' | 'exists' | 'order'; readonly property: string; readonly target: FilterTarget }
+  | { readonly type: 'properties'; readonly property: 'properties' };
+
+export interface LinkMetadata {
+  readonly path: string;
+  readonly from: string;
+  readonly toField: FieldMetadata;
 }
 
 /** A resource as the engine serves it: validated, derived, frozen. */
@@ -43,7 +62,9 @@ export interface ResourceMetadata {
   readonly hasCollectionOperations: boolean;
   readonly hasItemOperations: boolean;
   readonly filters: readonly FilterMetadata[];
-  readonly orderFields: readonly FieldMetadata[];
+  readonly links: readonly LinkMetadata[];
+  /** The owner field whose counts the database maintains (see ResourceDefinition.countedBy). */
+  readonly countedBy: FieldMetadata | undefined;
   readonly scope: ResourceDefinition['scope'];
 }
 
@@ -122,20 +143,17 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
         if (PROVIDER_OPERATIONS.includes(name) && !op.provider) problems.push(`${where}: operation ${name} answers with computed field ${computed[0]?.name} but has no provider to compute it`);
       }
     }
-    if (!persisted && (def.filters || def.order || def.scope)) problems.push(`${where}: a resource that is not persisted has no filters, order or scope`);
-    const filters: FilterMetadata[] = [];
-    for (const [parameter, filter] of Object.entries(def.filters ?? {})) {
-      const target = fieldsByName.get(filter.field);
-      if (!target) problems.push(`${where}: filter ${parameter} names unknown field ${filter.field}`);
-      else if (filter.strategy === 'exactIri' && target.kind !== 'ref') problems.push(`${where}: exactIri filter ${parameter} needs a ref field`);
-      else filters.push({ parameter, strategy: filter.strategy, field: target });
+    if (!persisted && (def.filters || def.scope || def.links || def.countedBy)) problems.push(`${where}: a resource that is not persisted has no filters, links, counts or scope`);
+    const filters = filterMetadata(def, fieldsByName, problems);
+    const links: LinkMetadata[] = [];
+    for (const link of def.links ?? []) {
+      const toField = fieldsByName.get(link.toField);
+      if (!toField || toField.kind !== 'ref' || toField.target !== link.from) problems.push(`${where}: link ${link.path} needs a ref field to ${link.from}`);
+      else if (!/^\/[a-z0-9_/-]+\/\{id\}\/[a-z0-9_-]+$/.test(link.path)) problems.push(`${where}: link path ${link.path} must look like /parent/{id}/children`);
+      else links.push({ path: link.path, from: link.from, toField });
     }
-    const orderFields: FieldMetadata[] = [];
-    for (const name of def.order ?? []) {
-      const target = fieldsByName.get(name);
-      if (!target) problems.push(`${where}: order names unknown field ${name}`);
-      else orderFields.push(target);
-    }
+    const countedBy = def.countedBy === undefined ? undefined : fieldsByName.get(def.countedBy);
+    if (def.countedBy !== undefined && countedBy?.kind !== 'ref') problems.push(`${where}: countedBy names no ref field`);
 
     resources.push({
       definition: def,
@@ -153,7 +171,8 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
       hasCollectionOperations: operations.has('getCollection') || operations.has('post'),
       hasItemOperations: ITEM_OPERATIONS.some((op) => operations.has(op)),
       filters,
-      orderFields,
+      links,
+      countedBy,
       scope: def.scope,
     });
   }
@@ -168,6 +187,55 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
     resources,
     byShortName: (shortName: string) => byName.get(shortName),
   });
+}
+
+/** Resolves and checks the declared filters: each names a field or derived value that suits it. */
+function filterMetadata(def: ResourceDefinition, fieldsByName: ReadonlyMap<string, FieldMetadata>, problems: string[]): FilterMetadata[] {
+  const where = `resource ${def.shortName}`;
+  const targetOf = (name: string): FilterTarget | undefined => {
+    // A computed field (not stored) is filtered through its `derived` SQL expression, if it has one.
+    const field = fieldsByName.get(name);
+    if (field?.stored) return { name, kind: field.kind, field, column: field.column, nullable: !field.required && field.kind !== 'id' };
+    if (field && !def.derived?.[name]) return undefined;
+    const derived = def.derived?.[name];
+    if (!derived) return undefined;
+    const columns = derived.ratio.map((n) => fieldsByName.get(n));
+    if (columns.some((c) => c?.kind !== 'number')) {
+      problems.push(`${where}: derived ${name} needs two numeric fields`);
+      return undefined;
+    }
+    return { name, kind: derived.kind, ratio: [(columns[0] as FieldMetadata).column, (columns[1] as FieldMetadata).column], nullable: true };
+  };
+  const out: FilterMetadata[] = [];
+  const seen = new Set<string>();
+  for (const filter of def.filters ?? []) {
+    if (filter.type === 'properties') {
+      out.push({ type: 'properties', property: 'properties' });
+      continue;
+    }
+    const key = `${filter.type}:${filter.property}`;
+    if (seen.has(key)) problems.push(`${where}: ${filter.type} filter on ${filter.property} declared twice`);
+    seen.add(key);
+    const target = targetOf(filter.property);
+    if (!target) {
+      problems.push(`${where}: ${filter.type} filter names unknown field ${filter.property}`);
+      continue;
+    }
+    const kind = target.kind;
+    const fits =
+      filter.type === 'search'
+        ? filter.strategy === 'exact' || kind === 'string'
+        : filter.type === 'range'
+          ? kind === 'number' || kind === 'integer' || kind === 'id'
+          : filter.type === 'date'
+            ? kind === 'datetime'
+            : filter.type === 'exists'
+              ? target.nullable
+              : true;
+    if (!fits) problems.push(`${where}: ${filter.type} filter${filter.type === 'search' ? ` (${filter.strategy})` : ''} does not suit ${kind} ${filter.property}`);
+    else out.push(filter.type === 'search' ? { type: 'search', property: filter.property, strategy: filter.strategy, target } : { type: filter.type, property: filter.property, target });
+  }
+  return out;
 }
 
 function deepFreeze<T>(value: T, seen = new WeakSet<object>()): T {

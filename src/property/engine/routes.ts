@@ -7,9 +7,10 @@ import { prefersHtml } from './docs.routes.js';
 import { MethodNotAllowedError } from './errors.js';
 import { CONTENT_TYPE, apiDocLink, docsUrl, etagOf, jsonBody, sendError, sendJson, type HttpSettings } from './http.js';
 import { OUTPUT_FORMATS, SUFFIX_FORMATS, negotiate, type Format } from './negotiation.js';
-import type { Engine, Precondition } from './operations.js';
+import { selectedProperties } from './filters.js';
+import type { Engine, ParentSelection, Precondition } from './operations.js';
 import { parseQuery } from './query.js';
-import type { ResourceMetadata } from './registry.js';
+import type { LinkMetadata, ResourceMetadata } from './registry.js';
 import { normalizeCollection, normalizeItem } from './serializer.js';
 
 export interface RouteOptions extends HttpSettings {
@@ -169,7 +170,8 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
         const format = formatFor(request, suffix);
         const item = await engine.get(resource, base, principal);
         itemHeaders(reply, item.id);
-        return sendJson(request, reply, 200, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, 'get'));
+        const selected = selectedProperties(resource, parseQuery(rawQuery(request)));
+        return sendJson(request, reply, 200, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, 'get', false, selected));
       });
     }
     for (const op of ['put', 'patch'] as const) {
@@ -199,21 +201,45 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
     if (others.length) app.route({ method: [...others], url: itemPath, handler: notAllowed(itemAllow) });
   }
 
-  async function collection(resource: ResourceMetadata, request: FastifyRequest, reply: FastifyReply, suffix: Format | undefined) {
+  for (const resource of registry.resources) {
+    for (const link of resource.links) registerSubresource(resource, link);
+  }
+
+  /** `/api/users/{id}/immobilies`: the collection limited to one parent; GET only, as in API Platform. */
+  function registerSubresource(resource: ResourceMetadata, link: LinkMetadata) {
+    const path = link.path.replace('{id}', ':parentId');
+    app.get(path, async (request, reply) => {
+      const raw = (request.params as { parentId: string }).parentId;
+      return collection(resource, request, reply, undefined, { link, rawId: raw });
+    });
+    const others = ALL_METHODS.filter((m) => m !== 'GET' && m !== 'HEAD');
+    app.route({ method: [...others], url: path, handler: notAllowed(['GET']) });
+  }
+
+  async function collection(resource: ResourceMetadata, request: FastifyRequest, reply: FastifyReply, suffix: Format | undefined, parent?: ParentSelection) {
     const principal = principalOf(request);
     const format = formatFor(request, suffix);
     const query = parseQuery(rawQuery(request));
-    const result = await engine.getCollection(resource, query, principal);
+    const result = await engine.getCollection(resource, query, principal, parent);
     const path = (request.raw.url ?? resource.path).split('?')[0] as string;
     const body = normalizeCollection(
       registry,
       resource,
-      { ...result, requestPath: path, query, pageParameter: options.pageParameter },
+      {
+        ...result,
+        requestPath: path,
+        query,
+        pageParameter: options.pageParameter,
+        selected: selectedProperties(resource, query),
+        collectionPath: parent ? link(parent) : undefined,
+      },
       format,
       options.hydraPrefix,
     );
     return sendJson(request, reply, 200, CONTENT_TYPE[format], body);
   }
+
+  const link = (parent: ParentSelection): string => parent.link.path.replace('{id}', parent.rawId);
 
   // Entrypoint and contexts are JSON-LD documents only.
   const entrypoint = async (request: FastifyRequest, reply: FastifyReply) => {

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Item, OperationName } from './define.js';
 import { itemIri } from './iri.js';
 import type { Format } from './negotiation.js';
+import { filterDescriptions } from './filters.js';
+import type { PaginationMode } from './operations.js';
 import { buildQueryString, type Query } from './query.js';
 import type { Registry, ResourceMetadata } from './registry.js';
 
@@ -65,6 +67,13 @@ interface OutputField {
   readonly refPath: string | undefined;
   /** Operations whose output carries a secret field; undefined = every operation. */
   readonly readOn: readonly OperationName[] | undefined;
+  readonly datetime: boolean;
+}
+
+/** A stored timestamp as API Platform's DateTimeNormalizer writes it (RFC 3339, seconds, `+00:00`). */
+export function formatDateTime(value: unknown): string {
+  const date = new Date(value as string);
+  return Number.isNaN(date.getTime()) ? String(value) : `${date.toISOString().slice(0, 19)}+00:00`;
 }
 
 // The output plan of each resource, derived once: serialization runs for every item served.
@@ -78,19 +87,21 @@ function outputPlan(registry: Registry, resource: ResourceMetadata): readonly Ou
         name: f.name,
         refPath: f.kind === 'ref' ? (registry.byShortName(f.target as string) as ResourceMetadata).path : undefined,
         readOn: f.kind === 'secret' ? (f.readOn ?? []) : undefined,
+        datetime: f.kind === 'datetime',
       }));
     plans.set(resource, plan);
   }
   return plan;
 }
 
-/** The readable fields of an item, nulls omitted, references as IRIs. */
-function fieldsOf(registry: Registry, resource: ResourceMetadata, item: Item, operation: OperationName, out: Record<string, unknown>): Record<string, unknown> {
+/** The readable fields of an item (only `selected` ones when given), nulls omitted, references as IRIs. */
+function fieldsOf(registry: Registry, resource: ResourceMetadata, item: Item, operation: OperationName, out: Record<string, unknown>, selected?: ReadonlySet<string>): Record<string, unknown> {
   for (const field of outputPlan(registry, resource)) {
     if (field.readOn && !field.readOn.includes(operation)) continue;
+    if (selected && !selected.has(field.name)) continue;
     const value = item[field.name];
     if (value === null || value === undefined) continue;
-    out[field.name] = field.refPath === undefined ? value : `${field.refPath}/${value as number}`;
+    out[field.name] = field.refPath !== undefined ? `${field.refPath}/${value as number}` : field.datetime ? formatDateTime(value) : value;
   }
   return out;
 }
@@ -103,17 +114,31 @@ function idOf(resource: ResourceMetadata, item: Item): string {
   return resource.persisted ? itemIri(resource, item.id) : `/.well-known/genid/${randomBytes(10).toString('hex')}`;
 }
 
-export function normalizeItem(registry: Registry, resource: ResourceMetadata, item: Item, format: Format, operation: OperationName, embedded = false): Record<string, unknown> {
-  if (format === 'json') return fieldsOf(registry, resource, item, operation, {});
+export function normalizeItem(
+  registry: Registry,
+  resource: ResourceMetadata,
+  item: Item,
+  format: Format,
+  operation: OperationName,
+  embedded = false,
+  selected?: ReadonlySet<string>,
+): Record<string, unknown> {
+  if (format === 'json') return fieldsOf(registry, resource, item, operation, {}, selected);
   const head: Record<string, unknown> = embedded
     ? { '@id': idOf(resource, item), '@type': resource.shortName }
     : { '@context': `${registry.prefix}/contexts/${resource.shortName}`, '@id': idOf(resource, item), '@type': resource.shortName };
-  return fieldsOf(registry, resource, item, operation, head);
+  return fieldsOf(registry, resource, item, operation, head, selected);
 }
 
 export interface CollectionPage {
   readonly items: readonly Item[];
-  readonly totalItems: number;
+  /** Undefined in partial pagination. */
+  readonly totalItems: number | undefined;
+  readonly mode: PaginationMode;
+  /** `properties[]=…` of the property filter, if any. */
+  readonly selected?: ReadonlySet<string>;
+  /** The collection's `@id`: its path, or the subresource path. */
+  readonly collectionPath?: string;
   readonly page: number;
   readonly itemsPerPage: number;
   /** The request path (with any format suffix) and its parsed query. */
@@ -123,24 +148,35 @@ export interface CollectionPage {
 }
 
 export function normalizeCollection(registry: Registry, resource: ResourceMetadata, page: CollectionPage, format: Format, hydraPrefix: boolean): unknown {
-  if (format === 'json') return page.items.map((item) => normalizeItem(registry, resource, item, 'json', 'getCollection'));
+  if (format === 'json') return page.items.map((item) => normalizeItem(registry, resource, item, 'json', 'getCollection', false, page.selected));
   const v = vocabulary(hydraPrefix);
   const body: Record<string, unknown> = {
     '@context': `${registry.prefix}/contexts/${resource.shortName}`,
-    '@id': resource.path,
+    '@id': page.collectionPath ?? resource.path,
     '@type': v.collection,
-    [v.totalItems]: page.totalItems,
-    [v.member]: page.items.map((item) => normalizeItem(registry, resource, item, 'jsonld', 'getCollection', true)),
   };
-  const view = partialCollectionView(page, v);
+  // Partial pagination has no total (API Platform: a PartialPaginatorInterface is not countable).
+  if (page.totalItems !== undefined) body[v.totalItems] = page.totalItems;
+  body[v.member] = page.items.map((item) => normalizeItem(registry, resource, item, 'jsonld', 'getCollection', true, page.selected));
+  const view = page.mode === 'partial' ? partialPaginationView(page, v) : partialCollectionView(page, v);
   if (view) body[v.view] = view;
-  const search = searchTemplate(resource, v);
+  const search = searchTemplate(registry, resource, page.collectionPath ?? resource.path, v);
   if (search) body[v.search] = search;
   return body;
 }
 
+/** Links of a page without a total: no first or last; next while pages come back full. */
+function partialPaginationView(page: CollectionPage, v: Vocabulary): Record<string, unknown> {
+  const link = (n: number) => `${page.requestPath}?${buildQueryString(page.query, page.pageParameter, n)}`;
+  const view: Record<string, unknown> = { '@id': link(page.page), '@type': v.partialView };
+  if (page.page !== 1) view[v.previous] = link(page.page - 1);
+  if (page.itemsPerPage > 0 && page.items.length >= page.itemsPerPage) view[v.next] = link(page.page + 1);
+  return view;
+}
+
 function partialCollectionView(page: CollectionPage, v: Vocabulary): Record<string, unknown> | undefined {
-  const lastPage = page.itemsPerPage > 0 ? Math.max(1, Math.ceil(page.totalItems / page.itemsPerPage)) : 1;
+  const total = page.totalItems ?? 0;
+  const lastPage = page.mode === 'all' ? 1 : page.itemsPerPage > 0 ? Math.max(1, Math.ceil(total / page.itemsPerPage)) : 1;
   const paginated = lastPage !== 1;
   const applied = [...page.query.keys()].some((k) => k !== page.pageParameter && k !== 'pagination');
   if (!applied && !paginated) return undefined;
@@ -158,35 +194,35 @@ function partialCollectionView(page: CollectionPage, v: Vocabulary): Record<stri
   return view;
 }
 
-/** The variables a collection accepts: each filter as `x` and `x[]`, then `order[field]`. */
-export function searchVariables(resource: ResourceMetadata): { variable: string; property: string }[] {
-  const out: { variable: string; property: string }[] = [];
-  for (const filter of resource.filters) {
-    out.push({ variable: filter.parameter, property: filter.field.name }, { variable: `${filter.parameter}[]`, property: filter.field.name });
-  }
-  for (const field of resource.orderFields) out.push({ variable: `order[${field.name}]`, property: field.name });
-  return out;
+/** The variables a collection accepts: each filter's parameters, as its description lists them. */
+export function searchVariables(registry: Registry, resource: ResourceMetadata): { variable: string; property: string | null }[] {
+  return filterDescriptions(registry, resource).map((d) => ({ variable: d.variable, property: d.property }));
 }
 
 const templates = new WeakMap<ResourceMetadata, Map<string, Record<string, unknown> | undefined>>();
 
-/** The IriTemplate of a collection: constant per resource and spelling, so built once. */
-function searchTemplate(resource: ResourceMetadata, v: Vocabulary): Record<string, unknown> | undefined {
+/** The IriTemplate of a collection: constant per resource, path and spelling, so built once. */
+function searchTemplate(registry: Registry, resource: ResourceMetadata, path: string, v: Vocabulary): Record<string, unknown> | undefined {
   let byVocabulary = templates.get(resource);
   if (!byVocabulary) {
     byVocabulary = new Map();
     templates.set(resource, byVocabulary);
   }
-  if (!byVocabulary.has(v.template)) byVocabulary.set(v.template, buildSearchTemplate(resource, v));
-  return byVocabulary.get(v.template);
+  // Subresource paths differ per parent id: only the collection's own path is kept.
+  const key = `${v.template} ${path === resource.path ? '' : path}`;
+  const cached = byVocabulary.get(key);
+  if (cached !== undefined || byVocabulary.has(key)) return cached;
+  const built = buildSearchTemplate(registry, resource, path, v);
+  if (path === resource.path) byVocabulary.set(key, built);
+  return built;
 }
 
-function buildSearchTemplate(resource: ResourceMetadata, v: Vocabulary): Record<string, unknown> | undefined {
-  const variables = searchVariables(resource);
+function buildSearchTemplate(registry: Registry, resource: ResourceMetadata, path: string, v: Vocabulary): Record<string, unknown> | undefined {
+  const variables = searchVariables(registry, resource);
   if (!variables.length) return undefined;
   return {
     '@type': v.iriTemplate,
-    [v.template]: `${resource.path}{?${variables.map((x) => x.variable).join(',')}}`,
+    [v.template]: `${path}{?${variables.map((x) => x.variable).join(',')}}`,
     [v.variableRepresentation]: 'BasicRepresentation',
     [v.mapping]: variables.map((x) => ({ '@type': 'IriTemplateMapping', variable: x.variable, property: x.property, required: false })),
   };

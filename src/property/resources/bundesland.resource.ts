@@ -1,4 +1,4 @@
-import { SCHEMA_NAME, anyone, defineResource, f } from '../engine/define.js';
+import { SCHEMA_NAME, anyone, defineResource, f, orderFilter, propertyFilter, searchFilter } from '../engine/define.js';
 import { writesReferenceData } from '../security/roles.js';
 
 /** A German federal state: reference data, public to read, written by admin and technical. */
@@ -27,4 +27,5 @@ export const Bundesland = defineResource({
     patch: { security: writesReferenceData },
     delete: { security: writesReferenceData },
   },
+  filters: [...searchFilter({ name: 'istart', code: 'iexact' }), ...orderFilter('id', 'name', 'code'), ...propertyFilter()],
 });

@@ -1,4 +1,4 @@
-import { SCHEMA_NAME, anyone, defineResource, f } from '../engine/define.js';
+import { SCHEMA_NAME, anyone, defineResource, f, orderFilter, propertyFilter, searchFilter } from '../engine/define.js';
 import { writesReferenceData } from '../security/roles.js';
 
 /** A kind of heating: reference data, public to read, written by admin and technical. */
@@ -19,4 +19,5 @@ export const Heizungstyp = defineResource({
     patch: { security: writesReferenceData },
     delete: { security: writesReferenceData },
   },
+  filters: [...searchFilter({ name: 'ipartial' }), ...orderFilter('id', 'name'), ...propertyFilter()],
 });

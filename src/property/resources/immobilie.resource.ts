@@ -1,4 +1,4 @@
-import { SCHEMA_NAME, authenticated, defineResource, exact, exactIri, f } from '../engine/define.js';
+import { SCHEMA_NAME, authenticated, dateFilter, defineResource, existsFilter, f, orderFilter, propertyFilter, rangeFilter, searchFilter } from '../engine/define.js';
 import { seesAllProperties } from '../security/roles.js';
 import { withKaufkosten } from './immobilie.provider.js';
 
@@ -34,6 +34,8 @@ export const Immobilie = defineResource({
     kaufpreis: f.number({ minimum: 0, maximum: 1e15, description: 'Purchase price in EUR', example: 420000 }),
     bundesland: f.ref('Bundesland', { column: 'bundesland_id', required: true, description: 'Federal state' }),
     heizungstyp: f.ref('Heizungstyp', { column: 'heizungstyp_id', description: 'Heating type' }),
+    createdAt: f.timestamp('created', { column: 'created_at', description: 'When the record was created (set by the server)' }),
+    updatedAt: f.timestamp('updated', { column: 'updated_at', description: 'When the record was last written (set by the server)' }),
     preisProQuadratmeter: f.computed('number', {
       description: 'Computed: kaufpreis / wohnflaeche in EUR per m², rounded half up to the cent; absent without kaufpreis or wohnflaeche (or when wohnflaeche is 0)',
       example: 4540.54,
@@ -71,7 +73,17 @@ export const Immobilie = defineResource({
     patch: { security: authenticated, provider: withKaufkosten },
     delete: { security: authenticated },
   },
-  filters: { typ: exact('typ'), bundesland: exactIri('bundesland') },
-  order: ['id', 'kaufpreis', 'wohnflaeche', 'zimmer'],
+  filters: [
+    ...searchFilter({ typ: 'exact', bundesland: 'exact', heizungstyp: 'exact', verwalter: 'exact', adresse: 'ipartial' }),
+    ...rangeFilter('kaufpreis', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'preisProQuadratmeter'),
+    ...dateFilter('createdAt', 'updatedAt'),
+    ...existsFilter('heizungstyp', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'kaufpreis'),
+    ...orderFilter('id', 'kaufpreis', 'wohnflaeche', 'zimmer', 'nutzflaeche', 'adresse', 'typ', 'preisProQuadratmeter', 'createdAt', 'updatedAt'),
+    ...propertyFilter(),
+  ],
+  // Price per m² in SQL for filters and ordering (its output field is the calculator's).
+  derived: { preisProQuadratmeter: { kind: 'number', ratio: ['kaufpreis', 'wohnflaeche'] } },
+  countedBy: 'verwalter',
+  links: [{ path: '/api/users/{id}/immobilies', from: 'User', toField: 'verwalter' }],
   scope: (principal) => (seesAllProperties(principal) ? null : { verwalter: principal?.id ?? -1 }),
 });

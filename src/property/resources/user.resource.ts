@@ -1,4 +1,4 @@
-import { SCHEMA_NAME, anyone, authenticated, defineResource, f, type Principal } from '../engine/define.js';
+import { SCHEMA_NAME, anyone, authenticated, defineResource, f, orderFilter, propertyFilter, searchFilter, type Principal } from '../engine/define.js';
 import { USER_ROLES, isAdmin, readsAllUsers } from '../security/roles.js';
 import { registerUser } from './user.processor.js';
 
@@ -35,5 +35,6 @@ export const User = defineResource({
     patch: { security: authenticated, securityItem: adminOrSelf },
     delete: { security: authenticated, securityItem: adminOrSelf },
   },
+  filters: [...searchFilter({ name: 'iword_start', email: 'ipartial', role: 'exact' }), ...orderFilter('id', 'name', 'email'), ...propertyFilter()],
   scope: (principal) => (readsAllUsers(principal) ? null : { id: principal?.id ?? -1 }),
 });

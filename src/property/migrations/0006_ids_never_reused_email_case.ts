@@ -11,7 +11,8 @@ const TABLES = ['users', 'bundesland', 'heizungstyp', 'immobilie'] as const;
  *    `INTEGER PRIMARY KEY` gives the id of a deleted last row to the next one, so on SQLite each
  *    table is rebuilt with `AUTOINCREMENT` (SQLite's documented twelve-step procedure: foreign
  *    key enforcement off, new table from the stored definition plus AUTOINCREMENT, rows copied
- *    with their ids, old table dropped, new one renamed, indexes re-created, foreign keys checked).
+ *    with their ids, old table dropped, new one renamed, indexes and triggers re-created, foreign
+ *    keys checked).
  *    The stored definition is reused as it stands, so columns added by other migrations survive.
  * 2. E-mail addresses are unique regardless of case (`A@x.de` and `a@x.de` are one account), by a
  *    unique index on `lower(email)` in both dialects (addresses are ASCII, so both lower() agree).
@@ -34,7 +35,8 @@ async function rebuildWithAutoincrement(db: Kysely<any>): Promise<void> {
         const definition = (await sql<{ sql: string }>`select sql from sqlite_master where type = 'table' and name = ${table}`.execute(trx)).rows[0]?.sql;
         if (!definition) throw new Error(`table ${table} not found`);
         if (/\bautoincrement\b/i.test(definition)) continue;
-        const indexes = (await sql<{ sql: string }>`select sql from sqlite_master where type = 'index' and tbl_name = ${table} and sql is not null`.execute(trx)).rows;
+        // Indexes and triggers (the collection counts of 0004) go with the old table: keep their SQL.
+        const dependents = (await sql<{ sql: string }>`select sql from sqlite_master where type in ('index', 'trigger') and tbl_name = ${table} and sql is not null order by type`.execute(trx)).rows;
         const renamed = definition.replace(/^create table\s+("?)\w+\1/i, `create table "${table}__rebuilt"`);
         const created = renamed.replace(/("id"\s+integer\s+(?:not null\s+)?primary key)(?!\s+autoincrement)/i, '$1 autoincrement');
         if (created === renamed || renamed === definition) throw new Error(`cannot add AUTOINCREMENT to ${table}: unexpected definition ${definition}`);
@@ -42,7 +44,7 @@ async function rebuildWithAutoincrement(db: Kysely<any>): Promise<void> {
         await sql.raw(`insert into "${table}__rebuilt" select * from "${table}"`).execute(trx);
         await sql.raw(`drop table "${table}"`).execute(trx);
         await sql.raw(`alter table "${table}__rebuilt" rename to "${table}"`).execute(trx);
-        for (const index of indexes) await sql.raw(index.sql).execute(trx);
+        for (const dependent of dependents) await sql.raw(dependent.sql).execute(trx);
       }
       const broken = (await sql`PRAGMA foreign_key_check`.execute(trx)).rows;
       if (broken.length) throw new Error(`foreign keys broken by the rebuild: ${JSON.stringify(broken)}`);

@@ -1,0 +1,208 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../../platform/clock.js';
+import { dialectOf } from '../../platform/db/dialect.js';
+import type { GroupCommit } from '../../platform/db/group-commit.js';
+import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
+import { enqueue } from '../../platform/jobs/jobs.js';
+import type { Db, InboxDatabase } from '../database.js';
+import { bouncedEvents, deliveredEvent, receivedEvent, sentEvent, type MessageRef } from '../events/message-events.js';
+import type { EmitInput, EventService } from '../events/event.service.js';
+import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
+import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
+import { normalizeSubject } from '../mail/compose.js';
+import { SendLimitExceededError } from '../messages/message.errors.js';
+import { findThreadsHoldingMessages, incrementSendCount, insertMessages, type Message, type NewMessage } from '../messages/message.repository.js';
+import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../outbound/outbound-job.js';
+import { findThreadsForUpdate, insertThreads, updateThread, type Thread } from '../threads/thread.repository.js';
+import { addMessageToThread, startThread } from '../threads/thread.service.js';
+import { chooseThreads } from './threading.js';
+
+/** A message as composed (API) or parsed (SMTP): everything but what differs per copy. */
+export type ComposedMessage = Omit<NewMessage, 'organizationId' | 'inboxId' | 'threadId' | 'labels' | 'bcc'>;
+
+/** A recipient on a local domain. */
+export interface LocalRecipient {
+  /** The address as the message or envelope names it (events and bounces report it). */
+  readonly address: string;
+  /** The inbox ids that may take it, in order of preference: the first that exists gets the copy. */
+  readonly inboxIds: readonly string[];
+}
+
+/** The inbox that sends the message (API sends, replies, forwards, drafts): it keeps a copy. */
+export interface Sender {
+  /** The caller's organization: the inbox must belong to it. */
+  readonly organizationId: string;
+  readonly inboxId: string;
+  /** The caller's labels, on the sender's copy only. */
+  readonly labels: readonly string[];
+  /** Kept on the sender's copy only; the source never names them. */
+  readonly bcc: readonly string[];
+  /** Bare addresses on other domains: one outbound job hands them to the relay. */
+  readonly external: readonly string[];
+}
+
+/** Why an inbox got no copy although the message named it. */
+export type Withheld = 'duplicate' | 'report';
+
+/**
+ * A check of the recipient inboxes inside the unit of work, before anything is stored: it may
+ * withhold a copy from some of them (inbound delivery status notifications today; allow and block
+ * lists are meant to plug in here). Runs SQL on `trx` only.
+ */
+export type Screen = (trx: Db, inboxes: readonly Inbox[]) => Promise<{ withheld: ReadonlyMap<string, Withheld>; jobs: number }>;
+
+/** Runs after the copies were stored, in the same transaction (search-index maintenance plugs in here). */
+export type AfterStore = (trx: Db, stored: readonly { inbox: Inbox; message: Message; thread: Thread }[]) => Promise<void>;
+
+export interface DeliveryRequest {
+  readonly message: ComposedMessage;
+  readonly recipients: readonly LocalRecipient[];
+  /** Labels of every recipient's copy after `received` and `unread` (inbound authentication verdicts). */
+  readonly labels?: readonly string[];
+  readonly sender?: Sender;
+  /**
+   * The Message-ID came from outside (SMTP): an inbox already holding it gets no second copy (a
+   * retry after a lost 250, a list copy). Ids we generate are new, and skip the lookup.
+   */
+  readonly foreignMessageId?: boolean;
+  readonly screen?: Screen;
+}
+
+export interface DeliveryResult {
+  readonly messageId: string;
+  /** The thread of the sender's copy, else of the first stored copy. */
+  readonly threadId: string | undefined;
+  /** Recipient inboxes that exist (whether or not they got a copy). */
+  readonly found: number;
+  readonly stored: number;
+  readonly withheld: Readonly<Record<Withheld, number>>;
+  /** Jobs queued (webhook deliveries, outbound mail): wake the runner after the commit. */
+  readonly jobs: number;
+}
+
+/** What a way into storage (send.service.ts, inbound.service.ts) needs to run a delivery. */
+export interface DeliveryPathDeps {
+  readonly db: Kysely<InboxDatabase>;
+  /** The database's commit batcher, shared with every other writer. */
+  readonly commits: GroupCommit<InboxDatabase>;
+  readonly delivery: Delivery;
+  readonly clock: Clock;
+  readonly ids: Ids;
+  /** Wakes the job runner after a commit that queued work (webhook deliveries, outbound mail). */
+  readonly notifyJobs: () => void;
+}
+
+export interface DeliveryDeps {
+  readonly clock: Clock;
+  readonly ids: Ids;
+  readonly events: EventService;
+  readonly sendLimitPerDay: number;
+  readonly afterStore?: readonly AfterStore[];
+}
+
+/** Seconds from `now` until the next UTC midnight (at least 1). */
+export function secondsUntilUtcMidnight(now: Date): number {
+  const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+  return Math.max(1, Math.ceil((midnight - now.getTime()) / 1000));
+}
+
+const BOUNCE_DIAGNOSTIC = 'smtp; 550 5.1.1 no such mailbox';
+
+/**
+ * The one way a message enters storage (API send, reply, reply-all, forward, inbound SMTP, and
+ * draft sends): in the caller's unit of work, and with nothing but SQL awaited, it resolves the
+ * recipient inboxes, threads every copy by one rule (threading.ts), stores the copies and the
+ * sender's, bounces local addresses without an inbox, queues the outbound job, emits the events
+ * and counts the organization's daily quota. Compose or parse the message before the unit starts.
+ */
+export function createDelivery(deps: DeliveryDeps) {
+  const { clock, ids, events } = deps;
+
+  async function deliver(trx: Db, request: DeliveryRequest): Promise<DeliveryResult> {
+    const { message, sender } = request;
+    const wanted = request.recipients.flatMap((r) => r.inboxIds);
+    const found = await findInboxesByAddresses(trx, [...new Set(sender ? [sender.inboxId, ...wanted] : wanted)]);
+    const byId = new Map(found.map((i) => [i.inboxId, i]));
+    const from = sender ? byId.get(sender.inboxId) : undefined;
+    if (sender && (!from || from.organizationId !== sender.organizationId)) throw new InboxNotFoundError(sender.inboxId);
+
+    // Each inbox once, in the order the recipients name them; a local address without one bounces.
+    const recipients = new Map<string, Inbox>();
+    const bounced: string[] = [];
+    for (const r of request.recipients) {
+      const inbox = r.inboxIds.map((id) => byId.get(id)).find((i) => i !== undefined);
+      if (inbox) recipients.set(inbox.inboxId, inbox);
+      else bounced.push(r.address);
+    }
+    const withheld: Record<Withheld, number> = { duplicate: 0, report: 0 };
+    let open = [...recipients.values()];
+    let jobs = 0;
+    if (request.foreignMessageId && open.length) {
+      const holding = new Set((await findThreadsHoldingMessages(trx, open.map((i) => i.inboxId), [message.messageId])).map((h) => h.inboxId));
+      withheld.duplicate += holding.size;
+      open = open.filter((i) => !holding.has(i.inboxId));
+    }
+    if (request.screen && open.length) {
+      const screened = await request.screen(trx, open);
+      for (const reason of screened.withheld.values()) withheld[reason] += 1;
+      jobs += screened.jobs;
+      open = open.filter((i) => !screened.withheld.has(i.inboxId));
+    }
+    const selfDelivered = from !== undefined && open.some((i) => i.inboxId === from.inboxId);
+    const copies: { inbox: Inbox; copy: Omit<NewMessage, 'threadId'> }[] = [];
+    const copyFor = (inbox: Inbox, labels: readonly string[], bcc: readonly string[]): Omit<NewMessage, 'threadId'> => ({ ...message, organizationId: inbox.organizationId, inboxId: inbox.inboxId, labels: [...new Set(labels)], bcc });
+    if (from && sender) copies.push({ inbox: from, copy: copyFor(from, ['sent', ...(selfDelivered ? ['received', 'unread'] : []), ...sender.labels], sender.bcc) });
+    for (const inbox of open) if (inbox !== from) copies.push({ inbox, copy: copyFor(inbox, ['received', 'unread', ...(request.labels ?? [])], []) });
+    if (!copies.length) return { messageId: message.messageId, threadId: undefined, found: recipients.size, stored: 0, withheld, jobs };
+
+    const threadIdByInbox = await chooseThreads(trx, copies.map((c) => c.inbox.inboxId), message);
+    const existing = new Map((await findThreadsForUpdate(trx, [...threadIdByInbox.values()], dialectOf(trx))).map((t) => [t.threadId, t]));
+    const now = clock.now();
+    const created: Thread[] = [];
+    const changed: Thread[] = [];
+    const stored = copies.map(({ inbox, copy }) => {
+      const current = existing.get(threadIdByInbox.get(inbox.inboxId) ?? '');
+      const thread = current ? addMessageToThread(current, copy) : startThread({ threadId: timeOrderedUuid(now, ids), organizationId: inbox.organizationId, inboxId: inbox.inboxId }, copy, normalizeSubject(copy.subject));
+      (current ? changed : created).push(thread);
+      return { inbox, thread, message: { ...copy, threadId: thread.threadId } };
+    });
+    await insertThreads(trx, created);
+    for (const t of changed) await updateThread(trx, t);
+    const pks = await insertMessages(trx, stored.map((s) => s.message));
+    const storedMessages = stored.map((s) => ({ inbox: s.inbox, thread: s.thread, message: { ...s.message, pk: pks.get(s.inbox.inboxId) as number } }));
+
+    const first = stored[0] as (typeof stored)[number];
+    const emitted: EmitInput[] = [];
+    const ref: MessageRef | undefined = from ? { organizationId: from.organizationId, inboxId: from.inboxId, podId: from.podId, threadId: first.thread.threadId, messageId: message.messageId } : undefined;
+    // Here only the local leg: the outbound worker emits message.sent for the other recipients
+    // when the relay takes the message (docs/decisions/0006-outbound-mail.md).
+    if (ref && request.recipients.length) emitted.push(sentEvent(ref, request.recipients.map((r) => r.address), message.timestamp));
+    for (const s of storedMessages) if (s.inbox !== from || selfDelivered) emitted.push(receivedEvent(s.inbox, s.message, s.thread));
+    if (ref) {
+      // As SES reports a delivery: for the recipients that got it (all of them, unless some bounced).
+      const delivered = request.recipients.filter((r) => !bounced.includes(r.address)).map((r) => r.address);
+      if (delivered.length) emitted.push(deliveredEvent(ref, delivered, message.timestamp));
+      // SES's vocabulary, which AgentMail passes on: a permanent bounce, "NoEmail" = no such address.
+      if (bounced.length) emitted.push(...bouncedEvents(ref, 'Permanent', bounced.map((address) => ({ address, status: '5.1.1', diagnostic: BOUNCE_DIAGNOSTIC })), message.timestamp));
+    }
+    jobs += (await events.emitMany(trx, emitted)).jobs;
+    if (from && sender?.external.length) {
+      const job: OutboundMailJob = { message_pk: pks.get(from.inboxId) as number, message_id: message.messageId, organization_id: from.organizationId, inbox_id: from.inboxId, thread_id: first.thread.threadId, recipients: sender.external };
+      await enqueue(trx, clock, OUTBOUND_MAIL_QUEUE, job);
+      jobs += 1;
+    }
+    for (const hook of deps.afterStore ?? []) await hook(trx, storedMessages);
+
+    if (from) {
+      // Counted last: in PostgreSQL the counter row stays locked until the commit, and the
+      // organization's other sends wait for it; a refused send rolls all of the above back.
+      const sentToday = await incrementSendCount(trx, from.organizationId, message.timestamp.slice(0, 10));
+      if (sentToday > deps.sendLimitPerDay) throw new SendLimitExceededError(deps.sendLimitPerDay, secondsUntilUtcMidnight(now));
+    }
+    return { messageId: message.messageId, threadId: first.thread.threadId, found: recipients.size, stored: stored.length, withheld, jobs };
+  }
+
+  return { deliver };
+}
+
+export type Delivery = ReturnType<typeof createDelivery>;

@@ -1,0 +1,224 @@
+import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
+import type { Clock } from '../../platform/clock.js';
+import { mediaTypeOf, parseMailbox, splitAddressList, type ComposeAttachment, type Mailbox } from '../mail/compose.js';
+import { addressKey, domainOf, localDomainSet } from '../mail/domains.js';
+import {
+  AttachmentsTooLargeError,
+  AttachmentUrlNotSupportedError,
+  ExternalDeliveryDisabledError,
+  ForbiddenHeaderError,
+  InvalidAttachmentError,
+  InvalidHeaderError,
+  InvalidLabelError,
+  InvalidRecipientError,
+  InvalidSubjectError,
+  MissingContentError,
+  MissingRecipientError,
+  ReservedLabelError,
+  TooManyRecipientsError,
+  type AddressField,
+} from './message.errors.js';
+import type { AttachmentMeta, ContentDisposition } from './message.repository.js';
+
+/**
+ * Validation of an outgoing message (send, reply, reply-all, forward; the draft sends of the
+ * next issue): the request's fields → `Outgoing`, or the error of the first rule it breaks, each
+ * with its own detail code. No database, no I/O.
+ */
+
+/** Labels that state a fact about a message (its direction); only the service sets them. */
+export const RESERVED_LABELS: readonly string[] = ['sent', 'received'];
+
+/** The headers a sender may not set: the service writes them from the request fields. */
+const FORBIDDEN_HEADERS = new Set(['from', 'to', 'cc', 'bcc', 'reply-to', 'subject', 'date', 'message-id', 'in-reply-to', 'references', 'mime-version', 'sender', 'return-path']);
+const HEADER_NAME = /^[!-9;-~]{1,100}$/;
+// Control characters other than tab, for header values and subjects.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9!#$&^_.+-]+=("[^"\\]*"|[a-z0-9!#$&^_.+-]+))*$/i;
+const BASE64 = /^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/;
+const MAX_HEADERS = 50;
+
+export interface SendAttachmentInput {
+  readonly filename?: string;
+  readonly contentType?: string;
+  readonly contentDisposition?: ContentDisposition;
+  readonly contentId?: string;
+  readonly content?: string;
+  readonly url?: string;
+}
+
+type Addresses = string | readonly string[];
+
+export interface SendInput {
+  readonly to?: Addresses;
+  readonly cc?: Addresses;
+  readonly bcc?: Addresses;
+  readonly replyTo?: Addresses;
+  readonly subject?: string;
+  readonly text?: string;
+  readonly html?: string;
+  readonly labels?: readonly string[];
+  readonly attachments?: readonly SendAttachmentInput[];
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface ReplyInput extends Omit<SendInput, 'subject'> {
+  /** Also answer every to and cc recipient of the original. */
+  readonly replyAll?: boolean;
+}
+
+
+export interface Recipient {
+  readonly mailbox: Mailbox;
+  readonly field: AddressField;
+  readonly local: boolean;
+}
+
+export interface Outgoing {
+  readonly to: Mailbox[];
+  readonly cc: Mailbox[];
+  readonly bcc: Mailbox[];
+  readonly replyTo: Mailbox[];
+  /** Every recipient once (case-insensitive address), to before cc before bcc. */
+  readonly recipients: Recipient[];
+  readonly subject: string | null;
+  readonly text: string | null;
+  readonly html: string | null;
+  readonly labels: string[];
+  readonly headers: Record<string, string>;
+  readonly attachments: { meta: AttachmentMeta; compose: ComposeAttachment }[];
+}
+
+function parseAddresses(field: AddressField, value: Addresses | undefined, singleLabelDomains: readonly string[]): Mailbox[] {
+  if (value === undefined) return [];
+  // Empty strings name nobody (so `to: ""` is a missing recipient, not a bad address).
+  const pieces = (typeof value === 'string' ? [value] : value).flatMap((v) => splitAddressList(v));
+  return pieces.map((piece) => {
+    const mailbox = parseMailbox(piece, singleLabelDomains);
+    if (!mailbox) throw new InvalidRecipientError(field, piece);
+    return mailbox;
+  });
+}
+
+export function validateLabels(field: string, labels: readonly string[] | undefined): string[] {
+  const out: string[] = [];
+  for (const label of labels ?? []) {
+    if (typeof label !== 'string' || label.length === 0 || label.length > 255) throw new InvalidLabelError(field, 'labels are 1 to 255 characters long.');
+    if (CONTROL.test(label)) throw new InvalidLabelError(field, 'labels must not contain control characters.');
+    if (RESERVED_LABELS.includes(label.toLowerCase())) throw new ReservedLabelError(field, label);
+    if (!out.includes(label)) out.push(label);
+  }
+  return out;
+}
+
+function validateHeaders(headers: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  const seen = new Set<string>();
+  const entries = Object.entries(headers ?? {});
+  if (entries.length > MAX_HEADERS) throw new InvalidHeaderError(`${entries.length} headers`, `exceed the limit of ${MAX_HEADERS}.`);
+  for (const [name, value] of entries) {
+    if (!HEADER_NAME.test(name)) throw new InvalidHeaderError(name, 'is not a valid header name (printable ASCII without colon or space, at most 100 characters).');
+    const lower = name.toLowerCase();
+    if (FORBIDDEN_HEADERS.has(lower) || lower.startsWith('content-')) throw new ForbiddenHeaderError(name);
+    if (typeof value !== 'string' || CONTROL_BUT_TAB.test(value)) throw new InvalidHeaderError(name, 'has a value with line breaks or control characters.');
+    if (value.length > 998) throw new InvalidHeaderError(name, 'has a value longer than 998 characters.');
+    if (seen.has(lower)) throw new InvalidHeaderError(name, 'is given twice.');
+    seen.add(lower);
+    out[name] = value;
+  }
+  return out;
+}
+
+function validateAttachments(list: readonly SendAttachmentInput[] | undefined, maxBytes: number, newId: () => string): Outgoing['attachments'] {
+  let total = 0;
+  const out = (list ?? []).map((a, i) => {
+    if (a.url !== undefined) throw new AttachmentUrlNotSupportedError(i);
+    if (typeof a.content !== 'string') throw new InvalidAttachmentError(i, 'content (the file as base64) is required.');
+    const b64 = a.content.replace(/\s+/g, '');
+    const padded = b64.includes('=');
+    if (!BASE64.test(b64) || b64.length % 4 === 1 || (padded && b64.length % 4 !== 0)) throw new InvalidAttachmentError(i, 'content is not valid base64.');
+    const content = Buffer.from(b64, 'base64');
+    let filename: string | null = null;
+    if (a.filename !== undefined) {
+      filename = a.filename.trim();
+      if (!filename || filename.length > 255 || CONTROL.test(filename) || /[/\\]/.test(filename)) {
+        throw new InvalidAttachmentError(i, 'filename must be 1 to 255 characters, without control characters or path separators.');
+      }
+    }
+    let contentType: string;
+    if (a.contentType !== undefined) {
+      contentType = a.contentType.trim();
+      if (contentType.length > 255 || !MEDIA_TYPE.test(contentType)) throw new InvalidAttachmentError(i, 'content_type must be a media type such as application/pdf.');
+    } else {
+      contentType = mediaTypeOf(filename ?? undefined);
+    }
+    let contentId: string | null = null;
+    if (a.contentId !== undefined) {
+      contentId = a.contentId.trim().replace(/^<(.*)>$/, '$1');
+      if (!contentId || contentId.length > 255 || !/^[!-~]+$/.test(contentId) || /[<>"]/.test(contentId)) {
+        throw new InvalidAttachmentError(i, 'content_id must be printable ASCII without spaces, quotes or angle brackets.');
+      }
+    }
+    const contentDisposition: ContentDisposition = a.contentDisposition ?? (contentId !== null ? 'inline' : 'attachment');
+    total += content.length;
+    const meta: AttachmentMeta = { attachmentId: newId(), filename, size: content.length, contentType, contentDisposition, contentId };
+    return { meta, compose: { filename, contentType, contentDisposition, contentId, content } };
+  });
+  if (total > maxBytes) throw new AttachmentsTooLargeError(total, maxBytes);
+  return out;
+}
+
+export interface OutgoingRules {
+  readonly clock: Clock;
+  readonly ids: Ids;
+  /** Lower-cased local domains: mail to them is delivered in the sending transaction. */
+  readonly localDomains: readonly string[];
+  readonly maxRecipients: number;
+  readonly maxAttachmentBytes: number;
+  /** Whether mail to other domains may be queued for an SMTP relay. */
+  readonly relayConfigured: boolean;
+}
+
+export function createOutgoingValidator(deps: OutgoingRules) {
+  const { clock, ids, localDomains } = deps;
+  const singleLabelDomains = localDomains.filter((d) => !d.includes('.'));
+  const local = localDomainSet(localDomains);
+  const isLocal = (address: string) => local.has(domainOf(address));
+
+  function validate(input: SendInput): Outgoing {
+    const to = parseAddresses('to', input.to, singleLabelDomains);
+    const cc = parseAddresses('cc', input.cc, singleLabelDomains);
+    const bcc = parseAddresses('bcc', input.bcc, singleLabelDomains);
+    const replyTo = parseAddresses('reply_to', input.replyTo, singleLabelDomains);
+    if (!to.length) throw new MissingRecipientError();
+    const recipients: Recipient[] = [];
+    const seen = new Set<string>();
+    for (const [field, list] of [['to', to], ['cc', cc], ['bcc', bcc]] as const) {
+      for (const mailbox of list) {
+        // One recipient per mailbox however its domain is spelled (case, Unicode or xn--): a local
+        // inbox named twice would otherwise get two copies of one Message-ID.
+        const key = addressKey(mailbox.address);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        recipients.push({ mailbox, field, local: isLocal(mailbox.address) });
+      }
+    }
+    if (recipients.length > deps.maxRecipients) throw new TooManyRecipientsError(recipients.length, deps.maxRecipients);
+    const external = recipients.find((r) => !r.local);
+    if (external && !deps.relayConfigured) throw new ExternalDeliveryDisabledError(external.field, external.mailbox.address, localDomains);
+    const subject = input.subject ?? null;
+    if (subject !== null && CONTROL_BUT_TAB.test(subject)) throw new InvalidSubjectError();
+    const labels = validateLabels('labels', input.labels);
+    const headers = validateHeaders(input.headers);
+    const attachments = validateAttachments(input.attachments, deps.maxAttachmentBytes, () => timeOrderedUuid(clock.now(), ids));
+    const text = input.text ? input.text : null;
+    const html = input.html ? input.html : null;
+    if (text === null && html === null && attachments.length === 0) throw new MissingContentError();
+    return { to, cc, bcc, replyTo, recipients, subject, text, html, labels, headers, attachments };
+  }
+
+  return validate;
+}

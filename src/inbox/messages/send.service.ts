@@ -1,0 +1,119 @@
+import { timeOrderedUuid } from '../../platform/ids.js';
+import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import type { ComposedMessage, DeliveryPathDeps } from '../delivery/delivery.service.js';
+import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
+import { findInbox } from '../inboxes/inbox.repository.js';
+import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import { composeMessage, formatMailbox, previewOf, type Mailbox } from '../mail/compose.js';
+import { domainKey, localDomainSet } from '../mail/domains.js';
+import { answerHeaders, forwardInput, replyInput } from './answers.js';
+import { findAttachmentContent, type Message } from './message.repository.js';
+import { findOwnMessage } from './message.service.js';
+import { createOutgoingValidator, type Outgoing, type OutgoingRules, type ReplyInput, type SendAttachmentInput, type SendInput } from './outgoing.js';
+
+export interface SendServiceDeps extends DeliveryPathDeps, OutgoingRules {}
+
+/** Send, reply, reply-all and forward: validate → compose → deliver. */
+export function createSendService(deps: SendServiceDeps) {
+  const { db, commits, delivery, clock, ids, notifyJobs } = deps;
+  const validate = createOutgoingValidator(deps);
+  const local = localDomainSet(deps.localDomains);
+  /** The inbox id an address on a local domain names (its domain spelled as configured). */
+  const inboxIdOf = (address: string) => local.inboxId(address) ?? address.toLowerCase();
+
+  /**
+   * Composes the message from the sending inbox (read before the unit of work: its display name
+   * and domain go into the source), then stores the sender's copy, delivers to local inboxes and
+   * queues the rest in one transaction with the quota count and the events.
+   */
+  async function send(owner: KeyOwner, senderId: string, out: Outgoing, parent: Message | undefined): Promise<{ messageId: string; threadId: string }> {
+    const sender = await findInbox(db, owner.organizationId, senderId);
+    if (!sender) throw new InboxNotFoundError(senderId);
+    const now = clock.now();
+    const timestamp = now.toISOString();
+    // ASCII on the wire: an internationalized domain goes into the Message-ID in its xn-- form.
+    const messageId = `<${timeOrderedUuid(now, ids)}@${domainKey(sender.domain)}>`;
+    const from: Mailbox = { name: sender.displayName ?? '', address: sender.inboxId };
+    const { inReplyTo, references } = answerHeaders(parent);
+    // Composed once, before the unit of work: every copy stores the same source (which never names bcc recipients).
+    const raw = await composeMessage({
+      messageId,
+      date: now,
+      from,
+      to: out.to,
+      cc: out.cc,
+      replyTo: out.replyTo,
+      subject: out.subject,
+      text: out.text,
+      html: out.html,
+      inReplyTo,
+      references,
+      headers: out.headers,
+      attachments: out.attachments.map((a) => a.compose),
+    });
+    const message: ComposedMessage = {
+      messageId,
+      timestamp,
+      from: formatMailbox(from),
+      replyTo: out.replyTo.map(formatMailbox),
+      to: out.to.map(formatMailbox),
+      cc: out.cc.map(formatMailbox),
+      subject: out.subject,
+      preview: previewOf(out.text, out.html),
+      text: out.text,
+      html: out.html,
+      inReplyTo,
+      references,
+      headers: Object.keys(out.headers).length ? out.headers : null,
+      attachments: out.attachments.map((a) => a.meta),
+      size: raw.length,
+      createdAt: timestamp,
+      updatedAt: timestamp,
+      raw,
+      attachmentContents: out.attachments.map((a) => a.compose.content),
+    };
+    const recipients = out.recipients.filter((r) => r.local).map((r) => ({ address: r.mailbox.address, inboxIds: [inboxIdOf(r.mailbox.address)] }));
+    const external = out.recipients.filter((r) => !r.local).map((r) => r.mailbox.address);
+    const result = await commits.run((trx) =>
+      delivery.deliver(trx, { message, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } }),
+    );
+    if (result.jobs) notifyJobs();
+    return { messageId: result.messageId, threadId: result.threadId as string };
+  }
+
+  return {
+    /** Sends a new message from an inbox; returns the ids of the sender's copy. */
+    async send(owner: KeyOwner, inboxId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
+      return send(owner, normalizeInboxId(inboxId), validate(input), undefined);
+    },
+
+    /** Answers a message of the inbox (answers.ts `replyInput`); In-Reply-To and References make it join the thread on both sides. */
+    async reply(owner: KeyOwner, inboxId: string, messageId: string, input: ReplyInput): Promise<{ messageId: string; threadId: string }> {
+      const parent = await findOwnMessage(db, owner, inboxId, messageId);
+      return send(owner, parent.inboxId, validate(replyInput(parent, input)), parent);
+    },
+
+    /**
+     * Forwards a message of the inbox to new recipients (answers.ts `forwardInput`). The sender's
+     * copy stays in the original's thread (References name it).
+     */
+    async forward(owner: KeyOwner, inboxId: string, messageId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
+      const original = await findOwnMessage(db, owner, inboxId, messageId);
+      const carried: SendAttachmentInput[] = [];
+      for (const a of original.attachments) {
+        const found = await findAttachmentContent(db, original.pk, a.attachmentId);
+        if (!found) continue;
+        carried.push({
+          ...(a.filename !== null ? { filename: a.filename } : {}),
+          ...(a.contentType !== null ? { contentType: a.contentType } : {}),
+          ...(a.contentDisposition !== null ? { contentDisposition: a.contentDisposition } : {}),
+          ...(a.contentId !== null ? { contentId: a.contentId } : {}),
+          content: found.content.toString('base64'),
+        });
+      }
+      return send(owner, original.inboxId, validate(forwardInput(original, input, carried)), original);
+    },
+  };
+}
+
+export type SendService = ReturnType<typeof createSendService>;

@@ -1,0 +1,44 @@
+import { HydraAdmin, ResourceGuesser, hydraDataProvider } from '@api-platform/admin';
+import { parseHydraDocumentation } from '@api-platform/api-doc-parser';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { apiKeyAuthProvider, httpClient, withApiKey } from './api-key.js';
+import { i18nProvider } from './i18n.js';
+import { ImmobilieCreate, ImmobilieEdit, ImmobilieList, ImmobilieShow } from './immobilie.js';
+import { LoginPage } from './login-page.js';
+
+/**
+ * The property service's admin: API Platform's HydraAdmin over this origin's API, signed in with
+ * an API key. Everything it loads comes from this server: react-admin's telemetry ping is off
+ * (`disableTelemetry`), Mercure is off (the API has no hub), no web fonts.
+ */
+
+const root = document.getElementById('root') as HTMLElement;
+const entrypoint = new URL(root.dataset.entrypoint ?? '/api', window.location.href).href.replace(/\/+$/, '');
+
+const dataProvider = hydraDataProvider({
+  entrypoint,
+  httpClient,
+  apiDocumentationParser: (url) => parseHydraDocumentation(url, { headers: () => withApiKey(undefined) }),
+  mercure: false,
+});
+
+createRoot(root).render(
+  <StrictMode>
+    <HydraAdmin
+      entrypoint={entrypoint}
+      dataProvider={dataProvider}
+      authProvider={apiKeyAuthProvider(entrypoint)}
+      loginPage={LoginPage}
+      i18nProvider={i18nProvider}
+      requireAuth
+      disableTelemetry
+      title={root.dataset.title}
+    >
+      <ResourceGuesser name="immobilies" list={ImmobilieList} show={ImmobilieShow} edit={ImmobilieEdit} create={ImmobilieCreate} recordRepresentation="adresse" />
+      <ResourceGuesser name="bundeslands" />
+      <ResourceGuesser name="heizungstyps" />
+      <ResourceGuesser name="users" />
+    </HydraAdmin>
+  </StrictMode>,
+);

@@ -1,0 +1,339 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildAdmin } from '../../scripts/build-admin.js';
+import { dialects, startPropertyServer, type Account, type PropertyTestServer } from '../support/property-server.js';
+
+/**
+ * /admin in a real browser: API Platform's own admin (HydraAdmin), bundled by `npm run build:admin`
+ * and served by the property service, driven as a person would — sign in with an API key, list,
+ * filter, show, create, edit, delete — on both dialects. Every request the page makes is recorded:
+ * none may leave the server (no CDN, no fonts, no react-admin telemetry).
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) console.warn(`admin.browser.test: browser parts skipped, ${CHROMIUM} not found (Debian: apt-get install -y chromium)`);
+
+const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'];
+const SCREENSHOTS = process.env.ADMIN_TEST_SCREENSHOTS; // a directory: the test leaves PNGs of each screen there
+
+/** Text as shown, with the non-breaking spaces of number formats made plain. */
+const plain = (text: string) => text.replace(/[\u00a0\u202f]/g, ' ').trim();
+
+interface Recorded {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  status?: number;
+}
+
+/** Records every request of a page, its answer status, page errors and console errors. */
+function record(page: Page) {
+  const requests: Recorded[] = [];
+  const problems: string[] = [];
+  const byRequest = new Map<object, Recorded>();
+  page.on('request', (request) => {
+    const entry: Recorded = { method: request.method(), url: request.url(), headers: request.headers() };
+    byRequest.set(request, entry);
+    requests.push(entry);
+  });
+  page.on('response', (response) => {
+    const entry = byRequest.get(response.request());
+    if (entry) entry.status = response.status();
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+  });
+  return {
+    requests,
+    problems,
+    /** Requests to anything but the server under test (data: and blob: URLs never leave the page). */
+    foreign(serverUrl: string) {
+      const host = new URL(serverUrl).host;
+      return requests.map((r) => r.url).filter((u) => !/^(data|blob|about):/.test(u) && new URL(u).host !== host);
+    },
+    /** Requests to the API, as `METHOD /path?query` (decoded). */
+    api(filter: (r: Recorded) => boolean = () => true) {
+      return requests.filter((r) => new URL(r.url).pathname.startsWith('/api') && filter(r));
+    },
+  };
+}
+
+async function shot(page: Page, name: string) {
+  if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+async function api(server: PropertyTestServer, key: string | undefined, method: string, pathname: string, body?: unknown) {
+  const headers: Record<string, string> = { accept: 'application/ld+json' };
+  if (key) headers['x-api-key'] = key;
+  if (body !== undefined) headers['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/ld+json';
+  const response = await fetch(`${server.url}${pathname}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await response.text();
+  return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+}
+
+async function createProperty(server: PropertyTestServer, account: Account, fields: Record<string, unknown>) {
+  const created = await api(server, account.key, 'POST', '/api/immobilies', { typ: 'wohnung', bundesland: '/api/bundeslands/1', ...fields });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created.body as Record<string, unknown> & { '@id': string };
+}
+
+async function signIn(page: Page, server: PropertyTestServer, key: string) {
+  await page.goto(`${server.url}/admin`);
+  await page.locator('input[name="apiKey"]').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('menuitem', { name: 'Immobilien' }).waitFor();
+}
+
+/** How many entries the page's sessionStorage holds (the API key is the admin's only one). */
+function sessionEntries(page: Page): Promise<number> {
+  return page.evaluate(() => (globalThis as unknown as { sessionStorage: { length: number } }).sessionStorage.length);
+}
+
+/** The rows of the list on screen, as their visible text. */
+async function listRows(page: Page): Promise<string[]> {
+  await page.locator('.RaDatagrid-tbody').waitFor();
+  return (await page.locator('.RaDatagrid-tbody tr').allInnerTexts()).map(plain);
+}
+
+let adminDir: string;
+
+beforeAll(async () => {
+  adminDir = mkdtempSync(path.join(tmpdir(), 'admin-build-'));
+  await buildAdmin(adminDir);
+}, 180_000);
+
+afterAll(() => {
+  if (adminDir) rmSync(adminDir, { recursive: true, force: true });
+});
+
+describe.each(dialects)('admin at /admin (%s)', (dialect) => {
+  let server: PropertyTestServer;
+  let browser: Browser | undefined;
+
+  beforeAll(async () => {
+    server = await startPropertyServer({ dialect, env: { PROPERTY_ADMIN_DIR: adminDir } });
+    if (hasChromium) browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  it('serves the page from local files under a strict CSP; other asset names answer 404', async () => {
+    for (const pathname of ['/admin', '/admin/']) {
+      const page = await fetch(`${server.url}${pathname}`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      const csp = page.headers.get('content-security-policy') ?? '';
+      expect(csp).toContain("default-src 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("connect-src 'self'");
+      const html = await page.text();
+      const script = /<script type="module" src="(\/admin\/assets\/admin-[A-Z0-9]+\.js)">/.exec(html)?.[1];
+      expect(script, html).toBeDefined();
+      expect(html).toContain('data-entrypoint="/api"');
+      const asset = await fetch(`${server.url}${script}`);
+      expect(asset.status).toBe(200);
+      expect(asset.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+      expect(asset.headers.get('cache-control')).toContain('immutable');
+      expect((await asset.text()).length).toBeGreaterThan(100_000);
+    }
+    for (const name of ['nope.js', 'manifest.json', '..%2Fmanifest.json', '%2e%2e%2f%2e%2e%2fpackage.json']) {
+      const missing = await fetch(`${server.url}/admin/assets/${name}`, { headers: { accept: 'application/ld+json' } });
+      expect(missing.status, name).toBe(404);
+      expect(((await missing.json()) as Record<string, unknown>)['@type']).toBe('hydra:Error');
+    }
+  });
+
+  it.skipIf(!hasChromium)(
+    'an admin key: sign in once, list, filter, show the computed costs, create picking the state by name, edit with PATCH, delete, log out',
+    async () => {
+      const admin = await server.createAccount('admin');
+      const owner = await server.createAccount('user');
+      await createProperty(server, owner, { adresse: 'Lindenweg 4, 04109 Leipzig', typ: 'haus', bundesland: '/api/bundeslands/13', wohnflaeche: 92.5, zimmer: 4, kaufpreis: 420000 });
+      await createProperty(server, admin, { adresse: 'Hauptstraße 1, 80331 München', typ: 'wohnung', bundesland: '/api/bundeslands/2', wohnflaeche: 61, zimmer: 2, kaufpreis: 689000.5 });
+
+      const context = await (browser as Browser).newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      const seen = record(page);
+
+      // Without a key the admin shows its login screen; a wrong key is refused there.
+      await page.goto(`${server.url}/admin`);
+      await page.locator('input[name="apiKey"]').waitFor();
+      await shot(page, `${dialect}-01-login`);
+      await page.locator('input[name="apiKey"]').fill('not-a-key');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('This API key is not valid.').waitFor();
+      expect(await sessionEntries(page)).toBe(0);
+
+      await page.locator('input[name="apiKey"]').fill(admin.key);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('menuitem', { name: 'Immobilien' }).waitFor();
+
+      // The list: both properties (an admin sees all), prices in euros the German way.
+      let rows = await listRows(page);
+      await shot(page, `${dialect}-02-list`);
+      expect(rows).toHaveLength(2);
+      const leipzigRow = rows.find((r) => r.includes('Lindenweg 4')) as string;
+      expect(leipzigRow).toContain('420.000,00 €');
+      
+      expect(rows.find((r) => r.includes('Hauptstraße 1'))).toContain('689.000,50 €');
+      
+
+      // Reloading keeps the session: no second login.
+      await page.reload();
+      expect(await listRows(page)).toHaveLength(2);
+      expect(await page.locator('input[name="apiKey"]').count()).toBe(0);
+
+      // Filter by type with the filter the API declares.
+      await page.getByRole('button', { name: 'Add filter' }).click();
+      await page.getByRole('menu').getByText('Typ', { exact: true }).click();
+      await chooseOrType(page, 'typ', 'haus');
+      await expect.poll(async () => (await listRows(page)).length, { timeout: 10_000 }).toBe(1);
+      rows = await listRows(page);
+      expect(rows[0]).toContain('Lindenweg 4');
+      expect(seen.api((r) => r.method === 'GET' && new URL(r.url).searchParams.get('typ') === 'haus').length).toBeGreaterThan(0);
+      await shot(page, `${dialect}-03-filtered`);
+
+      // Create, picking the federal state by its name.
+      await page.getByRole('menuitem', { name: 'Immobilien' }).click();
+      await page.getByRole('link', { name: 'Create' }).click();
+      await page.locator('input[name="adresse"]').fill('Am Markt 3, 01067 Dresden');
+      await chooseOrType(page, 'typ', 'wohnung');
+      await chooseOrType(page, 'bundesland', '/api/bundeslands/13');
+      await page.locator('input[name="wohnflaeche"]').fill('80');
+      await page.locator('input[name="zimmer"]').fill('3');
+      await page.locator('input[name="kaufpreis"]').fill('300000');
+      await shot(page, `${dialect}-05-create`);
+      const posted = page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/api/immobilies');
+      await page.getByRole('button', { name: 'Save' }).click();
+      const postResponse = await posted;
+      expect(postResponse.status()).toBe(201);
+      const createdIri = ((await postResponse.json()) as { '@id': string })['@id'];
+      const created = (await api(server, admin.key, 'GET', createdIri)).body as Record<string, unknown>;
+      expect(created).toMatchObject({ adresse: 'Am Markt 3, 01067 Dresden', typ: 'wohnung', bundesland: '/api/bundeslands/13', wohnflaeche: 80, zimmer: 3, kaufpreis: 300000, verwalter: admin.iri });
+
+      // Edit: a PATCH with the merge-patch content type and the key, answered 200.
+      await page.goto(`${server.url}/admin#/immobilies/${encodeURIComponent(createdIri)}`);
+      await page.locator('input[name="kaufpreis"]').waitFor();
+      await expect.poll(() => page.locator('input[name="kaufpreis"]').inputValue()).toBe('300000');
+      await page.locator('input[name="kaufpreis"]').fill('315000');
+      await shot(page, `${dialect}-06-edit`);
+      const patched = page.waitForResponse((r) => r.request().method() !== 'GET' && new URL(r.url()).pathname === createdIri);
+      await page.getByRole('button', { name: 'Save' }).click();
+      const patchResponse = await patched;
+      expect(patchResponse.request().method()).toBe('PATCH');
+      expect(patchResponse.request().headers()['content-type']).toBe('application/merge-patch+json');
+      expect(patchResponse.request().headers()['x-api-key']).toBe(admin.key);
+      expect(patchResponse.status()).toBe(200);
+      expect(((await api(server, admin.key, 'GET', createdIri)).body as Record<string, unknown>).kaufpreis).toBe(315000);
+
+      // Delete from the edit page, confirmed in the dialog.
+      await page.goto(`${server.url}/admin#/immobilies/${encodeURIComponent(createdIri)}`);
+      const deleting = page.waitForResponse((r) => r.request().method() === 'DELETE' && new URL(r.url()).pathname === createdIri, { timeout: 20_000 });
+      await page.getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+      const deleted = await deleting;
+      expect(deleted.status()).toBe(204);
+      expect((await api(server, admin.key, 'GET', createdIri)).status).toBe(404);
+
+      // Every API request carried the key; none was answered 415.
+      const apiCalls = seen.api((r) => !r.url.includes('/api/docs') && new URL(r.url).pathname !== '/api' && !r.url.includes('/api/contexts/'));
+      expect(apiCalls.filter((r) => r.headers['x-api-key'] !== admin.key && r.headers['x-api-key'] !== 'not-a-key').map((r) => r.url)).toEqual([]);
+      expect(seen.requests.filter((r) => r.status === 415).map((r) => r.url)).toEqual([]);
+
+      // Log out: back to the login screen and the key is gone from the session.
+      await page.getByRole('button', { name: 'Profile' }).click();
+      await page.getByRole('menuitem', { name: 'Logout' }).click();
+      await page.locator('input[name="apiKey"]').waitFor();
+      expect(await sessionEntries(page)).toBe(0);
+
+      expect(seen.foreign(server.url), 'requests that left the server').toEqual([]);
+      expect(seen.problems.filter((p) => !/status of 401/.test(p)), 'errors in the page (a CSP violation shows up here)').toEqual([]);
+      await context.close();
+    },
+    180_000,
+  );
+
+  it.skipIf(!hasChromium)(
+    'a user key sees only its own properties; a key that stops working leads back to the login screen',
+    async () => {
+      const admin = await server.createAccount('admin');
+      const erika = await server.createAccount('user');
+      const otto = await server.createAccount('user');
+      await createProperty(server, erika, { adresse: 'Erikas Wohnung, Kiel', kaufpreis: 250000 });
+      await createProperty(server, erika, { adresse: 'Erikas Garten, Kiel', typ: 'grundstueck' });
+      await createProperty(server, otto, { adresse: 'Ottos Haus, Bremen', typ: 'haus' });
+
+      const context = await (browser as Browser).newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      const seen = record(page);
+      await signIn(page, server, erika.key);
+      const rows = await listRows(page);
+      await shot(page, `${dialect}-07-user-list`);
+      expect(rows).toHaveLength(2);
+      expect(rows.join('\n')).toContain('Erikas Wohnung');
+      expect(rows.join('\n')).toContain('Erikas Garten');
+      expect(rows.join('\n')).not.toContain('Ottos Haus');
+
+      // The key belongs to this tab: another tab of the same browser asks for it again.
+      const otherTab = await context.newPage();
+      await otherTab.goto(`${server.url}/admin`);
+      await otherTab.locator('input[name="apiKey"]').waitFor();
+      await otherTab.close();
+
+      // The account is deleted while signed in: the next request answers 401 and the admin returns to its login screen.
+      expect((await api(server, admin.key, 'DELETE', erika.iri)).status).toBe(204);
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.locator('input[name="apiKey"]').waitFor({ timeout: 15_000 });
+      expect(await sessionEntries(page)).toBe(0);
+      expect(seen.requests.some((r) => r.status === 401 && new URL(r.url).pathname.startsWith('/api/immobilies'))).toBe(true);
+
+      expect(seen.foreign(server.url), 'requests that left the server').toEqual([]);
+      expect(seen.problems.filter((p) => !/status of 401/.test(p)), 'errors in the page').toEqual([]);
+      await context.close();
+    },
+    120_000,
+  );
+});
+
+/** Picks a value in a select input (an enum the Hydra docs describe) or types it into a text input. */
+async function chooseOrType(page: Page, source: string, value: string) {
+  const control = page.locator('.MuiFormControl-root', { has: page.locator(`input[name="${source}"]`) }).last();
+  await control.waitFor();
+  const select = control.locator('[role="combobox"]');
+  if ((await select.count()) > 0) {
+    await select.click();
+    await page.getByRole('option', { name: value, exact: true }).click();
+  } else {
+    await control.locator(`input[name="${source}"]`).fill(value);
+  }
+}
+
+describe('admin without a build', () => {
+  let server: PropertyTestServer;
+  let empty: string;
+  beforeAll(async () => {
+    empty = mkdtempSync(path.join(tmpdir(), 'admin-missing-'));
+    server = await startPropertyServer({ env: { PROPERTY_ADMIN_DIR: empty } });
+  });
+  afterAll(async () => {
+    await server?.close();
+    rmSync(empty, { recursive: true, force: true });
+  });
+
+  it('answers 503 with the reason in the service error format', async () => {
+    for (const pathname of ['/admin', '/admin/assets/admin.js']) {
+      const response = await fetch(`${server.url}${pathname}`, { headers: { accept: 'application/ld+json' } });
+      expect(response.status, pathname).toBe(503);
+      const body = (await response.json()) as Record<string, unknown>;
+      expect(body['@type']).toBe('hydra:Error');
+      expect(String(body['hydra:description'])).toContain('npm run build');
+    }
+  });
+});
