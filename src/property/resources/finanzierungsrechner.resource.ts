@@ -5,7 +5,7 @@ const EUR = { type: 'number', minimum: 0 } as const;
 
 /**
  * A financing calculation (annuity loan): computed from the posted inputs and answered at once
- * (200), never stored: a resource without a table, served by its processor (see decision 0008).
+ * (200), never stored: a resource without a table, served by its processor (see decision 0013).
  * Any account may use it; a property given by IRI must be one the caller may see.
  */
 export const Finanzierungsrechner = defineResource({
