@@ -54,5 +54,6 @@ export async function buildAdmin(outDir: string = ADMIN_OUT_DIR): Promise<AdminM
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const manifest = await buildAdmin();
-  console.log(`admin bundled into ${ADMIN_OUT_DIR}: ${manifest.files.join(', ')}`);
+  // stderr: `npm run cli` builds first, and its stdout carries what the command prints (a new key).
+  process.stderr.write(`admin bundled into ${ADMIN_OUT_DIR}: ${manifest.files.join(', ')}\n`);
 }

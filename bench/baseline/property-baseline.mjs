@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { URLSearchParams } from 'node:url';
 import Sqlite from 'better-sqlite3';
 import pg from 'pg';
 import { sqlFor } from './sql.mjs';

@@ -33,11 +33,13 @@ export function freePort() {
 export const exited = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
 
 /**
- * Starts `file` under node, pinned to SERVER_CPU; resolves once it printed its first line (it
- * listens). `label` prefixes what it prints afterwards.
+ * Starts `file` under node, pinned to SERVER_CPU unless `pin` is false; resolves once it printed
+ * its first line (it listens). `label` prefixes what it prints afterwards.
  */
-export async function startServer({ label, file, env, nodeArgs = [] }) {
-  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...nodeArgs, file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startServer({ label, file, env, nodeArgs = [], pin = true }) {
+  const argv = [...nodeArgs, file];
+  const [command, commandArgs] = pin ? ['taskset', ['-c', SERVER_CPU, process.execPath, ...argv]] : [process.execPath, argv];
+  const child = spawn(command, commandArgs, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout });
   const ready = await Promise.race([new Promise((resolve) => lines.once('line', () => resolve(true))), exited(child).then(() => false), sleep(20_000, false, { ref: false })]);
   if (!ready) {
@@ -96,14 +98,21 @@ export function machineBusy() {
   return (f.reduce((a, b) => a + b, 0) - f[3] - f[4]) / 100;
 }
 
-/** Other work on this shared machine skews a run: wait (up to a minute) for a quiet second. */
+/**
+ * Other work on this shared machine skews a run: wait (up to a minute, or BENCH_QUIET_WAIT
+ * seconds) for a quiet second.
+ */
+const QUIET_WAIT = Number(process.env.BENCH_QUIET_WAIT ?? 60);
+/** How often a disturbed run is tried (BENCH_ATTEMPTS, default 3); the last one is kept, marked. */
+const ATTEMPTS = Number(process.env.BENCH_ATTEMPTS ?? 3);
+
 export async function quiet() {
-  for (let waited = 0; waited < 60; waited++) {
+  for (let waited = 0; waited < QUIET_WAIT; waited++) {
     const start = machineBusy();
     await sleep(1000);
     if (machineBusy() - start < 0.15) return;
   }
-  console.log('  (the machine stayed busy for 60 s; measuring anyway)');
+  console.log(`  (the machine stayed busy for ${QUIET_WAIT} s; measuring anyway)`);
 }
 
 /**
@@ -150,10 +159,10 @@ export async function measure({ label, start, dialect, request, port, load, node
 /** Repeats a measurement (up to 3 times) while other work on the machine used more than DISTURBED cores. */
 export async function undisturbed(run) {
   let r;
-  for (let attempt = 1; attempt <= 3; attempt++) {
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     r = await run();
     if (r.otherCpu <= DISTURBED) return r;
-    console.log(`  (other processes used ${fmt(r.otherCpu * 100)} % CPU during that run of ${fmt(r.rps)} req/s; ${attempt < 3 ? 'repeating it' : 'keeping it, marked disturbed'})`);
+    console.log(`  (other processes used ${fmt(r.otherCpu * 100)} % CPU during that run of ${fmt(r.rps)} req/s; ${attempt < ATTEMPTS ? 'repeating it' : 'keeping it, marked disturbed'})`);
   }
   return { ...r, disturbed: true };
 }

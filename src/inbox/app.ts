@@ -8,6 +8,7 @@ import type { GroupCommit } from '../platform/db/group-commit.js';
 import { NotFoundError } from '../platform/errors/app-error.js';
 import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
 import type { Registry } from 'prom-client';
+import { parseLargeJsonOffThread } from '../platform/http/json-body.js';
 import type { RateLimiter } from '../platform/http/rate-limit.js';
 import { schemaValidators } from '../platform/http/validators.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../platform/http/swagger-ui.js';
@@ -24,6 +25,7 @@ import { inboxRoutes } from './inboxes/inbox.routes.js';
 import type { InboxService } from './inboxes/inbox.service.js';
 import type { inboxConfigSpec } from './inbox.config.js';
 import { messageRoutes } from './messages/message.routes.js';
+import { inboxPool, OFFLOAD_JSON_BYTES } from './offload.js';
 import type { MessageService } from './messages/message.service.js';
 import { threadRoutes } from './threads/thread.routes.js';
 import type { ThreadService } from './threads/thread.service.js';
@@ -61,8 +63,9 @@ declare module 'fastify' {
 /** Builds the inbox service's Fastify app (no listen). */
 export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>, ops: { registry?: Registry; ready?: () => Promise<Readiness>; metrics?: MetricsExposure } = {}): Promise<InboxApp> {
   const { config } = services;
-  // Attachments travel base64-encoded inside JSON: allow for that plus the rest of the message.
-  const bodyLimit = Math.ceil((config.maxAttachmentBytes * 4) / 3) + 2 * 1024 * 1024;
+  // Attachments travel base64-encoded inside JSON: allow for that, text and html at their limits
+  // (with room for JSON escapes), and 1 MiB for everything else.
+  const bodyLimit = Math.ceil((config.maxAttachmentBytes * 4) / 3) + Math.ceil(2.5 * config.maxBodyBytes) + 1024 * 1024;
   const app = buildHttpApp({
     name: 'inbox',
     logLevel: config.logLevel,
@@ -76,6 +79,8 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   app.setValidatorCompiler(schemaValidators());
   // JSON only: other media types answer 415 instead of failing validation as strings.
   app.removeContentTypeParser('text/plain');
+  // A send of megabytes is parsed in a worker thread, not on the event loop every request shares.
+  parseLargeJsonOffThread(app, inboxPool(), OFFLOAD_JSON_BYTES);
   app.setErrorHandler((err, request, reply) => sendInboxError(request, reply, err));
   app.setNotFoundHandler((request, reply) => sendInboxError(request, reply, new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]}.`, { code: 'ROUTE_NOT_FOUND' })));
   app.addSchema(ErrorResponse);

@@ -12,6 +12,7 @@ export const inboxConfigSpec = {
   rateLimitPerMinute: env.integer('INBOX_RATE_LIMIT_PER_MINUTE', 'API requests per minute per API key (429 beyond)', 1000, 1, 10_000_000),
   sendLimitPerDay: env.integer('INBOX_SEND_LIMIT_PER_DAY', 'messages an organization may send per UTC day (429 beyond)', 10_000, 1, 100_000_000),
   maxAttachmentBytes: env.integer('INBOX_MAX_ATTACHMENT_BYTES', 'total decoded attachment size per sent message, bytes', 10 * 1024 * 1024, 0, 100 * 1024 * 1024),
+  maxBodyBytes: env.integer('INBOX_MAX_BODY_BYTES', 'largest `text` and largest `html` the caller gives for one sent message (send, reply, forward), UTF-8 bytes each (400 `BODY_TOO_LARGE` beyond)', 2 * 1024 * 1024, 1024, 64 * 1024 * 1024),
   maxRecipients: env.integer('INBOX_MAX_RECIPIENTS', 'recipients (to + cc + bcc) per sent message', 50, 1, 1000),
   downloadUrlTtlSeconds: env.integer('INBOX_DOWNLOAD_URL_TTL_SECONDS', 'lifetime of signed attachment and raw-message download URLs', 900, 10, 7 * 24 * 3600),
   webhookAllowPrivate: env.boolean('INBOX_WEBHOOK_ALLOW_PRIVATE', 'allow webhook URLs on private, loopback and link-local addresses (tests, local use)', false),

@@ -34,7 +34,7 @@ import { createWebhookService } from './webhooks/webhook.service.js';
 
 export async function openInboxDatabase(config: InboxConfig): Promise<Database<InboxDatabase>> {
   // FULL: a message the API or SMTP acknowledged survives power loss, not only a process crash.
-  return openDatabase<InboxDatabase>({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'inbox.db', poolSize: config.databasePoolSize, sqliteSynchronous: 'FULL' });
+  return openDatabase<InboxDatabase>({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'inbox.db', poolSize: config.databasePoolSize, sqliteSynchronous: 'FULL', verifyStatementCache: config.verifyStatementCache });
 }
 
 export async function migrateInbox(database: Database<InboxDatabase>): Promise<string[]> {
@@ -82,6 +82,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       localDomains: inboxes.localDomains,
       maxRecipients: config.maxRecipients,
       maxAttachmentBytes: config.maxAttachmentBytes,
+      maxBodyBytes: config.maxBodyBytes,
       relayConfigured: config.smtpRelayUrl !== undefined,
       refreshThreadLabels,
       publicUrl: config.publicUrl,

@@ -6,7 +6,7 @@ import { buildPropertyApp, propertyErrorRenderer, type PropertyConfig } from './
 import { PROPERTY_MIGRATION_TABLE, propertyMigrations } from './migrations/index.js';
 
 export async function openPropertyDatabase(config: PropertyConfig): Promise<Database<unknown>> {
-  return openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'property.db', poolSize: config.databasePoolSize });
+  return openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'property.db', poolSize: config.databasePoolSize, verifyStatementCache: config.verifyStatementCache });
 }
 
 export async function migrateProperty(database: Database<unknown>): Promise<string[]> {

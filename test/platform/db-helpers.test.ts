@@ -63,6 +63,39 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
     expect(await preparedRows(db, 'rows.swapped', ['t1', 'one'], () => db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'))).toEqual([{ ts: 't1' }]);
   });
 
+  it('preparedRows on a database that verifies its statement cache: a key that misses what shapes the SQL fails on the run that differs', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'dbv-'));
+    const pg = dialect === 'postgres' ? freshPostgresSchema() : undefined;
+    const open = (verifyStatementCache: boolean) => openDatabase<TestDb>({ url: pg ? pg.url : `sqlite:${path.join(dir, 't.db')}`, dataDir: dir, defaultFile: 'x.db', poolSize: 2, verifyStatementCache });
+    const checked = await open(true);
+    const unchecked = await open(false);
+    try {
+      await checked.db.schema.createTable('rows').ifNotExists().addColumn('id', dialect === 'postgres' ? 'serial' : 'integer', (c) => c.primaryKey()).addColumn('ts', 'varchar(32)', (c) => c.notNull()).addColumn('note', 'varchar(64)', (c) => c.notNull()).execute();
+      await checked.db.insertInto('rows').values([{ ts: 'a', note: 'x' }, { ts: 'b', note: 'y' }]).execute();
+      // The key names the statement but not the length of its IN list, which shapes the SQL.
+      const byTs = (db: Kysely<TestDb>, list: string[]) => preparedRows(db, 'rows.byTs', list, () => db.selectFrom('rows').select('note').where('ts', 'in', list).orderBy('note'));
+      expect(await byTs(checked.db, ['a'])).toEqual([{ note: 'x' }]);
+      await expect(byTs(checked.db, ['a', 'b'])).rejects.toThrow(/rows\.byTs: the SQL compiled now differs from the SQL cached under this key/);
+      // Inside a transaction too (it shares the database's adapter).
+      await expect(checked.db.transaction().execute((trx) => byTs(trx as unknown as Kysely<TestDb>, ['a', 'b']))).rejects.toThrow(/differs from the SQL cached/);
+      // The same values in another place than compiled fail on every run, not only on the first.
+      const byNote = (db: Kysely<TestDb>, given: string[]) => preparedRows(db, 'rows.byNote', given, () => db.selectFrom('rows').select('ts').where('ts', '=', 'a').where('note', '=', 'x'));
+      expect(await byNote(checked.db, ['a', 'x'])).toEqual([{ ts: 'a' }]);
+      await expect(byNote(checked.db, ['x', 'a'])).rejects.toThrow(/rows\.byNote: parameter 1 is given in another place/);
+      // Without verification the cached SQL runs as it is: only the database notices, and only
+      // because the parameter count happens to differ.
+      expect(await byTs(unchecked.db, ['a'])).toEqual([{ note: 'x' }]);
+      const error = await byTs(unchecked.db, ['a', 'b']).then(() => undefined, (err: Error) => err);
+      expect(error?.message).toMatch(/parameter/i);
+      expect(error?.message).not.toMatch(/differs from the SQL cached/);
+    } finally {
+      await checked.destroy();
+      await unchecked.destroy();
+      await pg?.drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('group commit: every unit settles after the commit, and a failing unit undoes only itself', async () => {
     const commits = createGroupCommit(db);
     const outcomes = await Promise.allSettled(

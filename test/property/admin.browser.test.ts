@@ -4,6 +4,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAdmin } from '../../scripts/build-admin.js';
+import { propertyRegistry } from '../../src/property/registry.js';
 import { dialects, startPropertyServer, type Account, type PropertyTestServer } from '../support/property-server.js';
 
 /**
@@ -18,10 +19,20 @@ const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`admin.browser.test: browser parts skipped, ${CHROMIUM} not found (Debian: apt-get install -y chromium)`);
 
 const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'];
-const SCREENSHOTS = process.env.ADMIN_TEST_SCREENSHOTS; // a directory: the test leaves PNGs of each screen there
+const SCREENSHOTS = process.env.ADMIN_TEST_SCREENSHOTS;
+
+/**
+ * The calculator (issue 12 §1: computed costs; §3: states labelled by name) is built on another
+ * branch. Until Immobilie has its computed fields these checks cannot run; once it has them they
+ * are required. Checked against that branch's API before this test was committed.
+ */
+const calculator = propertyRegistry.byShortName('Immobilie')?.fields.some((field) => field.name === 'kaufnebenkosten') ?? false;
+if (!calculator) console.warn('admin.browser.test: Immobilie has no computed costs yet; the show-page costs and state names are not checked'); // a directory: the test leaves PNGs of each screen there
 
 /** Text as shown, with the non-breaking spaces of number formats made plain. */
 const plain = (text: string) => text.replace(/[\u00a0\u202f]/g, ' ').trim();
+/** An amount as de-DE writes euros, for comparing with the screen. */
+const euro = (value: number) => plain(new Intl.NumberFormat('de-DE', { style: 'currency', currency: 'EUR' }).format(value));
 
 interface Recorded {
   method: string;
@@ -100,6 +111,12 @@ async function listRows(page: Page): Promise<string[]> {
   return (await page.locator('.RaDatagrid-tbody tr').allInnerTexts()).map(plain);
 }
 
+/** The value shown under a label on a show page. */
+async function shownValue(page: Page, label: string): Promise<string> {
+  const field = page.locator('.RaLabeled-label', { hasText: new RegExp(`^${label}$`) }).locator('xpath=..');
+  return plain(await field.locator('.RaLabeled-label ~ *').first().innerText());
+}
+
 let adminDir: string;
 
 beforeAll(async () => {
@@ -155,7 +172,7 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
     async () => {
       const admin = await server.createAccount('admin');
       const owner = await server.createAccount('user');
-      await createProperty(server, owner, { adresse: 'Lindenweg 4, 04109 Leipzig', typ: 'haus', bundesland: '/api/bundeslands/13', wohnflaeche: 92.5, zimmer: 4, kaufpreis: 420000 });
+      const leipzig = await createProperty(server, owner, { adresse: 'Lindenweg 4, 04109 Leipzig', typ: 'haus', bundesland: '/api/bundeslands/13', wohnflaeche: 92.5, zimmer: 4, kaufpreis: 420000 });
       await createProperty(server, admin, { adresse: 'Hauptstraße 1, 80331 München', typ: 'wohnung', bundesland: '/api/bundeslands/2', wohnflaeche: 61, zimmer: 2, kaufpreis: 689000.5 });
 
       const context = await (browser as Browser).newContext({ viewport: { width: 1280, height: 900 } });
@@ -176,14 +193,15 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       await page.getByRole('menuitem', { name: 'Immobilien' }).waitFor();
 
       // The list: both properties (an admin sees all), prices in euros the German way.
+      // The state is a reference, fetched after the rows: wait for its label (its name, with the calculator's Hydra docs).
+      await expect.poll(async () => (await listRows(page)).find((r) => r.includes('Lindenweg 4')), { timeout: 15_000 }).toContain(calculator ? 'Sachsen' : '/api/bundeslands/13');
       let rows = await listRows(page);
       await shot(page, `${dialect}-02-list`);
       expect(rows).toHaveLength(2);
       const leipzigRow = rows.find((r) => r.includes('Lindenweg 4')) as string;
       expect(leipzigRow).toContain('420.000,00 €');
-      
       expect(rows.find((r) => r.includes('Hauptstraße 1'))).toContain('689.000,50 €');
-      
+      if (calculator) expect(leipzigRow).toContain(euro(Number(leipzig.preisProQuadratmeter)));
 
       // Reloading keeps the session: no second login.
       await page.reload();
@@ -200,12 +218,32 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       expect(seen.api((r) => r.method === 'GET' && new URL(r.url).searchParams.get('typ') === 'haus').length).toBeGreaterThan(0);
       await shot(page, `${dialect}-03-filtered`);
 
+      // Show: the computed costs as the API computes them.
+      await page.mouse.move(1, 1); // away from the column headers, whose sort tooltips cover the rows
+      await page.locator('[role="tooltip"]').waitFor({ state: 'detached' });
+      await page.locator('.RaDatagrid-tbody tr', { hasText: 'Lindenweg 4' }).getByRole('link', { name: 'Show' }).click();
+      await page.getByText('Kaufnebenkosten').waitFor();
+      await shot(page, `${dialect}-04-show`);
+      expect(await shownValue(page, 'Kaufpreis')).toBe('420.000,00 €');
+      if (calculator) {
+        const fresh = (await api(server, admin.key, 'GET', leipzig['@id'])).body as Record<string, unknown>;
+        const costs = fresh.kaufnebenkosten as Record<string, number>;
+        expect(typeof fresh.gesamtkosten, 'the API computes gesamtkosten').toBe('number');
+        expect(await shownValue(page, 'Preis pro m²')).toBe(euro(fresh.preisProQuadratmeter as number));
+        expect(await shownValue(page, 'Grunderwerbsteuer')).toBe(euro(fresh.grunderwerbsteuer as number));
+        expect(await shownValue(page, 'Gesamtkosten')).toBe(euro(fresh.gesamtkosten as number));
+        for (const part of ['grunderwerbsteuer', 'notar', 'grundbuch', 'summe']) {
+          expect(plain(await page.locator(`.kaufnebenkosten tr[data-cost="${part}"] td`).last().innerText()), part).toBe(euro(costs[part] as number));
+        }
+        expect(await page.locator('.kaufnebenkosten tr[data-cost="makler"]').count()).toBe(costs.makler === undefined ? 0 : 1);
+      }
+
       // Create, picking the federal state by its name.
       await page.getByRole('menuitem', { name: 'Immobilien' }).click();
       await page.getByRole('link', { name: 'Create' }).click();
       await page.locator('input[name="adresse"]').fill('Am Markt 3, 01067 Dresden');
       await chooseOrType(page, 'typ', 'wohnung');
-      await chooseOrType(page, 'bundesland', '/api/bundeslands/13');
+      await chooseOrType(page, 'bundesland', calculator ? 'Sachsen' : '/api/bundeslands/13');
       await page.locator('input[name="wohnflaeche"]').fill('80');
       await page.locator('input[name="zimmer"]').fill('3');
       await page.locator('input[name="kaufpreis"]').fill('300000');

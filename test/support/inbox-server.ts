@@ -73,6 +73,7 @@ export async function startInboxServer(options: { dialect?: TestDialect; env?: R
     INBOX_WEBHOOK_ALLOW_PRIVATE: 'true',
     INBOX_SMTP_PORT: '0',
     INBOX_SMTP_VERIFY_AUTH: 'false',
+    DB_VERIFY_STATEMENT_CACHE: 'true',
     ...options.env,
   });
   let service: RunningInboxService;

@@ -49,6 +49,7 @@ export async function startPropertyServer(options: { dialect?: TestDialect; env?
     DATA_DIR: dir,
     PROPERTY_DATABASE_URL: pgSchema ? pgSchema.url : `sqlite:${path.join(dir, 'property.db')}`,
     PROPERTY_DATABASE_POOL_SIZE: '4',
+    DB_VERIFY_STATEMENT_CACHE: 'true',
     ...options.env,
   });
   const service = await startPropertyService(config);

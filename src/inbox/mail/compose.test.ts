@@ -11,72 +11,65 @@ import {
   isValidAddress,
   normalizeSubject,
   parseMailbox,
+  htmlToPlainText,
   previewOf,
   replySubject,
-  serializeMimeTree,
   splitAddressList,
   type ComposeInput,
   type Mailbox,
 } from './compose.js';
 
-const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
+/**
+ * nodemailer's own bytes for a message of the shape composePlainText takes (from, to, subject,
+ * text: nothing else): MailComposer, compiled and built, nothing of ours in between.
+ */
+function nodemailerBytes(input: ComposeInput): Promise<Buffer> {
+  return new MailComposer({ messageId: input.messageId, date: input.date, from: input.from, to: [...input.to], subject: input.subject ?? '', ...(input.text !== null ? { text: input.text } : {}) })
+    .compile()
+    .build();
+}
 
-/** Messages of every shape composeMessage builds (and some it does not, to see the fallback). */
-const shapes: Record<string, ConstructorParameters<typeof MailComposer>[0]> = {
-  'plain ASCII text': { from: 'a@x.test', to: 'b@x.test', subject: 'Hi', text: 'Hello', messageId: '<1@x.test>', date: new Date(0) },
-  'unicode and long lines (quoted-printable)': {
-    from: { name: 'Jürgen Müller', address: 'j@x.test' },
-    to: [{ name: 'Doe, Jane', address: 'jane@x.test' }],
-    cc: [{ name: '', address: 'c@x.test' }],
-    replyTo: [{ name: 'Desk', address: 'desk@x.test' }],
-    subject: 'Grüße – ein sehr langer Betreff '.repeat(4),
-    text: `${'Zeile mit Umlauten äöü und einer sehr langen Fortsetzung ohne Umbruch '.repeat(6)}\nend  \n\ttab`,
-    html: `<p>${'Ünïcödé '.repeat(40)}</p>`,
-    headers: { 'X-Custom': 'wert mit ü', 'X-Plain': 'value' },
-    inReplyTo: '<p@x.test>',
-    references: ['<a@x.test>', '<p@x.test>'],
-    messageId: '<2@x.test>',
-    date: new Date(0),
-  },
-  'attachments, inline image, CRLF text attachment': {
-    from: 'a@x.test',
-    to: 'b@x.test',
-    subject: 'files',
-    text: 'see attached',
-    html: '<p><img src="cid:logo@x.test"></p>',
-    attachments: [
-      { filename: 'logo.png', content: png, contentType: 'image/png', cid: 'logo@x.test', contentDisposition: 'inline' },
-      { filename: 'notes.txt', content: Buffer.from('line one\r\nline two\r\n'), contentType: 'text/plain', contentDisposition: 'attachment' },
-      { filename: 'Bericht für 2024.pdf', content: Buffer.alloc(5000, 7), contentType: 'application/pdf', contentDisposition: 'attachment' },
-      { filename: false, content: Buffer.alloc(0), contentType: 'application/octet-stream', contentDisposition: 'attachment' },
-    ],
-    messageId: '<3@x.test>',
-    date: new Date(0),
-  },
-  'attachment only, no body': {
-    from: 'a@x.test',
-    to: 'b@x.test',
-    subject: '',
-    attachments: [{ filename: 'a.bin', content: Buffer.from([0, 1, 2, 255]), contentType: 'application/octet-stream' }],
-    messageId: '<4@x.test>',
-    date: new Date(0),
-  },
-};
+/** The random multipart boundaries are the only bytes two compositions of one message may differ in. */
+const boundaries = (b: Buffer) => b.toString('latin1').replace(/_NmP-[0-9a-f]+-Part_\d+/g, 'BOUNDARY');
 
-describe('serializeMimeTree', () => {
-  for (const [name, mail] of Object.entries(shapes)) {
-    it(`writes what MimeNode#build() writes: ${name}`, async () => {
-      const node = new MailComposer(mail).compile();
-      const fast = serializeMimeTree(node);
-      expect(fast).toBeInstanceOf(Buffer);
-      const built = await node.build();
-      expect(fast?.toString('latin1')).toBe(built.toString('latin1'));
-    });
-  }
+describe('composeMessage', () => {
+  const base: ComposeInput = {
+    messageId: '<big@x.test>',
+    date: new Date(0),
+    from: { name: 'Jürgen', address: 'j@x.test' },
+    to: [{ name: '', address: 'b@x.test' }],
+    cc: [],
+    replyTo: [],
+    subject: 'Grüße',
+    text: null,
+    html: null,
+    inReplyTo: null,
+    references: [],
+    headers: {},
+    attachments: [],
+  };
 
-  it('declines what it does not handle, so that build() is used', () => {
-    const node = new MailComposer({ from: 'a@x.test', to: 'b@x.test', text: 'x', attachments: [{ filename: 'f.txt', path: '/etc/hostname' }] }).compile();
-    expect(serializeMimeTree(node)).toBeUndefined();
+  it('composes a large message (in a worker thread) to the bytes MailComposer builds', async () => {
+    const content = Buffer.alloc(300 * 1024);
+    for (let i = 0; i < content.length; i++) content[i] = (i * 7919) & 0xff;
+    const big: ComposeInput = {
+      ...base,
+      text: `${'Zeile mit Umlauten äöü und einer langen Fortsetzung ohne Umbruch '.repeat(40)}\n`.repeat(100),
+      html: `<p>${'Ünïcödé '.repeat(40)}</p>\n`.repeat(200),
+      attachments: [{ filename: 'a.bin', contentType: 'application/octet-stream', contentDisposition: 'attachment', contentId: null, content }],
+    };
+    const raw = await composeMessage(big);
+    expect(raw).toBeInstanceOf(Buffer);
+    expect(boundaries(raw)).toBe(boundaries(await composeWithNodemailer(big)));
+    // The caller's attachment is still whole (copied to the thread, not moved).
+    expect(big.attachments[0]?.content.length).toBe(300 * 1024);
+  });
+
+  it('composes small messages of every shape through MailComposer', async () => {
+    for (const other of [{ text: 'Grüße', html: '<p>x</p>' }, { html: '<b>only</b>' }, { text: 'x', attachments: [{ filename: null, contentType: 'text/plain', contentDisposition: 'inline' as const, contentId: 'c@x', content: Buffer.from('a\r\nb') }] }]) {
+      const mail = { ...base, ...other };
+      expect(boundaries(await composeMessage(mail)), JSON.stringify(other)).toBe(boundaries(await composeWithNodemailer(mail)));
+    }
   });
 });
 
@@ -128,7 +121,7 @@ describe('composePlainText', () => {
       const fast = composePlainText(mail);
       if (!fast) continue;
       taken++;
-      const slow = await composeWithNodemailer(mail);
+      const slow = await nodemailerBytes(mail);
       expect(fast.toString('latin1'), `case ${i}: ${JSON.stringify(mail)}`).toBe(slow.toString('latin1'));
     }
     // The generator is tuned so that a good share takes the fast path; if this drops, the
@@ -156,7 +149,7 @@ describe('composePlainText', () => {
       'From: Agent <agent@x.test>\r\nTo: b@y.test\r\nSubject: Status report\r\nMessage-ID: <1@x.test>\r\nDate: Thu, 01 Jan 1970 00:00:00 +0000\r\n' +
         'Content-Transfer-Encoding: 7bit\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nAll green.\n',
     );
-    expect((await composeMessage(base)).equals(await composeWithNodemailer(base))).toBe(true);
+    expect((await composeMessage(base)).equals(await nodemailerBytes(base))).toBe(true);
     // A bare Message-ID: nodemailer brackets it, so the long way.
     expect(composePlainText({ ...base, messageId: '1@x.test' })).toBeUndefined();
     for (const other of [
@@ -172,7 +165,6 @@ describe('composePlainText', () => {
       const mail = { ...base, ...other };
       expect(composePlainText(mail), JSON.stringify(other)).toBeUndefined();
       // The long way: the same bytes as nodemailer's, but for the random multipart boundaries.
-      const boundaries = (b: Buffer) => b.toString('latin1').replace(/_NmP-[0-9a-f]+-Part_\d+/g, 'BOUNDARY');
       expect(boundaries(await composeMessage(mail))).toBe(boundaries(await composeWithNodemailer(mail)));
     }
   });
@@ -224,6 +216,38 @@ describe('derived texts', () => {
     expect(previewOf(null, '<style>p{}</style><p>Hi &amp; bye</p><script>x()</script>')).toBe('Hi & bye');
     expect(previewOf('x'.repeat(300), null)).toHaveLength(200);
     expect(previewOf(null, null)).toBeNull();
+  });
+
+  it('previews what collapsing the whole text would give, reading only a prefix of long HTML (generated inputs)', () => {
+    const reference = (text: string | null, html: string | null) => {
+      const source = text?.trim() ? text : html ? htmlToPlainText(html) : '';
+      return Array.from(source.replace(/\s+/g, ' ').trim()).slice(0, 200).join('') || null;
+    };
+    const r = prng(20261123);
+    const pieces = ['<p>', '</p>', '<br>', ' ', '\n\t ', '&amp;', '&#x41;', '&#128512;', '&nosuch;', 'Grüße', '😀', 'word', 'x'.repeat(300), '<b class="a">', '<script>var a = "<p>hidden</p>";</script>', '<style>p { color: red }</style>', '<head><title>t</title></head>', '<header>shown</header>', '\u00a0', '\u2028'];
+    const fill = (length: number) => {
+      let out = '';
+      while (out.length < length) out += pieces[Math.floor(r() * pieces.length)] as string;
+      return out;
+    };
+    for (let i = 0; i < 300; i++) {
+      // Something that straddles the first prefix's end (16 KiB), or the second's (64 KiB).
+      const at = (r() < 0.5 ? 16 * 1024 : 64 * 1024) - Math.floor(r() * (r() < 0.5 ? 12 : 400));
+      const straddling = ['<script>' + 'secret '.repeat(200) + '</script>', '<span title="x">', '&#x1F600;', '&amp;', ' '.repeat(500), '<style>', '<SCRIPT type="x">a</script >'][Math.floor(r() * 7)] as string;
+      const sparse = r() < 0.5;
+      const head = sparse ? ' '.repeat(at - 50) + fill(50) : fill(at);
+      const html = head.slice(0, at) + straddling + fill(Math.floor(r() * 70_000));
+      expect(previewOf(null, html), `case ${i}`).toBe(reference(null, html));
+      const text = r() < 0.5 ? html : ' \n'.repeat(Math.floor(r() * 1000)) + fill(Math.floor(r() * 2000));
+      expect(previewOf(text, null), `text case ${i}`).toBe(reference(text, null));
+    }
+    // An entity and a tag cut by the first prefix (16 KiB), right after 198 visible characters.
+    for (const cut of ['&#x00000041;', '<span title="a long attribute">']) {
+      const html = `${' '.repeat(16 * 1024 - 198 - 6)}${'a'.repeat(198)}${cut}${'b'.repeat(300)}`;
+      expect(previewOf(null, html), cut).toBe(reference(null, html));
+    }
+    expect(previewOf('  ', null)).toBeNull();
+    expect(previewOf(null, '<script>only</script>')).toBeNull();
   });
 
   it('cuts quoted history from replies', () => {

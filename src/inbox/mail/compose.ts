@@ -1,9 +1,7 @@
 import { domainToASCII, domainToUnicode } from 'node:url';
-import * as base64 from 'nodemailer/lib/base64/index.js';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/index.js';
-import type MimeNode from 'nodemailer/lib/mime-node/index.js';
-import * as qp from 'nodemailer/lib/qp/index.js';
+import { inboxPool, OFFLOAD_COMPOSE_BYTES } from '../offload.js';
 import { domainKey } from './domains.js';
 
 /**
@@ -161,10 +159,16 @@ export interface ComposeInput {
 
 /**
  * The RFC 5322 source of a message, as it goes over the wire. Bcc is never part of it (the
- * envelope carries those recipients), so every stored copy can share these bytes.
+ * envelope carries those recipients), so every stored copy can share these bytes. A large message
+ * is composed in a worker thread (`offload.ts`), so that its encoding does not stall other requests.
  */
 export async function composeMessage(input: ComposeInput): Promise<Buffer> {
-  return composePlainText(input) ?? composeWithNodemailer(input);
+  const plain = composePlainText(input);
+  if (plain) return plain;
+  const size = (input.text?.length ?? 0) + (input.html?.length ?? 0) + input.attachments.reduce((n, a) => n + a.content.length, 0);
+  if (size < OFFLOAD_COMPOSE_BYTES) return composeWithNodemailer(input);
+  const raw = await inboxPool().run<Uint8Array>('compose', input);
+  return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
 }
 
 /** composeMessage through nodemailer's MailComposer, for every shape of message. */
@@ -191,27 +195,33 @@ export async function composeWithNodemailer(input: ComposeInput): Promise<Buffer
       ...(a.contentId !== null ? { cid: a.contentId } : {}),
     })),
   });
-  const root = composer.compile();
-  return serializeMimeTree(root) ?? root.build();
+  return composer.compile().build();
 }
 
 // What nodemailer writes as is: printable ASCII names of word characters and single spaces,
 // printable ASCII subjects and addresses, and text whose lines fit 76 characters (7bit).
+/** A display name nodemailer writes unquoted: word characters and single spaces. */
 const PLAIN_NAME = /^(?:\w+(?: \w+)*)?$/;
+/** Printable ASCII, no space at either end. */
 const PLAIN_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
-// nodemailer lower-cases the domain: a domain with capitals goes the long way.
 /** Printable ASCII without a quote or what looks like an encoded word: what nodemailer does not encode. */
 const isPlainValue = (value: string) => PLAIN_VALUE.test(value) && !value.includes('"') && !value.includes('=?');
+/** nodemailer lower-cases the domain: a domain with capitals goes the long way. */
 const PLAIN_ADDRESS = /^[\x21-\x7e]+@[a-z0-9.-]+$/;
+/** Text nodemailer sends as 7bit: printable ASCII, tabs and line breaks… */
 const PLAIN_TEXT = /^[\t\n\r\x20-\x7e]*$/;
+/** …in lines of at most 76 characters. */
 const LONG_LINE = /^.{77,}/m;
+/** Longest header line nodemailer leaves unfolded. */
 const HEADER_LINE = 75;
+/** Longer texts go the long way (composed in a worker thread when large). */
 const PLAIN_TEXT_MAX = 64 * 1024;
 
 /**
  * The source of the most common send, a short ASCII text with no extras, written directly: the
  * bytes MailComposer writes for it (compose.test.ts compares the two over many such inputs),
- * without building a MIME tree, a fifth of a whole send. Undefined for anything else.
+ * without building a MIME tree (decision 0007; the figures are in bench/README.md). Undefined for
+ * anything else.
  */
 export function composePlainText(input: ComposeInput): Buffer | undefined {
   const text = input.text;
@@ -244,68 +254,21 @@ export function composePlainText(input: ComposeInput): Buffer | undefined {
   return Buffer.from(`${lines.join('\r\n')}\r\n\r\n${text}${last === 0x0a ? '' : last === 0x0d ? '\n' : '\r\n'}`, 'latin1');
 }
 
-/** The parts of a compiled MimeNode that its serialization reads (some are internal to nodemailer). */
-interface MimeTreeNode {
-  readonly childNodes: readonly MimeTreeNode[];
-  readonly content?: unknown;
-  readonly contentType?: string | undefined;
-  readonly multipart?: string | false | undefined;
-  readonly boundary?: string | false | undefined;
-  readonly newline?: string | undefined;
-  readonly _raw?: unknown;
-  readonly _transforms?: readonly unknown[];
-  readonly _processFuncs?: readonly unknown[];
-  buildHeaders(): string;
-  getTransferEncoding(): string | false;
-}
-
-/**
- * The bytes `MimeNode#build()` produces, written synchronously: build() pushes the same strings
- * through a chain of streams and setImmediate hops, which costs a fifth of a whole send. Handles
- * what composeMessage creates (string and Buffer contents, no transforms); anything else returns
- * undefined and goes through build(). compose.test.ts compares both byte for byte.
- */
-export function serializeMimeTree(root: MimeNode): Buffer | undefined {
-  const chunks: Buffer[] = [];
-  const write = (node: MimeTreeNode): boolean => {
-    if (node._raw || node._transforms?.length || node._processFuncs?.length || node.newline) return false;
-    const encoding = node.getTransferEncoding();
-    chunks.push(Buffer.from(`${node.buildHeaders()}\r\n\r\n`));
-    const content = node.content;
-    if (content) {
-      if (typeof content !== 'string' && !Buffer.isBuffer(content)) return false;
-      const bytes = typeof content === 'string' ? Buffer.from(content) : content;
-      if (encoding === 'base64') chunks.push(Buffer.from(base64.wrap(base64.encode(bytes), 76), 'latin1'));
-      else if (encoding === 'quoted-printable') {
-        // Outside text/* nodemailer encodes lone CR and LF too; not a case composeMessage creates.
-        if (!/^text\//i.test(node.contentType ?? '')) return false;
-        chunks.push(Buffer.from(qp.wrap(qp.encode(bytes), 76), 'latin1'));
-      } else chunks.push(bytes);
-    }
-    if (node.multipart) {
-      for (const [i, child] of node.childNodes.entries()) {
-        chunks.push(Buffer.from(`${i > 0 ? '\r\n' : ''}--${String(node.boundary)}\r\n`));
-        if (!write(child)) return false;
-      }
-      chunks.push(Buffer.from(`\r\n--${String(node.boundary)}--\r\n`));
-    }
-    return true;
-  };
-  if (!write(root as unknown as MimeTreeNode)) return undefined;
-  const out = Buffer.concat(chunks);
-  // Like nodemailer's LastNewline transform: the message ends with a line break.
-  const last = out[out.length - 1];
-  return last === 0x0a ? out : Buffer.concat([out, Buffer.from(last === 0x0d ? '\n' : '\r\n')]);
-}
-
 const PREVIEW_LENGTH = 200;
 
 const ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
 
 /** Visible text of an HTML body, roughly: no scripts, styles or tags; common entities decoded. */
 export function htmlToPlainText(html: string): string {
+  return shownText(withoutHidden(html));
+}
+
+/** The HTML without its script, style and head blocks. */
+const withoutHidden = (html: string) => html.replace(/<(script|style|head)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, ' ');
+
+/** The text of HTML without hidden blocks: line breaks for breaks and block ends, entities decoded. */
+function shownText(html: string): string {
   return html
-    .replace(/<(script|style|head)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, ' ')
     .replace(/<br\s*\/?>|<\/(p|div|li|tr|h[1-6])\s*>/gi, '\n')
     .replace(/<[^>]*>/g, ' ')
     .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, e: string) => {
@@ -317,12 +280,66 @@ export function htmlToPlainText(html: string): string {
     });
 }
 
-/** The first 200 characters of the text (or the HTML's text), whitespace collapsed. */
+/**
+ * The first 200 characters of the text (or the HTML's text), whitespace collapsed: the first 200
+ * code points of `source.replace(/\s+/g, ' ').trim()`, read only as far as they reach (a text of
+ * megabytes costs what its first words cost).
+ */
 export function previewOf(text: string | null, html: string | null): string | null {
-  const source = text?.trim() ? text : html ? htmlToPlainText(html) : '';
-  const collapsed = source.replace(/\s+/g, ' ').trim();
-  if (!collapsed) return null;
-  return Array.from(collapsed).slice(0, PREVIEW_LENGTH).join('');
+  const preview = text?.trim() ? collapsedPrefix(text, PREVIEW_LENGTH) : html ? htmlPreview(html) : '';
+  return preview || null;
+}
+
+function collapsedPrefix(source: string, limit: number): string {
+  const word = /\S+/g;
+  let out = '';
+  let count = 0;
+  for (let m = word.exec(source); m && count < limit; m = word.exec(source)) {
+    if (count) {
+      out += ' ';
+      if (++count === limit) break;
+    }
+    // At most `limit - count` code points of the word, from at most twice as many UTF-16 units.
+    const chars = Array.from(m[0].slice(0, 2 * (limit - count))).slice(0, limit - count);
+    out += chars.join('');
+    count += chars.length;
+  }
+  return out;
+}
+
+const HIDDEN_OPEN = /<(script|style|head)\b[^>]*>/gi;
+
+/**
+ * The preview of an HTML body, from a prefix of the HTML that ends before any hidden block
+ * (script, style, head), tag or entity it would cut, when that prefix yields more than the
+ * preview (the rest cannot change it then); otherwise from a longer one, up to the whole HTML.
+ */
+function htmlPreview(html: string): string {
+  for (let length = 16 * 1024; length < html.length; length *= 4) {
+    let head = html.slice(0, length);
+    // A hidden block that does not close before the cut.
+    HIDDEN_OPEN.lastIndex = 0;
+    for (let m = HIDDEN_OPEN.exec(head); m; m = HIDDEN_OPEN.exec(head)) {
+      const close = new RegExp(`<\\/${m[1] as string}\\s*>`, 'gi');
+      close.lastIndex = m.index + m[0].length;
+      const end = close.exec(head);
+      if (!end) {
+        head = head.slice(0, m.index);
+        break;
+      }
+      HIDDEN_OPEN.lastIndex = end.index + end[0].length;
+    }
+    let shown = withoutHidden(head);
+    // A tag open at the cut.
+    const lt = shown.lastIndexOf('<');
+    if (lt > shown.lastIndexOf('>')) shown = shown.slice(0, lt);
+    // An entity cut in two.
+    const partial = /&[#a-z0-9]*$/i.exec(shown);
+    if (partial) shown = shown.slice(0, partial.index);
+    const preview = Array.from(collapsedPrefix(shownText(shown), PREVIEW_LENGTH + 1));
+    if (preview.length > PREVIEW_LENGTH) return preview.slice(0, PREVIEW_LENGTH).join('');
+  }
+  return collapsedPrefix(htmlToPlainText(html), PREVIEW_LENGTH);
 }
 
 const QUOTE_INTRO = /^(On\b.{0,300}\bwrote:|-{2,}\s*Original Message\s*-{2,}|_{5,})\s*$/im;

@@ -46,6 +46,12 @@ export class AttachmentsTooLargeError extends ValidationError {
   }
 }
 
+export class BodyTooLargeError extends ValidationError {
+  constructor(field: 'text' | 'html', size: number, max: number) {
+    super(`${field} is ${size} bytes long (UTF-8); at most ${max} bytes are allowed per message.`, field, 'BODY_TOO_LARGE');
+  }
+}
+
 export class InvalidHeaderError extends ValidationError {
   constructor(name: string, problem: string) {
     super(`headers: "${name.slice(0, 100)}" ${problem}`, 'headers', 'INVALID_HEADER');

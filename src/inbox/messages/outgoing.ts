@@ -4,6 +4,7 @@ import { mediaTypeOf, parseMailbox, splitAddressList, type ComposeAttachment, ty
 import { addressKey, domainOf, localDomainSet } from '../mail/domains.js';
 import {
   AttachmentsTooLargeError,
+  BodyTooLargeError,
   AttachmentUrlNotSupportedError,
   ExternalDeliveryDisabledError,
   ForbiddenHeaderError,
@@ -171,6 +172,17 @@ function validateAttachments(list: readonly SendAttachmentInput[] | undefined, m
   return out;
 }
 
+/** The caller's text and html, each within `maxBytes` of UTF-8 (before a forward adds the original). */
+export function checkBodySizes(input: Pick<SendInput, 'text' | 'html'>, maxBytes: number): void {
+  for (const field of ['text', 'html'] as const) {
+    const value = input[field];
+    // A string of n UTF-16 units is at least n and at most 3n bytes of UTF-8.
+    if (typeof value !== 'string' || value.length * 3 <= maxBytes) continue;
+    const size = Buffer.byteLength(value);
+    if (size > maxBytes) throw new BodyTooLargeError(field, size, maxBytes);
+  }
+}
+
 export interface OutgoingRules {
   readonly clock: Clock;
   readonly ids: Ids;
@@ -178,6 +190,8 @@ export interface OutgoingRules {
   readonly localDomains: readonly string[];
   readonly maxRecipients: number;
   readonly maxAttachmentBytes: number;
+  /** Largest text and largest html a caller may give, UTF-8 bytes each. */
+  readonly maxBodyBytes: number;
   /** Whether mail to other domains may be queued for an SMTP relay. */
   readonly relayConfigured: boolean;
 }

@@ -9,7 +9,7 @@ import { domainKey, localDomainSet } from '../mail/domains.js';
 import { answerHeaders, forwardInput, replyInput } from './answers.js';
 import { findAttachmentContent, type Message } from './message.repository.js';
 import { findOwnMessage } from './message.service.js';
-import { createOutgoingValidator, type Outgoing, type OutgoingRules, type ReplyInput, type SendAttachmentInput, type SendInput } from './outgoing.js';
+import { checkBodySizes, createOutgoingValidator, type Outgoing, type OutgoingRules, type ReplyInput, type SendAttachmentInput, type SendInput } from './outgoing.js';
 
 export interface SendServiceDeps extends DeliveryPathDeps, OutgoingRules {}
 
@@ -84,11 +84,13 @@ export function createSendService(deps: SendServiceDeps) {
   return {
     /** Sends a new message from an inbox; returns the ids of the sender's copy. */
     async send(owner: KeyOwner, inboxId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
+      checkBodySizes(input, deps.maxBodyBytes);
       return send(owner, normalizeInboxId(inboxId), validate(input), undefined);
     },
 
     /** Answers a message of the inbox (answers.ts `replyInput`); In-Reply-To and References make it join the thread on both sides. */
     async reply(owner: KeyOwner, inboxId: string, messageId: string, input: ReplyInput): Promise<{ messageId: string; threadId: string }> {
+      checkBodySizes(input, deps.maxBodyBytes);
       const parent = await findOwnMessage(db, owner, inboxId, messageId);
       return send(owner, parent.inboxId, validate(replyInput(parent, input)), parent);
     },
@@ -98,6 +100,7 @@ export function createSendService(deps: SendServiceDeps) {
      * copy stays in the original's thread (References name it).
      */
     async forward(owner: KeyOwner, inboxId: string, messageId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
+      checkBodySizes(input, deps.maxBodyBytes);
       const original = await findOwnMessage(db, owner, inboxId, messageId);
       const carried: SendAttachmentInput[] = [];
       for (const a of original.attachments) {

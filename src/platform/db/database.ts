@@ -48,9 +48,31 @@ export interface OpenDatabaseOptions {
    * mode; FULL also survives power loss at the price of one fsync per commit.
    */
   readonly sqliteSynchronous?: 'NORMAL' | 'FULL';
+  /**
+   * Whether statements compiled once (`prepared.ts`) are compiled again on every run and compared
+   * with the cached SQL: slower, for tests (DB_VERIFY_STATEMENT_CACHE).
+   */
+  readonly verifyStatementCache?: boolean;
+}
+
+const VERIFIED = new WeakSet<object>();
+
+/**
+ * Whether the database behind `executor` (a Kysely instance or a transaction of one opened here)
+ * verifies its compiled-once statements on every run.
+ */
+export function verifiesStatementCache(executor: { getExecutor(): { adapter: object } }): boolean {
+  return VERIFIED.has(executor.getExecutor().adapter);
 }
 
 export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
+  const database = await open<DB>(options);
+  // Kysely instances and their transactions share one adapter.
+  if (options.verifyStatementCache) VERIFIED.add(database.db.getExecutor().adapter);
+  return database;
+}
+
+async function open<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
   const url = options.url;
   if (url && /^postgres(ql)?:\/\//.test(url)) return openPostgres<DB>(url, options.poolSize ?? 10);
   let file: string;

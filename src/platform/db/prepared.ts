@@ -1,5 +1,5 @@
 import { CompiledQuery, type Compilable } from 'kysely';
-import { directSqliteRunner } from './database.js';
+import { directSqliteRunner, verifiesStatementCache } from './database.js';
 
 interface QueryExecutorLike {
   getExecutor(): { adapter: object };
@@ -19,7 +19,10 @@ const MAX = 1000;
  * inside a transaction when given one). On SQLite outside a transaction it runs directly on the
  * connection (see `directSqliteRunner`).
  *
- * `build` must produce the same SQL for the same `key`, taking `parameters` in the same order.
+ * `build` must produce the same SQL for the same `key`, taking `parameters` in the same order. On
+ * a database opened with `verifyStatementCache` (tests) every run compiles `build()` again and
+ * throws when its SQL is not the cached one (a key that misses something that shapes the SQL) or
+ * its parameters are not the ones given.
  */
 export async function preparedRows<R>(executor: QueryExecutorLike, key: string, parameters: readonly unknown[], build: () => Compilable<R>): Promise<R[]> {
   const adapter = executor.getExecutor().adapter;
@@ -29,8 +32,11 @@ export async function preparedRows<R>(executor: QueryExecutorLike, key: string, 
     caches.set(adapter, cache);
   }
   let sql = cache.get(key);
-  if (sql === undefined) {
+  if (sql === undefined || verifiesStatementCache(executor)) {
     const compiled = build().compile();
+    if (sql !== undefined && compiled.sql !== sql) {
+      throw new Error(`prepared query ${key}: the SQL compiled now differs from the SQL cached under this key, which misses something that shapes it`);
+    }
     if (compiled.parameters.length !== parameters.length) {
       throw new Error(`prepared query ${key}: ${compiled.parameters.length} parameters compiled, ${parameters.length} given`);
     }

@@ -1,8 +1,8 @@
 import { HydraAdmin, ResourceGuesser, hydraDataProvider } from '@api-platform/admin';
-import { parseHydraDocumentation } from '@api-platform/api-doc-parser';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
-import { apiKeyAuthProvider, httpClient, withApiKey } from './api-key.js';
+import { apiKeyAuthProvider, httpClient } from './api-key.js';
+import { parseDocumentation } from './documentation.js';
 import { i18nProvider } from './i18n.js';
 import { ImmobilieCreate, ImmobilieEdit, ImmobilieList, ImmobilieShow } from './immobilie.js';
 import { LoginPage } from './login-page.js';
@@ -19,7 +19,7 @@ const entrypoint = new URL(root.dataset.entrypoint ?? '/api', window.location.hr
 const dataProvider = hydraDataProvider({
   entrypoint,
   httpClient,
-  apiDocumentationParser: (url) => parseHydraDocumentation(url, { headers: () => withApiKey(undefined) }),
+  apiDocumentationParser: parseDocumentation,
   mercure: false,
 });
 

@@ -1,0 +1,244 @@
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { clearInterval, setInterval } from 'node:timers';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { DOMAIN, dropInboxSchema, inboxConfig, loadService } from './inbox-seed.mjs';
+import * as harness from './lib/harness.mjs';
+import { fmt, machineDescription, median, postgresUrl, RESULTS, ROOT, sourceOf, timestamp, writeResults } from './lib/harness.mjs';
+import { summarizeProfile, formatProfile } from './profile.mjs';
+
+/**
+ * `npm run bench:bigsend`: do sends at the size limits stall other organizations? One inbox
+ * server (dist/src/inbox/main.js, INBOX_ROLES=api, not pinned: its worker threads may use the
+ * second core, as they would on any machine with more than one). Organization "others" reads
+ * `GET /v0/inboxes` over a few keep-alive connections, one request after the other on each, and
+ * every latency is recorded. Phase "alone": nothing else runs. Phase "big sends": organization
+ * "big" at the same time keeps `--senders` sends in flight, each at the limits of the variant
+ * (`text`: the largest text; `html`: the largest html; `full`: the largest text and html and
+ * attachments totalling INBOX_MAX_ATTACHMENT_BYTES), each to one other local inbox. The server's
+ * resident set is sampled from /proc every 10 ms; peak RSS per send in flight is (peak during the
+ * phase − RSS of the idle server before its first big send) / senders, compared with the size of
+ * the stored message (its RFC 5322 source).
+ * Options: --duration 10 --readers 4 --senders 2 --variants text,html,full --profile
+ * (one extra --cpu-prof run per variant, not counted). PostgreSQL too when BENCH_POSTGRES_URL or
+ * TEST_POSTGRES_URL is set (schema bench_bigsend, dropped afterwards).
+ */
+
+const { values: args } = parseArgs({ options: { duration: { type: 'string' }, readers: { type: 'string' }, senders: { type: 'string' }, variants: { type: 'string' }, profile: { type: 'boolean' } } });
+const opts = {
+  duration: Number(args.duration ?? process.env.BENCH_DURATION ?? 10),
+  readers: Number(args.readers ?? 4),
+  senders: Number(args.senders ?? 2),
+  variants: (args.variants ?? 'text,html,full').split(','),
+  profile: args.profile ?? process.env.BENCH_PROFILE === '1',
+};
+const MAIN = path.join(ROOT, 'dist/src/inbox/main.js');
+const TARGET_P99_MS = 50;
+const TARGET_RSS_FACTOR = 4;
+
+/** Prose with umlauts and long paragraphs (quoted-printable, as real mail), `bytes` UTF-8 bytes long. */
+function prose(bytes, html) {
+  const sentence = 'Sehr geehrte Damen und Herren, anbei die Übersicht der Lieferungen für das dritte Quartal; bitte prüfen Sie die Beträge und Fälligkeiten. ';
+  const paragraph = html ? `<p>${sentence.repeat(6)}<b>Summe</b> &amp; Grüße</p>\n` : `${sentence.repeat(6)}\n\n`;
+  const out = paragraph.repeat(Math.ceil(bytes / Buffer.byteLength(paragraph)));
+  // Cut at a character boundary at or below `bytes`.
+  let s = out.slice(0, bytes);
+  while (Buffer.byteLength(s) > bytes) s = s.slice(0, -1);
+  return s;
+}
+
+function bodies(limits, to) {
+  const attachment = Buffer.alloc(limits.attachmentBytes);
+  for (let i = 0; i < attachment.length; i++) attachment[i] = (i * 2654435761) >>> 24;
+  const text = prose(limits.bodyBytes, false);
+  const html = prose(limits.bodyBytes, true);
+  const base = { to, subject: 'Quarterly delivery report' };
+  return {
+    text: JSON.stringify({ ...base, text }),
+    html: JSON.stringify({ ...base, html }),
+    full: JSON.stringify({ ...base, text, html, attachments: [{ filename: 'report.bin', content_type: 'application/octet-stream', content: attachment.toString('base64') }] }),
+  };
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+function request(port, method, urlPath, apiKey, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, agent, headers: { authorization: `Bearer ${apiKey}`, ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Reads /proc/<pid>/status VmRSS in bytes. */
+function rss(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+/** One phase: readers of `others` for `duration` s, with `senders` loops of big sends of `body` if given. */
+async function phase({ port, pid, others, big, body, senders }) {
+  const latencies = [];
+  let errors = 0;
+  let sent = 0;
+  let sendMs = [];
+  const rssBefore = rss(pid);
+  let peak = rssBefore;
+  const end = performance.now() + opts.duration * 1000;
+  const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 10);
+  const reader = async () => {
+    while (performance.now() < end) {
+      const t = performance.now();
+      const r = await request(port, 'GET', '/v0/inboxes', others.apiKey);
+      latencies.push(performance.now() - t);
+      if (r.status !== 200) errors++;
+    }
+  };
+  const sender = async () => {
+    while (performance.now() < end) {
+      const t = performance.now();
+      const r = await request(port, 'POST', `/v0/inboxes/${encodeURIComponent(big.from)}/messages/send`, big.apiKey, body);
+      if (r.status !== 200) throw new Error(`big send answered ${r.status}: ${r.body.slice(0, 300)}`);
+      sendMs.push(performance.now() - t);
+      sent++;
+    }
+  };
+  await Promise.all([...Array.from({ length: opts.readers }, reader), ...(body ? Array.from({ length: senders }, sender) : [])]);
+  clearInterval(sampler);
+  const sorted = latencies.sort((a, b) => a - b);
+  return { requests: sorted.length, errors, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1], sends: sent, sendMedianMs: sendMs.length ? median(sendMs) : null, rssBefore, rssPeak: peak };
+}
+
+async function seed(db, dir) {
+  if (db.sqliteFile) for (const suffix of ['', '-wal', '-shm']) rmSync(db.sqliteFile + suffix, { force: true });
+  const svc = await loadService(path.join(ROOT, 'dist'));
+  const config = inboxConfig(db.url, dir);
+  const database = await svc.openInboxDatabase(config);
+  try {
+    if (database.dialect === 'postgres') await dropInboxSchema(db.url, dir).catch(() => {});
+    if (database.dialect === 'postgres') {
+      const { sql } = await import('kysely');
+      const schema = new URL(db.url).searchParams.get('schema');
+      await sql`create schema if not exists ${sql.id(schema)}`.execute(database.db);
+    }
+    await svc.migrateInbox(database);
+    const { services } = svc.createInboxServices(config, database.db, { log: { warn() {}, error() {} } });
+    const org = async (name, inboxes) => {
+      const key = await services.apiKeys.createKey({ name });
+      const owner = { apiKeyId: key.apiKeyId, organizationId: key.organizationId };
+      const made = [];
+      for (const username of inboxes) made.push((await services.inboxes.create(owner, { username, displayName: username })).inbox.inboxId);
+      return { apiKey: key.key, inboxes: made };
+    };
+    const big = await org('big', ['bulk', 'archive']);
+    const others = await org('others', Array.from({ length: 20 }, (_, i) => `agent${i}`));
+    return { big: { apiKey: big.apiKey, from: big.inboxes[0], to: big.inboxes[1] }, others, limits: { attachmentBytes: config.maxAttachmentBytes, bodyBytes: config.maxBodyBytes ?? 12 * 2 ** 20 } };
+  } finally {
+    await database.destroy();
+  }
+}
+
+async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = []) {
+  const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', INBOX_PORT: String(port), DATA_DIR: dir, INBOX_DATABASE_URL: db.url, INBOX_ROLES: 'api', INBOX_DOMAINS: DOMAIN, INBOX_RATE_LIMIT_PER_MINUTE: '10000000', INBOX_SEND_LIMIT_PER_DAY: '100000000' };
+  // Not pinned: the server and its worker threads may use both cores.
+  const child = await harness.startServer({ label: variant, file: MAIN, env, nodeArgs, pin: false });
+  try {
+    // Warm-up: a few reads and one big send, so that both phases start from a warm server.
+    for (let i = 0; i < 50; i++) await request(port, 'GET', '/v0/inboxes', seeded.others.apiKey);
+    await sleep(500);
+    const rssIdle = rss(child.pid);
+    const first = await request(port, 'POST', `/v0/inboxes/${encodeURIComponent(seeded.big.from)}/messages/send`, seeded.big.apiKey, body);
+    if (first.status !== 200) throw new Error(`${variant}: the big send answered ${first.status}: ${first.body.slice(0, 500)}`);
+    const { message_id } = JSON.parse(first.body);
+    const meta = JSON.parse((await request(port, 'GET', `/v0/inboxes/${encodeURIComponent(seeded.big.from)}/messages/${encodeURIComponent(message_id)}`, seeded.big.apiKey)).body);
+    await sleep(500);
+    const alone = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big });
+    const during = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big, body, senders: opts.senders });
+    return { variant, dialect: db.dialect, requestBytes: Buffer.byteLength(body), messageBytes: meta.size, rssIdle, alone, during };
+  } finally {
+    await child.stop();
+  }
+}
+
+function databases(dir) {
+  const out = [{ dialect: 'sqlite', url: `sqlite:${path.join(dir, 'inbox.db')}`, sqliteFile: path.join(dir, 'inbox.db') }];
+  const pgUrl = postgresUrl('bench_bigsend');
+  if (pgUrl) out.push({ dialect: 'postgres', url: pgUrl });
+  return out;
+}
+
+function table(results) {
+  const mb = (n) => fmt(n / 2 ** 20, 1);
+  const rows = [
+    `| Database | Variant | Message | Others' p50 / p99 / max alone | Others' p50 / p99 / max during big sends | p99 ratio | p99 < ${TARGET_P99_MS} ms | Big sends (median) | RSS idle → peak | Peak RSS per send in flight | < ${TARGET_RSS_FACTOR}× message |`,
+    '|---|---|--:|--:|--:|--:|---|--:|--:|--:|---|',
+  ];
+  for (const r of results) {
+    const perSend = (r.during.rssPeak - r.rssIdle) / opts.senders;
+    const factor = perSend / r.messageBytes;
+    const lat = (p) => `${fmt(p.p50, 1)} / ${fmt(p.p99, 1)} / ${fmt(p.max, 1)} ms`;
+    rows.push(
+      `| ${r.dialect} | ${r.variant} | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${mb(r.rssIdle)} → ${mb(r.during.rssPeak)} MiB | ${mb(perSend)} MiB = **${fmt(factor, 2)}×** | ${factor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} |`,
+    );
+  }
+  return rows.join('\n');
+}
+
+async function main() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bigsend-bench-'));
+  const port = await harness.freePort();
+  const stamp = timestamp();
+  const results = [];
+  const profiles = [];
+  const source = process.env.BENCH_SOURCE ?? sourceOf(['src/inbox', 'src/platform']);
+  console.log(`big-send bench: ${opts.duration} s per phase, ${opts.readers} readers, ${opts.senders} big sends in flight; variants ${opts.variants.join(', ')}`);
+  try {
+    for (const db of databases(dir)) {
+      const seeded = await seed(db, dir);
+      const all = bodies(seeded.limits, seeded.big.to);
+      try {
+        for (const variant of opts.variants) {
+          await harness.quiet();
+          const r = await runVariant(db, dir, port, seeded, variant, all[variant]);
+          console.log(`${db.dialect} ${variant}: ${JSON.stringify(r)}`);
+          results.push(r);
+          if (opts.profile) {
+            const profileDir = path.join(RESULTS, 'profiles', `${stamp}-bigsend-${db.dialect}-${variant}`);
+            mkdirSync(profileDir, { recursive: true });
+            await runVariant(db, dir, port, seeded, variant, all[variant], ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
+            for (const file of readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'))) {
+              const top = summarizeProfile(path.join(profileDir, file));
+              profiles.push({ dialect: db.dialect, variant, file: path.relative(ROOT, path.join(profileDir, file)), ...top });
+              console.log(`  profile ${file} (not counted):\n${formatProfile(top).replace(/^/gm, '    ')}`);
+            }
+          }
+        }
+      } finally {
+        if (db.dialect === 'postgres') await dropInboxSchema(db.url, dir);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const machine = machineDescription();
+  const md = [
+    `Big-send bench, ${new Date().toISOString()}; ${machine}`,
+    `Server: dist/src/inbox/main.js with INBOX_ROLES=api (built from ${source}), not pinned. ${opts.readers} readers of another organization, each one GET /v0/inboxes after the other, for ${opts.duration} s alone and ${opts.duration} s beside ${opts.senders} big sends in flight.`,
+    '',
+    table(results),
+    '',
+  ].join('\n');
+  writeResults(stamp, { date: new Date().toISOString(), machine, source, options: opts, results, profiles }, md);
+}
+
+await main();

@@ -1,0 +1,18 @@
+import { createWorkerPool, taskModule, type WorkerPool } from '../platform/workers/pool.js';
+
+/**
+ * The inbox's worker threads (tasks in `inbox.tasks.ts`): composing large messages and parsing
+ * large JSON bodies happen there, off the event loop (docs/decisions/0012-large-sends-off-the-event-loop.md).
+ * One pool per process, started on first use.
+ */
+let pool: WorkerPool | undefined;
+
+export function inboxPool(): WorkerPool {
+  pool ??= createWorkerPool({ module: taskModule(import.meta.url, './inbox.tasks') });
+  return pool;
+}
+
+/** Request bodies from this size on are parsed in a worker thread. */
+export const OFFLOAD_JSON_BYTES = 1024 * 1024;
+/** Messages whose text, HTML and attachments reach this size together are composed in a worker thread. */
+export const OFFLOAD_COMPOSE_BYTES = 128 * 1024;

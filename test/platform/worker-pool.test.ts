@@ -1,0 +1,45 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createWorkerPool, WorkerPoolError, type WorkerPool } from '../../src/platform/workers/pool.js';
+
+const module = new URL('./worker-pool.tasks.ts', import.meta.url);
+
+describe('worker pool', () => {
+  let pool: WorkerPool | undefined;
+  afterEach(async () => {
+    await pool?.close();
+  });
+
+  it('runs tasks in at most `size` threads, queueing the rest, and moves transferred buffers', async () => {
+    pool = createWorkerPool({ module, size: 2 });
+    expect(await pool.run('double', 21)).toBe(42);
+    const threads = await Promise.all(Array.from({ length: 6 }, () => pool!.run<number>('wait', 30)));
+    expect(new Set(threads).size).toBeLessThanOrEqual(2);
+    expect(threads.every((t) => t > 0)).toBe(true);
+    const bytes = await pool.run<Uint8Array>('fill', 1 << 20);
+    expect(bytes.byteLength).toBe(1 << 20);
+    expect(bytes[12345]).toBe(7);
+  });
+
+  it("rejects with the task's own error, and with WorkerPoolError when the thread dies; the next task gets a new thread", async () => {
+    pool = createWorkerPool({ module, size: 1 });
+    const before = await pool.run<number>('thread', null);
+    const refused = await pool.run('refuse', null).catch((err: Error) => err);
+    expect(refused).toBeInstanceOf(Error);
+    expect(refused).not.toBeInstanceOf(WorkerPoolError);
+    expect((refused as Error).name).toBe('RangeError');
+    expect((refused as Error).message).toBe('not this one');
+    // The thread survives a task's error…
+    expect(await pool.run('thread', null)).toBe(before);
+    // …but not its exit: that task fails as the pool's, and a queued one runs on a new thread.
+    const [died, after] = await Promise.allSettled([pool.run('die', null), pool.run<number>('thread', null)]);
+    expect(died.status === 'rejected' && died.reason).toBeInstanceOf(WorkerPoolError);
+    expect(after.status === 'fulfilled' && after.value).not.toBe(before);
+  });
+
+  it('refuses work once closed', async () => {
+    pool = createWorkerPool({ module, size: 1 });
+    expect(await pool.run('double', 1)).toBe(2);
+    await pool.close();
+    await expect(pool.run('double', 1)).rejects.toBeInstanceOf(WorkerPoolError);
+  });
+});
