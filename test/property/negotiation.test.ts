@@ -23,8 +23,8 @@ import {
 type Server = Awaited<ReturnType<typeof startPropertyServer>>;
 type Account = Awaited<ReturnType<Server['createAccount']>>;
 
-const SACHSEN_LD = { '@context': '/api/contexts/Bundesland', '@id': '/api/bundeslands/13', '@type': 'Bundesland', id: 13, name: 'Sachsen', code: 'SN' };
-const SACHSEN_JSON = { id: 13, name: 'Sachsen', code: 'SN' };
+const SACHSEN_LD = { '@context': '/api/contexts/Bundesland', '@id': '/api/bundeslands/13', '@type': 'Bundesland', id: 13, name: 'Sachsen', code: 'SN', grunderwerbsteuerSatz: 5.5 };
+const SACHSEN_JSON = { id: 13, name: 'Sachsen', code: 'SN', grunderwerbsteuerSatz: 5.5 };
 
 describe.each(dialects)('%s: content negotiation', (dialect) => {
   let server: Server;
