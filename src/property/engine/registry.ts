@@ -164,10 +164,13 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
 function filterMetadata(def: ResourceDefinition, fieldsByName: ReadonlyMap<string, FieldMetadata>, problems: string[]): FilterMetadata[] {
   const where = `resource ${def.shortName}`;
   const targetOf = (name: string): FilterTarget | undefined => {
-    const field = fieldsByName.get(name);
-    if (field) return field.kind === 'secret' ? undefined : { name, kind: field.kind, field, column: field.column, nullable: !field.required && field.kind !== 'id' };
+    // A derived value wins over a field of the same name: a computed output field (say
+    // preisProQuadratmeter) has no column, its SQL is the derived expression.
     const derived = def.derived?.[name];
-    if (!derived) return undefined;
+    if (!derived) {
+      const field = fieldsByName.get(name);
+      return !field || field.kind === 'secret' ? undefined : { name, kind: field.kind, field, column: field.column, nullable: !field.required && field.kind !== 'id' };
+    }
     const columns = derived.ratio.map((n) => fieldsByName.get(n));
     if (columns.some((c) => c?.kind !== 'number')) {
       problems.push(`${where}: derived ${name} needs two numeric fields`);
