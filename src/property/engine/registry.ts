@@ -193,12 +193,14 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
 function filterMetadata(def: ResourceDefinition, fieldsByName: ReadonlyMap<string, FieldMetadata>, problems: string[]): FilterMetadata[] {
   const where = `resource ${def.shortName}`;
   const targetOf = (name: string): FilterTarget | undefined => {
-    // A computed field (not stored) is filtered through its `derived` SQL expression, if it has one.
-    const field = fieldsByName.get(name);
-    if (field?.stored) return { name, kind: field.kind, field, column: field.column, nullable: !field.required && field.kind !== 'id' };
-    if (field && !def.derived?.[name]) return undefined;
+    // A derived value wins over a field of the same name: a computed output field (say
+    // preisProQuadratmeter) has no column, its SQL is the derived expression. Other computed
+    // (not stored) fields cannot be filtered.
     const derived = def.derived?.[name];
-    if (!derived) return undefined;
+    if (!derived) {
+      const field = fieldsByName.get(name);
+      return !field || !field.stored || field.kind === 'secret' ? undefined : { name, kind: field.kind, field, column: field.column, nullable: !field.required && field.kind !== 'id' };
+    }
     const columns = derived.ratio.map((n) => fieldsByName.get(n));
     if (columns.some((c) => c?.kind !== 'number')) {
       problems.push(`${where}: derived ${name} needs two numeric fields`);
