@@ -15,6 +15,8 @@ import type { AnyDb } from './engine/persistence.js';
 import { registerResourceRoutes } from './engine/routes.js';
 import type { propertyConfigSpec } from './property.config.js';
 import { propertyRegistry } from './registry.js';
+import type { KostenSaetze } from './calculator/kaufnebenkosten.js';
+import { KOSTEN_SETTINGS } from './resources/immobilie.provider.js';
 import type { SecurityDatabase } from './security/account.table.js';
 import { createApiKeyAuthenticator } from './security/api-key.repository.js';
 import { createPropertyRateLimits, registerRateLimits, type PropertyRateLimits } from './security/rate-limits.js';
@@ -31,6 +33,12 @@ export interface PropertyAppDeps {
   readonly metrics?: MetricsExposure;
   /** Request budgets; in this process's memory when not given. The caller closes them. */
   readonly rateLimits?: PropertyRateLimits;
+}
+
+/** What the resources' hooks read from the configuration (see resources/immobilie.provider.ts). */
+export function propertyHookSettings(config: PropertyConfig): Readonly<Record<string, unknown>> {
+  const kosten: KostenSaetze = { notarProzent: config.notarPercent, grundbuchProzent: config.grundbuchPercent, maklerProzent: config.maklerPercent };
+  return { [KOSTEN_SETTINGS]: kosten };
 }
 
 export const PAGINATION = { pageParameter: 'page', itemsPerPageParameter: 'itemsPerPage', defaultItemsPerPage: 30 } as const;
@@ -88,11 +96,12 @@ export async function buildPropertyApp({ config, database, registry, ready, metr
     registry: propertyRegistry,
     db,
     pagination: paginationOptions(config),
+    settings: propertyHookSettings(config),
   });
   const cors: CorsPolicy = {
     origins: config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'X-API-KEY', 'Accept', 'If-None-Match', 'X-Request-Id'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'X-API-KEY', 'Accept', 'If-None-Match', 'If-Match', 'X-Request-Id'],
     exposedHeaders: ['Link', 'Location', 'Content-Location', 'ETag', 'Accept-Patch', 'X-Request-Id'],
     maxAgeSeconds: 3600,
   };

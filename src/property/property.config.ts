@@ -21,5 +21,8 @@ export const propertyConfigSpec = {
   rateLimitPerAddressPerMinute: env.integer('PROPERTY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE', 'API requests per minute per client address, with or without a key (429 beyond; the address is the proxy\'s unless `PROPERTY_TRUST_PROXY`)', 3000, 1, 10_000_000),
   registrationLimitPerHour: env.integer('PROPERTY_REGISTRATION_LIMIT_PER_HOUR', 'self-registrations (`POST /api/users` without a key) per hour per client address (429 beyond)', 20, 1, 10_000_000),
   rateLimitRedisPrefix: env.string('PROPERTY_RATE_LIMIT_REDIS_PREFIX', 'prefix of the rate-limit keys in Redis; deployments that share one Redis need different prefixes', 'property:rl'),
+  notarPercent: env.decimal('PROPERTY_NOTAR_PERCENT', 'notary fees in percent of the purchase price, for the computed `kaufnebenkosten`', 1.5, 0, 100),
+  grundbuchPercent: env.decimal('PROPERTY_GRUNDBUCH_PERCENT', 'land registry fees in percent of the purchase price, for the computed `kaufnebenkosten`', 0.5, 0, 100),
+  maklerPercent: env.decimal('PROPERTY_MAKLER_PERCENT', "broker commission (buyer's share) in percent of the purchase price; `0` = no broker, `makler` is then absent", 3.57, 0, 100),
   trustProxy: env.boolean('PROPERTY_TRUST_PROXY', 'trust `X-Forwarded-*` headers from a reverse proxy', false),
 } as const;

@@ -44,8 +44,9 @@ describe('Redis down: shared rate limits fall back to per-process counting and r
     const logs: { level: string; o: object; msg: string }[] = [];
     const log = { warn: (o: object, msg: string) => void logs.push({ level: 'warn', o, msg }), info: (o: object, msg: string) => void logs.push({ level: 'info', o, msg }) };
     const registry = new Registry();
-    const a = connectRedis({ url: redis.url, log, registry, probeMs: 200 });
-    const b = connectRedis({ url: redis.url, log: { warn: () => {}, info: () => {} }, probeMs: 200 });
+    // A command timeout generous enough for a loaded CI machine (the service's default is 50 ms).
+    const a = connectRedis({ url: redis.url, log, registry, probeMs: 200, commandTimeoutMs: 500 });
+    const b = connectRedis({ url: redis.url, log: { warn: () => {}, info: () => {} }, probeMs: 200, commandTimeoutMs: 500 });
     expect(await a.connected()).toBe(true);
     expect(await b.connected()).toBe(true);
     const prefix = `rl:${Math.random()}`;

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/platform/config/config.js';
-import { paginationOptions } from '../../src/property/app.js';
+import { paginationOptions, propertyHookSettings } from '../../src/property/app.js';
 import { createEngine } from '../../src/property/engine/operations.js';
 import type { AnyDb } from '../../src/property/engine/persistence.js';
 import { propertyConfigSpec } from '../../src/property/property.config.js';
@@ -57,7 +57,7 @@ export async function startPropertyServer(options: { dialect?: TestDialect; env?
     ...options.env,
   });
   const service = await startPropertyService(config);
-  const engine = createEngine({ registry: propertyRegistry, db: service.database.db as AnyDb, pagination: paginationOptions(config) });
+  const engine = createEngine({ registry: propertyRegistry, db: service.database.db as AnyDb, pagination: paginationOptions(config), settings: propertyHookSettings(config) });
   const User = propertyRegistry.byShortName('User');
   if (!User) throw new Error('User resource missing');
   const url = service.url.replace('localhost', '127.0.0.1');

@@ -12,6 +12,7 @@ export type InboxErrorType =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'precondition_failed'
   | 'gone'
   | 'payload_too_large'
   | 'request_timeout'
@@ -28,6 +29,7 @@ export const ERROR_BY_KIND: Readonly<Record<AppErrorKind, { status: number; type
   method_not_allowed: { status: 405, type: 'method_not_allowed' },
   not_acceptable: { status: 406, type: 'validation_error' },
   conflict: { status: 409, type: 'conflict' },
+  precondition_failed: { status: 412, type: 'precondition_failed' },
   gone: { status: 410, type: 'gone' },
   payload_too_large: { status: 413, type: 'payload_too_large' },
   request_timeout: { status: 408, type: 'request_timeout' },

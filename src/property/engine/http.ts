@@ -42,6 +42,11 @@ export const CONTENT_TYPE: Readonly<Record<Format, string>> = {
   json: 'application/json; charset=utf-8',
 };
 
+/** The strong ETag of a JSON body as sent: the quoted md5 of its text, as API Platform makes it. */
+export function etagOf(body: unknown): string {
+  return `"${hash('md5', JSON.stringify(body))}"`;
+}
+
 /** Sends a JSON body; GET and HEAD successes get an ETag and honour If-None-Match (304). */
 export function sendJson(request: FastifyRequest, reply: FastifyReply, status: number, contentType: string, body: unknown): FastifyReply {
   const text = JSON.stringify(body);
