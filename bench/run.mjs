@@ -98,7 +98,7 @@ function databases(dir) {
 /** Starts a server pinned to SERVER_CPU; resolves once it printed its first line (it listens). */
 function startServer(kind, db, port, nodeArgs = [], scenario = undefined) {
   const limitEnv = kind === 'baseline' ? (scenario?.limitEnv ?? {}) : {};
-  const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PROPERTY_PORT: String(port), PROPERTY_DATABASE_URL: db.url, BASELINE_DATABASE_URL: db.url, ...limitEnv };
+  const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PROPERTY_PORT: String(port), PROPERTY_DATABASE_URL: db.url, BASELINE_DATABASE_URL: db.url, ...limitEnv, PROPERTY_RATE_LIMIT_PER_MINUTE: '10000000', PROPERTY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '10000000', PROPERTY_REGISTRATION_LIMIT_PER_HOUR: '10000000' };
   return harness.startServer({ label: kind, file: SERVERS[kind], env, nodeArgs });
 }
 

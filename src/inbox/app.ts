@@ -5,10 +5,11 @@ import type { Clock } from '../platform/clock.js';
 import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
 import type { GroupCommit } from '../platform/db/group-commit.js';
-import { NotFoundError } from '../platform/errors/app-error.js';
+import { NotFoundError, ValidationError } from '../platform/errors/app-error.js';
 import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
 import type { Registry } from 'prom-client';
 import { parseLargeJsonOffThread } from '../platform/http/json-body.js';
+import { nulPath } from '../platform/http/nul.js';
 import type { RateLimiter } from '../platform/http/rate-limit.js';
 import { schemaValidators } from '../platform/http/validators.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../platform/http/swagger-ui.js';
@@ -19,7 +20,7 @@ import type { Delivery } from './delivery/delivery.service.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
-import { sendInboxError } from './http/error-envelope.js';
+import { inboxClientErrorBody, sendInboxError } from './http/error-envelope.js';
 import type { InboxApp } from './http/types.js';
 import { inboxRoutes } from './inboxes/inbox.routes.js';
 import type { InboxService } from './inboxes/inbox.service.js';
@@ -60,6 +61,19 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * A NUL character anywhere in the body is a 400 before any field rule runs: PostgreSQL cannot
+ * store one and SQLite can, so letting it through would make the dialects disagree. (URLs are
+ * checked for every service by buildHttpApp.)
+ */
+function refuseNulInBody(body: unknown): void {
+  const at = nulPath(body);
+  if (!at) return;
+  // The top-level field: deeper keys may be the caller's own (header names).
+  const field = typeof at[0] === 'string' ? at[0] : undefined;
+  throw new ValidationError(`${field ?? 'body'}: contains a NUL character (U+0000), which no field accepts.`, field, 'NUL_CHARACTER');
+}
+
 /** Builds the inbox service's Fastify app (no listen). */
 export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>, ops: { registry?: Registry; ready?: () => Promise<Readiness>; metrics?: MetricsExposure } = {}): Promise<InboxApp> {
   const { config } = services;
@@ -73,7 +87,11 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     ready: ops.ready ?? (async () => (await database.ping(), { database: 'ok' })),
     ...(ops.registry ? { registry: ops.registry } : {}),
     ...(ops.metrics ? { metrics: ops.metrics } : {}),
+    // Signed download tokens are capabilities: a log line keeps their first characters only.
+    secretPathPrefixes: ['/v0/downloads/'],
+    requestTimeout: config.requestTimeoutMs,
     frameworkErrors: (err, request, reply) => sendInboxError(request, reply, err),
+    clientErrorBody: inboxClientErrorBody,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(schemaValidators());
@@ -90,9 +108,10 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     if (!request.url.startsWith('/v0') || request.routeOptions.config?.public || request.routeOptions.url === undefined) return;
     await auth(request, reply);
   });
-  // The SDK creates an inbox with no body at all; treat a missing body as an empty object.
   app.addHook('preValidation', async (request) => {
+    // The SDK creates an inbox with no body at all; treat a missing body as an empty object.
     if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
+    refuseNulInBody(request.body);
   });
 
   await app.register(swagger, {

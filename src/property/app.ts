@@ -8,14 +8,18 @@ import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/
 import { corsResponseHeaders, registerCorsPreflight, type CorsPolicy } from '../platform/http/cors.js';
 import { registerAdminRoutes } from './admin/admin.routes.js';
 import { registerDocsRoutes } from './engine/docs.routes.js';
+import { renderError } from './engine/errors.js';
 import { sendError } from './engine/http.js';
 import { createEngine, type PaginationOptions } from './engine/operations.js';
 import type { AnyDb } from './engine/persistence.js';
 import { registerResourceRoutes } from './engine/routes.js';
 import type { propertyConfigSpec } from './property.config.js';
 import { propertyRegistry } from './registry.js';
+import type { KostenSaetze } from './calculator/kaufnebenkosten.js';
+import { KOSTEN_SETTINGS } from './resources/immobilie.provider.js';
 import type { SecurityDatabase } from './security/account.table.js';
 import { createApiKeyAuthenticator } from './security/api-key.repository.js';
+import { createPropertyRateLimits, registerRateLimits, type PropertyRateLimits } from './security/rate-limits.js';
 
 export type PropertyConfig = ConfigOf<typeof propertyConfigSpec>;
 
@@ -27,6 +31,14 @@ export interface PropertyAppDeps {
   readonly ready?: () => Promise<Readiness>;
   /** Whether the API port serves /metrics; off unless said. */
   readonly metrics?: MetricsExposure;
+  /** Request budgets; in this process's memory when not given. The caller closes them. */
+  readonly rateLimits?: PropertyRateLimits;
+}
+
+/** What the resources' hooks read from the configuration (see resources/immobilie.provider.ts). */
+export function propertyHookSettings(config: PropertyConfig): Readonly<Record<string, unknown>> {
+  const kosten: KostenSaetze = { notarProzent: config.notarPercent, grundbuchProzent: config.grundbuchPercent, maklerProzent: config.maklerPercent };
+  return { [KOSTEN_SETTINGS]: kosten };
 }
 
 export const PAGINATION = { pageParameter: 'page', itemsPerPageParameter: 'itemsPerPage', defaultItemsPerPage: 30 } as const;
@@ -59,7 +71,7 @@ export function propertyErrorRenderer(config: PropertyConfig): (err: Error, requ
   return (err, request, reply) => sendError(request, reply, err, http);
 }
 
-export async function buildPropertyApp({ config, database, registry, ready, metrics }: PropertyAppDeps): Promise<FastifyInstance> {
+export async function buildPropertyApp({ config, database, registry, ready, metrics, rateLimits }: PropertyAppDeps): Promise<FastifyInstance> {
   const http = httpOptions(config);
   const app = buildHttpApp({
     name: 'property',
@@ -69,18 +81,27 @@ export async function buildPropertyApp({ config, database, registry, ready, metr
     ready: ready ?? (async () => (await database.ping(), { database: 'ok' })),
     ...(registry ? { registry } : {}),
     ...(metrics ? { metrics } : {}),
+    requestTimeout: config.requestTimeoutMs,
     frameworkErrors: (err, request, reply) => sendError(request, reply, err, http),
+    // Before there is a request, there is no Accept header to negotiate: the default format.
+    clientErrorBody: (status, message) => {
+      const rendered = renderError(status, message, undefined, 'jsonld', http.hydraPrefix, http.prefix);
+      return { contentType: rendered.contentType, body: JSON.stringify(rendered.body) };
+    },
   });
+  const User = propertyRegistry.byShortName('User');
+  registerRateLimits(app, rateLimits ?? createPropertyRateLimits(config), { prefix: propertyRegistry.prefix, registrationPath: User?.path ?? `${propertyRegistry.prefix}/users` });
   const db = database.db as AnyDb;
   const engine = createEngine({
     registry: propertyRegistry,
     db,
     pagination: paginationOptions(config),
+    settings: propertyHookSettings(config),
   });
   const cors: CorsPolicy = {
     origins: config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'X-API-KEY', 'Accept', 'If-None-Match', 'X-Request-Id'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'X-API-KEY', 'Accept', 'If-None-Match', 'If-Match', 'X-Request-Id'],
     exposedHeaders: ['Link', 'Location', 'Content-Location', 'ETag', 'Accept-Patch', 'X-Request-Id'],
     maxAgeSeconds: 3600,
   };

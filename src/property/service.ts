@@ -1,8 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { openDatabase, type Database } from '../platform/db/database.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
 import { buildManagementApp, metricsExposure, newMetricsRegistry, type Readiness } from '../platform/http/app.js';
 import { buildPropertyApp, propertyErrorRenderer, type PropertyConfig } from './app.js';
+import { loggerOptions } from '../platform/log/logger.js';
+import { connectRedis, type SharedRedis } from '../platform/redis.js';
+import { createPropertyRateLimits } from './security/rate-limits.js';
 import { PROPERTY_MIGRATION_TABLE, propertyMigrations } from './migrations/index.js';
 
 export async function openPropertyDatabase(config: PropertyConfig): Promise<Database<unknown>> {
@@ -25,12 +29,22 @@ export interface RunningPropertyService {
 /** Opens the database, migrates it, builds the app and listens: what `main.ts` and tests run. */
 export async function startPropertyService(config: PropertyConfig): Promise<RunningPropertyService> {
   const database = await openPropertyDatabase(config);
+  let redis: SharedRedis | undefined;
   try {
     await migrateProperty(database);
     const registry = newMetricsRegistry();
-    const ready = async (): Promise<Readiness> => (await database.ping(), { database: 'ok' });
+    if (config.redisUrl) {
+      redis = connectRedis({ url: config.redisUrl, log: pino(loggerOptions(config.logLevel, 'property')), registry });
+      await redis.connected();
+    }
+    const shared = redis;
+    const rateLimits = createPropertyRateLimits(config, redis, registry);
+    const ready = async (): Promise<Readiness> => {
+      await database.ping();
+      return shared ? { database: 'ok', redis: shared.state() === 'ok' ? 'ok' : 'degraded' } : { database: 'ok' };
+    };
     const hasManagementPort = config.managementPort !== undefined;
-    const app = await buildPropertyApp({ config, database, registry, ready, metrics: metricsExposure(config.metricsToken, 'api', hasManagementPort) });
+    const app = await buildPropertyApp({ config, database, registry, ready, metrics: metricsExposure(config.metricsToken, 'api', hasManagementPort), rateLimits });
     const url = await app.listen({ host: config.host, port: config.port });
     let management: FastifyInstance | undefined;
     let managementUrl: string | undefined;
@@ -49,10 +63,12 @@ export async function startPropertyService(config: PropertyConfig): Promise<Runn
       async close() {
         await app.close();
         await management?.close();
+        await shared?.close();
         await database.destroy();
       },
     };
   } catch (err) {
+    await redis?.close();
     await database.destroy();
     throw err;
   }

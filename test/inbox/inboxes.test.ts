@@ -1,19 +1,10 @@
 import { AgentMailError } from 'agentmail';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
+import { callInbox, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-async function call(server: InboxTestServer, key: string | undefined, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are inspected freely
-  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined };
-}
+const call = callInbox;
 
 describe.each(dialects)('%s: inboxes', (dialect) => {
   let server: InboxTestServer;

@@ -5,7 +5,7 @@ import { CompiledQuery, Kysely, SqliteDialect, sql, type Generated } from 'kysel
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/platform/db/database.js';
 import { incrementCounter } from '../../src/platform/db/dialect.js';
-import { preparedInsert, preparedRows } from '../../src/platform/db/prepared.js';
+import { insertCompiledOnce, runCompiledOnce } from '../../src/platform/db/compiled-once.js';
 import { createGroupCommit, MAX_ATTEMPTS } from '../../src/platform/db/group-commit.js';
 import { afterKey } from '../../src/platform/db/keyset.js';
 import { systemIds, timeOrderedUuid } from '../../src/platform/ids.js';
@@ -47,23 +47,23 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
     expect(await incrementCounter(db, 'counters', { name: 'a', day: '2030-01-02' }, 'n', 5)).toBe(5);
   });
 
-  it('preparedRows runs a shape compiled once with new parameters, and refuses parameters that are not the compiled ones', async () => {
-    await preparedInsert(db, 'rows.insert', [{ ts: 't1', note: 'one' }, { ts: 't2', note: 'two' }], () => db.insertInto('rows').values([{ ts: 't1', note: 'one' }, { ts: 't2', note: 'two' }]));
-    const find = (ts: string, note: string) => preparedRows(db, 'rows.find', [ts, note], () => db.selectFrom('rows').select(['ts', 'note']).where('ts', '=', ts).where('note', '=', note));
+  it('runCompiledOnce runs a shape compiled once with new parameters, and refuses parameters that are not the compiled ones', async () => {
+    await insertCompiledOnce(db, 'rows.insert', [{ ts: 't1', note: 'one' }, { ts: 't2', note: 'two' }], () => db.insertInto('rows').values([{ ts: 't1', note: 'one' }, { ts: 't2', note: 'two' }]));
+    const find = (ts: string, note: string) => runCompiledOnce(db, 'rows.find', [ts, note], () => db.selectFrom('rows').select(['ts', 'note']).where('ts', '=', ts).where('note', '=', note));
     expect(await find('t1', 'one')).toEqual([{ ts: 't1', note: 'one' }]);
     // Same key, other values: the cached statement, not the first values.
     expect(await find('t2', 'two')).toEqual([{ ts: 't2', note: 'two' }]);
     expect(await find('t2', 'one')).toEqual([]);
     // A hand-written list in another order than Kysely compiles fails on the shape's first run.
-    await expect(preparedRows(db, 'rows.swapped', ['one', 't1'], () => db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'))).rejects.toThrow(
+    await expect(runCompiledOnce(db, 'rows.swapped', ['one', 't1'], () => db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'))).rejects.toThrow(
       /rows\.swapped: parameter 1 is given in another place than Kysely compiled it/,
     );
-    await expect(preparedRows(db, 'rows.short', ['t1'], () => db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'))).rejects.toThrow(/rows\.short: 2 parameters compiled, 1 given/);
+    await expect(runCompiledOnce(db, 'rows.short', ['t1'], () => db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'))).rejects.toThrow(/rows\.short: 2 parameters compiled, 1 given/);
     // Nothing of a refused shape is cached: the right list then works under the same key.
-    expect(await preparedRows(db, 'rows.swapped', ['t1', 'one'], () => db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'))).toEqual([{ ts: 't1' }]);
+    expect(await runCompiledOnce(db, 'rows.swapped', ['t1', 'one'], () => db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'))).toEqual([{ ts: 't1' }]);
   });
 
-  it('preparedRows on a database that verifies its statement cache: a key that misses what shapes the SQL fails on the run that differs', async () => {
+  it('runCompiledOnce on a database that verifies its statement cache: a key that misses what shapes the SQL fails on the run that differs', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'dbv-'));
     const pg = dialect === 'postgres' ? freshPostgresSchema() : undefined;
     const open = (verifyStatementCache: boolean) => openDatabase<TestDb>({ url: pg ? pg.url : `sqlite:${path.join(dir, 't.db')}`, dataDir: dir, defaultFile: 'x.db', poolSize: 2, verifyStatementCache });
@@ -73,13 +73,13 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
       await checked.db.schema.createTable('rows').ifNotExists().addColumn('id', dialect === 'postgres' ? 'serial' : 'integer', (c) => c.primaryKey()).addColumn('ts', 'varchar(32)', (c) => c.notNull()).addColumn('note', 'varchar(64)', (c) => c.notNull()).execute();
       await checked.db.insertInto('rows').values([{ ts: 'a', note: 'x' }, { ts: 'b', note: 'y' }]).execute();
       // The key names the statement but not the length of its IN list, which shapes the SQL.
-      const byTs = (db: Kysely<TestDb>, list: string[]) => preparedRows(db, 'rows.byTs', list, () => db.selectFrom('rows').select('note').where('ts', 'in', list).orderBy('note'));
+      const byTs = (db: Kysely<TestDb>, list: string[]) => runCompiledOnce(db, 'rows.byTs', list, () => db.selectFrom('rows').select('note').where('ts', 'in', list).orderBy('note'));
       expect(await byTs(checked.db, ['a'])).toEqual([{ note: 'x' }]);
       await expect(byTs(checked.db, ['a', 'b'])).rejects.toThrow(/rows\.byTs: the SQL compiled now differs from the SQL cached under this key/);
       // Inside a transaction too (it shares the database's adapter).
       await expect(checked.db.transaction().execute((trx) => byTs(trx as unknown as Kysely<TestDb>, ['a', 'b']))).rejects.toThrow(/differs from the SQL cached/);
       // The same values in another place than compiled fail on every run, not only on the first.
-      const byNote = (db: Kysely<TestDb>, given: string[]) => preparedRows(db, 'rows.byNote', given, () => db.selectFrom('rows').select('ts').where('ts', '=', 'a').where('note', '=', 'x'));
+      const byNote = (db: Kysely<TestDb>, given: string[]) => runCompiledOnce(db, 'rows.byNote', given, () => db.selectFrom('rows').select('ts').where('ts', '=', 'a').where('note', '=', 'x'));
       expect(await byNote(checked.db, ['a', 'x'])).toEqual([{ ts: 'a' }]);
       await expect(byNote(checked.db, ['x', 'a'])).rejects.toThrow(/rows\.byNote: parameter 1 is given in another place/);
       // Without verification the cached SQL runs as it is: only the database notices, and only

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startPropertyServer } from '../support/property-server.js';
 import { api, type ApiResponse } from '../support/http.js';
-import { BAD_KEY, DENIED, NOT_FOUND, NO_KEY, createImmobilie, expectHydraError, ids, members, uniqueEmail, type Item } from './fixtures.js';
+import { BAD_KEY, DENIED, NOT_FOUND, NO_KEY, createImmobilie, expectHydraError, ids, members, uniqueEmail, type Item, TIMESTAMP } from './fixtures.js';
 
 type Server = Awaited<ReturnType<typeof startPropertyServer>>;
 type Account = Awaited<ReturnType<Server['createAccount']>>;
@@ -156,8 +156,8 @@ describe.each(dialects)('%s: access matrix', (dialect) => {
       const target = await createImmobilie(url, other.key, { adresse: `Zu ändern durch ${role}` });
       const patch = await as(role, target['@id'], { method: 'PATCH', body: { zimmer: 8 } });
       expect(patch.status).toBe(200);
-      expect(patch.body).toEqual({ ...target, zimmer: 8 });
-      expect((await api(url, target['@id'], { key: other.key })).body).toEqual({ ...target, zimmer: 8 });
+      expect(patch.body).toEqual({ ...target, zimmer: 8, updatedAt: expect.stringMatching(TIMESTAMP) });
+      expect((await api(url, target['@id'], { key: other.key })).body).toEqual({ ...target, zimmer: 8, updatedAt: expect.stringMatching(TIMESTAMP) });
 
       expect((await as(role, target['@id'], { method: 'DELETE' })).status).toBe(204);
       expectDenied(await api(url, target['@id'], { key: other.key }), 404);
@@ -168,7 +168,7 @@ describe.each(dialects)('%s: access matrix', (dialect) => {
       const target = await createImmobilie(url, accounts[role].key);
       const patch = await as(role, target['@id'], { method: 'PATCH', body: { adresse: 'Selbst geändert' } });
       expect(patch.status).toBe(200);
-      expect(patch.body).toEqual({ ...target, adresse: 'Selbst geändert' });
+      expect(patch.body).toEqual({ ...target, adresse: 'Selbst geändert', updatedAt: expect.stringMatching(TIMESTAMP) });
       expect((await as(role, target['@id'], { method: 'DELETE' })).status).toBe(204);
     });
   });
@@ -221,7 +221,7 @@ describe.each(dialects)('%s: access matrix', (dialect) => {
       const target = await createImmobilie(url, owner.key, { adresse: `Übergabe (${role})` });
       const res = await as(role, target['@id'], { method: 'PATCH', body: { verwalter: other.iri } });
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ ...target, verwalter: other.iri });
+      expect(res.body).toEqual({ ...target, verwalter: other.iri, updatedAt: expect.stringMatching(TIMESTAMP) });
       expect((await api(url, target['@id'], { key: other.key })).status).toBe(200);
       expectDenied(await api(url, target['@id'], { key: owner.key }), 404);
     });

@@ -1,5 +1,7 @@
 import { parseHydraDocumentation, parseOpenApi3Documentation, type Api, type Field, type Resource } from '@api-platform/api-doc-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { api as request } from '../support/http.js';
 import { dialects, startPropertyServer, type PropertyTestServer } from '../support/property-server.js';
 import { IMMOBILIE_SEARCH_VARIABLES } from './fixtures.js';
 
@@ -17,6 +19,8 @@ interface ExpectedField {
   readonly reference?: string;
   readonly readable?: boolean;
   readonly writable?: boolean;
+  /** The RDF property (field.id) when it is a shared one, such as schema.org `name` for labels. */
+  readonly iri?: string;
 }
 
 interface ExpectedResource {
@@ -25,8 +29,13 @@ interface ExpectedResource {
   readonly fields: readonly ExpectedField[];
   /** Operation types in the parser's order: collection operations, then item operations. */
   readonly operations: readonly string[];
-  readonly itemEdit: 'PUT' | 'PATCH';
+  readonly methods: readonly string[];
 }
+
+const CRUD = ['list', 'create', 'show', 'edit', 'edit', 'delete'];
+const CRUD_METHODS = ['GET', 'POST', 'GET', 'PUT', 'PATCH', 'DELETE'];
+const SCHEMA_NAME = 'https://schema.org/name';
+const computed = (name: string, type?: string): ExpectedField => ({ name, required: false, ...(type ? { type } : {}), readable: true, writable: false });
 
 const EXPECTED: readonly ExpectedResource[] = [
   {
@@ -34,7 +43,7 @@ const EXPECTED: readonly ExpectedResource[] = [
     title: 'Immobilie',
     fields: [
       { name: 'verwalter', required: false, reference: 'users' },
-      { name: 'adresse', required: true, type: 'string' },
+      { name: 'adresse', required: true, type: 'string', iri: SCHEMA_NAME },
       { name: 'wohnflaeche', required: false, type: 'decimal' },
       { name: 'nutzflaeche', required: false, type: 'decimal' },
       { name: 'zimmer', required: false, type: 'integer' },
@@ -44,39 +53,66 @@ const EXPECTED: readonly ExpectedResource[] = [
       { name: 'heizungstyp', required: false, reference: 'heizungstyps' },
       { name: 'createdAt', required: false, type: 'dateTime', readable: true, writable: false },
       { name: 'updatedAt', required: false, type: 'dateTime', readable: true, writable: false },
+      // Computed, so readable and never writable.
+      computed('preisProQuadratmeter', 'decimal'),
+      computed('grunderwerbsteuer', 'decimal'),
+      computed('kaufnebenkosten'),
+      computed('gesamtkosten', 'decimal'),
     ],
-    operations: ['list', 'create', 'show', 'edit', 'delete'],
-    itemEdit: 'PATCH',
+    operations: CRUD,
+    methods: CRUD_METHODS,
   },
   {
     name: 'bundeslands',
     title: 'Bundesland',
     fields: [
-      { name: 'name', required: true, type: 'string' },
+      { name: 'name', required: true, type: 'string', iri: SCHEMA_NAME },
       { name: 'code', required: true, type: 'string' },
+      { name: 'grunderwerbsteuerSatz', required: false, type: 'decimal' },
     ],
-    operations: ['list', 'create', 'show', 'edit', 'delete'],
-    itemEdit: 'PUT',
+    operations: CRUD,
+    methods: CRUD_METHODS,
   },
   {
     name: 'heizungstyps',
     title: 'Heizungstyp',
-    fields: [{ name: 'name', required: true, type: 'string' }],
-    operations: ['list', 'create', 'show', 'edit', 'delete'],
-    itemEdit: 'PUT',
+    fields: [{ name: 'name', required: true, type: 'string', iri: SCHEMA_NAME }],
+    operations: CRUD,
+    methods: CRUD_METHODS,
   },
   {
     name: 'users',
     title: 'User',
     fields: [
-      { name: 'name', required: true, type: 'string' },
+      { name: 'name', required: true, type: 'string', iri: SCHEMA_NAME },
       { name: 'email', required: true, type: 'string' },
       { name: 'role', required: false, type: 'string' },
-      // Shown once, in the response to POST: documented, but neither listed nor editable.
-      { name: 'apiKey', required: false, type: 'string', readable: false, writable: false },
+      // Shown once, in the response to POST: readable there, never writable.
+      { name: 'apiKey', required: false, type: 'string', readable: true, writable: false },
     ],
-    operations: ['list', 'create', 'show', 'edit', 'delete'],
-    itemEdit: 'PUT',
+    operations: CRUD,
+    methods: CRUD_METHODS,
+  },
+  {
+    name: 'finanzierungsrechners',
+    title: 'Finanzierungsrechner',
+    fields: [
+      { name: 'kaufpreis', required: false, type: 'decimal' },
+      { name: 'immobilie', required: false, reference: 'immobilies', readable: false, writable: true },
+      { name: 'eigenkapital', required: true, type: 'decimal' },
+      { name: 'zinssatz', required: true, type: 'decimal' },
+      { name: 'tilgungssatz', required: true, type: 'decimal' },
+      { name: 'zinsbindungJahre', required: true, type: 'integer' },
+      computed('darlehensbetrag', 'decimal'),
+      computed('monatsrate', 'decimal'),
+      computed('tilgungsplan'),
+      computed('restschuldNachZinsbindung', 'decimal'),
+      computed('abbezahltImJahr', 'integer'),
+      computed('laufzeitMonate', 'integer'),
+    ],
+    // Not persisted: computed from a POST, nothing to list, show, edit or delete.
+    operations: ['create'],
+    methods: ['POST'],
   },
 ];
 
@@ -123,7 +159,7 @@ describe.each(dialects)('%s: api-doc-parser', (dialect) => {
       api = parsed.api;
     });
 
-    it('finds the API title and exactly the four resources', () => {
+    it('finds the API title and exactly the five resources', () => {
       expect(api.title).toBe('Property Calculator Service API');
       expect((api.resources ?? []).map((r) => r.name).sort()).toEqual(EXPECTED.map((r) => r.name).sort());
       for (const expected of EXPECTED) {
@@ -144,6 +180,9 @@ describe.each(dialects)('%s: api-doc-parser', (dialect) => {
         if (want.type) expect({ field: want.name, type: field.type }).toEqual({ field: want.name, type: want.type });
         expect({ field: want.name, reference: referenceName(field) }).toEqual({ field: want.name, reference: want.reference });
         if (want.reference) expect(field.maxCardinality).toBe(1);
+        // Labels: the admin shows the field whose id is schema.org name instead of the IRI.
+        if (want.iri) expect({ field: want.name, id: field.id }).toEqual({ field: want.name, id: want.iri });
+        else expect(field.id).not.toBe(SCHEMA_NAME);
         expect({ field: want.name, readable: readable.has(want.name) }).toEqual({ field: want.name, readable: want.readable ?? true });
         expect({ field: want.name, writable: writable.has(want.name) }).toEqual({ field: want.name, writable: want.writable ?? true });
       }
@@ -152,7 +191,7 @@ describe.each(dialects)('%s: api-doc-parser', (dialect) => {
     it.each(EXPECTED.map((r) => [r.name, r] as const))('reads the operations of %s', (_name, expected) => {
       const operations = resourceNamed(api, expected.name).operations ?? [];
       expect(operations.map((o) => o.type)).toEqual(expected.operations);
-      expect(operations.map((o) => o.method)).toEqual(['GET', 'POST', 'GET', expected.itemEdit, 'DELETE']);
+      expect(operations.map((o) => o.method)).toEqual(expected.methods);
       for (const operation of operations) {
         expect(operation.name).toMatch(/^(Retrieves|Creates|Replaces|Updates|Deletes) /);
         expect(operation.returns).toBeTruthy();
@@ -175,6 +214,30 @@ describe.each(dialects)('%s: api-doc-parser', (dialect) => {
     }
   });
 
+  it('describes the enums typ and role by their values (owl:oneOf) in the Hydra documentation', async () => {
+    const docs = (await request(server.url, '/api/docs.jsonld')).body as { 'hydra:supportedClass': { '@id': string; 'hydra:supportedProperty': { 'hydra:title': string; 'hydra:property': { range: unknown } }[] }[] };
+    const rangeOf = (cls: string, field: string) =>
+      docs['hydra:supportedClass'].find((c) => c['@id'] === `#${cls}`)?.['hydra:supportedProperty'].find((p) => p['hydra:title'] === field)?.['hydra:property'].range;
+    expect(rangeOf('Immobilie', 'typ')).toEqual(['xmls:string', { '@type': 'rdfs:Datatype', 'owl:oneOf': { '@list': ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'] } }]);
+    expect(rangeOf('User', 'role')).toEqual(['xmls:string', { '@type': 'rdfs:Datatype', 'owl:oneOf': { '@list': ['user', 'admin', 'moderator', 'technical'] } }]);
+  });
+
+  it('serves the OpenAPI document as YAML too (docs.yaml, docs.yamlopenapi), as API Platform does', async () => {
+    const json = (await request(server.url, '/api/docs.json', { accept: 'application/json' })).body;
+    for (const [path, type] of [
+      ['/api/docs.yaml', 'application/x-yaml; charset=utf-8'],
+      ['/api/docs.yamlopenapi', 'application/vnd.openapi+yaml; charset=utf-8'],
+    ] as const) {
+      const res = await request(server.url, path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get('content-type')).toBe(type);
+      expect(parseYaml(res.text)).toEqual(json);
+    }
+    const negotiated = await request(server.url, '/api/docs', { accept: 'application/vnd.openapi+yaml' });
+    expect(negotiated.headers.get('content-type')).toBe('application/vnd.openapi+yaml; charset=utf-8');
+    expect((await request(server.url, '/api/docs.yaml', { accept: 'text/csv' })).status).toBe(406);
+  });
+
   describe.each([
     ['docs.json', { headers: { Accept: 'application/json' } }],
     ['docs.jsonopenapi', {}],
@@ -187,21 +250,29 @@ describe.each(dialects)('%s: api-doc-parser', (dialect) => {
       api = parsed.api;
     });
 
-    it('finds the four resources with their item operations and fields', () => {
+    it('finds the four persisted resources with their item operations, fields, read-only computed fields and enums', () => {
       expect(api.title).toBe('Property Calculator Service API');
-      expect((api.resources ?? []).map((r) => r.name).sort()).toEqual(EXPECTED.map((r) => r.name).sort());
-      for (const expected of EXPECTED) {
+      // The parser derives resources from item paths (`/x/{id}`): the financing calculation has
+      // none (it is computed from a POST), so only the Hydra parser above lists it.
+      const persisted = EXPECTED.filter((r) => r.name !== 'finanzierungsrechners');
+      expect((api.resources ?? []).map((r) => r.name).sort()).toEqual(persisted.map((r) => r.name).sort());
+      for (const expected of persisted) {
         const resource = resourceNamed(api, expected.name);
         // The parser looks collection operations up under `/<name>`, without the /api prefix,
         // so it only ever finds the item operations of an API Platform document.
-        expect((resource.operations ?? []).map((o) => `${o.type} ${String(o.method)}`)).toEqual(['show GET', `edit ${expected.itemEdit}`, 'delete DELETE']);
+        expect((resource.operations ?? []).map((o) => `${o.type} ${String(o.method)}`)).toEqual(['show GET', 'edit PUT', 'edit PATCH', 'delete DELETE']);
         const names = (resource.fields ?? []).map((f) => f.name);
         expect(names).toEqual(['id', ...expected.fields.map((f) => f.name)]);
+        const writable = new Set((resource.writableFields ?? []).map((f) => f.name));
         for (const want of expected.fields) {
           const field = resource.fields?.find((f) => f.name === want.name) as Field;
           expect({ field: want.name, required: field.required }).toEqual({ field: want.name, required: want.required });
+          expect({ field: want.name, writable: writable.has(want.name) }).toEqual({ field: want.name, writable: want.writable ?? true });
         }
       }
+      // Enums: HydraAdmin and OpenApiAdmin offer a select for fields with `enum`.
+      expect(Object.values(resourceNamed(api, 'immobilies').fields?.find((f) => f.name === 'typ')?.enum ?? {})).toEqual(['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero']);
+      expect(Object.values(resourceNamed(api, 'users').fields?.find((f) => f.name === 'role')?.enum ?? {})).toEqual(['user', 'admin', 'moderator', 'technical']);
       // References are guessed from field names that match a resource title.
       expect(referenceName(resourceNamed(api, 'immobilies').fields?.find((f) => f.name === 'bundesland') as Field)).toBe('bundeslands');
       expect(resourceNamed(api, 'users').fields?.find((f) => f.name === 'email')?.type).toBe('email');

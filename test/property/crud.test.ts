@@ -17,26 +17,35 @@ import {
 type Server = Awaited<ReturnType<typeof startPropertyServer>>;
 type Account = Awaited<ReturnType<Server['createAccount']>>;
 
+/** Name, code and the transfer tax rate in force since 1 July 2025 (percent). */
 const BUNDESLAENDER = [
-  ['Baden-Württemberg', 'BW'],
-  ['Bayern', 'BY'],
-  ['Berlin', 'BE'],
-  ['Brandenburg', 'BB'],
-  ['Bremen', 'HB'],
-  ['Hamburg', 'HH'],
-  ['Hessen', 'HE'],
-  ['Mecklenburg-Vorpommern', 'MV'],
-  ['Niedersachsen', 'NI'],
-  ['Nordrhein-Westfalen', 'NW'],
-  ['Rheinland-Pfalz', 'RP'],
-  ['Saarland', 'SL'],
-  ['Sachsen', 'SN'],
-  ['Sachsen-Anhalt', 'ST'],
-  ['Schleswig-Holstein', 'SH'],
-  ['Thüringen', 'TH'],
+  ['Baden-Württemberg', 'BW', 5],
+  ['Bayern', 'BY', 3.5],
+  ['Berlin', 'BE', 6],
+  ['Brandenburg', 'BB', 6.5],
+  ['Bremen', 'HB', 5.5],
+  ['Hamburg', 'HH', 5.5],
+  ['Hessen', 'HE', 6],
+  ['Mecklenburg-Vorpommern', 'MV', 6],
+  ['Niedersachsen', 'NI', 5],
+  ['Nordrhein-Westfalen', 'NW', 6.5],
+  ['Rheinland-Pfalz', 'RP', 5],
+  ['Saarland', 'SL', 6.5],
+  ['Sachsen', 'SN', 5.5],
+  ['Sachsen-Anhalt', 'ST', 5],
+  ['Schleswig-Holstein', 'SH', 6.5],
+  ['Thüringen', 'TH', 5],
 ] as const;
 
-const IMMOBILIE_KEYS = ['@context', '@id', '@type', 'id', 'verwalter', 'adresse', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'typ', 'kaufpreis', 'bundesland', 'heizungstyp', 'createdAt', 'updatedAt'];
+const IMMOBILIE_KEYS = ['@context', '@id', '@type', 'id', 'verwalter', 'adresse', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'typ', 'kaufpreis', 'bundesland', 'heizungstyp', 'createdAt', 'updatedAt', 'preisProQuadratmeter', 'grunderwerbsteuer', 'kaufnebenkosten', 'gesamtkosten'];
+
+/** The computed costs of immobilieBody() (420,000 EUR, 92.5 m², Sachsen at 5.5 %), worked out by hand. */
+const COSTS_SACHSEN = {
+  preisProQuadratmeter: 4540.54, // 4540.5405…
+  grunderwerbsteuer: 23100,
+  kaufnebenkosten: { grunderwerbsteuer: 23100, notar: 6300, grundbuch: 2100, makler: 14994, summe: 46494 },
+  gesamtkosten: 466494,
+};
 
 describe.each(dialects)('%s: property CRUD', (dialect) => {
   let server: Server;
@@ -67,6 +76,8 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
         '@id': '/api',
         '@type': 'Entrypoint',
         bundesland: '/api/bundeslands',
+        // Listed although it has no GET collection: its URL is where the calculation is POSTed.
+        finanzierungsrechner: '/api/finanzierungsrechners',
         heizungstyp: '/api/heizungstyps',
         immobilie: '/api/immobilies',
         user: '/api/users',
@@ -85,6 +96,7 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
           bundesland: { '@id': 'Entrypoint/bundesland', '@type': '@id' },
           heizungstyp: { '@id': 'Entrypoint/heizungstyp', '@type': '@id' },
           user: { '@id': 'Entrypoint/user', '@type': '@id' },
+          finanzierungsrechner: { '@id': 'Entrypoint/finanzierungsrechner', '@type': '@id' },
         },
       });
     });
@@ -99,7 +111,7 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
           '@vocab': `${docsUrl(url)}#`,
           hydra: 'http://www.w3.org/ns/hydra/core#',
           verwalter: { '@id': 'Immobilie/verwalter', '@type': '@id' },
-          adresse: 'Immobilie/adresse',
+          adresse: 'https://schema.org/name',
           wohnflaeche: 'Immobilie/wohnflaeche',
           nutzflaeche: 'Immobilie/nutzflaeche',
           zimmer: 'Immobilie/zimmer',
@@ -109,6 +121,10 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
           heizungstyp: { '@id': 'Immobilie/heizungstyp', '@type': '@id' },
           createdAt: 'Immobilie/createdAt',
           updatedAt: 'Immobilie/updatedAt',
+          preisProQuadratmeter: 'Immobilie/preisProQuadratmeter',
+          grunderwerbsteuer: 'Immobilie/grunderwerbsteuer',
+          kaufnebenkosten: 'Immobilie/kaufnebenkosten',
+          gesamtkosten: 'Immobilie/gesamtkosten',
         },
       });
     });
@@ -117,12 +133,12 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       const bundesland = await api(url, '/api/contexts/Bundesland');
       expect(bundesland.status).toBe(200);
       expect(bundesland.body).toEqual({
-        '@context': { '@vocab': `${docsUrl(url)}#`, hydra: 'http://www.w3.org/ns/hydra/core#', name: 'Bundesland/name', code: 'Bundesland/code' },
+        '@context': { '@vocab': `${docsUrl(url)}#`, hydra: 'http://www.w3.org/ns/hydra/core#', name: 'https://schema.org/name', code: 'Bundesland/code', grunderwerbsteuerSatz: 'Bundesland/grunderwerbsteuerSatz' },
       });
       const heizungstyp = await api(url, '/api/contexts/Heizungstyp');
       expect(heizungstyp.status).toBe(200);
       expect(heizungstyp.body).toEqual({
-        '@context': { '@vocab': `${docsUrl(url)}#`, hydra: 'http://www.w3.org/ns/hydra/core#', name: 'Heizungstyp/name' },
+        '@context': { '@vocab': `${docsUrl(url)}#`, hydra: 'http://www.w3.org/ns/hydra/core#', name: 'https://schema.org/name' },
       });
     });
 
@@ -166,7 +182,7 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
         '@id': '/api/bundeslands',
         '@type': 'hydra:Collection',
         'hydra:totalItems': 16,
-        'hydra:member': BUNDESLAENDER.map(([name, code], i) => ({ '@id': `/api/bundeslands/${i + 1}`, '@type': 'Bundesland', id: i + 1, name, code })),
+        'hydra:member': BUNDESLAENDER.map(([name, code, grunderwerbsteuerSatz], i) => ({ '@id': `/api/bundeslands/${i + 1}`, '@type': 'Bundesland', id: i + 1, name, code, grunderwerbsteuerSatz })),
         'hydra:search': expect.objectContaining({ '@type': 'hydra:IriTemplate' }),
       });
     });
@@ -193,7 +209,7 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       const res = await api(url, '/api/bundeslands/13');
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe(JSONLD);
-      expect(res.body).toEqual({ '@context': '/api/contexts/Bundesland', '@id': '/api/bundeslands/13', '@type': 'Bundesland', id: 13, name: 'Sachsen', code: 'SN' });
+      expect(res.body).toEqual({ '@context': '/api/contexts/Bundesland', '@id': '/api/bundeslands/13', '@type': 'Bundesland', id: 13, name: 'Sachsen', code: 'SN', grunderwerbsteuerSatz: 5.5 });
     });
 
     it('GET /api/heizungstyps/1 has @context, @id, @type, id and name', async () => {
@@ -233,6 +249,7 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
         heizungstyp: '/api/heizungstyps/2',
         createdAt: expect.stringMatching(TIMESTAMP),
         updatedAt: item.createdAt,
+        ...COSTS_SACHSEN,
       });
       expect(Object.keys(item)).toEqual(IMMOBILIE_KEYS);
     });
@@ -305,8 +322,19 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe(JSONLD);
       expect(res.headers.get('content-location')).toBe(created['@id']);
-      const expected = { ...created, zimmer: 5, kaufpreis: 399999.5 };
+      // The costs follow the new price; each line rounds half up on its own (1999.9975 → 2000).
+      const expected = {
+        ...created,
+        zimmer: 5,
+        kaufpreis: 399999.5,
+        preisProQuadratmeter: 4324.32,
+        grunderwerbsteuer: 21999.97,
+        kaufnebenkosten: { grunderwerbsteuer: 21999.97, notar: 5999.99, grundbuch: 2000, makler: 14279.98, summe: 44279.94 },
+        gesamtkosten: 444279.44,
+        updatedAt: (res.body as Item).updatedAt,
+      };
       expect(res.body).toEqual(expected);
+      expect(Date.parse(expected.updatedAt as string)).toBeGreaterThanOrEqual(Date.parse(created.updatedAt as string));
       const after = await api(url, created['@id'], { key: user.key });
       expect(after.status).toBe(200);
       expect(after.body).toEqual(expected);
@@ -317,9 +345,10 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       const res = await api(url, created['@id'], { method: 'PATCH', key: user.key, body: { heizungstyp: null, nutzflaeche: null } });
       expect(res.status).toBe(200);
       const { heizungstyp: _h, nutzflaeche: _n, ...rest } = created;
-      expect(res.body).toEqual(rest);
+      const expected = { ...rest, updatedAt: (res.body as Item).updatedAt };
+      expect(res.body).toEqual(expected);
       const after = await api(url, created['@id'], { key: user.key });
-      expect(after.body).toEqual(rest);
+      expect(after.body).toEqual(expected);
       expect(after.body).not.toHaveProperty('heizungstyp');
     });
 
@@ -327,7 +356,19 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       const created = await createImmobilie(url, user.key, { heizungstyp: undefined });
       const set = await api(url, created['@id'], { method: 'PATCH', key: user.key, body: { heizungstyp: '/api/heizungstyps/3', bundesland: '/api/bundeslands/7', typ: 'buero', adresse: 'Neue Straße 2' } });
       expect(set.status).toBe(200);
-      const expected = { ...created, heizungstyp: '/api/heizungstyps/3', bundesland: '/api/bundeslands/7', typ: 'buero', adresse: 'Neue Straße 2' };
+      // updatedAt moves with the change (to the second); the empty patch below keeps it.
+      // Hessen taxes at 6.0 %: the costs follow the state.
+      const expected = {
+        ...created,
+        heizungstyp: '/api/heizungstyps/3',
+        bundesland: '/api/bundeslands/7',
+        typ: 'buero',
+        adresse: 'Neue Straße 2',
+        grunderwerbsteuer: 25200,
+        kaufnebenkosten: { grunderwerbsteuer: 25200, notar: 6300, grundbuch: 2100, makler: 14994, summe: 48594 },
+        gesamtkosten: 468594,
+        updatedAt: (set.body as Item).updatedAt,
+      };
       expect(set.body).toEqual(expected);
       const empty = await api(url, created['@id'], { method: 'PATCH', key: user.key, body: {} });
       expect(empty.status).toBe(200);

@@ -18,14 +18,13 @@ import {
   immobilieBody,
   uniqueEmail,
   violation,
-  type Item,
-} from './fixtures.js';
+  type Item, TIMESTAMP } from './fixtures.js';
 
 type Server = Awaited<ReturnType<typeof startPropertyServer>>;
 type Account = Awaited<ReturnType<Server['createAccount']>>;
 
-const SACHSEN_LD = { '@context': '/api/contexts/Bundesland', '@id': '/api/bundeslands/13', '@type': 'Bundesland', id: 13, name: 'Sachsen', code: 'SN' };
-const SACHSEN_JSON = { id: 13, name: 'Sachsen', code: 'SN' };
+const SACHSEN_LD = { '@context': '/api/contexts/Bundesland', '@id': '/api/bundeslands/13', '@type': 'Bundesland', id: 13, name: 'Sachsen', code: 'SN', grunderwerbsteuerSatz: 5.5 };
+const SACHSEN_JSON = { id: 13, name: 'Sachsen', code: 'SN', grunderwerbsteuerSatz: 5.5 };
 
 describe.each(dialects)('%s: content negotiation', (dialect) => {
   let server: Server;
@@ -272,7 +271,7 @@ describe.each(dialects)('%s: content negotiation', (dialect) => {
       const created = await createImmobilie(url, user.key);
       const res = await api(url, created['@id'], { method: 'PATCH', key: user.key, contentType: 'application/merge-patch+json', body: { zimmer: 7 } });
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ ...created, zimmer: 7 });
+      expect(res.body).toEqual({ ...created, zimmer: 7, updatedAt: expect.stringMatching(TIMESTAMP) });
     });
 
     it('POST with text/plain or merge-patch+json answers 415', async () => {

@@ -101,6 +101,11 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
         heizungstyp: '/api/heizungstyps/2',
         createdAt: expect.stringMatching(TIMESTAMP),
         updatedAt: expect.stringMatching(TIMESTAMP),
+        // Berlin, 6.0 %: the computed costs are part of every member.
+        preisProQuadratmeter: 2500,
+        grunderwerbsteuer: 18000,
+        kaufnebenkosten: { grunderwerbsteuer: 18000, notar: 4500, grundbuch: 1500, makler: 10710, summe: 34710 },
+        gesamtkosten: 334710,
       });
     });
 
@@ -485,7 +490,7 @@ describe.each(dialects)('%s: collections in the 4.x spelling (PROPERTY_HYDRA_PRE
     expect(Object.keys(body)).toEqual(['@context', '@id', '@type', 'totalItems', 'member', 'search']);
     expect(body['@type']).toBe('Collection');
     expect(body.totalItems).toBe(16);
-    expect((body.member as unknown[])[0]).toEqual({ '@id': '/api/bundeslands/1', '@type': 'Bundesland', id: 1, name: 'Baden-Württemberg', code: 'BW' });
+    expect((body.member as unknown[])[0]).toEqual({ '@id': '/api/bundeslands/1', '@type': 'Bundesland', id: 1, name: 'Baden-Württemberg', code: 'BW', grunderwerbsteuerSatz: 5 });
   });
 
   it('a filtered single page has a view with only @id and @type', async () => {

@@ -15,10 +15,12 @@ import path from 'node:path';
 describe.each(dialects)('%s: resource definitions match the migrated schema', (dialect) => {
   let database: Database<unknown>;
   let cleanup: () => Promise<void>;
+  let pgUrl: string | undefined;
 
   beforeAll(async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'drift-'));
     const pg = dialect === 'postgres' ? freshPostgresSchema() : undefined;
+    pgUrl = pg?.url;
     const config = loadConfig(propertyConfigSpec, { DATA_DIR: dir, PROPERTY_DATABASE_URL: pg ? pg.url : `sqlite:${path.join(dir, 'p.db')}` });
     database = await openPropertyDatabase(config);
     await migrateProperty(database);
@@ -32,10 +34,12 @@ describe.each(dialects)('%s: resource definitions match the migrated schema', (d
 
   it('has a column for every stored field, nullable exactly where the field is optional', async () => {
     const tables = await database.db.introspection.getTables();
-    for (const resource of propertyRegistry.resources) {
-      const table = tables.find((t) => t.name === resource.table);
+    for (const resource of propertyRegistry.resources.filter((r) => r.persisted)) {
+      // Other suites' PostgreSQL schemas live in the same database: look only in our own.
+      const ownSchema = dialect === 'postgres' ? new URL(pgUrl as string).searchParams.get('schema') : undefined;
+      const table = tables.find((t) => t.name === resource.table && (ownSchema === undefined || t.schema === ownSchema));
       expect(table, `table ${resource.table}`).toBeDefined();
-      for (const field of resource.fields.filter((f) => f.kind !== 'secret')) {
+      for (const field of resource.fields.filter((f) => f.stored)) {
         const column = table?.columns.find((c) => c.name === field.column);
         expect(column, `${resource.shortName}.${field.name} → ${resource.table}.${field.column}`).toBeDefined();
         if (field.kind === 'id') continue;

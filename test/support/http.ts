@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { connect as netConnect } from 'node:net';
 
 /**
  * Small HTTP helpers for the black-box suites: every request goes over a real socket.
@@ -105,5 +106,47 @@ export function rawRequest(baseUrl: string, path: string, options: RawOptions = 
     req.on('error', reject);
     if (options.body !== undefined) req.end(options.body);
     else req.end();
+  });
+}
+
+export interface SocketExchange {
+  /** The status of the answer, 0 when the server closed without one. */
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  /** The answer's body parsed as JSON (it must be JSON when there is an answer). */
+  readonly body: unknown;
+  /** Milliseconds from the first byte sent to the server closing the connection. */
+  readonly closedAfterMs: number;
+}
+
+/**
+ * Bytes over a plain TCP socket, for what no HTTP client would send: raw non-ASCII in the
+ * request line, a 17 KB URL, a body trickled a byte at a time (`trickle`: after `bytes`, one
+ * more byte every `everyMs` until the server answers or closes). Gives up after `timeoutMs`.
+ */
+export function socketExchange(baseUrl: string, bytes: Buffer, options: { trickle?: { everyMs: number }; timeoutMs?: number } = {}): Promise<SocketExchange> {
+  const base = new URL(baseUrl);
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const socket = netConnect(Number(base.port), base.hostname, () => socket.write(bytes));
+    const chunks: Buffer[] = [];
+    socket.on('data', (d: Buffer) => chunks.push(d));
+    const trickle = options.trickle ? setInterval(() => socket.writable && socket.write(' '), options.trickle.everyMs) : undefined;
+    const giveUp = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the server neither answered nor closed within ${options.timeoutMs ?? 10_000} ms`));
+    }, options.timeoutMs ?? 10_000);
+    const finish = () => {
+      clearInterval(trickle);
+      clearTimeout(giveUp);
+      const text = Buffer.concat(chunks).toString('latin1');
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const body = rest.join('\r\n\r\n');
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body: body ? (JSON.parse(Buffer.from(body, 'latin1').toString('utf8')) as unknown) : undefined, closedAfterMs: Date.now() - started });
+    };
+    socket.on('close', finish);
+    socket.on('error', () => undefined);
   });
 }

@@ -96,3 +96,15 @@ export async function startInboxServer(options: { dialect?: TestDialect; env?: R
     },
   };
 }
+
+/** One JSON request to the inbox API with a Bearer key; the body parsed when there is one. */
+export async function callInbox(server: InboxTestServer, key: string | undefined, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are inspected freely
+  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined };
+}

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/platform/config/config.js';
-import { paginationOptions } from '../../src/property/app.js';
+import { paginationOptions, propertyHookSettings } from '../../src/property/app.js';
 import { createEngine } from '../../src/property/engine/operations.js';
 import type { AnyDb } from '../../src/property/engine/persistence.js';
 import { propertyConfigSpec } from '../../src/property/property.config.js';
@@ -50,10 +50,14 @@ export async function startPropertyServer(options: { dialect?: TestDialect; env?
     PROPERTY_DATABASE_URL: pgSchema ? pgSchema.url : `sqlite:${path.join(dir, 'property.db')}`,
     PROPERTY_DATABASE_POOL_SIZE: '4',
     DB_VERIFY_STATEMENT_CACHE: 'true',
+    // The suites send many requests and registrations from one address; rate-limit.test.ts sets real budgets.
+    PROPERTY_RATE_LIMIT_PER_MINUTE: '10000000',
+    PROPERTY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '10000000',
+    PROPERTY_REGISTRATION_LIMIT_PER_HOUR: '10000000',
     ...options.env,
   });
   const service = await startPropertyService(config);
-  const engine = createEngine({ registry: propertyRegistry, db: service.database.db as AnyDb, pagination: paginationOptions(config) });
+  const engine = createEngine({ registry: propertyRegistry, db: service.database.db as AnyDb, pagination: paginationOptions(config), settings: propertyHookSettings(config) });
   const User = propertyRegistry.byShortName('User');
   if (!User) throw new Error('User resource missing');
   const url = service.url.replace('localhost', '127.0.0.1');

@@ -1,4 +1,4 @@
-import { preparedRows } from '../../platform/db/prepared.js';
+import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../database.js';
 
 export interface KeyOwner {
@@ -7,7 +7,7 @@ export interface KeyOwner {
 }
 
 export async function findKeyOwnerByHash(db: Db, keyHash: string): Promise<KeyOwner | undefined> {
-  const [row] = await preparedRows(db, 'api_keys.owner', [keyHash], () => db.selectFrom('api_keys').select(['id', 'organization_id']).where('key_hash', '=', keyHash));
+  const [row] = await runCompiledOnce(db, 'api_keys.owner', [keyHash], () => db.selectFrom('api_keys').select(['id', 'organization_id']).where('key_hash', '=', keyHash));
   return row ? { apiKeyId: row.id, organizationId: row.organization_id } : undefined;
 }
 

@@ -1,4 +1,4 @@
-import { preparedInsert, preparedRows } from '../../platform/db/prepared.js';
+import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../database.js';
 
 export interface StoredEvent {
@@ -23,7 +23,7 @@ export async function insertEvent(db: Db, event: StoredEvent): Promise<void> {
 export async function insertEvents(db: Db, events: readonly StoredEvent[]): Promise<void> {
   if (!events.length) return;
   const rows = events.map((e) => ({ event_id: e.eventId, organization_id: e.organizationId, event_type: e.eventType, inbox_id: e.inboxId, pod_id: e.podId, payload: e.payload, created_at: e.createdAt }));
-  await preparedInsert(db, 'events.insert', rows, () => db.insertInto('events').values(rows));
+  await insertCompiledOnce(db, 'events.insert', rows, () => db.insertInto('events').values(rows));
 }
 
 export async function findEvent(db: Db, eventId: string): Promise<StoredEvent | undefined> {
@@ -35,7 +35,7 @@ export async function findEvent(db: Db, eventId: string): Promise<StoredEvent | 
 
 /** The enabled webhooks of an organization with their filters, for fan-out. */
 export async function findEnabledWebhookFilters(db: Db, organizationId: string): Promise<{ webhookId: string; eventTypes: string[] | null; inboxIds: string[] | null; podIds: string[] | null }[]> {
-  const rows = await preparedRows(db, 'webhooks.filters', [organizationId], () =>
+  const rows = await runCompiledOnce(db, 'webhooks.filters', [organizationId], () =>
     db.selectFrom('webhooks').select(['webhook_id', 'event_types', 'inbox_ids', 'pod_ids', 'enabled']).where('organization_id', '=', organizationId),
   );
   return rows

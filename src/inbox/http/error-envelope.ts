@@ -12,8 +12,10 @@ export type InboxErrorType =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'precondition_failed'
   | 'gone'
   | 'payload_too_large'
+  | 'request_timeout'
   | 'unsupported_media_type'
   | 'rate_limit_exceeded'
   | 'service_unavailable'
@@ -27,8 +29,10 @@ export const ERROR_BY_KIND: Readonly<Record<AppErrorKind, { status: number; type
   method_not_allowed: { status: 405, type: 'method_not_allowed' },
   not_acceptable: { status: 406, type: 'validation_error' },
   conflict: { status: 409, type: 'conflict' },
+  precondition_failed: { status: 412, type: 'precondition_failed' },
   gone: { status: 410, type: 'gone' },
   payload_too_large: { status: 413, type: 'payload_too_large' },
+  request_timeout: { status: 408, type: 'request_timeout' },
   unsupported_media_type: { status: 415, type: 'unsupported_media_type' },
   rate_limited: { status: 429, type: 'rate_limit_exceeded' },
   unavailable: { status: 503, type: 'service_unavailable' },
@@ -45,6 +49,13 @@ function fieldFromInstancePath(path: string, missing?: string): string | undefin
   if (missing) parts.push(missing);
   const named = parts.filter((p) => !/^\d+$/.test(p));
   return named.length ? named.join('.') : undefined;
+}
+
+/** The body of an answer to bytes that never became a request (see buildHttpApp's clientErrorBody). */
+export function inboxClientErrorBody(status: number, message: string): { contentType: string; body: string } {
+  const error = status === 408 ? { type: 'request_timeout', code: 'REQUEST_TIMEOUT' } : status === 431 ? { type: 'validation_error', code: 'REQUEST_TOO_LARGE' } : { type: 'validation_error', code: 'MALFORMED_REQUEST' };
+  const body: ErrorBody = { error: { type: error.type as InboxErrorType, message, details: { code: error.code } } };
+  return { contentType: 'application/json; charset=utf-8', body: JSON.stringify(body) };
 }
 
 /** The one error mapper of the inbox service. */
@@ -69,7 +80,7 @@ export function sendInboxError(request: FastifyRequest, reply: FastifyReply, err
   } else if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     status = fe.statusCode;
     const type: InboxErrorType = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status === 404 ? 'not_found' : 'validation_error';
-    const message = fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The request body is not valid JSON.' : status === 413 ? 'The request body is too large.' : fe.code?.startsWith('FST_ERR_CTP') ? fe.message : 'Bad request.';
+    const message = fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The request body is not valid JSON.' : status === 413 ? 'The request body is too large.' : status === 414 ? 'The URL is too long.' : fe.code?.startsWith('FST_ERR_CTP') ? fe.message : 'Bad request.';
     body = { error: { type, message, details: { code: fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ? 'INVALID_JSON' : (fe.code ?? 'BAD_REQUEST') } } };
   } else {
     status = 500;

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { afterKey } from '../../platform/db/keyset.js';
-import { preparedRows } from '../../platform/db/prepared.js';
+import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { InboxTable } from './inbox.table.js';
@@ -49,7 +49,7 @@ export async function insertInbox(db: Db, inbox: Inbox): Promise<void> {
 }
 
 export async function findInbox(db: Db, organizationId: string, inboxId: string): Promise<Inbox | undefined> {
-  const [row] = await preparedRows(db, 'inboxes.find', [inboxId, organizationId], () =>
+  const [row] = await runCompiledOnce(db, 'inboxes.find', [inboxId, organizationId], () =>
     db.selectFrom('inboxes').selectAll().where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId),
   );
   return row ? inboxFromRow(row) : undefined;
@@ -63,7 +63,7 @@ export async function findInboxByAddress(db: Db, address: string): Promise<Inbox
 
 export async function findInboxesByAddresses(db: Db, addresses: readonly string[]): Promise<Inbox[]> {
   if (!addresses.length) return [];
-  const rows = await preparedRows(db, `inboxes.by-addresses:${addresses.length}`, addresses, () => db.selectFrom('inboxes').selectAll().where('inbox_id', 'in', addresses));
+  const rows = await runCompiledOnce(db, `inboxes.by-addresses:${addresses.length}`, addresses, () => db.selectFrom('inboxes').selectAll().where('inbox_id', 'in', addresses));
   return rows.map(inboxFromRow);
 }
 

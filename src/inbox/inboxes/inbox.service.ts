@@ -73,7 +73,7 @@ export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps
     async list(owner: KeyOwner, query: { limit?: number; pageToken?: string; ascending?: boolean }) {
       const limit = parseLimit(query.limit);
       const direction = query.ascending ? 'asc' : 'desc';
-      const after = query.pageToken ? decodeCursor(query.pageToken) : undefined;
+      const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
       const rows = await listInboxes(db, owner.organizationId, { limit, direction: after?.direction ?? direction, ...(after ? { after } : {}) });
       return { limit, ...page(rows, limit, (i) => ({ sort: i.createdAt, tiebreak: i.inboxId }), after?.direction ?? direction) };
     },

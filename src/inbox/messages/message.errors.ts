@@ -59,8 +59,14 @@ export class InvalidHeaderError extends ValidationError {
 }
 
 export class ForbiddenHeaderError extends ValidationError {
-  constructor(name: string) {
-    super(`headers: ${name} is set by the service and cannot be given (nor any Content-* header); use the request fields instead.`, 'headers', 'FORBIDDEN_HEADER');
+  constructor(name: string, kind: 'identity' | 'trace' = 'identity') {
+    super(
+      kind === 'trace'
+        ? `headers: ${name} is a trace or authentication header, added by mail servers on the way, and cannot be given.`
+        : `headers: ${name} is set by the service and cannot be given (nor any Content-* header); use the request fields instead.`,
+      'headers',
+      'FORBIDDEN_HEADER',
+    );
   }
 }
 

@@ -2,7 +2,7 @@ import type { SelectQueryBuilder } from 'kysely';
 import type { Dialect } from '../../platform/db/database.js';
 import { forUpdate, incrementCounter } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
-import { preparedInsert, preparedRows } from '../../platform/db/prepared.js';
+import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db, InboxDatabase } from '../database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { ListFilter } from '../lists/list-query.js';
@@ -168,11 +168,11 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
     updated_at: m.updatedAt,
   }));
   const rows: { id: number | string | bigint; inbox_id: string }[] = [];
-  for (const chunk of chunksOf(values)) rows.push(...(await preparedInsert(db, 'messages.insert', chunk, () => db.insertInto('messages').values(chunk).returning(['id', 'inbox_id']))));
+  for (const chunk of chunksOf(values)) rows.push(...(await insertCompiledOnce(db, 'messages.insert', chunk, () => db.insertInto('messages').values(chunk).returning(['id', 'inbox_id']))));
   // RETURNING order is not promised; the inbox names the copy.
   const pks = new Map(rows.map((r) => [r.inbox_id, Number(r.id)]));
   const labels = messages.flatMap((m) => m.labels.map((label) => ({ message_pk: pks.get(m.inboxId) as number, label })));
-  if (labels.length) for (const chunk of chunksOf(labels)) await preparedInsert(db, 'message_labels.insert', chunk, () => db.insertInto('message_labels').values(chunk));
+  if (labels.length) for (const chunk of chunksOf(labels)) await insertCompiledOnce(db, 'message_labels.insert', chunk, () => db.insertInto('message_labels').values(chunk));
   const attachments = messages.flatMap((m) =>
     m.attachments.map((a, i) => ({
       message_pk: pks.get(m.inboxId) as number,
@@ -185,7 +185,7 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
       content: m.attachmentContents[i] as Buffer,
     })),
   );
-  if (attachments.length) for (const chunk of chunksOf(attachments)) await preparedInsert(db, 'attachments.insert', chunk, () => db.insertInto('attachments').values(chunk));
+  if (attachments.length) for (const chunk of chunksOf(attachments)) await insertCompiledOnce(db, 'attachments.insert', chunk, () => db.insertInto('attachments').values(chunk));
   return pks;
 }
 
@@ -222,7 +222,7 @@ export async function listMessages(db: Db, scope: { organizationId: string; inbo
     ...(cursor ? [cursor.sort, cursor.sort, cursor.sort, cursor.tiebreak] : []),
     page.limit + 1,
   ];
-  const rows = await preparedRows(db, key, parameters, () => {
+  const rows = await runCompiledOnce(db, key, parameters, () => {
     let q = db.selectFrom('messages').select(LIST_COLUMNS).where('inbox_id', '=', scope.inboxId);
     if (filter.before) q = q.where('timestamp', '<', filter.before);
     if (filter.after) q = q.where('timestamp', '>', filter.after);
@@ -247,7 +247,7 @@ export async function listThreadMessages(db: Db, threadId: string): Promise<Mess
 export async function findThreadsHoldingMessages(db: Db, inboxIds: readonly string[], messageIds: readonly string[]): Promise<{ inboxId: string; threadId: string }[]> {
   if (!inboxIds.length || !messageIds.length) return [];
   // Compiled once per count of inboxes and ids: every send with references and every inbound message (twice) runs it.
-  const rows = await preparedRows(db, `messages.threads-holding:${inboxIds.length}:${messageIds.length}`, [...inboxIds, ...messageIds], () =>
+  const rows = await runCompiledOnce(db, `messages.threads-holding:${inboxIds.length}:${messageIds.length}`, [...inboxIds, ...messageIds], () =>
     db.selectFrom('messages').select(['inbox_id', 'thread_id']).where('inbox_id', 'in', inboxIds).where('message_id', 'in', messageIds).orderBy('timestamp', 'desc').orderBy('id', 'desc'),
   );
   return rows.map((r) => ({ inboxId: r.inbox_id, threadId: r.thread_id }));

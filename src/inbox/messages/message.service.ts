@@ -86,7 +86,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       const id = normalizeInboxId(inboxId);
       const limit = parseLimit(query.limit);
       const filter = parseListFilter(query);
-      const cursor = query.pageToken ? decodeCursor(query.pageToken) : undefined;
+      const cursor = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
       const direction = cursor?.direction ?? (query.ascending ? 'asc' : 'desc');
       if (!(await findInbox(db, owner.organizationId, id))) throw new InboxNotFoundError(inboxId);
       const rows = await listMessages(db, { organizationId: owner.organizationId, inboxId: id }, filter, { limit, direction, ...(cursor ? { after: cursor } : {}) });

@@ -32,13 +32,22 @@ export const RESERVED_LABELS: readonly string[] = ['sent', 'received'];
 
 /** The headers a sender may not set: the service writes them from the request fields. */
 const FORBIDDEN_HEADERS = new Set(['from', 'to', 'cc', 'bcc', 'reply-to', 'subject', 'date', 'message-id', 'in-reply-to', 'references', 'mime-version', 'sender', 'return-path']);
+/**
+ * Trace and authentication headers: mail servers and verifiers add them on the way (RFC 5321
+ * §4.4, RFC 8601, RFC 8617, RFC 5322 §3.6.6); a sender who sets them could forge a verdict or a
+ * route, or ask for read receipts on the recipient's behalf.
+ */
+const TRACE_HEADERS = new Set(['received', 'return-receipt-to', 'dkim-signature', 'authentication-results', 'received-spf', 'delivered-to', 'x-original-to', 'disposition-notification-to']);
+const TRACE_HEADER_PREFIXES = ['arc-', 'resent-'];
 const HEADER_NAME = /^[!-9;-~]{1,100}$/;
 // Control characters other than tab, for header values and subjects.
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;\s*[a-z0-9!#$&^_.+-]+=("[^"\\]*"|[a-z0-9!#$&^_.+-]+))*$/i;
+// A media type with parameters; no line breaks or other control characters, even quoted.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}([ \t]*;[ \t]*[a-z0-9!#$&^_.+-]+=("[^"\\\u0000-\u001f\u007f]*"|[a-z0-9!#$&^_.+-]+))*$/i;
 const BASE64 = /^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/;
 const MAX_HEADERS = 50;
 
@@ -124,6 +133,7 @@ function validateHeaders(headers: Readonly<Record<string, string>> | undefined):
     if (!HEADER_NAME.test(name)) throw new InvalidHeaderError(name, 'is not a valid header name (printable ASCII without colon or space, at most 100 characters).');
     const lower = name.toLowerCase();
     if (FORBIDDEN_HEADERS.has(lower) || lower.startsWith('content-')) throw new ForbiddenHeaderError(name);
+    if (TRACE_HEADERS.has(lower) || TRACE_HEADER_PREFIXES.some((p) => lower.startsWith(p))) throw new ForbiddenHeaderError(name, 'trace');
     if (typeof value !== 'string' || CONTROL_BUT_TAB.test(value)) throw new InvalidHeaderError(name, 'has a value with line breaks or control characters.');
     if (value.length > 998) throw new InvalidHeaderError(name, 'has a value longer than 998 characters.');
     if (seen.has(lower)) throw new InvalidHeaderError(name, 'is given twice.');

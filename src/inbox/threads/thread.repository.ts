@@ -1,7 +1,7 @@
 import type { Dialect } from '../../platform/db/database.js';
 import { forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
-import { preparedInsert, preparedRows } from '../../platform/db/prepared.js';
+import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { ListFilter } from '../lists/list-query.js';
@@ -81,14 +81,14 @@ function toRow(t: Thread) {
 export async function insertThreads(db: Db, threads: readonly Thread[]): Promise<void> {
   if (!threads.length) return;
   const rows = threads.map(toRow);
-  await preparedInsert(db, 'threads.insert', rows, () => db.insertInto('threads').values(rows));
+  await insertCompiledOnce(db, 'threads.insert', rows, () => db.insertInto('threads').values(rows));
 }
 
 /** Writes back a thread's summary after a message joined it or changed. */
 export async function updateThread(db: Db, thread: Thread): Promise<void> {
   const { thread_id: threadId, organization_id: _o, inbox_id: _i, created_at: _c, ...changes } = toRow(thread);
   // Compiled once: every reply and every threaded inbound message runs it.
-  await preparedRows(db, 'threads.update', [...Object.values(changes), threadId], () => db.updateTable('threads').set(changes).where('thread_id', '=', threadId));
+  await runCompiledOnce(db, 'threads.update', [...Object.values(changes), threadId], () => db.updateTable('threads').set(changes).where('thread_id', '=', threadId));
 }
 
 export async function updateThreadLabels(db: Db, threadId: string, labels: readonly string[], updatedAt: string): Promise<void> {
@@ -103,7 +103,7 @@ export async function updateThreadLabels(db: Db, threadId: string, labels: reado
 export async function findThreadsForUpdate(db: Db, threadIds: readonly string[], dialect: Dialect): Promise<Thread[]> {
   if (!threadIds.length) return [];
   const ids = [...new Set(threadIds)].sort();
-  const rows = await preparedRows(db, `threads.for-update:${dialect}:${ids.length}`, ids, () => forUpdate(db.selectFrom('threads').selectAll().where('thread_id', 'in', ids).orderBy('thread_id'), dialect));
+  const rows = await runCompiledOnce(db, `threads.for-update:${dialect}:${ids.length}`, ids, () => forUpdate(db.selectFrom('threads').selectAll().where('thread_id', 'in', ids).orderBy('thread_id'), dialect));
   return rows.map(threadFromRow);
 }
 
@@ -112,7 +112,7 @@ export async function findThreadsForUpdate(db: Db, threadIds: readonly string[],
  * candidates of the subject fallback of threading (delivery/threading.ts), which then checks their participants.
  */
 export async function findRecentThreadsBySubject(db: Db, inboxId: string, subjectKey: string, limit: number): Promise<Thread[]> {
-  const rows = await preparedRows(db, 'threads.by-subject', [inboxId, subjectKey, limit], () =>
+  const rows = await runCompiledOnce(db, 'threads.by-subject', [inboxId, subjectKey, limit], () =>
     db.selectFrom('threads').selectAll().where('inbox_id', '=', inboxId).where('normalized_subject', '=', subjectKey).orderBy('timestamp', 'desc').limit(limit),
   );
   return rows.map(threadFromRow);

@@ -134,7 +134,7 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
     async list(owner: KeyOwner, query: ThreadListQuery, inboxId?: string) {
       const limit = parseLimit(query.limit);
       const filter = parseListFilter(query);
-      const cursor = query.pageToken ? decodeCursor(query.pageToken) : undefined;
+      const cursor = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
       const direction = cursor?.direction ?? (query.ascending ? 'asc' : 'desc');
       const scope = inboxId !== undefined ? { inboxId: await requireInbox(owner, inboxId) } : { organizationId: owner.organizationId };
       const rows = await listThreads(db, scope, filter, { limit, direction, ...(cursor ? { after: cursor } : {}) });

@@ -9,7 +9,6 @@ import type { InboxDatabase } from '../database.js';
 import { EVENT_TYPES } from '../events/event.service.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { parseLimit } from '../lists/list-query.js';
-import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
 import {
@@ -172,7 +171,7 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
 
     async list(owner: KeyOwner, query: ListQuery) {
       const limit = parseLimit(query.limit);
-      const after = query.pageToken ? decodeCursor(query.pageToken) : undefined;
+      const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
       const rows = await listWebhooks(db, owner.organizationId, { limit, direction, ...(after ? { after } : {}) });
       return { limit, ...page(rows, limit, (w) => ({ sort: w.createdAt, tiebreak: w.webhookId }), direction) };
@@ -233,8 +232,7 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     async deliveries(owner: KeyOwner, webhookId: string, query: ListQuery & { eventId?: string }) {
       await mustFind(owner, webhookId);
       const limit = parseLimit(query.limit);
-      const after = query.pageToken ? decodeCursor(query.pageToken) : undefined;
-      if (after && typeof after.tiebreak !== 'number') throw new ValidationError('page_token is not a token of this list.', 'page_token', 'INVALID_PAGE_TOKEN');
+      const after = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
       const rows = await listDeliveries(db, webhookId, { limit, direction, ...(after ? { afterId: after.tiebreak as number } : {}), ...(query.eventId !== undefined ? { eventId: query.eventId } : {}) });
       return { limit, ...page(rows, limit, (d) => ({ sort: d.createdAt, tiebreak: d.id }), direction) };

@@ -67,6 +67,14 @@ export const env = {
       return n;
     });
   },
+  /** A decimal number with at most four decimal places (percentages and the like), e.g. `3.57`. */
+  decimal(variable: string, description: string, fallback: number, min: number, max: number): Setting<number> {
+    return setting(variable, description, fallback, `\`${fallback}\``, (raw) => {
+      const n = Number(raw);
+      if (!/^\d+(\.\d{1,4})?$/.test(raw) || n < min || n > max) throw new SettingProblem(`must be a decimal number from ${min} to ${max} (at most 4 decimal places), got "${raw}"`);
+      return n;
+    });
+  },
   boolean(variable: string, description: string, fallback: boolean): Setting<boolean> {
     return setting(variable, description, fallback, `\`${fallback}\``, (raw) => {
       const v = raw.toLowerCase();

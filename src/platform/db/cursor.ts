@@ -14,11 +14,17 @@ export function encodeCursor(cursor: Cursor): string {
   return Buffer.from(JSON.stringify([cursor.sort, cursor.tiebreak, cursor.direction])).toString('base64url');
 }
 
-export function decodeCursor(token: string): Cursor {
+/**
+ * `tiebreak` says what the list's tiebreaker is: an internal integer key, or a public id (text).
+ * A token whose tiebreaker has the other type was not issued for this list: PostgreSQL would fail
+ * comparing it with an integer column and SQLite would silently compare text with numbers.
+ */
+export function decodeCursor(token: string, tiebreak: 'integer' | 'string'): Cursor {
   try {
     const v = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 3 && typeof v[0] === 'string' && (typeof v[1] === 'string' || typeof v[1] === 'number') && (v[2] === 'asc' || v[2] === 'desc')) {
-      return { sort: v[0], tiebreak: v[1], direction: v[2] };
+    const tiebreakOk = (t: unknown) => (tiebreak === 'integer' ? Number.isSafeInteger(t) : typeof t === 'string');
+    if (Array.isArray(v) && v.length === 3 && typeof v[0] === 'string' && tiebreakOk(v[1]) && (v[2] === 'asc' || v[2] === 'desc')) {
+      return { sort: v[0], tiebreak: v[1] as string | number, direction: v[2] };
     }
   } catch {
     // fall through

@@ -49,7 +49,7 @@ export interface OpenDatabaseOptions {
    */
   readonly sqliteSynchronous?: 'NORMAL' | 'FULL';
   /**
-   * Whether statements compiled once (`prepared.ts`) are compiled again on every run and compared
+   * Whether statements compiled once (`compiled-once.ts`) are compiled again on every run and compared
    * with the cached SQL: slower, for tests (DB_VERIFY_STATEMENT_CACHE).
    */
   readonly verifyStatementCache?: boolean;

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { preparedRows } from './prepared.js';
+import { runCompiledOnce } from './compiled-once.js';
 import type { Dialect, Executor } from './database.js';
 
 /**
@@ -54,7 +54,7 @@ export async function incrementCounter<DB>(db: Executor<DB>, table: string, key:
     values (${sql.join([...keyColumns.map((c) => key[c]), by])})
     on conflict (${sql.join(keyColumns.map((c) => sql.ref(c)))}) do update set ${sql.ref(column)} = ${sql.ref(`${table}.${column}`)} + ${by}
     returning ${sql.ref(column)} as value`;
-  const rows = await preparedRows(db as unknown as Kysely<unknown>, `counter:${table}:${keyColumns.join(',')}:${column}`, [...keyColumns.map((c) => key[c]), by, by], () => ({
+  const rows = await runCompiledOnce(db as unknown as Kysely<unknown>, `counter:${table}:${keyColumns.join(',')}:${column}`, [...keyColumns.map((c) => key[c]), by, by], () => ({
     compile: () => statement().compile(db),
   }));
   return Number(rows[0]?.value);

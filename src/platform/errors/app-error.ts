@@ -12,8 +12,10 @@ export type AppErrorKind =
   | 'not_acceptable'
   | 'unsupported_media_type'
   | 'conflict'
+  | 'precondition_failed'
   | 'gone'
   | 'payload_too_large'
+  | 'request_timeout'
   | 'rate_limited'
   | 'unavailable'
   | 'internal';
@@ -74,4 +76,11 @@ export class ValidationError extends AppError {
 
 export function isAppError(err: unknown): err is AppError {
   return err instanceof AppError;
+}
+
+/** A conditional request (If-Match) whose condition no longer holds: the client's copy is stale. */
+export class PreconditionFailedError extends AppError {
+  constructor(message = 'Precondition Failed', options: AppErrorOptions = {}) {
+    super('precondition_failed', message, options);
+  }
 }

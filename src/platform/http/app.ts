@@ -1,9 +1,12 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Bindings, ChildLoggerOptions } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { NotFoundError, UnauthenticatedError } from '../errors/app-error.js';
+import { AppError, NotFoundError, UnauthenticatedError } from '../errors/app-error.js';
 import { loggerOptions } from '../log/logger.js';
+import { nulInUrl } from './nul.js';
 import { trackInFlight, type InFlight } from './in-flight.js';
 import { RouteHistogram } from './route-histogram.js';
 
@@ -13,7 +16,10 @@ export interface HttpAppOptions {
   readonly logLevel: string;
   /** Largest accepted request body in bytes. */
   readonly bodyLimit?: number;
-  /** Time allowed to receive a whole request (headers and body), ms. */
+  /**
+   * Time allowed to receive a request's headers, and again its body once the headers are in, ms:
+   * beyond it the answer is 408 and the connection is closed, however steadily bytes trickle in.
+   */
   readonly requestTimeout?: number;
   /** Whether X-Forwarded-* headers from a proxy in front of us are trusted. */
   readonly trustProxy?: boolean;
@@ -31,6 +37,13 @@ export interface HttpAppOptions {
    * `Authorization: Bearer <token>`), or `off` (the default: not served, so 404).
    */
   readonly metrics?: MetricsExposure;
+  /** Paths whose next segment is a secret (a capability token): logged cut short. */
+  readonly secretPathPrefixes?: readonly string[];
+  /**
+   * Renders errors Node's HTTP parser raises before there is a request at all (bytes that are
+   * not HTTP, headers over 16 KiB, headers too slow): the body of a raw answer on the socket.
+   */
+  readonly clientErrorBody?: (status: number, message: string) => { readonly contentType: string; readonly body: string };
 }
 
 export type Readiness = Readonly<Record<string, 'ok' | 'degraded'>>;
@@ -62,6 +75,20 @@ function requireToken(request: FastifyRequest, token: string): void {
   if (!timingSafeEqual(digest(given), digest(token))) throw new UnauthenticatedError('GET /metrics needs the metrics token: Authorization: Bearer <METRICS_TOKEN>.', { code: 'METRICS_TOKEN_REQUIRED' });
 }
 
+/** Node's parser errors, as the status and message of the answer (the connection then closes). */
+function clientErrorAnswer(code: string | undefined): { status: number; message: string } {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, message: 'The request headers did not arrive in time.' };
+  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, message: 'The request line and headers exceed 16 KiB (the URL is too long, or the headers are).' };
+  return { status: 400, message: 'The request is not valid HTTP/1.1 (the request line or a header has bytes HTTP does not allow).' };
+}
+
+/** Whether a request announces a body: its bytes still have to arrive after the headers. */
+function announcesBody(headers: Record<string, string | string[] | undefined>): boolean {
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+const NUL_CODE = { code: 'NUL_CHARACTER', details: { code: 'NUL_CHARACTER' } } as const;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const IN_FLIGHT = new WeakMap<FastifyInstance, InFlight>();
 
@@ -78,10 +105,11 @@ export function inFlightOf(app: FastifyInstance): InFlight {
  * and Prometheus /metrics (only when `metrics` says so). It does not listen; `main.ts` does.
  */
 export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
+  const requestTimeout = options.requestTimeout ?? 30_000;
   const fastifyOptions: FastifyServerOptions = {
-    logger: loggerOptions(options.logLevel, options.name),
+    logger: loggerOptions(options.logLevel, options.name, options.secretPathPrefixes),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
-    requestTimeout: options.requestTimeout ?? 30_000,
+    requestTimeout,
     connectionTimeout: 60_000,
     keepAliveTimeout: 72_000,
     trustProxy: options.trustProxy ?? false,
@@ -97,6 +125,7 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     ...(options.frameworkErrors ? { frameworkErrors: options.frameworkErrors } : {}),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    ...(options.clientErrorBody ? { clientErrorHandler: clientErrorHandler(options.clientErrorBody) } : {}),
   };
   const app = Fastify(fastifyOptions);
   // Before any route: closing waits (bounded) for handlers still running after their client left.
@@ -109,6 +138,11 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    // Before routing and authentication, the same on every dialect: nothing stored can hold a NUL,
+    // so a path with one names nothing (404), and a query parameter with one is invalid (400).
+    const nul = nulInUrl(request.url);
+    if (nul) return done(nul === 'path' ? new NotFoundError('Not Found', NUL_CODE) : new AppError('validation', 'The query string contains a NUL character (%00), which no parameter accepts.', NUL_CODE));
+    if (announcesBody(request.headers)) bodyDeadline(request, reply, requestTimeout);
     done();
   });
 
@@ -161,6 +195,44 @@ export function buildManagementApp(options: { name: string; logLevel: string; re
   app.setNotFoundHandler((request, reply) => options.renderError(new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]} on the management port.`, { code: 'ROUTE_NOT_FOUND' }), request, reply));
   addOpsRoutes(app, options.registry, options);
   return app;
+}
+
+/**
+ * Node's requestTimeout stops counting once the headers are in, so a body sent a byte at a time
+ * would hold the connection and the handler forever. The body gets the same time again: if it
+ * is still incomplete then, the body reader fails with a 408 (the service renders it), and the
+ * connection closes after the answer.
+ */
+function bodyDeadline(request: FastifyRequest, reply: FastifyReply, ms: number): void {
+  const raw = request.raw;
+  const timer = setTimeout(() => {
+    if (raw.complete || reply.sent) return;
+    reply.header('connection', 'close');
+    const err = new AppError('request_timeout', `The request body did not arrive within ${ms} ms.`, { code: 'REQUEST_TIMEOUT', details: { code: 'REQUEST_TIMEOUT' } });
+    // The body reader listens for errors while it reads; with nobody reading, just hang up.
+    if (raw.listenerCount('error') > 0) raw.emit('error', err);
+    else raw.socket?.destroy();
+  }, ms);
+  timer.unref();
+  const clear = () => clearTimeout(timer);
+  raw.once('end', clear);
+  raw.once('close', clear);
+  reply.raw.once('close', clear);
+}
+
+/** Answers parser errors (no request exists yet) in the service's own error format. */
+function clientErrorHandler(render: NonNullable<HttpAppOptions['clientErrorBody']>) {
+  return function (this: FastifyInstance, err: Error & { code?: string }, socket: Duplex): void {
+    // A reset connection is gone already: there is nobody to answer.
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    const { status, message } = clientErrorAnswer(err.code);
+    this.log.debug({ err }, 'client error');
+    if (socket.writable) {
+      const { contentType, body } = render(status, message);
+      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    }
+    socket.destroy();
+  };
 }
 
 type Logger = FastifyBaseLogger;

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Executor } from '../db/database.js';
 import { dialectOf } from '../db/dialect.js';
-import { preparedInsert } from '../db/prepared.js';
+import { insertCompiledOnce } from '../db/compiled-once.js';
 import type { Selectable } from 'kysely';
 import type { JobsDatabase, JobTable } from './jobs.table.js';
 
@@ -150,7 +150,7 @@ export async function enqueueMany<DB extends JobsDatabase>(executor: Executor<DB
   const trx = executor as unknown as Executor<JobsDatabase>;
   const now = iso(clock.now());
   const rows = jobs.map((j) => ({ queue: j.queue, payload: JSON.stringify(j.payload), status: 'pending' as const, run_at: now, attempts: 0, locked_until: null, last_error: null, created_at: now, updated_at: now }));
-  await preparedInsert(trx, 'jobs.insert', rows, () => trx.insertInto('jobs').values(rows));
+  await insertCompiledOnce(trx, 'jobs.insert', rows, () => trx.insertInto('jobs').values(rows));
 }
 
 export interface JobRunner {

@@ -1,9 +1,10 @@
+import { propertyIri } from './hydra-docs.js';
 import type { Registry } from './registry.js';
 
 /** The entrypoint (`GET /api`): one key per resource with a collection, sorted as API Platform sorts. */
 export function entrypointDocument(registry: Registry): Record<string, unknown> {
   const doc: Record<string, unknown> = { '@context': `${registry.prefix}/contexts/Entrypoint`, '@id': registry.prefix, '@type': 'Entrypoint' };
-  const entries = registry.resources.filter((r) => r.operations.has('getCollection')).map((r) => [r.entrypointKey, r.path] as const);
+  const entries = registry.resources.filter((r) => r.hasCollectionOperations).map((r) => [r.entrypointKey, r.path] as const);
   for (const [key, path] of [...entries].sort(([a], [b]) => a.localeCompare(b))) doc[key] = path;
   return doc;
 }
@@ -17,7 +18,7 @@ export function contextDocument(registry: Registry, name: string, docsUrl: strin
   const base = { '@vocab': `${docsUrl}#`, hydra: 'http://www.w3.org/ns/hydra/core#' };
   if (name === 'Entrypoint') {
     const ctx: Record<string, unknown> = { ...base };
-    for (const r of registry.resources.filter((x) => x.operations.has('getCollection'))) ctx[r.entrypointKey] = { '@id': `Entrypoint/${r.entrypointKey}`, '@type': '@id' };
+    for (const r of registry.resources.filter((x) => x.hasCollectionOperations)) ctx[r.entrypointKey] = { '@id': `Entrypoint/${r.entrypointKey}`, '@type': '@id' };
     return { '@context': ctx };
   }
   if (name === 'Error' || name === 'ConstraintViolationList' || name === 'ConstraintViolation') return { '@context': base };
@@ -26,7 +27,9 @@ export function contextDocument(registry: Registry, name: string, docsUrl: strin
   const ctx: Record<string, unknown> = { ...base };
   for (const field of resource.fields) {
     if (field.kind === 'id' || !field.readable) continue;
-    ctx[field.name] = field.kind === 'ref' ? { '@id': `${resource.shortName}/${field.name}`, '@type': '@id' } : `${resource.shortName}/${field.name}`;
+    // Relative IRIs resolve against @vocab (`docs.jsonld#`), as the documentation's `#Class/field` do.
+    const iri = propertyIri(resource, field).replace(/^#/, '');
+    ctx[field.name] = field.kind === 'ref' ? { '@id': iri, '@type': '@id' } : iri;
   }
   return { '@context': ctx };
 }

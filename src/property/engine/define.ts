@@ -3,14 +3,22 @@
  * `shortName`, a collection path, fields, operations (`getCollection`, `get`, `post`, `put`,
  * `patch`, `delete`) with a `security` rule each, filters (API Platform's search, range, date,
  * exists, order and property filters, declared once and read by persistence, the Hydra
- * `hydra:search` template and OpenAPI) and an optional `scope` that hides what a caller may not see. Definitions are plain data plus named
- * hooks; the engine reads them and never asks which resource it is serving.
+ * `hydra:search` template and OpenAPI) and an optional `scope` that hides what a caller may not
+ * see. Definitions are plain data plus named hooks: a `provider` (read side: it decorates the
+ * items an operation returns, as a decorated API Platform state provider does) and a `processor`
+ * (write side: it wraps persistence, as a decorated state processor does). A resource without a
+ * table (`table: null`) is not persisted: its operations are served by its hooks alone. The
+ * engine reads definitions and never asks which resource it is serving.
  */
 
 export type OperationName = 'getCollection' | 'get' | 'post' | 'put' | 'patch' | 'delete';
 export const OPERATION_NAMES: readonly OperationName[] = ['getCollection', 'get', 'post', 'put', 'patch', 'delete'];
 export const ITEM_OPERATIONS: readonly OperationName[] = ['get', 'put', 'patch', 'delete'];
 export const WRITE_OPERATIONS: readonly OperationName[] = ['post', 'put', 'patch'];
+/** The operations that run a `processor` (they write a body). */
+export const PROCESSOR_OPERATIONS: readonly OperationName[] = WRITE_OPERATIONS;
+/** The operations that run a `provider` (they answer with items). */
+export const PROVIDER_OPERATIONS: readonly OperationName[] = ['getCollection', 'get', 'post', 'put', 'patch'];
 /** The HTTP method of each operation; routes and both documentation formats read it. */
 export const OPERATION_METHOD: Readonly<Record<OperationName, 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'>> = {
   getCollection: 'GET',
@@ -30,7 +38,7 @@ export interface Principal {
 /** An item as the engine handles it: field name → value; references hold the target's id. */
 export type Item = Readonly<Record<string, unknown>> & { readonly id: number };
 
-export type FieldKind = 'id' | 'string' | 'integer' | 'number' | 'boolean' | 'enum' | 'ref' | 'secret' | 'datetime';
+export type FieldKind = 'id' | 'string' | 'integer' | 'number' | 'boolean' | 'enum' | 'ref' | 'secret' | 'datetime' | 'object' | 'array';
 
 export interface WriteAccessContext {
   readonly principal: Principal | null;
@@ -63,8 +71,11 @@ export interface FieldDefinition {
    * must say the same): `restrict` refuses the delete with 409, `cascade` deletes this item too.
    */
   readonly onDelete?: 'restrict' | 'cascade';
-  /** The database enforces uniqueness; the engine reports a clash as a violation. */
-  readonly unique?: boolean;
+  /**
+   * The database enforces uniqueness; the engine reports a clash as a violation. `ignoreCase`:
+   * values that differ only in case clash too (the migration indexes `lower(column)`).
+   */
+  readonly unique?: boolean | 'ignoreCase';
   /** Value used when a post (or a put) leaves the field out. */
   readonly default?: (ctx: { readonly principal: Principal | null }) => unknown;
   /** On put, a missing value keeps the stored one instead of resetting to the default. */
@@ -76,15 +87,36 @@ export interface FieldDefinition {
   readonly writeAccess?: (ctx: WriteAccessContext) => boolean;
   /** Unit or example for docs. */
   readonly example?: unknown;
+  /**
+   * Whether the value lives in a column. Secrets and computed fields (filled in by a provider or
+   * processor, never written by clients) do not.
+   */
+  readonly stored: boolean;
+  /**
+   * The RDF property the field stands for, when a shared vocabulary has one (`https://schema.org/name`
+   * marks the field that names a record; clients such as the admin show it instead of the IRI).
+   * Defaults to `#<ShortName>/<field>` under the documentation's vocabulary.
+   */
+  readonly iri?: string;
+  /** For `object` and `array` fields: the JSON Schema of the value, for the OpenAPI document. */
+  readonly schema?: Readonly<Record<string, unknown>>;
   /** For `datetime` fields the engine sets itself: on creation only, or on every write. */
   readonly managed?: 'created' | 'updated';
 }
 
-type FieldOptions = Partial<Pick<FieldDefinition, 'column' | 'description' | 'required' | 'unique' | 'default' | 'keepOnReplace' | 'writeAccess' | 'example' | 'readable' | 'writable' | 'onDelete'>>;
+type FieldOptions = Partial<Pick<FieldDefinition, 'column' | 'description' | 'required' | 'unique' | 'default' | 'keepOnReplace' | 'writeAccess' | 'example' | 'readable' | 'writable' | 'onDelete' | 'iri'>>;
 
-function field(kind: FieldKind, options: FieldOptions & Partial<FieldDefinition>): Omit<FieldDefinition, 'column'> & { column?: string } {
-  return { required: false, readable: true, writable: true, ...options, kind };
+/** A field as a definition spells it; the registry fills in the column. */
+export type FieldSpec = Omit<FieldDefinition, 'column'> & { column?: string };
+
+function field(kind: FieldKind, options: FieldOptions & Partial<FieldDefinition>): FieldSpec {
+  return { required: false, readable: true, writable: true, stored: true, ...options, kind };
 }
+
+/** The schema.org property that names a record (API Platform: `#[ApiProperty(iris: [...])]`). */
+export const SCHEMA_NAME = 'https://schema.org/name';
+
+type ComputedKind = 'integer' | 'number' | 'string' | 'object' | 'array';
 
 /** Field builders. Column names default to the field name (the registry fills them in). */
 export const f = {
@@ -96,14 +128,30 @@ export const f = {
   enumOf: (values: readonly string[], options: FieldOptions = {}) => field('enum', { ...options, values }),
   ref: (target: string, options: FieldOptions = {}) => field('ref', { onDelete: 'restrict', ...options, target }),
   /** A server-generated value that is never stored as such and is shown only on `readOn`. */
-  secret: (readOn: readonly OperationName[], options: FieldOptions = {}) => field('secret', { ...options, readOn, writable: false }),
+  secret: (readOn: readonly OperationName[], options: FieldOptions = {}) => field('secret', { ...options, readOn, writable: false, stored: false }),
   /** A read-only timestamp the engine sets: when the item was created, or last written. */
   timestamp: (managed: 'created' | 'updated', options: FieldOptions = {}) => field('datetime', { ...options, managed, writable: false }),
+  /**
+   * A read-only value a provider or processor computes: never stored, never written, documented
+   * as readable and not writeable. Absent (null) when its inputs are.
+   */
+  computed: (kind: ComputedKind, options: Pick<FieldOptions, 'description' | 'example'> & { schema?: Readonly<Record<string, unknown>>; minimum?: number } = {}) =>
+    field(kind, { ...options, writable: false, stored: false }),
+  /** A value a non-persisted resource takes as input only (it is not part of the answer). */
+  input: <K extends 'integer' | 'number' | 'string' | 'ref'>(kind: K, options: FieldOptions & { minimum?: number; maximum?: number; target?: string } = {}) =>
+    field(kind, { ...options, readable: false, stored: false }),
 };
 
 export interface OperationContext {
   readonly principal: Principal | null;
   readonly operation: OperationName;
+  /** Settings the service hands to its hooks (cost percentages and the like). */
+  readonly settings: Readonly<Record<string, unknown>>;
+  /**
+   * Loads items of another resource by id, as the caller may see them (that resource's scope
+   * applies, and its own provider has not run): the way a hook reads related data without SQL.
+   */
+  readonly read: (shortName: string, ids: readonly number[]) => Promise<ReadonlyMap<number, Item>>;
 }
 
 /** What a processor hands to `persist`: field values plus columns that no field exposes. */
@@ -122,12 +170,22 @@ export type Processor = (
   persist: (input: PersistInput) => Promise<Item>,
 ) => Promise<Item>;
 
+/**
+ * A read hook (API Platform's ProviderInterface, decorating the generic one): it receives the
+ * items the engine loaded (or a write stored) and returns them completed, e.g. with computed
+ * values. It runs on `getCollection`, `get` and on the item a `post`, `put` or `patch` answers with.
+ */
+export type Provider = (items: readonly Item[], ctx: OperationContext) => Promise<readonly Item[]>;
+
 export interface OperationDefinition {
   /** Whether the caller may run the operation at all: false → 401 (anonymous) or 403. */
   readonly security: (principal: Principal | null) => boolean;
   /** Whether the caller may act on this particular item (checked after loading): false → 403. */
   readonly securityItem?: (principal: Principal | null, item: Item) => boolean;
+  /** Only on post, put and patch (the registry refuses it elsewhere). */
   readonly processor?: Processor;
+  /** Only on getCollection, get, post, put and patch (the registry refuses it on delete). */
+  readonly provider?: Provider;
   readonly description?: string;
 }
 
@@ -163,13 +221,16 @@ export interface ResourceLink {
   readonly toField: string;
 }
 
-export interface ResourceDefinition {
+export type FieldSpecs = Readonly<Record<string, FieldSpec>>;
+
+export interface ResourceDefinition<F extends FieldSpecs = FieldSpecs> {
   readonly shortName: string;
   readonly description?: string;
   /** Collection path, e.g. `/api/immobilies`: explicit, as no inflector is ported. */
   readonly path: string;
-  readonly table: string;
-  readonly fields: Readonly<Record<string, ReturnType<typeof field>>>;
+  /** The table, or null for a resource that is computed and never stored. */
+  readonly table: string | null;
+  readonly fields: F;
   readonly operations: Readonly<Partial<Record<OperationName, OperationDefinition>>>;
   /** The collection's filters, in the order `hydra:search` and OpenAPI list them. */
   readonly filters?: readonly FilterDefinition[];
@@ -187,7 +248,7 @@ export interface ResourceDefinition {
    * Restricts every read and write to what the caller may see (a query extension): items
    * outside the scope answer 404. Returns field → required value, or null for no restriction.
    */
-  readonly scope?: (principal: Principal | null) => Readonly<Record<string, unknown>> | null;
+  readonly scope?: (principal: Principal | null) => Readonly<Partial<Record<keyof F & string, number | string>>> | null;
 }
 
 /** `searchFilter({ adresse: 'ipartial', typ: 'exact' })`: one SearchFilter entry per property. */
@@ -199,8 +260,14 @@ export const existsFilter = (...properties: string[]): FilterDefinition[] => pro
 export const orderFilter = (...properties: string[]): FilterDefinition[] => properties.map((property) => ({ type: 'order', property }));
 export const propertyFilter = (): FilterDefinition[] => [{ type: 'properties' }];
 
-export function defineResource<const R extends ResourceDefinition>(definition: R): R {
-  return definition;
+/**
+ * Checks a definition against its own fields (the keys a `scope` returns must be field names)
+ * and returns it in the form the registry takes. The cast only forgets the
+ * field names: `keyof` makes the definition contravariant in them, so a typed definition is not
+ * assignable to the general one although it is structurally the same.
+ */
+export function defineResource<const F extends FieldSpecs>(definition: ResourceDefinition<F>): ResourceDefinition {
+  return definition as unknown as ResourceDefinition;
 }
 
 /** Reusable security rules. */

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { stringify as toYaml } from 'yaml';
 import { AppError, NotFoundError } from '../../platform/errors/app-error.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../../platform/http/swagger-ui.js';
 import { CONTENT_TYPE, docsUrl, sendJson, type HttpSettings } from './http.js';
@@ -13,13 +14,17 @@ export interface DocsRouteOptions extends HttpSettings {
   readonly clientPagination?: Pick<OpenApiOptions, 'clientEnabled' | 'clientPartial' | 'unpaginatedMaximum'>;
 }
 
-type DocsFormat = 'jsonld' | 'json' | 'jsonopenapi' | 'html';
+type DocsFormat = 'jsonld' | 'json' | 'jsonopenapi' | 'yaml' | 'yamlopenapi' | 'html';
+/** API Platform's documentation formats: the OpenAPI document also as YAML (`docs.yaml`, `docs.yamlopenapi`). */
 const DOCS_MIME: Readonly<Record<DocsFormat, string>> = {
   jsonld: 'application/ld+json',
   json: 'application/json',
   jsonopenapi: 'application/vnd.openapi+json',
+  yaml: 'application/x-yaml',
+  yamlopenapi: 'application/vnd.openapi+yaml',
   html: 'text/html',
 };
+const ALL_DOCS_FORMATS: readonly DocsFormat[] = ['jsonld', 'json', 'jsonopenapi', 'yaml', 'yamlopenapi', 'html'];
 
 /** Picks a docs format from Accept among `candidates` (first wins for wildcards), else 406. */
 function negotiateDocs(accept: string | undefined, candidates: readonly DocsFormat[]): DocsFormat {
@@ -55,6 +60,7 @@ export function registerDocsRoutes(app: FastifyInstance, options: DocsRouteOptio
   const prefix = registry.prefix;
   const hydraCache = new Map<string, object>();
   let openApi: object | undefined;
+  let openApiYaml: string | undefined;
   const assetsPath = `${prefix}/docs/ui`;
 
   const send = (request: FastifyRequest, reply: FastifyReply, format: DocsFormat) => {
@@ -73,6 +79,11 @@ export function registerDocsRoutes(app: FastifyInstance, options: DocsRouteOptio
       case 'jsonopenapi':
         openApi ??= openApiDocument(registry, { maximumItemsPerPage: options.maximumItemsPerPage, ...options.clientPagination });
         return sendJson(request, reply, 200, `${DOCS_MIME[format]}; charset=utf-8`, openApi);
+      case 'yaml':
+      case 'yamlopenapi':
+        openApi ??= openApiDocument(registry, { maximumItemsPerPage: options.maximumItemsPerPage });
+        openApiYaml ??= toYaml(openApi, { aliasDuplicateObjects: false });
+        return reply.code(200).header('content-type', `${DOCS_MIME[format]}; charset=utf-8`).send(openApiYaml);
       case 'html':
         reply.header('content-security-policy', SWAGGER_UI_CSP);
         return reply
@@ -82,8 +93,8 @@ export function registerDocsRoutes(app: FastifyInstance, options: DocsRouteOptio
     }
   };
 
-  app.get(`${prefix}/docs`, async (request, reply) => send(request, reply, negotiateDocs(request.headers.accept, ['jsonld', 'json', 'jsonopenapi', 'html'])));
-  for (const format of ['jsonld', 'json', 'jsonopenapi', 'html'] as const) {
+  app.get(`${prefix}/docs`, async (request, reply) => send(request, reply, negotiateDocs(request.headers.accept, ALL_DOCS_FORMATS)));
+  for (const format of ALL_DOCS_FORMATS) {
     app.get(`${prefix}/docs.${format}`, async (request, reply) => send(request, reply, negotiateDocs(request.headers.accept, [format])));
   }
   app.get(`${assetsPath}/:asset`, async (request, reply) => {

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../platform/errors/app-error.js';
+import { nulPath } from '../../platform/http/nul.js';
 import { ConstraintViolationError, reasonPhrase, renderError, STATUS_BY_KIND, typeViolation, MethodNotAllowedError } from './errors.js';
 import { negotiateErrorFormat, requireContentType, type Format } from './negotiation.js';
 
@@ -41,6 +42,11 @@ export const CONTENT_TYPE: Readonly<Record<Format, string>> = {
   json: 'application/json; charset=utf-8',
 };
 
+/** The strong ETag of a JSON body as sent: the quoted md5 of its text, as API Platform makes it. */
+export function etagOf(body: unknown): string {
+  return `"${hash('md5', JSON.stringify(body))}"`;
+}
+
 /** Sends a JSON body; GET and HEAD successes get an ETag and honour If-None-Match (304). */
 export function sendJson(request: FastifyRequest, reply: FastifyReply, status: number, contentType: string, body: unknown): FastifyReply {
   const text = JSON.stringify(body);
@@ -61,11 +67,16 @@ export function jsonBody(request: FastifyRequest, accepted: readonly string[]): 
   requireContentType(request.headers['content-type'], accepted);
   const raw = request.body;
   if (typeof raw !== 'string') return raw;
+  let parsed: unknown;
   try {
-    return JSON.parse(raw);
+    parsed = JSON.parse(raw);
   } catch {
     throw new ConstraintViolationError([typeViolation('', 'Syntax error')]);
   }
+  // PostgreSQL cannot store a NUL and SQLite can: refused here, once, for every field of every resource.
+  const at = nulPath(parsed);
+  if (at) throw new ConstraintViolationError([typeViolation(at.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join(''), 'This value must not contain a NUL character (U+0000).')]);
+  return parsed;
 }
 
 interface FastifyLikeError {

@@ -86,13 +86,12 @@ function isDocumented(field: FieldMetadata): boolean {
 }
 
 /**
- * A secret (an API key shown once, in the response that created it) is listed so that clients
- * learn it exists, but as neither readable nor writable unless GET returns it: the admin builds
- * its list and show views from the readable fields, and a column that is always empty there would
- * only confuse. Its description says where the value does appear.
+ * A secret (an API key shown once, in the response that created it) is readable: a client reads
+ * it from that response, and api-doc-parser must know it can. Its description says where the
+ * value appears; it is never writeable.
  */
 function isReadable(field: FieldMetadata): boolean {
-  return field.readable && (field.kind !== 'secret' || (field.readOn ?? []).includes('get'));
+  return field.readable;
 }
 
 /**
@@ -119,25 +118,45 @@ function range(field: FieldMetadata): string {
     case 'enum':
     case 'secret':
       return 'xmls:string';
+    case 'object':
+    case 'array':
+      return 'rdf:JSON';
     case 'datetime':
       return 'xmls:dateTime';
   }
 }
 
+/**
+ * The range of an enum: `xmls:string` first (what api-doc-parser reads as the field's type), then
+ * the datatype of exactly its values, `owl:oneOf` an RDF list, as OWL describes enumerated
+ * datatypes; a client that wants to offer a select reads the values from there.
+ */
+function enumRange(field: FieldMetadata): unknown[] {
+  return ['xmls:string', { '@type': 'rdfs:Datatype', 'owl:oneOf': { '@list': [...(field.values ?? [])] } }];
+}
+
+/**
+ * The property a field stands for: its shared IRI when it has one (schema.org `name` marks the
+ * field that names a record, which clients such as the admin show instead of the IRI), else
+ * `#Class/field`. The resource contexts map each field to the same IRI, so items and
+ * documentation expand alike.
+ */
+export function propertyIri(resource: ResourceMetadata, field: FieldMetadata): string {
+  return field.iri ?? `#${resource.shortName}/${field.name}`;
+}
+
 function supportedProperty(resource: ResourceMetadata, field: FieldMetadata): Json {
   const isLink = field.kind === 'ref';
-  // The property @id stays `#Class/field` even for e-mail addresses: the resource contexts the
-  // engine serves map every field to `Class/field`, and the documentation must expand to the
-  // same IRIs as the items do (schema:email would give the parser an "email" type but would no
-  // longer match the item's keys).
+  // The property @id is `#Class/field` unless the field names a shared IRI (see propertyIri);
+  // the resource contexts map fields to the same IRIs, so documentation and items agree.
   const property: Json = {
-    '@id': `#${resource.shortName}/${field.name}`,
+    '@id': propertyIri(resource, field),
     '@type': isLink ? 'hydra:Link' : 'rdf:Property',
     'rdfs:label': field.name,
     domain: `#${resource.shortName}`,
   };
   if (isLink) property['owl:maxCardinality'] = 1;
-  property.range = range(field);
+  property.range = field.kind === 'enum' ? enumRange(field) : range(field);
 
   const supported: Json = {
     '@type': 'hydra:SupportedProperty',

@@ -175,6 +175,10 @@ function responses(registry: Registry, resource: ResourceMetadata, name: Operati
       out['200'] = { description: `${s} resource`, content: bodyContent(resource, false) };
       break;
     case 'post':
+      if (!resource.persisted) {
+        out['200'] = { description: `${s} computed from the request (nothing is stored)`, content: bodyContent(resource, false) };
+        break;
+      }
       out['201'] = {
         description: `${s} resource created`,
         headers: { Location: location('IRI of the created resource'), 'Content-Location': location('IRI of the created resource') },
@@ -348,6 +352,10 @@ function propertySchema(registry: Registry, field: FieldMetadata): Json {
     case 'secret':
       p.type = 'string';
       if (field.format) p.format = field.format;
+      break;
+    case 'object':
+    case 'array':
+      Object.assign(p, field.schema ?? { type: field.kind });
       break;
     case 'datetime':
       p.type = 'string';

@@ -1,5 +1,5 @@
 import { ForbiddenError, NotFoundError, UnauthenticatedError } from '../../platform/errors/app-error.js';
-import type { Item, OperationContext, OperationName, PersistInput, Principal } from './define.js';
+import type { Item, OperationContext, OperationDefinition, OperationName, PersistInput, Principal } from './define.js';
 import { denormalize } from './denormalizer.js';
 import { BadRequestError, ConstraintViolationError, violation } from './errors.js';
 import { filterConditions, ordering } from './filters.js';
@@ -38,8 +38,15 @@ export interface EngineOptions {
   readonly registry: Registry;
   readonly db: AnyDb;
   readonly pagination: PaginationOptions;
+  /** Handed to every hook as `ctx.settings` (the service's cost percentages and the like). */
+  readonly settings?: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * A conditional request's check (If-Match), run on the current item inside the write's
+ * transaction, after the item was loaded and completed by its provider: it throws to refuse.
+ */
+export type Precondition = (current: Item) => void;
 /** `paged`: a page with its total; `partial`: a page without one; `all`: pagination off. */
 export type PaginationMode = 'paged' | 'partial' | 'all';
 
@@ -82,6 +89,7 @@ function dedupe(conditions: Condition[]): Condition[] {
 
 export function createEngine(options: EngineOptions) {
   const { registry, db, pagination } = options;
+  const settings = options.settings ?? {};
 
   const authorize = (resource: ResourceMetadata, operation: OperationName, principal: Principal | null) => {
     const op = resource.operations.get(operation);
@@ -99,16 +107,43 @@ export function createEngine(options: EngineOptions) {
     return Object.entries(scope).map(([name, value]) => ({ op: 'in', target: resource.fieldsByName.get(name) as never, values: [value] }));
   };
 
-  /** Loads an item the caller may see (else 404) and may act on (else 403). */
-  const loadItem = async (executor: AnyDb, resource: ResourceMetadata, operation: OperationName, rawId: string, principal: Principal | null): Promise<Item> => {
+  /**
+   * Loads an item the caller may see (else 404) and may act on (else 403). `forWrite` locks the
+   * row until the transaction ends (PostgreSQL), so that a precondition checked on it still holds
+   * when the write lands and a concurrent writer waits instead of acting on a stale copy.
+   */
+  const loadItem = async (executor: AnyDb, resource: ResourceMetadata, operation: OperationName, rawId: string, principal: Principal | null, forWrite = false): Promise<Item> => {
     const op = authorize(resource, operation, principal);
     const id = parseId(rawId);
     if (id === undefined) throw new NotFoundError();
-    const item = await findItem(executor, resource, id, scopeConditions(resource, principal));
+    const item = await findItem(executor, resource, id, scopeConditions(resource, principal), forWrite);
     if (!item) throw new NotFoundError();
     if (op.securityItem && !op.securityItem(principal, item)) throw new ForbiddenError('Access Denied.');
     return item;
   };
+
+  /** What every hook receives: the caller, the operation, the settings and a scoped reader. */
+  const hookContext = (executor: AnyDb, principal: Principal | null, operation: OperationName): OperationContext => ({
+    principal,
+    operation,
+    settings,
+    read: async (shortName, ids) => {
+      const target = registry.byShortName(shortName);
+      if (!target?.persisted) throw new Error(`read: ${shortName} is not a persisted resource`);
+      const wanted = [...new Set(ids)].filter((id) => Number.isSafeInteger(id));
+      if (!wanted.length) return new Map();
+      const conditions: Condition[] = [{ op: 'in', target: target.idField, values: wanted }, ...scopeConditions(target, principal)];
+      const items = await listItems(executor, target, { conditions, order: [{ target: target.idField, direction: 'asc', nullable: false }], limit: wanted.length, offset: 0 });
+      return new Map(items.map((item) => [item.id, item]));
+    },
+  });
+
+  /** The operation's provider over the items it answers with (or the items as loaded). */
+  const provide = async (executor: AnyDb, op: OperationDefinition, operation: OperationName, principal: Principal | null, items: readonly Item[]): Promise<Item[]> =>
+    op.provider ? [...(await op.provider(items, hookContext(executor, principal, operation)))] : [...items];
+
+  const provideOne = async (executor: AnyDb, op: OperationDefinition, operation: OperationName, principal: Principal | null, item: Item): Promise<Item> =>
+    (await provide(executor, op, operation, principal, [item]))[0] as Item;
 
   const paginate = (query: Query) => {
     const page = phpInt(query.get(pagination.pageParameter)) ?? 1;
@@ -177,44 +212,70 @@ export function createEngine(options: EngineOptions) {
     registry,
 
     async getCollection(resource: ResourceMetadata, query: Query, principal: Principal | null, parent?: ParentSelection): Promise<CollectionResult> {
-      authorize(resource, 'getCollection', principal);
+      const op = authorize(resource, 'getCollection', principal);
       const filters = filterConditions(registry, resource, query);
       const base = dedupe([...scopeConditions(resource, principal), ...(await parentConditions(parent, principal))]);
-      return readCollection(resource, base, filters, query);
+      const result = await readCollection(resource, base, filters, query);
+      return { ...result, items: await provide(db, op, 'getCollection', principal, result.items) };
     },
 
     async get(resource: ResourceMetadata, rawId: string, principal: Principal | null): Promise<Item> {
-      return loadItem(db, resource, 'get', rawId, principal);
+      const item = await loadItem(db, resource, 'get', rawId, principal);
+      return provideOne(db, resource.operations.get('get') as OperationDefinition, 'get', principal, item);
     },
 
     /** `readBody` checks the Content-Type and parses; it runs after security, as in API Platform. */
+    /**
+     * `readBody` checks the Content-Type and parses; it runs after security, as in API Platform.
+     * A resource that is not persisted has its processor compute the answer; nothing is stored.
+     */
     async post(resource: ResourceMetadata, readBody: () => unknown, principal: Principal | null): Promise<Item> {
       const op = authorize(resource, 'post', principal);
       const body = readBody();
+      if (!resource.persisted) {
+        const values = await denormalize(body, { db, registry, resource, operation: 'post', principal, previous: undefined });
+        const processor = op.processor as NonNullable<OperationDefinition['processor']>;
+        const item = await processor(values, hookContext(db, principal, 'post'), () => Promise.reject(new Error(`${resource.shortName} is not persisted`)));
+        return provideOne(db, op, 'post', principal, item);
+      }
       return db.transaction().execute(async (trx) => {
         const values = await denormalize(body, { db: trx, registry, resource, operation: 'post', principal, previous: undefined });
-        const ctx: OperationContext = { principal, operation: 'post' };
         const persist = persistWith(trx, resource);
-        return write(resource, values, () => (op.processor ? op.processor(values, ctx, persist) : persist({ values })));
+        const item = await write(resource, values, () => (op.processor ? op.processor(values, hookContext(trx, principal, 'post'), persist) : persist({ values })));
+        return provideOne(trx, op, 'post', principal, item);
       });
     },
 
-    async replace(resource: ResourceMetadata, operation: 'put' | 'patch', rawId: string, readBody: () => unknown, principal: Principal | null): Promise<Item> {
+    /** PUT and PATCH. The processor, when there is one, wraps the update as it wraps an insert. */
+    async replace(resource: ResourceMetadata, operation: 'put' | 'patch', rawId: string, readBody: () => unknown, principal: Principal | null, precondition?: Precondition): Promise<Item> {
       return db.transaction().execute(async (trx) => {
-        const previous = await loadItem(trx, resource, operation, rawId, principal);
+        const op = resource.operations.get(operation) as OperationDefinition;
+        const previous = await loadItem(trx, resource, operation, rawId, principal, true);
+        if (precondition) precondition(await provideOne(trx, op, 'get', principal, previous));
         const body = readBody();
         const values = await denormalize(body, { db: trx, registry, resource, operation, principal, previous });
         // Like Doctrine, nothing is written (and updatedAt kept) when no value changes.
-        const changed = Object.entries(values).some(([name, value]) => (value ?? null) !== (previous[name] ?? null));
-        if (changed) await write(resource, values, () => updateItem(trx, resource, previous.id, values));
-        return (await findItem(trx, resource, previous.id, [])) as Item;
+        const persist = async (input: PersistInput): Promise<Item> => {
+          const changed = input.extraColumns !== undefined || Object.entries(input.values).some(([name, value]) => (value ?? null) !== (previous[name] ?? null));
+          if (changed && !(await updateItem(trx, resource, previous.id, input.values, input.extraColumns))) throw new NotFoundError();
+          const item = await findItem(trx, resource, previous.id, []);
+          if (!item) throw new NotFoundError();
+          return item;
+        };
+        const item = await write(resource, values, () => (op.processor ? op.processor(values, hookContext(trx, principal, operation), persist) : persist({ values })));
+        return provideOne(trx, op, operation, principal, item);
       });
     },
 
-    async delete(resource: ResourceMetadata, rawId: string, principal: Principal | null): Promise<void> {
+    /** The second of two concurrent deletes finds no row left and answers 404, like a late one. */
+    async delete(resource: ResourceMetadata, rawId: string, principal: Principal | null, precondition?: Precondition): Promise<void> {
       await db.transaction().execute(async (trx) => {
-        const item = await loadItem(trx, resource, 'delete', rawId, principal);
-        await deleteItem(trx, resource, item.id);
+        const item = await loadItem(trx, resource, 'delete', rawId, principal, true);
+        if (precondition) {
+          const get = resource.operations.get('get');
+          precondition(get ? await provideOne(trx, get, 'get', principal, item) : item);
+        }
+        if (!(await deleteItem(trx, resource, item.id))) throw new NotFoundError();
       });
     },
   };

@@ -1,8 +1,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { preparedRows } from '../../platform/db/prepared.js';
-import { isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
+import { runCompiledOnce } from '../../platform/db/compiled-once.js';
+import { dialectOf, forUpdate, isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
 import { ConflictError } from '../../platform/errors/app-error.js';
-import { dialectOf } from '../../platform/db/dialect.js';
 import type { Item, SearchStrategy } from './define.js';
 import type { FieldMetadata, ResourceMetadata } from './registry.js';
 
@@ -53,7 +52,7 @@ const storedCache = new WeakMap<ResourceMetadata, { fields: readonly FieldMetada
 function stored(resource: ResourceMetadata) {
   let s = storedCache.get(resource);
   if (!s) {
-    const fields = resource.fields.filter((f) => f.kind !== 'secret');
+    const fields = resource.fields.filter((f) => f.stored);
     s = { fields, columns: fields.map((f) => f.column) };
     storedCache.set(resource, s);
   }
@@ -158,11 +157,13 @@ function shapeOf(conditions: readonly Condition[]): string {
 
 const valuesOf = (dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): unknown[] => where(dialect, conditions).parameters;
 
-export async function findItem(db: AnyDb, resource: ResourceMetadata, id: number, scope: readonly Condition[]): Promise<Item | undefined> {
+/** One item by id within `scope`; `lock` holds the row for the rest of the transaction (FOR UPDATE on PostgreSQL). */
+export async function findItem(db: AnyDb, resource: ResourceMetadata, id: number, scope: readonly Condition[], lock = false): Promise<Item | undefined> {
   const dialect = dialectOf(db);
-  const rows = await preparedRows<Record<string, unknown>>(db, `find:${resource.table}:${shapeOf(scope)}`, [id, ...valuesOf(dialect, scope)], () =>
-    applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), dialect, scope),
-  );
+  const rows = await runCompiledOnce<Record<string, unknown>>(db, `find:${resource.table}:${shapeOf(scope)}${lock ? ':lock' : ''}`, [id, ...valuesOf(dialect, scope)], () => {
+    const qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), dialect, scope);
+    return lock ? forUpdate(qb, dialect) : qb;
+  });
   return rows[0] ? rowToItem(resource, rows[0]) : undefined;
 }
 
@@ -172,7 +173,7 @@ export async function listItems(db: AnyDb, resource: ResourceMetadata, query: Li
   if (query.conditions.some((c) => c.op === 'in' && c.values.length === 0)) return [];
   const dialect = dialectOf(db);
   const key = `list:${resource.table}:${shapeOf(query.conditions)}:${orderKey(query.order)}`;
-  const rows = await preparedRows<Record<string, unknown>>(db, key, [...valuesOf(dialect, query.conditions), query.limit, query.offset], () => {
+  const rows = await runCompiledOnce<Record<string, unknown>>(db, key, [...valuesOf(dialect, query.conditions), query.limit, query.offset], () => {
     let qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)), dialect, query.conditions);
     for (const o of query.order) {
       const by = o.target.ratio ? expression(o.target) : (o.target.column as string);
@@ -212,19 +213,19 @@ export async function countItems(db: AnyDb, resource: ResourceMetadata, conditio
   if (conditions.some((c) => c.op === 'in' && c.values.length === 0)) return 0;
   const owner = maintainedCountKey(resource, conditions);
   if (owner !== undefined) {
-    const rows = await preparedRows<{ total: number | string }>(db, `counted:${resource.table}`, [resource.table, owner], () =>
+    const rows = await runCompiledOnce<{ total: number | string }>(db, `counted:${resource.table}`, [resource.table, owner], () =>
       db.selectFrom(COUNTS_TABLE).select('total').where('resource_table', '=', resource.table).where('owner_id', '=', owner),
     );
     return Number(rows[0]?.total ?? 0);
   }
   const dialect = dialectOf(db);
   if (cap !== undefined) {
-    const rows = await preparedRows<{ total: number | string }>(db, `capped:${resource.table}:${shapeOf(conditions)}`, [...valuesOf(dialect, conditions), cap + 1], () =>
+    const rows = await runCompiledOnce<{ total: number | string }>(db, `capped:${resource.table}:${shapeOf(conditions)}`, [...valuesOf(dialect, conditions), cap + 1], () =>
       db.selectFrom(applyConditions(db.selectFrom(resource.table).select(sql.lit(1).as('one')), dialect, conditions).limit(cap + 1).as('matching')).select(sql<number>`count(*)`.as('total')),
     );
     return Number(rows[0]?.total ?? 0);
   }
-  const rows = await preparedRows<{ total: number | string }>(db, `count:${resource.table}:${shapeOf(conditions)}`, valuesOf(dialect, conditions), () =>
+  const rows = await runCompiledOnce<{ total: number | string }>(db, `count:${resource.table}:${shapeOf(conditions)}`, valuesOf(dialect, conditions), () =>
     applyConditions(db.selectFrom(resource.table).select(sql<number>`count(*)`.as('total')), dialect, conditions),
   );
   return Number(rows[0]?.total ?? 0);
@@ -239,7 +240,10 @@ export async function existingIds(db: AnyDb, resource: ResourceMetadata, ids: re
 
 /** Whether another row (not `exceptId`) already holds `value` in the column of a unique field. */
 export async function valueTaken(db: AnyDb, resource: ResourceMetadata, field: FieldMetadata, value: unknown, exceptId: number | undefined): Promise<boolean> {
-  let qb = db.selectFrom(resource.table).select(resource.idField.column).where(field.column, '=', value);
+  let qb =
+    field.unique === 'ignoreCase' && typeof value === 'string'
+      ? db.selectFrom(resource.table).select(resource.idField.column).where(sql`lower(${sql.ref(field.column)})`, '=', sql`lower(${value})`)
+      : db.selectFrom(resource.table).select(resource.idField.column).where(field.column, '=', value);
   if (exceptId !== undefined) qb = qb.where(resource.idField.column, '<>', exceptId);
   return (await qb.limit(1).executeTakeFirst()) !== undefined;
 }
@@ -274,19 +278,23 @@ export async function insertItem(db: AnyDb, resource: ResourceMetadata, values: 
   }
 }
 
-export async function updateItem(db: AnyDb, resource: ResourceMetadata, id: number, values: Readonly<Record<string, unknown>>): Promise<void> {
-  const columns = toColumns(resource, values, {}, 'update');
-  if (Object.keys(columns).length === 0) return;
+/** Whether the row was there to update (a concurrent delete may have removed it). */
+export async function updateItem(db: AnyDb, resource: ResourceMetadata, id: number, values: Readonly<Record<string, unknown>>, extraColumns?: Readonly<Record<string, unknown>>): Promise<boolean> {
+  const columns = toColumns(resource, values, extraColumns, 'update');
   try {
-    await db.updateTable(resource.table).set(columns).where(resource.idField.column, '=', id).execute();
+    if (Object.keys(columns).length === 0) return (await existingIds(db, resource, [id])).has(id);
+    const result = await db.updateTable(resource.table).set(columns).where(resource.idField.column, '=', id).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   } catch (err) {
     throw translateWriteError(err);
   }
 }
 
-export async function deleteItem(db: AnyDb, resource: ResourceMetadata, id: number): Promise<void> {
+/** Whether the row was there to delete: of two concurrent deletes, only one finds it. */
+export async function deleteItem(db: AnyDb, resource: ResourceMetadata, id: number): Promise<boolean> {
   try {
-    await db.deleteFrom(resource.table).where(resource.idField.column, '=', id).execute();
+    const result = await db.deleteFrom(resource.table).where(resource.idField.column, '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
   } catch (err) {
     if (isForeignKeyViolation(err)) {
       throw new ConflictError(`This ${resource.shortName} is still referenced by other resources and cannot be deleted.`, { code: 'STILL_REFERENCED' });

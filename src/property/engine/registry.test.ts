@@ -48,6 +48,46 @@ describe('buildRegistry', () => {
     expect(message).toContain('resource Beta: needs exactly one id field');
   });
 
+  it('refuses a hook on an operation that would never run it, and computed fields nothing computes', () => {
+    const processor = async () => ({ id: 1 });
+    const provider = async (items: readonly { id: number }[]) => items;
+    const a = defineResource({
+      shortName: 'Alpha',
+      path: '/api/alphas',
+      table: 'alpha',
+      fields: { id: f.id(), total: f.computed('number') },
+      operations: {
+        getCollection: { security: anyone, processor },
+        get: { security: anyone, provider },
+        delete: { security: anyone, provider },
+        patch: { security: anyone, processor },
+      },
+    });
+    const message = (() => {
+      try {
+        buildRegistry([a], options);
+        return '';
+      } catch (err) {
+        return (err as Error).message;
+      }
+    })();
+    expect(message).toContain('operation getCollection would never run its processor');
+    expect(message).toContain('operation delete would never run its provider');
+    expect(message).toContain('operation getCollection answers with computed field total but has no provider');
+    expect(message).toContain('operation patch answers with computed field total but has no provider');
+    expect(message).not.toContain('operation get answers');
+    expect(message).not.toContain('operation patch would never run');
+  });
+
+  it('accepts a resource that is not persisted only as a post with a processor and no id', () => {
+    const processor = async () => ({ id: 0 });
+    const ok = defineResource({ shortName: 'Calc', path: '/api/calcs', table: null, fields: { a: f.input('number'), b: f.computed('number') }, operations: { post: { security: anyone, processor } } });
+    const registry = buildRegistry([ok], options);
+    expect(registry.byShortName('Calc')?.persisted).toBe(false);
+    const bad = defineResource({ shortName: 'Calc', path: '/api/calcs', table: null, fields: { id: f.id() }, operations: { post: { security: anyone }, get: { security: anyone } } });
+    expect(() => buildRegistry([bad], options)).toThrow(/has no id field[\s\S]*needs a processor[\s\S]*offers post only, not get/);
+  });
+
   it('derives names and freezes the result', () => {
     const registry = buildRegistry(
       [defineResource({ shortName: 'FooBar', path: '/api/foo_bars', table: 'foo', fields: { id: f.id(), name: f.string() }, operations: { getCollection: { security: anyone } } })],

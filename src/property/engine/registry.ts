@@ -1,6 +1,8 @@
 import {
   ITEM_OPERATIONS,
   OPERATION_NAMES,
+  PROCESSOR_OPERATIONS,
+  PROVIDER_OPERATIONS,
   type FieldDefinition,
   type FieldKind,
   type SearchStrategy,
@@ -48,9 +50,13 @@ export interface ResourceMetadata {
   readonly path: string;
   /** The last path segment, e.g. `immobilies` (used in operation ids). */
   readonly segment: string;
+  /** False for a resource its hooks compute without storing anything (no table, no ids). */
+  readonly persisted: boolean;
+  /** The table; empty for a resource that is not persisted. */
   readonly table: string;
   readonly fields: readonly FieldMetadata[];
   readonly fieldsByName: ReadonlyMap<string, FieldMetadata>;
+  /** The identifier; for a resource that is not persisted, an undocumented placeholder no code path reads. */
   readonly idField: FieldMetadata;
   readonly operations: ReadonlyMap<OperationName, OperationDefinition>;
   readonly hasCollectionOperations: boolean;
@@ -81,10 +87,14 @@ export interface RegistryOptions {
 
 export class RegistryError extends Error {}
 
+/** Stands in for the identifier of a resource that is not persisted: never read, written or documented. */
+const NO_ID: FieldMetadata = { name: 'id', column: '', kind: 'id', required: false, readable: false, writable: false, stored: false };
+
 /**
  * Validates definitions once at boot and freezes the result (as API Platform caches its metadata
  * factories): unknown reference targets, duplicate paths or names, filters or orderings on unknown
- * fields, operations without a security rule and a missing identifier all stop the service.
+ * fields, operations without a security rule, a hook on an operation that would not run it, a
+ * computed field nothing computes and a missing identifier all stop the service.
  */
 export function buildRegistry(definitions: readonly ResourceDefinition[], options: RegistryOptions): Registry {
   const problems: string[] = [];
@@ -103,19 +113,37 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
 
     const fields: FieldMetadata[] = Object.entries(def.fields).map(([name, spec]) => ({ ...spec, name, column: spec.column ?? name }));
     const fieldsByName = new Map(fields.map((fm) => [fm.name, fm]));
+    const persisted = def.table !== null;
     const idFields = fields.filter((fm) => fm.kind === 'id');
-    if (idFields.length !== 1) problems.push(`${where}: needs exactly one id field`);
+    if (persisted && idFields.length !== 1) problems.push(`${where}: needs exactly one id field`);
+    if (!persisted && idFields.length !== 0) problems.push(`${where}: is not persisted (table null) and so has no id field`);
     for (const fm of fields) {
       if (fm.kind === 'ref' && !definitions.some((d) => d.shortName === fm.target)) problems.push(`${where}: field ${fm.name} refers to unknown resource ${fm.target}`);
+      if (fm.kind === 'ref' && !persisted && fm.readable) problems.push(`${where}: field ${fm.name}: a resource that is not persisted takes references as input only`);
+      if (fm.kind === 'ref' && definitions.some((d) => d.shortName === fm.target && d.table === null)) problems.push(`${where}: field ${fm.name} refers to ${fm.target}, which is not persisted`);
       if (fm.kind === 'enum' && !fm.values?.length) problems.push(`${where}: enum field ${fm.name} has no values`);
+      if (persisted && fm.stored && (fm.kind === 'object' || fm.kind === 'array')) problems.push(`${where}: field ${fm.name}: ${fm.kind} fields can only be computed`);
     }
 
     const operations = new Map<OperationName, OperationDefinition>();
     for (const [name, op] of Object.entries(def.operations) as [OperationName, OperationDefinition | undefined][]) {
       if (!OPERATION_NAMES.includes(name)) problems.push(`${where}: unknown operation ${name}`);
       else if (!op || typeof op.security !== 'function') problems.push(`${where}: operation ${name} has no security rule`);
-      else operations.set(name, op);
+      else {
+        operations.set(name, op);
+        if (op.processor && !PROCESSOR_OPERATIONS.includes(name)) problems.push(`${where}: operation ${name} would never run its processor (processors run on ${PROCESSOR_OPERATIONS.join(', ')})`);
+        if (op.provider && !PROVIDER_OPERATIONS.includes(name)) problems.push(`${where}: operation ${name} would never run its provider (providers run on ${PROVIDER_OPERATIONS.join(', ')})`);
+        if (!persisted && name === 'post' && !op.processor) problems.push(`${where}: operation post of a resource that is not persisted needs a processor`);
+        if (!persisted && name !== 'post') problems.push(`${where}: a resource that is not persisted is computed from a posted body: it offers post only, not ${name}`);
+      }
     }
+    const computed = fields.filter((fm) => !fm.stored && fm.readable && fm.kind !== 'secret');
+    if (persisted && computed.length) {
+      for (const [name, op] of operations) {
+        if (PROVIDER_OPERATIONS.includes(name) && !op.provider) problems.push(`${where}: operation ${name} answers with computed field ${computed[0]?.name} but has no provider to compute it`);
+      }
+    }
+    if (!persisted && (def.filters || def.scope || def.links || def.countedBy)) problems.push(`${where}: a resource that is not persisted has no filters, links, counts or scope`);
     const filters = filterMetadata(def, fieldsByName, problems);
     const links: LinkMetadata[] = [];
     for (const link of def.links ?? []) {
@@ -134,10 +162,11 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
       description: def.description ?? '',
       path: def.path,
       segment: def.path.slice(def.path.lastIndexOf('/') + 1),
-      table: def.table,
+      persisted,
+      table: def.table ?? '',
       fields,
       fieldsByName,
-      idField: idFields[0] as FieldMetadata,
+      idField: persisted ? (idFields[0] as FieldMetadata) : NO_ID,
       operations,
       hasCollectionOperations: operations.has('getCollection') || operations.has('post'),
       hasItemOperations: ITEM_OPERATIONS.some((op) => operations.has(op)),
@@ -164,10 +193,14 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
 function filterMetadata(def: ResourceDefinition, fieldsByName: ReadonlyMap<string, FieldMetadata>, problems: string[]): FilterMetadata[] {
   const where = `resource ${def.shortName}`;
   const targetOf = (name: string): FilterTarget | undefined => {
-    const field = fieldsByName.get(name);
-    if (field) return field.kind === 'secret' ? undefined : { name, kind: field.kind, field, column: field.column, nullable: !field.required && field.kind !== 'id' };
+    // A derived value wins over a field of the same name: a computed output field (say
+    // preisProQuadratmeter) has no column, its SQL is the derived expression. Other computed
+    // (not stored) fields cannot be filtered.
     const derived = def.derived?.[name];
-    if (!derived) return undefined;
+    if (!derived) {
+      const field = fieldsByName.get(name);
+      return !field || !field.stored || field.kind === 'secret' ? undefined : { name, kind: field.kind, field, column: field.column, nullable: !field.required && field.kind !== 'id' };
+    }
     const columns = derived.ratio.map((n) => fieldsByName.get(n));
     if (columns.some((c) => c?.kind !== 'number')) {
       problems.push(`${where}: derived ${name} needs two numeric fields`);

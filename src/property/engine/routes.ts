@@ -1,14 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
-import { NotFoundError, UnauthenticatedError } from '../../platform/errors/app-error.js';
+import { NotFoundError, PreconditionFailedError, UnauthenticatedError } from '../../platform/errors/app-error.js';
 import { inFlightOf } from '../../platform/http/app.js';
-import { OPERATION_METHOD, type OperationName, type Principal } from './define.js';
+import { OPERATION_METHOD, type Item, type OperationName, type Principal } from './define.js';
 import { contextDocument, entrypointDocument } from './contexts.js';
 import { prefersHtml } from './docs.routes.js';
 import { MethodNotAllowedError } from './errors.js';
-import { CONTENT_TYPE, apiDocLink, docsUrl, jsonBody, sendError, sendJson, type HttpSettings } from './http.js';
+import { CONTENT_TYPE, apiDocLink, docsUrl, etagOf, jsonBody, sendError, sendJson, type HttpSettings } from './http.js';
 import { OUTPUT_FORMATS, SUFFIX_FORMATS, negotiate, type Format } from './negotiation.js';
 import { selectedProperties } from './filters.js';
-import type { Engine, ParentSelection } from './operations.js';
+import type { Engine, ParentSelection, Precondition } from './operations.js';
 import { parseQuery } from './query.js';
 import type { LinkMetadata, ResourceMetadata } from './registry.js';
 import { normalizeCollection, normalizeItem } from './serializer.js';
@@ -35,6 +35,23 @@ function splitSuffix(raw: string): { base: string; format: Format | undefined } 
   const format = SUFFIX_FORMATS[raw.slice(dot + 1)];
   if (!format) throw new NotFoundError();
   return { base: raw.slice(0, dot), format };
+}
+
+/**
+ * The If-Match check of a write (RFC 9110 §13.1.1): it holds when the header is absent, is `*`
+ * (the item exists, which loading it proved), or names the strong ETag a GET of the item would
+ * answer now, in either format (JSON-LD and JSON bodies differ, and so do their ETags).
+ * Otherwise the client's copy is stale: 412, and nothing is written.
+ */
+function ifMatch(request: FastifyRequest, etagsOf: (item: Item) => readonly string[]): Precondition | undefined {
+  const header = request.headers['if-match'];
+  if (header === undefined) return undefined;
+  const tags = header.split(',').map((t) => t.trim()).filter(Boolean);
+  return (current) => {
+    if (tags.includes('*')) return;
+    const now = etagsOf(current);
+    if (!tags.some((t) => now.includes(t))) throw new PreconditionFailedError('The resource has changed since it was read (If-Match does not match its current ETag).');
+  };
 }
 
 /**
@@ -114,6 +131,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
 
   for (const resource of registry.resources) {
     const has = (op: OperationName) => resource.operations.has(op);
+    const etagsOf = (item: Item) => OUTPUT_FORMATS.map((format) => etagOf(normalizeItem(registry, resource, item, format, 'get')));
 
     // Collection: /api/x, /api/x.jsonld, /api/x.json
     const collectionAllow: HTTPMethods[] = (['getCollection', 'post'] as const).filter(has).map((op) => OPERATION_METHOD[op]);
@@ -126,6 +144,8 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
           const principal = principalOf(request);
           const format = formatFor(request, suffix);
           const item = await engine.post(resource, () => jsonBody(request, WRITE_TYPES), principal);
+          // A resource that is not persisted answers with what it computed: 200, nothing was created.
+          if (!resource.persisted) return sendJson(request, reply, 200, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, 'post'));
           const iri = `${resource.path}/${item.id}`;
           reply.header('location', iri).header('content-location', iri);
           return sendJson(request, reply, 201, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, 'post'));
@@ -163,7 +183,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
           const { base, format: suffix } = splitSuffix((request.params as { id: string }).id);
           const principal = principalOf(request);
           const format = formatFor(request, suffix);
-          const item = await engine.replace(resource, op, base, () => jsonBody(request, op === 'patch' ? PATCH_TYPES : WRITE_TYPES), principal);
+          const item = await engine.replace(resource, op, base, () => jsonBody(request, op === 'patch' ? PATCH_TYPES : WRITE_TYPES), principal, ifMatch(request, etagsOf));
           itemHeaders(reply, item.id);
           return sendJson(request, reply, 200, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, op));
         },
@@ -173,7 +193,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
       app.delete(itemPath, async (request, reply) => {
         const { base } = splitSuffix((request.params as { id: string }).id);
         const principal = principalOf(request);
-        await engine.delete(resource, base, principal);
+        await engine.delete(resource, base, principal, ifMatch(request, etagsOf));
         return reply.code(204).send();
       });
     }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Item, OperationName } from './define.js';
 import { itemIri } from './iri.js';
 import type { Format } from './negotiation.js';
@@ -105,6 +106,14 @@ function fieldsOf(registry: Registry, resource: ResourceMetadata, item: Item, op
   return out;
 }
 
+/**
+ * The @id of an item: its IRI, or for a resource that is not persisted a fresh blank-node IRI
+ * under `/.well-known/genid/`, as API Platform gives objects without an identifier.
+ */
+function idOf(resource: ResourceMetadata, item: Item): string {
+  return resource.persisted ? itemIri(resource, item.id) : `/.well-known/genid/${randomBytes(10).toString('hex')}`;
+}
+
 export function normalizeItem(
   registry: Registry,
   resource: ResourceMetadata,
@@ -116,8 +125,8 @@ export function normalizeItem(
 ): Record<string, unknown> {
   if (format === 'json') return fieldsOf(registry, resource, item, operation, {}, selected);
   const head: Record<string, unknown> = embedded
-    ? { '@id': itemIri(resource, item.id), '@type': resource.shortName }
-    : { '@context': `${registry.prefix}/contexts/${resource.shortName}`, '@id': itemIri(resource, item.id), '@type': resource.shortName };
+    ? { '@id': idOf(resource, item), '@type': resource.shortName }
+    : { '@context': `${registry.prefix}/contexts/${resource.shortName}`, '@id': idOf(resource, item), '@type': resource.shortName };
   return fieldsOf(registry, resource, item, operation, head, selected);
 }
 

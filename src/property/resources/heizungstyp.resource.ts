@@ -1,4 +1,4 @@
-import { anyone, defineResource, f, orderFilter, propertyFilter, searchFilter } from '../engine/define.js';
+import { SCHEMA_NAME, anyone, defineResource, f, orderFilter, propertyFilter, searchFilter } from '../engine/define.js';
 import { writesReferenceData } from '../security/roles.js';
 
 /** A kind of heating: reference data, public to read, written by admin and technical. */
@@ -9,13 +9,14 @@ export const Heizungstyp = defineResource({
   table: 'heizungstyp',
   fields: {
     id: f.id(),
-    name: f.string({ required: true, unique: true, maxLength: 100, description: 'Name of the heating type', example: 'Wärmepumpe' }),
+    name: f.string({ required: true, unique: true, maxLength: 100, iri: SCHEMA_NAME, description: 'Name of the heating type', example: 'Wärmepumpe' }),
   },
   operations: {
     getCollection: { security: anyone },
     get: { security: anyone },
     post: { security: writesReferenceData },
     put: { security: writesReferenceData },
+    patch: { security: writesReferenceData },
     delete: { security: writesReferenceData },
   },
   filters: [...searchFilter({ name: 'ipartial' }), ...orderFilter('id', 'name'), ...propertyFilter()],

@@ -1,4 +1,4 @@
-import { anyone, authenticated, defineResource, f, orderFilter, propertyFilter, searchFilter, type Principal } from '../engine/define.js';
+import { SCHEMA_NAME, anyone, authenticated, defineResource, f, orderFilter, propertyFilter, searchFilter, type Principal } from '../engine/define.js';
 import { USER_ROLES, isAdmin, readsAllUsers } from '../security/roles.js';
 import { registerUser } from './user.processor.js';
 
@@ -16,8 +16,8 @@ export const User = defineResource({
   table: 'users',
   fields: {
     id: f.id(),
-    name: f.string({ required: true, maxLength: 255, description: 'Display name', example: 'Erika Mustermann' }),
-    email: f.string({ required: true, unique: true, maxLength: 255, format: 'email', description: 'E-mail address (unique)', example: 'erika@example.org' }),
+    name: f.string({ required: true, maxLength: 255, iri: SCHEMA_NAME, description: 'Display name', example: 'Erika Mustermann' }),
+    email: f.string({ required: true, unique: 'ignoreCase', maxLength: 255, format: 'email', description: 'E-mail address (unique regardless of case)', example: 'erika@example.org' }),
     role: f.enumOf(USER_ROLES, {
       required: true,
       description: 'Role (UserRole); only an admin may grant a role other than user, and nobody changes their own',
@@ -32,6 +32,7 @@ export const User = defineResource({
     get: { security: authenticated },
     post: { security: anyone, processor: registerUser },
     put: { security: authenticated, securityItem: adminOrSelf },
+    patch: { security: authenticated, securityItem: adminOrSelf },
     delete: { security: authenticated, securityItem: adminOrSelf },
   },
   filters: [...searchFilter({ name: 'iword_start', email: 'ipartial', role: 'exact' }), ...orderFilter('id', 'name', 'email'), ...propertyFilter()],

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { preparedRows } from '../../platform/db/prepared.js';
+import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import { hashSecret } from '../../platform/ids.js';
 import type { Principal } from '../engine/define.js';
 import type { SecurityDatabase } from './account.table.js';
@@ -11,7 +11,7 @@ import type { SecurityDatabase } from './account.table.js';
 export function createApiKeyAuthenticator(db: Kysely<SecurityDatabase>) {
   return async (apiKey: string): Promise<Principal | null> => {
     const hash = hashSecret(apiKey);
-    const [row] = await preparedRows(db, 'principal-by-key-hash', [hash], () => db.selectFrom('users').select(['id', 'role']).where('api_key_hash', '=', hash));
+    const [row] = await runCompiledOnce(db, 'principal-by-key-hash', [hash], () => db.selectFrom('users').select(['id', 'role']).where('api_key_hash', '=', hash));
     return row ? { id: Number(row.id), role: row.role } : null;
   };
 }

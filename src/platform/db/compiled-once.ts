@@ -6,14 +6,18 @@ interface QueryExecutorLike {
   executeQuery<R>(query: CompiledQuery<R>): Promise<{ rows: R[] }>;
 }
 
-// SQL text per dialect adapter (a Kysely instance and its transactions share one adapter), so
-// SQLite's `?` and PostgreSQL's `$1` never mix when both run in one process.
+/**
+ * SQL text per dialect adapter (a Kysely instance and its transactions share one adapter), so
+ * SQLite's `?` and PostgreSQL's `$1` never mix when both run in one process.
+ */
 const caches = new WeakMap<object, Map<string, string>>();
+/** Keys per adapter before a cache starts over (ad-hoc keys cannot grow it without limit). */
 const MAX = 1000;
 
 /**
- * Runs a query whose shape is fixed, building and compiling it with Kysely only the first time;
- * afterwards only its parameters change. On hot read paths this removes the cost of building and
+ * Runs a statement whose shape is fixed (a select, an insert, an update or an upsert; its rows
+ * are what it returns), building and compiling it with Kysely only the first time; afterwards only
+ * its parameters change. On hot read paths this removes the cost of building and
  * compiling the query tree on every request, a large share of a request that reads a few indexed
  * rows. The SQL is still Kysely's, for the dialect in use, and runs on the given executor (so
  * inside a transaction when given one). On SQLite outside a transaction it runs directly on the
@@ -24,7 +28,7 @@ const MAX = 1000;
  * throws when its SQL is not the cached one (a key that misses something that shapes the SQL) or
  * its parameters are not the ones given.
  */
-export async function preparedRows<R>(executor: QueryExecutorLike, key: string, parameters: readonly unknown[], build: () => Compilable<R>): Promise<R[]> {
+export async function runCompiledOnce<R>(executor: QueryExecutorLike, key: string, parameters: readonly unknown[], build: () => Compilable<R>): Promise<R[]> {
   const adapter = executor.getExecutor().adapter;
   let cache = caches.get(adapter);
   if (!cache) {
@@ -35,14 +39,14 @@ export async function preparedRows<R>(executor: QueryExecutorLike, key: string, 
   if (sql === undefined || verifiesStatementCache(executor)) {
     const compiled = build().compile();
     if (sql !== undefined && compiled.sql !== sql) {
-      throw new Error(`prepared query ${key}: the SQL compiled now differs from the SQL cached under this key, which misses something that shapes it`);
+      throw new Error(`compiled-once statement ${key}: the SQL compiled now differs from the SQL cached under this key, which misses something that shapes it`);
     }
     if (compiled.parameters.length !== parameters.length) {
-      throw new Error(`prepared query ${key}: ${compiled.parameters.length} parameters compiled, ${parameters.length} given`);
+      throw new Error(`compiled-once statement ${key}: ${compiled.parameters.length} parameters compiled, ${parameters.length} given`);
     }
     // The first run of every shape proves that the parameters given are the compiled ones, in order.
     const at = compiled.parameters.findIndex((p, i) => !sameParameter(p, parameters[i]));
-    if (at >= 0) throw new Error(`prepared query ${key}: parameter ${at + 1} is given in another place than Kysely compiled it`);
+    if (at >= 0) throw new Error(`compiled-once statement ${key}: parameter ${at + 1} is given in another place than Kysely compiled it`);
     sql = compiled.sql;
     if (cache.size >= MAX) cache.clear();
     cache.set(key, sql);
@@ -53,13 +57,13 @@ export async function preparedRows<R>(executor: QueryExecutorLike, key: string, 
 }
 
 /**
- * A multi-row INSERT through `preparedRows`, compiled once per statement and number of rows:
+ * A multi-row INSERT through `runCompiledOnce`, compiled once per statement and number of rows:
  * `build` makes it from `rows`, whose values are its parameters, row after row, in the column
  * order of the first row (every row has the same columns).
  */
-export function preparedInsert<R>(executor: QueryExecutorLike, key: string, rows: readonly Record<string, unknown>[], build: () => Compilable<R>): Promise<R[]> {
+export function insertCompiledOnce<R>(executor: QueryExecutorLike, key: string, rows: readonly Record<string, unknown>[], build: () => Compilable<R>): Promise<R[]> {
   const columns = Object.keys(rows[0] ?? {});
-  return preparedRows<R>(executor, `${key}:${rows.length}`, rows.flatMap((row) => columns.map((c) => row[c])), build);
+  return runCompiledOnce<R>(executor, `${key}:${rows.length}`, rows.flatMap((row) => columns.map((c) => row[c])), build);
 }
 
 function sameParameter(compiled: unknown, given: unknown): boolean {
