@@ -64,7 +64,7 @@ describe('Swagger UI at /api/docs.html', () => {
       await collection.waitFor({ timeout: 20_000 });
       expect(await collection.locator('.opblock-summary-method').innerText()).toBe('GET');
       expect(await collection.locator('.opblock-summary-path').getAttribute('data-path')).toBe('/api/bundeslands');
-      expect(await page.locator('.opblock').count()).toBe(21); // 20 resource operations and GET /api/users/{id}/immobilies
+      expect(await page.locator('.opblock').count()).toBe(26); // 25 resource operations (PUT and PATCH on every writable resource, the financing POST) and GET /api/users/{id}/immobilies
 
       const spec = requests.find((r) => new URL(r.url()).pathname === '/api/docs.json');
       expect(spec, 'Swagger UI fetched /api/docs.json').toBeDefined();
