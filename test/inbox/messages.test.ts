@@ -436,7 +436,8 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const [m0, m1, m2] = ids as [string, string, string];
       const updated = await org.client.inboxes.messages.update(inbox, m0, { addLabels: ['work', 'urgent'], removeLabels: ['unread'] });
       expect(updated.labels).toEqual(['received', 'work', 'urgent']);
-      expect(updated.updatedAt.getTime()).toBeGreaterThanOrEqual(updated.createdAt.getTime());
+      const full = await server.client049(org.key).inboxes.messages.get(inbox, m0); // 0.5's update answer names only id and labels
+      expect(full.updatedAt.getTime()).toBeGreaterThanOrEqual(full.createdAt.getTime());
       await org.client.inboxes.messages.update(inbox, m1, { addLabels: ['work'] });
       await org.client.inboxes.messages.update(inbox, m2, { addLabels: ['urgent'] });
 

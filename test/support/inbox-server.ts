@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AgentMailClient } from 'agentmail';
+import { AgentMailClient as AgentMailClient049 } from 'agentmail-049';
 import type { Clock } from '../../src/platform/clock.js';
 import type { DnsResolver } from '../../src/inbox/smtp/auth-results.js';
 import { loadConfig } from '../../src/platform/config/config.js';
@@ -21,7 +22,10 @@ export interface InboxTestServer {
   /** A key for a new organization (or for `organizationId`), created as the CLI would. */
   createKey(options?: { organizationId?: string; name?: string }): Promise<CreatedKey>;
   /** The official SDK pointed at this server. */
+  /** The current SDK (agentmail 0.5.x), pointed at this server. */
   client(key: string): AgentMailClient;
+  /** The previous SDK line (agentmail 0.4.9), which must keep working. */
+  client049(key: string): AgentMailClient049;
   close(): Promise<void>;
 }
 
@@ -90,6 +94,7 @@ export async function startInboxServer(options: { dialect?: TestDialect; env?: R
     service,
     createKey: (o = {}) => service.runtime.services.apiKeys.createKey(o),
     client: (key) => new AgentMailClient({ apiKey: key, baseUrl: url, maxRetries: 0 }),
+    client049: (key) => new AgentMailClient049({ apiKey: key, baseUrl: url, maxRetries: 0 }),
     async close() {
       await service.close();
       if (!options.database) await database.drop();

@@ -4,6 +4,12 @@ import type { Db } from '../database.js';
 export interface KeyOwner {
   readonly apiKeyId: string;
   readonly organizationId: string;
+  /** Set for keys limited to one pod (and for inbox keys: the inbox's pod). */
+  readonly podId?: string;
+  /** Set for keys limited to one inbox. */
+  readonly inboxId?: string;
+  /** Undefined: every permission. Otherwise only those set to true (see http/scope.ts). */
+  readonly permissions?: Partial<Record<import('../http/scope.js').Permission, boolean>>;
 }
 
 export async function findKeyOwnerByHash(db: Db, keyHash: string): Promise<KeyOwner | undefined> {
