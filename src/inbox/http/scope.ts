@@ -1,4 +1,5 @@
-import { ForbiddenError, NotFoundError } from '../../platform/errors/app-error.js';
+import type { NotFoundError } from '../../platform/errors/app-error.js';
+import { ForbiddenError } from '../../platform/errors/app-error.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 
 /**
