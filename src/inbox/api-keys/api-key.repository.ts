@@ -1,5 +1,6 @@
 import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../database.js';
+import type { Permissions } from '../http/scope.js';
 
 export interface KeyOwner {
   readonly apiKeyId: string;
@@ -9,7 +10,7 @@ export interface KeyOwner {
   /** Set for keys limited to one inbox. */
   readonly inboxId?: string;
   /** Undefined: every permission. Otherwise only those set to true (see http/scope.ts). */
-  readonly permissions?: Partial<Record<import('../http/scope.js').Permission, boolean>>;
+  readonly permissions?: Permissions;
 }
 
 export async function findKeyOwnerByHash(db: Db, keyHash: string): Promise<KeyOwner | undefined> {
