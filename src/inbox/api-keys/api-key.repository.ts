@@ -1,6 +1,6 @@
 import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../database.js';
-import type { Permissions } from '../http/scope.js';
+import type { Permissions } from './scope.js';
 
 export interface KeyOwner {
   readonly apiKeyId: string;
@@ -9,7 +9,7 @@ export interface KeyOwner {
   readonly podId?: string;
   /** Set for keys limited to one inbox. */
   readonly inboxId?: string;
-  /** Undefined: every permission. Otherwise only those set to true (see http/scope.ts). */
+  /** Undefined: every permission. Otherwise only those set to true (see api-keys/scope.ts). */
   readonly permissions?: Permissions;
 }
 
