@@ -31,6 +31,13 @@ import type { MessageService } from './messages/message.service.js';
 import { threadRoutes } from './threads/thread.routes.js';
 import type { ThreadService } from './threads/thread.service.js';
 import { webhookRoutes } from './webhooks/webhook.routes.js';
+import { scopedWebhookRoutes } from './webhooks/scoped-webhook.routes.js';
+import { accessListRoutes } from './access-lists/access-list.routes.js';
+import type { AccessListService } from './access-lists/access-list.service.js';
+import { inboxEventRoutes } from './events/inbox-event.routes.js';
+import type { InboxEventService } from './events/inbox-event.service.js';
+import { usageRoutes } from './usage/usage.routes.js';
+import type { UsageService } from './usage/usage.service.js';
 import type { WebhookService } from './webhooks/webhook.service.js';
 
 export type InboxConfig = ConfigOf<typeof inboxConfigSpec>;
@@ -52,6 +59,9 @@ export interface InboxServices {
   readonly threads: ThreadService;
   readonly webhooks: WebhookService;
   readonly limiter: RateLimiter;
+  readonly accessLists: AccessListService;
+  readonly usage: UsageService;
+  readonly inboxEvents: InboxEventService;
 }
 
 declare module 'fastify' {
@@ -129,6 +139,10 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   messageRoutes(app, services.messages);
   threadRoutes(app, services.threads, services.messages);
   webhookRoutes(app, services.webhooks);
+  scopedWebhookRoutes(app, services.webhooks);
+  accessListRoutes(app, services.accessLists);
+  usageRoutes(app, services.usage);
+  inboxEventRoutes(app, services.inboxEvents);
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   app.get('/v0/docs', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>

@@ -1,10 +1,12 @@
 import type { Executor } from '../platform/db/database.js';
 import type { JobsDatabase } from '../platform/jobs/jobs.table.js';
+import type { AccessListEntryTable } from './access-lists/access-list.table.js';
 import type { ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
 import type { EventTable } from './events/event.table.js';
 import type { InboxTable } from './inboxes/inbox.table.js';
 import type { AttachmentTable, MessageLabelTable, MessageTable, SendCounterTable } from './messages/message.table.js';
 import type { DeliveryReportTable } from './smtp/inbound.table.js';
+import type { UsageCountTable } from './usage/usage.table.js';
 import type { ThreadTable } from './threads/thread.table.js';
 import type { WebhookDeliveryTable, WebhookTable } from './webhooks/webhook.table.js';
 
@@ -24,6 +26,8 @@ export interface InboxDatabase extends JobsDatabase {
   events: EventTable;
   service_secrets: { name: string; value: string };
   delivery_reports: DeliveryReportTable;
+  access_list_entries: AccessListEntryTable;
+  usage_counts: UsageCountTable;
 }
 
 export type Db = Executor<InboxDatabase>;

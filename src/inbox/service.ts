@@ -13,7 +13,11 @@ import { memoryRateLimiter, sharedRateLimiter } from '../platform/http/rate-limi
 import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { systemIds, type Ids } from '../platform/ids.js';
 import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
+import { createAccessListService, createListScreen } from './access-lists/access-list.service.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
+import { createInboxEventService } from './events/inbox-event.service.js';
+import { createUsageService, inboxLifecycle } from './usage/usage.service.js';
+import { deleteEntriesOfScope, scopeKeyOf } from './access-lists/access-list.repository.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
 import type { InboxDatabase } from './database.js';
@@ -60,8 +64,14 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const events = createEventService({ clock, ids });
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
-  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay });
-  const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
+  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, lists: createListScreen() });
+  const inboxes = createInboxService({
+    db,
+    clock,
+    ids,
+    domains: config.domains,
+    lifecycle: inboxLifecycle({ commits, clock, dropLists: (trx, inbox) => deleteEntriesOfScope(trx, inbox.organizationId, scopeKeyOf({ kind: 'inbox', podId: inbox.podId, inboxId: inbox.inboxId })) }),
+  });
   const services: InboxServices = {
     config,
     db,
@@ -85,12 +95,16 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       maxBodyBytes: config.maxBodyBytes,
       relayConfigured: config.smtpRelayUrl !== undefined,
       refreshThreadLabels,
+      recordLabelChanges: events.recordLabelChanges,
       publicUrl: config.publicUrl,
       downloadTtlSeconds: config.downloadUrlTtlSeconds,
       notifyJobs: () => runner.notify(),
     }),
     threads: createThreadService({ db, commits, clock }),
     webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
+    accessLists: createAccessListService({ db, commits, clock }),
+    usage: createUsageService({ db, clock }),
+    inboxEvents: createInboxEventService({ db }),
   };
   const queues: Record<string, QueueDefinition<never>> = {};
   const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });

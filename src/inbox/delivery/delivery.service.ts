@@ -15,6 +15,9 @@ import { findThreadsHoldingMessages, incrementSendCount, insertMessages, type Me
 import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../outbound/outbound-job.js';
 import { findThreadsForUpdate, insertThreads, updateThread, type Thread } from '../threads/thread.repository.js';
 import { addMessageToThread, startThread } from '../threads/thread.service.js';
+import type { ListScreen } from '../access-lists/access-list.service.js';
+import { countOf, recordUsage, usageOf } from '../usage/usage.service.js';
+import type { UsageDelta } from '../usage/usage.repository.js';
 import { chooseThreads } from './threading.js';
 
 /** A message as composed (API) or parsed (SMTP): everything but what differs per copy. */
@@ -98,7 +101,12 @@ export interface DeliveryDeps {
   readonly events: EventService;
   readonly sendLimitPerDay: number;
   readonly afterStore?: readonly AfterStore[];
+  /** Allow and block lists (access-lists/): run at the screen point of every delivery. */
+  readonly lists?: ListScreen;
 }
+
+/** The label of a copy the recipient's receive or reply lists refused (hidden from lists unless include_blocked). */
+export const BLOCKED_LABEL = 'blocked';
 
 /** Seconds from `now` until the next UTC midnight (at least 1). */
 export function secondsUntilUtcMidnight(now: Date): number {
@@ -125,6 +133,8 @@ export function createDelivery(deps: DeliveryDeps) {
     const byId = new Map(found.map((i) => [i.inboxId, i]));
     const from = sender ? byId.get(sender.inboxId) : undefined;
     if (sender && (!from || from.organizationId !== sender.organizationId)) throw new InboxNotFoundError(sender.inboxId);
+    // The sender's send lists refuse the whole send (400 naming the recipient and the rule), before anything is stored.
+    if (from && sender && deps.lists) await deps.lists.screenSend(trx, from, [...request.recipients.map((r) => r.address), ...sender.external]);
 
     // Each inbox once, in the order the recipients name them; a local address without one bounces.
     const recipients = new Map<string, Inbox>();
@@ -148,11 +158,14 @@ export function createDelivery(deps: DeliveryDeps) {
       jobs += screened.jobs;
       open = open.filter((i) => !screened.withheld.has(i.inboxId));
     }
+    // The recipients' receive lists (reply lists for mail answering their own): refused copies are kept, labelled blocked, and announce nothing.
+    const screenedByLists = open.filter((i) => i !== from);
+    const blocked = deps.lists && screenedByLists.length ? await deps.lists.screenReceive(trx, screenedByLists, message.from, [...(message.inReplyTo ? [message.inReplyTo] : []), ...message.references]) : new Map<string, unknown>();
     const selfDelivered = from !== undefined && open.some((i) => i.inboxId === from.inboxId);
     const copies: { inbox: Inbox; copy: Omit<NewMessage, 'threadId'> }[] = [];
     const copyFor = (inbox: Inbox, labels: readonly string[], bcc: readonly string[]): Omit<NewMessage, 'threadId'> => ({ ...message, organizationId: inbox.organizationId, inboxId: inbox.inboxId, labels: [...new Set(labels)], bcc });
     if (from && sender) copies.push({ inbox: from, copy: copyFor(from, ['sent', ...(selfDelivered ? ['received', 'unread'] : []), ...sender.labels], sender.bcc) });
-    for (const inbox of open) if (inbox !== from) copies.push({ inbox, copy: copyFor(inbox, ['received', 'unread', ...(request.labels ?? [])], []) });
+    for (const inbox of open) if (inbox !== from) copies.push({ inbox, copy: copyFor(inbox, blocked.has(inbox.inboxId) ? ['received', BLOCKED_LABEL, ...(request.labels ?? [])] : ['received', 'unread', ...(request.labels ?? [])], []) });
     if (!copies.length) return { messageId: message.messageId, threadId: undefined, found: recipients.size, stored: 0, withheld, jobs };
 
     const threadIdByInbox = await chooseThreads(trx, copies.map((c) => c.inbox.inboxId), message);
@@ -177,7 +190,18 @@ export function createDelivery(deps: DeliveryDeps) {
     // Here only the local leg: the outbound worker emits message.sent for the other recipients
     // when the relay takes the message (docs/decisions/0006-outbound-mail.md).
     if (ref && request.recipients.length) emitted.push(sentEvent(ref, request.recipients.map((r) => r.address), message.timestamp));
-    for (const s of storedMessages) if (s.inbox !== from || selfDelivered) emitted.push(receivedEvent(s.inbox, s.message, s.thread));
+    const counts: UsageDelta[] = [];
+    for (const s of storedMessages) {
+      counts.push(usageOf(s.inbox, 'message_count', now, 1), usageOf(s.inbox, 'storage_bytes', now, s.message.size));
+      if (s.inbox === from && !selfDelivered) continue;
+      if (blocked.has(s.inbox.inboxId)) {
+        counts.push(countOf(s.inbox, 'message.received.blocked', now));
+        continue;
+      }
+      emitted.push(receivedEvent(s.inbox, s.message, s.thread));
+      for (const label of ['spam', 'unauthenticated']) if (s.message.labels.includes(label)) counts.push(countOf(s.inbox, `message.received.${label}`, now));
+    }
+    for (const t of created) counts.push(usageOf(byId.get(t.inboxId) as Inbox, 'thread_count', now, 1));
     if (ref) {
       // As SES reports a delivery: for the recipients that got it (all of them, unless some bounced).
       const delivered = request.recipients.filter((r) => !bounced.includes(r.address)).map((r) => r.address);
@@ -185,7 +209,8 @@ export function createDelivery(deps: DeliveryDeps) {
       // SES's vocabulary, which AgentMail passes on: a permanent bounce, "NoEmail" = no such address.
       if (bounced.length) emitted.push(...bouncedEvents(ref, 'Permanent', bounced.map((address) => ({ address, status: '5.1.1', diagnostic: BOUNCE_DIAGNOSTIC })), message.timestamp));
     }
-    jobs += (await events.emitMany(trx, emitted)).jobs;
+    jobs += (await events.emitMany(trx, emitted, { counts: false })).jobs;
+    await recordUsage(trx, [...counts, ...emitted.map((e) => countOf(e, e.eventType, now))]);
     if (from && sender?.external.length) {
       const job: OutboundMailJob = { message_pk: pks.get(from.inboxId) as number, message_id: message.messageId, organization_id: from.organizationId, inbox_id: from.inboxId, thread_id: first.thread.threadId, recipients: sender.external };
       await enqueue(trx, clock, OUTBOUND_MAIL_QUEUE, job);

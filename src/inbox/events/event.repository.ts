@@ -34,9 +34,12 @@ export async function findEvent(db: Db, eventId: string): Promise<StoredEvent | 
 }
 
 /** The enabled webhooks of an organization with their filters, for fan-out. */
-export async function findEnabledWebhookFilters(db: Db, organizationId: string): Promise<{ webhookId: string; eventTypes: string[] | null; inboxIds: string[] | null; podIds: string[] | null }[]> {
-  const rows = await runCompiledOnce(db, 'webhooks.filters', [organizationId], () =>
-    db.selectFrom('webhooks').select(['webhook_id', 'event_types', 'inbox_ids', 'pod_ids', 'enabled']).where('organization_id', '=', organizationId),
+export async function findEnabledWebhookFilters(
+  db: Db,
+  organizationId: string,
+): Promise<{ webhookId: string; eventTypes: string[] | null; inboxIds: string[] | null; podIds: string[] | null; scopePodId: string | null; scopeInboxId: string | null }[]> {
+  const rows = await runCompiledOnce(db, 'webhooks.filters.scoped', [organizationId], () =>
+    db.selectFrom('webhooks').select(['webhook_id', 'event_types', 'inbox_ids', 'pod_ids', 'scope_pod_id', 'scope_inbox_id', 'enabled']).where('organization_id', '=', organizationId),
   );
   return rows
     .filter((r) => Boolean(r.enabled))
@@ -45,5 +48,15 @@ export async function findEnabledWebhookFilters(db: Db, organizationId: string):
       eventTypes: r.event_types ? (JSON.parse(r.event_types) as string[]) : null,
       inboxIds: r.inbox_ids ? (JSON.parse(r.inbox_ids) as string[]) : null,
       podIds: r.pod_ids ? (JSON.parse(r.pod_ids) as string[]) : null,
+      scopePodId: r.scope_pod_id,
+      scopeInboxId: r.scope_inbox_id,
     }));
+}
+
+/** Label changes of an inbox's messages (inboxes.events.list), by event_id (time-ordered); limit + 1 rows. */
+export async function listInboxLabelEvents(db: Db, inboxId: string, page: { limit: number; direction: 'asc' | 'desc'; after?: string }): Promise<StoredEvent[]> {
+  let q = db.selectFrom('events').selectAll().where('inbox_id', '=', inboxId).where('event_type', 'in', ['label.added', 'label.removed']);
+  if (page.after !== undefined) q = q.where('event_id', page.direction === 'asc' ? '>' : '<', page.after);
+  const rows = await q.orderBy('event_id', page.direction).limit(page.limit + 1).execute();
+  return rows.map((row) => ({ eventId: row.event_id, organizationId: row.organization_id, eventType: row.event_type, inboxId: row.inbox_id, podId: row.pod_id, payload: row.payload, createdAt: row.created_at }));
 }

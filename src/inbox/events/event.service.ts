@@ -2,6 +2,7 @@ import type { Clock } from '../../platform/clock.js';
 import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import { enqueueMany } from '../../platform/jobs/jobs.js';
 import type { Db } from '../database.js';
+import { countOf, recordUsage } from '../usage/usage.service.js';
 import { findEnabledWebhookFilters, insertEvent, insertEvents, type StoredEvent } from './event.repository.js';
 
 /** The event catalogue (AgentMail's EventType values this service emits). */
@@ -25,8 +26,19 @@ export interface EmitInput {
   readonly body: Readonly<Record<string, unknown>>;
 }
 
-/** Filters: no event_types = all; no inbox_ids and no pod_ids = every inbox; else either matches. */
-export function webhookMatches(filter: { eventTypes: readonly string[] | null; inboxIds: readonly string[] | null; podIds: readonly string[] | null }, eventType: string, inboxId: string, podId: string): boolean {
+/**
+ * Filters: no event_types = all; no inbox_ids and no pod_ids = every inbox; else either matches.
+ * A webhook limited to a pod or an inbox (pods.webhooks, inboxes.webhooks) never sees an event
+ * outside that scope, whatever its filters say.
+ */
+export function webhookMatches(
+  filter: { eventTypes: readonly string[] | null; inboxIds: readonly string[] | null; podIds: readonly string[] | null; scopePodId?: string | null; scopeInboxId?: string | null },
+  eventType: string,
+  inboxId: string,
+  podId: string,
+): boolean {
+  if (filter.scopePodId && filter.scopePodId !== podId) return false;
+  if (filter.scopeInboxId && filter.scopeInboxId !== inboxId) return false;
   if (filter.eventTypes?.length && !filter.eventTypes.includes(eventType)) return false;
   const byInbox = filter.inboxIds?.length ? filter.inboxIds : null;
   const byPod = filter.podIds?.length ? filter.podIds : null;
@@ -48,7 +60,27 @@ export function createEventService({ clock, ids }: { clock: Clock; ids: Ids }) {
       const hooks = await findEnabledWebhookFilters(trx, input.organizationId);
       const jobs = hooks.filter((h) => webhookMatches(h, input.eventType, input.inboxId, input.podId)).map((h) => ({ queue: WEBHOOK_DELIVERY_QUEUE, payload: { webhook_id: h.webhookId, event_id: eventId } satisfies WebhookDeliveryJob }));
       await enqueueMany(trx, clock, jobs);
+      await recordUsage(trx, [countOf(input, input.eventType, clock.now())]);
       return eventId;
+    },
+
+    /**
+     * Label changes of stored messages (label.added, label.removed): stored for inboxes.events.list
+     * in the caller's transaction, one statement; they go to no webhook and are not counted.
+     */
+    async recordLabelChanges(trx: Db, inbox: { organizationId: string; podId: string; inboxId: string }, messageId: string, added: readonly string[], removed: readonly string[]): Promise<void> {
+      const now = clock.now();
+      const at = now.toISOString();
+      const events: StoredEvent[] = [...added.map((label) => ['label.added', label] as const), ...removed.map((label) => ['label.removed', label] as const)].map(([eventType, label]) => ({
+        eventId: `evt_${timeOrderedUuid(now, ids).replace(/-/g, '')}`,
+        organizationId: inbox.organizationId,
+        eventType,
+        inboxId: inbox.inboxId,
+        podId: inbox.podId,
+        payload: JSON.stringify({ message_id: messageId, label, event_at: at }),
+        createdAt: at,
+      }));
+      await insertEvents(trx, events);
     },
 
     /**
@@ -56,8 +88,10 @@ export function createEventService({ clock, ids }: { clock: Clock; ids: Ids }) {
      * message.delivered), as `emit` would write them one by one, in three statements at most:
      * one insert of the events, one webhook lookup per organization, one insert of the jobs.
      * Returns the event ids and how many delivery jobs were queued (nothing to notify if none).
+     * Each event is counted for the metrics (usage/) unless `counts: false` says the caller
+     * counts them with its own (delivery: one statement for the events and the stored copies).
      */
-    async emitMany(trx: Db, inputs: readonly EmitInput[]): Promise<{ eventIds: string[]; jobs: number }> {
+    async emitMany(trx: Db, inputs: readonly EmitInput[], options: { counts?: boolean } = {}): Promise<{ eventIds: string[]; jobs: number }> {
       const now = clock.now();
       const createdAt = now.toISOString();
       const events: StoredEvent[] = inputs.map((input) => {
@@ -75,6 +109,7 @@ export function createEventService({ clock, ids }: { clock: Clock; ids: Ids }) {
           .map((h) => ({ queue: WEBHOOK_DELIVERY_QUEUE, payload: { webhook_id: h.webhookId, event_id: (events[i] as StoredEvent).eventId } satisfies WebhookDeliveryJob })),
       );
       await enqueueMany(trx, clock, jobs);
+      if (options.counts !== false) await recordUsage(trx, inputs.map((input) => countOf(input, input.eventType, now)));
       return { eventIds: events.map((e) => e.eventId), jobs: jobs.length };
     },
   };

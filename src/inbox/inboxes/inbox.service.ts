@@ -24,9 +24,11 @@ export interface InboxServiceDeps {
   readonly ids: Ids;
   /** Local domains; the first is the default. */
   readonly domains: readonly string[];
+  /** Told after an inbox was created or deleted (usage counts, its allow and block lists). */
+  readonly lifecycle?: { created(inbox: Inbox): Promise<void>; deleted(inbox: Inbox): Promise<void> };
 }
 
-export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps) {
+export function createInboxService({ db, clock, ids, domains, lifecycle }: InboxServiceDeps) {
   const localDomains = domains.map((d) => d.toLowerCase());
   const local = localDomainSet(localDomains);
 
@@ -61,6 +63,7 @@ export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps
         }
         throw new InboxAddressTakenError(inboxId);
       }
+      await lifecycle?.created(inbox);
       return { inbox, created: true };
     },
 
@@ -85,7 +88,9 @@ export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps
     },
 
     async delete(owner: KeyOwner, inboxId: string): Promise<void> {
+      const inbox = lifecycle ? await findInbox(db, owner.organizationId, normalizeInboxId(inboxId)) : undefined;
       if (!(await deleteInbox(db, owner.organizationId, normalizeInboxId(inboxId)))) throw new InboxNotFoundError(inboxId);
+      if (inbox) await lifecycle?.deleted(inbox);
     },
 
     /** Any organization's inbox at `address`, for local delivery. */

@@ -47,6 +47,8 @@ export interface MessageServiceDeps extends SendServiceDeps {
   readonly downloadTtlSeconds: number;
   /** Recomputes the labels of a thread after its messages' changed, in `trx` (threads/thread.service.ts, wired by service.ts). */
   readonly refreshThreadLabels: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
+  /** Stores label.added / label.removed for inboxes.events.list, in `trx` (events/event.service.ts, wired by service.ts). */
+  readonly recordLabelChanges?: (trx: Db, inbox: { organizationId: string; podId: string; inboxId: string }, messageId: string, added: readonly string[], removed: readonly string[]) => Promise<void>;
 }
 
 /** A message id as it appears in paths: with its angle brackets, added when the caller left them out. */
@@ -108,6 +110,10 @@ export function createMessageService(deps: MessageServiceDeps) {
         const updatedAt = clock.now().toISOString();
         await updateMessageLabels(trx, message.pk, labels, added, removed, updatedAt);
         await deps.refreshThreadLabels(trx, message.threadId, updatedAt);
+        if (deps.recordLabelChanges) {
+          const inbox = await findInbox(trx, owner.organizationId, message.inboxId);
+          if (inbox) await deps.recordLabelChanges(trx, inbox, message.messageId, added, removed);
+        }
         return { ...message, labels, updatedAt };
       });
       return result;

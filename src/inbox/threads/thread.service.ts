@@ -13,6 +13,7 @@ import { addressOf, subjectKey } from '../mail/compose.js';
 import { findThreadMessageLabels, listThreadMessages, updateMessageLabels, type Message } from '../messages/message.repository.js';
 import { ThreadNotFoundError } from './thread.errors.js';
 import { deleteThreadWithMessages, findThread, findThreadsForUpdate, listThreads, updateThreadLabels, type Thread } from './thread.repository.js';
+import { threadDeleted } from '../usage/usage.service.js';
 
 /** What a thread summary needs to know of a message. */
 export type ThreadMessage = Pick<Message, 'messageId' | 'timestamp' | 'from' | 'to' | 'cc' | 'bcc' | 'labels' | 'size' | 'preview' | 'subject' | 'createdAt'>;
@@ -160,6 +161,8 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
         const untrashed = messages.filter((m) => !m.labels.includes(TRASH_LABEL));
         if (options.permanent || untrashed.length === 0) {
           await deleteThreadWithMessages(trx, thread.threadId);
+          const inbox = await findInbox(trx, owner.organizationId, thread.inboxId);
+          if (inbox) await threadDeleted(trx, inbox, messages, clock.now());
           return 'deleted';
         }
         const updatedAt = clock.now().toISOString();

@@ -4,6 +4,7 @@ import { GiveUpJob, RetryJob, SVIX_SCHEDULE_MS, scheduleBackoff, type QueueDefin
 import type { InboxDatabase } from '../database.js';
 import { findEvent } from '../events/event.repository.js';
 import { webhookMatches, type WebhookDeliveryJob } from '../events/event.service.js';
+import { deliveryHeaders } from './webhook-headers.js';
 import { signatureHeaders, type WebhookAttempt, type WebhookClient } from './webhook.client.js';
 import { disableWebhook, findWebhookById, insertDelivery, type DeliveryOutcome } from './webhook.repository.js';
 
@@ -77,7 +78,7 @@ export function webhookDeliveryQueue({ db, clock, client, log, backoff = schedul
       if (!webhookMatches(webhook, event.eventType, event.inboxId ?? '', event.podId ?? '')) return;
 
       const now = clock.now();
-      const attempt = await client.post(webhook.url, event.payload, signatureHeaders(webhook.secret, event.eventId, Math.floor(now.getTime() / 1000), event.payload));
+      const attempt = await client.post(webhook.url, event.payload, deliveryHeaders(webhook.headers, signatureHeaders(webhook.secret, event.eventId, Math.floor(now.getTime() / 1000), event.payload)));
       const verdict = judge(attempt, now);
       const outcome: DeliveryOutcome = verdict.kind === 'delivered' ? 'delivered' : verdict.kind === 'retry' && backoff(job.attempt) !== undefined ? 'retrying' : 'failed';
       await insertDelivery(db, {

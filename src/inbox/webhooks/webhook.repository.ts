@@ -19,6 +19,11 @@ export interface Webhook {
   readonly clientId: string | null;
   /** Why the service disabled it (a 410 from the receiver); null when enabled or disabled by a user. */
   readonly disabledReason: string | null;
+  /** Set for a webhook limited to one pod (pods.webhooks) or one inbox (inboxes.webhooks: with the inbox's pod). */
+  readonly scopePodId: string | null;
+  readonly scopeInboxId: string | null;
+  /** Custom headers sent with every delivery; values are write-only (never returned, never logged). */
+  readonly headers: Readonly<Record<string, string>> | null;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -62,6 +67,9 @@ export function webhookFromRow(row: WebhookRow): Webhook {
     podIds: list(row.pod_ids),
     clientId: row.client_id,
     disabledReason: row.disabled_reason,
+    scopePodId: row.scope_pod_id ?? null,
+    scopeInboxId: row.scope_inbox_id ?? null,
+    headers: row.headers ? (JSON.parse(row.headers) as Record<string, string>) : null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -81,6 +89,9 @@ export async function insertWebhook(db: Db, webhook: Webhook): Promise<void> {
       pod_ids: text(webhook.podIds),
       client_id: webhook.clientId,
       disabled_reason: webhook.disabledReason,
+      scope_pod_id: webhook.scopePodId,
+      scope_inbox_id: webhook.scopeInboxId,
+      headers: webhook.headers && Object.keys(webhook.headers).length ? JSON.stringify(webhook.headers) : null,
       created_at: webhook.createdAt,
       updated_at: webhook.updatedAt,
     })
@@ -109,8 +120,10 @@ export async function findWebhookByClientId(db: Db, organizationId: string, clie
   return row ? webhookFromRow(row) : undefined;
 }
 
-export async function listWebhooks(db: Db, organizationId: string, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Webhook[]> {
+export async function listWebhooks(db: Db, organizationId: string, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor; scope?: { podId: string; inboxId: string | null } }): Promise<Webhook[]> {
   let q = db.selectFrom('webhooks').selectAll().where('organization_id', '=', organizationId);
+  // A scoped list (pods.webhooks, inboxes.webhooks): only the webhooks limited to exactly that scope.
+  if (options.scope) q = q.where('scope_pod_id', '=', options.scope.podId).where('scope_inbox_id', options.scope.inboxId === null ? 'is' : '=', options.scope.inboxId);
   const after = options.after;
   if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'webhook_id', after, options.direction));
   const rows = await q.orderBy('created_at', options.direction).orderBy('webhook_id', options.direction).limit(options.limit + 1).execute();
@@ -194,4 +207,15 @@ export async function listDeliveries(db: Db, webhookId: string, options: { limit
   if (options.afterId !== undefined) q = q.where('d.id', options.direction === 'asc' ? '>' : '<', options.afterId);
   const rows = await q.orderBy('d.id', options.direction).limit(options.limit + 1).execute();
   return rows.map(deliveryFromRow);
+}
+
+/** Replaces the custom delivery headers of a webhook (null: none). */
+export async function updateWebhookHeaders(db: Db, organizationId: string, webhookId: string, headers: Readonly<Record<string, string>> | null, updatedAt: string): Promise<boolean> {
+  const result = await db
+    .updateTable('webhooks')
+    .set({ headers: headers && Object.keys(headers).length ? JSON.stringify(headers) : null, updated_at: updatedAt })
+    .where('webhook_id', '=', webhookId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }

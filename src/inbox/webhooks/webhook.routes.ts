@@ -26,6 +26,7 @@ function inputOf(b: Body): WebhookInput {
     ...(b.pod_ids !== undefined ? { podIds: b.pod_ids } : {}),
     ...(b.client_id !== undefined ? { clientId: b.client_id } : {}),
     ...(b.enabled !== undefined ? { enabled: b.enabled } : {}),
+    ...(b.headers !== undefined ? { headers: b.headers } : {}),
   };
 }
 

@@ -9,6 +9,9 @@ const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver 
 const EventTypes = Type.Array(Type.String({ maxLength: 64 }), { description: `Event types to deliver; omitted or empty: all (${EVENT_TYPES.join(', ')})` });
 const InboxIds = (what: string) => Type.Array(Type.String({ minLength: 1, maxLength: 320 }), { description: `${what} (at most ${MAX_FILTER_IDS} per webhook)` });
 const PodIds = (what: string) => Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { description: `${what} (at most ${MAX_FILTER_IDS} per webhook)` });
+const Headers = Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 4096 }), {
+  description: 'Custom HTTP headers sent with every delivery (at most 20; names are tokens, values visible ASCII; never the signature or framing headers). Write-only: reads return the names only.',
+});
 const ClientId = Type.String({ minLength: 1, maxLength: 255, description: 'Idempotency key: a repeated create returns the webhook created first' });
 
 /** Create (POST) and replace (PUT) take the same body; PUT resets what it omits to these defaults. */
@@ -19,7 +22,36 @@ export const WebhookBody = Type.Object({
   pod_ids: Type.Optional(PodIds('Only events of inboxes in these pods')),
   client_id: Type.Optional(ClientId),
   enabled: Type.Optional(Type.Boolean({ description: 'Default true' })),
+  headers: Type.Optional(Headers),
 });
+
+/** inboxes.webhooks.create: the inbox comes from the path. */
+export const InboxWebhookBody = Type.Object({ url: Url, event_types: Type.Optional(EventTypes), client_id: Type.Optional(ClientId), headers: Type.Optional(Headers) });
+
+/** pods.webhooks.create: the pod comes from the path; inbox_ids narrow it to inboxes of that pod. */
+export const PodWebhookBody = Type.Object({ url: Url, event_types: Type.Optional(EventTypes), inbox_ids: Type.Optional(InboxIds('Only events of these inboxes of the pod')), client_id: Type.Optional(ClientId), headers: Type.Optional(Headers) });
+
+/** inboxes.webhooks.update: fixed to its inbox, only event_types change. */
+export const UpdateInboxWebhookBody = Type.Object({ event_types: Type.Optional(EventTypes) });
+
+/** pods.webhooks.update: inboxes of the pod added or removed, event_types replaced. */
+export const UpdatePodWebhookBody = Type.Object({
+  event_types: Type.Optional(EventTypes),
+  add_inbox_ids: Type.Optional(InboxIds('Inboxes of the pod to add to the filter')),
+  remove_inbox_ids: Type.Optional(InboxIds('Inboxes to remove from the filter')),
+});
+
+export const UpdateWebhookHeadersBody = Type.Object({
+  headers: Type.Optional(Headers),
+  remove_headers: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 100, description: 'Names of custom headers to remove' })),
+});
+
+export const WebhookHeaderNamesResponse = Type.Object({ header_names: Type.Array(Type.String(), { description: 'Names of the custom delivery headers; values are never returned' }) });
+
+export const PodWebhookParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const PodWebhookIdParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }), webhook_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const InboxWebhookParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }) });
+export const InboxWebhookIdParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }), webhook_id: Type.String({ minLength: 1, maxLength: 64 }) });
 
 /** PATCH, in the SDK's shape, plus event_types (newer SDKs) and enabled (to resume after a 410). */
 export const UpdateWebhookBody = Type.Object({

@@ -5,9 +5,14 @@ import { isUniqueViolation } from '../../platform/db/dialect.js';
 import type { Ids } from '../../platform/ids.js';
 import { isAllowedHostLiteral } from '../../platform/net/egress.js';
 import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
+import { requireInScope, requirePermission } from '../api-keys/scope.js';
+import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
+import { findInbox } from '../inboxes/inbox.repository.js';
+import { checkHeaderName, checkHeaders, mergeHeaders } from './webhook-headers.js';
 import type { InboxDatabase } from '../database.js';
 import { EVENT_TYPES } from '../events/event.service.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
+import { ValidationError } from '../../platform/errors/app-error.js';
 import { parseLimit } from '../lists/list-query.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
@@ -17,6 +22,7 @@ import {
   MAX_FILTER_IDS,
   TooManyFilterIdsError,
   UnknownInboxIdError,
+  UnknownPodError,
   UnknownPodIdError,
   WebhookClientIdTakenError,
   WebhookNotFoundError,
@@ -32,6 +38,7 @@ import {
   listDeliveries,
   listWebhooks,
   updateWebhook,
+  updateWebhookHeaders,
   type Webhook,
   type WebhookChanges,
 } from './webhook.repository.js';
@@ -48,6 +55,20 @@ export interface WebhookInput {
   readonly podIds?: readonly string[];
   readonly clientId?: string;
   readonly enabled?: boolean;
+  /** Custom delivery headers (create only; updateHeaders changes them later). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Where a webhook lives: the organization (no scope), one pod, or one inbox (of its pod). */
+export type WebhookScope = { readonly podId: string; readonly inboxId: string | null };
+
+/** A pod or inbox named by a scoped route (`/v0/pods/:pod_id/webhooks`, `/v0/inboxes/:inbox_id/webhooks`). */
+export type WebhookScopeAddress = { readonly level: 'pod'; readonly podId: string } | { readonly level: 'inbox'; readonly inboxId: string };
+
+/** The body of PATCH …/headers. */
+export interface WebhookHeadersChange {
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly removeHeaders?: readonly string[];
 }
 
 /** The body of PATCH. */
@@ -130,42 +151,75 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     return { url, eventTypes, inboxIds: inboxIds.length ? inboxIds : null, podIds: podIds.length ? podIds : null, clientId: input.clientId ?? null, enabled: input.enabled ?? true };
   }
 
-  async function mustFind(owner: KeyOwner, webhookId: string): Promise<Webhook> {
+  /** The webhook, when it exists in the organization and (for a scoped route) has exactly that scope: else 404. */
+  async function mustFind(owner: KeyOwner, webhookId: string, scope?: WebhookScope): Promise<Webhook> {
     const webhook = await findWebhook(db, owner.organizationId, webhookId);
     if (!webhook) throw new WebhookNotFoundError(webhookId);
+    if (scope && (webhook.scopePodId !== scope.podId || webhook.scopeInboxId !== scope.inboxId)) throw new WebhookNotFoundError(webhookId);
     return webhook;
+  }
+
+  /** The pod or inbox a scoped route names, in the key's organization and scope (404 otherwise). */
+  async function scopeOf(owner: KeyOwner, address: WebhookScopeAddress): Promise<WebhookScope> {
+    if (address.level === 'pod') {
+      const podId = address.podId.trim();
+      const notFound = () => new UnknownPodError(address.podId);
+      if (!(await podBelongsTo(db, podId, owner.organizationId))) throw notFound();
+      requireInScope(owner, { organizationId: owner.organizationId, podId, inboxId: null }, notFound);
+      return { podId, inboxId: null };
+    }
+    const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(address.inboxId));
+    const notFound = () => new InboxNotFoundError(address.inboxId);
+    if (!inbox) throw notFound();
+    requireInScope(owner, inbox, notFound);
+    return { podId: inbox.podId, inboxId: inbox.inboxId };
+  }
+
+  /** A pod webhook's inbox filter names inboxes of that pod only. */
+  async function checkInboxesInPod(owner: KeyOwner, field: string, inboxIds: readonly string[], podId: string): Promise<void> {
+    const inPod = new Set((await findInboxesByAddresses(db, inboxIds)).filter((i) => i.organizationId === owner.organizationId && i.podId === podId).map((i) => i.inboxId));
+    const outside = inboxIds.find((id) => !inPod.has(id));
+    if (outside !== undefined) throw new UnknownInboxIdError(field, outside);
+  }
+
+  async function create(owner: KeyOwner, input: WebhookInput, scope?: WebhookScope): Promise<{ webhook: Webhook; created: boolean }> {
+    if (input.clientId) {
+      const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
+      if (existing) return { webhook: existing, created: false };
+    }
+    const settings = await settingsOf(owner, input);
+    if (scope?.podId !== undefined && settings.inboxIds) await checkInboxesInPod(owner, 'inbox_ids', settings.inboxIds, scope.podId);
+    const headers = input.headers === undefined ? null : checkHeaders('headers', input.headers);
+    if (headers) mergeHeaders(null, headers, []);
+    const now = clock.now().toISOString();
+    const webhook: Webhook = {
+      ...settings,
+      webhookId: `ep_${ids.uuid().replace(/-/g, '')}`,
+      organizationId: owner.organizationId,
+      // Standard base64, not base64url: the Svix libraries decode the key with a strict decoder.
+      secret: `${WEBHOOK_SECRET_PREFIX}${Buffer.from(ids.token(SECRET_BYTES), 'base64url').toString('base64')}`,
+      disabledReason: null,
+      scopePodId: scope?.podId ?? null,
+      scopeInboxId: scope?.inboxId ?? null,
+      headers,
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      await insertWebhook(db, webhook);
+    } catch (err) {
+      // A concurrent create with the same client_id won the race.
+      if (!isUniqueViolation(err) || !input.clientId) throw err;
+      const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
+      if (!existing) throw err;
+      return { webhook: existing, created: false };
+    }
+    return { webhook, created: true };
   }
 
   return {
     /** Creates a webhook with a new signing secret, or returns the one created before with the same client_id. */
-    async create(owner: KeyOwner, input: WebhookInput): Promise<{ webhook: Webhook; created: boolean }> {
-      if (input.clientId) {
-        const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
-        if (existing) return { webhook: existing, created: false };
-      }
-      const settings = await settingsOf(owner, input);
-      const now = clock.now().toISOString();
-      const webhook: Webhook = {
-        ...settings,
-        webhookId: `ep_${ids.uuid().replace(/-/g, '')}`,
-        organizationId: owner.organizationId,
-        // Standard base64, not base64url: the Svix libraries decode the key with a strict decoder.
-        secret: `${WEBHOOK_SECRET_PREFIX}${Buffer.from(ids.token(SECRET_BYTES), 'base64url').toString('base64')}`,
-        disabledReason: null,
-        createdAt: now,
-        updatedAt: now,
-      };
-      try {
-        await insertWebhook(db, webhook);
-      } catch (err) {
-        // A concurrent create with the same client_id won the race.
-        if (!isUniqueViolation(err) || !input.clientId) throw err;
-        const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
-        if (!existing) throw err;
-        return { webhook: existing, created: false };
-      }
-      return { webhook, created: true };
-    },
+    create: (owner: KeyOwner, input: WebhookInput) => create(owner, input),
 
     get: mustFind,
 
@@ -195,9 +249,10 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
      * PATCH: adds and removes filter ids ((current ∪ add) ∖ remove), and replaces event_types or
      * enabled when given. Only added ids are checked: ids of inboxes deleted since stay removable.
      */
-    async update(owner: KeyOwner, webhookId: string, patch: WebhookPatch): Promise<Webhook> {
-      await mustFind(owner, webhookId);
+    async update(owner: KeyOwner, webhookId: string, patch: WebhookPatch, scope?: WebhookScope): Promise<Webhook> {
+      await mustFind(owner, webhookId, scope);
       const addInboxIds = patch.addInboxIds ? await checkInboxIds(owner, 'add_inbox_ids', patch.addInboxIds) : [];
+      if (scope?.podId !== undefined && addInboxIds.length) await checkInboxesInPod(owner, 'add_inbox_ids', addInboxIds, scope.podId);
       const addPodIds = patch.addPodIds ? await checkPodIds(owner, 'add_pod_ids', patch.addPodIds) : [];
       const eventTypes = patch.eventTypes ? checkEventTypes('event_types', patch.eventTypes) : undefined;
       const removeInboxIds = new Set((patch.removeInboxIds ?? []).map(normalizeInboxId));
@@ -224,8 +279,56 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
       return mustFind(owner, webhookId);
     },
 
-    async delete(owner: KeyOwner, webhookId: string): Promise<void> {
+    async delete(owner: KeyOwner, webhookId: string, scope?: WebhookScope): Promise<void> {
+      if (scope) await mustFind(owner, webhookId, scope);
       if (!(await commits.run((trx) => deleteWebhook(trx, owner.organizationId, webhookId)))) throw new WebhookNotFoundError(webhookId);
+    },
+
+    /** The pod or inbox of a scoped route, checked against the key (404 outside its organization or scope). */
+    scopeOf,
+
+    /** pods.webhooks.create / inboxes.webhooks.create: a webhook that only ever sees its scope's events. */
+    async createScoped(owner: KeyOwner, scope: WebhookScope, input: WebhookInput): Promise<{ webhook: Webhook; created: boolean }> {
+      requirePermission(owner, 'webhookCreate');
+      return create(owner, input, scope);
+    },
+
+    async getScoped(owner: KeyOwner, scope: WebhookScope, webhookId: string): Promise<Webhook> {
+      requirePermission(owner, 'webhookRead');
+      return mustFind(owner, webhookId, scope);
+    },
+
+    /** The webhooks limited to exactly this pod (not its inboxes') or this inbox, newest first. */
+    async listScoped(owner: KeyOwner, scope: WebhookScope, query: ListQuery) {
+      requirePermission(owner, 'webhookRead');
+      const limit = parseLimit(query.limit);
+      const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
+      const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
+      const rows = await listWebhooks(db, owner.organizationId, { limit, direction, scope, ...(after ? { after } : {}) });
+      return { limit, ...page(rows, limit, (w) => ({ sort: w.createdAt, tiebreak: w.webhookId }), direction) };
+    },
+
+    /** getHeaders: the names of the custom headers, never their values. */
+    async headerNames(owner: KeyOwner, webhookId: string, scope?: WebhookScope): Promise<string[]> {
+      requirePermission(owner, 'webhookRead');
+      const webhook = await mustFind(owner, webhookId, scope);
+      return Object.keys(webhook.headers ?? {}).sort((a, b) => a.localeCompare(b));
+    },
+
+    /** updateHeaders: sets, replaces and removes custom headers (a name may not be both set and removed). */
+    async updateHeaders(owner: KeyOwner, webhookId: string, change: WebhookHeadersChange, scope?: WebhookScope): Promise<void> {
+      requirePermission(owner, 'webhookUpdate');
+      if (change.headers === undefined && change.removeHeaders === undefined) throw new ValidationError('Give headers, remove_headers or both.', 'headers', 'NO_HEADER_CHANGE');
+      const set = change.headers === undefined ? {} : checkHeaders('headers', change.headers);
+      const remove = (change.removeHeaders ?? []).map((name) => checkHeaderName('remove_headers', name));
+      const both = remove.find((name) => Object.keys(set).some((n) => n.toLowerCase() === name.toLowerCase()));
+      if (both !== undefined) throw new ValidationError(`headers and remove_headers both name ${both}.`, 'remove_headers', 'CONFLICTING_HEADERS');
+      await mustFind(owner, webhookId, scope);
+      await commits.run(async (trx) => {
+        const current = await findWebhookForUpdate(trx, owner.organizationId, webhookId);
+        if (!current) throw new WebhookNotFoundError(webhookId);
+        await updateWebhookHeaders(trx, owner.organizationId, webhookId, mergeHeaders(current.headers, set, remove), clock.now().toISOString());
+      });
     },
 
     /** The delivery log of a webhook, newest attempt first unless ascending. */
