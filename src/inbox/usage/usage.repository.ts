@@ -58,7 +58,10 @@ function scoped(db: Db, scope: UsageScope, metrics: readonly string[]) {
  */
 export async function sumByPeriod(db: Db, scope: UsageScope, metrics: readonly string[], range: { start: number; end: number; period: number }): Promise<{ metric: string; index: number; value: number }[]> {
   if (!metrics.length) return [];
-  const index = sql<number | string>`(bucket - ${range.start}) / ${range.period}`;
+  // Literals (whole numbers the service checked): the SELECT and GROUP BY expressions must be the
+  // same text for PostgreSQL, and SQLite would bind them as REAL and divide without truncating.
+  if (![range.start, range.period].every(Number.isSafeInteger)) throw new Error('start and period must be whole seconds');
+  const index = sql<number | string>`cast((bucket - ${sql.lit(range.start)}) / ${sql.lit(range.period)} as integer)`;
   const rows = await scoped(db, scope, metrics)
     .select(['metric', index.as('idx'), sql<number | string>`sum(value)`.as('total')])
     .where('bucket', '>=', range.start)
