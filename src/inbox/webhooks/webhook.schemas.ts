@@ -26,20 +26,23 @@ export const WebhookBody = Type.Object({
 });
 
 /** inboxes.webhooks.create: the inbox comes from the path. */
-export const InboxWebhookBody = Type.Object({ url: Url, event_types: Type.Optional(EventTypes), client_id: Type.Optional(ClientId), headers: Type.Optional(Headers) });
+export const InboxWebhookBody = Type.Object({ url: Url, event_types: Type.Optional(EventTypes), client_id: Type.Optional(ClientId), headers: Type.Optional(Headers) }, { additionalProperties: false });
 
 /** pods.webhooks.create: the pod comes from the path; inbox_ids narrow it to inboxes of that pod. */
-export const PodWebhookBody = Type.Object({ url: Url, event_types: Type.Optional(EventTypes), inbox_ids: Type.Optional(InboxIds('Only events of these inboxes of the pod')), client_id: Type.Optional(ClientId), headers: Type.Optional(Headers) });
+export const PodWebhookBody = Type.Object(
+  { url: Url, event_types: Type.Optional(EventTypes), inbox_ids: Type.Optional(InboxIds('Only events of these inboxes of the pod')), client_id: Type.Optional(ClientId), headers: Type.Optional(Headers) },
+  { additionalProperties: false },
+);
 
 /** inboxes.webhooks.update: fixed to its inbox, only event_types change. */
-export const UpdateInboxWebhookBody = Type.Object({ event_types: Type.Optional(EventTypes) });
+export const UpdateInboxWebhookBody = Type.Object({ event_types: Type.Optional(EventTypes) }, { additionalProperties: false });
 
 /** pods.webhooks.update: inboxes of the pod added or removed, event_types replaced. */
 export const UpdatePodWebhookBody = Type.Object({
   event_types: Type.Optional(EventTypes),
   add_inbox_ids: Type.Optional(InboxIds('Inboxes of the pod to add to the filter')),
   remove_inbox_ids: Type.Optional(InboxIds('Inboxes to remove from the filter')),
-});
+}, { additionalProperties: false });
 
 export const UpdateWebhookHeadersBody = Type.Object({
   headers: Type.Optional(Headers),
