@@ -1,4 +1,4 @@
-import { AgentMailError } from 'agentmail';
+import type { AgentMailError } from 'agentmail';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertPod } from '../../src/inbox/api-keys/api-key.repository.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
