@@ -47,3 +47,10 @@ export async function findEnabledWebhookFilters(db: Db, organizationId: string):
       podIds: r.pod_ids ? (JSON.parse(r.pod_ids) as string[]) : null,
     }));
 }
+
+/** The stored payloads of `eventIds` that exist (committed ones, when read outside the writer's transaction). */
+export async function findEventPayloads(db: Db, eventIds: readonly string[]): Promise<Map<string, string>> {
+  if (!eventIds.length) return new Map();
+  const rows = await db.selectFrom('events').select(['event_id', 'payload']).where('event_id', 'in', eventIds).execute();
+  return new Map(rows.map((r) => [r.event_id, r.payload]));
+}
