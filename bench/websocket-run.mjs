@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
 import { execSync } from 'node:child_process';
 import WebSocket from 'ws';
 import { freePort, machineDescription, postgresUrl, ROOT, sourceOf, startServer, timestamp, writeResults } from './lib/harness.mjs';
@@ -121,7 +122,7 @@ async function run(dialect) {
   const server = await startServer({ label: `inbox ${dialect}`, file: path.join(DIST, 'src/inbox/main.js'), env });
   const base = `http://127.0.0.1:${port}`;
   const api = async (method, p, body) => {
-    const res = await fetch(`${base}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await globalThis.fetch(`${base}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await res.text();
     if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
     return JSON.parse(text);
