@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compatibilityRows, readmeTable, renderTable, surfaces, type CompatRow } from '../../scripts/compat-table.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
+import { expectWireShape } from '../support/sdk-shapes.js';
 import { call, expectError } from './fixtures.js';
 
 const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
@@ -45,5 +46,15 @@ describe.each(dialects)('%s: README Compatibility table', (dialect) => {
   it('answers hosted-only methods 404 ROUTE_NOT_FOUND in the error format', async () => {
     expectError(await call(server.url, key, 'GET', '/v0/providers'), 404, 'not_found', 'ROUTE_NOT_FOUND');
     expectError(await call(server.url, key, 'GET', '/v0/accounts'), 404, 'not_found', 'ROUTE_NOT_FOUND');
+  });
+});
+
+describe('the strict wire-shape check', () => {
+  it('fails on a missing required field, a wrong type and an unknown key, and passes a complete body', () => {
+    expect(() => expectWireShape('pods.Pod', { pod_id: 'p' })).toThrow(/Missing required key/);
+    const pod = { pod_id: 'p', name: 'n', updated_at: '2026-01-01T00:00:00.000Z', created_at: '2026-01-01T00:00:00.000Z' };
+    expect(() => expectWireShape('pods.Pod', { ...pod, name: 3 })).toThrow(/Expected string/);
+    expect(() => expectWireShape('pods.Pod', { ...pod, extra: true })).toThrow(/extra/);
+    expectWireShape('pods.Pod', { ...pod, extra: true }, { allowExtraKeys: true });
   });
 });
