@@ -14,7 +14,10 @@ import type { RateLimiter } from '../platform/http/rate-limit.js';
 import { schemaValidators } from '../platform/http/validators.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../platform/http/swagger-ui.js';
 import type { Ids } from '../platform/ids.js';
+import { apiKeyRoutes } from './api-keys/api-key.routes.js';
 import type { ApiKeyService } from './api-keys/api-key.service.js';
+import { podRoutes } from './pods/pod.routes.js';
+import type { PodService } from './pods/pod.service.js';
 import type { InboxDatabase } from './database.js';
 import type { Delivery } from './delivery/delivery.service.js';
 import type { EventService } from './events/event.service.js';
@@ -46,6 +49,7 @@ export interface InboxServices {
   readonly clock: Clock;
   readonly ids: Ids;
   readonly apiKeys: ApiKeyService;
+  readonly pods: PodService;
   readonly inboxes: InboxService;
   readonly events: EventService;
   readonly messages: MessageService;
@@ -129,6 +133,8 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   messageRoutes(app, services.messages);
   threadRoutes(app, services.threads, services.messages);
   webhookRoutes(app, services.webhooks);
+  apiKeyRoutes(app, services.apiKeys);
+  podRoutes(app, { pods: services.pods, inboxes: services.inboxes, threads: services.threads, messages: services.messages, requirePod: services.pods.requirePod });
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   app.get('/v0/docs', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>

@@ -14,6 +14,7 @@ import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { systemIds, type Ids } from '../platform/ids.js';
 import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
+import { createPodService } from './pods/pod.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
 import type { InboxDatabase } from './database.js';
@@ -70,6 +71,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     limiter,
     events,
     apiKeys: createApiKeyService({ db, commits, clock, ids }),
+    pods: createPodService({ db, commits, clock, ids }),
     inboxes,
     commits,
     delivery,
