@@ -15,6 +15,13 @@ import { localDomainSet } from '../mail/domains.js';
 
 const USERNAME = /^[a-z0-9_+-](?:[a-z0-9._+-]{0,62}[a-z0-9_+-])?$/;
 
+/** The username of a new inbox, lower-cased; InvalidUsernameError when it breaks the rules. */
+export function checkUsername(raw: string): string {
+  const username = raw.trim().toLowerCase();
+  if (!USERNAME.test(username) || username.includes('..')) throw new InvalidUsernameError();
+  return username;
+}
+
 /** Inbox ids are addresses; compare them case-insensitively by storing them lower-cased. */
 export function normalizeInboxId(raw: string): string {
   return raw.trim().toLowerCase();
@@ -61,8 +68,7 @@ export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps
       const requested = (input.domain ?? localDomains[0] ?? '').trim().toLowerCase();
       const domain = local.spelling(requested);
       if (domain === undefined) throw new DomainNotAllowedError(input.domain ?? requested, localDomains);
-      const username = input.username === undefined ? `agent-${ids.token(6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}` : input.username.trim().toLowerCase();
-      if (!USERNAME.test(username) || username.includes('..')) throw new InvalidUsernameError();
+      const username = input.username === undefined ? `agent-${ids.token(6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}` : checkUsername(input.username);
       const inboxId = `${username}@${domain}`;
       const now = clock.now().toISOString();
       let podId = wantedPod ?? (await findDefaultPodId(db, owner.organizationId));
