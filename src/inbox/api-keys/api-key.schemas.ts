@@ -3,7 +3,10 @@ import type { ApiKeyRecord, Organization } from './api-key.repository.js';
 import { PERMISSIONS, permissionsFromWire, permissionsToWire, wirePermissionName, type Permissions } from './scope.js';
 
 /** The SDK's ApiKeyPermissions on the wire (snake_case booleans); unknown names are refused. */
-export const PermissionsBody = Type.Object(Object.fromEntries(PERMISSIONS.map((p) => [wirePermissionName(p), Type.Optional(Type.Boolean())])), { additionalProperties: false });
+export const PermissionsBody = Type.Object(Object.fromEntries(PERMISSIONS.map((p) => [wirePermissionName(p), Type.Optional(Type.Boolean())])), {
+  // An unknown permission is an error, not silently dropped (the validator strips fields of closed objects).
+  additionalProperties: Type.Never(),
+});
 
 export const ApiKeyIdParams = Type.Object({ api_key_id: Type.String({ minLength: 1, maxLength: 64 }) });
 export const PodApiKeyParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }), api_key_id: Type.String({ minLength: 1, maxLength: 64 }) });
