@@ -50,5 +50,9 @@ export const inboxConfigSpec = {
   wsPingIntervalMs: env.integer('INBOX_WS_PING_INTERVAL_MS', 'interval of the WebSocket pings the server sends, ms', 30_000, 100, 3_600_000),
   wsIdleTimeoutMs: env.integer('INBOX_WS_IDLE_TIMEOUT_MS', 'a WebSocket client that neither answers a ping nor sends a frame for this long is disconnected, ms (checked at each ping; at least the ping interval)', 75_000, 100, 3_600_000),
   wsMaxBufferedBytes: env.integer('INBOX_WS_MAX_BUFFERED_BYTES', 'bytes of events waiting to be sent to one WebSocket client; a client that does not read beyond it is disconnected (close code 1008)', 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  // Agent sign-up (POST /v0/agent/sign-up, /v0/agent/verify): docs/decisions/0018-pods-and-scoped-keys.md.
+  agentSignup: env.boolean('INBOX_AGENT_SIGNUP', 'let agents create an organization with an inbox and a limited key (`POST /v0/agent/sign-up`); off answers 403', false),
+  agentSignupSender: env.string('INBOX_AGENT_SIGNUP_SENDER', 'username (on the first of `INBOX_DOMAINS`) of the service inbox that mails sign-up codes', 'no-reply'),
+  agentSignupPerHour: env.integer('INBOX_AGENT_SIGNUP_PER_HOUR', 'sign-up requests per client address per hour (429 beyond)', 10, 1, 100_000),
   roles: env.list('INBOX_ROLES', 'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP)', ['api', 'worker', 'smtp']),
 } as const;
