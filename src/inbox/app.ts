@@ -17,6 +17,8 @@ import type { Ids } from '../platform/ids.js';
 import type { ApiKeyService } from './api-keys/api-key.service.js';
 import type { InboxDatabase } from './database.js';
 import type { Delivery } from './delivery/delivery.service.js';
+import { domainRoutes } from './domains/domain.routes.js';
+import type { DomainService } from './domains/domain.service.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
@@ -47,6 +49,7 @@ export interface InboxServices {
   readonly ids: Ids;
   readonly apiKeys: ApiKeyService;
   readonly inboxes: InboxService;
+  readonly domains: DomainService;
   readonly events: EventService;
   readonly messages: MessageService;
   readonly threads: ThreadService;
@@ -129,6 +132,7 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   messageRoutes(app, services.messages);
   threadRoutes(app, services.threads, services.messages);
   webhookRoutes(app, services.webhooks);
+  domainRoutes(app, services.domains);
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   app.get('/v0/docs', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>

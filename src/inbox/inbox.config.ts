@@ -44,5 +44,9 @@ export const inboxConfigSpec = {
   dkimPrivateKey: env.optionalString('INBOX_DKIM_PRIVATE_KEY', 'DKIM signing key (RSA or Ed25519): PEM text, or the path of a PEM file; never logged'),
   dkimDomains: env.list('INBOX_DKIM_DOMAINS', 'comma-separated domains whose outbound mail is DKIM-signed (`d=`); unset signs for every domain of `INBOX_DOMAINS`', []),
   smtpRelayAllowPlaintextAuth: env.boolean('INBOX_SMTP_RELAY_ALLOW_PLAINTEXT_AUTH', 'send the relay credentials of an `smtp://` URL even when the relay offers no STARTTLS (they then cross the network in clear text); loopback relays are always allowed', false),
+  // Custom domains (src/inbox/domains/, docs/decisions/0019-custom-domains.md).
+  dnsServers: env.list('INBOX_DNS_SERVERS', 'DNS servers (`ip` or `ip:port`, comma-separated) that domain verification asks for the records of custom domains', []),
+  domainKeySecret: env.optionalString('INBOX_DOMAIN_KEY_SECRET', 'secret (at least 32 characters) that encrypts the DKIM private keys of custom domains in the database (AES-256-GCM); never logged', 'unset: a key kept in the database itself'),
+  domainSpfIncludes: env.list('INBOX_DOMAIN_SPF_INCLUDE', 'comma-separated domains the SPF record asked of custom domains includes (`include:`), e.g. the SPF domain of the SMTP relay; the record always has `mx`', []),
   roles: env.list('INBOX_ROLES', 'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP)', ['api', 'worker', 'smtp']),
 } as const;

@@ -24,9 +24,15 @@ export interface InboxServiceDeps {
   readonly ids: Ids;
   /** Local domains; the first is the default. */
   readonly domains: readonly string[];
+  /**
+   * For a domain that is not one of `domains`: its spelling when the organization verified it
+   * for the pod (domains/), undefined when it is no domain of the organization's; throws when
+   * the organization has it unverified or another organization owns it.
+   */
+  readonly customDomain?: (owner: KeyOwner, podId: string, domain: string) => Promise<string | undefined>;
 }
 
-export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps) {
+export function createInboxService({ db, clock, ids, domains, customDomain }: InboxServiceDeps) {
   const localDomains = domains.map((d) => d.toLowerCase());
   const local = localDomainSet(localDomains);
 
@@ -41,13 +47,14 @@ export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps
       }
       // Any spelling of a local domain (Unicode or xn--, any case) names it as configured.
       const requested = (input.domain ?? localDomains[0] ?? '').trim().toLowerCase();
-      const domain = local.spelling(requested);
+      let domain = local.spelling(requested);
+      const podId = await findDefaultPodId(db, owner.organizationId);
+      if (!podId) throw new Error(`organization ${owner.organizationId} has no pod`);
+      if (domain === undefined && customDomain) domain = await customDomain(owner, podId, requested);
       if (domain === undefined) throw new DomainNotAllowedError(input.domain ?? requested, localDomains);
       const username = input.username === undefined ? `agent-${ids.token(6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}` : input.username.trim().toLowerCase();
       if (!USERNAME.test(username) || username.includes('..')) throw new InvalidUsernameError();
       const inboxId = `${username}@${domain}`;
-      const podId = await findDefaultPodId(db, owner.organizationId);
-      if (!podId) throw new Error(`organization ${owner.organizationId} has no pod`);
       const now = clock.now().toISOString();
       const inbox: Inbox = { inboxId, organizationId: owner.organizationId, podId, username, domain, displayName: input.displayName ?? null, clientId: input.clientId ?? null, createdAt: now, updatedAt: now };
       try {
