@@ -71,6 +71,7 @@ const MAX_PEM_CACHE = 1000;
 export function parseDomainName(input: string): string {
   const trimmed = input.trim().toLowerCase().replace(/\.$/, '');
   if (!trimmed) throw new InvalidDomainNameError('is empty.');
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
   if (/[\s\u0000-\u001f\u007f]/.test(trimmed)) throw new InvalidDomainNameError('contains spaces or control characters.');
   if (trimmed.includes('@') || trimmed.includes('/') || trimmed.includes(':')) throw new InvalidDomainNameError('is a domain name only, like example.com (no address, URL or port).');
   const ascii = domainToASCII(trimmed);
