@@ -83,6 +83,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       clock,
       ids,
       localDomains: inboxes.localDomains,
+      servedDomain: domains.servedDomain,
       maxRecipients: config.maxRecipients,
       maxAttachmentBytes: config.maxAttachmentBytes,
       maxBodyBytes: config.maxBodyBytes,

@@ -370,6 +370,11 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     await org.client.inboxes.messages.send(plain.inboxId, { to: ['partner@elsewhere.example'], subject: 'Plain', text: 'No key.' });
     await relay.waitFor(before + 2);
     expect((relay.received[before + 1] as { raw: Buffer }).raw.toString('utf8')).not.toMatch(/^DKIM-Signature:/im);
+
+    // Mail to a verified custom domain stays here: delivered in the sending transaction, not relayed.
+    await org.client.inboxes.messages.send(plain.inboxId, { to: [`AGENT@${name.toUpperCase()}`], subject: 'Local leg', text: 'Stays here.' });
+    expect((await org.client.inboxes.messages.list(inbox.inboxId)).messages.map((m) => m.subject)).toEqual(['Local leg', 'Signed', 'Hello custom domain']);
+    expect(relay.received).toHaveLength(before + 2);
   });
 });
 
