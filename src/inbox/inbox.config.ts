@@ -48,5 +48,9 @@ export const inboxConfigSpec = {
   dnsServers: env.list('INBOX_DNS_SERVERS', 'DNS servers (`ip` or `ip:port`, comma-separated) that domain verification asks for the records of custom domains', []),
   domainKeySecret: env.optionalString('INBOX_DOMAIN_KEY_SECRET', 'secret (at least 32 characters) that encrypts the DKIM private keys of custom domains in the database (AES-256-GCM); never logged', 'unset: a key kept in the database itself'),
   domainSpfIncludes: env.list('INBOX_DOMAIN_SPF_INCLUDE', 'comma-separated domains the SPF record asked of custom domains includes (`include:`), e.g. the SPF domain of the SMTP relay; the record always has `mx`', []),
+  // Agent sign-up (POST /v0/agent/sign-up, /v0/agent/verify): docs/decisions/0018-pods-and-scoped-keys.md.
+  agentSignup: env.boolean('INBOX_AGENT_SIGNUP', 'let agents create an organization with an inbox and a limited key (`POST /v0/agent/sign-up`); off answers 403', false),
+  agentSignupSender: env.string('INBOX_AGENT_SIGNUP_SENDER', 'username (on the first of `INBOX_DOMAINS`) of the service inbox that mails sign-up codes', 'no-reply'),
+  agentSignupPerHour: env.integer('INBOX_AGENT_SIGNUP_PER_HOUR', 'sign-up requests per client address per hour (429 beyond)', 10, 1, 100_000),
   roles: env.list('INBOX_ROLES', 'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP)', ['api', 'worker', 'smtp']),
 } as const;

@@ -76,8 +76,3 @@ export class DomainNotOwnedError extends ForbiddenError {
   }
 }
 
-export class PodNotFoundError extends NotFoundError {
-  constructor(podId: string) {
-    super(`Pod ${podId} not found.`, { code: 'POD_NOT_FOUND', details: { field: 'pod_id', code: 'POD_NOT_FOUND' } });
-  }
-}

@@ -43,7 +43,7 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
         description: 'Generates the domain\'s DKIM key and answers the DNS records to publish (status NOT_STARTED until the first verify).',
         ...(inPod ? { params: PodParams } : {}),
         body: CreateDomainBody,
-        response: { 201: DomainResponse, 403: ref, 409: ref, ...errorResponses },
+        response: { 201: DomainResponse, 409: ref, ...errorResponses },
       },
       handler: async (request, reply) => {
         const b = request.body;
@@ -58,7 +58,7 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
     });
 
     app.get(base, {
-      schema: { tags, summary: `List domains${where}, newest first`, ...(inPod ? { params: PodParams } : {}), querystring: ListDomainsQuery, response: { 200: ListDomainsResponse, 403: ref, ...errorResponses } },
+      schema: { tags, summary: `List domains${where}, newest first`, ...(inPod ? { params: PodParams } : {}), querystring: ListDomainsQuery, response: { 200: ListDomainsResponse, ...errorResponses } },
       handler: async (request) => {
         const q = request.query;
         const result = await domains.list(ownerOf(request), await place(request), { ...(q.limit !== undefined ? { limit: q.limit } : {}), ...(q.page_token ? { pageToken: q.page_token } : {}), ...(q.ascending !== undefined ? { ascending: q.ascending } : {}) });
@@ -67,12 +67,12 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
     });
 
     app.get(`${base}/:domain_id`, {
-      schema: { tags, summary: `Get a domain${where} with its DNS records`, params, response: { 200: DomainResponse, 403: ref, ...errorResponses } },
+      schema: { tags, summary: `Get a domain${where} with its DNS records`, params, response: { 200: DomainResponse, ...errorResponses } },
       handler: async (request) => toDomainResponse(await domains.get(ownerOf(request), await place(request), request.params.domain_id)),
     });
 
     app.patch(`${base}/:domain_id`, {
-      schema: { tags, summary: `Update a domain${where}`, params, body: UpdateDomainBody, response: { 200: DomainResponse, 403: ref, ...errorResponses } },
+      schema: { tags, summary: `Update a domain${where}`, params, body: UpdateDomainBody, response: { 200: DomainResponse, ...errorResponses } },
       handler: async (request) => toDomainResponse(await domains.update(ownerOf(request), await place(request), request.params.domain_id, {
         ...(request.body.feedback_enabled !== undefined ? { feedbackEnabled: request.body.feedback_enabled } : {}),
         ...(request.body.subdomains_enabled !== undefined ? { subdomainsEnabled: request.body.subdomains_enabled } : {}),
@@ -81,7 +81,7 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
     });
 
     app.delete(`${base}/:domain_id`, {
-      schema: { tags, summary: `Delete a domain${where} (refused while inboxes use it)`, params, response: { 204: Type.Null(), 403: ref, 409: ref, ...errorResponses } },
+      schema: { tags, summary: `Delete a domain${where} (refused while inboxes use it)`, params, response: { 204: Type.Null(), 409: ref, ...errorResponses } },
       handler: async (request, reply) => {
         await domains.delete(ownerOf(request), await place(request), request.params.domain_id);
         return reply.code(204).send(null);
@@ -94,13 +94,13 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
         summary: `Verify the DNS records of a domain${where}`,
         description: 'Looks every record up in DNS now and answers the domain with the status of each; 409 when another organization verified the domain first, 503 when DNS did not answer.',
         params,
-        response: { 200: DomainResponse, 403: ref, 409: ref, 503: ref, ...errorResponses },
+        response: { 200: DomainResponse, 409: ref, 503: ref, ...errorResponses },
       },
       handler: async (request) => toDomainResponse(await domains.verify(ownerOf(request), await place(request), request.params.domain_id)),
     });
 
     app.get(`${base}/:domain_id/zone-file`, {
-      schema: { tags, summary: `The DNS records of a domain${where} as a BIND zone file fragment`, params, response: { 200: Type.String({ description: 'text/dns' }), 403: ref, ...errorResponses } },
+      schema: { tags, summary: `The DNS records of a domain${where} as a BIND zone file fragment`, params, response: { 200: Type.String({ description: 'text/dns' }), ...errorResponses } },
       handler: async (request, reply) => {
         const zone = await domains.zoneFile(ownerOf(request), await place(request), request.params.domain_id);
         return reply.header('content-type', 'text/dns; charset=utf-8').header('content-disposition', `attachment; filename="${zone.domain}.zone"`).send(zone.text);
@@ -109,7 +109,7 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
 
     if (!inPod) {
       app.get(`${base}/:domain_id/setup-link`, {
-        schema: { tags, summary: 'One-click DNS setup (Domain Connect): not offered, always supported: false', params, response: { 200: SetupLinkResponse, 403: ref, ...errorResponses } },
+        schema: { tags, summary: 'One-click DNS setup (Domain Connect): not offered, always supported: false', params, response: { 200: SetupLinkResponse, ...errorResponses } },
         handler: async (request) => domains.setupLink(ownerOf(request), await place(request), request.params.domain_id),
       });
     }

@@ -5,7 +5,8 @@ import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { isUniqueViolation } from '../../platform/db/dialect.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import type { Ids } from '../../platform/ids.js';
-import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
+import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import { podInScope } from '../api-keys/api-key.service.js';
 import { inScope, requirePermission } from '../api-keys/scope.js';
 import type { InboxDatabase } from '../database.js';
 import { parseLimit } from '../lists/list-query.js';
@@ -24,7 +25,6 @@ import {
   EmptyDomainUpdateError,
   InboxKeyCannotManageDomainsError,
   InvalidDomainNameError,
-  PodNotFoundError,
   TrackingNotSupportedError,
 } from './domain.errors.js';
 import { generateDomainKey, type KeySealer } from './domain-keys.js';
@@ -140,7 +140,7 @@ export function createDomainService(deps: DomainServiceDeps) {
   return {
     /** The place of a pod route: the pod must be the organization's and in the key's scope (404 otherwise). */
     async pod(owner: KeyOwner, podId: string): Promise<DomainPlace> {
-      if ((owner.podId !== undefined && owner.podId !== podId) || !(await podBelongsTo(db, podId, owner.organizationId))) throw new PodNotFoundError(podId);
+      await podInScope(db, owner, podId);
       return { podId };
     },
 
