@@ -1,7 +1,8 @@
 import type { Executor } from '../platform/db/database.js';
 import type { JobsDatabase } from '../platform/jobs/jobs.table.js';
+import type { AgentSignupTable, ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
+import type { DomainTable } from './domains/domain.table.js';
 import type { AccessListEntryTable } from './access-lists/access-list.table.js';
-import type { ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
 import type { EventTable } from './events/event.table.js';
 import type { InboxTable } from './inboxes/inbox.table.js';
 import type { AttachmentTable, MessageLabelTable, MessageTable, SendCounterTable } from './messages/message.table.js';
@@ -28,6 +29,8 @@ export interface InboxDatabase extends JobsDatabase {
   delivery_reports: DeliveryReportTable;
   access_list_entries: AccessListEntryTable;
   usage_counts: UsageCountTable;
+  agent_signups: AgentSignupTable;
+  domains: DomainTable;
 }
 
 export type Db = Executor<InboxDatabase>;

@@ -36,8 +36,7 @@ const queryOf = (q: { limit?: number; page_token?: string }) => ({ ...(q.limit !
  */
 export function accessListRoutes(app: InboxApp, lists: AccessListService): void {
   const tags = ['lists'];
-  const conflict = { 403: Type.Ref('ErrorResponse'), 409: Type.Ref('ErrorResponse') };
-  const forbidden = { 403: Type.Ref('ErrorResponse') };
+  const conflict = { 409: Type.Ref('ErrorResponse') };
   const levels: { prefix: string; params: { list: typeof ListParams | typeof PodListParams | typeof InboxListParams; entry: typeof EntryParams | typeof PodEntryParams | typeof InboxEntryParams }; pod: boolean; of: (p: Record<string, string>) => ListAddress; what: string }[] = [
     { prefix: '/v0/lists', params: { list: ListParams, entry: EntryParams }, pod: false, of: () => ({ level: 'organization' }), what: "the organization's" },
     { prefix: '/v0/pods/:pod_id/lists', params: { list: PodListParams, entry: PodEntryParams }, pod: true, of: (p) => ({ level: 'pod', podId: p.pod_id as string }), what: "a pod's" },
@@ -47,14 +46,14 @@ export function accessListRoutes(app: InboxApp, lists: AccessListService): void 
     const one = level.pod ? PodListEntryResponse : ListEntryResponse;
     const wire = level.pod ? toPodListEntryResponse : toListEntryResponse;
     app.get(`${level.prefix}/:direction/:type`, {
-      schema: { tags, summary: `List entries of ${level.what} allow or block list, by entry ascending`, params: level.params.list, querystring: ListEntriesQuery, response: { 200: level.pod ? PodListEntriesResponse : ListEntriesResponse, ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `List entries of ${level.what} allow or block list, by entry ascending`, params: level.params.list, querystring: ListEntriesQuery, response: { 200: level.pod ? PodListEntriesResponse : ListEntriesResponse, ...errorResponses } },
       handler: async (request) => {
         const p = request.params as Record<string, string>;
         return pageOf(await lists.list(ownerOf(request), level.of(p), p.direction as string, p.type as string, queryOf(request.query)), wire);
       },
     });
     app.get(`${level.prefix}/:direction/:type/:entry`, {
-      schema: { tags, summary: `Get an entry of ${level.what} list`, params: level.params.entry, response: { 200: one, ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `Get an entry of ${level.what} list`, params: level.params.entry, response: { 200: one, ...errorResponses } },
       handler: async (request) => {
         const p = request.params as Record<string, string>;
         return wire(await lists.get(ownerOf(request), level.of(p), p.direction as string, p.type as string, p.entry as string));
@@ -76,7 +75,7 @@ export function accessListRoutes(app: InboxApp, lists: AccessListService): void 
       },
     });
     app.delete(`${level.prefix}/:direction/:type/:entry`, {
-      schema: { tags, summary: `Remove an entry from ${level.what} list`, params: level.params.entry, response: { 204: Type.Null(), ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `Remove an entry from ${level.what} list`, params: level.params.entry, response: { 204: Type.Null(), ...errorResponses } },
       handler: async (request, reply) => {
         const p = request.params as Record<string, string>;
         await lists.delete(ownerOf(request), level.of(p), p.direction as string, p.type as string, p.entry as string);

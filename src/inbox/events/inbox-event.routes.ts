@@ -40,7 +40,7 @@ export function inboxEventRoutes(app: InboxApp, events: InboxEventService): void
         page_token: Type.Optional(Type.String({ maxLength: 1000 })),
         ascending: Type.Optional(Type.Boolean({ description: 'Oldest first' })),
       }),
-      response: { 200: Type.Object({ count: Type.Integer(), limit: Type.Optional(Type.Integer()), next_page_token: Type.Optional(Type.String()), events: Type.Array(InboxEventResponse) }), 403: Type.Ref('ErrorResponse'), ...errorResponses },
+      response: { 200: Type.Object({ count: Type.Integer(), limit: Type.Optional(Type.Integer()), next_page_token: Type.Optional(Type.String()), events: Type.Array(InboxEventResponse) }), ...errorResponses },
     },
     handler: async (request) => {
       const q = request.query;

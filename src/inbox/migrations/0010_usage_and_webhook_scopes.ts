@@ -6,8 +6,9 @@ import type { Kysely } from 'kysely';
 //    one second rarely wait for the same row (no second send_counters), and every row of a unit
 //    is locked in key order (no deadlock between two units). Pod-level facts use inbox_id '',
 //    organization-level ones pod_id ''.
-// 2. Webhooks limited to one inbox or pod (inboxes.webhooks, pods.webhooks), and the custom
-//    headers sent with every delivery (JSON object; values never returned or logged).
+// 2. The custom headers sent with every delivery of a webhook (JSON object; values never returned
+//    or logged). Webhooks limited to a pod or an inbox (inboxes.webhooks, pods.webhooks) use the
+//    scope columns pod_id and inbox_id of migration 0005.
 // 3. inboxes.events.list pages an inbox's stored events by event_id (time-ordered).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations never depend on application types
 export async function up(db: Kysely<any>): Promise<void> {
@@ -24,8 +25,6 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('usage_counts_org_metric').on('usage_counts').columns(['organization_id', 'metric', 'bucket']).execute();
 
-  await db.schema.alterTable('webhooks').addColumn('scope_pod_id', 'varchar(64)').execute();
-  await db.schema.alterTable('webhooks').addColumn('scope_inbox_id', 'varchar(320)').execute();
   await db.schema.alterTable('webhooks').addColumn('headers', 'text').execute();
 
   await db.schema.createIndex('events_inbox_event').on('events').columns(['inbox_id', 'event_id']).execute();
@@ -35,7 +34,5 @@ export async function up(db: Kysely<any>): Promise<void> {
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('events_inbox_event').execute();
   await db.schema.alterTable('webhooks').dropColumn('headers').execute();
-  await db.schema.alterTable('webhooks').dropColumn('scope_inbox_id').execute();
-  await db.schema.alterTable('webhooks').dropColumn('scope_pod_id').execute();
   await db.schema.dropTable('usage_counts').execute();
 }

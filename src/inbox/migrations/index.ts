@@ -2,6 +2,8 @@ import type { MigrationSet } from '../../platform/db/migrate.js';
 import * as createTables from './0001_create_tables.js';
 import * as webhookDeliveryOutcome from './0003_webhook_delivery_outcome.js';
 import * as boundedSubjectsAndDeliveryReports from './0004_bounded_subjects_and_delivery_reports.js';
+import * as podsAndScopedKeys from './0005_pods_and_scoped_keys.js';
+import * as domains from './0008_domains.js';
 import * as allowBlockLists from './0009_allow_block_lists.js';
 import * as usageAndWebhookScopes from './0010_usage_and_webhook_scopes.js';
 
@@ -9,6 +11,8 @@ export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
   '0003_webhook_delivery_outcome': webhookDeliveryOutcome,
   '0004_bounded_subjects_and_delivery_reports': boundedSubjectsAndDeliveryReports,
+  '0005_pods_and_scoped_keys': podsAndScopedKeys,
+  '0008_domains': domains,
   '0009_allow_block_lists': allowBlockLists,
   '0010_usage_and_webhook_scopes': usageAndWebhookScopes,
 };

@@ -1,4 +1,3 @@
-import { Type } from 'typebox';
 import { ownerOf } from '../http/auth.js';
 import { errorResponses } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';
@@ -22,7 +21,6 @@ function queryOf(q: { start?: string; end?: string; period?: number; limit?: num
  */
 export function usageRoutes(app: InboxApp, usage: UsageService): void {
   const tags = ['metrics'];
-  const forbidden = { 403: Type.Ref('ErrorResponse') };
   const levels = [
     { prefix: '/v0', params: undefined, of: (): MetricsAddress => ({ level: 'organization' }), what: 'the organization' },
     { prefix: '/v0/pods/:pod_id', params: PodParams, of: (p: Record<string, string>): MetricsAddress => ({ level: 'pod', podId: p.pod_id as string }), what: 'a pod' },
@@ -30,11 +28,11 @@ export function usageRoutes(app: InboxApp, usage: UsageService): void {
   ];
   for (const level of levels) {
     app.get(`${level.prefix}/metrics/events`, {
-      schema: { tags, summary: `Counts of events of ${level.what} per period`, ...(level.params ? { params: level.params } : {}), querystring: MetricsEventsQuery, response: { 200: QueryMetricsResponse, ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `Counts of events of ${level.what} per period`, ...(level.params ? { params: level.params } : {}), querystring: MetricsEventsQuery, response: { 200: QueryMetricsResponse, ...errorResponses } },
       handler: async (request) => usage.queryEvents(ownerOf(request), level.of(request.params as Record<string, string>), queryOf(request.query, request.query.event_types)),
     });
     app.get(`${level.prefix}/metrics/usage`, {
-      schema: { tags, summary: `Cumulative usage of ${level.what} per period`, ...(level.params ? { params: level.params } : {}), querystring: MetricsUsageQuery, response: { 200: QueryUsageResponse, ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `Cumulative usage of ${level.what} per period`, ...(level.params ? { params: level.params } : {}), querystring: MetricsUsageQuery, response: { 200: QueryUsageResponse, ...errorResponses } },
       handler: async (request) => usage.queryUsage(ownerOf(request), level.of(request.params as Record<string, string>), queryOf(request.query, request.query.usage_types)),
     });
   }

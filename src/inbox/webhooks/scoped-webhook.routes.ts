@@ -33,14 +33,13 @@ const headersChange = (b: HeadersBody) => ({ ...(b.headers !== undefined ? { hea
  */
 export function scopedWebhookRoutes(app: InboxApp, webhooks: WebhookService): void {
   const tags = ['webhooks'];
-  const forbidden = { 403: Type.Ref('ErrorResponse') };
 
   app.get('/v0/webhooks/:webhook_id/headers', {
-    schema: { tags, summary: 'Names of the custom delivery headers of a webhook (values are never returned)', params: WebhookIdParams, response: { 200: WebhookHeaderNamesResponse, ...forbidden, ...errorResponses } },
+    schema: { tags, summary: 'Names of the custom delivery headers of a webhook (values are never returned)', params: WebhookIdParams, response: { 200: WebhookHeaderNamesResponse, ...errorResponses } },
     handler: async (request) => ({ header_names: await webhooks.headerNames(ownerOf(request), request.params.webhook_id) }),
   });
   app.patch('/v0/webhooks/:webhook_id/headers', {
-    schema: { tags, summary: 'Set, replace or remove custom delivery headers', params: WebhookIdParams, body: UpdateWebhookHeadersBody, response: { 204: Type.Null(), ...forbidden, ...errorResponses } },
+    schema: { tags, summary: 'Set, replace or remove custom delivery headers', params: WebhookIdParams, body: UpdateWebhookHeadersBody, response: { 204: Type.Null(), ...errorResponses } },
     handler: async (request, reply) => {
       await webhooks.updateHeaders(ownerOf(request), request.params.webhook_id, headersChange(request.body));
       return reply.code(204).send(null);
@@ -54,7 +53,7 @@ export function scopedWebhookRoutes(app: InboxApp, webhooks: WebhookService): vo
   for (const level of levels) {
     const scopeOf = async (request: { params: unknown }, owner: ReturnType<typeof ownerOf>) => webhooks.scopeOf(owner, level.of(request.params as Record<string, string>));
     app.post(level.prefix, {
-      schema: { tags, summary: `Create a webhook limited to ${level.what}`, params: level.params, body: level.body, response: { 200: WebhookResponse, 201: WebhookResponse, ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `Create a webhook limited to ${level.what}`, params: level.params, body: level.body, response: { 200: WebhookResponse, 201: WebhookResponse, ...errorResponses } },
       handler: async (request, reply) => {
         const owner = ownerOf(request);
         const b = request.body as { url: string; event_types?: string[]; inbox_ids?: string[]; client_id?: string; headers?: Record<string, string> };
@@ -69,7 +68,7 @@ export function scopedWebhookRoutes(app: InboxApp, webhooks: WebhookService): vo
       },
     });
     app.get(level.prefix, {
-      schema: { tags, summary: `List the webhooks limited to ${level.what}, newest first`, params: level.params, querystring: ListWebhooksQuery, response: { 200: ListWebhooksResponse, ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `List the webhooks limited to ${level.what}, newest first`, params: level.params, querystring: ListWebhooksQuery, response: { 200: ListWebhooksResponse, ...errorResponses } },
       handler: async (request) => {
         const owner = ownerOf(request);
         const q = request.query;
@@ -78,14 +77,14 @@ export function scopedWebhookRoutes(app: InboxApp, webhooks: WebhookService): vo
       },
     });
     app.get(`${level.prefix}/:webhook_id`, {
-      schema: { tags, summary: `Get a webhook limited to ${level.what}`, params: level.idParams, response: { 200: WebhookResponse, ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `Get a webhook limited to ${level.what}`, params: level.idParams, response: { 200: WebhookResponse, ...errorResponses } },
       handler: async (request) => {
         const owner = ownerOf(request);
         return toWebhookResponse(await webhooks.getScoped(owner, await scopeOf(request, owner), (request.params as { webhook_id: string }).webhook_id));
       },
     });
     app.patch(`${level.prefix}/:webhook_id`, {
-      schema: { tags, summary: `Update a webhook limited to ${level.what} (its scope never changes)`, params: level.idParams, body: level.update, response: { 200: WebhookResponse, ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `Update a webhook limited to ${level.what} (its scope never changes)`, params: level.idParams, body: level.update, response: { 200: WebhookResponse, ...errorResponses } },
       handler: async (request) => {
         const owner = ownerOf(request);
         const b = request.body as { event_types?: string[]; add_inbox_ids?: string[]; remove_inbox_ids?: string[] };
@@ -106,7 +105,7 @@ export function scopedWebhookRoutes(app: InboxApp, webhooks: WebhookService): vo
       },
     });
     app.delete(`${level.prefix}/:webhook_id`, {
-      schema: { tags, summary: `Delete a webhook limited to ${level.what}`, params: level.idParams, response: { 204: Type.Null(), ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `Delete a webhook limited to ${level.what}`, params: level.idParams, response: { 204: Type.Null(), ...errorResponses } },
       handler: async (request, reply) => {
         const owner = ownerOf(request);
         requirePermission(owner, 'webhookDelete');
@@ -115,14 +114,14 @@ export function scopedWebhookRoutes(app: InboxApp, webhooks: WebhookService): vo
       },
     });
     app.get(`${level.prefix}/:webhook_id/headers`, {
-      schema: { tags, summary: `Names of the custom delivery headers of a webhook limited to ${level.what}`, params: level.idParams, response: { 200: WebhookHeaderNamesResponse, ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `Names of the custom delivery headers of a webhook limited to ${level.what}`, params: level.idParams, response: { 200: WebhookHeaderNamesResponse, ...errorResponses } },
       handler: async (request) => {
         const owner = ownerOf(request);
         return { header_names: await webhooks.headerNames(owner, (request.params as { webhook_id: string }).webhook_id, await scopeOf(request, owner)) };
       },
     });
     app.patch(`${level.prefix}/:webhook_id/headers`, {
-      schema: { tags, summary: `Set, replace or remove custom delivery headers of a webhook limited to ${level.what}`, params: level.idParams, body: UpdateWebhookHeadersBody, response: { 204: Type.Null(), ...forbidden, ...errorResponses } },
+      schema: { tags, summary: `Set, replace or remove custom delivery headers of a webhook limited to ${level.what}`, params: level.idParams, body: UpdateWebhookHeadersBody, response: { 204: Type.Null(), ...errorResponses } },
       handler: async (request, reply) => {
         const owner = ownerOf(request);
         await webhooks.updateHeaders(owner, (request.params as { webhook_id: string }).webhook_id, headersChange(request.body as HeadersBody), await scopeOf(request, owner));

@@ -19,7 +19,10 @@ export interface Webhook {
   readonly clientId: string | null;
   /** Why the service disabled it (a 410 from the receiver); null when enabled or disabled by a user. */
   readonly disabledReason: string | null;
-  /** Set for a webhook limited to one pod (pods.webhooks) or one inbox (inboxes.webhooks: with the inbox's pod). */
+  /**
+   * The scope of the key that created it: a pod (scopePodId), or an inbox (scopeInboxId with its
+   * pod). Only keys of that scope or wider see it, and it hears only events of that scope.
+   */
   readonly scopePodId: string | null;
   readonly scopeInboxId: string | null;
   /** Custom headers sent with every delivery; values are write-only (never returned, never logged). */
@@ -67,8 +70,8 @@ export function webhookFromRow(row: WebhookRow): Webhook {
     podIds: list(row.pod_ids),
     clientId: row.client_id,
     disabledReason: row.disabled_reason,
-    scopePodId: row.scope_pod_id ?? null,
-    scopeInboxId: row.scope_inbox_id ?? null,
+    scopePodId: row.pod_id ?? null,
+    scopeInboxId: row.inbox_id ?? null,
     headers: row.headers ? (JSON.parse(row.headers) as Record<string, string>) : null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -89,8 +92,8 @@ export async function insertWebhook(db: Db, webhook: Webhook): Promise<void> {
       pod_ids: text(webhook.podIds),
       client_id: webhook.clientId,
       disabled_reason: webhook.disabledReason,
-      scope_pod_id: webhook.scopePodId,
-      scope_inbox_id: webhook.scopeInboxId,
+      pod_id: webhook.scopePodId,
+      inbox_id: webhook.scopeInboxId,
       headers: webhook.headers && Object.keys(webhook.headers).length ? JSON.stringify(webhook.headers) : null,
       created_at: webhook.createdAt,
       updated_at: webhook.updatedAt,
@@ -120,10 +123,12 @@ export async function findWebhookByClientId(db: Db, organizationId: string, clie
   return row ? webhookFromRow(row) : undefined;
 }
 
-export async function listWebhooks(db: Db, organizationId: string, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor; scope?: { podId: string; inboxId: string | null } }): Promise<Webhook[]> {
+/** With `scope`: only the webhooks of that pod (its inboxes' included) or of that inbox. */
+export async function listWebhooks(db: Db, organizationId: string, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor; scope?: { podId?: string; inboxId?: string } }): Promise<Webhook[]> {
   let q = db.selectFrom('webhooks').selectAll().where('organization_id', '=', organizationId);
-  // A scoped list (pods.webhooks, inboxes.webhooks): only the webhooks limited to exactly that scope.
-  if (options.scope) q = q.where('scope_pod_id', '=', options.scope.podId).where('scope_inbox_id', options.scope.inboxId === null ? 'is' : '=', options.scope.inboxId);
+  const scope = options.scope;
+  if (scope?.podId !== undefined) q = q.where('pod_id', '=', scope.podId);
+  if (scope?.inboxId !== undefined) q = q.where('inbox_id', '=', scope.inboxId);
   const after = options.after;
   if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'webhook_id', after, options.direction));
   const rows = await q.orderBy('created_at', options.direction).orderBy('webhook_id', options.direction).limit(options.limit + 1).execute();

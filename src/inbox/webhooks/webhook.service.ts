@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../../platform/db/dialect.js';
 import type { Ids } from '../../platform/ids.js';
 import { isAllowedHostLiteral } from '../../platform/net/egress.js';
 import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
-import { requireInScope, requirePermission } from '../api-keys/scope.js';
+import { inScope, requireInScope, requirePermission } from '../api-keys/scope.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { checkHeaderName, checkHeaders, mergeHeaders } from './webhook-headers.js';
@@ -129,7 +129,7 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
   async function checkInboxIds(owner: KeyOwner, field: string, raw: readonly string[]): Promise<string[]> {
     const wanted = unique(raw.map(normalizeInboxId));
     if (wanted.length > MAX_FILTER_IDS) throw new TooManyFilterIdsError(field, 'inbox_ids');
-    const owned = new Set((await findInboxesByAddresses(db, wanted)).filter((i) => i.organizationId === owner.organizationId).map((i) => i.inboxId));
+    const owned = new Set((await findInboxesByAddresses(db, wanted)).filter((i) => inScope(owner, i)).map((i) => i.inboxId));
     const missing = wanted.find((id) => !owned.has(id));
     if (missing !== undefined) throw new UnknownInboxIdError(field, missing);
     return wanted;
@@ -138,7 +138,9 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
   async function checkPodIds(owner: KeyOwner, field: string, raw: readonly string[]): Promise<string[]> {
     const wanted = unique(raw.map((p) => p.trim()));
     if (wanted.length > MAX_FILTER_IDS) throw new TooManyFilterIdsError(field, 'pod_ids');
-    for (const podId of wanted) if (!(await podBelongsTo(db, podId, owner.organizationId))) throw new UnknownPodIdError(field, podId);
+    for (const podId of wanted) {
+      if (owner.inboxId !== undefined || (owner.podId !== undefined && podId !== owner.podId) || !(await podBelongsTo(db, podId, owner.organizationId))) throw new UnknownPodIdError(field, podId);
+    }
     return wanted;
   }
 
@@ -151,11 +153,14 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     return { url, eventTypes, inboxIds: inboxIds.length ? inboxIds : null, podIds: podIds.length ? podIds : null, clientId: input.clientId ?? null, enabled: input.enabled ?? true };
   }
 
-  /** The webhook, when it exists in the organization and (for a scoped route) has exactly that scope: else 404. */
+  /**
+   * A webhook of the caller's scope (a pod key: its pod's; an inbox key: its inbox's), else 404;
+   * with `scope` (the pod and inbox routes), also one of that pod or exactly that inbox.
+   */
   async function mustFind(owner: KeyOwner, webhookId: string, scope?: WebhookScope): Promise<Webhook> {
     const webhook = await findWebhook(db, owner.organizationId, webhookId);
-    if (!webhook) throw new WebhookNotFoundError(webhookId);
-    if (scope && (webhook.scopePodId !== scope.podId || webhook.scopeInboxId !== scope.inboxId)) throw new WebhookNotFoundError(webhookId);
+    if (!webhook || !inScope(owner, { organizationId: webhook.organizationId, podId: webhook.scopePodId, inboxId: webhook.scopeInboxId })) throw new WebhookNotFoundError(webhookId);
+    if (scope && (webhook.scopePodId !== scope.podId || (scope.inboxId !== null && webhook.scopeInboxId !== scope.inboxId))) throw new WebhookNotFoundError(webhookId);
     return webhook;
   }
 
@@ -182,13 +187,16 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     if (outside !== undefined) throw new UnknownInboxIdError(field, outside);
   }
 
+  /** Creates a webhook of `scope` (default: the key's own scope), or returns the one created before with the same client_id. */
   async function create(owner: KeyOwner, input: WebhookInput, scope?: WebhookScope): Promise<{ webhook: Webhook; created: boolean }> {
+    const visible = (w: Webhook) => inScope(owner, { organizationId: w.organizationId, podId: w.scopePodId, inboxId: w.scopeInboxId });
     if (input.clientId) {
       const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
-      if (existing) return { webhook: existing, created: false };
+      if (existing && visible(existing)) return { webhook: existing, created: false };
+      if (existing) throw new WebhookClientIdTakenError(input.clientId);
     }
     const settings = await settingsOf(owner, input);
-    if (scope?.podId !== undefined && settings.inboxIds) await checkInboxesInPod(owner, 'inbox_ids', settings.inboxIds, scope.podId);
+    if (scope && settings.inboxIds) await checkInboxesInPod(owner, 'inbox_ids', settings.inboxIds, scope.podId);
     const headers = input.headers === undefined ? null : checkHeaders('headers', input.headers);
     if (headers) mergeHeaders(null, headers, []);
     const now = clock.now().toISOString();
@@ -199,8 +207,9 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
       // Standard base64, not base64url: the Svix libraries decode the key with a strict decoder.
       secret: `${WEBHOOK_SECRET_PREFIX}${Buffer.from(ids.token(SECRET_BYTES), 'base64url').toString('base64')}`,
       disabledReason: null,
-      scopePodId: scope?.podId ?? null,
-      scopeInboxId: scope?.inboxId ?? null,
+      // A scoped key's webhook belongs to its scope, a scoped route's to the route's (and hears only events there).
+      scopePodId: scope ? scope.podId : (owner.podId ?? null),
+      scopeInboxId: scope ? scope.inboxId : (owner.inboxId ?? null),
       headers,
       createdAt: now,
       updatedAt: now,
@@ -212,6 +221,7 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
       if (!isUniqueViolation(err) || !input.clientId) throw err;
       const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
       if (!existing) throw err;
+      if (!visible(existing)) throw new WebhookClientIdTakenError(input.clientId);
       return { webhook: existing, created: false };
     }
     return { webhook, created: true };
@@ -219,20 +229,29 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
 
   return {
     /** Creates a webhook with a new signing secret, or returns the one created before with the same client_id. */
-    create: (owner: KeyOwner, input: WebhookInput) => create(owner, input),
+    async create(owner: KeyOwner, input: WebhookInput): Promise<{ webhook: Webhook; created: boolean }> {
+      requirePermission(owner, 'webhookCreate');
+      return create(owner, input);
+    },
 
-    get: mustFind,
+    async get(owner: KeyOwner, webhookId: string): Promise<Webhook> {
+      requirePermission(owner, 'webhookRead');
+      return mustFind(owner, webhookId);
+    },
 
     async list(owner: KeyOwner, query: ListQuery) {
+      requirePermission(owner, 'webhookRead');
       const limit = parseLimit(query.limit);
       const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
-      const rows = await listWebhooks(db, owner.organizationId, { limit, direction, ...(after ? { after } : {}) });
+      const scope = { ...(owner.podId !== undefined ? { podId: owner.podId } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) };
+      const rows = await listWebhooks(db, owner.organizationId, { limit, direction, ...(after ? { after } : {}), scope });
       return { limit, ...page(rows, limit, (w) => ({ sort: w.createdAt, tiebreak: w.webhookId }), direction) };
     },
 
     /** PUT: replaces every setting; omitted fields take their create defaults. Id, secret and created_at stay. */
     async replace(owner: KeyOwner, webhookId: string, input: WebhookInput): Promise<Webhook> {
+      requirePermission(owner, 'webhookUpdate');
       await mustFind(owner, webhookId);
       const settings = await settingsOf(owner, input);
       const changes: WebhookChanges = { ...settings, disabledReason: null, updatedAt: clock.now().toISOString() };
@@ -250,6 +269,7 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
      * enabled when given. Only added ids are checked: ids of inboxes deleted since stay removable.
      */
     async update(owner: KeyOwner, webhookId: string, patch: WebhookPatch, scope?: WebhookScope): Promise<Webhook> {
+      requirePermission(owner, 'webhookUpdate');
       await mustFind(owner, webhookId, scope);
       const addInboxIds = patch.addInboxIds ? await checkInboxIds(owner, 'add_inbox_ids', patch.addInboxIds) : [];
       if (scope?.podId !== undefined && addInboxIds.length) await checkInboxesInPod(owner, 'add_inbox_ids', addInboxIds, scope.podId);
@@ -280,7 +300,8 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     },
 
     async delete(owner: KeyOwner, webhookId: string, scope?: WebhookScope): Promise<void> {
-      if (scope) await mustFind(owner, webhookId, scope);
+      requirePermission(owner, 'webhookDelete');
+      await mustFind(owner, webhookId, scope);
       if (!(await commits.run((trx) => deleteWebhook(trx, owner.organizationId, webhookId)))) throw new WebhookNotFoundError(webhookId);
     },
 
@@ -298,13 +319,13 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
       return mustFind(owner, webhookId, scope);
     },
 
-    /** The webhooks limited to exactly this pod (not its inboxes') or this inbox, newest first. */
+    /** The webhooks of this pod (its inboxes' included) or of this inbox, newest first. */
     async listScoped(owner: KeyOwner, scope: WebhookScope, query: ListQuery) {
       requirePermission(owner, 'webhookRead');
       const limit = parseLimit(query.limit);
       const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
-      const rows = await listWebhooks(db, owner.organizationId, { limit, direction, scope, ...(after ? { after } : {}) });
+      const rows = await listWebhooks(db, owner.organizationId, { limit, direction, scope: { podId: scope.podId, ...(scope.inboxId !== null ? { inboxId: scope.inboxId } : {}) }, ...(after ? { after } : {}) });
       return { limit, ...page(rows, limit, (w) => ({ sort: w.createdAt, tiebreak: w.webhookId }), direction) };
     },
 
@@ -333,6 +354,7 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
 
     /** The delivery log of a webhook, newest attempt first unless ascending. */
     async deliveries(owner: KeyOwner, webhookId: string, query: ListQuery & { eventId?: string }) {
+      requirePermission(owner, 'webhookRead');
       await mustFind(owner, webhookId);
       const limit = parseLimit(query.limit);
       const after = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;

@@ -12,9 +12,10 @@ export interface WebhookTable {
   pod_ids: string | null;
   client_id: string | null;
   disabled_reason: string | null;
-  /** Added by migration 0010: pod and inbox scope, custom delivery headers (JSON object). */
-  scope_pod_id: string | null;
-  scope_inbox_id: string | null;
+  /** The scope of the key that created it (migration 0005): only keys of that scope see it. */
+  pod_id: string | null;
+  inbox_id: string | null;
+  /** Added by migration 0010: custom delivery headers (JSON object; values write-only). */
   headers: string | null;
   created_at: string;
   updated_at: string;
