@@ -239,3 +239,84 @@ describe.each(dialects)('%s: allow and block lists', (dialect) => {
     });
   });
 });
+
+/** Every route of lists, metrics, inbox events and scoped webhooks with keys of another pod, another inbox, and no permissions. */
+describe.each(dialects)('%s: scope isolation of lists, metrics, inbox events and scoped webhooks', (dialect) => {
+  let server: InboxTestServer;
+  let orgKey: string;
+  let a1: string;
+  let p1: string;
+  let hook: string;
+  const keys: Record<'p2' | 'a2' | 'none' | 'p1' | 'a1', string> = { p2: '', a2: '', none: '', p1: '', a1: '' };
+
+  beforeAll(async () => {
+    server = await startInboxServer({ dialect });
+    const org = await organization(server);
+    orgKey = org.key;
+    const pod1 = await org.client.pods.create({ name: 'p1' });
+    const pod2 = await org.client.pods.create({ name: 'p2' });
+    p1 = pod1.podId;
+    a1 = (await org.client.pods.inboxes.create(p1, { username: unique('a1') })).inboxId;
+    const a2 = (await org.client.pods.inboxes.create(pod2.podId, { username: unique('a2') })).inboxId;
+    await org.client.inboxes.lists.create(a1, 'receive', 'block', { entry: 'x.example' });
+    await org.client.pods.lists.create(p1, 'send', 'allow', { entry: 'y.example' });
+    hook = (await org.client.inboxes.webhooks.create(a1, { url: 'https://example.org/h', eventTypes: ['message.received'] })).webhookId;
+    keys.p2 = (await org.client.pods.apiKeys.create(pod2.podId, { name: 'p2' })).apiKey;
+    keys.a2 = (await org.client.inboxes.apiKeys.create(a2, { name: 'a2' })).apiKey;
+    keys.p1 = (await org.client.pods.apiKeys.create(p1, { name: 'p1' })).apiKey;
+    keys.a1 = (await org.client.inboxes.apiKeys.create(a1, { name: 'a1' })).apiKey;
+    keys.none = (await org.client.apiKeys.create({ name: 'none', permissions: {} })).apiKey;
+  });
+  afterAll(async () => server?.close());
+
+  const routes = (): [string, string, unknown?][] => [
+    ['GET', `/v0/inboxes/${enc(a1)}/lists/receive/block`],
+    ['GET', `/v0/inboxes/${enc(a1)}/lists/receive/block/x.example`],
+    ['POST', `/v0/inboxes/${enc(a1)}/lists/receive/block`, { entry: 'z.example' }],
+    ['DELETE', `/v0/inboxes/${enc(a1)}/lists/receive/block/x.example`],
+    ['GET', `/v0/pods/${enc(p1)}/lists/send/allow`],
+    ['POST', `/v0/pods/${enc(p1)}/lists/send/allow`, { entry: 'z.example' }],
+    ['DELETE', `/v0/pods/${enc(p1)}/lists/send/allow/y.example`],
+    ['GET', `/v0/inboxes/${enc(a1)}/metrics/events`],
+    ['GET', `/v0/pods/${enc(p1)}/metrics/usage`],
+    ['GET', `/v0/inboxes/${enc(a1)}/events`],
+    ['GET', `/v0/inboxes/${enc(a1)}/webhooks`],
+    ['GET', `/v0/inboxes/${enc(a1)}/webhooks/${hook}`],
+    ['PATCH', `/v0/inboxes/${enc(a1)}/webhooks/${hook}/headers`, { headers: { 'X-A': '1' } }],
+    ['GET', `/v0/pods/${enc(p1)}/webhooks`],
+    ['GET', `/v0/webhooks/${hook}/headers`],
+  ];
+
+  for (const who of ['p2', 'a2'] as const) {
+    it(`a key of another ${who === 'p2' ? 'pod' : 'inbox'}: 404 on every route, never data`, async () => {
+      for (const [method, path, body] of routes()) {
+        const res = await call(server.url, keys[who], method, path, body);
+        expect({ path, method, status: res.status }).toEqual({ path, method, status: 404 });
+        expect(Object.keys(res.body)).toEqual(['error']);
+      }
+      // Organization-level lists and metrics are not in a narrower key's scope either.
+      expectError(await call(server.url, keys[who], 'GET', '/v0/lists/send/block'), 404, 'not_found', 'LIST_NOT_FOUND');
+      expectError(await call(server.url, keys[who], 'GET', '/v0/metrics/events'), 404, 'not_found', 'METRICS_NOT_FOUND');
+    });
+  }
+
+  it('a key without permissions: 403 on every route of its own organization', async () => {
+    for (const [method, path, body] of routes()) {
+      const res = await call(server.url, keys.none, method, path, body);
+      expect({ path, method, status: res.status }).toEqual({ path, method, status: 403 });
+    }
+    expectError(await call(server.url, keys.none, 'GET', '/v0/lists/send/block'), 403, 'permission_error', 'PERMISSION_DENIED');
+  });
+
+  it('keys of the pod and of the inbox reach their own lists, metrics and webhooks', async () => {
+    for (const key of [keys.p1, keys.a1]) {
+      expect((await call(server.url, key, 'GET', `/v0/inboxes/${enc(a1)}/lists/receive/block`)).body.entries.map((e: { entry: string }) => e.entry)).toEqual(['x.example']);
+      expect((await call(server.url, key, 'GET', `/v0/inboxes/${enc(a1)}/metrics/events?event_types=message.sent`)).status).toBe(200);
+      expect((await call(server.url, key, 'GET', `/v0/inboxes/${enc(a1)}/webhooks/${hook}`)).body.webhook_id).toBe(hook);
+    }
+    expect((await call(server.url, keys.p1, 'GET', `/v0/pods/${enc(p1)}/lists/send/allow`)).body.entries.map((e: { entry: string }) => e.entry)).toEqual(['y.example']);
+    // An inbox key does not reach its pod's lists.
+    expectError(await call(server.url, keys.a1, 'GET', `/v0/pods/${enc(p1)}/lists/send/allow`), 404, 'not_found', 'LIST_NOT_FOUND');
+    expect((await call(server.url, orgKey, 'GET', `/v0/pods/${enc(p1)}/metrics/usage`)).status).toBe(200);
+  });
+});
