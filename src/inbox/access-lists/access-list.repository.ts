@@ -52,15 +52,14 @@ export async function insertEntry(db: Db, entry: AccessListEntry, scopeKey: stri
   return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
 }
 
+/** The primary key of one entry, as a condition. */
+const keyOf = (organizationId: string, scopeKey: string, direction: Direction, listType: ListType, entry: string) => ({ organization_id: organizationId, scope_key: scopeKey, direction, list_type: listType, entry });
+
 export async function findEntry(db: Db, organizationId: string, scopeKey: string, direction: Direction, listType: ListType, entry: string): Promise<AccessListEntry | undefined> {
   const row = await db
     .selectFrom('access_list_entries')
     .select(COLUMNS)
-    .where('organization_id', '=', organizationId)
-    .where('scope_key', '=', scopeKey)
-    .where('direction', '=', direction)
-    .where('list_type', '=', listType)
-    .where('entry', '=', entry)
+    .where((eb) => eb.and(keyOf(organizationId, scopeKey, direction, listType, entry)))
     .executeTakeFirst();
   return row ? entryOf(row) : undefined;
 }
@@ -81,11 +80,7 @@ export async function listEntries(db: Db, organizationId: string, scopeKey: stri
 export async function deleteEntry(db: Db, organizationId: string, scopeKey: string, direction: Direction, listType: ListType, entry: string): Promise<boolean> {
   const result = await db
     .deleteFrom('access_list_entries')
-    .where('organization_id', '=', organizationId)
-    .where('scope_key', '=', scopeKey)
-    .where('direction', '=', direction)
-    .where('list_type', '=', listType)
-    .where('entry', '=', entry)
+    .where((eb) => eb.and(keyOf(organizationId, scopeKey, direction, listType, entry)))
     .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
