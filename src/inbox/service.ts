@@ -21,6 +21,7 @@ import type { InboxDatabase } from './database.js';
 import { createDelivery } from './delivery/delivery.service.js';
 import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
+import { createDomains } from './domains/domain-assembly.js';
 import { createMessageService } from './messages/message.service.js';
 import { OUTBOUND_MAIL_QUEUE } from './outbound/outbound-job.js';
 import { migrateInbox, openInboxDatabase } from './open-database.js';
@@ -58,7 +59,8 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
   const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay });
-  const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
+  const domains = createDomains(config, { db, commits, clock, ids });
+  const inboxes = createInboxService({ db, clock, ids, domains: config.domains, customDomain: domains.inboxDomain });
   const messages = createMessageService({
     db,
     commits,
@@ -66,6 +68,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     clock,
     ids,
     localDomains: inboxes.localDomains,
+    servedDomain: domains.servedDomain,
     maxRecipients: config.maxRecipients,
     maxAttachmentBytes: config.maxAttachmentBytes,
     maxBodyBytes: config.maxBodyBytes,
@@ -85,6 +88,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     apiKeys: createApiKeyService({ db, commits, clock, ids }),
     pods: createPodService({ db, commits, clock, ids }),
     inboxes,
+    domains,
     commits,
     delivery,
     messages,
@@ -106,7 +110,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
   queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, log: options.log });
   // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.
-  const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify() });
+  const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify(), domainKeys: domains.signingKey });
   queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
   const runner = createJobRunner({ db, clock, queues, log: options.log, ...(options.wakeups ? { wakeups: options.wakeups } : {}), ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}) });
   return { services, runner, closeOutbound: () => outbound.close() };
@@ -139,6 +143,7 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
     ids: services.ids,
     events: services.events,
     localDomains: services.inboxes.localDomains,
+    servedDomain: services.domains.servedDomain,
     hostname,
     verifier: config.smtpVerifyAuth ? createAuthVerifier({ resolver, timeoutMs: config.smtpAuthTimeoutMs }) : undefined,
     notifyJobs: () => runtime.runner.notify(),
