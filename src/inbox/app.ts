@@ -17,6 +17,8 @@ import type { Ids } from '../platform/ids.js';
 import type { ApiKeyService } from './api-keys/api-key.service.js';
 import type { InboxDatabase } from './database.js';
 import type { Delivery } from './delivery/delivery.service.js';
+import { draftRoutes } from './drafts/draft.routes.js';
+import type { DraftService } from './drafts/draft.service.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
@@ -49,6 +51,7 @@ export interface InboxServices {
   readonly inboxes: InboxService;
   readonly events: EventService;
   readonly messages: MessageService;
+  readonly drafts: DraftService;
   readonly threads: ThreadService;
   readonly webhooks: WebhookService;
   readonly limiter: RateLimiter;
@@ -128,6 +131,7 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   inboxRoutes(app, services.inboxes);
   messageRoutes(app, services.messages);
   threadRoutes(app, services.threads, services.messages);
+  draftRoutes(app, services.drafts);
   webhookRoutes(app, services.webhooks);
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
