@@ -281,15 +281,15 @@ describe.each(dialects)('%s: drafts', (dialect) => {
       // The untouched draft survived every refused change.
       expect((await t.client.inboxes.drafts.get(t.alice, empty.draftId)).to).toEqual([t.bob]);
 
-      const sdkErrors: [Promise<unknown>, unknown][] = [
-        [t.client.inboxes.drafts.create(t.alice, { to: ['bad'] }), AgentMail.ValidationError],
-        [t.client.inboxes.drafts.get(t.alice, 'missing'), AgentMail.NotFoundError],
-        [t.client.drafts.get('missing'), AgentMail.NotFoundError],
-        [t.client.pods.drafts.list('no-such-pod'), AgentMail.NotFoundError],
-        [t.client.inboxes.drafts.send(t.alice, 'missing', {}), AgentMail.NotFoundError],
+      const sdkErrors: [() => Promise<unknown>, unknown][] = [
+        [() => t.client.inboxes.drafts.create(t.alice, { to: ['bad'] }), AgentMail.ValidationError],
+        [() => t.client.inboxes.drafts.get(t.alice, 'missing'), AgentMail.NotFoundError],
+        [() => t.client.drafts.get('missing'), AgentMail.NotFoundError],
+        [() => t.client.pods.drafts.list('no-such-pod'), AgentMail.NotFoundError],
+        [() => t.client.inboxes.drafts.send(t.alice, 'missing', {}), AgentMail.NotFoundError],
       ];
-      for (const [promise, kind] of sdkErrors) {
-        const err = (await promise.catch((e: unknown) => e)) as AgentMailError;
+      for (const [request, kind] of sdkErrors) {
+        const err = (await request().catch((e: unknown) => e)) as AgentMailError;
         expect(err).toBeInstanceOf(kind);
         expect((err.body as { error: { type: string } }).error.type).toMatch(/validation_error|not_found/);
       }
