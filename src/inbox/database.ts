@@ -1,6 +1,6 @@
 import type { Executor } from '../platform/db/database.js';
 import type { JobsDatabase } from '../platform/jobs/jobs.table.js';
-import type { ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
+import type { AgentSignupTable, ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
 import type { DraftAttachmentTable, DraftLabelTable, DraftTable } from './drafts/draft.table.js';
 import type { EventTable } from './events/event.table.js';
 import type { InboxTable } from './inboxes/inbox.table.js';
@@ -25,6 +25,7 @@ export interface InboxDatabase extends JobsDatabase {
   events: EventTable;
   service_secrets: { name: string; value: string };
   delivery_reports: DeliveryReportTable;
+  agent_signups: AgentSignupTable;
   drafts: DraftTable;
   draft_labels: DraftLabelTable;
   draft_attachments: DraftAttachmentTable;

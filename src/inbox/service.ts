@@ -4,9 +4,8 @@ import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import { pino, type Logger } from 'pino';
 import { systemClock, type Clock } from '../platform/clock.js';
-import { openDatabase, type Database, type Dialect } from '../platform/db/database.js';
+import type { Database, Dialect } from '../platform/db/database.js';
 import { commitsOf } from '../platform/db/group-commit.js';
-import { migrateToLatest } from '../platform/db/migrate.js';
 import { loggerOptions } from '../platform/log/logger.js';
 import { buildManagementApp, metricsExposure, newMetricsRegistry, type Readiness } from '../platform/http/app.js';
 import { memoryRateLimiter, sharedRateLimiter } from '../platform/http/rate-limit.js';
@@ -14,6 +13,8 @@ import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { systemIds, type Ids } from '../platform/ids.js';
 import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
+import { createPodService } from './pods/pod.service.js';
+import { createAgentService } from './agent/agent.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
 import type { InboxDatabase } from './database.js';
@@ -25,7 +26,7 @@ import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.servi
 import { createInboxService } from './inboxes/inbox.service.js';
 import { createMessageService } from './messages/message.service.js';
 import { OUTBOUND_MAIL_QUEUE } from './outbound/outbound-job.js';
-import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
+import { migrateInbox, openInboxDatabase } from './open-database.js';
 import { createOutboundMail } from './outbound/outbound.worker.js';
 import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/auth-results.js';
 import { createInboundService } from './smtp/inbound.service.js';
@@ -35,14 +36,7 @@ import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
 import { createWebhookClient } from './webhooks/webhook.client.js';
 import { createWebhookService } from './webhooks/webhook.service.js';
 
-export async function openInboxDatabase(config: InboxConfig): Promise<Database<InboxDatabase>> {
-  // FULL: a message the API or SMTP acknowledged survives power loss, not only a process crash.
-  return openDatabase<InboxDatabase>({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'inbox.db', poolSize: config.databasePoolSize, sqliteSynchronous: 'FULL', verifyStatementCache: config.verifyStatementCache });
-}
-
-export async function migrateInbox(database: Database<InboxDatabase>): Promise<string[]> {
-  return migrateToLatest(database.db, inboxMigrations, INBOX_MIGRATION_TABLE);
-}
+export { migrateInbox, openInboxDatabase };
 
 /** The wake-up signal of the inbox's job runners. */
 const JOBS_TOPIC = 'inbox_jobs';
@@ -103,11 +97,23 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     limiter,
     events,
     apiKeys: createApiKeyService({ db, commits, clock, ids }),
+    pods: createPodService({ db, commits, clock, ids }),
     inboxes,
     commits,
     delivery,
     messages,
     drafts,
+    agent: createAgentService({
+      db,
+      commits,
+      clock,
+      ids,
+      enabled: config.agentSignup,
+      domain: inboxes.localDomains[0] as string,
+      senderUsername: config.agentSignupSender,
+      limiter: options.redis ? sharedRateLimiter(options.redis, config.agentSignupPerHour, 'inbox:signup', { windowMs: 3600e3 }) : memoryRateLimiter(config.agentSignupPerHour, 3600e3),
+      messages,
+    }),
     threads: createThreadService({ db, commits, clock }),
     webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
   };

@@ -23,6 +23,12 @@ function expectWire(schema: WireSchema, body: unknown): void {
 
 const hello = b64('hello draft');
 
+/** The secret of a bearer key just created (the SDK's result type also covers public-key credentials). */
+function secretOf(created: AgentMail.CreateApiKeyResult): string {
+  if (!('apiKey' in created)) throw new Error('expected a bearer key');
+  return created.apiKey;
+}
+
 describe.each(dialects)('%s: drafts', (dialect) => {
   let server: InboxTestServer;
   let url: string;
@@ -366,26 +372,59 @@ describe.each(dialects)('%s: drafts', (dialect) => {
       expect((await a.client.drafts.list()).count).toBe(1);
     });
 
-    it('narrows every lookup to the scope of a pod or inbox key and answers 404 outside it', async () => {
-      const a = await tenant();
-      const drafts = server.service.runtime.services.drafts;
-      const inAlice = await a.client.inboxes.drafts.create(a.alice, { subject: 'alice' });
-      const inBob = await a.client.inboxes.drafts.create(a.bob, { subject: 'bob' });
-      const org = { apiKeyId: 'k', organizationId: a.organizationId };
-      const podKey = { ...org, podId: a.podId };
-      const otherPodKey = { ...org, podId: 'another-pod' };
-      const aliceKey = { ...org, podId: a.podId, inboxId: a.alice };
-      expect((await drafts.list(podKey, {}, {})).items.map((d) => d.draftId).sort()).toEqual([inAlice.draftId, inBob.draftId].sort());
-      expect((await drafts.list(otherPodKey, {}, {})).items).toEqual([]);
-      await expect(drafts.list(otherPodKey, { podId: a.podId }, {})).rejects.toMatchObject({ code: 'POD_NOT_FOUND' });
-      await expect(drafts.get(otherPodKey, {}, inAlice.draftId)).rejects.toMatchObject({ code: 'DRAFT_NOT_FOUND' });
-      expect((await drafts.list(aliceKey, {}, {})).items.map((d) => d.draftId)).toEqual([inAlice.draftId]);
-      expect((await drafts.list(aliceKey, { podId: a.podId }, {})).items.map((d) => d.draftId)).toEqual([inAlice.draftId]);
-      await expect(drafts.get(aliceKey, {}, inBob.draftId)).rejects.toMatchObject({ code: 'DRAFT_NOT_FOUND' });
-      await expect(drafts.list(aliceKey, { inboxId: a.bob }, {})).rejects.toMatchObject({ code: 'INBOX_NOT_FOUND' });
-      await expect(drafts.update(aliceKey, a.bob, inBob.draftId, { subject: 'x' })).rejects.toMatchObject({ code: 'INBOX_NOT_FOUND' });
-      await expect(drafts.delete(otherPodKey, a.alice, inAlice.draftId)).rejects.toMatchObject({ code: 'INBOX_NOT_FOUND' });
-      expect((await drafts.get(aliceKey, { inboxId: a.alice }, inAlice.draftId)).subject).toBe('alice');
+    it('shows a pod key its pod\'s drafts and an inbox key its inbox\'s, 404 outside; each route needs its permission (403)', async () => {
+      const t = await tenant();
+      const pod2 = await t.client.pods.create({ name: 'second' });
+      const carol = (await t.client.pods.inboxes.create(pod2.podId, { username: unique('carol') })).inboxId;
+      const inAlice = await t.client.inboxes.drafts.create(t.alice, { subject: 'alice' });
+      const inBob = await t.client.inboxes.drafts.create(t.bob, { subject: 'bob' });
+      const inCarol = await t.client.inboxes.drafts.create(carol, { subject: 'carol', attachments: [{ filename: 'c.txt', content: hello }] });
+
+      const podKey = secretOf(await t.client.pods.apiKeys.create(pod2.podId, { name: 'pod2' }));
+      const asPod = server.client(podKey);
+      expect((await asPod.drafts.list()).drafts.map((d) => d.draftId)).toEqual([inCarol.draftId]);
+      expect((await asPod.pods.drafts.list(pod2.podId)).drafts.map((d) => d.draftId)).toEqual([inCarol.draftId]);
+      expect((await asPod.drafts.get(inCarol.draftId)).subject).toBe('carol');
+      expect((await asPod.pods.drafts.getAttachment(pod2.podId, inCarol.draftId, inCarol.attachments?.[0]?.attachmentId as string)).filename).toBe('c.txt');
+      expectError(await call(url, podKey, 'GET', `/v0/drafts/${inAlice.draftId}`), 404, 'not_found', 'DRAFT_NOT_FOUND');
+      expectError(await call(url, podKey, 'GET', `/v0/pods/${t.podId}/drafts`), 404, 'not_found', 'POD_NOT_FOUND');
+      expectError(await call(url, podKey, 'GET', `/v0/pods/${pod2.podId}/drafts/${inAlice.draftId}`), 404, 'not_found', 'DRAFT_NOT_FOUND');
+      expectError(await call(url, podKey, 'POST', `/v0/inboxes/${enc(t.alice)}/drafts`, {}), 404, 'not_found', 'INBOX_NOT_FOUND');
+      expectError(await call(url, podKey, 'PATCH', `/v0/inboxes/${enc(t.alice)}/drafts/${inAlice.draftId}`, { subject: 'x' }), 404, 'not_found', 'INBOX_NOT_FOUND');
+      expectError(await call(url, podKey, 'DELETE', `/v0/inboxes/${enc(carol)}/drafts/${inAlice.draftId}`), 404, 'not_found', 'DRAFT_NOT_FOUND');
+
+      const inboxKey = secretOf(await t.client.inboxes.apiKeys.create(t.alice, { name: 'alice' }));
+      const asAlice = server.client(inboxKey);
+      expect((await asAlice.drafts.list()).drafts.map((d) => d.draftId)).toEqual([inAlice.draftId]);
+      expect((await asAlice.inboxes.drafts.list(t.alice)).count).toBe(1);
+      expectError(await call(url, inboxKey, 'GET', `/v0/drafts/${inBob.draftId}`), 404, 'not_found', 'DRAFT_NOT_FOUND');
+      expectError(await call(url, inboxKey, 'GET', `/v0/inboxes/${enc(t.bob)}/drafts`), 404, 'not_found', 'INBOX_NOT_FOUND');
+      expectError(await call(url, inboxKey, 'POST', `/v0/inboxes/${enc(t.bob)}/drafts/${inBob.draftId}/send`, {}), 404, 'not_found', 'INBOX_NOT_FOUND');
+      expectError(await call(url, inboxKey, 'GET', `/v0/pods/${t.podId}/drafts`), 404, 'not_found', 'POD_NOT_FOUND');
+      expect((await asAlice.inboxes.drafts.update(t.alice, inAlice.draftId, { subject: 'mine' })).subject).toBe('mine');
+
+      const reader = secretOf(await t.client.apiKeys.create({ name: 'reader', permissions: { draftRead: true } }));
+      expect((await server.client(reader).drafts.list()).count).toBe(3);
+      const one = `/v0/inboxes/${enc(t.alice)}/drafts/${inAlice.draftId}`;
+      for (const [method, path, body, permission] of [
+        ['POST', `/v0/inboxes/${enc(t.alice)}/drafts`, {}, 'draftCreate'],
+        ['PATCH', one, { subject: 'x' }, 'draftUpdate'],
+        ['DELETE', one, undefined, 'draftDelete'],
+        ['POST', `${one}/send`, {}, 'draftSend'],
+      ] as const) {
+        const denied = await call(url, reader, method, path, body);
+        expectError(denied, 403, 'permission_error', 'PERMISSION_DENIED');
+        expect(denied.body.error.details.permission).toBe(permission);
+      }
+      const writer = secretOf(await t.client.apiKeys.create({ name: 'writer', permissions: { draftCreate: true } }));
+      expect((await call(url, writer, 'POST', `/v0/inboxes/${enc(t.alice)}/drafts`, {})).status).toBe(201);
+      for (const path of ['/v0/drafts', one, `/v0/pods/${t.podId}/drafts`, `/v0/drafts/${inCarol.draftId}/attachments/x`]) {
+        expectError(await call(url, writer, 'GET', path), 403, 'permission_error', 'PERMISSION_DENIED');
+      }
+      // A reply draft reads the message it answers: that takes messageRead too.
+      const sent = await t.client.inboxes.messages.send(t.bob, { to: [t.alice], text: 'hi' });
+      expectError(await call(url, writer, 'POST', `/v0/inboxes/${enc(t.alice)}/drafts`, { in_reply_to: sent.messageId }), 403, 'permission_error', 'PERMISSION_DENIED');
+      expect((await t.client.drafts.get(inAlice.draftId)).subject).toBe('mine');
     });
   });
 });

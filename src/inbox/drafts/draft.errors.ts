@@ -6,12 +6,6 @@ export class DraftNotFoundError extends NotFoundError {
   }
 }
 
-export class PodNotFoundError extends NotFoundError {
-  constructor(podId: string) {
-    super(`Pod ${podId} not found.`, { code: 'POD_NOT_FOUND', details: { field: 'pod_id', code: 'POD_NOT_FOUND' } });
-  }
-}
-
 /** The scheduled send of the draft has started: it can no longer be changed, sent again or deleted. */
 export class DraftBeingSentError extends ConflictError {
   constructor(draftId: string) {

@@ -6,12 +6,13 @@ import { AppError } from '../../platform/errors/app-error.js';
 import { timeOrderedUuid } from '../../platform/ids.js';
 import { cancelJob, enqueue, type Job } from '../../platform/jobs/jobs.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import { podBelongsTo } from '../api-keys/api-key.repository.js';
+import { findAgentSignup } from '../api-keys/api-key.repository.js';
+import { podInScope } from '../api-keys/api-key.service.js';
 import { inScope, requirePermission } from '../api-keys/scope.js';
 import type { Db, InboxDatabase } from '../database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import { findInbox, type Inbox } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import type { Inbox } from '../inboxes/inbox.repository.js';
+import { findScopedInbox } from '../inboxes/inbox.service.js';
 import { parseLimit, parseListFilter } from '../lists/list-query.js';
 import { formatMailbox, forwardSubject, previewOf } from '../mail/compose.js';
 import { answerHeaders, replyInput } from '../messages/answers.js';
@@ -20,7 +21,7 @@ import type { AttachmentMeta } from '../messages/message.repository.js';
 import { findOwnMessage, type DownloadLink, type MessageService } from '../messages/message.service.js';
 import { checkBodySizes, createOutgoingRules, toSendAttachment, validateLabels, type OutgoingRules, type SendAttachmentInput, type SendInput } from '../messages/outgoing.js';
 import { DRAFT_SEND_QUEUE, type DraftSendJob } from './draft-send.worker.js';
-import { DraftBeingSentError, DraftChangedError, DraftKindError, DraftNotFoundError, DraftReservedLabelError, InvalidSendAtError, PodNotFoundError } from './draft.errors.js';
+import { DraftBeingSentError, DraftChangedError, DraftKindError, DraftNotFoundError, DraftReservedLabelError, InvalidSendAtError } from './draft.errors.js';
 import {
   deleteDraft,
   deleteDraftAttachments,
@@ -119,16 +120,10 @@ export function createDraftService(deps: DraftServiceDeps) {
   const rules = createOutgoingRules(deps);
 
   /** The inbox named in the path, if the key may see it; else 404 as if it did not exist. */
-  async function requireInbox(owner: KeyOwner, inboxId: string, executor: Db = db): Promise<Inbox> {
-    const inbox = await findInbox(executor, owner.organizationId, normalizeInboxId(inboxId));
-    if (!inbox || !inScope(owner, inbox)) throw new InboxNotFoundError(inboxId);
+  async function requireInbox(owner: KeyOwner, inboxId: string): Promise<Inbox> {
+    const inbox = await findScopedInbox(db, owner, inboxId);
+    if (!inbox) throw new InboxNotFoundError(inboxId);
     return inbox;
-  }
-
-  /** The pod named in the path, if it is the organization's and the key's. */
-  async function requirePod(owner: KeyOwner, podId: string): Promise<string> {
-    if ((owner.podId !== undefined && owner.podId !== podId) || !(await podBelongsTo(db, podId, owner.organizationId))) throw new PodNotFoundError(podId);
-    return podId;
   }
 
   /** The scope a list or lookup runs in: the path's (inbox or pod), narrowed by the key's. */
@@ -147,7 +142,11 @@ export function createDraftService(deps: DraftServiceDeps) {
   /** Where a path points: an inbox's drafts, a pod's, or the organization's. */
   async function resolve(owner: KeyOwner, path: { inboxId?: string; podId?: string }): Promise<DraftScope> {
     if (path.inboxId !== undefined) return scopeOf(owner, { inboxId: (await requireInbox(owner, path.inboxId)).inboxId });
-    if (path.podId !== undefined) return scopeOf(owner, { podId: await requirePod(owner, path.podId) });
+    if (path.podId !== undefined) {
+      // The pod of the path, if the key reaches it (the pods' own guard: 404 otherwise).
+      await podInScope(db, owner, path.podId);
+      return scopeOf(owner, { podId: path.podId });
+    }
     return scopeOf(owner, {});
   }
 
@@ -419,7 +418,9 @@ export function createDraftService(deps: DraftServiceDeps) {
         return sending;
       });
       if (!taken) return;
-      const owner: KeyOwner = { apiKeyId: `job:${job.id}`, organizationId };
+      // The organization's rights now, not a key's: an unverified agent sign-up still mails only its human.
+      const signup = await findAgentSignup(db, organizationId);
+      const owner: KeyOwner = { apiKeyId: `job:${job.id}`, organizationId, ...(signup && signup.verifiedAt === null ? { sendOnlyTo: signup.humanEmail } : {}) };
       try {
         await sendAsIs(owner, taken, userLabels(taken), async (trx) => {
           if (!(await deleteDraft(trx, taken.pk, taken.revision))) throw new DraftChangedError(draftId);

@@ -7,6 +7,7 @@ import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely
 import pg from 'pg';
 import { redactUrl } from '../config/config.js';
 import { commitsOf, type GroupCommit } from './group-commit.js';
+import { checkpointOffThread } from './sqlite-checkpoint.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -102,6 +103,8 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
     stmt.run(parameters as unknown[]);
     return [];
   });
+  // Checkpoints (copying the WAL into the file, and its fsync) in a thread of their own.
+  const checkpointer = file === ':memory:' ? undefined : checkpointOffThread(sqlite, file);
   const signals = sqliteSignals(file);
   return {
     db,
@@ -119,6 +122,7 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
       return async () => void signals.off(topic, onSignal);
     },
     async destroy() {
+      checkpointer?.stop();
       await db.destroy();
     },
   };
