@@ -3,7 +3,7 @@ import { forUpdate } from '../../platform/db/dialect.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import type { Db } from '../database.js';
-import type { AttachmentMeta } from '../messages/message.repository.js';
+import { json, jsonOrNull, type AttachmentMeta } from '../messages/message.repository.js';
 import type { DraftRow } from './draft.table.js';
 
 export type SendStatus = 'scheduled' | 'sending' | 'failed';
@@ -60,9 +60,6 @@ export interface DraftListFilter {
   readonly before?: string;
   readonly after?: string;
 }
-
-const json = <T>(text: string | null, fallback: T): T => (text === null ? fallback : (JSON.parse(text) as T));
-const jsonOrNull = (list: readonly unknown[]): string | null => (list.length ? JSON.stringify(list) : null);
 
 export function draftFromRow(row: DraftRow): Draft {
   return {

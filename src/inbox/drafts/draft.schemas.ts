@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Addresses, AttachmentResponse, Labels, SendAttachmentBody, toAttachmentResponse, toSendInput } from '../messages/message.schemas.js';
+import { Addresses, AttachmentResponse, Labels, ListQuery, SendAttachmentBody, UpdateMessageBody, toAttachmentResponse, toSendInput } from '../messages/message.schemas.js';
 import type { Draft } from './draft.repository.js';
 import type { CreateDraftInput, DraftListQuery, UpdateDraftInput } from './draft.service.js';
 
@@ -66,18 +66,17 @@ export const NOT_UPDATABLE: Readonly<Record<string, string>> = {
   client_id: 'is given when the draft is created.',
 };
 
-export const SendDraftBody = Type.Object({
-  add_labels: Type.Optional(Labels),
-  remove_labels: Type.Optional(Labels),
-});
+/** The send body is the SDK's UpdateMessageRequest: labels of the sent message. */
+export const SendDraftBody = UpdateMessageBody;
 
+/** The SDK's draft list parameters: those of message lists but the include_* flags (drafts are never spam or trash). */
 export const DraftListQuerystring = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Items per page (default 50, at most 100)' })),
-  page_token: Type.Optional(Type.String({ maxLength: 1000 })),
-  labels: Type.Optional(Type.Union([Type.String({ maxLength: 10_000 }), Type.Array(Type.String({ maxLength: 1000 }))], { description: 'JSON array of labels, e.g. ["scheduled"]: drafts having all of them' })),
+  limit: ListQuery.properties.limit,
+  page_token: ListQuery.properties.page_token,
+  labels: ListQuery.properties.labels,
   before: Type.Optional(Type.String({ format: 'date-time', description: 'Only drafts last updated strictly before this time' })),
   after: Type.Optional(Type.String({ format: 'date-time', description: 'Only drafts last updated strictly after this time' })),
-  ascending: Type.Optional(Type.Boolean({ description: 'Oldest-updated first' })),
+  ascending: ListQuery.properties.ascending,
 });
 
 const SendStatus = Type.Union([Type.Literal('scheduled'), Type.Literal('sending'), Type.Literal('failed')]);

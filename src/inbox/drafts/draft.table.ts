@@ -1,4 +1,5 @@
 import type { Generated, Selectable } from 'kysely';
+import type { AttachmentTable } from '../messages/message.table.js';
 
 /** Address lists, labels, references and attachment metadata are JSON text, as on messages. */
 export interface DraftTable {
@@ -34,16 +35,9 @@ export interface DraftLabelTable {
   label: string;
 }
 
-export interface DraftAttachmentTable {
-  id: Generated<number>;
+/** A draft's attachments: the columns of a message's, owned by the draft. */
+export interface DraftAttachmentTable extends Omit<AttachmentTable, 'message_pk'> {
   draft_pk: number;
-  attachment_id: string;
-  filename: string | null;
-  content_type: string | null;
-  content_disposition: string | null;
-  content_id: string | null;
-  size: number;
-  content: Buffer;
 }
 
 export type DraftRow = Selectable<DraftTable>;
