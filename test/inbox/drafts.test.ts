@@ -499,6 +499,32 @@ describe.each(dialects)('%s: scheduled drafts', (dialect) => {
     }
   });
 
+  it('sends for an unverified agent sign-up only to its human, at send_at as when sent by hand', async () => {
+    const clock = fixedClock(start);
+    const server = await startInboxServer({ dialect, clock, env: { INBOX_ROLES: 'api' } });
+    try {
+      const t = await scheduledSetup(server);
+      // The organization is an agent sign-up whose human (bob's address here) has not entered the code yet.
+      await server.service.runtime.services.db
+        .insertInto('agent_signups')
+        .values({ organization_id: t.organizationId, human_email: t.bob, inbox_id: t.alice, code_hash: 'x'.repeat(64), code_expires_at: clock.now().toISOString(), attempts: 0, verified_at: null, created_at: clock.now().toISOString() })
+        .execute();
+      const carol = 'carol@inbox.test';
+      const sendAt = new Date(clock.now().getTime() + 1_000);
+      const refused = await t.client.inboxes.drafts.create(t.alice, { to: [carol], text: 'x', sendAt });
+      const allowed = await t.client.inboxes.drafts.create(t.alice, { to: [t.bob], subject: 'to my human', text: 'x', sendAt });
+      const byHand = await t.client.inboxes.drafts.create(t.alice, { to: [carol], text: 'x' });
+      expectError(await call(server.url, t.key, 'POST', `/v0/inboxes/${enc(t.alice)}/drafts/${byHand.draftId}/send`, {}), 403, 'permission_error', 'MESSAGE_REJECTED');
+      clock.advance(2_000);
+      expect(await server.service.runtime.runner.drain()).toBe(2);
+      expect((await t.client.drafts.get(refused.draftId)).sendStatus).toBe('failed');
+      await expect(t.client.drafts.get(allowed.draftId)).rejects.toBeInstanceOf(AgentMail.NotFoundError);
+      expect(await subjectsIn(server, t.key, t.bob)).toEqual(['to my human']);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('answers 409 while a scheduled send is under way, and a worker that died mid-send is taken over: sent once', async () => {
     const database = createInboxTestDatabase(dialect);
     const clock = fixedClock(start);
