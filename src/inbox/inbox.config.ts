@@ -44,5 +44,9 @@ export const inboxConfigSpec = {
   dkimPrivateKey: env.optionalString('INBOX_DKIM_PRIVATE_KEY', 'DKIM signing key (RSA or Ed25519): PEM text, or the path of a PEM file; never logged'),
   dkimDomains: env.list('INBOX_DKIM_DOMAINS', 'comma-separated domains whose outbound mail is DKIM-signed (`d=`); unset signs for every domain of `INBOX_DOMAINS`', []),
   smtpRelayAllowPlaintextAuth: env.boolean('INBOX_SMTP_RELAY_ALLOW_PLAINTEXT_AUTH', 'send the relay credentials of an `smtp://` URL even when the relay offers no STARTTLS (they then cross the network in clear text); loopback relays are always allowed', false),
+  // Agent sign-up (POST /v0/agent/sign-up, /v0/agent/verify): docs/decisions/0018-pods-and-scoped-keys.md.
+  agentSignup: env.boolean('INBOX_AGENT_SIGNUP', 'let agents create an organization with an inbox and a limited key (`POST /v0/agent/sign-up`); off answers 403', false),
+  agentSignupSender: env.string('INBOX_AGENT_SIGNUP_SENDER', 'username (on the first of `INBOX_DOMAINS`) of the service inbox that mails sign-up codes', 'no-reply'),
+  agentSignupPerHour: env.integer('INBOX_AGENT_SIGNUP_PER_HOUR', 'sign-up requests per client address per hour (429 beyond)', 10, 1, 100_000),
   roles: env.list('INBOX_ROLES', 'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP)', ['api', 'worker', 'smtp']),
 } as const;

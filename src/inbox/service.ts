@@ -13,6 +13,8 @@ import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { systemIds, type Ids } from '../platform/ids.js';
 import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
+import { createPodService } from './pods/pod.service.js';
+import { createAgentService } from './agent/agent.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
 import type { InboxDatabase } from './database.js';
@@ -54,6 +56,22 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const commits = commitsOf(db);
   const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay });
   const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
+  const messages = createMessageService({
+    db,
+    commits,
+    delivery,
+    clock,
+    ids,
+    localDomains: inboxes.localDomains,
+    maxRecipients: config.maxRecipients,
+    maxAttachmentBytes: config.maxAttachmentBytes,
+    maxBodyBytes: config.maxBodyBytes,
+    relayConfigured: config.smtpRelayUrl !== undefined,
+    refreshThreadLabels,
+    publicUrl: config.publicUrl,
+    downloadTtlSeconds: config.downloadUrlTtlSeconds,
+    notifyJobs: () => runner.notify(),
+  });
   const services: InboxServices = {
     config,
     db,
@@ -62,24 +80,21 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     limiter,
     events,
     apiKeys: createApiKeyService({ db, commits, clock, ids }),
+    pods: createPodService({ db, commits, clock, ids }),
     inboxes,
     commits,
     delivery,
-    messages: createMessageService({
+    messages,
+    agent: createAgentService({
       db,
       commits,
-      delivery,
       clock,
       ids,
-      localDomains: inboxes.localDomains,
-      maxRecipients: config.maxRecipients,
-      maxAttachmentBytes: config.maxAttachmentBytes,
-      maxBodyBytes: config.maxBodyBytes,
-      relayConfigured: config.smtpRelayUrl !== undefined,
-      refreshThreadLabels,
-      publicUrl: config.publicUrl,
-      downloadTtlSeconds: config.downloadUrlTtlSeconds,
-      notifyJobs: () => runner.notify(),
+      enabled: config.agentSignup,
+      domain: inboxes.localDomains[0] as string,
+      senderUsername: config.agentSignupSender,
+      limiter: options.redis ? sharedRateLimiter(options.redis, config.agentSignupPerHour, 'inbox:signup', { windowMs: 3600e3 }) : memoryRateLimiter(config.agentSignupPerHour, 3600e3),
+      messages,
     }),
     threads: createThreadService({ db, commits, clock }),
     webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),

@@ -25,8 +25,18 @@ export interface EmitInput {
   readonly body: Readonly<Record<string, unknown>>;
 }
 
-/** Filters: no event_types = all; no inbox_ids and no pod_ids = every inbox; else either matches. */
-export function webhookMatches(filter: { eventTypes: readonly string[] | null; inboxIds: readonly string[] | null; podIds: readonly string[] | null }, eventType: string, inboxId: string, podId: string): boolean {
+/**
+ * Filters: no event_types = all; no inbox_ids and no pod_ids = every inbox; else either matches.
+ * A webhook of a pod or inbox scope (made with a scoped key) hears nothing outside that scope.
+ */
+export function webhookMatches(
+  filter: { eventTypes: readonly string[] | null; inboxIds: readonly string[] | null; podIds: readonly string[] | null; scopePodId?: string | null; scopeInboxId?: string | null },
+  eventType: string,
+  inboxId: string,
+  podId: string,
+): boolean {
+  if (filter.scopePodId != null && filter.scopePodId !== podId) return false;
+  if (filter.scopeInboxId != null && filter.scopeInboxId !== inboxId) return false;
   if (filter.eventTypes?.length && !filter.eventTypes.includes(eventType)) return false;
   const byInbox = filter.inboxIds?.length ? filter.inboxIds : null;
   const byPod = filter.podIds?.length ? filter.podIds : null;
