@@ -5,7 +5,7 @@ import type { Db } from '../database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
-import { requirePermission } from '../api-keys/scope.js';
+import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { createDownloadLinks } from './message-download.service.js';
 import { AttachmentNotFoundError, ConflictingLabelsError, MessageNotFoundError, RawMessageNotAvailableError } from './message.errors.js';
@@ -88,6 +88,7 @@ export function createMessageService(deps: MessageServiceDeps) {
     /** Newest first (or oldest with `ascending`), by keyset: every page costs what the first does. */
     async list(owner: KeyOwner, inboxId: string, query: MessageListQuery) {
       requirePermission(owner, 'messageRead');
+      requireLabelPermissions(owner, query);
       const id = normalizeInboxId(inboxId);
       const limit = parseLimit(query.limit);
       const filter = parseListFilter(query);

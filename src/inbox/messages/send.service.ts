@@ -6,13 +6,16 @@ import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
 import { requirePermission } from '../api-keys/scope.js';
 import { ForbiddenError } from '../../platform/errors/app-error.js';
 import { composeMessage, formatMailbox, previewOf, type Mailbox } from '../mail/compose.js';
-import { domainKey, localDomainSet } from '../mail/domains.js';
+import { domainKey, domainOf, localDomainSet } from '../mail/domains.js';
 import { answerHeaders, forwardInput, replyInput } from './answers.js';
 import { findAttachmentContent, type Message } from './message.repository.js';
 import { findOwnMessage } from './message.service.js';
 import { checkBodySizes, createOutgoingValidator, type Outgoing, type OutgoingRules, type ReplyInput, type SendAttachmentInput, type SendInput } from './outgoing.js';
 
-export interface SendServiceDeps extends DeliveryPathDeps, OutgoingRules {}
+export interface SendServiceDeps extends DeliveryPathDeps, OutgoingRules {
+  /** The ASCII spelling of a domain a verified custom domain serves (domains/): its mail stays here. */
+  readonly servedDomain?: (domain: string) => Promise<string | undefined>;
+}
 
 /** Send, reply, reply-all and forward: validate → compose → deliver. */
 export function createSendService(deps: SendServiceDeps) {
@@ -78,8 +81,11 @@ export function createSendService(deps: SendServiceDeps) {
       raw,
       attachmentContents: out.attachments.map((a) => a.compose.content),
     };
-    const recipients = out.recipients.filter((r) => r.local).map((r) => ({ address: r.mailbox.address, inboxIds: [inboxIdOf(r.mailbox.address)] }));
-    const external = out.recipients.filter((r) => !r.local).map((r) => r.mailbox.address);
+    // Recipients on verified custom domains are delivered here, not handed to the relay.
+    const served = await Promise.all(out.recipients.map((r) => (r.local || !deps.servedDomain ? undefined : deps.servedDomain(domainOf(r.mailbox.address)))));
+    const inboxOf = (address: string, i: number) => (served[i] === undefined ? inboxIdOf(address) : `${address.slice(0, address.lastIndexOf('@')).toLowerCase()}@${served[i]}`);
+    const recipients = out.recipients.flatMap((r, i) => (r.local || served[i] !== undefined ? [{ address: r.mailbox.address, inboxIds: [inboxOf(r.mailbox.address, i)] }] : []));
+    const external = out.recipients.filter((r, i) => !r.local && served[i] === undefined).map((r) => r.mailbox.address);
     const result = await commits.run((trx) =>
       delivery.deliver(trx, { message, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } }),
     );
