@@ -22,6 +22,10 @@ import { podRoutes } from './pods/pod.routes.js';
 import type { PodService } from './pods/pod.service.js';
 import type { InboxDatabase } from './database.js';
 import type { Delivery } from './delivery/delivery.service.js';
+import { domainRoutes } from './domains/domain.routes.js';
+import type { DomainService } from './domains/domain.service.js';
+import { draftRoutes } from './drafts/draft.routes.js';
+import type { DraftService } from './drafts/draft.service.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
@@ -54,8 +58,10 @@ export interface InboxServices {
   readonly pods: PodService;
   readonly agent: AgentService;
   readonly inboxes: InboxService;
+  readonly domains: DomainService;
   readonly events: EventService;
   readonly messages: MessageService;
+  readonly drafts: DraftService;
   readonly threads: ThreadService;
   readonly webhooks: WebhookService;
   readonly limiter: RateLimiter;
@@ -137,10 +143,12 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   inboxRoutes(app, services.inboxes);
   messageRoutes(app, services.messages);
   threadRoutes(app, services.threads, services.messages);
+  draftRoutes(app, services.drafts);
   webhookRoutes(app, services.webhooks);
   apiKeyRoutes(app, services.apiKeys);
   agentRoutes(app, services.agent);
   podRoutes(app, { pods: services.pods, inboxes: services.inboxes, threads: services.threads, messages: services.messages, requirePod: services.pods.requirePod });
+  domainRoutes(app, services.domains);
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   app.get('/v0/docs', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>

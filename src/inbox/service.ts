@@ -19,8 +19,12 @@ import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
 import type { InboxDatabase } from './database.js';
 import { createDelivery } from './delivery/delivery.service.js';
+import { DRAFT_SEND_QUEUE, draftSendQueue } from './drafts/draft-send.worker.js';
+import { findDraftAttachmentContent } from './drafts/draft.repository.js';
+import { createDraftService } from './drafts/draft.service.js';
 import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
+import { createDomains } from './domains/domain-assembly.js';
 import { createMessageService } from './messages/message.service.js';
 import { OUTBOUND_MAIL_QUEUE } from './outbound/outbound-job.js';
 import { migrateInbox, openInboxDatabase } from './open-database.js';
@@ -29,6 +33,9 @@ import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/
 import { createInboundService } from './smtp/inbound.service.js';
 import { startSmtpServer, type RunningSmtpServer } from './smtp/smtp.server.js';
 import { createThreadService, refreshThreadLabels } from './threads/thread.service.js';
+import { createEventFeed, type EventFeed } from './realtime/event-feed.js';
+import { attachRealtime, type RealtimeServer } from './realtime/websocket.server.js';
+import type { PublishEvents } from './events/event.service.js';
 import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
 import { createWebhookClient } from './webhooks/webhook.client.js';
 import { createWebhookService } from './webhooks/webhook.service.js';
@@ -46,30 +53,46 @@ export interface InboxRuntime {
 }
 
 /** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
-export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; wakeups?: JobWakeups; jobPollMs?: number; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
+export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; wakeups?: JobWakeups; jobPollMs?: number; publishEvents?: PublishEvents; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? systemIds;
   // Shared through Redis when configured (per process while it is down), else per process.
   const limiter = options.redis ? sharedRateLimiter(options.redis, config.rateLimitPerMinute, 'inbox:rl', options.registry ? { registry: options.registry } : {}) : memoryRateLimiter(config.rateLimitPerMinute);
-  const events = createEventService({ clock, ids });
+  const events = createEventService({ clock, ids, ...(options.publishEvents ? { publish: options.publishEvents } : {}) });
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
   const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay });
-  const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
+  const domains = createDomains(config, { db, commits, clock, ids });
+  const inboxes = createInboxService({ db, clock, ids, domains: config.domains, customDomain: domains.inboxDomain });
+  // The rules of an outgoing message, for sends and drafts alike.
+  const outgoing = {
+    localDomains: inboxes.localDomains,
+    maxRecipients: config.maxRecipients,
+    maxAttachmentBytes: config.maxAttachmentBytes,
+    maxBodyBytes: config.maxBodyBytes,
+    relayConfigured: config.smtpRelayUrl !== undefined,
+  };
   const messages = createMessageService({
     db,
     commits,
     delivery,
     clock,
     ids,
-    localDomains: inboxes.localDomains,
-    maxRecipients: config.maxRecipients,
-    maxAttachmentBytes: config.maxAttachmentBytes,
-    maxBodyBytes: config.maxBodyBytes,
-    relayConfigured: config.smtpRelayUrl !== undefined,
+    ...outgoing,
+    servedDomain: domains.servedDomain,
     refreshThreadLabels,
+    findDraftAttachmentContent,
     publicUrl: config.publicUrl,
     downloadTtlSeconds: config.downloadUrlTtlSeconds,
+    notifyJobs: () => runner.notify(),
+  });
+  const drafts = createDraftService({
+    db,
+    commits,
+    clock,
+    ids,
+    messages,
+    ...outgoing,
     notifyJobs: () => runner.notify(),
   });
   const services: InboxServices = {
@@ -82,9 +105,11 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     apiKeys: createApiKeyService({ db, commits, clock, ids }),
     pods: createPodService({ db, commits, clock, ids }),
     inboxes,
+    domains,
     commits,
     delivery,
     messages,
+    drafts,
     agent: createAgentService({
       db,
       commits,
@@ -100,10 +125,11 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
   };
   const queues: Record<string, QueueDefinition<never>> = {};
+  queues[DRAFT_SEND_QUEUE] = draftSendQueue(drafts);
   const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
   queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, log: options.log });
   // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.
-  const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify() });
+  const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify(), domainKeys: domains.signingKey });
   queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
   const runner = createJobRunner({ db, clock, queues, log: options.log, ...(options.wakeups ? { wakeups: options.wakeups } : {}), ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}) });
   return { services, runner, closeOutbound: () => outbound.close() };
@@ -118,6 +144,8 @@ export interface RunningInboxService {
   readonly smtp: { readonly host: string; readonly port: number } | undefined;
   readonly database: Database<InboxDatabase>;
   readonly runtime: InboxRuntime;
+  /** Real-time events over WebSocket on the API's port (role `api`). */
+  readonly realtime: RealtimeServer | undefined;
   close(): Promise<void>;
 }
 
@@ -134,6 +162,7 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
     ids: services.ids,
     events: services.events,
     localDomains: services.inboxes.localDomains,
+    servedDomain: services.domains.servedDomain,
     hostname,
     verifier: config.smtpVerifyAuth ? createAuthVerifier({ resolver, timeoutMs: config.smtpAuthTimeoutMs }) : undefined,
     notifyJobs: () => runtime.runner.notify(),
@@ -163,6 +192,7 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
 export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver; jobPollMs?: number } = {}): Promise<RunningInboxService> {
   const database = await openInboxDatabase(config);
   let redis: SharedRedis | undefined;
+  let feed: EventFeed | undefined;
   try {
     await migrateInbox(database);
     let app: FastifyInstance | undefined;
@@ -182,13 +212,27 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
     };
     // Work enqueued by any process (an smtp-only one, say) wakes the workers of every process.
     const wakeups: JobWakeups = { notify: () => database.notify(JOBS_TOPIC), listen: (onWake) => database.listen(JOBS_TOPIC, onWake) };
-    const runtime = createInboxServices(config, database.db, { ...options, log, registry, wakeups, ...(redis ? { redis } : {}) });
+    // Events are announced in their writers' transactions by every role; the API role pushes them to WebSocket clients.
+    feed = createEventFeed(database, log);
+    const runtime = createInboxServices(config, database.db, { ...options, log, registry, wakeups, publishEvents: feed.publish, ...(redis ? { redis } : {}) });
     const hasApi = config.roles.includes('api');
     // A process without the API still answers health checks and serves metrics, on INBOX_PORT.
     const managementPort = config.managementPort ?? (hasApi ? undefined : config.port);
     let url: string | undefined;
+    let realtime: RealtimeServer | undefined;
     if (hasApi) {
       app = (await buildInboxApp(runtime.services, database, { registry, ready, metrics: metricsExposure(config.metricsToken, 'api', managementPort !== undefined) })) as unknown as FastifyInstance;
+      const { services } = runtime;
+      const ws = attachRealtime(app.server, { db: services.db, apiKeys: services.apiKeys, limiter: services.limiter, feed, log, registry }, {
+        maxConnections: config.wsMaxConnections,
+        maxConnectionsPerKey: config.wsMaxConnectionsPerKey,
+        pingIntervalMs: config.wsPingIntervalMs,
+        idleTimeoutMs: Math.max(config.wsIdleTimeoutMs, config.wsPingIntervalMs),
+        maxBufferedBytes: config.wsMaxBufferedBytes,
+      });
+      realtime = ws;
+      // Before the HTTP server closes: it would otherwise wait for the upgraded sockets.
+      app.addHook('preClose', async () => ws.close());
       url = await app.listen({ host: config.host, port: config.port });
     }
     let management: FastifyInstance | undefined;
@@ -215,10 +259,13 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       smtp: smtp ? { host: smtp.host, port: smtp.port } : undefined,
       database,
       runtime,
+      realtime,
       async close() {
         // SMTP first: messages in flight still need the database to commit.
         await smtp?.close();
+        // Closes the WebSocket clients (1001) before the HTTP server.
         await app?.close();
+        await feed?.close();
         await management?.close();
         await runtime.runner.stop();
         runtime.closeOutbound();
@@ -227,6 +274,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       },
     };
   } catch (err) {
+    await feed?.close();
     await redis?.close();
     await database.destroy();
     throw err;

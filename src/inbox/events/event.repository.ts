@@ -49,3 +49,10 @@ export async function findEnabledWebhookFilters(db: Db, organizationId: string):
       scopeInboxId: r.inbox_id ?? null,
     }));
 }
+
+/** The stored payloads of `eventIds` that exist (committed ones, when read outside the writer's transaction). */
+export async function findEventPayloads(db: Db, eventIds: readonly string[]): Promise<Map<string, string>> {
+  if (!eventIds.length) return new Map();
+  const rows = await db.selectFrom('events').select(['event_id', 'payload']).where('event_id', 'in', eventIds).execute();
+  return new Map(rows.map((r) => [r.event_id, r.payload]));
+}

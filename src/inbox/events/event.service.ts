@@ -45,16 +45,25 @@ export function webhookMatches(
 }
 
 /**
+ * Announces events written in `trx` to the real-time feed (realtime/event-feed.ts), as part of
+ * that transaction: subscribers hear of them after the commit, never of rolled-back ones.
+ */
+export type PublishEvents = (trx: Db, events: readonly StoredEvent[]) => Promise<void>;
+
+/**
  * The only producer of webhook work (the outbox): writes the event and one delivery job per
- * matching webhook in the caller's transaction, so an event exists exactly when its cause does.
+ * matching webhook in the caller's transaction, so an event exists exactly when its cause does,
+ * and announces it to WebSocket subscribers (`publish`) in the same transaction.
  * Call the runner's `notify()` after the commit for immediate delivery.
  */
-export function createEventService({ clock, ids }: { clock: Clock; ids: Ids }) {
+export function createEventService({ clock, ids, publish }: { clock: Clock; ids: Ids; publish?: PublishEvents }) {
   return {
     async emit(trx: Db, input: EmitInput): Promise<string> {
       const eventId = `evt_${ids.uuid().replace(/-/g, '')}`;
       const payload = JSON.stringify({ type: 'event', event_type: input.eventType, event_id: eventId, ...input.body });
-      await insertEvent(trx, { eventId, organizationId: input.organizationId, eventType: input.eventType, inboxId: input.inboxId, podId: input.podId, payload, createdAt: clock.now().toISOString() });
+      const stored: StoredEvent = { eventId, organizationId: input.organizationId, eventType: input.eventType, inboxId: input.inboxId, podId: input.podId, payload, createdAt: clock.now().toISOString() };
+      await insertEvent(trx, stored);
+      await publish?.(trx, [stored]);
       const hooks = await findEnabledWebhookFilters(trx, input.organizationId);
       const jobs = hooks.filter((h) => webhookMatches(h, input.eventType, input.inboxId, input.podId)).map((h) => ({ queue: WEBHOOK_DELIVERY_QUEUE, payload: { webhook_id: h.webhookId, event_id: eventId } satisfies WebhookDeliveryJob }));
       await enqueueMany(trx, clock, jobs);
@@ -77,6 +86,7 @@ export function createEventService({ clock, ids }: { clock: Clock; ids: Ids }) {
         return { eventId, organizationId: input.organizationId, eventType: input.eventType, inboxId: input.inboxId, podId: input.podId, payload, createdAt };
       });
       await insertEvents(trx, events);
+      if (events.length) await publish?.(trx, events);
       const hooksByOrganization = new Map<string, Awaited<ReturnType<typeof findEnabledWebhookFilters>>>();
       for (const organizationId of new Set(inputs.map((i) => i.organizationId))) hooksByOrganization.set(organizationId, await findEnabledWebhookFilters(trx, organizationId));
       const jobs = inputs.flatMap((input, i) =>

@@ -43,9 +43,15 @@ export interface InboxServiceDeps {
   readonly ids: Ids;
   /** Local domains; the first is the default. */
   readonly domains: readonly string[];
+  /**
+   * For a domain that is not one of `domains`: its spelling when the organization verified it
+   * for the pod (domains/), undefined when it is no domain of the organization's; throws when
+   * the organization has it unverified or another organization owns it.
+   */
+  readonly customDomain?: (owner: KeyOwner, podId: string, domain: string) => Promise<string | undefined>;
 }
 
-export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps) {
+export function createInboxService({ db, clock, ids, domains, customDomain }: InboxServiceDeps) {
   const localDomains = domains.map((d) => d.toLowerCase());
   const local = localDomainSet(localDomains);
 
@@ -66,12 +72,14 @@ export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps
       }
       // Any spelling of a local domain (Unicode or xn--, any case) names it as configured.
       const requested = (input.domain ?? localDomains[0] ?? '').trim().toLowerCase();
-      const domain = local.spelling(requested);
+      let domain = local.spelling(requested);
+      let podId = wantedPod ?? (await findDefaultPodId(db, owner.organizationId));
+      // A verified domain of the organization (or of the pod); a pod yet to be made has none of its own.
+      if (domain === undefined && customDomain) domain = await customDomain(owner, podId ?? '', requested);
       if (domain === undefined) throw new DomainNotAllowedError(input.domain ?? requested, localDomains);
       const username = input.username === undefined ? `agent-${ids.token(6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}` : checkUsername(input.username);
       const inboxId = `${username}@${domain}`;
       const now = clock.now().toISOString();
-      let podId = wantedPod ?? (await findDefaultPodId(db, owner.organizationId));
       if (podId === undefined) {
         // Every pod of the organization was deleted: a new default pod takes the inbox.
         podId = ids.uuid();
