@@ -3,6 +3,7 @@ import type { JobsDatabase } from '../platform/jobs/jobs.table.js';
 import type { AgentSignupTable, ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
 import type { DomainTable } from './domains/domain.table.js';
 import type { AccessListEntryTable } from './access-lists/access-list.table.js';
+import type { DraftAttachmentTable, DraftLabelTable, DraftTable } from './drafts/draft.table.js';
 import type { EventTable } from './events/event.table.js';
 import type { InboxTable } from './inboxes/inbox.table.js';
 import type { AttachmentTable, MessageLabelTable, MessageTable, SendCounterTable } from './messages/message.table.js';
@@ -31,6 +32,9 @@ export interface InboxDatabase extends JobsDatabase {
   usage_counts: UsageCountTable;
   agent_signups: AgentSignupTable;
   domains: DomainTable;
+  drafts: DraftTable;
+  draft_labels: DraftLabelTable;
+  draft_attachments: DraftAttachmentTable;
 }
 
 export type Db = Executor<InboxDatabase>;

@@ -5,9 +5,9 @@ import type { Db } from '../database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
-import { requirePermission } from '../api-keys/scope.js';
+import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
-import { createDownloadLinks } from './message-download.service.js';
+import { createDownloadLinks, type DownloadTarget } from './message-download.service.js';
 import { AttachmentNotFoundError, ConflictingLabelsError, MessageNotFoundError, RawMessageNotAvailableError } from './message.errors.js';
 import {
   findAttachmentContent,
@@ -50,6 +50,14 @@ export interface MessageServiceDeps extends SendServiceDeps {
   readonly refreshThreadLabels: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
   /** Stores label.added / label.removed for inboxes.events.list, in `trx` (events/event.service.ts, wired by service.ts). */
   readonly recordLabelChanges?: (trx: Db, inbox: { organizationId: string; podId: string; inboxId: string }, messageId: string, added: readonly string[], removed: readonly string[]) => Promise<void>;
+  /** The bytes of a draft's attachment (drafts/draft.repository.ts, wired by service.ts): download links serve them too. */
+  readonly findDraftAttachmentContent?: (db: Db, draftPk: number, attachmentId: string) => Promise<AttachmentContent | undefined>;
+}
+
+export interface AttachmentContent {
+  readonly filename: string | null;
+  readonly contentType: string | null;
+  readonly content: Buffer;
 }
 
 /** A message id as it appears in paths: with its angle brackets, added when the caller left them out. */
@@ -90,6 +98,7 @@ export function createMessageService(deps: MessageServiceDeps) {
     /** Newest first (or oldest with `ascending`), by keyset: every page costs what the first does. */
     async list(owner: KeyOwner, inboxId: string, query: MessageListQuery) {
       requirePermission(owner, 'messageRead');
+      requireLabelPermissions(owner, query);
       const id = normalizeInboxId(inboxId);
       const limit = parseLimit(query.limit);
       const filter = parseListFilter(query);
@@ -145,6 +154,12 @@ export function createMessageService(deps: MessageServiceDeps) {
       return { attachment: found.attachment, ...link(token, expiresAt, origin) };
     },
 
+    /** A signed download link of anything download links serve (drafts' attachments sign theirs here). */
+    async downloadLink(target: DownloadTarget, origin: string): Promise<DownloadLink> {
+      const { token, expiresAt } = await downloads.sign(target);
+      return link(token, expiresAt, origin);
+    },
+
     /** Size and a signed download link of the RFC 5322 source. */
     async rawLink(owner: KeyOwner, inboxId: string, messageId: string, origin: string): Promise<{ messageId: string; size: number } & DownloadLink> {
       requirePermission(owner, 'messageRead');
@@ -161,7 +176,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         if (!raw) throw new RawMessageNotAvailableError(String(target.messagePk));
         return { kind: 'raw', filename: null, contentType: 'message/rfc822', content: raw };
       }
-      const file = await findAttachmentContent(db, target.messagePk, target.attachmentId);
+      const file = target.kind === 'attachment' ? await findAttachmentContent(db, target.messagePk, target.attachmentId) : await deps.findDraftAttachmentContent?.(db, target.draftPk, target.attachmentId);
       if (!file) throw new AttachmentNotFoundError(target.attachmentId);
       return { kind: 'attachment', filename: file.filename, contentType: file.contentType ?? 'application/octet-stream', content: file.content };
     },
