@@ -51,6 +51,6 @@ try {
   const c = median(results.findKeyOwnerByHash as number[]);
   console.log(JSON.stringify({ database: url.split(':')[0], keys: KEYS, lookups: LOOKUPS, baseline_us: +b.toFixed(1), findKeyOwnerByHash_us: +c.toFixed(1), ratio: +(c / b).toFixed(2) }));
 } finally {
-  await database.close();
+  await database.destroy();
   rmSync(dir, { recursive: true, force: true });
 }
