@@ -7,7 +7,7 @@ import { findInbox } from '../inboxes/inbox.repository.js';
 import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
 import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
-import { createDownloadLinks } from './message-download.service.js';
+import { createDownloadLinks, type DownloadTarget } from './message-download.service.js';
 import { AttachmentNotFoundError, ConflictingLabelsError, MessageNotFoundError, RawMessageNotAvailableError } from './message.errors.js';
 import {
   findAttachmentContent,
@@ -48,6 +48,14 @@ export interface MessageServiceDeps extends SendServiceDeps {
   readonly downloadTtlSeconds: number;
   /** Recomputes the labels of a thread after its messages' changed, in `trx` (threads/thread.service.ts, wired by service.ts). */
   readonly refreshThreadLabels: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
+  /** The bytes of a draft's attachment (drafts/draft.repository.ts, wired by service.ts): download links serve them too. */
+  readonly findDraftAttachmentContent?: (db: Db, draftPk: number, attachmentId: string) => Promise<AttachmentContent | undefined>;
+}
+
+export interface AttachmentContent {
+  readonly filename: string | null;
+  readonly contentType: string | null;
+  readonly content: Buffer;
 }
 
 /** A message id as it appears in paths: with its angle brackets, added when the caller left them out. */
@@ -140,6 +148,12 @@ export function createMessageService(deps: MessageServiceDeps) {
       return { attachment: found.attachment, ...link(token, expiresAt, origin) };
     },
 
+    /** A signed download link of anything download links serve (drafts' attachments sign theirs here). */
+    async downloadLink(target: DownloadTarget, origin: string): Promise<DownloadLink> {
+      const { token, expiresAt } = await downloads.sign(target);
+      return link(token, expiresAt, origin);
+    },
+
     /** Size and a signed download link of the RFC 5322 source. */
     async rawLink(owner: KeyOwner, inboxId: string, messageId: string, origin: string): Promise<{ messageId: string; size: number } & DownloadLink> {
       requirePermission(owner, 'messageRead');
@@ -156,7 +170,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         if (!raw) throw new RawMessageNotAvailableError(String(target.messagePk));
         return { kind: 'raw', filename: null, contentType: 'message/rfc822', content: raw };
       }
-      const file = await findAttachmentContent(db, target.messagePk, target.attachmentId);
+      const file = target.kind === 'attachment' ? await findAttachmentContent(db, target.messagePk, target.attachmentId) : await deps.findDraftAttachmentContent?.(db, target.draftPk, target.attachmentId);
       if (!file) throw new AttachmentNotFoundError(target.attachmentId);
       return { kind: 'attachment', filename: file.filename, contentType: file.contentType ?? 'application/octet-stream', content: file.content };
     },
