@@ -25,8 +25,8 @@ export const ApiKeyListQuery = Type.Object({
   ascending: Type.Optional(Type.Boolean({ description: 'Oldest first' })),
 });
 
-export const ApiKeyResponse = Type.Object({
-  type: Type.Literal('bearer'),
+/** What every answer about a key says (never its secret). */
+const keyFields = {
   api_key_id: Type.String(),
   prefix: Type.String(),
   name: Type.String(),
@@ -34,19 +34,11 @@ export const ApiKeyResponse = Type.Object({
   inbox_id: Type.Optional(Type.String()),
   permissions: Type.Optional(PermissionsBody),
   created_at: Type.String({ format: 'date-time' }),
-  updated_at: Type.String({ format: 'date-time' }),
-});
+};
 
-export const CreateApiKeyResponse = Type.Object({
-  api_key_id: Type.String(),
-  api_key: Type.String({ description: 'The secret: shown this once, stored only as a hash' }),
-  prefix: Type.String(),
-  name: Type.String(),
-  pod_id: Type.Optional(Type.String()),
-  inbox_id: Type.Optional(Type.String()),
-  permissions: Type.Optional(PermissionsBody),
-  created_at: Type.String({ format: 'date-time' }),
-});
+export const ApiKeyResponse = Type.Object({ type: Type.Literal('bearer'), ...keyFields, updated_at: Type.String({ format: 'date-time' }) });
+
+export const CreateApiKeyResponse = Type.Object({ ...keyFields, api_key: Type.String({ description: 'The secret: shown this once, stored only as a hash' }) });
 
 export const ListApiKeysResponse = Type.Object({
   count: Type.Integer(),

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { errorResponses } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
 import type { InboxApp } from '../http/types.js';
-import { CreateInboxBody, InboxIdParams, InboxResponse, ListInboxesResponse, ListQuery, UpdateInboxBody, toInboxResponse } from './inbox.schemas.js';
+import { CreateInboxBody, InboxIdParams, InboxResponse, ListInboxesResponse, ListQuery, UpdateInboxBody, toCreateInboxInput, toInboxResponse } from './inbox.schemas.js';
 import type { InboxService } from './inbox.service.js';
 
 export function inboxRoutes(app: InboxApp, inboxes: InboxService): void {
@@ -11,13 +11,7 @@ export function inboxRoutes(app: InboxApp, inboxes: InboxService): void {
   app.post('/v0/inboxes', {
     schema: { tags, summary: 'Create an inbox', body: CreateInboxBody, response: { 200: InboxResponse, 201: InboxResponse, 409: Type.Ref('ErrorResponse'), ...errorResponses } },
     handler: async (request, reply) => {
-      const b = request.body;
-      const { inbox, created } = await inboxes.create(ownerOf(request), {
-        ...(b.username !== undefined ? { username: b.username } : {}),
-        ...(b.domain !== undefined ? { domain: b.domain } : {}),
-        ...(b.display_name !== undefined ? { displayName: b.display_name } : {}),
-        ...(b.client_id !== undefined ? { clientId: b.client_id } : {}),
-      });
+      const { inbox, created } = await inboxes.create(ownerOf(request), toCreateInboxInput(request.body));
       return reply.code(created ? 201 : 200).send(toInboxResponse(inbox));
     },
   });

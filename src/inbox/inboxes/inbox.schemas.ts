@@ -35,6 +35,16 @@ export const ListInboxesResponse = Type.Object({
   inboxes: Type.Array(InboxResponse),
 });
 
+/** The create body as the service takes it (the same at /v0/inboxes and /v0/pods/:pod_id/inboxes). */
+export function toCreateInboxInput(b: Static<typeof CreateInboxBody>): { username?: string; domain?: string; displayName?: string; clientId?: string } {
+  return {
+    ...(b.username !== undefined ? { username: b.username } : {}),
+    ...(b.domain !== undefined ? { domain: b.domain } : {}),
+    ...(b.display_name !== undefined ? { displayName: b.display_name } : {}),
+    ...(b.client_id !== undefined ? { clientId: b.client_id } : {}),
+  };
+}
+
 export function toInboxResponse(inbox: Inbox): Static<typeof InboxResponse> {
   return {
     pod_id: inbox.podId,

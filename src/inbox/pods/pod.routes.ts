@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { ownerOf } from '../http/auth.js';
 import { errorResponses } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';
-import { CreateInboxBody, InboxResponse, ListInboxesResponse, ListQuery as InboxListQuery, UpdateInboxBody, toInboxResponse } from '../inboxes/inbox.schemas.js';
+import { CreateInboxBody, InboxResponse, ListInboxesResponse, ListQuery as InboxListQuery, UpdateInboxBody, toCreateInboxInput, toInboxResponse } from '../inboxes/inbox.schemas.js';
 import type { InboxService } from '../inboxes/inbox.service.js';
 import { requestOrigin } from '../messages/message.routes.js';
 import { AttachmentDownloadResponse, ListQuery, toAttachmentResponse, toListQuery } from '../messages/message.schemas.js';
@@ -58,17 +58,7 @@ export function podRoutes(app: InboxApp, services: { pods: PodService; inboxes: 
     handler: async (request, reply) => {
       const owner = ownerOf(request);
       const podId = await requirePod(owner, request.params.pod_id);
-      const b = request.body;
-      const { inbox, created } = await inboxes.create(
-        owner,
-        {
-          ...(b.username !== undefined ? { username: b.username } : {}),
-          ...(b.domain !== undefined ? { domain: b.domain } : {}),
-          ...(b.display_name !== undefined ? { displayName: b.display_name } : {}),
-          ...(b.client_id !== undefined ? { clientId: b.client_id } : {}),
-        },
-        podId,
-      );
+      const { inbox, created } = await inboxes.create(owner, toCreateInboxInput(request.body), podId);
       return reply.code(created ? 201 : 200).send(toInboxResponse(inbox));
     },
   });
