@@ -28,6 +28,8 @@ import type { inboxConfigSpec } from './inbox.config.js';
 import { messageRoutes } from './messages/message.routes.js';
 import { inboxPool, OFFLOAD_JSON_BYTES } from './offload.js';
 import type { MessageService } from './messages/message.service.js';
+import { searchRoutes } from './search/search.routes.js';
+import type { SearchService } from './search/search.service.js';
 import { threadRoutes } from './threads/thread.routes.js';
 import type { ThreadService } from './threads/thread.service.js';
 import { webhookRoutes } from './webhooks/webhook.routes.js';
@@ -50,6 +52,7 @@ export interface InboxServices {
   readonly events: EventService;
   readonly messages: MessageService;
   readonly threads: ThreadService;
+  readonly search: SearchService;
   readonly webhooks: WebhookService;
   readonly limiter: RateLimiter;
 }
@@ -129,6 +132,7 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   messageRoutes(app, services.messages);
   threadRoutes(app, services.threads, services.messages);
   webhookRoutes(app, services.webhooks);
+  searchRoutes(app, services.search);
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   app.get('/v0/docs', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>

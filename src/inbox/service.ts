@@ -21,6 +21,7 @@ import { createDelivery } from './delivery/delivery.service.js';
 import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
 import { createMessageService } from './messages/message.service.js';
+import { createSearchService } from './search/search.service.js';
 import { OUTBOUND_MAIL_QUEUE } from './outbound/outbound-job.js';
 import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
 import { createOutboundMail } from './outbound/outbound.worker.js';
@@ -60,7 +61,8 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const events = createEventService({ clock, ids });
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
-  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay });
+  const search = createSearchService({ db });
+  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, afterStore: [search.afterStore] });
   const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
   const services: InboxServices = {
     config,
@@ -90,6 +92,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       notifyJobs: () => runner.notify(),
     }),
     threads: createThreadService({ db, commits, clock }),
+    search,
     webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
   };
   const queues: Record<string, QueueDefinition<never>> = {};

@@ -331,3 +331,23 @@ export async function insertServiceSecretIfAbsent(db: Db, name: string, value: s
     .onConflict((oc) => oc.column('name').doNothing())
     .execute();
 }
+
+/** Messages by key (search results, batch reads), without bodies; in no particular order. */
+export async function findMessagesByPks(db: Db, pks: readonly number[]): Promise<Message[]> {
+  if (!pks.length) return [];
+  const rows = await db.selectFrom('messages').select(SUMMARY_COLUMNS).where('id', 'in', [...pks]).execute();
+  return rows.map((row) => messageFromRow(row));
+}
+
+/** Messages of an inbox by Message-ID (batch reads and updates), without bodies, locked with `lock`. */
+export async function findMessagesByIds(db: Db, organizationId: string, inboxId: string, messageIds: readonly string[], options: { lock?: Dialect } = {}): Promise<Message[]> {
+  if (!messageIds.length) return [];
+  let q = db.selectFrom('messages').select(SUMMARY_COLUMNS).where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId).where('message_id', 'in', [...messageIds]).orderBy('id');
+  if (options.lock) q = forUpdate(q, options.lock);
+  return (await q.execute()).map((row) => messageFromRow(row));
+}
+
+/** Deletes one message (its labels and attachments cascade; the search index follows). */
+export async function deleteMessageRow(db: Db, pk: number): Promise<void> {
+  await db.deleteFrom('messages').where('id', '=', pk).execute();
+}

@@ -173,3 +173,10 @@ export async function listThreads(
   const rows = await q.orderBy('timestamp', page.direction).orderBy('id', page.direction).limit(page.limit + 1).execute();
   return rows.map((r) => ({ ...threadFromRow(r), pk: Number(r.id) }));
 }
+
+/** Threads by id (search results), in no particular order. */
+export async function findThreadsByIds(db: Db, threadIds: readonly string[]): Promise<Thread[]> {
+  if (!threadIds.length) return [];
+  const rows = await db.selectFrom('threads').selectAll().where('thread_id', 'in', [...threadIds]).execute();
+  return rows.map(threadFromRow);
+}
