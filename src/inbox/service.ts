@@ -28,7 +28,7 @@ import { createOutboundMail } from './outbound/outbound.worker.js';
 import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/auth-results.js';
 import { createInboundService } from './smtp/inbound.service.js';
 import { startSmtpServer, type RunningSmtpServer } from './smtp/smtp.server.js';
-import { createThreadService, refreshThreadLabels } from './threads/thread.service.js';
+import { createThreadService, rebuildThreadSummary, refreshThreadLabels } from './threads/thread.service.js';
 import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
 import { createWebhookClient } from './webhooks/webhook.client.js';
 import { createWebhookService } from './webhooks/webhook.service.js';
@@ -87,6 +87,10 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       maxBodyBytes: config.maxBodyBytes,
       relayConfigured: config.smtpRelayUrl !== undefined,
       refreshThreadLabels,
+      afterMessageDelete: async (trx, threadId, updatedAt) => {
+        await rebuildThreadSummary(trx, threadId, updatedAt);
+        await search.rebuildThread(trx, threadId);
+      },
       publicUrl: config.publicUrl,
       downloadTtlSeconds: config.downloadUrlTtlSeconds,
       notifyJobs: () => runner.notify(),

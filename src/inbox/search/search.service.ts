@@ -4,7 +4,7 @@ import { NotFoundError, ValidationError } from '../../platform/errors/app-error.
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import { podBelongsTo } from '../api-keys/api-key.repository.js';
 import { inScope, requirePermission } from '../api-keys/scope.js';
-import type { InboxDatabase } from '../database.js';
+import type { Db, InboxDatabase } from '../database.js';
 import type { AfterStore } from '../delivery/delivery.service.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox, type Inbox } from '../inboxes/inbox.repository.js';
@@ -12,7 +12,7 @@ import { normalizeInboxId } from '../inboxes/inbox.service.js';
 import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
 import { findMessagesByPks, type Message } from '../messages/message.repository.js';
 import { findThreadsByIds, type Thread } from '../threads/thread.repository.js';
-import { addToThreadDocument, insertMessageDocuments, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
+import { addToThreadDocument, insertMessageDocuments, rebuildThreadDocument, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
 import { InvalidQueryError, messageDocument, parseQuery, wordsOf } from './search-text.js';
 
 export interface SearchQuery {
@@ -102,6 +102,9 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
 
   return {
     afterStore,
+
+    /** After a message of the thread was deleted (in that transaction): the thread's document without it. */
+    rebuildThread: (trx: Db, threadId: string) => rebuildThreadDocument(trx, threadId),
 
     /** Messages of one inbox matching `q`, best first (subject, then addresses, then anywhere; newest first within each). */
     async messages(owner: KeyOwner, inboxId: string, query: SearchQuery): Promise<SearchPage<Message>> {
