@@ -213,7 +213,7 @@ export async function listMessages(db: Db, scope: { organizationId: string; inbo
   const cursor = page.after;
   // Compiled once per shape of filter: every list of an inbox runs it.
   const contains = messageContains(filter);
-  const key = `messages.list:${filter.before ? 'b' : ''}${filter.after ? 'a' : ''}:${filter.labels.length}:${filter.hidden.length}:${contains.map((c) => c.columns.length).join(',')}:${cursor ? 'k' : ''}:${page.direction}`;
+  const key = `messages.list:${filter.before ? 'b' : ''}${filter.after ? 'a' : ''}:${filter.labels.length}:${filter.hidden.length}:${contains.map((c) => c.columns.join('+')).join(',')}:${cursor ? 'k' : ''}:${page.direction}`;
   const parameters = [
     scope.inboxId,
     ...(filter.before ? [filter.before] : []),
