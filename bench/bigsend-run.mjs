@@ -36,7 +36,9 @@ const opts = {
   variants: (args.variants ?? 'text,html,full').split(','),
   profile: args.profile ?? process.env.BENCH_PROFILE === '1',
 };
-const MAIN = path.join(ROOT, 'dist/src/inbox/main.js');
+const MAIN = process.env.BENCH_OURS ?? path.join(ROOT, 'dist/src/inbox/main.js');
+/** Another build's main.js (e.g. the commit before a change): run right before ours for each variant, same database. */
+const BASELINE = process.env.BENCH_BASELINE;
 const TARGET_P99_MS = 50;
 const TARGET_RSS_FACTOR = 4;
 
@@ -148,10 +150,10 @@ async function seed(db, dir) {
   }
 }
 
-async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = []) {
+async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], file = MAIN) {
   const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', INBOX_PORT: String(port), DATA_DIR: dir, INBOX_DATABASE_URL: db.url, INBOX_ROLES: 'api', INBOX_DOMAINS: DOMAIN, INBOX_RATE_LIMIT_PER_MINUTE: '10000000', INBOX_SEND_LIMIT_PER_DAY: '100000000' };
   // Not pinned: the server and its worker threads may use both cores.
-  const child = await harness.startServer({ label: variant, file: MAIN, env, nodeArgs, pin: false });
+  const child = await harness.startServer({ label: variant, file, env, nodeArgs, pin: false });
   try {
     // Warm-up: a few reads and one big send, so that both phases start from a warm server.
     for (let i = 0; i < 50; i++) await request(port, 'GET', '/v0/inboxes', seeded.others.apiKey);
@@ -164,7 +166,7 @@ async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = []) {
     await sleep(500);
     const alone = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big });
     const during = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big, body, senders: opts.senders });
-    return { variant, dialect: db.dialect, requestBytes: Buffer.byteLength(body), messageBytes: meta.size, rssIdle, alone, during };
+    return { server: file === MAIN ? 'ours' : 'baseline', load: os.loadavg()[0], variant, dialect: db.dialect, requestBytes: Buffer.byteLength(body), messageBytes: meta.size, rssIdle, alone, during };
   } finally {
     await child.stop();
   }
@@ -180,15 +182,15 @@ function databases(dir) {
 function table(results) {
   const mb = (n) => fmt(n / 2 ** 20, 1);
   const rows = [
-    `| Database | Variant | Message | Others' p50 / p99 / max alone | Others' p50 / p99 / max during big sends | p99 ratio | p99 < ${TARGET_P99_MS} ms | Big sends (median) | RSS idle → peak | Peak RSS per send in flight | < ${TARGET_RSS_FACTOR}× message |`,
-    '|---|---|--:|--:|--:|--:|---|--:|--:|--:|---|',
+    `| Database | Variant | Server (load) | Message | Others' p50 / p99 / max alone | Others' p50 / p99 / max during big sends | p99 ratio | p99 < ${TARGET_P99_MS} ms | Big sends (median) | RSS idle → peak | Peak RSS per send in flight | < ${TARGET_RSS_FACTOR}× message |`,
+    '|---|---|---|--:|--:|--:|--:|---|--:|--:|--:|---|',
   ];
   for (const r of results) {
     const perSend = (r.during.rssPeak - r.rssIdle) / opts.senders;
     const factor = perSend / r.messageBytes;
     const lat = (p) => `${fmt(p.p50, 1)} / ${fmt(p.p99, 1)} / ${fmt(p.max, 1)} ms`;
     rows.push(
-      `| ${r.dialect} | ${r.variant} | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${mb(r.rssIdle)} → ${mb(r.during.rssPeak)} MiB | ${mb(perSend)} MiB = **${fmt(factor, 2)}×** | ${factor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} |`,
+      `| ${r.dialect} | ${r.variant} | ${r.server} (${fmt(r.load, 1)}) | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${mb(r.rssIdle)} → ${mb(r.during.rssPeak)} MiB | ${mb(perSend)} MiB = **${fmt(factor, 2)}×** | ${factor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} |`,
     );
   }
   return rows.join('\n');
@@ -209,6 +211,12 @@ async function main() {
       try {
         for (const variant of opts.variants) {
           await harness.quiet();
+          if (BASELINE) {
+            await harness.quiet();
+            const b = await runVariant(db, dir, port, seeded, variant, all[variant], [], BASELINE);
+            console.log(`${db.dialect} ${variant} baseline: ${JSON.stringify(b)}`);
+            results.push(b);
+          }
           const r = await runVariant(db, dir, port, seeded, variant, all[variant]);
           console.log(`${db.dialect} ${variant}: ${JSON.stringify(r)}`);
           results.push(r);

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import Sqlite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
-import { PLAN, sqlFor } from './baseline/sql.mjs';
+import { comparable, PLAN, sqlFor } from './baseline/sql.mjs';
 
 /**
  * Guards that make the comparison fair, run before each scenario is measured: the baseline issues
@@ -46,7 +46,7 @@ export async function checkSql({ main, dialect, url, env, scenario, request }) {
   const expected = PLAN[scenario].map((step) => step.map((name) => sql[name]));
   let at = 0;
   const got = expected.map((step) => issued.slice(at, (at += step.length)));
-  const sorted = (step) => JSON.stringify([...step].sort());
+  const sorted = (step) => JSON.stringify(step.map(comparable).sort());
   if (at !== issued.length || got.some((step, i) => sorted(step) !== sorted(expected[i]))) {
     throw new Error(`${dialect} ${scenario}: the server's SQL differs from the baseline's.\nserver:\n  ${issued.join('\n  ')}\nbaseline:\n  ${expected.flat().join('\n  ')}`);
   }
@@ -73,12 +73,13 @@ export function fetchRaw(port, { method, path, headers, body }) {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** What may legitimately differ: the date, the request id, and the id a POST created. */
+/** What may legitimately differ: the date, the request id, the seconds to the rate-limit window's end, and the id a POST created. */
 function normalized(response) {
   const created = /^\/api\/immobilies\/(\d+)$/.exec(response.headers.find(([name]) => name === 'location')?.[1] ?? '')?.[1];
   const unid = (text) => (created ? text.replaceAll(`/api/immobilies/${created}`, '/api/immobilies/ID').replaceAll(`"id":${created},`, '"id":ID,') : text);
   const headers = response.headers.map(([name, value]) => {
     if (name === 'date') return [name, '(date)'];
+    if (name === 'ratelimit-reset') return [name, /^[1-9]\d*$/.test(value) ? '(seconds)' : value];
     if (name === 'x-request-id') return [name, UUID.test(value) ? '(uuid)' : value];
     return [name, unid(value)];
   });

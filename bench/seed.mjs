@@ -59,7 +59,13 @@ export async function seed({ url, sqliteFile, count }) {
     const apiKey = user.key;
     const random = prng(20261121);
     // Chunks of 1,000 rows per statement, 50 statements per transaction: a million rows without
-    // holding them all in memory. The count triggers run for every row, as for any other write.
+    // holding them all in memory. On SQLite the count triggers run for every row, as for any other
+    // write. On PostgreSQL a row-level trigger that updates the same counter row 50,000 times in one
+    // transaction is quadratic (every update walks the row's version chain, which no one may prune
+    // before the commit), so the bulk load runs with the trigger disabled and sets the counts the
+    // trigger would have produced from the table afterwards (the seed of migration 0004).
+    const bulk = database.dialect === 'postgres';
+    if (bulk) await sql`alter table immobilie disable trigger immobilie_collection_counts`.execute(db);
     const CHUNK = 1_000;
     for (let done = 0; done < count; ) {
       await db.transaction().execute(async (trx) => {
@@ -69,6 +75,13 @@ export async function seed({ url, sqliteFile, count }) {
           done += n;
         }
       });
+    }
+    if (bulk) {
+      await sql`delete from collection_counts where resource_table = 'immobilie'`.execute(db);
+      await sql`insert into collection_counts (resource_table, owner_id, total)
+        select 'immobilie', verwalter_id, count(*) from immobilie group by verwalter_id
+        union all select 'immobilie', 0, count(*) from immobilie`.execute(db);
+      await sql`alter table immobilie enable trigger immobilie_collection_counts`.execute(db);
     }
     // Planner statistics and the visibility map, as a settled production table would have them.
     if (database.dialect === 'postgres') await sql`vacuum analyze`.execute(db);

@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { buildInboxApp } from '../src/inbox/app.js';
+import type { InboxApp } from '../src/inbox/http/types.js';
 import { inboxConfigSpec } from '../src/inbox/inbox.config.js';
 import { createInboxServices, migrateInbox, openInboxDatabase } from '../src/inbox/service.js';
 import { loadConfig } from '../src/platform/config/config.js';
@@ -31,6 +32,11 @@ export async function generatedDocs(): Promise<Record<string, string>> {
 
 /** The inbox service's OpenAPI document, generated from its route schemas on a throw-away database. */
 async function inboxOpenApi(): Promise<object> {
+  return withInboxApp(async (app) => app.swagger());
+}
+
+/** Runs `use` on a ready inbox app (API role) over a throw-away in-memory SQLite database. */
+export async function withInboxApp<T>(use: (app: InboxApp) => Promise<T>): Promise<T> {
   const config = loadConfig(inboxConfigSpec, { INBOX_DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent', INBOX_ROLES: 'api' });
   const database = await openInboxDatabase(config);
   try {
@@ -38,9 +44,11 @@ async function inboxOpenApi(): Promise<object> {
     const runtime = createInboxServices(config, database.db, { log: { warn: () => {}, error: () => {} } });
     const app = await buildInboxApp(runtime.services, database);
     await app.ready();
-    const doc = app.swagger();
-    await app.close();
-    return doc;
+    try {
+      return await use(app);
+    } finally {
+      await app.close();
+    }
   } finally {
     await database.destroy();
   }

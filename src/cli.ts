@@ -1,18 +1,11 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './platform/config/config.js';
-import { systemClock } from './platform/clock.js';
 import { isAppError } from './platform/errors/app-error.js';
-import { systemIds } from './platform/ids.js';
-import { createApiKeyService } from './inbox/api-keys/api-key.service.js';
-import { inboxConfigSpec } from './inbox/inbox.config.js';
-import { migrateInbox, openInboxDatabase } from './inbox/service.js';
-import { ConstraintViolationError } from './property/engine/errors.js';
-import { createEngine } from './property/engine/operations.js';
 import type { AnyDb } from './property/engine/persistence.js';
-import { PAGINATION } from './property/app.js';
-import { propertyConfigSpec } from './property/property.config.js';
-import { propertyRegistry } from './property/registry.js';
-import { migrateProperty, openPropertyDatabase } from './property/service.js';
+
+// Each command imports what it needs when it runs (a key for the inbox loads nothing of the
+// property service, and neither loads the HTTP, SMTP or worker code): start-up is most of a
+// command's time.
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -27,10 +20,20 @@ Commands:
 `;
 
 class UsageError extends Error {}
+/** A command that failed on its input (exit status 1). */
+class CommandError extends Error {}
 
 async function propertyAdminCreate(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { email: { type: 'string' }, name: { type: 'string' } }, strict: true });
   if (!values.email || !values.name) throw new UsageError('property:admin:create needs --email and --name');
+  const [{ propertyConfigSpec }, { migrateProperty, openPropertyDatabase }, { ConstraintViolationError }, { createEngine }, { PAGINATION }, { propertyRegistry }] = await Promise.all([
+    import('./property/property.config.js'),
+    import('./property/open-database.js'),
+    import('./property/engine/errors.js'),
+    import('./property/engine/operations.js'),
+    import('./property/app.js'),
+    import('./property/registry.js'),
+  ]);
   const config = loadConfig(propertyConfigSpec);
   const database = await openPropertyDatabase(config);
   try {
@@ -40,7 +43,10 @@ async function propertyAdminCreate(args: string[]): Promise<void> {
     if (!User) throw new Error('the User resource is not registered');
     // The command line acts as an administrator: the same validation and key issuing as the API.
     const operator = { id: 0, role: 'admin' };
-    const user = await engine.post(User, () => ({ name: values.name, email: values.email, role: 'admin' }), operator);
+    const user = await engine.post(User, () => ({ name: values.name, email: values.email, role: 'admin' }), operator).catch((err: unknown) => {
+      if (err instanceof ConstraintViolationError) throw new CommandError(err.violations.map((v) => `${v.propertyPath}: ${v.message}`).join('; '));
+      throw err;
+    });
     process.stdout.write(`Created admin user ${user.id} <${String(user.email)}>. Its API key is shown once; store it now:\n`);
     process.stdout.write(`${String(user.apiKey)}\n`);
   } finally {
@@ -50,6 +56,13 @@ async function propertyAdminCreate(args: string[]): Promise<void> {
 
 async function inboxKeysCreate(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { name: { type: 'string' }, org: { type: 'string' } }, strict: true });
+  const [{ inboxConfigSpec }, { migrateInbox, openInboxDatabase }, { createApiKeyService }, { systemClock }, { systemIds }] = await Promise.all([
+    import('./inbox/inbox.config.js'),
+    import('./inbox/open-database.js'),
+    import('./inbox/api-keys/api-key.service.js'),
+    import('./platform/clock.js'),
+    import('./platform/ids.js'),
+  ]);
   const config = loadConfig(inboxConfigSpec);
   const database = await openInboxDatabase(config);
   try {
@@ -64,6 +77,12 @@ async function inboxKeysCreate(args: string[]): Promise<void> {
 }
 
 async function migrate(): Promise<void> {
+  const [{ inboxConfigSpec }, { migrateInbox, openInboxDatabase }, { propertyConfigSpec }, { migrateProperty, openPropertyDatabase }] = await Promise.all([
+    import('./inbox/inbox.config.js'),
+    import('./inbox/open-database.js'),
+    import('./property/property.config.js'),
+    import('./property/open-database.js'),
+  ]);
   const inboxDb = await openInboxDatabase(loadConfig(inboxConfigSpec));
   try {
     const applied = await migrateInbox(inboxDb);
@@ -110,11 +129,7 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${err.message}\n`);
       return 78;
     }
-    if (err instanceof ConstraintViolationError) {
-      process.stderr.write(`error: ${err.violations.map((v) => `${v.propertyPath}: ${v.message}`).join('; ')}\n`);
-      return 1;
-    }
-    if (isAppError(err)) {
+    if (err instanceof CommandError || isAppError(err)) {
       process.stderr.write(`error: ${err.message}\n`);
       return 1;
     }

@@ -3,7 +3,8 @@ import http from 'node:http';
 import { URLSearchParams } from 'node:url';
 import Sqlite from 'better-sqlite3';
 import pg from 'pg';
-import { sqlFor } from './sql.mjs';
+import { kaufkosten } from '../../dist/src/property/calculator/kaufnebenkosten.js';
+import { expandIn, SQL, sqlFor } from './sql.mjs';
 
 /**
  * The limit for the property server's benchmark scenarios: a minimal node:http program that runs
@@ -35,6 +36,8 @@ const SEARCH = {
   'hydra:variableRepresentation': 'BasicRepresentation',
   'hydra:mapping': SEARCH_VARIABLES.map(([variable, property]) => ({ '@type': 'IriTemplateMapping', variable, property, required: false })),
 };
+/** The cost percentages' defaults (PROPERTY_NOTAR_PERCENT, …), as the server's config has them. */
+const SAETZE = { notarProzent: 1.5, grundbuchProzent: 0.5, maklerProzent: 3.57 };
 /** PROPERTY_COUNT_CAP's default: filtered counts stop at cap + 1. */
 const COUNT_CAP = 10_000;
 /** BASELINE_PAGE_ONLY=1: the scale scenarios' limit, which never counts (totals read once at start). */
@@ -47,9 +50,9 @@ function openSqlite(file, sql) {
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
-  const statements = Object.fromEntries(Object.entries(sql).map(([name, text]) => [name, db.prepare(text)]));
+  const statements = Object.fromEntries(Object.entries(sql).filter(([, text]) => !text.includes('…')).map(([name, text]) => [name, db.prepare(text)]));
   const query = async (name, params = []) => {
-    const stmt = statements[name];
+    const stmt = statements[name] ?? (statements[name] = db.prepare(name));
     if (stmt.reader) return stmt.all(params);
     stmt.run(params);
     return [];
@@ -80,7 +83,7 @@ function openPostgres(rawUrl, sql) {
   url.searchParams.delete('schema');
   pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
   const pool = new pg.Pool({ connectionString: url.toString(), max: 10, ...(schema ? { options: `-c search_path="${schema}"` } : {}) });
-  const on = (client) => async (name, params = []) => (await client.query(sql[name], params)).rows;
+  const on = (client) => async (name, params = []) => (await client.query(sql[name] ?? name, params)).rows;
   const transaction = async (fn) => {
     const client = await pool.connect();
     const query = on(client);
@@ -126,6 +129,9 @@ function immobilie(row, embedded) {
   if (row.heizungstyp_id !== null) out.heizungstyp = `/api/heizungstyps/${row.heizungstyp_id}`;
   if (row.created_at !== null) out.createdAt = timestamp(row.created_at);
   if (row.updated_at !== null) out.updatedAt = timestamp(row.updated_at);
+  const satz = row.satz ?? null;
+  const costs = kaufkosten({ kaufpreis: row.kaufpreis, wohnflaeche: row.wohnflaeche, grunderwerbsteuerSatz: satz === null ? null : Number(satz) }, SAETZE);
+  for (const name of ['preisProQuadratmeter', 'grunderwerbsteuer', 'kaufnebenkosten', 'gesamtkosten']) if (costs[name] !== undefined) out[name] = costs[name];
   return out;
 }
 
@@ -163,10 +169,34 @@ function containsPattern(dialect, term) {
   return `*${[...term].map(cls).join('')}*`;
 }
 
+/**
+ * The server's request budgets (security/rate-limits.ts) as the bench configures them: every
+ * request counts against its address and, with a key, against the key's hash, in one-minute
+ * windows; the answer carries the tightest budget's RateLimit-* headers.
+ */
+const RATE_LIMIT = 10_000_000;
+const budgets = new Map();
+function countAgainst(name, t) {
+  const start = t - (t % 60_000);
+  let w = budgets.get(name);
+  if (!w || w.start !== start) budgets.set(name, (w = { start, count: 0 }));
+  w.count++;
+  return { remaining: Math.max(0, RATE_LIMIT - w.count), reset: Math.ceil((start + 60_000 - t) / 1000) };
+}
+function rateLimitHeaders(req) {
+  const t = Date.now();
+  const key = req.headers['x-api-key'];
+  const byAddress = countAgainst(`a:${req.socket.remoteAddress}`, t);
+  const byKey = typeof key === 'string' && key !== '' ? countAgainst(`k:${createHash('sha256').update(key).digest('hex').slice(0, 32)}`, t) : undefined;
+  const tightest = byKey && byKey.remaining < byAddress.remaining ? byKey : byAddress;
+  return { 'ratelimit-limit': String(RATE_LIMIT), 'ratelimit-remaining': String(tightest.remaining), 'ratelimit-reset': String(tightest.reset) };
+}
+
 function send(req, res, status, body, headers = {}) {
   const text = JSON.stringify(body);
   const out = {
     'x-request-id': randomUUID(),
+    ...req.rateLimit,
     link: `<http://${req.headers.host}/api/docs.jsonld>; rel="${DOCS_REL}"`,
     vary: 'Accept',
     'x-content-type-options': 'nosniff',
@@ -200,6 +230,15 @@ function readBody(req) {
 const iriId = (iri, prefix) => (typeof iri === 'string' && iri.startsWith(prefix) ? Number(iri.slice(prefix.length)) : undefined);
 
 function createHandler(db) {
+  /** The page's rows with their state's tax rate (`row.satz`): one query for the page's distinct states. */
+  const withStates = async (rows) => {
+    const ids = [...new Set(rows.map((row) => row.bundesland_id))];
+    if (!ids.length) return rows;
+    const states = await db.query(expandIn(dialect, SQL.states, ids.length), [...ids, ids.length, 0]);
+    const rate = new Map(states.map((state) => [Number(state.id), state.grunderwerbsteuer_satz]));
+    return rows.map((row) => ({ ...row, satz: rate.get(row.bundesland_id) }));
+  };
+
   const principal = async (req) => {
     const key = req.headers['x-api-key'];
     if (typeof key !== 'string' || key === '') return undefined;
@@ -216,7 +255,7 @@ function createHandler(db) {
     if (!user) return fail(res, 401);
     const all = seesAll(user);
     const owner = all ? 0 : user.id;
-    const page = all ? db.query('pageAll', [PAGE_SIZE, 0]) : db.query('page', [user.id, PAGE_SIZE, 0]);
+    const page = (all ? db.query('pageAll', [PAGE_SIZE, 0]) : db.query('page', [user.id, PAGE_SIZE, 0])).then(withStates);
     if (PAGE_ONLY) return send(req, res, 200, collection((await totals).get(owner) ?? 0, await page, ''));
     const [[counted], rows] = await Promise.all([db.query('counted', ['immobilie', owner]), page]);
     send(req, res, 200, collection(Number(counted?.total ?? 0), rows, ''));
@@ -228,7 +267,7 @@ function createHandler(db) {
     if (!user || seesAll(user)) return fail(res, user ? 400 : 401);
     const params = new URLSearchParams(query);
     const values = [user.id, containsPattern(dialect, params.get('adresse')), Number(params.get('kaufpreis[gte]'))];
-    const [[{ total }], rows] = await Promise.all([db.query('cappedCount', [...values, COUNT_CAP + 1]), db.query('pageFiltered', [...values, PAGE_SIZE, 0])]);
+    const [[{ total }], rows] = await Promise.all([db.query('cappedCount', [...values, COUNT_CAP + 1]), db.query('pageFiltered', [...values, PAGE_SIZE, 0]).then(withStates)]);
     send(req, res, 200, collection(Number(total) > COUNT_CAP ? undefined : Number(total), rows, query));
   };
 
@@ -259,6 +298,7 @@ function createHandler(db) {
   };
 
   return (req, res) => {
+    req.rateLimit = rateLimitHeaders(req);
     const item = /^\/api\/bundeslands\/([1-9]\d{0,9})$/.exec(req.url);
     let done;
     if (req.method === 'GET' && req.url === '/api/immobilies') done = getCollection(req, res);

@@ -18,6 +18,11 @@ export const SQL = {
     'select count(*) as "total" from (select 1 as "one" from "immobilie" where "verwalter_id" = ? and ("adresse" glob ?) and "kaufpreis" >= ? limit ?) as "matching"',
   pageFiltered: `select ${IMMOBILIE_COLUMNS} from "immobilie" where "verwalter_id" = ? and ("adresse" glob ?) and "kaufpreis" >= ? order by "id" asc limit ? offset ?`,
   bundesland: 'select "id", "name", "code" from "bundesland" where "id" = ?',
+  /**
+   * The states of a page's properties, for their computed costs (immobilie.provider.ts, one query
+   * per page): `(?…)` stands for one placeholder per distinct state id (`expandIn`).
+   */
+  states: 'select "id", "name", "code", "grunderwerbsteuer_satz" from "bundesland" where "id" in (?…) order by "id" asc limit ? offset ?',
   begin: 'begin',
   bundeslandExists: 'select "id" from "bundesland" where "id" in (?)',
   heizungstypExists: 'select "id" from "heizungstyp" where "id" in (?)',
@@ -37,9 +42,9 @@ const POSTGRES_OVERRIDES = {
  * `*PageOnly` are the limits of the scale scenarios: the page alone, without any count.
  */
 export const PLAN = {
-  collection: [['auth'], ['counted', 'page']],
-  collectionAdmin: [['auth'], ['counted', 'pageAll']],
-  filtered: [['auth'], ['cappedCount', 'pageFiltered']],
+  collection: [['auth'], ['counted', 'page'], ['states']],
+  collectionAdmin: [['auth'], ['counted', 'pageAll'], ['states']],
+  filtered: [['auth'], ['cappedCount', 'pageFiltered'], ['states']],
   item: [['bundesland']],
   post: [['auth'], ['begin'], ['bundeslandExists'], ['heizungstypExists'], ['insert'], ['immobilie'], ['commit']],
 };
@@ -47,9 +52,22 @@ export const PLAN = {
 /** The statements in a dialect's placeholder syntax: `?` for SQLite, `$1, $2, …` for PostgreSQL. */
 export function sqlFor(dialect) {
   if (dialect === 'sqlite') return SQL;
-  const numbered = (text) => {
-    let n = 0;
-    return text.replace(/\?/g, () => `$${++n}`);
-  };
   return Object.fromEntries(Object.entries({ ...SQL, ...POSTGRES_OVERRIDES }).map(([name, text]) => [name, numbered(text)]));
+}
+
+/** `?` → `$1, $2, …` (PostgreSQL); a `(?…)` list is left for `expandIn`. */
+function numbered(text) {
+  let n = 0;
+  return text.replace(/\?(?!…)/g, () => `$${++n}`);
+}
+
+/** A statement with a `(?…)` list made of `count` placeholders, in the dialect's syntax. */
+export function expandIn(dialect, text, count) {
+  const expanded = text.replace('(?…)', `(${Array.from({ length: count }, () => '?').join(', ')})`).replace(/\$\d+/g, '?');
+  return dialect === 'sqlite' ? expanded : numbered(expanded);
+}
+
+/** A statement as the fairness check compares it: placeholders as `?`, IN lists as `(?…)`. */
+export function comparable(text) {
+  return text.replace(/\$\d+/g, '?').replace(/in \(\?(?:, \?)*\)/g, 'in (?…)');
 }

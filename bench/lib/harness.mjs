@@ -41,7 +41,7 @@ export async function startServer({ label, file, env, nodeArgs = [], pin = true 
   const [command, commandArgs] = pin ? ['taskset', ['-c', SERVER_CPU, process.execPath, ...argv]] : [process.execPath, argv];
   const child = spawn(command, commandArgs, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout });
-  const ready = await Promise.race([new Promise((resolve) => lines.once('line', () => resolve(true))), exited(child).then(() => false), sleep(20_000, false, { ref: false })]);
+  const ready = await Promise.race([new Promise((resolve) => lines.once('line', () => resolve(true))), exited(child).then(() => false), sleep(60_000, false, { ref: false })]);
   if (!ready) {
     child.kill('SIGKILL');
     throw new Error(`${label} server did not start`);

@@ -14,9 +14,16 @@ import type { RateLimiter } from '../platform/http/rate-limit.js';
 import { schemaValidators } from '../platform/http/validators.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../platform/http/swagger-ui.js';
 import type { Ids } from '../platform/ids.js';
+import { agentRoutes } from './agent/agent.routes.js';
+import { AgentSignupDisabledError, type AgentService } from './agent/agent.service.js';
+import { apiKeyRoutes } from './api-keys/api-key.routes.js';
 import type { ApiKeyService } from './api-keys/api-key.service.js';
+import { podRoutes } from './pods/pod.routes.js';
+import type { PodService } from './pods/pod.service.js';
 import type { InboxDatabase } from './database.js';
 import type { Delivery } from './delivery/delivery.service.js';
+import { domainRoutes } from './domains/domain.routes.js';
+import type { DomainService } from './domains/domain.service.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
@@ -48,7 +55,10 @@ export interface InboxServices {
   readonly clock: Clock;
   readonly ids: Ids;
   readonly apiKeys: ApiKeyService;
+  readonly pods: PodService;
+  readonly agent: AgentService;
   readonly inboxes: InboxService;
+  readonly domains: DomainService;
   readonly events: EventService;
   readonly messages: MessageService;
   readonly threads: ThreadService;
@@ -108,6 +118,8 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
 
   const auth = bearerAuth(services.apiKeys, services.limiter);
   app.addHook('onRequest', async (request, reply) => {
+    // Off: the sign-up routes answer 403 with or without a key (decision 0018).
+    if (request.routeOptions.config?.agentSignup && !config.agentSignup) throw new AgentSignupDisabledError();
     if (!request.url.startsWith('/v0') || request.routeOptions.config?.public || request.routeOptions.url === undefined) return;
     await auth(request, reply);
   });
@@ -132,6 +144,10 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   messageRoutes(app, services.messages);
   threadRoutes(app, services.threads, services.messages);
   webhookRoutes(app, services.webhooks);
+  apiKeyRoutes(app, services.apiKeys);
+  agentRoutes(app, services.agent);
+  podRoutes(app, { pods: services.pods, inboxes: services.inboxes, threads: services.threads, messages: services.messages, requirePod: services.pods.requirePod });
+  domainRoutes(app, services.domains);
   searchRoutes(app, services.search);
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());

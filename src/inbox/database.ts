@@ -1,6 +1,7 @@
 import type { Executor } from '../platform/db/database.js';
 import type { JobsDatabase } from '../platform/jobs/jobs.table.js';
-import type { ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
+import type { AgentSignupTable, ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
+import type { DomainTable } from './domains/domain.table.js';
 import type { EventTable } from './events/event.table.js';
 import type { InboxTable } from './inboxes/inbox.table.js';
 import type { AttachmentTable, MessageLabelTable, MessageTable, SendCounterTable } from './messages/message.table.js';
@@ -24,6 +25,8 @@ export interface InboxDatabase extends JobsDatabase {
   events: EventTable;
   service_secrets: { name: string; value: string };
   delivery_reports: DeliveryReportTable;
+  agent_signups: AgentSignupTable;
+  domains: DomainTable;
 }
 
 export type Db = Executor<InboxDatabase>;

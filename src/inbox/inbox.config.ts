@@ -44,5 +44,19 @@ export const inboxConfigSpec = {
   dkimPrivateKey: env.optionalString('INBOX_DKIM_PRIVATE_KEY', 'DKIM signing key (RSA or Ed25519): PEM text, or the path of a PEM file; never logged'),
   dkimDomains: env.list('INBOX_DKIM_DOMAINS', 'comma-separated domains whose outbound mail is DKIM-signed (`d=`); unset signs for every domain of `INBOX_DOMAINS`', []),
   smtpRelayAllowPlaintextAuth: env.boolean('INBOX_SMTP_RELAY_ALLOW_PLAINTEXT_AUTH', 'send the relay credentials of an `smtp://` URL even when the relay offers no STARTTLS (they then cross the network in clear text); loopback relays are always allowed', false),
+  // Real-time events over WebSocket (src/inbox/realtime/, docs/decisions/0015-realtime-events-over-websocket.md).
+  wsMaxConnections: env.integer('INBOX_WS_MAX_CONNECTIONS', 'WebSocket connections (`/v0` real-time events) one process holds (503 beyond)', 10_000, 1, 1_000_000),
+  wsMaxConnectionsPerKey: env.integer('INBOX_WS_MAX_CONNECTIONS_PER_KEY', 'WebSocket connections one API key may hold on one process (429 beyond)', 100, 1, 1_000_000),
+  wsPingIntervalMs: env.integer('INBOX_WS_PING_INTERVAL_MS', 'interval of the WebSocket pings the server sends, ms', 30_000, 100, 3_600_000),
+  wsIdleTimeoutMs: env.integer('INBOX_WS_IDLE_TIMEOUT_MS', 'a WebSocket client that neither answers a ping nor sends a frame for this long is disconnected, ms (checked at each ping; at least the ping interval)', 75_000, 100, 3_600_000),
+  wsMaxBufferedBytes: env.integer('INBOX_WS_MAX_BUFFERED_BYTES', 'bytes of events waiting to be sent to one WebSocket client; a client that does not read beyond it is disconnected (close code 1008)', 4 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  // Custom domains (src/inbox/domains/, docs/decisions/0019-custom-domains.md).
+  dnsServers: env.list('INBOX_DNS_SERVERS', 'DNS servers (`ip` or `ip:port`, comma-separated) that domain verification asks for the records of custom domains', []),
+  domainKeySecret: env.optionalString('INBOX_DOMAIN_KEY_SECRET', 'secret (at least 32 characters) that encrypts the DKIM private keys of custom domains in the database (AES-256-GCM); never logged', 'unset: a key kept in the database itself'),
+  domainSpfIncludes: env.list('INBOX_DOMAIN_SPF_INCLUDE', 'comma-separated domains the SPF record asked of custom domains includes (`include:`), e.g. the SPF domain of the SMTP relay; the record always has `mx`', []),
+  // Agent sign-up (POST /v0/agent/sign-up, /v0/agent/verify): docs/decisions/0018-pods-and-scoped-keys.md.
+  agentSignup: env.boolean('INBOX_AGENT_SIGNUP', 'let agents create an organization with an inbox and a limited key (`POST /v0/agent/sign-up`); off answers 403', false),
+  agentSignupSender: env.string('INBOX_AGENT_SIGNUP_SENDER', 'username (on the first of `INBOX_DOMAINS`) of the service inbox that mails sign-up codes', 'no-reply'),
+  agentSignupPerHour: env.integer('INBOX_AGENT_SIGNUP_PER_HOUR', 'sign-up requests per client address per hour (429 beyond)', 10, 1, 100_000),
   roles: env.list('INBOX_ROLES', 'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP)', ['api', 'worker', 'smtp']),
 } as const;

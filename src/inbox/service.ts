@@ -4,9 +4,8 @@ import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import { pino, type Logger } from 'pino';
 import { systemClock, type Clock } from '../platform/clock.js';
-import { openDatabase, type Database, type Dialect } from '../platform/db/database.js';
+import type { Database, Dialect } from '../platform/db/database.js';
 import { commitsOf } from '../platform/db/group-commit.js';
-import { migrateToLatest } from '../platform/db/migrate.js';
 import { loggerOptions } from '../platform/log/logger.js';
 import { buildManagementApp, metricsExposure, newMetricsRegistry, type Readiness } from '../platform/http/app.js';
 import { memoryRateLimiter, sharedRateLimiter } from '../platform/http/rate-limit.js';
@@ -14,33 +13,32 @@ import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { systemIds, type Ids } from '../platform/ids.js';
 import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
+import { createPodService } from './pods/pod.service.js';
+import { createAgentService } from './agent/agent.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
 import type { InboxDatabase } from './database.js';
 import { createDelivery } from './delivery/delivery.service.js';
 import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
+import { createDomains } from './domains/domain-assembly.js';
 import { createMessageService } from './messages/message.service.js';
 import { createSearchService } from './search/search.service.js';
 import { OUTBOUND_MAIL_QUEUE } from './outbound/outbound-job.js';
-import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
+import { migrateInbox, openInboxDatabase } from './open-database.js';
 import { createOutboundMail } from './outbound/outbound.worker.js';
 import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/auth-results.js';
 import { createInboundService } from './smtp/inbound.service.js';
 import { startSmtpServer, type RunningSmtpServer } from './smtp/smtp.server.js';
 import { createThreadService, rebuildThreadSummary, refreshThreadLabels } from './threads/thread.service.js';
+import { createEventFeed, type EventFeed } from './realtime/event-feed.js';
+import { attachRealtime, type RealtimeServer } from './realtime/websocket.server.js';
+import type { PublishEvents } from './events/event.service.js';
 import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
 import { createWebhookClient } from './webhooks/webhook.client.js';
 import { createWebhookService } from './webhooks/webhook.service.js';
 
-export async function openInboxDatabase(config: InboxConfig): Promise<Database<InboxDatabase>> {
-  // FULL: a message the API or SMTP acknowledged survives power loss, not only a process crash.
-  return openDatabase<InboxDatabase>({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'inbox.db', poolSize: config.databasePoolSize, sqliteSynchronous: 'FULL', verifyStatementCache: config.verifyStatementCache });
-}
-
-export async function migrateInbox(database: Database<InboxDatabase>): Promise<string[]> {
-  return migrateToLatest(database.db, inboxMigrations, INBOX_MIGRATION_TABLE);
-}
+export { migrateInbox, openInboxDatabase };
 
 /** The wake-up signal of the inbox's job runners. */
 const JOBS_TOPIC = 'inbox_jobs';
@@ -53,17 +51,39 @@ export interface InboxRuntime {
 }
 
 /** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
-export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; wakeups?: JobWakeups; jobPollMs?: number; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
+export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; wakeups?: JobWakeups; jobPollMs?: number; publishEvents?: PublishEvents; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? systemIds;
   // Shared through Redis when configured (per process while it is down), else per process.
   const limiter = options.redis ? sharedRateLimiter(options.redis, config.rateLimitPerMinute, 'inbox:rl', options.registry ? { registry: options.registry } : {}) : memoryRateLimiter(config.rateLimitPerMinute);
-  const events = createEventService({ clock, ids });
+  const events = createEventService({ clock, ids, ...(options.publishEvents ? { publish: options.publishEvents } : {}) });
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
   const search = createSearchService({ db });
   const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, afterStore: [search.afterStore] });
-  const inboxes = createInboxService({ db, clock, ids, domains: config.domains });
+  const domains = createDomains(config, { db, commits, clock, ids });
+  const inboxes = createInboxService({ db, clock, ids, domains: config.domains, customDomain: domains.inboxDomain });
+  const messages = createMessageService({
+    db,
+    commits,
+    delivery,
+    clock,
+    ids,
+    localDomains: inboxes.localDomains,
+    servedDomain: domains.servedDomain,
+    maxRecipients: config.maxRecipients,
+    maxAttachmentBytes: config.maxAttachmentBytes,
+    maxBodyBytes: config.maxBodyBytes,
+    relayConfigured: config.smtpRelayUrl !== undefined,
+    refreshThreadLabels,
+    afterMessageDelete: async (trx, threadId, updatedAt) => {
+      await rebuildThreadSummary(trx, threadId, updatedAt);
+      await search.rebuildThread(trx, threadId);
+    },
+    publicUrl: config.publicUrl,
+    downloadTtlSeconds: config.downloadUrlTtlSeconds,
+    notifyJobs: () => runner.notify(),
+  });
   const services: InboxServices = {
     config,
     db,
@@ -72,28 +92,22 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     limiter,
     events,
     apiKeys: createApiKeyService({ db, commits, clock, ids }),
+    pods: createPodService({ db, commits, clock, ids }),
     inboxes,
+    domains,
     commits,
     delivery,
-    messages: createMessageService({
+    messages,
+    agent: createAgentService({
       db,
       commits,
-      delivery,
       clock,
       ids,
-      localDomains: inboxes.localDomains,
-      maxRecipients: config.maxRecipients,
-      maxAttachmentBytes: config.maxAttachmentBytes,
-      maxBodyBytes: config.maxBodyBytes,
-      relayConfigured: config.smtpRelayUrl !== undefined,
-      refreshThreadLabels,
-      afterMessageDelete: async (trx, threadId, updatedAt) => {
-        await rebuildThreadSummary(trx, threadId, updatedAt);
-        await search.rebuildThread(trx, threadId);
-      },
-      publicUrl: config.publicUrl,
-      downloadTtlSeconds: config.downloadUrlTtlSeconds,
-      notifyJobs: () => runner.notify(),
+      enabled: config.agentSignup,
+      domain: inboxes.localDomains[0] as string,
+      senderUsername: config.agentSignupSender,
+      limiter: options.redis ? sharedRateLimiter(options.redis, config.agentSignupPerHour, 'inbox:signup', { windowMs: 3600e3 }) : memoryRateLimiter(config.agentSignupPerHour, 3600e3),
+      messages,
     }),
     threads: createThreadService({ db, commits, clock }),
     search,
@@ -103,7 +117,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
   queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, log: options.log });
   // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.
-  const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify() });
+  const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify(), domainKeys: domains.signingKey });
   queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
   const runner = createJobRunner({ db, clock, queues, log: options.log, ...(options.wakeups ? { wakeups: options.wakeups } : {}), ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}) });
   return { services, runner, closeOutbound: () => outbound.close() };
@@ -118,6 +132,8 @@ export interface RunningInboxService {
   readonly smtp: { readonly host: string; readonly port: number } | undefined;
   readonly database: Database<InboxDatabase>;
   readonly runtime: InboxRuntime;
+  /** Real-time events over WebSocket on the API's port (role `api`). */
+  readonly realtime: RealtimeServer | undefined;
   close(): Promise<void>;
 }
 
@@ -134,6 +150,7 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
     ids: services.ids,
     events: services.events,
     localDomains: services.inboxes.localDomains,
+    servedDomain: services.domains.servedDomain,
     hostname,
     verifier: config.smtpVerifyAuth ? createAuthVerifier({ resolver, timeoutMs: config.smtpAuthTimeoutMs }) : undefined,
     notifyJobs: () => runtime.runner.notify(),
@@ -163,6 +180,7 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
 export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver; jobPollMs?: number } = {}): Promise<RunningInboxService> {
   const database = await openInboxDatabase(config);
   let redis: SharedRedis | undefined;
+  let feed: EventFeed | undefined;
   try {
     await migrateInbox(database);
     let app: FastifyInstance | undefined;
@@ -182,13 +200,27 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
     };
     // Work enqueued by any process (an smtp-only one, say) wakes the workers of every process.
     const wakeups: JobWakeups = { notify: () => database.notify(JOBS_TOPIC), listen: (onWake) => database.listen(JOBS_TOPIC, onWake) };
-    const runtime = createInboxServices(config, database.db, { ...options, log, registry, wakeups, ...(redis ? { redis } : {}) });
+    // Events are announced in their writers' transactions by every role; the API role pushes them to WebSocket clients.
+    feed = createEventFeed(database, log);
+    const runtime = createInboxServices(config, database.db, { ...options, log, registry, wakeups, publishEvents: feed.publish, ...(redis ? { redis } : {}) });
     const hasApi = config.roles.includes('api');
     // A process without the API still answers health checks and serves metrics, on INBOX_PORT.
     const managementPort = config.managementPort ?? (hasApi ? undefined : config.port);
     let url: string | undefined;
+    let realtime: RealtimeServer | undefined;
     if (hasApi) {
       app = (await buildInboxApp(runtime.services, database, { registry, ready, metrics: metricsExposure(config.metricsToken, 'api', managementPort !== undefined) })) as unknown as FastifyInstance;
+      const { services } = runtime;
+      const ws = attachRealtime(app.server, { db: services.db, apiKeys: services.apiKeys, limiter: services.limiter, feed, log, registry }, {
+        maxConnections: config.wsMaxConnections,
+        maxConnectionsPerKey: config.wsMaxConnectionsPerKey,
+        pingIntervalMs: config.wsPingIntervalMs,
+        idleTimeoutMs: Math.max(config.wsIdleTimeoutMs, config.wsPingIntervalMs),
+        maxBufferedBytes: config.wsMaxBufferedBytes,
+      });
+      realtime = ws;
+      // Before the HTTP server closes: it would otherwise wait for the upgraded sockets.
+      app.addHook('preClose', async () => ws.close());
       url = await app.listen({ host: config.host, port: config.port });
     }
     let management: FastifyInstance | undefined;
@@ -215,10 +247,13 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       smtp: smtp ? { host: smtp.host, port: smtp.port } : undefined,
       database,
       runtime,
+      realtime,
       async close() {
         // SMTP first: messages in flight still need the database to commit.
         await smtp?.close();
+        // Closes the WebSocket clients (1001) before the HTTP server.
         await app?.close();
+        await feed?.close();
         await management?.close();
         await runtime.runner.stop();
         runtime.closeOutbound();
@@ -227,6 +262,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       },
     };
   } catch (err) {
+    await feed?.close();
     await redis?.close();
     await database.destroy();
     throw err;

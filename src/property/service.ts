@@ -1,21 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import { openDatabase, type Database } from '../platform/db/database.js';
-import { migrateToLatest } from '../platform/db/migrate.js';
+import type { Database } from '../platform/db/database.js';
 import { buildManagementApp, metricsExposure, newMetricsRegistry, type Readiness } from '../platform/http/app.js';
 import { buildPropertyApp, propertyErrorRenderer, type PropertyConfig } from './app.js';
 import { loggerOptions } from '../platform/log/logger.js';
 import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { createPropertyRateLimits } from './security/rate-limits.js';
-import { PROPERTY_MIGRATION_TABLE, propertyMigrations } from './migrations/index.js';
+import { migrateProperty, openPropertyDatabase } from './open-database.js';
 
-export async function openPropertyDatabase(config: PropertyConfig): Promise<Database<unknown>> {
-  return openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'property.db', poolSize: config.databasePoolSize, verifyStatementCache: config.verifyStatementCache });
-}
-
-export async function migrateProperty(database: Database<unknown>): Promise<string[]> {
-  return migrateToLatest(database.db, propertyMigrations, PROPERTY_MIGRATION_TABLE);
-}
+export { migrateProperty, openPropertyDatabase };
 
 export interface RunningPropertyService {
   readonly app: FastifyInstance;

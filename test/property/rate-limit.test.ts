@@ -130,3 +130,36 @@ describe.each(cases)('%s: property rate limits', (_label, dialect, backend, back
     });
   });
 });
+
+describe('429 in the OpenAPI document', () => {
+  let server: Server;
+  beforeAll(async () => {
+    server = await startPropertyServer({ env: { PROPERTY_RATE_LIMIT_PER_MINUTE: '1' } });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it('every operation documents 429 with the headers a refused request carries; only self-registration names the hourly budget', async () => {
+    const key = (await server.createAccount('user')).key;
+    expect((await api(server.url, '/api/immobilies', { key })).status).toBe(200);
+    const refused = await api(server.url, '/api/immobilies', { key });
+    expect(refused.status).toBe(429);
+    const doc = (await api(server.url, '/api/docs.json')).body as {
+      paths: Record<string, Record<string, { responses: Record<string, { description: string; headers?: Record<string, { $ref: string }>; content: Record<string, unknown> }> }>>;
+      components: { headers: Record<string, unknown> };
+    };
+    const documented = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ at: `${method} ${path}`, response: op.responses['429'] })));
+    expect(documented.length).toBeGreaterThan(20);
+    for (const { at, response } of documented) {
+      expect(response, at).toBeDefined();
+      expect(Object.keys(response?.content ?? {}), at).toEqual(['application/ld+json', 'application/problem+json']);
+      for (const header of Object.keys(response?.headers ?? {})) {
+        expect(refused.headers.get(header), `${at}: ${header} is documented, so a 429 sends it`).not.toBeNull();
+        expect(doc.components.headers[header], header).toBeDefined();
+      }
+      expect(Object.keys(response?.headers ?? {}).sort(), at).toEqual(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']);
+      expect(response?.description.includes('self-registrations per hour'), at).toBe(at === 'post /api/users');
+    }
+  });
+});

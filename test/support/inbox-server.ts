@@ -21,7 +21,6 @@ export interface InboxTestServer {
   readonly service: RunningInboxService;
   /** A key for a new organization (or for `organizationId`), created as the CLI would. */
   createKey(options?: { organizationId?: string; name?: string }): Promise<CreatedKey>;
-  /** The official SDK pointed at this server. */
   /** The current SDK (agentmail 0.5.x), pointed at this server. */
   client(key: string): AgentMailClient;
   /** The previous SDK line (agentmail 0.4.9), which must keep working. */

@@ -1,6 +1,9 @@
 import { runCompiledOnce } from '../../platform/db/compiled-once.js';
+import { dialectOf, forUpdate } from '../../platform/db/dialect.js';
+import { afterKey } from '../../platform/db/keyset.js';
+import type { Cursor } from '../../platform/db/cursor.js';
 import type { Db } from '../database.js';
-import type { Permissions } from './scope.js';
+import { effectivePermissions, permissionsFromWire, permissionsToWire, type Permissions } from './scope.js';
 
 export interface KeyOwner {
   readonly apiKeyId: string;
@@ -11,11 +14,67 @@ export interface KeyOwner {
   readonly inboxId?: string;
   /** Undefined: every permission. Otherwise only those set to true (see api-keys/scope.ts). */
   readonly permissions?: Permissions;
+  /** Set while the key's organization is an unverified agent sign-up: the only address it may mail. */
+  readonly sendOnlyTo?: string;
 }
 
+/** An API key as listed (never its secret). */
+export interface ApiKeyRecord {
+  readonly apiKeyId: string;
+  readonly organizationId: string;
+  readonly name: string;
+  readonly prefix: string;
+  readonly podId: string | null;
+  readonly inboxId: string | null;
+  /** Undefined: every permission. */
+  readonly permissions: Permissions | undefined;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export interface Pod {
+  readonly podId: string;
+  readonly organizationId: string;
+  readonly name: string;
+  readonly clientId: string | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export interface Organization {
+  readonly organizationId: string;
+  readonly name: string;
+  readonly createdAt: string;
+  readonly inboxCount: number;
+  /** Set while the organization is an unverified agent sign-up. */
+  readonly unverified: boolean;
+}
+
+const storedPermissions = (text: string | null): Permissions | undefined => (text === null ? undefined : permissionsFromWire(JSON.parse(text) as Record<string, unknown>));
+
+/**
+ * The key behind a request: one indexed read per request and no cache, so that a deleted key or
+ * a changed permission takes effect on every instance with the next request (decision 0018).
+ */
 export async function findKeyOwnerByHash(db: Db, keyHash: string): Promise<KeyOwner | undefined> {
-  const [row] = await runCompiledOnce(db, 'api_keys.owner', [keyHash], () => db.selectFrom('api_keys').select(['id', 'organization_id']).where('key_hash', '=', keyHash));
-  return row ? { apiKeyId: row.id, organizationId: row.organization_id } : undefined;
+  const [row] = await runCompiledOnce(db, 'api_keys.owner', [keyHash], () =>
+    db
+      .selectFrom('api_keys')
+      .leftJoin('agent_signups', (j) => j.onRef('agent_signups.organization_id', '=', 'api_keys.organization_id').on('agent_signups.verified_at', 'is', null))
+      .select(['api_keys.id', 'api_keys.organization_id', 'api_keys.pod_id', 'api_keys.inbox_id', 'api_keys.permissions', 'agent_signups.human_email'])
+      .where('api_keys.key_hash', '=', keyHash),
+  );
+  if (!row) return undefined;
+  const unverified = row.human_email !== null && row.human_email !== undefined;
+  const permissions = effectivePermissions(storedPermissions(row.permissions), unverified);
+  return {
+    apiKeyId: row.id,
+    organizationId: row.organization_id,
+    ...(row.pod_id !== null ? { podId: row.pod_id } : {}),
+    ...(row.inbox_id !== null ? { inboxId: row.inbox_id } : {}),
+    ...(permissions !== undefined ? { permissions } : {}),
+    ...(unverified ? { sendOnlyTo: row.human_email as string } : {}),
+  };
 }
 
 export async function insertOrganization(db: Db, org: { id: string; name: string; createdAt: string }): Promise<void> {
@@ -26,8 +85,49 @@ export async function organizationExists(db: Db, id: string): Promise<boolean> {
   return (await db.selectFrom('organizations').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
 }
 
-export async function insertPod(db: Db, pod: { id: string; organizationId: string; name: string; createdAt: string }): Promise<void> {
-  await db.insertInto('pods').values({ id: pod.id, organization_id: pod.organizationId, name: pod.name, created_at: pod.createdAt }).execute();
+export async function findOrganization(db: Db, id: string): Promise<Organization | undefined> {
+  const row = await db.selectFrom('organizations').select(['id', 'name', 'created_at']).where('id', '=', id).executeTakeFirst();
+  if (!row) return undefined;
+  const count = await db.selectFrom('inboxes').select((eb) => eb.fn.countAll<string | number>().as('n')).where('organization_id', '=', id).executeTakeFirstOrThrow();
+  const signup = await db.selectFrom('agent_signups').select('verified_at').where('organization_id', '=', id).executeTakeFirst();
+  return { organizationId: row.id, name: row.name, createdAt: row.created_at, inboxCount: Number(count.n), unverified: signup !== undefined && signup.verified_at === null };
+}
+
+function podFromRow(row: { id: string; organization_id: string; name: string; client_id: string | null; created_at: string; updated_at: string | null }): Pod {
+  return { podId: row.id, organizationId: row.organization_id, name: row.name, clientId: row.client_id, createdAt: row.created_at, updatedAt: row.updated_at ?? row.created_at };
+}
+
+export async function insertPod(db: Db, pod: { id: string; organizationId: string; name: string; createdAt: string; clientId?: string | null }): Promise<void> {
+  await db.insertInto('pods').values({ id: pod.id, organization_id: pod.organizationId, name: pod.name, created_at: pod.createdAt, client_id: pod.clientId ?? null, updated_at: pod.createdAt }).execute();
+}
+
+export async function findPod(db: Db, organizationId: string, podId: string): Promise<Pod | undefined> {
+  const row = await db.selectFrom('pods').selectAll().where('id', '=', podId).where('organization_id', '=', organizationId).executeTakeFirst();
+  return row ? podFromRow(row) : undefined;
+}
+
+export async function findPodByClientId(db: Db, organizationId: string, clientId: string): Promise<Pod | undefined> {
+  const row = await db.selectFrom('pods').selectAll().where('organization_id', '=', organizationId).where('client_id', '=', clientId).executeTakeFirst();
+  return row ? podFromRow(row) : undefined;
+}
+
+export async function listPods(db: Db, organizationId: string, options: { podId?: string; limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Pod[]> {
+  let q = db.selectFrom('pods').selectAll().where('organization_id', '=', organizationId);
+  if (options.podId !== undefined) q = q.where('id', '=', options.podId);
+  const after = options.after;
+  if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'id', after, options.direction));
+  const rows = await q.orderBy('created_at', options.direction).orderBy('id', options.direction).limit(options.limit + 1).execute();
+  return rows.map(podFromRow);
+}
+
+export async function podHasInboxes(db: Db, podId: string): Promise<boolean> {
+  return (await db.selectFrom('inboxes').select('inbox_id').where('pod_id', '=', podId).limit(1).executeTakeFirst()) !== undefined;
+}
+
+/** Deletes the pod (its keys go with it: foreign key). */
+export async function deletePod(db: Db, organizationId: string, podId: string): Promise<boolean> {
+  const result = await db.deleteFrom('pods').where('id', '=', podId).where('organization_id', '=', organizationId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
 }
 
 /** The organization's default pod: its oldest one. */
@@ -40,9 +140,135 @@ export async function podBelongsTo(db: Db, podId: string, organizationId: string
   return (await db.selectFrom('pods').select('id').where('id', '=', podId).where('organization_id', '=', organizationId).executeTakeFirst()) !== undefined;
 }
 
-export async function insertApiKey(db: Db, key: { id: string; organizationId: string; name: string; keyHash: string; keyPrefix: string; createdAt: string }): Promise<void> {
+function keyFromRow(row: { id: string; organization_id: string; name: string; key_prefix: string; pod_id: string | null; inbox_id: string | null; permissions: string | null; created_at: string; updated_at: string | null }): ApiKeyRecord {
+  return {
+    apiKeyId: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    prefix: row.key_prefix,
+    podId: row.pod_id,
+    inboxId: row.inbox_id,
+    permissions: storedPermissions(row.permissions),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at ?? row.created_at,
+  };
+}
+
+const KEY_COLUMNS = ['id', 'organization_id', 'name', 'key_prefix', 'pod_id', 'inbox_id', 'permissions', 'created_at', 'updated_at'] as const;
+
+export async function insertApiKey(
+  db: Db,
+  key: { id: string; organizationId: string; name: string; keyHash: string; keyPrefix: string; createdAt: string; podId?: string | null; inboxId?: string | null; permissions?: Permissions | undefined },
+): Promise<void> {
   await db
     .insertInto('api_keys')
-    .values({ id: key.id, organization_id: key.organizationId, name: key.name, key_hash: key.keyHash, key_prefix: key.keyPrefix, created_at: key.createdAt })
+    .values({
+      id: key.id,
+      organization_id: key.organizationId,
+      name: key.name,
+      key_hash: key.keyHash,
+      key_prefix: key.keyPrefix,
+      created_at: key.createdAt,
+      updated_at: key.createdAt,
+      pod_id: key.podId ?? null,
+      inbox_id: key.inboxId ?? null,
+      permissions: key.permissions === undefined ? null : JSON.stringify(permissionsToWire(key.permissions)),
+    })
+    .execute();
+}
+
+/** Where keys are looked for: the caller's scope, and optionally only the keys of one pod or inbox. */
+export interface KeyFilter {
+  readonly organizationId: string;
+  readonly podId?: string;
+  readonly inboxId?: string;
+  /** Only keys limited to exactly this pod (not its inboxes' keys). */
+  readonly podOnly?: boolean;
+}
+
+export async function findApiKey(db: Db, filter: KeyFilter, apiKeyId: string): Promise<ApiKeyRecord | undefined> {
+  let q = db.selectFrom('api_keys').select(KEY_COLUMNS).where('id', '=', apiKeyId).where('organization_id', '=', filter.organizationId);
+  if (filter.podId !== undefined) q = q.where('pod_id', '=', filter.podId);
+  if (filter.inboxId !== undefined) q = q.where('inbox_id', '=', filter.inboxId);
+  if (filter.podOnly) q = q.where('inbox_id', 'is', null);
+  const row = await q.executeTakeFirst();
+  return row ? keyFromRow(row) : undefined;
+}
+
+export async function listApiKeys(db: Db, filter: KeyFilter, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<ApiKeyRecord[]> {
+  let q = db.selectFrom('api_keys').select(KEY_COLUMNS).where('organization_id', '=', filter.organizationId);
+  if (filter.podId !== undefined) q = q.where('pod_id', '=', filter.podId);
+  if (filter.inboxId !== undefined) q = q.where('inbox_id', '=', filter.inboxId);
+  if (filter.podOnly) q = q.where('inbox_id', 'is', null);
+  const after = options.after;
+  if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'id', after, options.direction));
+  const rows = await q.orderBy('created_at', options.direction).orderBy('id', options.direction).limit(options.limit + 1).execute();
+  return rows.map(keyFromRow);
+}
+
+export async function updateApiKey(db: Db, organizationId: string, apiKeyId: string, changes: { name?: string; permissions?: Permissions; updatedAt: string }): Promise<void> {
+  await db
+    .updateTable('api_keys')
+    .set({
+      ...(changes.name !== undefined ? { name: changes.name } : {}),
+      ...(changes.permissions !== undefined ? { permissions: JSON.stringify(permissionsToWire(changes.permissions)) } : {}),
+      updated_at: changes.updatedAt,
+    })
+    .where('id', '=', apiKeyId)
+    .where('organization_id', '=', organizationId)
+    .execute();
+}
+
+export async function deleteApiKey(db: Db, organizationId: string, apiKeyId: string): Promise<boolean> {
+  const result = await db.deleteFrom('api_keys').where('id', '=', apiKeyId).where('organization_id', '=', organizationId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+export async function deleteOrganizationKeys(db: Db, organizationId: string): Promise<void> {
+  await db.deleteFrom('api_keys').where('organization_id', '=', organizationId).execute();
+}
+
+export interface AgentSignup {
+  readonly organizationId: string;
+  readonly humanEmail: string;
+  readonly inboxId: string;
+  readonly codeHash: string;
+  readonly codeExpiresAt: string;
+  readonly attempts: number;
+  readonly verifiedAt: string | null;
+}
+
+export async function insertAgentSignup(db: Db, s: AgentSignup & { createdAt: string }): Promise<void> {
+  await db
+    .insertInto('agent_signups')
+    .values({ organization_id: s.organizationId, human_email: s.humanEmail, inbox_id: s.inboxId, code_hash: s.codeHash, code_expires_at: s.codeExpiresAt, attempts: s.attempts, verified_at: s.verifiedAt, created_at: s.createdAt })
+    .execute();
+}
+
+function signupFromRow(row: { organization_id: string; human_email: string; inbox_id: string; code_hash: string; code_expires_at: string; attempts: number; verified_at: string | null }): AgentSignup {
+  return { organizationId: row.organization_id, humanEmail: row.human_email, inboxId: row.inbox_id, codeHash: row.code_hash, codeExpiresAt: row.code_expires_at, attempts: Number(row.attempts), verifiedAt: row.verified_at };
+}
+
+export async function findAgentSignup(db: Db, organizationId: string, options: { lock?: boolean } = {}): Promise<AgentSignup | undefined> {
+  const q = db.selectFrom('agent_signups').selectAll().where('organization_id', '=', organizationId);
+  const row = await (options.lock ? forUpdate(q, dialectOf(db)) : q).executeTakeFirst();
+  return row ? signupFromRow(row) : undefined;
+}
+
+export async function findAgentSignupByInbox(db: Db, inboxId: string): Promise<AgentSignup | undefined> {
+  const row = await db.selectFrom('agent_signups').selectAll().where('inbox_id', '=', inboxId).executeTakeFirst();
+  return row ? signupFromRow(row) : undefined;
+}
+
+export async function updateAgentSignup(db: Db, organizationId: string, changes: { codeHash?: string; codeExpiresAt?: string; attempts?: number; verifiedAt?: string }): Promise<void> {
+  await db
+    .updateTable('agent_signups')
+    .set({
+      ...(changes.codeHash !== undefined ? { code_hash: changes.codeHash } : {}),
+      ...(changes.codeExpiresAt !== undefined ? { code_expires_at: changes.codeExpiresAt } : {}),
+      ...(changes.attempts !== undefined ? { attempts: changes.attempts } : {}),
+      ...(changes.verifiedAt !== undefined ? { verified_at: changes.verifiedAt } : {}),
+    })
+    .where('organization_id', '=', organizationId)
     .execute();
 }

@@ -45,10 +45,54 @@ export const PERMISSIONS = [
   'apiKeyCreate',
   'apiKeyUpdate',
   'apiKeyDelete',
+  'providerConnect',
+  'providerShareOwner',
+  'podRead',
+  'podCreate',
+  'podDelete',
 ] as const;
 
 export type Permission = (typeof PERMISSIONS)[number];
 export type Permissions = Partial<Record<Permission, boolean>>;
+
+/** The wire name of a permission (`inboxRead` → `inbox_read`). */
+export function wirePermissionName(permission: Permission): string {
+  return permission.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** Wire permissions (snake_case, booleans) → Permissions; names not in PERMISSIONS are dropped. */
+export function permissionsFromWire(wire: Readonly<Record<string, unknown>>): Permissions {
+  const out: Permissions = {};
+  for (const p of PERMISSIONS) {
+    const v = wire[wirePermissionName(p)];
+    if (typeof v === 'boolean') out[p] = v;
+  }
+  return out;
+}
+
+export function permissionsToWire(permissions: Permissions): Record<string, boolean> {
+  const out: Record<string, boolean> = {};
+  for (const p of PERMISSIONS) {
+    const v = permissions[p];
+    if (v !== undefined) out[wirePermissionName(p)] = v;
+  }
+  return out;
+}
+
+/**
+ * What an organization an agent signed up for itself may not do until the human it named enters
+ * the code (POST /v0/agent/verify): create more inboxes, pods, keys, domains or list entries.
+ * Its keys also send only to that human (KeyOwner.sendOnlyTo). docs/decisions/0018.
+ */
+export const UNVERIFIED_DENIED: readonly Permission[] = ['inboxCreate', 'podCreate', 'podDelete', 'apiKeyCreate', 'apiKeyUpdate', 'apiKeyDelete', 'domainCreate', 'domainUpdate', 'domainDelete', 'listEntryCreate', 'listEntryDelete'];
+
+/** The permissions a key holds: its own set, narrowed while its organization is unverified. */
+export function effectivePermissions(stored: Permissions | undefined, unverified: boolean): Permissions | undefined {
+  if (!unverified) return stored;
+  const out: Permissions = {};
+  for (const p of PERMISSIONS) out[p] = (stored === undefined || stored[p] === true) && !UNVERIFIED_DENIED.includes(p);
+  return out;
+}
 
 export type ScopeType = 'organization' | 'pod' | 'inbox';
 
@@ -65,6 +109,9 @@ export function holds(owner: KeyOwner, permission: Permission): boolean {
 /** 403 in the spec's error format when the key lacks `permission`. */
 export function requirePermission(owner: KeyOwner, permission: Permission): void {
   if (!holds(owner, permission)) {
+    if (owner.sendOnlyTo !== undefined && UNVERIFIED_DENIED.includes(permission)) {
+      throw new ForbiddenError(`This organization is not verified yet: ${permission} is allowed after POST /v0/agent/verify.`, { code: 'ORGANIZATION_NOT_VERIFIED', details: { permission } });
+    }
     throw new ForbiddenError(`This API key lacks the ${permission} permission.`, { code: 'PERMISSION_DENIED', details: { permission } });
   }
 }
@@ -80,6 +127,13 @@ export function inScope(owner: KeyOwner, record: { organizationId: string; podId
 /** Throws a NotFoundError built by `notFound` when the record is outside the key's scope. */
 export function requireInScope(owner: KeyOwner, record: { organizationId: string; podId?: string | null; inboxId?: string | null }, notFound: () => NotFoundError): void {
   if (!inScope(owner, record)) throw notFound();
+}
+
+/** 403 when a key limited to one pod or inbox asks for something wider (a new inbox of another pod, an organization key). */
+export function requireWithinScope(owner: KeyOwner, scope: { podId?: string; inboxId?: string }, what: string): void {
+  if ((owner.podId !== undefined && scope.podId !== owner.podId) || (owner.inboxId !== undefined && scope.inboxId !== owner.inboxId)) {
+    throw new ForbiddenError(`This API key is limited to ${owner.inboxId !== undefined ? `inbox ${owner.inboxId}` : `pod ${owner.podId}`}: it cannot ${what}.`, { code: 'OUT_OF_SCOPE', details: { scope_type: scopeTypeOf(owner) } });
+  }
 }
 
 /**

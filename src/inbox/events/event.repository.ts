@@ -34,9 +34,9 @@ export async function findEvent(db: Db, eventId: string): Promise<StoredEvent | 
 }
 
 /** The enabled webhooks of an organization with their filters, for fan-out. */
-export async function findEnabledWebhookFilters(db: Db, organizationId: string): Promise<{ webhookId: string; eventTypes: string[] | null; inboxIds: string[] | null; podIds: string[] | null }[]> {
+export async function findEnabledWebhookFilters(db: Db, organizationId: string): Promise<{ webhookId: string; eventTypes: string[] | null; inboxIds: string[] | null; podIds: string[] | null; scopePodId: string | null; scopeInboxId: string | null }[]> {
   const rows = await runCompiledOnce(db, 'webhooks.filters', [organizationId], () =>
-    db.selectFrom('webhooks').select(['webhook_id', 'event_types', 'inbox_ids', 'pod_ids', 'enabled']).where('organization_id', '=', organizationId),
+    db.selectFrom('webhooks').select(['webhook_id', 'event_types', 'inbox_ids', 'pod_ids', 'enabled', 'pod_id', 'inbox_id']).where('organization_id', '=', organizationId),
   );
   return rows
     .filter((r) => Boolean(r.enabled))
@@ -45,5 +45,14 @@ export async function findEnabledWebhookFilters(db: Db, organizationId: string):
       eventTypes: r.event_types ? (JSON.parse(r.event_types) as string[]) : null,
       inboxIds: r.inbox_ids ? (JSON.parse(r.inbox_ids) as string[]) : null,
       podIds: r.pod_ids ? (JSON.parse(r.pod_ids) as string[]) : null,
+      scopePodId: r.pod_id ?? null,
+      scopeInboxId: r.inbox_id ?? null,
     }));
+}
+
+/** The stored payloads of `eventIds` that exist (committed ones, when read outside the writer's transaction). */
+export async function findEventPayloads(db: Db, eventIds: readonly string[]): Promise<Map<string, string>> {
+  if (!eventIds.length) return new Map();
+  const rows = await db.selectFrom('events').select(['event_id', 'payload']).where('event_id', 'in', eventIds).execute();
+  return new Map(rows.map((r) => [r.event_id, r.payload]));
 }

@@ -25,8 +25,18 @@ export interface EmitInput {
   readonly body: Readonly<Record<string, unknown>>;
 }
 
-/** Filters: no event_types = all; no inbox_ids and no pod_ids = every inbox; else either matches. */
-export function webhookMatches(filter: { eventTypes: readonly string[] | null; inboxIds: readonly string[] | null; podIds: readonly string[] | null }, eventType: string, inboxId: string, podId: string): boolean {
+/**
+ * Filters: no event_types = all; no inbox_ids and no pod_ids = every inbox; else either matches.
+ * A webhook of a pod or inbox scope (made with a scoped key) hears nothing outside that scope.
+ */
+export function webhookMatches(
+  filter: { eventTypes: readonly string[] | null; inboxIds: readonly string[] | null; podIds: readonly string[] | null; scopePodId?: string | null; scopeInboxId?: string | null },
+  eventType: string,
+  inboxId: string,
+  podId: string,
+): boolean {
+  if (filter.scopePodId != null && filter.scopePodId !== podId) return false;
+  if (filter.scopeInboxId != null && filter.scopeInboxId !== inboxId) return false;
   if (filter.eventTypes?.length && !filter.eventTypes.includes(eventType)) return false;
   const byInbox = filter.inboxIds?.length ? filter.inboxIds : null;
   const byPod = filter.podIds?.length ? filter.podIds : null;
@@ -35,16 +45,25 @@ export function webhookMatches(filter: { eventTypes: readonly string[] | null; i
 }
 
 /**
+ * Announces events written in `trx` to the real-time feed (realtime/event-feed.ts), as part of
+ * that transaction: subscribers hear of them after the commit, never of rolled-back ones.
+ */
+export type PublishEvents = (trx: Db, events: readonly StoredEvent[]) => Promise<void>;
+
+/**
  * The only producer of webhook work (the outbox): writes the event and one delivery job per
- * matching webhook in the caller's transaction, so an event exists exactly when its cause does.
+ * matching webhook in the caller's transaction, so an event exists exactly when its cause does,
+ * and announces it to WebSocket subscribers (`publish`) in the same transaction.
  * Call the runner's `notify()` after the commit for immediate delivery.
  */
-export function createEventService({ clock, ids }: { clock: Clock; ids: Ids }) {
+export function createEventService({ clock, ids, publish }: { clock: Clock; ids: Ids; publish?: PublishEvents }) {
   return {
     async emit(trx: Db, input: EmitInput): Promise<string> {
       const eventId = `evt_${ids.uuid().replace(/-/g, '')}`;
       const payload = JSON.stringify({ type: 'event', event_type: input.eventType, event_id: eventId, ...input.body });
-      await insertEvent(trx, { eventId, organizationId: input.organizationId, eventType: input.eventType, inboxId: input.inboxId, podId: input.podId, payload, createdAt: clock.now().toISOString() });
+      const stored: StoredEvent = { eventId, organizationId: input.organizationId, eventType: input.eventType, inboxId: input.inboxId, podId: input.podId, payload, createdAt: clock.now().toISOString() };
+      await insertEvent(trx, stored);
+      await publish?.(trx, [stored]);
       const hooks = await findEnabledWebhookFilters(trx, input.organizationId);
       const jobs = hooks.filter((h) => webhookMatches(h, input.eventType, input.inboxId, input.podId)).map((h) => ({ queue: WEBHOOK_DELIVERY_QUEUE, payload: { webhook_id: h.webhookId, event_id: eventId } satisfies WebhookDeliveryJob }));
       await enqueueMany(trx, clock, jobs);
@@ -67,6 +86,7 @@ export function createEventService({ clock, ids }: { clock: Clock; ids: Ids }) {
         return { eventId, organizationId: input.organizationId, eventType: input.eventType, inboxId: input.inboxId, podId: input.podId, payload, createdAt };
       });
       await insertEvents(trx, events);
+      if (events.length) await publish?.(trx, events);
       const hooksByOrganization = new Map<string, Awaited<ReturnType<typeof findEnabledWebhookFilters>>>();
       for (const organizationId of new Set(inputs.map((i) => i.organizationId))) hooksByOrganization.set(organizationId, await findEnabledWebhookFilters(trx, organizationId));
       const jobs = inputs.flatMap((input, i) =>

@@ -27,8 +27,14 @@ const EVENT_PAYLOAD_LIMIT = 1024 * 1024;
 
 /** The Message of a message.received event; its bodies are left out above 1 MB. */
 export function receivedPayload(message: Message) {
+  // Decided from the lengths where they settle it: every UTF-16 unit of a body is at least one
+  // byte of the JSON (bodies of a quarter of the limit fit whatever they hold; bodies longer than
+  // the limit cannot), so only messages in between are stringified to measure them. A message
+  // without its bodies is also spared extracting the new text from them.
+  const chars = (message.text?.length ?? 0) + (message.html?.length ?? 0);
+  if (chars > EVENT_PAYLOAD_LIMIT) return toMessageResponse({ ...message, text: null, html: null });
   const wire = toMessageResponse(message);
-  if ((message.text?.length ?? 0) + (message.html?.length ?? 0) < EVENT_PAYLOAD_LIMIT / 4 || Buffer.byteLength(JSON.stringify(wire)) <= EVENT_PAYLOAD_LIMIT) return wire;
+  if (chars < EVENT_PAYLOAD_LIMIT / 4 || Buffer.byteLength(JSON.stringify(wire)) <= EVENT_PAYLOAD_LIMIT) return wire;
   const { text: _t, html: _h, extracted_text: _et, extracted_html: _eh, ...rest } = wire;
   return rest;
 }

@@ -15,4 +15,4 @@ export const ErrorResponse = Type.Object(
 const ref = Type.Ref('ErrorResponse');
 
 /** The error responses every authenticated route can give, for the OpenAPI document. */
-export const errorResponses = { 400: ref, 401: ref, 404: ref, 429: ref } as const;
+export const errorResponses = { 400: ref, 401: ref, 403: ref, 404: ref, 429: ref } as const;

@@ -16,7 +16,8 @@ export interface Inbox {
   readonly domain: string;
   readonly displayName: string | null;
   readonly clientId: string | null;
-  readonly metadata: InboxMetadata | null;
+  /** SDK 0.5 metadata; absent or null: none. */
+  readonly metadata?: InboxMetadata | null;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -79,8 +80,10 @@ export async function findInboxByClientId(db: Db, organizationId: string, client
   return row ? inboxFromRow(row) : undefined;
 }
 
-export async function listInboxes(db: Db, organizationId: string, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Inbox[]> {
-  let q = db.selectFrom('inboxes').selectAll().where('organization_id', '=', organizationId);
+export async function listInboxes(db: Db, scope: { organizationId: string; podId?: string; inboxId?: string }, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Inbox[]> {
+  let q = db.selectFrom('inboxes').selectAll().where('organization_id', '=', scope.organizationId);
+  if (scope.podId !== undefined) q = q.where('pod_id', '=', scope.podId);
+  if (scope.inboxId !== undefined) q = q.where('inbox_id', '=', scope.inboxId);
   const after = options.after;
   if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'inbox_id', after, options.direction));
   const rows = await q.orderBy('created_at', options.direction).orderBy('inbox_id', options.direction).limit(options.limit + 1).execute();

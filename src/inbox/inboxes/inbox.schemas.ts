@@ -49,7 +49,7 @@ export function toInboxResponse(inbox: Inbox): Static<typeof InboxResponse> {
     email: inbox.inboxId,
     ...(inbox.displayName !== null ? { display_name: inbox.displayName } : {}),
     ...(inbox.clientId !== null ? { client_id: inbox.clientId } : {}),
-    ...(inbox.metadata !== null ? { metadata: { ...inbox.metadata } } : {}),
+    ...(inbox.metadata ? { metadata: { ...inbox.metadata } } : {}),
     created_at: inbox.createdAt,
     updated_at: inbox.updatedAt,
   };

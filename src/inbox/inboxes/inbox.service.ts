@@ -1,12 +1,14 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
-import { isUniqueViolation } from '../../platform/db/dialect.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
 import type { Ids } from '../../platform/ids.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import { findDefaultPodId } from '../api-keys/api-key.repository.js';
-import type { InboxDatabase } from '../database.js';
+import { findDefaultPodId, findPod, insertPod } from '../api-keys/api-key.repository.js';
+import { inScope, requirePermission, requireWithinScope } from '../api-keys/scope.js';
+import type { Db, InboxDatabase } from '../database.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { parseLimit } from '../lists/list-query.js';
+import { PodNotFoundError } from '../api-keys/api-key.service.js';
 import { DomainNotAllowedError, InboxAddressTakenError, InboxNotFoundError, InvalidUsernameError } from './inbox.errors.js';
 import { deleteInbox, findInbox, findInboxByAddress, findInboxByClientId, insertInbox, listInboxes, updateInbox, type Inbox, type InboxMetadata } from './inbox.repository.js';
 import { localDomainSet } from '../mail/domains.js';
@@ -31,9 +33,26 @@ export function validateMetadata(metadata: Readonly<Record<string, unknown>>, al
 
 const USERNAME = /^[a-z0-9_+-](?:[a-z0-9._+-]{0,62}[a-z0-9_+-])?$/;
 
+/** The username of a new inbox, lower-cased; InvalidUsernameError when it breaks the rules. */
+export function checkUsername(raw: string): string {
+  const username = raw.trim().toLowerCase();
+  if (!USERNAME.test(username) || username.includes('..')) throw new InvalidUsernameError();
+  return username;
+}
+
 /** Inbox ids are addresses; compare them case-insensitively by storing them lower-cased. */
 export function normalizeInboxId(raw: string): string {
   return raw.trim().toLowerCase();
+}
+
+/**
+ * The inbox `inboxId` of the key's organization if the key reaches it (its pod, its inbox), and
+ * with `podId` only if it lies in that pod; undefined otherwise (the caller answers 404).
+ */
+export async function findScopedInbox(db: Db, owner: KeyOwner, inboxId: string, podId?: string): Promise<Inbox | undefined> {
+  const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(inboxId));
+  if (!inbox || !inScope(owner, inbox) || (podId !== undefined && inbox.podId !== podId)) return undefined;
+  return inbox;
 }
 
 export interface InboxServiceDeps {
@@ -42,9 +61,15 @@ export interface InboxServiceDeps {
   readonly ids: Ids;
   /** Local domains; the first is the default. */
   readonly domains: readonly string[];
+  /**
+   * For a domain that is not one of `domains`: its spelling when the organization verified it
+   * for the pod (domains/), undefined when it is no domain of the organization's; throws when
+   * the organization has it unverified or another organization owns it.
+   */
+  readonly customDomain?: (owner: KeyOwner, podId: string, domain: string) => Promise<string | undefined>;
 }
 
-export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps) {
+export function createInboxService({ db, clock, ids, domains, customDomain }: InboxServiceDeps) {
   const localDomains = domains.map((d) => d.toLowerCase());
   const local = localDomainSet(localDomains);
 
@@ -52,64 +77,84 @@ export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps
     localDomains,
 
     /** Creates an inbox, or returns the one created before with the same client_id. */
-    async create(owner: KeyOwner, input: { username?: string; domain?: string; displayName?: string; clientId?: string; metadata?: InboxMetadata }): Promise<{ inbox: Inbox; created: boolean }> {
+    async create(owner: KeyOwner, input: { username?: string; domain?: string; displayName?: string; clientId?: string; metadata?: InboxMetadata }, inPod?: string): Promise<{ inbox: Inbox; created: boolean }> {
+      requirePermission(owner, 'inboxCreate');
       if (input.metadata !== undefined) validateMetadata(input.metadata, false);
+      // The pod of the route, else the key's, else the organization's default pod.
+      const wantedPod = inPod ?? owner.podId;
+      requireWithinScope(owner, { ...(wantedPod !== undefined ? { podId: wantedPod } : {}) }, 'create inboxes');
+      if (inPod !== undefined && !(await findPod(db, owner.organizationId, inPod))) throw new PodNotFoundError(inPod);
       if (input.clientId) {
         const existing = await findInboxByClientId(db, owner.organizationId, input.clientId);
-        if (existing) return { inbox: existing, created: false };
+        if (existing && inScope(owner, existing) && (inPod === undefined || existing.podId === inPod)) return { inbox: existing, created: false };
+        if (existing) throw new InboxAddressTakenError(existing.inboxId);
       }
       // Any spelling of a local domain (Unicode or xn--, any case) names it as configured.
       const requested = (input.domain ?? localDomains[0] ?? '').trim().toLowerCase();
-      const domain = local.spelling(requested);
+      let domain = local.spelling(requested);
+      let podId = wantedPod ?? (await findDefaultPodId(db, owner.organizationId));
+      // A verified domain of the organization (or of the pod); a pod yet to be made has none of its own.
+      if (domain === undefined && customDomain) domain = await customDomain(owner, podId ?? '', requested);
       if (domain === undefined) throw new DomainNotAllowedError(input.domain ?? requested, localDomains);
-      const username = input.username === undefined ? `agent-${ids.token(6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}` : input.username.trim().toLowerCase();
-      if (!USERNAME.test(username) || username.includes('..')) throw new InvalidUsernameError();
+      const username = input.username === undefined ? `agent-${ids.token(6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}` : checkUsername(input.username);
       const inboxId = `${username}@${domain}`;
-      const podId = await findDefaultPodId(db, owner.organizationId);
-      if (!podId) throw new Error(`organization ${owner.organizationId} has no pod`);
       const now = clock.now().toISOString();
+      if (podId === undefined) {
+        // Every pod of the organization was deleted: a new default pod takes the inbox.
+        podId = ids.uuid();
+        await insertPod(db, { id: podId, organizationId: owner.organizationId, name: 'default', createdAt: now });
+      }
       const inbox: Inbox = { inboxId, organizationId: owner.organizationId, podId, username, domain, displayName: input.displayName ?? null, clientId: input.clientId ?? null, metadata: input.metadata && Object.keys(input.metadata).length ? input.metadata : null, createdAt: now, updatedAt: now };
       try {
         await insertInbox(db, inbox);
       } catch (err) {
+        // The pod was deleted meanwhile.
+        if (isForeignKeyViolation(err)) throw new PodNotFoundError(podId);
         if (!isUniqueViolation(err)) throw err;
         // Either the address is taken, or a concurrent create with the same client_id won.
         if (input.clientId) {
           const existing = await findInboxByClientId(db, owner.organizationId, input.clientId);
-          if (existing) return { inbox: existing, created: false };
+          if (existing && inScope(owner, existing) && existing.podId === podId) return { inbox: existing, created: false };
         }
         throw new InboxAddressTakenError(inboxId);
       }
       return { inbox, created: true };
     },
 
-    async get(owner: KeyOwner, inboxId: string): Promise<Inbox> {
-      const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(inboxId));
+    /** With `podId` (the pod routes), only an inbox of that pod. */
+    async get(owner: KeyOwner, inboxId: string, podId?: string): Promise<Inbox> {
+      requirePermission(owner, 'inboxRead');
+      const inbox = await findScopedInbox(db, owner, inboxId, podId);
       if (!inbox) throw new InboxNotFoundError(inboxId);
       return inbox;
     },
 
-    async list(owner: KeyOwner, query: { limit?: number; pageToken?: string; ascending?: boolean }) {
+    async list(owner: KeyOwner, query: { limit?: number; pageToken?: string; ascending?: boolean }, podId?: string) {
+      requirePermission(owner, 'inboxRead');
       const limit = parseLimit(query.limit);
       const direction = query.ascending ? 'asc' : 'desc';
       const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
-      const rows = await listInboxes(db, owner.organizationId, { limit, direction: after?.direction ?? direction, ...(after ? { after } : {}) });
+      const scope = { organizationId: owner.organizationId, ...(owner.podId !== undefined || podId !== undefined ? { podId: (owner.podId ?? podId) as string } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) };
+      // A pod route of another pod than the key's lists nothing (the route checked the pod already).
+      const rows = podId !== undefined && owner.podId !== undefined && podId !== owner.podId ? [] : await listInboxes(db, scope, { limit, direction: after?.direction ?? direction, ...(after ? { after } : {}) });
       return { limit, ...page(rows, limit, (i) => ({ sort: i.createdAt, tiebreak: i.inboxId }), after?.direction ?? direction) };
     },
 
     /**
      * Changes the display name and/or merges metadata (a key set to null is removed; metadata null
      * clears it all). At least one of the two is required; an empty metadata object is refused.
+     * With `podId` (the pod routes), only an inbox of that pod.
      */
-    async update(owner: KeyOwner, inboxId: string, change: { displayName?: string | null; metadata?: Readonly<Record<string, string | number | boolean | null>> | null }): Promise<Inbox> {
+    async update(owner: KeyOwner, inboxId: string, change: { displayName?: string | null; metadata?: Readonly<Record<string, string | number | boolean | null>> | null }, podId?: string): Promise<Inbox> {
+      requirePermission(owner, 'inboxUpdate');
       if (change.displayName === undefined && change.metadata === undefined) throw new ValidationError('An update needs display_name or metadata.', 'display_name', 'EMPTY_UPDATE');
       if (change.metadata) {
         if (!Object.keys(change.metadata).length) throw new ValidationError('metadata: an empty object changes nothing; send null to clear the metadata.', 'metadata', 'INVALID_METADATA');
         validateMetadata(change.metadata, true);
       }
-      const id = normalizeInboxId(inboxId);
-      const current = await findInbox(db, owner.organizationId, id);
+      const current = await findScopedInbox(db, owner, inboxId, podId);
       if (!current) throw new InboxNotFoundError(inboxId);
+      const id = current.inboxId;
       let metadata: InboxMetadata | null | undefined;
       if (change.metadata === null) metadata = null;
       else if (change.metadata !== undefined) {
@@ -126,8 +171,10 @@ export function createInboxService({ db, clock, ids, domains }: InboxServiceDeps
       return (await findInbox(db, owner.organizationId, id)) as Inbox;
     },
 
-    async delete(owner: KeyOwner, inboxId: string): Promise<void> {
-      if (!(await deleteInbox(db, owner.organizationId, normalizeInboxId(inboxId)))) throw new InboxNotFoundError(inboxId);
+    async delete(owner: KeyOwner, inboxId: string, podId?: string): Promise<void> {
+      requirePermission(owner, 'inboxDelete');
+      const inbox = await findScopedInbox(db, owner, inboxId, podId);
+      if (!inbox || !(await deleteInbox(db, owner.organizationId, inbox.inboxId))) throw new InboxNotFoundError(inboxId);
     },
 
     /** Any organization's inbox at `address`, for local delivery. */

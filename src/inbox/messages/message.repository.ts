@@ -290,11 +290,11 @@ export async function findThreadMessageLabels(db: Db, threadId: string): Promise
 }
 
 /** An attachment of a message of a thread (in an organization, optionally in one inbox). */
-export async function findThreadAttachment(db: Db, organizationId: string, threadId: string, attachmentId: string, inboxId?: string): Promise<{ messagePk: number; attachment: AttachmentMeta } | undefined> {
+export async function findThreadAttachment(db: Db, organizationId: string, threadId: string, attachmentId: string, inboxId?: string): Promise<{ messagePk: number; inboxId: string; attachment: AttachmentMeta } | undefined> {
   let q = db
     .selectFrom('messages')
     .innerJoin('attachments', 'attachments.message_pk', 'messages.id')
-    .select(['messages.id', 'attachments.attachment_id', 'attachments.filename', 'attachments.size', 'attachments.content_type', 'attachments.content_disposition', 'attachments.content_id'])
+    .select(['messages.id', 'messages.inbox_id', 'attachments.attachment_id', 'attachments.filename', 'attachments.size', 'attachments.content_type', 'attachments.content_disposition', 'attachments.content_id'])
     .where('messages.thread_id', '=', threadId)
     .where('messages.organization_id', '=', organizationId)
     .where('attachments.attachment_id', '=', attachmentId);
@@ -303,6 +303,7 @@ export async function findThreadAttachment(db: Db, organizationId: string, threa
   if (!row) return undefined;
   return {
     messagePk: Number(row.id),
+    inboxId: row.inbox_id,
     attachment: {
       attachmentId: row.attachment_id,
       filename: row.filename,

@@ -7,7 +7,7 @@ import type { Inbox } from '../inboxes/inbox.repository.js';
 import { inScope, requirePermission } from '../api-keys/scope.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { createDownloadLinks } from './message-download.service.js';
 import { AttachmentNotFoundError, ConflictingLabelsError, MessageNotFoundError, RawMessageNotAvailableError } from './message.errors.js';
@@ -65,6 +65,8 @@ export function normalizeMessageId(raw: string): string {
 /** A message of an inbox of the caller's organization (locked with `lock`), else MessageNotFoundError or InboxNotFoundError. */
 export async function findOwnMessage(db: Db, owner: KeyOwner, inboxId: string, messageId: string, options: { lock?: boolean } = {}): Promise<Message> {
   const id = normalizeInboxId(inboxId);
+  // A key limited to a pod or an inbox: the inbox must be in its scope before anything else is looked at.
+  if ((owner.podId !== undefined || owner.inboxId !== undefined) && !(await findScopedInbox(db, owner, id))) throw new InboxNotFoundError(inboxId);
   const message = await findMessage(db, owner.organizationId, id, normalizeMessageId(messageId), options.lock ? { lock: dialectOf(db) } : {});
   if (message) return message;
   if (!(await findInbox(db, owner.organizationId, id))) throw new InboxNotFoundError(inboxId);
@@ -111,23 +113,26 @@ export function createMessageService(deps: MessageServiceDeps) {
     ...createSendService(deps),
 
     async get(owner: KeyOwner, inboxId: string, messageId: string): Promise<Message> {
+      requirePermission(owner, 'messageRead');
       return findOwnMessage(db, owner, inboxId, messageId);
     },
 
     /** Newest first (or oldest with `ascending`), by keyset: every page costs what the first does. */
     async list(owner: KeyOwner, inboxId: string, query: MessageListQuery) {
+      requirePermission(owner, 'messageRead');
       const id = normalizeInboxId(inboxId);
       const limit = parseLimit(query.limit);
       const filter = parseListFilter(query);
       const cursor = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
       const direction = cursor?.direction ?? (query.ascending ? 'asc' : 'desc');
-      if (!(await findInbox(db, owner.organizationId, id))) throw new InboxNotFoundError(inboxId);
+      if (!(await findScopedInbox(db, owner, id))) throw new InboxNotFoundError(inboxId);
       const rows = await listMessages(db, { organizationId: owner.organizationId, inboxId: id }, filter, { limit, direction, ...(cursor ? { after: cursor } : {}) });
       return { limit, ...page(rows, limit, (m) => ({ sort: m.timestamp, tiebreak: m.pk }), direction) };
     },
 
     /** Adds and removes labels; the thread's labels follow (the union of its messages'). */
     async updateLabels(owner: KeyOwner, inboxId: string, messageId: string, change: { addLabels?: readonly string[]; removeLabels?: readonly string[] }): Promise<Message> {
+      requirePermission(owner, 'messageUpdate');
       const add = validateLabels('add_labels', change.addLabels);
       const remove = validateLabels('remove_labels', change.removeLabels);
       const both = add.find((l) => remove.includes(l));
@@ -192,6 +197,7 @@ export function createMessageService(deps: MessageServiceDeps) {
 
     /** Metadata and a signed download link of an attachment of a message. */
     async attachmentLink(owner: KeyOwner, inboxId: string, messageId: string, attachmentId: string, origin: string): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
+      requirePermission(owner, 'messageRead');
       const message = await findOwnMessage(db, owner, inboxId, messageId);
       const attachment = message.attachments.find((a) => a.attachmentId === attachmentId);
       if (!attachment) throw new AttachmentNotFoundError(attachmentId);
@@ -200,15 +206,18 @@ export function createMessageService(deps: MessageServiceDeps) {
     },
 
     /** The same for an attachment found through a thread (of the organization, or of one inbox). */
-    async threadAttachmentLink(owner: KeyOwner, threadId: string, attachmentId: string, origin: string, inboxId?: string): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
+    async threadAttachmentLink(owner: KeyOwner, threadId: string, attachmentId: string, origin: string, inboxId?: string, podId?: string): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
+      requirePermission(owner, 'messageRead');
       const found = await findThreadAttachment(db, owner.organizationId, threadId, attachmentId, inboxId === undefined ? undefined : normalizeInboxId(inboxId));
-      if (!found) throw new AttachmentNotFoundError(attachmentId);
+      // Out of the key's scope (or of the pod of the route): as if it did not exist.
+      if (!found || ((owner.podId !== undefined || owner.inboxId !== undefined || podId !== undefined) && !(await findScopedInbox(db, owner, found.inboxId, podId)))) throw new AttachmentNotFoundError(attachmentId);
       const { token, expiresAt } = await downloads.sign({ kind: 'attachment', messagePk: found.messagePk, attachmentId });
       return { attachment: found.attachment, ...link(token, expiresAt, origin) };
     },
 
     /** Size and a signed download link of the RFC 5322 source. */
     async rawLink(owner: KeyOwner, inboxId: string, messageId: string, origin: string): Promise<{ messageId: string; size: number } & DownloadLink> {
+      requirePermission(owner, 'messageRead');
       const message = await findOwnMessage(db, owner, inboxId, messageId);
       const { token, expiresAt } = await downloads.sign({ kind: 'raw', messagePk: message.pk });
       return { messageId: message.messageId, size: message.size, ...link(token, expiresAt, origin) };

@@ -2,16 +2,20 @@ import { timeOrderedUuid } from '../../platform/ids.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import type { ComposedMessage, DeliveryPathDeps } from '../delivery/delivery.service.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import { findInbox } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
+import { requirePermission } from '../api-keys/scope.js';
+import { ForbiddenError } from '../../platform/errors/app-error.js';
 import { composeMessage, formatMailbox, previewOf, type Mailbox } from '../mail/compose.js';
-import { domainKey, localDomainSet } from '../mail/domains.js';
+import { domainKey, domainOf, localDomainSet } from '../mail/domains.js';
 import { answerHeaders, forwardInput, replyInput } from './answers.js';
 import { findAttachmentContent, type Message } from './message.repository.js';
 import { findOwnMessage } from './message.service.js';
 import { checkBodySizes, createOutgoingValidator, type Outgoing, type OutgoingRules, type ReplyInput, type SendAttachmentInput, type SendInput } from './outgoing.js';
 
-export interface SendServiceDeps extends DeliveryPathDeps, OutgoingRules {}
+export interface SendServiceDeps extends DeliveryPathDeps, OutgoingRules {
+  /** The ASCII spelling of a domain a verified custom domain serves (domains/): its mail stays here. */
+  readonly servedDomain?: (domain: string) => Promise<string | undefined>;
+}
 
 /** Send, reply, reply-all and forward: validate → compose → deliver. */
 export function createSendService(deps: SendServiceDeps) {
@@ -27,8 +31,13 @@ export function createSendService(deps: SendServiceDeps) {
    * queues the rest in one transaction with the quota count and the events.
    */
   async function send(owner: KeyOwner, senderId: string, out: Outgoing, parent: Message | undefined): Promise<{ messageId: string; threadId: string }> {
-    const sender = await findInbox(db, owner.organizationId, senderId);
+    const sender = await findScopedInbox(db, owner, senderId);
     if (!sender) throw new InboxNotFoundError(senderId);
+    if (owner.sendOnlyTo !== undefined) {
+      // An unverified agent sign-up mails only the human it named (decision 0018).
+      const other = out.recipients.find((r) => r.mailbox.address.toLowerCase() !== owner.sendOnlyTo);
+      if (other) throw new ForbiddenError(`Message rejected: ${other.mailbox.address} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`, { code: 'MESSAGE_REJECTED', details: { field: other.field, code: 'MESSAGE_REJECTED' } });
+    }
     const now = clock.now();
     const timestamp = now.toISOString();
     // ASCII on the wire: an internationalized domain goes into the Message-ID in its xn-- form.
@@ -72,8 +81,11 @@ export function createSendService(deps: SendServiceDeps) {
       raw,
       attachmentContents: out.attachments.map((a) => a.compose.content),
     };
-    const recipients = out.recipients.filter((r) => r.local).map((r) => ({ address: r.mailbox.address, inboxIds: [inboxIdOf(r.mailbox.address)] }));
-    const external = out.recipients.filter((r) => !r.local).map((r) => r.mailbox.address);
+    // Recipients on verified custom domains are delivered here, not handed to the relay.
+    const served = await Promise.all(out.recipients.map((r) => (r.local || !deps.servedDomain ? undefined : deps.servedDomain(domainOf(r.mailbox.address)))));
+    const inboxOf = (address: string, i: number) => (served[i] === undefined ? inboxIdOf(address) : `${address.slice(0, address.lastIndexOf('@')).toLowerCase()}@${served[i]}`);
+    const recipients = out.recipients.flatMap((r, i) => (r.local || served[i] !== undefined ? [{ address: r.mailbox.address, inboxIds: [inboxOf(r.mailbox.address, i)] }] : []));
+    const external = out.recipients.filter((r, i) => !r.local && served[i] === undefined).map((r) => r.mailbox.address);
     const result = await commits.run((trx) =>
       delivery.deliver(trx, { message, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } }),
     );
@@ -84,12 +96,14 @@ export function createSendService(deps: SendServiceDeps) {
   return {
     /** Sends a new message from an inbox; returns the ids of the sender's copy. */
     async send(owner: KeyOwner, inboxId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
+      requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       return send(owner, normalizeInboxId(inboxId), validate(input), undefined);
     },
 
     /** Answers a message of the inbox (answers.ts `replyInput`); In-Reply-To and References make it join the thread on both sides. */
     async reply(owner: KeyOwner, inboxId: string, messageId: string, input: ReplyInput): Promise<{ messageId: string; threadId: string }> {
+      requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       const parent = await findOwnMessage(db, owner, inboxId, messageId);
       return send(owner, parent.inboxId, validate(replyInput(parent, input)), parent);
@@ -100,6 +114,7 @@ export function createSendService(deps: SendServiceDeps) {
      * copy stays in the original's thread (References name it).
      */
     async forward(owner: KeyOwner, inboxId: string, messageId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
+      requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       const original = await findOwnMessage(db, owner, inboxId, messageId);
       const carried: SendAttachmentInput[] = [];

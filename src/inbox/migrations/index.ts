@@ -2,13 +2,17 @@ import type { MigrationSet } from '../../platform/db/migrate.js';
 import * as createTables from './0001_create_tables.js';
 import * as webhookDeliveryOutcome from './0003_webhook_delivery_outcome.js';
 import * as boundedSubjectsAndDeliveryReports from './0004_bounded_subjects_and_delivery_reports.js';
+import * as podsAndScopedKeys from './0005_pods_and_scoped_keys.js';
 import * as searchIndex from './0007_search_index.js';
+import * as domains from './0008_domains.js';
 
 export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
   '0003_webhook_delivery_outcome': webhookDeliveryOutcome,
   '0004_bounded_subjects_and_delivery_reports': boundedSubjectsAndDeliveryReports,
+  '0005_pods_and_scoped_keys': podsAndScopedKeys,
   '0007_search_index': searchIndex,
+  '0008_domains': domains,
 };
 
 export const INBOX_MIGRATION_TABLE = 'inbox_migrations';

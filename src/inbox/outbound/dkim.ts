@@ -94,6 +94,24 @@ export function dkimSignerFrom(config: DkimConfig, problems: string[]): DkimSign
   return createDkimSigner({ selector, key: parsed.key, algorithm: parsed.algorithm, domains });
 }
 
+/** Signs `raw` (RFC 6376, relaxed/relaxed) and puts the DKIM-Signature header in front. */
+async function signWith(raw: Buffer, key: { signingDomain: string; selector: string; privateKey: string; algorithm: DkimAlgorithm }, at: Date): Promise<Buffer> {
+  const { signingDomain, selector, privateKey, algorithm } = key;
+  // mailauth signs with the entries of signatureData; the top-level fields only satisfy its types.
+  const result = await dkimSign(raw, {
+    canonicalization: 'relaxed/relaxed',
+    algorithm,
+    signTime: at,
+    signingDomain,
+    selector,
+    privateKey,
+    signatureData: [{ signingDomain, selector, privateKey, algorithm, canonicalization: 'relaxed/relaxed' }],
+  });
+  const error = result.errors?.[0];
+  if (error) throw new Error(`DKIM signing for ${signingDomain} failed: ${error.message}`);
+  return Buffer.concat([Buffer.from(result.signatures, 'utf8'), raw]);
+}
+
 export function createDkimSigner(options: { selector: string; key: KeyObject; algorithm: DkimAlgorithm; domains: readonly string[] }): DkimSigner {
   const { selector, algorithm, domains } = options;
   // PKCS#8 PEM whatever the input was (PKCS#1 RSA keys too): the one form mailauth takes for both key types.
@@ -105,19 +123,32 @@ export function createDkimSigner(options: { selector: string; key: KeyObject; al
     async sign(raw, domain, at) {
       const signingDomain = domain.toLowerCase();
       if (!domains.includes(signingDomain)) return raw;
-      // mailauth signs with the entries of signatureData; the top-level fields only satisfy its types.
-      const result = await dkimSign(raw, {
-        canonicalization: 'relaxed/relaxed',
-        algorithm,
-        signTime: at,
-        signingDomain,
-        selector,
-        privateKey,
-        signatureData: [{ signingDomain, selector, privateKey, algorithm, canonicalization: 'relaxed/relaxed' }],
-      });
-      const error = result.errors?.[0];
-      if (error) throw new Error(`DKIM signing for ${signingDomain} failed: ${error.message}`);
-      return Buffer.concat([Buffer.from(result.signatures, 'utf8'), raw]);
+      return signWith(raw, { signingDomain, selector, privateKey, algorithm }, at);
+    },
+  };
+}
+
+/** A custom domain's own key (domains/): `d=` is the verified domain, which may be a parent of the sender's. */
+export interface DomainKey {
+  readonly signingDomain: string;
+  readonly selector: string;
+  /** PKCS#8 PEM, RSA. */
+  readonly privateKeyPem: string;
+}
+
+/**
+ * Mail of a custom domain signed with that domain's key (`keyOf` answers for verified domains);
+ * any other mail as `service` signs it (INBOX_DKIM_*), or unsigned without it.
+ */
+export function withDomainKeys(service: DkimSigner | undefined, keyOf: (domain: string) => Promise<DomainKey | undefined>): DkimSigner {
+  return {
+    domains: service?.domains ?? [],
+    selector: service?.selector ?? '',
+    algorithm: service?.algorithm ?? 'rsa-sha256',
+    async sign(raw, domain, at) {
+      const own = service?.domains.includes(domain.toLowerCase()) ? undefined : await keyOf(domain);
+      if (!own) return service ? service.sign(raw, domain, at) : raw;
+      return signWith(raw, { signingDomain: own.signingDomain, selector: own.selector, privateKey: own.privateKeyPem, algorithm: 'rsa-sha256' }, at);
     },
   };
 }

@@ -48,7 +48,12 @@ export function envelopeIdFor(messageId: string): string | undefined {
   return ENVID.test(bare) ? bare : undefined;
 }
 
-const xtextDecode = (value: string) => value.replace(/\+([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+// A NUL names nothing we store (PostgreSQL text cannot hold one, and a query naming one fails
+// there while SQLite answers nothing): dropped from every value read from a report, decoded or not.
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
+const NUL = /\u0000/g;
+
+const xtextDecode = (value: string) => value.replace(/\+([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))).replace(NUL, '');
 
 // ---------------------------------------------------------------------------------------------
 // Just enough MIME: header blocks, multipart bodies, transfer encodings. Bytes are handled as
@@ -79,7 +84,7 @@ function parseHeaders(text: string): Headers {
     const colon = line.indexOf(':');
     if (colon <= 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
-    const value = line.slice(colon + 1).trim();
+    const value = line.slice(colon + 1).replace(NUL, '').trim();
     const values = headers.get(name);
     if (values) values.push(value);
     else headers.set(name, [value]);

@@ -6,7 +6,7 @@ import { enqueue, GiveUpJob, RetryJob, type Job, type JobEnd, type QueueDefiniti
 import type { Db, InboxDatabase } from '../database.js';
 import type { EmitInput, EventService } from '../events/event.service.js';
 import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from './outbound-job.js';
-import { dkimSignerFrom, type DkimConfig, type DkimSigner } from './dkim.js';
+import { dkimSignerFrom, withDomainKeys, type DkimConfig, type DkimSigner, type DomainKey } from './dkim.js';
 import { envelopeIdFor } from './dsn.js';
 import { findInboxPod, findOutboundMessage, type OutboundMessage } from './outbound.repository.js';
 import { bouncedEvents, deliveredEvent, rejectedEvent, sentEvent, type BouncedRecipient, type BounceType } from '../events/message-events.js';
@@ -213,10 +213,12 @@ export interface OutboundMail {
  * Checks the relay and DKIM settings together, throwing one ConfigError that names every problem,
  * and builds the queue. Runs in every role, so that a bad setting stops the process at boot.
  */
-export function createOutboundMail(config: OutboundConfig, deps: Omit<OutboundMailWorkerDeps, 'relay' | 'dkim' | 'retryMs' | 'sendDeadlineMs'>): OutboundMail {
+export function createOutboundMail(config: OutboundConfig, deps: Omit<OutboundMailWorkerDeps, 'relay' | 'dkim' | 'retryMs' | 'sendDeadlineMs'> & { domainKeys?: (domain: string) => Promise<DomainKey | undefined> }): OutboundMail {
   const problems: string[] = [];
   const relaySettings = relaySettingsFrom(config, problems);
-  const dkim = dkimSignerFrom(config, problems);
+  const serviceDkim = dkimSignerFrom(config, problems);
+  // Custom domains sign with their own keys (domains/); the rest as the settings say.
+  const dkim = deps.domainKeys ? withDomainKeys(serviceDkim, deps.domainKeys) : serviceDkim;
   if (problems.length) throw new ConfigError(problems);
   const relay = relaySettings ? createRelayClient(relaySettings) : undefined;
   // Connect, greet, TLS, authenticate, send: a few timeouts' worth, plus a wait for a pooled connection.

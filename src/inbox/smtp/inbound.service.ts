@@ -43,6 +43,8 @@ export interface ReceiveResult {
 export interface InboundServiceDeps extends DeliveryPathDeps {
   readonly events: EventService;
   readonly localDomains: readonly string[];
+  /** The ASCII spelling of a domain a verified custom domain serves (domains/), else undefined. */
+  readonly servedDomain?: (domain: string) => Promise<string | undefined>;
   /** Our host name: the Received `by`, the authserv-id, the domain of generated Message-IDs. */
   readonly hostname: string;
   /** Undefined when verification is switched off (INBOX_SMTP_VERIFY_AUTH=false). */
@@ -65,10 +67,15 @@ export function createInboundService(deps: InboundServiceDeps) {
    * INBOX_DOMAINS writes it. `postmaster` (RFC 5321 §4.5.1: case-insensitive, with or without a
    * domain) goes to the inbox postmaster@<that domain>, else postmaster@<default domain>.
    */
-  function inboxCandidates(address: string): string[] | undefined {
+  async function inboxCandidates(address: string): Promise<string[] | undefined> {
     const lower = address.trim().toLowerCase();
     if (lower === 'postmaster') return local.defaultDomain === undefined ? [] : [`postmaster@${local.defaultDomain}`];
-    const inboxId = local.inboxId(lower);
+    let inboxId = local.inboxId(lower);
+    if (inboxId === undefined && deps.servedDomain) {
+      // A verified custom domain: its inboxes are named by the domain's ASCII spelling.
+      const served = lower.includes('@') ? await deps.servedDomain(domainOf(lower)) : undefined;
+      if (served !== undefined) inboxId = `${lower.slice(0, lower.lastIndexOf('@'))}@${served}`;
+    }
     if (inboxId === undefined) return undefined;
     if (!inboxId.startsWith('postmaster@')) return [inboxId];
     const domain = domainOf(inboxId);
@@ -112,7 +119,7 @@ export function createInboundService(deps: InboundServiceDeps) {
      * `no-postmaster` for postmaster when neither its domain nor the default one has that inbox.
      */
     async checkRecipient(address: string): Promise<RecipientCheck> {
-      const candidates = inboxCandidates(address);
+      const candidates = await inboxCandidates(address);
       if (candidates === undefined) return 'relay';
       if ((await findInboxesByAddresses(db, candidates)).length) return 'accept';
       return candidates.some((c) => c.startsWith('postmaster@')) ? 'no-postmaster' : 'unknown';
@@ -169,7 +176,7 @@ export function createInboundService(deps: InboundServiceDeps) {
         raw,
         attachmentContents: content.attachments.map((a) => a.content),
       };
-      const recipients = envelope.recipients.map((address) => ({ address, inboxIds: inboxCandidates(address) ?? [] }));
+      const recipients = await Promise.all(envelope.recipients.map(async (address) => ({ address, inboxIds: (await inboxCandidates(address)) ?? [] })));
       const result = await commits.run((trx) =>
         delivery.deliver(trx, { message, recipients, labels: verdict?.labels ?? [], foreignMessageId: true, ...(report ? { screen: reportScreen(messageId, report) } : {}) }),
       );

@@ -137,12 +137,16 @@ export async function deleteThreadWithMessages(db: Db, threadId: string): Promis
  */
 export async function listThreads(
   db: Db,
-  scope: { readonly inboxId: string } | { readonly organizationId: string },
+  scope: { readonly inboxId: string } | { readonly organizationId: string; readonly podId?: string },
   filter: ListFilter,
   page: { limit: number; direction: 'asc' | 'desc'; after?: Cursor },
 ): Promise<(Thread & { pk: number })[]> {
   let q = db.selectFrom('threads').selectAll();
   q = 'inboxId' in scope ? q.where('inbox_id', '=', scope.inboxId) : q.where('organization_id', '=', scope.organizationId);
+  if ('podId' in scope && scope.podId !== undefined) {
+    const podId = scope.podId;
+    q = q.where('inbox_id', 'in', (eb) => eb.selectFrom('inboxes').select('inboxes.inbox_id').where('inboxes.pod_id', '=', podId));
+  }
   if (filter.before) q = q.where('timestamp', '<', filter.before);
   if (filter.after) q = q.where('timestamp', '>', filter.after);
   for (const label of filter.labels) {

@@ -29,7 +29,7 @@ export function threadRoutes(app: InboxApp, threads: ThreadService, messages: Me
   app.get('/v0/inboxes/:inbox_id/threads/:thread_id', {
     schema: { tags, summary: 'Get a thread with its messages, oldest first (with limit: a page of the newest)', params: InboxThreadParams, querystring: GetThreadQuery, response: { 200: ThreadResponse, ...errorResponses } },
     handler: async (request) => {
-      const result = await threads.get(ownerOf(request), request.params.thread_id, request.params.inbox_id, paging(request.query));
+      const result = await threads.get(ownerOf(request), request.params.thread_id, request.params.inbox_id, undefined, paging(request.query));
       return toThreadResponse(result.thread, result.messages, result);
     },
   });
@@ -69,7 +69,7 @@ export function threadRoutes(app: InboxApp, threads: ThreadService, messages: Me
   app.get('/v0/threads/:thread_id', {
     schema: { tags, summary: 'Get a thread of any inbox of the organization', params: ThreadParams, querystring: GetThreadQuery, response: { 200: ThreadResponse, ...errorResponses } },
     handler: async (request) => {
-      const result = await threads.get(ownerOf(request), request.params.thread_id, undefined, paging(request.query));
+      const result = await threads.get(ownerOf(request), request.params.thread_id, undefined, undefined, paging(request.query));
       return toThreadResponse(result.thread, result.messages, result);
     },
   });

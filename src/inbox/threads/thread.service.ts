@@ -8,13 +8,12 @@ import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import { findInbox } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import { requirePermission } from '../api-keys/scope.js';
+import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
 import { addressOf, subjectKey } from '../mail/compose.js';
 import { findThreadMessageLabels, listThreadMessages, listThreadMessagesPage, updateMessageLabels, type Message } from '../messages/message.repository.js';
 import { applyLabels, findInboxInScope } from '../messages/message.service.js';
 import { validateLabels } from '../messages/outgoing.js';
-import { requirePermission } from '../api-keys/scope.js';
 import { ThreadNotFoundError } from './thread.errors.js';
 import { deleteThreadWithMessages, findThread, findThreadsForUpdate, listThreads, updateThread, updateThreadLabels, type Thread } from './thread.repository.js';
 
@@ -146,20 +145,34 @@ export const TRASH_LABEL = 'trash';
 export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
   const dialect = dialectOf(db);
   // Inside a transaction, pass it: on SQLite the one connection belongs to the transaction.
-  async function requireInbox(owner: KeyOwner, inboxId: string, executor: Db = db): Promise<string> {
-    const id = normalizeInboxId(inboxId);
-    if (!(await findInbox(executor, owner.organizationId, id))) throw new InboxNotFoundError(inboxId);
-    return id;
+  async function requireInbox(owner: KeyOwner, inboxId: string, executor: Db = db, podId?: string): Promise<string> {
+    const inbox = await findScopedInbox(executor, owner, inboxId, podId);
+    if (!inbox) throw new InboxNotFoundError(inboxId);
+    return inbox.inboxId;
+  }
+
+  /** Whether a thread found by id lies within the key's scope (and the route's pod). */
+  async function reachable(executor: Db, owner: KeyOwner, thread: Thread, podId?: string): Promise<boolean> {
+    if (owner.podId === undefined && owner.inboxId === undefined && podId === undefined) return true;
+    return (await findScopedInbox(executor, owner, thread.inboxId, podId)) !== undefined;
   }
 
   return {
     /** Newest first (or oldest with `ascending`); `inboxId` limits the list to one inbox. */
-    async list(owner: KeyOwner, query: ThreadListQuery, inboxId?: string) {
+    async list(owner: KeyOwner, query: ThreadListQuery, inboxId?: string, podId?: string) {
+      requirePermission(owner, 'messageRead');
       const limit = parseLimit(query.limit);
       const filter = parseListFilter(query);
       const cursor = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
       const direction = cursor?.direction ?? (query.ascending ? 'asc' : 'desc');
-      const scope = inboxId !== undefined ? { inboxId: await requireInbox(owner, inboxId) } : { organizationId: owner.organizationId };
+      const pod = owner.podId ?? podId;
+      const scope =
+        inboxId !== undefined
+          ? { inboxId: await requireInbox(owner, inboxId, db, podId) }
+          : owner.inboxId !== undefined
+            ? { inboxId: owner.inboxId }
+            : { organizationId: owner.organizationId, ...(pod !== undefined ? { podId: pod } : {}) };
+      if (podId !== undefined && owner.podId !== undefined && podId !== owner.podId) return { limit, items: [], nextPageToken: undefined };
       const rows = await listThreads(db, scope, filter, { limit, direction, ...(cursor ? { after: cursor } : {}) });
       return { limit, ...page(rows, limit, (t) => ({ sort: t.timestamp, tiebreak: t.pk }), direction) };
     },
@@ -169,11 +182,12 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
      * the label `trash`, and lists leave it out unless `include_trash`); a thread already in the
      * trash, or any thread with `permanent`, is removed with its messages and attachments.
      */
-    async delete(owner: KeyOwner, threadId: string, options: { inboxId?: string; permanent?: boolean }): Promise<'trashed' | 'deleted'> {
+    async delete(owner: KeyOwner, threadId: string, options: { inboxId?: string; permanent?: boolean; podId?: string }): Promise<'trashed' | 'deleted'> {
+      requirePermission(owner, 'messageDelete');
       return commits.run(async (trx) => {
         const inboxId = options.inboxId === undefined ? undefined : normalizeInboxId(options.inboxId);
         const found = await findThread(trx, owner.organizationId, threadId, inboxId);
-        if (!found) {
+        if (!found || !(await reachable(trx, owner, found, options.podId))) {
           if (options.inboxId !== undefined) await requireInbox(owner, options.inboxId, trx);
           throw new ThreadNotFoundError(threadId);
         }
@@ -196,12 +210,13 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
      * A thread with its messages, oldest first: all of them, or with `limit` (SDK 0.5.25+) a page
      * of the newest ones, the next page token leading to older ones.
      */
-    async get(owner: KeyOwner, threadId: string, inboxId?: string, paging: { limit?: number; pageToken?: string } = {}): Promise<{ thread: Thread; messages: Message[]; limit?: number; nextPageToken?: string }> {
+    async get(owner: KeyOwner, threadId: string, inboxId?: string, podId?: string, paging: { limit?: number; pageToken?: string } = {}): Promise<{ thread: Thread; messages: Message[]; limit?: number; nextPageToken?: string }> {
+      requirePermission(owner, 'messageRead');
       const cursor = paging.pageToken ? decodeCursor(paging.pageToken, 'integer') : undefined;
       if (cursor && cursor.direction !== 'desc') throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
       const limit = paging.limit !== undefined || cursor ? parseLimit(paging.limit) : undefined;
       const thread = await findThread(db, owner.organizationId, threadId, inboxId === undefined ? undefined : normalizeInboxId(inboxId));
-      if (!thread) {
+      if (!thread || !(await reachable(db, owner, thread, podId))) {
         if (inboxId !== undefined) await requireInbox(owner, inboxId);
         throw new ThreadNotFoundError(threadId);
       }

@@ -19,6 +19,12 @@ export interface Webhook {
   readonly clientId: string | null;
   /** Why the service disabled it (a 410 from the receiver); null when enabled or disabled by a user. */
   readonly disabledReason: string | null;
+  /**
+   * The scope of the key that created it: a pod (scopePodId), or an inbox (scopeInboxId with its
+   * pod). Only keys of that scope or wider see it, and it hears only events of that scope.
+   */
+  readonly scopePodId: string | null;
+  readonly scopeInboxId: string | null;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -62,6 +68,8 @@ export function webhookFromRow(row: WebhookRow): Webhook {
     podIds: list(row.pod_ids),
     clientId: row.client_id,
     disabledReason: row.disabled_reason,
+    scopePodId: row.pod_id ?? null,
+    scopeInboxId: row.inbox_id ?? null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -81,6 +89,8 @@ export async function insertWebhook(db: Db, webhook: Webhook): Promise<void> {
       pod_ids: text(webhook.podIds),
       client_id: webhook.clientId,
       disabled_reason: webhook.disabledReason,
+      pod_id: webhook.scopePodId,
+      inbox_id: webhook.scopeInboxId,
       created_at: webhook.createdAt,
       updated_at: webhook.updatedAt,
     })
@@ -109,8 +119,12 @@ export async function findWebhookByClientId(db: Db, organizationId: string, clie
   return row ? webhookFromRow(row) : undefined;
 }
 
-export async function listWebhooks(db: Db, organizationId: string, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Webhook[]> {
+/** With `scope`: only the webhooks of that pod (its inboxes' included) or of that inbox. */
+export async function listWebhooks(db: Db, organizationId: string, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor; scope?: { podId?: string; inboxId?: string } }): Promise<Webhook[]> {
   let q = db.selectFrom('webhooks').selectAll().where('organization_id', '=', organizationId);
+  const scope = options.scope;
+  if (scope?.podId !== undefined) q = q.where('pod_id', '=', scope.podId);
+  if (scope?.inboxId !== undefined) q = q.where('inbox_id', '=', scope.inboxId);
   const after = options.after;
   if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'webhook_id', after, options.direction));
   const rows = await q.orderBy('created_at', options.direction).orderBy('webhook_id', options.direction).limit(options.limit + 1).execute();

@@ -5,6 +5,7 @@ import { isUniqueViolation } from '../../platform/db/dialect.js';
 import type { Ids } from '../../platform/ids.js';
 import { isAllowedHostLiteral } from '../../platform/net/egress.js';
 import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
+import { inScope, requirePermission } from '../api-keys/scope.js';
 import type { InboxDatabase } from '../database.js';
 import { EVENT_TYPES } from '../events/event.service.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
@@ -108,7 +109,7 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
   async function checkInboxIds(owner: KeyOwner, field: string, raw: readonly string[]): Promise<string[]> {
     const wanted = unique(raw.map(normalizeInboxId));
     if (wanted.length > MAX_FILTER_IDS) throw new TooManyFilterIdsError(field, 'inbox_ids');
-    const owned = new Set((await findInboxesByAddresses(db, wanted)).filter((i) => i.organizationId === owner.organizationId).map((i) => i.inboxId));
+    const owned = new Set((await findInboxesByAddresses(db, wanted)).filter((i) => inScope(owner, i)).map((i) => i.inboxId));
     const missing = wanted.find((id) => !owned.has(id));
     if (missing !== undefined) throw new UnknownInboxIdError(field, missing);
     return wanted;
@@ -117,7 +118,9 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
   async function checkPodIds(owner: KeyOwner, field: string, raw: readonly string[]): Promise<string[]> {
     const wanted = unique(raw.map((p) => p.trim()));
     if (wanted.length > MAX_FILTER_IDS) throw new TooManyFilterIdsError(field, 'pod_ids');
-    for (const podId of wanted) if (!(await podBelongsTo(db, podId, owner.organizationId))) throw new UnknownPodIdError(field, podId);
+    for (const podId of wanted) {
+      if (owner.inboxId !== undefined || (owner.podId !== undefined && podId !== owner.podId) || !(await podBelongsTo(db, podId, owner.organizationId))) throw new UnknownPodIdError(field, podId);
+    }
     return wanted;
   }
 
@@ -130,18 +133,22 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     return { url, eventTypes, inboxIds: inboxIds.length ? inboxIds : null, podIds: podIds.length ? podIds : null, clientId: input.clientId ?? null, enabled: input.enabled ?? true };
   }
 
+  /** A webhook of the caller's scope (a pod key: its pod's; an inbox key: its inbox's), else 404. */
   async function mustFind(owner: KeyOwner, webhookId: string): Promise<Webhook> {
     const webhook = await findWebhook(db, owner.organizationId, webhookId);
-    if (!webhook) throw new WebhookNotFoundError(webhookId);
+    if (!webhook || !inScope(owner, { organizationId: webhook.organizationId, podId: webhook.scopePodId, inboxId: webhook.scopeInboxId })) throw new WebhookNotFoundError(webhookId);
     return webhook;
   }
 
   return {
     /** Creates a webhook with a new signing secret, or returns the one created before with the same client_id. */
     async create(owner: KeyOwner, input: WebhookInput): Promise<{ webhook: Webhook; created: boolean }> {
+      requirePermission(owner, 'webhookCreate');
+      const visible = (w: Webhook) => inScope(owner, { organizationId: w.organizationId, podId: w.scopePodId, inboxId: w.scopeInboxId });
       if (input.clientId) {
         const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
-        if (existing) return { webhook: existing, created: false };
+        if (existing && visible(existing)) return { webhook: existing, created: false };
+        if (existing) throw new WebhookClientIdTakenError(input.clientId);
       }
       const settings = await settingsOf(owner, input);
       const now = clock.now().toISOString();
@@ -152,6 +159,9 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
         // Standard base64, not base64url: the Svix libraries decode the key with a strict decoder.
         secret: `${WEBHOOK_SECRET_PREFIX}${Buffer.from(ids.token(SECRET_BYTES), 'base64url').toString('base64')}`,
         disabledReason: null,
+        // A scoped key's webhook belongs to its scope (and hears only events there).
+        scopePodId: owner.podId ?? null,
+        scopeInboxId: owner.inboxId ?? null,
         createdAt: now,
         updatedAt: now,
       };
@@ -162,23 +172,30 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
         if (!isUniqueViolation(err) || !input.clientId) throw err;
         const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
         if (!existing) throw err;
+        if (!visible(existing)) throw new WebhookClientIdTakenError(input.clientId);
         return { webhook: existing, created: false };
       }
       return { webhook, created: true };
     },
 
-    get: mustFind,
+    async get(owner: KeyOwner, webhookId: string): Promise<Webhook> {
+      requirePermission(owner, 'webhookRead');
+      return mustFind(owner, webhookId);
+    },
 
     async list(owner: KeyOwner, query: ListQuery) {
+      requirePermission(owner, 'webhookRead');
       const limit = parseLimit(query.limit);
       const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
-      const rows = await listWebhooks(db, owner.organizationId, { limit, direction, ...(after ? { after } : {}) });
+      const scope = { ...(owner.podId !== undefined ? { podId: owner.podId } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) };
+      const rows = await listWebhooks(db, owner.organizationId, { limit, direction, ...(after ? { after } : {}), scope });
       return { limit, ...page(rows, limit, (w) => ({ sort: w.createdAt, tiebreak: w.webhookId }), direction) };
     },
 
     /** PUT: replaces every setting; omitted fields take their create defaults. Id, secret and created_at stay. */
     async replace(owner: KeyOwner, webhookId: string, input: WebhookInput): Promise<Webhook> {
+      requirePermission(owner, 'webhookUpdate');
       await mustFind(owner, webhookId);
       const settings = await settingsOf(owner, input);
       const changes: WebhookChanges = { ...settings, disabledReason: null, updatedAt: clock.now().toISOString() };
@@ -196,6 +213,7 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
      * enabled when given. Only added ids are checked: ids of inboxes deleted since stay removable.
      */
     async update(owner: KeyOwner, webhookId: string, patch: WebhookPatch): Promise<Webhook> {
+      requirePermission(owner, 'webhookUpdate');
       await mustFind(owner, webhookId);
       const addInboxIds = patch.addInboxIds ? await checkInboxIds(owner, 'add_inbox_ids', patch.addInboxIds) : [];
       const addPodIds = patch.addPodIds ? await checkPodIds(owner, 'add_pod_ids', patch.addPodIds) : [];
@@ -225,11 +243,14 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     },
 
     async delete(owner: KeyOwner, webhookId: string): Promise<void> {
+      requirePermission(owner, 'webhookDelete');
+      await mustFind(owner, webhookId);
       if (!(await commits.run((trx) => deleteWebhook(trx, owner.organizationId, webhookId)))) throw new WebhookNotFoundError(webhookId);
     },
 
     /** The delivery log of a webhook, newest attempt first unless ascending. */
     async deliveries(owner: KeyOwner, webhookId: string, query: ListQuery & { eventId?: string }) {
+      requirePermission(owner, 'webhookRead');
       await mustFind(owner, webhookId);
       const limit = parseLimit(query.limit);
       const after = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;

@@ -12,6 +12,9 @@ export interface WebhookTable {
   pod_ids: string | null;
   client_id: string | null;
   disabled_reason: string | null;
+  /** The scope of the key that created it (migration 0005): only keys of that scope see it. */
+  pod_id: string | null;
+  inbox_id: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -3,10 +3,11 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Sqlite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql, SqliteDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import { redactUrl } from '../config/config.js';
 import { commitsOf, type GroupCommit } from './group-commit.js';
+import { checkpointOffThread } from './sqlite-checkpoint.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -28,10 +29,21 @@ export interface Database<DB> {
    */
   notify(topic: string): Promise<void>;
   /**
-   * Calls `onSignal` for each `notify(topic)`, and once after a lost connection came back (signals
-   * may have been missed meanwhile). Resolves to the function that stops listening.
+   * A signal with a payload (at most NOTIFY_PAYLOAD_LIMIT bytes of UTF-8) that belongs to the
+   * transaction `trx` of this database: listeners hear it only after that transaction committed,
+   * and never when it (or the savepoint around the call) rolled back. PostgreSQL: NOTIFY inside
+   * the transaction, delivered at commit, in commit order, to the listeners of every process.
+   * SQLite (one connection per process, transactions one after the other): emitted once the
+   * connection is free again, i.e. after the transaction ended; it may then also have rolled back,
+   * so listeners must treat the payload as a hint to read committed rows, not as the rows.
    */
-  listen(topic: string, onSignal: () => void): Promise<() => Promise<void>>;
+  notifyIn(trx: Executor<DB>, topic: string, payload: string): Promise<void>;
+  /**
+   * Calls `onSignal` for each `notify(topic)` (payload '') and `notifyIn` (its payload), and once
+   * with no payload after a lost connection came back (signals may have been missed meanwhile).
+   * Resolves to the function that stops listening.
+   */
+  listen(topic: string, onSignal: (payload?: string) => void): Promise<() => Promise<void>>;
   destroy(): Promise<void>;
 }
 
@@ -53,6 +65,13 @@ export interface OpenDatabaseOptions {
    * with the cached SQL: slower, for tests (DB_VERIFY_STATEMENT_CACHE).
    */
   readonly verifyStatementCache?: boolean;
+}
+
+/** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; leaves room for the channel name. */
+export const NOTIFY_PAYLOAD_LIMIT = 7900;
+
+function checkPayload(payload: string): void {
+  if (Buffer.byteLength(payload) > NOTIFY_PAYLOAD_LIMIT) throw new Error(`notify payload of ${Buffer.byteLength(payload)} bytes exceeds ${NOTIFY_PAYLOAD_LIMIT}`);
 }
 
 const VERIFIED = new WeakSet<object>();
@@ -102,6 +121,8 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
     stmt.run(parameters as unknown[]);
     return [];
   });
+  // Checkpoints (copying the WAL into the file, and its fsync) in a thread of their own.
+  const checkpointer = file === ':memory:' ? undefined : checkpointOffThread(sqlite, file);
   const signals = sqliteSignals(file);
   return {
     db,
@@ -112,13 +133,24 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
       sqlite.prepare('select 1').get();
     },
     async notify(topic) {
-      signals.emit(topic);
+      signals.emit(topic, '');
+    },
+    async notifyIn(_trx, topic, payload) {
+      checkPayload(payload);
+      // The one connection is held by the transaction until it ends: a statement queued now runs
+      // after the COMMIT (or ROLLBACK), and only then is the signal given. Not awaited: the caller
+      // is inside that transaction.
+      void sql`select 1`
+        .execute(db)
+        .then(() => signals.emit(topic, payload))
+        .catch(() => undefined);
     },
     async listen(topic, onSignal) {
       signals.on(topic, onSignal);
       return async () => void signals.off(topic, onSignal);
     },
     async destroy() {
+      checkpointer?.stop();
       await db.destroy();
     },
   };
@@ -220,6 +252,10 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
     async notify(topic) {
       await pool.query('select pg_notify($1, $2)', [channel(topic), '']);
     },
+    async notifyIn(trx, topic, payload) {
+      checkPayload(payload);
+      await sql`select pg_notify(${channel(topic)}, ${payload})`.execute(trx);
+    },
     listen: (topic, onSignal) => listenPostgres(url.toString(), channel(topic), onSignal),
     async destroy() {
       await db.destroy();
@@ -231,14 +267,14 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
  * LISTEN on a connection of its own (a pooled one would be handed to queries), reconnecting every
  * second while the server is away; `onSignal` is also called after a reconnect.
  */
-async function listenPostgres(connectionString: string, channel: string, onSignal: () => void): Promise<() => Promise<void>> {
+async function listenPostgres(connectionString: string, channel: string, onSignal: (payload?: string) => void): Promise<() => Promise<void>> {
   let closed = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
   const connect = async (): Promise<void> => {
     const c = new pg.Client({ connectionString });
     c.on('notification', (m) => {
-      if (m.channel === channel) onSignal();
+      if (m.channel === channel) onSignal(m.payload ?? '');
     });
     c.on('error', () => reconnect(c));
     c.on('end', () => reconnect(c));

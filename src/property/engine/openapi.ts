@@ -102,6 +102,7 @@ export function openApiDocument(registry: Registry, options: OpenApiOptions = {}
     paths,
     components: {
       schemas: Object.fromEntries(Object.keys(schemas).sort().map((name) => [name, schemas[name]])),
+      headers: RATE_LIMIT_HEADERS,
       securitySchemes: {
         [SECURITY_SCHEME]: { type: 'apiKey', description: `Value for the ${API_KEY_HEADER} header parameter.`, name: API_KEY_HEADER, in: 'header' },
       },
@@ -207,8 +208,32 @@ function responses(registry: Registry, resource: ResourceMetadata, name: Operati
     const accepted = name === 'patch' ? [MERGE_PATCH] : OUTPUT_FORMATS.map((f) => FORMAT_MIME[f]);
     out['415'] = errorResponse(`Unsupported or missing Content-Type (accepted: ${accepted.join(', ')})`);
   }
+  out['429'] = rateLimitedResponse(name === 'post' && resource.persisted && Boolean(definition.security(null)));
   return out;
 }
+
+/**
+ * Every API request counts against its client address and, with a key, against the key (issue 13
+ * item 14, `security/rate-limits.ts`); an anonymous POST that registers counts against the hourly
+ * registration budget too. The answer names the budget and when to retry.
+ */
+function rateLimitedResponse(registers: boolean): Json {
+  const budgets = `requests per minute per ${API_KEY_HEADER} and per client address${registers ? ', self-registrations per hour per client address' : ''}`;
+  return {
+    ...errorResponse(`Too Many Requests: a request budget is used up (${budgets}); retry after Retry-After seconds`),
+    headers: Object.fromEntries(Object.keys(RATE_LIMIT_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }])),
+  };
+}
+
+const integerHeader = (description: string): Json => ({ description, schema: { type: 'integer', minimum: 0 } });
+
+/** The headers of a 429 (documented once under `components.headers`). */
+const RATE_LIMIT_HEADERS: Json = {
+  'Retry-After': integerHeader('Seconds until the exhausted budget starts a new window'),
+  'RateLimit-Limit': integerHeader('Requests allowed in the window of the tightest budget the request counted against'),
+  'RateLimit-Remaining': integerHeader('Requests left in that window'),
+  'RateLimit-Reset': integerHeader('Seconds until that window starts anew'),
+};
 
 /**
  * Whether some caller may be refused with 403. Rules are functions and roles belong to the

@@ -29,6 +29,10 @@ export const httpClient = (url: URL, options: HttpClientOptions = {}) => fetchHy
 
 /** Logs in by checking the key against the API (any valid key may list `/users`: itself at least). */
 export function apiKeyAuthProvider(entrypoint: string): AuthProvider {
+  // No getPermissions: react-admin (ra-core 5, useLogout) warns that a getPermissions resolving at
+  // once races the store reset of a logout, so CoreAdminRoutes mounts LogoutOnMount again and
+  // again. It did here: every first visit without a key pushed `#/login` until Chromium capped the
+  // history at 50 entries, and the login form came 15–25 s late on a loaded machine (decision 0022).
   return {
     async login(params: { apiKey?: unknown }) {
       const key = typeof params.apiKey === 'string' ? params.apiKey.trim() : '';
@@ -51,9 +55,6 @@ export function apiKeyAuthProvider(entrypoint: string): AuthProvider {
         window.sessionStorage.removeItem(STORAGE_KEY);
         throw new Error('The API key is no longer valid; please log in again.');
       }
-    },
-    async getPermissions() {
-      return undefined;
     },
   };
 }

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import type { Message } from '../messages/message.repository.js';
+import { toMessageResponse } from '../messages/message.schemas.js';
+import { receivedPayload } from './message-events.js';
+
+const base: Message = {
+  pk: 1,
+  organizationId: 'org',
+  inboxId: 'agent@x.test',
+  threadId: '0190a1b2-0000-7000-8000-000000000001',
+  messageId: '<1@x.test>',
+  labels: ['received', 'unread'],
+  timestamp: '2026-11-21T10:00:00.000Z',
+  from: 'Sender <s@y.test>',
+  replyTo: ['r@y.test'],
+  to: ['agent@x.test'],
+  cc: [],
+  bcc: [],
+  subject: 'Hello',
+  preview: 'Hi there',
+  text: null,
+  html: null,
+  inReplyTo: null,
+  references: [],
+  headers: null,
+  attachments: [],
+  size: 512,
+  createdAt: '2026-11-21T10:00:00.000Z',
+  updatedAt: '2026-11-21T10:00:01.000Z',
+};
+
+const LIMIT = 1024 * 1024;
+
+/** The rule the payload keeps to, measured the slow way: the whole message's JSON within 1 MB, else no bodies. */
+function expected(m: Message) {
+  const wire = toMessageResponse(m);
+  if (Buffer.byteLength(JSON.stringify(wire)) <= LIMIT) return wire;
+  const { text: _t, html: _h, extracted_text: _et, extracted_html: _eh, ...rest } = wire;
+  return rest;
+}
+
+describe('the message of a message.received payload', () => {
+  it.each([
+    ['small text and html', { text: 'hello', html: '<p>hello</p>' }],
+    ['text of 200,000 four-byte characters (under a quarter of the limit in units)', { text: '😀'.repeat(100_000) }],
+    ['ASCII text that fits with its extracted copy', { text: 'a'.repeat(400_000) }],
+    ['ASCII text that does not fit with its extracted copy', { text: 'a'.repeat(600_000) }],
+    ['text of two-byte characters between a quarter and the whole limit', { text: 'ü'.repeat(300_000) }],
+    ['text and html longer than the limit together', { text: 'a'.repeat(600_000), html: `<p>${'b'.repeat(600_000)}</p>` }],
+    ['html alone longer than the limit', { html: `<p>${'ä'.repeat(LIMIT)}</p>` }],
+    ['text exactly at the limit in units', { text: 'x'.repeat(LIMIT) }],
+  ])('%s: bodies kept exactly when the whole message fits 1 MB', (_name, bodies) => {
+    const message: Message = { ...base, ...bodies };
+    const payload = receivedPayload(message);
+    expect(payload).toEqual(expected(message));
+    // Same keys in the same order as the wire message (webhook receivers see identical JSON).
+    expect(Object.keys(payload)).toEqual(Object.keys(expected(message)));
+  });
+});

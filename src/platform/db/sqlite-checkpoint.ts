@@ -1,0 +1,59 @@
+import { stat } from 'node:fs/promises';
+import type Sqlite from 'better-sqlite3';
+import { createWorkerPool, taskModule, type WorkerPool } from '../workers/pool.js';
+
+/**
+ * WAL checkpoints of the service's SQLite files, off the event loop.
+ *
+ * SQLite's automatic checkpoint runs in the connection whose commit takes the WAL past 1000
+ * pages: it copies every page written since into the database file and fsyncs it, inside that
+ * commit. better-sqlite3 is synchronous, so the event loop (every other request) waits for it, and
+ * after a message of megabytes it copies megabytes. Here the service's connection has automatic
+ * checkpoints off, and a worker thread with a connection of its own runs a PASSIVE checkpoint
+ * when the WAL changed (looked at every `intervalMs`). Should the thread fail, the connection
+ * checkpoints itself again as SQLite does by default.
+ */
+export interface Checkpointer {
+  /** Stops looking at the WAL; a checkpoint under way finishes on its own. */
+  stop(): void;
+}
+
+/** One thread for every SQLite file of the process, started on the first checkpoint, ended when idle. */
+let pool: WorkerPool | undefined;
+const checkpointPool = () => (pool ??= createWorkerPool({ module: taskModule(import.meta.url, './sqlite-checkpoint.tasks'), size: 1 }));
+
+const DEFAULT_AUTOCHECKPOINT = 1000;
+
+export function checkpointOffThread(sqlite: Sqlite.Database, file: string, intervalMs = 250): Checkpointer {
+  sqlite.pragma('wal_autocheckpoint = 0');
+  const wal = `${file}-wal`;
+  let seen = '';
+  let running = false;
+  let stopped = false;
+  const fallBack = () => {
+    stopped = true;
+    clearInterval(timer);
+    if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT}`);
+  };
+  const timer = setInterval(() => {
+    if (running || stopped) return;
+    running = true;
+    void (async () => {
+      try {
+        const s = await stat(wal).catch(() => undefined);
+        // Unchanged since the last checkpoint (or no WAL yet): nothing to copy.
+        const now = s ? `${s.mtimeMs}:${s.size}` : '';
+        if (!s || now === seen || stopped) return;
+        const result = await checkpointPool().run<{ log: number; checkpointed: number } | null>('checkpoint', file);
+        // A reader still on old pages kept part of the WAL: try again next time.
+        if (result && result.checkpointed >= result.log) seen = now;
+      } catch {
+        fallBack();
+      } finally {
+        running = false;
+      }
+    })();
+  }, intervalMs);
+  timer.unref();
+  return { stop: () => void ((stopped = true), clearInterval(timer)) };
+}

@@ -1,0 +1,36 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/platform/db/database.js';
+
+/**
+ * A commit on the service's SQLite connection never copies the WAL into the database file (that
+ * copy and its fsync would hold the event loop); a thread of its own does, soon after.
+ */
+describe('sqlite: WAL checkpoints off the event loop', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'checkpoint-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('commits megabytes without checkpointing them, and the checkpoint thread copies them into the file', async () => {
+    const file = path.join(dir, 'c.db');
+    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({ url: `sqlite:${file}`, dataDir: dir, defaultFile: 'c.db', sqliteSynchronous: 'FULL' });
+    try {
+      await sql`create table blobs (id integer primary key, content blob not null)`.execute(database.db);
+      const before = statSync(file).size;
+      // 8 MiB: 2,000 pages, twice SQLite's automatic checkpoint threshold.
+      await database.commits.run((trx) => trx.insertInto('blobs').values({ id: 1, content: Buffer.alloc(8 * 2 ** 20, 7) }).execute());
+      expect(statSync(file).size - before).toBeLessThan(2 ** 20);
+      expect(statSync(`${file}-wal`).size).toBeGreaterThan(8 * 2 ** 20);
+      const deadline = Date.now() + 20_000;
+      while (statSync(file).size < 8 * 2 ** 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(statSync(file).size).toBeGreaterThan(8 * 2 ** 20);
+      // The data reads back through the service's connection.
+      const row = await database.db.selectFrom('blobs').select(sql<number>`length(content)`.as('n')).executeTakeFirstOrThrow();
+      expect(row.n).toBe(8 * 2 ** 20);
+    } finally {
+      await database.destroy();
+    }
+  });
+});
