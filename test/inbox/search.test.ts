@@ -136,4 +136,29 @@ describe.each(dialects)('%s: search', (dialect) => {
     expect(older.messages.every((m) => m.timestamp < newest)).toBe(true);
     expect(older.messages.length).toBeLessThan(all.messages.length);
   });
+
+  it('narrows to the key: pod and inbox keys see only their scope, a key without messageRead gets 403', async () => {
+    const p1 = await org.client.pods.create({ name: unique('p1') });
+    const p2 = await org.client.pods.create({ name: unique('p2') });
+    const a1 = (await org.client.pods.inboxes.create(p1.podId, { username: unique('sa') })).inboxId;
+    const a2 = (await org.client.pods.inboxes.create(p2.podId, { username: unique('sb') })).inboxId;
+    const word = unique('scopeword');
+    await org.client.inboxes.messages.send(a1, { to: a2, subject: word, text: 'x' });
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the SDK's CreateApiKeyResult names the secret apiKey on the wire
+    const secret = (k: any) => k.apiKey as string;
+    const p1Key = secret(await org.client.pods.apiKeys.create(p1.podId, { name: 'p1' }));
+    const a2Key = secret(await org.client.inboxes.apiKeys.create(a2, { name: 'a2' }));
+    const noPerm = secret(await org.client.apiKeys.create({ name: 'nothing', permissions: {} }));
+    const inboxesOf = (body: { threads: { inbox_id: string }[] }) => body.threads.map((t) => t.inbox_id);
+    expect(inboxesOf((await call(server.url, org.key, 'GET', `/v0/threads/search?q=${word}`)).body).sort()).toEqual([a1, a2].sort());
+    expect(inboxesOf((await call(server.url, p1Key, 'GET', `/v0/threads/search?q=${word}`)).body)).toEqual([a1]);
+    expect(inboxesOf((await call(server.url, a2Key, 'GET', `/v0/threads/search?q=${word}`)).body)).toEqual([a2]);
+    expect(inboxesOf((await call(server.url, org.key, 'GET', `/v0/pods/${p2.podId}/threads/search?q=${word}`)).body)).toEqual([a2]);
+    expectError(await call(server.url, p1Key, 'GET', `/v0/pods/${p2.podId}/threads/search?q=${word}`), 404, 'not_found', 'POD_NOT_FOUND');
+    expectError(await call(server.url, a2Key, 'GET', `/v0/inboxes/${enc(a1)}/messages/search?q=${word}`), 404, 'not_found', 'INBOX_NOT_FOUND');
+    expect((await call(server.url, a2Key, 'GET', `/v0/inboxes/${enc(a2)}/messages/search?q=${word}`)).body.count).toBe(1);
+    expect((await call(server.url, p1Key, 'GET', `/v0/inboxes/search?q=${a2.split('@')[0]}`)).body.inboxes).toEqual([]);
+    expectError(await call(server.url, noPerm, 'GET', `/v0/threads/search?q=${word}`), 403, 'permission_error', 'PERMISSION_DENIED');
+    expectError(await call(server.url, noPerm, 'GET', `/v0/inboxes/search?q=${word}`), 403, 'permission_error', 'PERMISSION_DENIED');
+  });
 });
