@@ -48,9 +48,10 @@ describe.each(dialects)('%s: search', (dialect) => {
     expect(Object.keys(raw.body).sort()).toEqual(['count', 'limit', 'messages']);
   });
 
-  it('matches word prefixes, every word, addresses, diacritics-insensitively and attachment names', async () => {
+  it('matches whole words (prefixes with *), every word, addresses, diacritics-insensitively and attachment names', async () => {
     const s = (q: string) => org.client.inboxes.messages.search(ben, { q }).then((r) => r.messages.map((m) => m.messageId));
-    expect(await s('quart numb')).toEqual([sent.report.messageId]);
+    expect(await s('quart* numb*')).toEqual([sent.report.messageId]);
+    expect(await s('quart numb')).toEqual([]);
     expect(await s('forecast')).toEqual([sent.report.messageId]);
     expect(await s('creme brulee')).toEqual([sent.reply.messageId]);
     expect(await s('CAFE')).toEqual([sent.lunch.messageId]);

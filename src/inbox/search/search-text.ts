@@ -111,20 +111,35 @@ export class InvalidQueryError extends ValidationError {
   }
 }
 
+/** A word of a query: the whole word, or (written with a trailing `*`) every word it begins. */
+export interface QueryTerm {
+  readonly word: string;
+  readonly prefix: boolean;
+}
+
+const QUERY_WORD = /([\p{L}\p{N}]+)(\*)?/gu;
+
 /**
- * The accepted query syntax: words. Every word must occur (AND), each as the beginning of a word
- * of the document (prefix match: `inv` finds `invoice`). Any other character separates words, so
- * quotes, operators (`AND`, `-`, `*`, `:`) and address punctuation need no escaping and change
- * nothing (`ann@example.com` = `ann example com`). At most MAX_QUERY_LENGTH characters and
- * MAX_QUERY_TERMS distinct words; a query without a letter or digit is refused.
+ * The accepted query syntax: words. Every word must occur (AND) as a whole word of the document;
+ * a word written with a trailing `*` matches every word it begins (`inv*` finds `invoice`). Any
+ * other character separates words, so quotes, operators (`AND`, `-`, `:`, parentheses) and address
+ * punctuation need no escaping and change nothing (`ann@example.com` = `ann example com`). At most
+ * MAX_QUERY_LENGTH characters and MAX_QUERY_TERMS distinct words; a query without a letter or
+ * digit is refused. (Whole words by default: a prefix is a union of every word it begins, which
+ * costs in proportion to how common those words are; the caller asks for it explicitly.)
  */
-export function parseQuery(q: string | undefined): string[] {
+export function parseQuery(q: string | undefined): QueryTerm[] {
   if (q === undefined || q.trim() === '') throw new InvalidQueryError('a search query is required.');
   if (q.length > MAX_QUERY_LENGTH) throw new InvalidQueryError(`at most ${MAX_QUERY_LENGTH} characters.`);
-  const terms = [...new Set(wordsOf(q))];
-  if (!terms.length) throw new InvalidQueryError('the query has no word (letters or digits) to search for.');
-  if (terms.length > MAX_QUERY_TERMS) throw new InvalidQueryError(`at most ${MAX_QUERY_TERMS} distinct words.`);
-  return terms;
+  const normalized = q.toLowerCase().normalize('NFKD').replace(MARKS, '');
+  const terms = new Map<string, boolean>();
+  for (const m of normalized.matchAll(QUERY_WORD)) {
+    const word = cut(m[1] as string);
+    terms.set(word, (terms.get(word) ?? false) || m[2] === '*');
+  }
+  if (!terms.size) throw new InvalidQueryError('the query has no word (letters or digits) to search for.');
+  if (terms.size > MAX_QUERY_TERMS) throw new InvalidQueryError(`at most ${MAX_QUERY_TERMS} distinct words.`);
+  return [...terms].map(([word, prefix]) => ({ word, prefix }));
 }
 
 /** The words an inbox is found by (address and display name), each preceded by a space. */

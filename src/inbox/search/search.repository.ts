@@ -4,7 +4,7 @@ import { dialectOf } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { inboxFromRow, type Inbox } from '../inboxes/inbox.repository.js';
 import type { Db } from '../database.js';
-import { joinWords, mergeDocuments, messageDocument, scopeWord, splitWords, threadWord, inboxSearchWords, type IndexableMessage, type SearchDocument } from './search-text.js';
+import { joinWords, mergeDocuments, messageDocument, scopeWord, splitWords, threadWord, inboxSearchWords, type IndexableMessage, type QueryTerm, type SearchDocument } from './search-text.js';
 
 /** Where a document lives: the scope columns (PostgreSQL) or scope words (FTS5). */
 export interface DocumentScope {
@@ -166,8 +166,8 @@ export async function reindexAll(db: Db): Promise<void> {
 
 // --- queries -------------------------------------------------------------------------------
 
-function ftsTerms(terms: readonly string[]): string {
-  return terms.map((t) => `"${t}"*`).join(' AND ');
+function ftsTerms(terms: readonly QueryTerm[]): string {
+  return terms.map((t) => `"${t.word}"${t.prefix ? '*' : ''}`).join(' AND ');
 }
 
 function ftsScope(scope: SearchScope): string {
@@ -176,7 +176,7 @@ function ftsScope(scope: SearchScope): string {
 }
 
 /** The FTS5 expression of one tier (every word quoted: the query cannot inject syntax). */
-function ftsTier(scope: SearchScope, terms: readonly string[], tier: Tier): string {
+function ftsTier(scope: SearchScope, terms: readonly QueryTerm[], tier: Tier): string {
   const q = `(${ftsTerms(terms)})`;
   const s = ftsScope(scope);
   if (tier === 3) return `${s} AND ({subject}: ${q})`;
@@ -198,7 +198,7 @@ function pgScope(alias: string, scope: SearchScope): RawBuilder<unknown> {
   return sql.join(parts, sql` and `);
 }
 
-const tsquery = (terms: readonly string[]) => sql`${terms.map((t) => `'${t}':*`).join(' & ')}::tsquery`;
+const tsquery = (terms: readonly QueryTerm[]) => sql`${terms.map((t) => `'${t.word}'${t.prefix ? ':*' : ''}`).join(' & ')}::tsquery`;
 
 function hiddenList(hidden: readonly string[]): RawBuilder<unknown> {
   return sql.join(hidden.map((h) => sql`${h}`));
@@ -209,7 +209,7 @@ function hiddenList(hidden: readonly string[]): RawBuilder<unknown> {
  * `limit` rows. FTS5 walks its index in rowid order and stops at the limit; PostgreSQL walks
  * message_search_inbox backwards or intersects the GIN index, whichever its planner finds cheaper.
  */
-async function messageTier(db: Db, scope: SearchScope, terms: readonly string[], filter: SearchFilter, tier: Tier, below: number | undefined, limit: number): Promise<Hit[]> {
+async function messageTier(db: Db, scope: SearchScope, terms: readonly QueryTerm[], filter: SearchFilter, tier: Tier, below: number | undefined, limit: number): Promise<Hit[]> {
   const postgres = dialectOf(db) === 'postgres';
   const key = postgres ? sql`s.message_pk` : sql`message_search.rowid`;
   const conditions: RawBuilder<unknown>[] = postgres ? [pgScope('s', scope), pgTier('s', tier, tsquery(terms))] : [sql`message_search match ${ftsTier(scope, terms, tier)}`];
@@ -222,7 +222,7 @@ async function messageTier(db: Db, scope: SearchScope, terms: readonly string[],
   return rows.map((r) => ({ tier, rank: Number(r.pk), threadId: r.thread_id }));
 }
 
-async function threadTier(db: Db, scope: SearchScope, terms: readonly string[], filter: SearchFilter, tier: Tier, below: number | undefined, limit: number): Promise<Hit[]> {
+async function threadTier(db: Db, scope: SearchScope, terms: readonly QueryTerm[], filter: SearchFilter, tier: Tier, below: number | undefined, limit: number): Promise<Hit[]> {
   const postgres = dialectOf(db) === 'postgres';
   const key = postgres ? sql`s.rank_pk` : sql`thread_search.rowid`;
   const conditions: RawBuilder<unknown>[] = postgres ? [pgScope('s', scope), pgTier('s', tier, tsquery(terms))] : [sql`thread_search match ${ftsTier(scope, terms, tier)}`];
@@ -250,11 +250,11 @@ async function walkTiers(run: (tier: Tier, below: number | undefined, limit: num
   return out;
 }
 
-export function searchMessageHits(db: Db, scope: SearchScope, terms: readonly string[], filter: SearchFilter, limit: number, after?: { tier: Tier; rank: number }): Promise<Hit[]> {
+export function searchMessageHits(db: Db, scope: SearchScope, terms: readonly QueryTerm[], filter: SearchFilter, limit: number, after?: { tier: Tier; rank: number }): Promise<Hit[]> {
   return walkTiers((tier, below, n) => messageTier(db, scope, terms, filter, tier, below, n), limit, after);
 }
 
-export function searchThreadHits(db: Db, scope: SearchScope, terms: readonly string[], filter: SearchFilter, limit: number, after?: { tier: Tier; rank: number }): Promise<Hit[]> {
+export function searchThreadHits(db: Db, scope: SearchScope, terms: readonly QueryTerm[], filter: SearchFilter, limit: number, after?: { tier: Tier; rank: number }): Promise<Hit[]> {
   return walkTiers((tier, below, n) => threadTier(db, scope, terms, filter, tier, below, n), limit, after);
 }
 

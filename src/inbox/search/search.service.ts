@@ -13,7 +13,7 @@ import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
 import { findMessagesByPks, type Message } from '../messages/message.repository.js';
 import { findThreadsByIds, type Thread } from '../threads/thread.repository.js';
 import { addToThreadDocument, insertMessageDocuments, rebuildThreadDocument, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
-import { InvalidQueryError, messageDocument, parseQuery, wordsOf } from './search-text.js';
+import { InvalidQueryError, messageDocument, parseQuery, wordsOf, type QueryTerm } from './search-text.js';
 
 export interface SearchQuery {
   readonly q?: string;
@@ -85,7 +85,7 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
     return { organizationId: owner.organizationId, ...(podId !== undefined ? { podId } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) };
   }
 
-  function prepare(query: SearchQuery): { terms: string[]; limit: number; filter: SearchFilter; after: { tier: Tier; rank: number } | undefined } {
+  function prepare(query: SearchQuery): { terms: QueryTerm[]; limit: number; filter: SearchFilter; after: { tier: Tier; rank: number } | undefined } {
     const terms = parseQuery(query.q);
     const limit = parseLimit(query.limit);
     return { terms, limit, filter: { hidden: HIDDEN, ...time('before', query.before), ...time('after', query.after) }, after: decodeSearchCursor(query.pageToken) };
