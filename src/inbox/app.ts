@@ -24,6 +24,8 @@ import type { InboxDatabase } from './database.js';
 import type { Delivery } from './delivery/delivery.service.js';
 import { domainRoutes } from './domains/domain.routes.js';
 import type { DomainService } from './domains/domain.service.js';
+import { draftRoutes } from './drafts/draft.routes.js';
+import type { DraftService } from './drafts/draft.service.js';
 import type { EventService } from './events/event.service.js';
 import { bearerAuth } from './http/auth.js';
 import { ErrorResponse } from './http/common.schemas.js';
@@ -61,6 +63,7 @@ export interface InboxServices {
   readonly domains: DomainService;
   readonly events: EventService;
   readonly messages: MessageService;
+  readonly drafts: DraftService;
   readonly threads: ThreadService;
   readonly search: SearchService;
   readonly webhooks: WebhookService;
@@ -143,6 +146,7 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   inboxRoutes(app, services.inboxes);
   messageRoutes(app, services.messages);
   threadRoutes(app, services.threads, services.messages);
+  draftRoutes(app, services.drafts);
   webhookRoutes(app, services.webhooks);
   apiKeyRoutes(app, services.apiKeys);
   agentRoutes(app, services.agent);

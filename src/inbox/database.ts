@@ -2,6 +2,7 @@ import type { Executor } from '../platform/db/database.js';
 import type { JobsDatabase } from '../platform/jobs/jobs.table.js';
 import type { AgentSignupTable, ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
 import type { DomainTable } from './domains/domain.table.js';
+import type { DraftAttachmentTable, DraftLabelTable, DraftTable } from './drafts/draft.table.js';
 import type { EventTable } from './events/event.table.js';
 import type { InboxTable } from './inboxes/inbox.table.js';
 import type { AttachmentTable, MessageLabelTable, MessageTable, SendCounterTable } from './messages/message.table.js';
@@ -27,6 +28,9 @@ export interface InboxDatabase extends JobsDatabase {
   delivery_reports: DeliveryReportTable;
   agent_signups: AgentSignupTable;
   domains: DomainTable;
+  drafts: DraftTable;
+  draft_labels: DraftLabelTable;
+  draft_attachments: DraftAttachmentTable;
 }
 
 export type Db = Executor<InboxDatabase>;

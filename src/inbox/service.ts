@@ -19,6 +19,9 @@ import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
 import type { InboxDatabase } from './database.js';
 import { createDelivery } from './delivery/delivery.service.js';
+import { DRAFT_SEND_QUEUE, draftSendQueue } from './drafts/draft-send.worker.js';
+import { findDraftAttachmentContent } from './drafts/draft.repository.js';
+import { createDraftService } from './drafts/draft.service.js';
 import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.service.js';
 import { createInboxService } from './inboxes/inbox.service.js';
 import { createDomains } from './domains/domain-assembly.js';
@@ -63,25 +66,39 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, afterStore: [search.afterStore] });
   const domains = createDomains(config, { db, commits, clock, ids });
   const inboxes = createInboxService({ db, clock, ids, domains: config.domains, customDomain: domains.inboxDomain });
+  // The rules of an outgoing message, for sends and drafts alike.
+  const outgoing = {
+    localDomains: inboxes.localDomains,
+    maxRecipients: config.maxRecipients,
+    maxAttachmentBytes: config.maxAttachmentBytes,
+    maxBodyBytes: config.maxBodyBytes,
+    relayConfigured: config.smtpRelayUrl !== undefined,
+  };
   const messages = createMessageService({
     db,
     commits,
     delivery,
     clock,
     ids,
-    localDomains: inboxes.localDomains,
+    ...outgoing,
     servedDomain: domains.servedDomain,
-    maxRecipients: config.maxRecipients,
-    maxAttachmentBytes: config.maxAttachmentBytes,
-    maxBodyBytes: config.maxBodyBytes,
-    relayConfigured: config.smtpRelayUrl !== undefined,
     refreshThreadLabels,
     afterMessageDelete: async (trx, threadId, updatedAt) => {
       await rebuildThreadSummary(trx, threadId, updatedAt);
       await search.rebuildThread(trx, threadId);
     },
+    findDraftAttachmentContent,
     publicUrl: config.publicUrl,
     downloadTtlSeconds: config.downloadUrlTtlSeconds,
+    notifyJobs: () => runner.notify(),
+  });
+  const drafts = createDraftService({
+    db,
+    commits,
+    clock,
+    ids,
+    messages,
+    ...outgoing,
     notifyJobs: () => runner.notify(),
   });
   const services: InboxServices = {
@@ -98,6 +115,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     commits,
     delivery,
     messages,
+    drafts,
     agent: createAgentService({
       db,
       commits,
@@ -114,6 +132,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
   };
   const queues: Record<string, QueueDefinition<never>> = {};
+  queues[DRAFT_SEND_QUEUE] = draftSendQueue(drafts);
   const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
   queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, log: options.log });
   // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.

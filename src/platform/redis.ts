@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { redactUrl } from './config/config.js';
 
@@ -38,7 +39,11 @@ export interface SharedRedisOptions {
   readonly registry?: Registry;
 }
 
+/** ioredis, loaded when a process connects (one without REDIS_URL never loads it). */
+const loadRedis = (): typeof Redis => (createRequire(import.meta.url)('ioredis') as { Redis: typeof Redis }).Redis;
+
 export function connectRedis(options: SharedRedisOptions): SharedRedis {
+  const Redis = loadRedis();
   const { log } = options;
   const commandTimeoutMs = options.commandTimeoutMs ?? 50;
   const probeMs = options.probeMs ?? 1_000;

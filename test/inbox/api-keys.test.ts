@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
-import { call, expectError, organization, unique } from './fixtures.js';
+import { bearerKey, call, expectError, organization, unique } from './fixtures.js';
 
 const ISO_DATE = expect.any(Date);
 
@@ -14,7 +14,7 @@ describe.each(dialects)('API keys through the API (%s)', (dialect) => {
 
   it('creates an organization key: the secret is shown once and stored as SHA-256 only', async () => {
     const org = await organization(server);
-    const created = await org.client.apiKeys.create({ name: 'ci' });
+    const created = bearerKey(await org.client.apiKeys.create({ name: 'ci' }));
     expect(created).toEqual({ apiKeyId: expect.stringMatching(/^key_/), apiKey: expect.stringMatching(/^am_/), prefix: created.apiKey.slice(0, 8), name: 'ci', createdAt: ISO_DATE });
     const row = await server.service.runtime.services.db.selectFrom('api_keys').selectAll().where('id', '=', created.apiKeyId).executeTakeFirstOrThrow();
     expect(row.key_hash).toBe(createHash('sha256').update(created.apiKey).digest('hex'));
@@ -32,7 +32,7 @@ describe.each(dialects)('API keys through the API (%s)', (dialect) => {
 
   it('pages through keys and renames them', async () => {
     const org = await organization(server);
-    for (const name of ['k1', 'k2', 'k3']) await org.client.apiKeys.create({ name });
+    for (const name of ['k1', 'k2', 'k3']) bearerKey(await org.client.apiKeys.create({ name }));
     const first = await org.client.apiKeys.list({ limit: 2 });
     expect(first.count).toBe(2);
     expect(first.nextPageToken).toEqual(expect.any(String));
@@ -47,10 +47,10 @@ describe.each(dialects)('API keys through the API (%s)', (dialect) => {
     const org = await organization(server);
     const pod = await org.client.pods.create({ name: 'p' });
     const inbox = await org.client.pods.inboxes.create(pod.podId, { username: unique('k') });
-    const podKey = await org.client.pods.apiKeys.create(pod.podId, { name: 'pod' });
+    const podKey = bearerKey(await org.client.pods.apiKeys.create(pod.podId, { name: 'pod' }));
     expect(podKey).toEqual({ apiKeyId: expect.any(String), apiKey: expect.any(String), prefix: expect.any(String), name: 'pod', podId: pod.podId, createdAt: ISO_DATE });
     expect(await server.client(podKey.apiKey).auth.me()).toEqual({ scopeType: 'pod', scopeId: pod.podId, organizationId: org.organizationId, podId: pod.podId, apiKeyId: podKey.apiKeyId });
-    const inboxKey = await server.client(podKey.apiKey).inboxes.apiKeys.create(inbox.inboxId, { name: 'inbox' });
+    const inboxKey = bearerKey(await server.client(podKey.apiKey).inboxes.apiKeys.create(inbox.inboxId, { name: 'inbox' }));
     expect(inboxKey).toMatchObject({ name: 'inbox', podId: pod.podId, inboxId: inbox.inboxId });
     expect(await server.client(inboxKey.apiKey).auth.me()).toEqual({ scopeType: 'inbox', scopeId: inbox.inboxId, organizationId: org.organizationId, podId: pod.podId, inboxId: inbox.inboxId, apiKeyId: inboxKey.apiKeyId });
     expect((await org.client.pods.apiKeys.list(pod.podId)).apiKeys.map((k) => k.apiKeyId)).toEqual([podKey.apiKeyId]);
@@ -74,7 +74,7 @@ describe.each(dialects)('API keys through the API (%s)', (dialect) => {
 
   it('permissions: a key holds only what it was given and never gives more', async () => {
     const org = await organization(server, [unique('perm')]);
-    const reader = await org.client.apiKeys.create({ name: 'reader', permissions: { inboxRead: true, apiKeyCreate: true, apiKeyRead: true } });
+    const reader = bearerKey(await org.client.apiKeys.create({ name: 'reader', permissions: { inboxRead: true, apiKeyCreate: true, apiKeyRead: true } }));
     expect(reader.permissions).toEqual({ inboxRead: true, apiKeyCreate: true, apiKeyRead: true });
     const readerClient = server.client(reader.apiKey);
     expect((await readerClient.inboxes.list()).count).toBe(1);
@@ -82,16 +82,22 @@ describe.each(dialects)('API keys through the API (%s)', (dialect) => {
     expectError(denied, 403, 'permission_error', 'PERMISSION_DENIED');
     expect(denied.body.error.details.permission).toBe('inboxCreate');
     expectError(await call(server.url, reader.apiKey, 'GET', `/v0/inboxes/${org.inboxes[0]}/messages`), 403, 'permission_error', 'PERMISSION_DENIED');
+    // Labels hidden by default need their label permission.
+    const mailReader = bearerKey(await org.client.apiKeys.create({ permissions: { messageRead: true, labelSpamRead: true } }));
+    expect((await call(server.url, mailReader.apiKey, 'GET', `/v0/inboxes/${org.inboxes[0]}/messages?include_spam=true`)).status).toBe(200);
+    const trash = await call(server.url, mailReader.apiKey, 'GET', `/v0/inboxes/${org.inboxes[0]}/threads?include_trash=true`);
+    expectError(trash, 403, 'permission_error', 'PERMISSION_DENIED');
+    expect(trash.body.error.details.permission).toBe('labelTrashRead');
     // More than it holds: refused; nothing said: the creator's own set.
     expectError(await call(server.url, reader.apiKey, 'POST', '/v0/api-keys', { permissions: { message_send: true } }), 403, 'permission_error', 'PERMISSION_ESCALATION');
-    const child = await readerClient.apiKeys.create({ name: 'child' });
+    const child = bearerKey(await readerClient.apiKeys.create({ name: 'child' }));
     expect(child.permissions).toEqual({ inboxRead: true, apiKeyCreate: true, apiKeyRead: true });
-    expect((await readerClient.apiKeys.create({ permissions: { inboxRead: true } })).permissions).toEqual({ inboxRead: true });
+    expect((bearerKey(await readerClient.apiKeys.create({ permissions: { inboxRead: true } }))).permissions).toEqual({ inboxRead: true });
     // It may not update (no apiKeyUpdate), nor delete.
     expectError(await call(server.url, reader.apiKey, 'PATCH', `/v0/api-keys/${child.apiKeyId}`, { name: 'x' }), 403, 'permission_error', 'PERMISSION_DENIED');
     expectError(await call(server.url, reader.apiKey, 'DELETE', `/v0/api-keys/${child.apiKeyId}`), 403, 'permission_error', 'PERMISSION_DENIED');
     // A limited key with apiKeyUpdate cannot widen another key, nor itself.
-    const updater = await org.client.apiKeys.create({ permissions: { apiKeyUpdate: true, apiKeyRead: true } });
+    const updater = bearerKey(await org.client.apiKeys.create({ permissions: { apiKeyUpdate: true, apiKeyRead: true } }));
     expectError(await call(server.url, updater.apiKey, 'PATCH', `/v0/api-keys/${updater.apiKeyId}`, { permissions: { inbox_create: true } }), 403, 'permission_error', 'PERMISSION_ESCALATION');
     expectError(await call(server.url, updater.apiKey, 'PATCH', `/v0/api-keys/${child.apiKeyId}`, { name: 'x' }), 403, 'permission_error', 'PERMISSION_ESCALATION');
   });
@@ -109,7 +115,7 @@ describe.each(dialects)('API keys through the API (%s)', (dialect) => {
     expectError(await call(server.url, org.key, 'GET', '/v0/api-keys?page_token=garbage'), 400, 'validation_error', 'INVALID_PAGE_TOKEN');
     // Another organization's key is not found.
     const other = await organization(server);
-    const theirs = await other.client.apiKeys.create({ name: 'theirs' });
+    const theirs = bearerKey(await other.client.apiKeys.create({ name: 'theirs' }));
     expectError(await call(server.url, org.key, 'GET', `/v0/api-keys/${theirs.apiKeyId}`), 404, 'not_found', 'API_KEY_NOT_FOUND');
     expectError(await call(server.url, org.key, 'DELETE', `/v0/api-keys/${theirs.apiKeyId}`), 404, 'not_found', 'API_KEY_NOT_FOUND');
     expect((await server.client(theirs.apiKey).auth.me()).apiKeyId).toBe(theirs.apiKeyId);
@@ -123,13 +129,13 @@ describe.each(dialects)('a deleted key on two instances (%s)', (dialect) => {
     const b = await startInboxServer({ database });
     try {
       const org = await organization(a);
-      const key = await org.client.apiKeys.create({ name: 'short-lived' });
+      const key = bearerKey(await org.client.apiKeys.create({ name: 'short-lived' }));
       expect((await call(b.url, key.apiKey, 'GET', '/v0/inboxes')).status).toBe(200);
       await org.client.apiKeys.delete(key.apiKeyId);
       expectError(await call(b.url, key.apiKey, 'GET', '/v0/inboxes'), 401, 'authentication_error', 'INVALID_API_KEY');
       expectError(await call(a.url, key.apiKey, 'GET', '/v0/inboxes'), 401, 'authentication_error', 'INVALID_API_KEY');
       // A narrowed permission takes effect on the other instance at once too.
-      const narrowed = await org.client.apiKeys.create({ name: 'narrowed' });
+      const narrowed = bearerKey(await org.client.apiKeys.create({ name: 'narrowed' }));
       expect((await call(b.url, narrowed.apiKey, 'GET', '/v0/inboxes')).status).toBe(200);
       await org.client.apiKeys.update(narrowed.apiKeyId, { permissions: { messageRead: true } });
       expectError(await call(b.url, narrowed.apiKey, 'GET', '/v0/inboxes'), 403, 'permission_error', 'PERMISSION_DENIED');

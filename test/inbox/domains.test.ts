@@ -1,7 +1,6 @@
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { AgentMailError } from 'agentmail';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { insertPod } from '../../src/inbox/api-keys/api-key.repository.js';
 import { createDnsResolver } from '../../src/inbox/smtp/auth-results.js';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
@@ -30,6 +29,13 @@ function publish(dns: TestDnsServer, domain: Wire, which: (r: Wire) => boolean =
 }
 
 const statuses = (d: Wire) => Object.fromEntries((d.records as Wire[]).map((r) => [`${r.type} ${r.name}${r.value.startsWith('v=spf1') ? ' spf' : ''}`, r.reason ? `${r.status}:${r.reason}` : r.status]));
+
+/** The secret of a bearer key the SDK created (its result type is a union with public-key credentials). */
+const secretOf = (created: unknown): string => {
+  const key = (created as { apiKey?: unknown }).apiKey;
+  if (typeof key !== 'string') throw new Error('no bearer secret in the answer');
+  return key;
+};
 
 async function sdkError(promise: Promise<unknown>): Promise<{ statusCode: number | undefined; body: Wire }> {
   try {
@@ -61,7 +67,7 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
   });
   beforeEach(() => dns.clear());
 
-  it('creates a domain with its own DKIM key and the records to publish; get, list, zone file and setup link answer in the SDK shapes', async () => {
+  it('creates a domain with its own DKIM key and the records to publish; get, list, zone file answer in the SDK shapes', async () => {
     const org = await organization(server);
     const name = `${unique('acme')}.example`;
     const created = await call(server.url, org.key, 'POST', '/v0/domains', { domain: name.toUpperCase() });
@@ -109,7 +115,6 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
         '',
       ].join('\n'),
     );
-    expect(await org.client.domains.getSetupLink(name)).toEqual({ supported: false });
 
     // The private key is stored encrypted, never as PEM.
     const row = await server.service.database.db.selectFrom('domains').select(['dkim_private_key']).where('domain', '=', name).executeTakeFirstOrThrow();
@@ -297,17 +302,14 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
       ['DELETE', `/v0/domains/${name}`],
       ['POST', `/v0/domains/${name}/verify`],
       ['GET', `/v0/domains/${name}/zone-file`],
-      ['GET', `/v0/domains/${name}/setup-link`],
     ];
     for (const [method, path, body] of routes) expectError(await call(server.url, other.key, method, path, body), 404, 'not_found', 'DOMAIN_NOT_FOUND', 'domain_id');
     expect((await other.client.domains.list()).domains).toEqual([]);
     expectError(await call(server.url, org.key, 'GET', `/v0/domains/${enc('bad name')}`), 404, 'not_found', 'DOMAIN_NOT_FOUND');
 
     // Pod routes: the organization's pods only; a pod shows only its own domains.
-    const db = server.service.database.db;
-    const podA = (await db.selectFrom('pods').select('id').where('organization_id', '=', org.organizationId).executeTakeFirstOrThrow()).id;
-    const podB = `pod-${unique('b')}`;
-    await insertPod(db, { id: podB, organizationId: org.organizationId, name: 'second', createdAt: new Date().toISOString() });
+    const podA = (await org.client.pods.create({ name: 'a' })).podId;
+    const podB = (await org.client.pods.create({ name: 'b' })).podId;
     const inPod = `${unique('pod')}.example`;
     const created = await org.client.pods.domains.create(podB, { domain: inPod });
     expect(created).toMatchObject({ podId: podB, domainId: inPod, status: 'NOT_STARTED' });
@@ -319,16 +321,66 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     // The organization's routes see the pod's domain.
     expect((await org.client.domains.list()).domains.map((d) => d.domainId).sort()).toEqual([name, inPod].sort());
     for (const path of [`/v0/pods/${podB}/domains`, `/v0/pods/${podB}/domains/${inPod}`, `/v0/pods/nope/domains`]) expectError(await call(server.url, other.key, 'GET', path), 404, 'not_found', 'POD_NOT_FOUND', 'pod_id');
-    // A pod's verified domain takes inboxes of that pod only (inboxes go to the default pod today).
+    // A pod's verified domain takes inboxes of that pod only.
     publish(dns, (await call(server.url, org.key, 'GET', `/v0/pods/${podB}/domains/${inPod}`)).body as Wire);
     await org.client.pods.domains.verify(podB, inPod);
     expect((await org.client.pods.domains.get(podB, inPod)).status).toBe('VERIFIED');
     expectError(await call(server.url, org.key, 'POST', '/v0/inboxes', { username: 'x', domain: inPod }), 400, 'validation_error', 'DOMAIN_NOT_ALLOWED', 'domain');
+    expectError(await call(server.url, org.key, 'POST', `/v0/pods/${podA}/inboxes`, { username: 'x', domain: inPod }), 400, 'validation_error', 'DOMAIN_NOT_ALLOWED', 'domain');
+    const podInbox = await org.client.pods.inboxes.create(podB, { username: 'x', domain: inPod });
+    expect(podInbox).toMatchObject({ inboxId: `x@${inPod}`, podId: podB });
+    await org.client.inboxes.delete(podInbox.inboxId);
     const zone = await org.client.pods.domains.getZoneFile(podB, inPod);
     expect(Buffer.from(await zone.arrayBuffer()).toString('utf8')).toContain(`${inPod}.\tIN\tMX\t10 ${MX_HOST}.`);
     await org.client.pods.domains.update(podB, inPod, { feedbackEnabled: false });
     await org.client.pods.domains.delete(podB, inPod);
     expect((await org.client.pods.domains.list(podB)).domains).toEqual([]);
+  });
+
+  it('applies pod keys, inbox keys and permissions to every domain route', async () => {
+    const org = await organization(server);
+    const podA = (await org.client.pods.create({ name: 'a' })).podId;
+    const podB = (await org.client.pods.create({ name: 'b' })).podId;
+    const orgWide = (await org.client.domains.create({ domain: `${unique('wide')}.example` })).domainId;
+    const inB = (await org.client.pods.domains.create(podB, { domain: `${unique('inb')}.example` })).domainId;
+    const podKey = secretOf(await org.client.pods.apiKeys.create(podA, { name: 'pod a' }));
+    const a = server.client(podKey);
+    expect((await a.domains.list()).domains).toEqual([]);
+    for (const id of [orgWide, inB]) {
+      for (const [method, path, body] of [['GET', `/v0/domains/${id}`], ['PATCH', `/v0/domains/${id}`, { feedback_enabled: false }], ['DELETE', `/v0/domains/${id}`], ['POST', `/v0/domains/${id}/verify`], ['GET', `/v0/domains/${id}/zone-file`]] as const) {
+        expectError(await call(server.url, podKey, method, path, body), 404, 'not_found', 'DOMAIN_NOT_FOUND');
+      }
+    }
+    expectError(await call(server.url, podKey, 'GET', `/v0/pods/${podB}/domains`), 404, 'not_found', 'POD_NOT_FOUND');
+    expectError(await call(server.url, podKey, 'POST', `/v0/pods/${podB}/domains`, { domain: `${unique('x')}.example` }), 404, 'not_found', 'POD_NOT_FOUND');
+    // What a pod key adds belongs to its pod.
+    const mine = await a.domains.create({ domain: `${unique('mine')}.example` });
+    expect(mine.podId).toBe(podA);
+    expect((await a.pods.domains.list(podA)).domains.map((d) => d.domainId)).toEqual([mine.domainId]);
+    expect((await org.client.pods.domains.get(podA, mine.domainId)).domainId).toBe(mine.domainId);
+
+    // A key limited to one inbox sees no domains and adds none.
+    const inbox = await org.client.pods.inboxes.create(podA, { username: unique('scoped') });
+    const inboxKey = secretOf(await org.client.inboxes.apiKeys.create(inbox.inboxId, { name: 'inbox' }));
+    expect((await server.client(inboxKey).domains.list()).domains).toEqual([]);
+    expectError(await call(server.url, inboxKey, 'GET', `/v0/domains/${mine.domainId}`), 404, 'not_found', 'DOMAIN_NOT_FOUND');
+    expectError(await call(server.url, inboxKey, 'POST', '/v0/domains', { domain: `${unique('i')}.example` }), 403, 'permission_error', 'PERMISSION_DENIED');
+
+    // Permissions: read only; create only.
+    const reader = secretOf(await org.client.apiKeys.create({ name: 'reader', permissions: { domainRead: true } }));
+    expect((await server.client(reader).domains.get(orgWide)).domainId).toBe(orgWide);
+    expect((await server.client(reader).domains.list()).count).toBe(3);
+    const denied: [string, string, unknown?][] = [
+      ['POST', '/v0/domains', { domain: `${unique('r')}.example` }],
+      ['PATCH', `/v0/domains/${orgWide}`, { feedback_enabled: false }],
+      ['POST', `/v0/domains/${orgWide}/verify`],
+      ['DELETE', `/v0/domains/${orgWide}`],
+      ['POST', `/v0/pods/${podB}/domains/${inB}/verify`],
+    ];
+    for (const [method, path, body] of denied) expectError(await call(server.url, reader, method, path, body), 403, 'permission_error', 'PERMISSION_DENIED');
+    const creator = secretOf(await org.client.apiKeys.create({ name: 'creator', permissions: { domainCreate: true } }));
+    expect((await call(server.url, creator, 'POST', '/v0/domains', { domain: `${unique('c')}.example` })).status).toBe(201);
+    for (const path of ['/v0/domains', `/v0/domains/${orgWide}`, `/v0/domains/${orgWide}/zone-file`]) expectError(await call(server.url, creator, 'GET', path), 403, 'permission_error', 'PERMISSION_DENIED');
   });
 
   it('accepts inbound SMTP for verified domains only, and signs outbound mail with the domain\'s own DKIM key', async () => {

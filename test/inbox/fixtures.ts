@@ -1,4 +1,5 @@
 import { simpleParser, type ParsedMail } from 'mailparser';
+import type { AgentMail } from 'agentmail';
 import { expect } from 'vitest';
 import type { InboxTestServer } from '../support/inbox-server.js';
 
@@ -70,4 +71,10 @@ let counter = 0;
 export function unique(prefix: string): string {
   counter += 1;
   return `${prefix}${counter}${Math.random().toString(36).slice(2, 6)}`;
+}
+
+/** Bearer keys are all this service makes: narrows the SDK's CreateApiKeyResult, checking it. */
+export function bearerKey(result: AgentMail.CreateApiKeyResult): AgentMail.CreateApiKeyResponse {
+  expect('apiKey' in result, 'a bearer key with its secret').toBe(true);
+  return result as AgentMail.CreateApiKeyResponse;
 }

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentMailError } from 'agentmail';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
-import { call, expectError, isoTimestamp, organization, unique } from './fixtures.js';
+import { call, expectError, organization, unique } from './fixtures.js';
 
 describe.each(dialects)('pods (%s)', (dialect) => {
   let server: InboxTestServer;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
-import { b64, call, enc, expectError, organization, unique, type Reply } from './fixtures.js';
+import { bearerKey, b64, call, enc, expectError, organization, unique, type Reply } from './fixtures.js';
 
 /**
  * The isolation matrix: every route that exists today, asked about one organization's inbox a1
@@ -107,10 +107,10 @@ describe.each(dialects)('scope isolation of every route (%s)', (dialect) => {
     const sent = await org.client.inboxes.messages.send(a1, { to: a2, subject: 'private', text: 'secret', attachments: [{ filename: 'a.txt', contentType: 'text/plain', content: b64('attached') }] });
     const message = await org.client.inboxes.messages.get(a1, sent.messageId);
     const webhook = await org.client.webhooks.create({ url: 'https://example.org/hook', eventTypes: ['message.received'] });
-    const p1Key = await org.client.pods.apiKeys.create(p1.podId, { name: 'p1' });
-    const p2Key = await org.client.pods.apiKeys.create(p2.podId, { name: 'p2' });
-    const a2Key = await org.client.inboxes.apiKeys.create(a2, { name: 'a2' });
-    const noPerm = await org.client.apiKeys.create({ name: 'nothing', permissions: {} });
+    const p1Key = bearerKey(await org.client.pods.apiKeys.create(p1.podId, { name: 'p1' }));
+    const p2Key = bearerKey(await org.client.pods.apiKeys.create(p2.podId, { name: 'p2' }));
+    const a2Key = bearerKey(await org.client.inboxes.apiKeys.create(a2, { name: 'a2' }));
+    const noPerm = bearerKey(await org.client.apiKeys.create({ name: 'nothing', permissions: {} }));
     const other = await organization(server, [unique('other')]);
     f = {
       orgKey: org.key,

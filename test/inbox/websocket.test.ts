@@ -14,7 +14,8 @@ import { simpleMessage, smtpPort } from './smtp-inbound.helpers.js';
  * reading), the `ws` client it is built on.
  */
 
-type Frame = AgentMail.websockets.WebsocketsSocketResponse & Record<string, unknown>;
+/** A frame as the SDK hands it over (its camelCase names). */
+type Frame = Record<string, unknown> & { type: string; eventType?: string; eventId?: string };
 type SdkSocket = Awaited<ReturnType<ReturnType<InboxTestServer['client']>['websockets']['connect']>>;
 
 /** An SDK socket and every frame it received, with waits that end on a frame, not on a clock. */
@@ -194,7 +195,7 @@ describe.each(dialects)('%s: real-time events over WebSocket', (dialect) => {
       await everything.next((f) => isEvent('message.received', c)(f) && (f as { message?: { subject?: string } }).message?.subject === 'two');
       await byPod.next((f) => f.type === 'event' && (f as { send?: { inboxId?: string } }).send?.inboxId === a && byPod.frames.filter((x) => x.type === 'event').length === 2);
       const filtered = byInbox.frames.filter((f) => f.type === 'event');
-      expect(filtered.map((f) => [f.eventType, (f as { message: { inboxId: string } }).message.inboxId])).toEqual([['message.received', b]]);
+      expect(filtered.map((f) => [f.eventType, inboxOf(f)])).toEqual([['message.received', b]]);
       expect(byPod.frames.filter((f) => f.type === 'event').map((f) => f.eventType)).toEqual(['message.sent', 'message.sent']);
       const all = everything.frames.filter((f) => f.type === 'event').map((f) => f.eventType);
       expect(all.filter((t) => t === 'message.received')).toHaveLength(3);
@@ -216,20 +217,22 @@ describe.each(dialects)('%s: real-time events over WebSocket', (dialect) => {
       const org = await organization(server, ['bad-frames']);
       const other = await organization(server, ['foreign']);
       const sdk = await listen(server, org.key);
+      // Bytes the SDK's typed methods cannot produce, written on the SDK's own connection.
+      const raw = sdk.socket as unknown as { socket: { send(data: string | Buffer): void } };
       const errorOf = async (send: () => void) => {
         send();
         return sdk.next((f) => f.type === 'error' || f.type === 'subscribed');
       };
-      expect(await errorOf(() => sdk.socket.sendBinary('not json'))).toEqual({ type: 'error', name: 'ValidationError', message: 'The frame is not valid JSON.' });
-      expect(await errorOf(() => sdk.socket.sendBinary('[1,2]'))).toMatchObject({ type: 'error', name: 'ValidationError' });
-      expect(await errorOf(() => sdk.socket.sendBinary(JSON.stringify({ type: 'unsubscribe' })))).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('unknown frame type') });
-      expect(await errorOf(() => sdk.socket.sendBinary(JSON.stringify({ type: 'subscribe', eventTypes: ['message.sent'] })))).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('eventTypes: unknown field') });
-      expect(await errorOf(() => sdk.socket.sendBinary(Buffer.from('{"type":"subscribe"}')))).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('binary') });
+      expect(await errorOf(() => raw.socket.send('not json'))).toEqual({ type: 'error', name: 'ValidationError', message: 'The frame is not valid JSON.' });
+      expect(await errorOf(() => raw.socket.send('[1,2]'))).toMatchObject({ type: 'error', name: 'ValidationError' });
+      expect(await errorOf(() => raw.socket.send(JSON.stringify({ type: 'unsubscribe' })))).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('unknown frame type') });
+      expect(await errorOf(() => raw.socket.send(JSON.stringify({ type: 'subscribe', eventTypes: ['message.sent'] })))).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('eventTypes: unknown field') });
+      expect(await errorOf(() => raw.socket.send(Buffer.from('{"type":"subscribe"}')))).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('binary') });
       expect(await errorOf(() => sdk.socket.sendSubscribe({ type: 'subscribe', eventTypes: ['message.exploded' as AgentMail.EventType] }))).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('event_types') });
-      expect(await errorOf(() => sdk.socket.sendBinary(JSON.stringify({ type: 'subscribe', inbox_ids: 'not-a-list' })))).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('inbox_ids') });
-      expect(await errorOf(() => sdk.socket.sendBinary(JSON.stringify({ type: 'subscribe', inbox_ids: Array.from({ length: 101 }, (_, i) => `x${i}@inbox.test`) })))).toMatchObject({ type: 'error', message: expect.stringContaining('at most 100') });
-      const foreign = (await errorOf(() => sdk.socket.sendSubscribe({ type: 'subscribe', inboxIds: [other.inboxes[0] as string] }))) as { message: string };
-      const unknown = (await errorOf(() => sdk.socket.sendSubscribe({ type: 'subscribe', inboxIds: ['nobody@inbox.test'] }))) as { message: string };
+      expect(await errorOf(() => raw.socket.send(JSON.stringify({ type: 'subscribe', inbox_ids: 'not-a-list' })))).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('inbox_ids') });
+      expect(await errorOf(() => raw.socket.send(JSON.stringify({ type: 'subscribe', inbox_ids: Array.from({ length: 101 }, (_, i) => `x${i}@inbox.test`) })))).toMatchObject({ type: 'error', message: expect.stringContaining('at most 100') });
+      const foreign = (await errorOf(() => sdk.socket.sendSubscribe({ type: 'subscribe', inboxIds: [other.inboxes[0] as string] }))) as unknown as { message: string };
+      const unknown = (await errorOf(() => sdk.socket.sendSubscribe({ type: 'subscribe', inboxIds: ['nobody@inbox.test'] }))) as unknown as { message: string };
       expect(foreign).toMatchObject({ type: 'error', name: 'NotFoundError' });
       expect(unknown).toMatchObject({ type: 'error', name: 'NotFoundError' });
       expect(foreign.message.replace(other.inboxes[0] as string, 'X')).toBe(unknown.message.replace('nobody@inbox.test', 'X'));
@@ -282,6 +285,35 @@ describe.each(dialects)('%s: real-time events over WebSocket', (dialect) => {
       expect(inboxesOf(l2).length).toBeGreaterThan(0);
       for (const inbox of inboxesOf(l2)) expect(two.inboxes).toContain(inbox);
       for (const inbox of inboxesOf(l1)) expect(one.inboxes).toContain(inbox);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('scoped keys: an inbox key sees only its inbox and may not name another; a key without messageRead may not connect', async () => {
+    const server = await startInboxServer({ dialect });
+    try {
+      const org = await organization(server, ['scope-a', 'scope-b']);
+      const [a, b] = org.inboxes as [string, string];
+      const created = (await org.client.inboxes.apiKeys.create(a, { name: 'inbox a' })) as unknown as { apiKey: string };
+      const scoped = await listen(server, created.apiKey);
+      expect(await scoped.subscribe({ inboxIds: [b] })).toMatchObject({ type: 'error', name: 'NotFoundError' });
+      expect(await scoped.subscribe()).toEqual({ type: 'subscribed' });
+      const whole = await listen(server, org.key);
+      await whole.subscribe();
+      await org.client.inboxes.messages.send(b, { to: [a], subject: 'b to a', text: 'hi' });
+      await org.client.inboxes.messages.send(a, { to: [b], subject: 'a to b', text: 'hi' });
+      await whole.next((f) => isEvent('message.received', b)(f));
+      await scoped.next((f) => isEvent('message.sent', a)(f));
+      // Commit order: the organization key has seen everything, so the inbox key has had its chance at all of it.
+      await whole.next((f) => f.type === 'event' && whole.frames.filter((x) => x.type === 'event').length >= 4);
+      const inboxesOf = scoped.frames.filter((f) => f.type === 'event').map(inboxOf);
+      expect(inboxesOf.length).toBeGreaterThan(0);
+      expect(new Set(inboxesOf)).toEqual(new Set([a]));
+      expect(new Set(whole.frames.filter((f) => f.type === 'event').map(inboxOf))).toEqual(new Set([a, b]));
+
+      const blind = (await org.client.apiKeys.create({ name: 'no messages', permissions: { inboxRead: true } })) as unknown as { apiKey: string };
+      expect(await refused(`${server.url.replace('http', 'ws')}/v0?api_key=${blind.apiKey}`)).toMatchObject({ status: 403, body: { error: { type: 'permission_error', details: { code: 'PERMISSION_DENIED' } } } });
     } finally {
       await server.close();
     }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/platform/clock.js';
 import { openDatabase, type Database } from '../../src/platform/db/database.js';
 import { migrateToLatest } from '../../src/platform/db/migrate.js';
-import { createJobRunner, enqueue, GiveUpJob, jobCounts, RetryJob, scheduleBackoff, type Job } from '../../src/platform/jobs/jobs.js';
+import { cancelJob, createJobRunner, enqueue, GiveUpJob, jobCounts, RetryJob, scheduleBackoff, type Job } from '../../src/platform/jobs/jobs.js';
 import { createJobsTable, type JobsDatabase } from '../../src/platform/jobs/jobs.table.js';
 import { dialects, freshPostgresSchema } from '../support/dialects.js';
 
@@ -43,6 +43,45 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     expect(await runner.drain()).toBe(0);
     expect(seen.map((j) => [j.payload.n, j.attempt])).toEqual([[7, 1]]);
     expect(await jobCounts(db)).toEqual([{ queue: 'q', status: 'done', n: 1 }]);
+  });
+
+  it('runs a job enqueued with a run_at no earlier than then, and a cancelled job never (a running one cannot be cancelled)', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    const seen: number[] = [];
+    let release: () => void = () => {};
+    const runner = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      queues: {
+        q: {
+          handle: async (job: Job<{ n: number }>) => {
+            seen.push(job.payload.n);
+            if (job.payload.n === 3) await new Promise<void>((resolve) => (release = resolve));
+          },
+          backoff: () => undefined,
+        },
+      },
+    });
+    const later = (ms: number) => new Date(clock.now().getTime() + ms);
+    await enqueue(db, clock, 'q', { n: 1 }, later(60_000));
+    const cancelled = await enqueue(db, clock, 'q', { n: 2 }, later(60_000));
+    expect(await runner.drain()).toBe(0);
+    expect(await cancelJob(db, clock, cancelled)).toBe(true);
+    expect(await cancelJob(db, clock, cancelled)).toBe(false);
+    clock.advance(59_999);
+    expect(await runner.drain()).toBe(0);
+    clock.advance(1);
+    expect(await runner.drain()).toBe(1);
+    expect(seen).toEqual([1]);
+    const running = await enqueue(db, clock, 'q', { n: 3 });
+    const drained = runner.drain();
+    await expect.poll(() => seen.length).toBe(2);
+    expect(await cancelJob(db, clock, running)).toBe(false);
+    release();
+    expect(await drained).toBe(1);
+    const rows = await db.selectFrom('jobs').select(['id', 'status', 'last_error']).orderBy('id').execute();
+    expect(rows.map((r) => [r.status, r.last_error])).toEqual([['done', null], ['done', 'cancelled'], ['done', null]]);
   });
 
   it('retries on the backoff schedule, honours RetryJob.notBefore, and dead-letters at the end', async () => {

@@ -4,7 +4,6 @@ import type { Clock } from '../../platform/clock.js';
 import { isUniqueViolation } from '../../platform/db/dialect.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { AppError, ForbiddenError, ValidationError } from '../../platform/errors/app-error.js';
-import type { RateLimiter } from '../../platform/http/rate-limit.js';
 import { hashSecret, newSecret, safeEqual, type Ids } from '../../platform/ids.js';
 import {
   deleteOrganizationKeys,
@@ -47,8 +46,8 @@ export interface AgentServiceDeps {
   /** The first local domain: agent inboxes and the sender live there. */
   readonly domain: string;
   readonly senderUsername: string;
-  /** Sign-up requests per client address (per hour). */
-  readonly limiter: RateLimiter;
+  /** Counts sign-up requests per client address (a RateLimiter with an hourly window). */
+  readonly limiter: { hit(key: string): Promise<{ allowed: boolean; resetSeconds: number }> };
   readonly messages: MessageService;
 }
 

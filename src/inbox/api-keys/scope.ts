@@ -116,6 +116,16 @@ export function requirePermission(owner: KeyOwner, permission: Permission): void
   }
 }
 
+/**
+ * Lists that ask for labels hidden by default (include_spam, include_blocked, include_trash) need
+ * the matching label permission (labelSpamRead, labelBlockedRead, labelTrashRead): 403 otherwise.
+ */
+export function requireLabelPermissions(owner: KeyOwner, query: { includeSpam?: boolean; includeBlocked?: boolean; includeTrash?: boolean }): void {
+  if (query.includeSpam) requirePermission(owner, 'labelSpamRead');
+  if (query.includeBlocked) requirePermission(owner, 'labelBlockedRead');
+  if (query.includeTrash) requirePermission(owner, 'labelTrashRead');
+}
+
 /** Whether a record of the organization, in pod `podId` and (if it has one) inbox `inboxId`, is in the key's scope. */
 export function inScope(owner: KeyOwner, record: { organizationId: string; podId?: string | null; inboxId?: string | null }): boolean {
   if (record.organizationId !== owner.organizationId) return false;

@@ -11,7 +11,6 @@ import {
   ListDomainsResponse,
   PodDomainParams,
   PodParams,
-  SetupLinkResponse,
   UpdateDomainBody,
   toDomainItemResponse,
   toDomainResponse,
@@ -107,11 +106,5 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
       },
     });
 
-    if (!inPod) {
-      app.get(`${base}/:domain_id/setup-link`, {
-        schema: { tags, summary: 'One-click DNS setup (Domain Connect): not offered, always supported: false', params, response: { 200: SetupLinkResponse, ...errorResponses } },
-        handler: async (request) => domains.setupLink(ownerOf(request), await place(request), request.params.domain_id),
-      });
-    }
   }
 }

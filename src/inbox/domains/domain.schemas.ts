@@ -68,8 +68,6 @@ export const ListDomainsResponse = Type.Object({
   domains: Type.Array(DomainItemResponse),
 });
 
-export const SetupLinkResponse = Type.Object({ supported: Type.Boolean() });
-
 export function toDomainItemResponse(d: Domain) {
   return {
     ...(d.podId !== null ? { pod_id: d.podId } : {}),

@@ -280,13 +280,6 @@ export function createDomainService(deps: DomainServiceDeps) {
       return { domain: domain.domain, text: zoneFile(domain.domain, recordsOf(domain)) };
     },
 
-    /** Domain Connect is not offered: the records are added by hand (the SDK's `supported: false`). */
-    async setupLink(owner: KeyOwner, place: DomainPlace, domainId: string): Promise<{ supported: false }> {
-      requirePermission(owner, 'domainRead');
-      await visible(owner, place, domainId);
-      return { supported: false };
-    },
-
     /**
      * The spelling inboxes of `owner` in pod `podId` use for `requested`, a domain that is not one of
      * INBOX_DOMAINS: a verified domain of the organization (the organization's, or that pod's).

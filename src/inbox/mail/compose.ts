@@ -1,5 +1,5 @@
 import { domainToASCII, domainToUnicode } from 'node:url';
-import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import type MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/index.js';
 import { inboxPool, OFFLOAD_COMPOSE_BYTES } from '../offload.js';
 import { domainKey } from './domains.js';
@@ -171,10 +171,14 @@ export async function composeMessage(input: ComposeInput): Promise<Buffer> {
   return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
 }
 
+/** nodemailer's MailComposer, loaded with the first message the shortcut does not compose (not at start). */
+let mailComposer: Promise<typeof MailComposer> | undefined;
+
 /** composeMessage through nodemailer's MailComposer, for every shape of message. */
 export async function composeWithNodemailer(input: ComposeInput): Promise<Buffer> {
   const mailbox = (m: Mailbox) => ({ name: m.name, address: m.address });
-  const composer = new MailComposer({
+  const Composer = await (mailComposer ??= import('nodemailer/lib/mail-composer/index.js').then((m) => m.default));
+  const composer = new Composer({
     messageId: input.messageId,
     date: input.date,
     from: mailbox(input.from),

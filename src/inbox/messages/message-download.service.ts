@@ -8,7 +8,11 @@ import { findServiceSecret, insertServiceSecretIfAbsent } from './message.reposi
 
 export const DOWNLOAD_SIGNING_KEY = 'download_signing_key';
 
-export type DownloadTarget = { readonly kind: 'attachment'; readonly messagePk: number; readonly attachmentId: string } | { readonly kind: 'raw'; readonly messagePk: number };
+export type DownloadTarget =
+  | { readonly kind: 'attachment'; readonly messagePk: number; readonly attachmentId: string }
+  | { readonly kind: 'raw'; readonly messagePk: number }
+  /** An attachment of a draft (drafts/): its bytes wait in draft_attachments until the draft is sent. */
+  | { readonly kind: 'draft-attachment'; readonly draftPk: number; readonly attachmentId: string };
 
 export interface DownloadLinksDeps {
   readonly db: Kysely<InboxDatabase>;
@@ -49,7 +53,8 @@ export function createDownloadLinks({ db, clock, ids, ttlSeconds }: DownloadLink
   return {
     async sign(target: DownloadTarget): Promise<{ token: string; expiresAt: string }> {
       const expires = Math.floor(clock.now().getTime() / 1000) + ttlSeconds;
-      const fields = target.kind === 'attachment' ? ['a', target.messagePk, target.attachmentId, expires] : ['r', target.messagePk, expires];
+      const fields =
+        target.kind === 'attachment' ? ['a', target.messagePk, target.attachmentId, expires] : target.kind === 'draft-attachment' ? ['d', target.draftPk, target.attachmentId, expires] : ['r', target.messagePk, expires];
       const payload = Buffer.from(JSON.stringify(fields)).toString('base64url');
       const signature = mac(await signingKey(), payload).toString('base64url');
       return { token: `${payload}.${signature}`, expiresAt: new Date(expires * 1000).toISOString() };
@@ -72,6 +77,7 @@ export function createDownloadLinks({ db, clock, ids, ttlSeconds }: DownloadLink
       const expires = fields[fields.length - 1];
       let target: DownloadTarget;
       if (fields[0] === 'a' && fields.length === 4 && Number.isInteger(fields[1]) && typeof fields[2] === 'string') target = { kind: 'attachment', messagePk: fields[1] as number, attachmentId: fields[2] };
+      else if (fields[0] === 'd' && fields.length === 4 && Number.isInteger(fields[1]) && typeof fields[2] === 'string') target = { kind: 'draft-attachment', draftPk: fields[1] as number, attachmentId: fields[2] };
       else if (fields[0] === 'r' && fields.length === 3 && Number.isInteger(fields[1])) target = { kind: 'raw', messagePk: fields[1] as number };
       else throw new DownloadLinkInvalidError();
       if (typeof expires !== 'number' || expires * 1000 <= clock.now().getTime()) throw new DownloadLinkExpiredError();

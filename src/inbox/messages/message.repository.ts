@@ -58,8 +58,9 @@ export interface NewMessage extends Omit<Message, 'pk'> {
   readonly attachmentContents: readonly Buffer[];
 }
 
-const json = <T>(text: string | null, fallback: T): T => (text === null ? fallback : (JSON.parse(text) as T));
-const jsonOrNull = (list: readonly unknown[]): string | null => (list.length ? JSON.stringify(list) : null);
+/** JSON columns (address lists, labels, references, attachment metadata), read and written; drafts' too. */
+export const json = <T>(text: string | null, fallback: T): T => (text === null ? fallback : (JSON.parse(text) as T));
+export const jsonOrNull = (list: readonly unknown[]): string | null => (list.length ? JSON.stringify(list) : null);
 
 /** Columns of a list item: everything but the bodies and the source. */
 const SUMMARY_COLUMNS = [

@@ -14,10 +14,10 @@ export const MessageParams = Type.Object({
 export const AttachmentParams = Type.Object({ ...MessageParams.properties, attachment_id: Type.String({ minLength: 1, maxLength: 64 }) });
 export const DownloadParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 2000 }) });
 
-const Addresses = Type.Union([Type.String({ maxLength: 20_000 }), Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 1000 })], {
+export const Addresses = Type.Union([Type.String({ maxLength: 20_000 }), Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 1000 })], {
   description: 'One address (`addr` or `Name <addr>`), a comma-separated list, or an array of them',
 });
-const Labels = Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 100 });
+export const Labels = Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 100 });
 const Headers = Type.Record(Type.String(), Type.String({ maxLength: 20_000 }), { description: 'Extra message headers; names and values without line breaks' });
 
 export const SendAttachmentBody = Type.Object({

@@ -4,12 +4,12 @@ import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import type { Db } from '../database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import type { Inbox } from '../inboxes/inbox.repository.js';
-import { inScope, requirePermission } from '../api-keys/scope.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
+import { inScope, requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
-import { createDownloadLinks } from './message-download.service.js';
+import { createDownloadLinks, type DownloadTarget } from './message-download.service.js';
 import { AttachmentNotFoundError, ConflictingLabelsError, MessageNotFoundError, RawMessageNotAvailableError } from './message.errors.js';
 import {
   findAttachmentContent,
@@ -54,6 +54,14 @@ export interface MessageServiceDeps extends SendServiceDeps {
   readonly refreshThreadLabels: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
   /** Rebuilds a thread (its summary and search document) after one of its messages was deleted, in `trx` (wired by service.ts). */
   readonly afterMessageDelete: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
+  /** The bytes of a draft's attachment (drafts/draft.repository.ts, wired by service.ts): download links serve them too. */
+  readonly findDraftAttachmentContent?: (db: Db, draftPk: number, attachmentId: string) => Promise<AttachmentContent | undefined>;
+}
+
+export interface AttachmentContent {
+  readonly filename: string | null;
+  readonly contentType: string | null;
+  readonly content: Buffer;
 }
 
 /** A message id as it appears in paths: with its angle brackets, added when the caller left them out. */
@@ -120,6 +128,7 @@ export function createMessageService(deps: MessageServiceDeps) {
     /** Newest first (or oldest with `ascending`), by keyset: every page costs what the first does. */
     async list(owner: KeyOwner, inboxId: string, query: MessageListQuery) {
       requirePermission(owner, 'messageRead');
+      requireLabelPermissions(owner, query);
       const id = normalizeInboxId(inboxId);
       const limit = parseLimit(query.limit);
       const filter = parseListFilter(query);
@@ -215,6 +224,12 @@ export function createMessageService(deps: MessageServiceDeps) {
       return { attachment: found.attachment, ...link(token, expiresAt, origin) };
     },
 
+    /** A signed download link of anything download links serve (drafts' attachments sign theirs here). */
+    async downloadLink(target: DownloadTarget, origin: string): Promise<DownloadLink> {
+      const { token, expiresAt } = await downloads.sign(target);
+      return link(token, expiresAt, origin);
+    },
+
     /** Size and a signed download link of the RFC 5322 source. */
     async rawLink(owner: KeyOwner, inboxId: string, messageId: string, origin: string): Promise<{ messageId: string; size: number } & DownloadLink> {
       requirePermission(owner, 'messageRead');
@@ -231,7 +246,7 @@ export function createMessageService(deps: MessageServiceDeps) {
         if (!raw) throw new RawMessageNotAvailableError(String(target.messagePk));
         return { kind: 'raw', filename: null, contentType: 'message/rfc822', content: raw };
       }
-      const file = await findAttachmentContent(db, target.messagePk, target.attachmentId);
+      const file = target.kind === 'attachment' ? await findAttachmentContent(db, target.messagePk, target.attachmentId) : await deps.findDraftAttachmentContent?.(db, target.draftPk, target.attachmentId);
       if (!file) throw new AttachmentNotFoundError(target.attachmentId);
       return { kind: 'attachment', filename: file.filename, contentType: file.contentType ?? 'application/octet-stream', content: file.content };
     },

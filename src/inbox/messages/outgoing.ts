@@ -22,8 +22,7 @@ import {
 import type { AttachmentMeta, ContentDisposition } from './message.repository.js';
 
 /**
- * Validation of an outgoing message (send, reply, reply-all, forward; the draft sends of the
- * next issue): the request's fields → `Outgoing`, or the error of the first rule it breaks, each
+ * Validation of an outgoing message (send, reply, reply-all, forward, drafts and their sends): the request's fields → `Outgoing`, or the error of the first rule it breaks, each
  * with its own detail code. No database, no I/O.
  */
 
@@ -58,6 +57,17 @@ export interface SendAttachmentInput {
   readonly contentId?: string;
   readonly content?: string;
   readonly url?: string;
+}
+
+/** A stored attachment (its metadata and bytes) as a send takes it: a forward or a draft carries it on. */
+export function toSendAttachment(meta: AttachmentMeta, content: Buffer): SendAttachmentInput {
+  return {
+    ...(meta.filename !== null ? { filename: meta.filename } : {}),
+    ...(meta.contentType !== null ? { contentType: meta.contentType } : {}),
+    ...(meta.contentDisposition !== null ? { contentDisposition: meta.contentDisposition } : {}),
+    ...(meta.contentId !== null ? { contentId: meta.contentId } : {}),
+    content: content.toString('base64'),
+  };
 }
 
 type Addresses = string | readonly string[];
@@ -206,18 +216,23 @@ export interface OutgoingRules {
   readonly relayConfigured: boolean;
 }
 
-export function createOutgoingValidator(deps: OutgoingRules) {
+/**
+ * The rules of an outgoing message, in two strengths: `validate` for a message about to be sent
+ * (every rule), `validateParts` for a draft being written (every rule about what is there, none
+ * about what is still missing: a recipient, a body). A draft is validated again in full when sent.
+ */
+export function createOutgoingRules(deps: OutgoingRules) {
   const { clock, ids, localDomains } = deps;
   const singleLabelDomains = localDomains.filter((d) => !d.includes('.'));
   const local = localDomainSet(localDomains);
   const isLocal = (address: string) => local.has(domainOf(address));
 
-  function validate(input: SendInput): Outgoing {
+  function check(input: SendInput, complete: boolean): Outgoing {
     const to = parseAddresses('to', input.to, singleLabelDomains);
     const cc = parseAddresses('cc', input.cc, singleLabelDomains);
     const bcc = parseAddresses('bcc', input.bcc, singleLabelDomains);
     const replyTo = parseAddresses('reply_to', input.replyTo, singleLabelDomains);
-    if (!to.length) throw new MissingRecipientError();
+    if (complete && !to.length) throw new MissingRecipientError();
     const recipients: Recipient[] = [];
     const seen = new Set<string>();
     for (const [field, list] of [['to', to], ['cc', cc], ['bcc', bcc]] as const) {
@@ -240,9 +255,17 @@ export function createOutgoingValidator(deps: OutgoingRules) {
     const attachments = validateAttachments(input.attachments, deps.maxAttachmentBytes, () => timeOrderedUuid(clock.now(), ids));
     const text = input.text ? input.text : null;
     const html = input.html ? input.html : null;
-    if (text === null && html === null && attachments.length === 0) throw new MissingContentError();
+    if (complete && text === null && html === null && attachments.length === 0) throw new MissingContentError();
     return { to, cc, bcc, replyTo, recipients, subject, text, html, labels, headers, attachments };
   }
 
-  return validate;
+  return {
+    validate: (input: SendInput): Outgoing => check(input, true),
+    validateParts: (input: SendInput): Outgoing => check(input, false),
+    maxAttachmentBytes: deps.maxAttachmentBytes,
+  };
+}
+
+export function createOutgoingValidator(deps: OutgoingRules): (input: SendInput) => Outgoing {
+  return createOutgoingRules(deps).validate;
 }

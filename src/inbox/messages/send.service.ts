@@ -10,11 +10,28 @@ import { domainKey, domainOf, localDomainSet } from '../mail/domains.js';
 import { answerHeaders, forwardInput, replyInput } from './answers.js';
 import { findAttachmentContent, type Message } from './message.repository.js';
 import { findOwnMessage } from './message.service.js';
-import { checkBodySizes, createOutgoingValidator, type Outgoing, type OutgoingRules, type ReplyInput, type SendAttachmentInput, type SendInput } from './outgoing.js';
+import type { Db } from '../database.js';
+import { checkBodySizes, createOutgoingValidator, type Outgoing, type OutgoingRules, type ReplyInput, type SendAttachmentInput, type SendInput, toSendAttachment } from './outgoing.js';
 
 export interface SendServiceDeps extends DeliveryPathDeps, OutgoingRules {
   /** The ASCII spelling of a domain a verified custom domain serves (domains/): its mail stays here. */
   readonly servedDomain?: (domain: string) => Promise<string | undefined>;
+}
+
+/** A draft as it is sent (drafts/draft.service.ts): its fields, and what it answers or forwards. */
+export interface DraftToSend {
+  readonly input: SendInput;
+  /** A reply: the Message-ID it answers and the References, as stored on the draft. */
+  readonly inReplyTo: string | null;
+  readonly references: readonly string[];
+  /** A forward: the id of the message whose body and attachments are merged in now. */
+  readonly forwardOf: string | null;
+}
+
+/** Answer headers of a send: In-Reply-To and References (none for a new message). */
+interface AnswerHeaders {
+  readonly inReplyTo: string | null;
+  readonly references: readonly string[];
 }
 
 /** Send, reply, reply-all and forward: validate → compose → deliver. */
@@ -30,7 +47,7 @@ export function createSendService(deps: SendServiceDeps) {
    * and domain go into the source), then stores the sender's copy, delivers to local inboxes and
    * queues the rest in one transaction with the quota count and the events.
    */
-  async function send(owner: KeyOwner, senderId: string, out: Outgoing, parent: Message | undefined): Promise<{ messageId: string; threadId: string }> {
+  async function send(owner: KeyOwner, senderId: string, out: Outgoing, answer: AnswerHeaders, within?: (trx: Db) => Promise<void>): Promise<{ messageId: string; threadId: string }> {
     const sender = await findScopedInbox(db, owner, senderId);
     if (!sender) throw new InboxNotFoundError(senderId);
     if (owner.sendOnlyTo !== undefined) {
@@ -43,7 +60,8 @@ export function createSendService(deps: SendServiceDeps) {
     // ASCII on the wire: an internationalized domain goes into the Message-ID in its xn-- form.
     const messageId = `<${timeOrderedUuid(now, ids)}@${domainKey(sender.domain)}>`;
     const from: Mailbox = { name: sender.displayName ?? '', address: sender.inboxId };
-    const { inReplyTo, references } = answerHeaders(parent);
+    const { inReplyTo } = answer;
+    const references = [...answer.references];
     // Composed once, before the unit of work: every copy stores the same source (which never names bcc recipients).
     const raw = await composeMessage({
       messageId,
@@ -86,11 +104,22 @@ export function createSendService(deps: SendServiceDeps) {
     const inboxOf = (address: string, i: number) => (served[i] === undefined ? inboxIdOf(address) : `${address.slice(0, address.lastIndexOf('@')).toLowerCase()}@${served[i]}`);
     const recipients = out.recipients.flatMap((r, i) => (r.local || served[i] !== undefined ? [{ address: r.mailbox.address, inboxIds: [inboxOf(r.mailbox.address, i)] }] : []));
     const external = out.recipients.filter((r, i) => !r.local && served[i] === undefined).map((r) => r.mailbox.address);
-    const result = await commits.run((trx) =>
-      delivery.deliver(trx, { message, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } }),
-    );
+    const result = await commits.run(async (trx) => {
+      await within?.(trx);
+      return delivery.deliver(trx, { message, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } });
+    });
     if (result.jobs) notifyJobs();
     return { messageId: result.messageId, threadId: result.threadId as string };
+  }
+
+  /** The attachments of a stored message, as a send takes them (a forward carries them on). */
+  async function carriedAttachments(original: Message): Promise<SendAttachmentInput[]> {
+    const carried: SendAttachmentInput[] = [];
+    for (const a of original.attachments) {
+      const found = await findAttachmentContent(db, original.pk, a.attachmentId);
+      if (found) carried.push(toSendAttachment(a, found.content));
+    }
+    return carried;
   }
 
   return {
@@ -98,7 +127,7 @@ export function createSendService(deps: SendServiceDeps) {
     async send(owner: KeyOwner, inboxId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
-      return send(owner, normalizeInboxId(inboxId), validate(input), undefined);
+      return send(owner, normalizeInboxId(inboxId), validate(input), answerHeaders(undefined));
     },
 
     /** Answers a message of the inbox (answers.ts `replyInput`); In-Reply-To and References make it join the thread on both sides. */
@@ -106,7 +135,7 @@ export function createSendService(deps: SendServiceDeps) {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       const parent = await findOwnMessage(db, owner, inboxId, messageId);
-      return send(owner, parent.inboxId, validate(replyInput(parent, input)), parent);
+      return send(owner, parent.inboxId, validate(replyInput(parent, input)), answerHeaders(parent));
     },
 
     /**
@@ -117,19 +146,23 @@ export function createSendService(deps: SendServiceDeps) {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       const original = await findOwnMessage(db, owner, inboxId, messageId);
-      const carried: SendAttachmentInput[] = [];
-      for (const a of original.attachments) {
-        const found = await findAttachmentContent(db, original.pk, a.attachmentId);
-        if (!found) continue;
-        carried.push({
-          ...(a.filename !== null ? { filename: a.filename } : {}),
-          ...(a.contentType !== null ? { contentType: a.contentType } : {}),
-          ...(a.contentDisposition !== null ? { contentDisposition: a.contentDisposition } : {}),
-          ...(a.contentId !== null ? { contentId: a.contentId } : {}),
-          content: found.content.toString('base64'),
-        });
+      return send(owner, original.inboxId, validate(forwardInput(original, input, await carriedAttachments(original))), answerHeaders(original));
+    },
+
+    /**
+     * Sends a draft of inbox `inboxId` as it stands: a plain message, a reply (its stored
+     * In-Reply-To and References; the recipients and subject are the draft's), or a forward (the
+     * original's body and attachments merged in now). `within` runs first in the delivery's unit
+     * of work (the draft's removal): if it throws, nothing is stored or sent.
+     */
+    async sendDraft(owner: KeyOwner, inboxId: string, draft: DraftToSend, within: (trx: Db) => Promise<void>): Promise<{ messageId: string; threadId: string }> {
+      checkBodySizes(draft.input, deps.maxBodyBytes);
+      const senderId = normalizeInboxId(inboxId);
+      if (draft.forwardOf !== null) {
+        const original = await findOwnMessage(db, owner, senderId, draft.forwardOf);
+        return send(owner, senderId, validate(forwardInput(original, draft.input, await carriedAttachments(original))), answerHeaders(original), within);
       }
-      return send(owner, original.inboxId, validate(forwardInput(original, input, carried)), original);
+      return send(owner, senderId, validate(draft.input), { inReplyTo: draft.inReplyTo, references: draft.references }, within);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { dkimSign } from 'mailauth/lib/dkim/sign.js';
+// mailauth loads with the first message signed, not at start.
+const loadSigner = async () => (await import('mailauth/lib/dkim/sign.js')).dkimSign;
 
 /**
  * DKIM signing of outbound mail (RFC 6376, relaxed/relaxed), with mailauth's signer. The key
@@ -98,7 +99,7 @@ export function dkimSignerFrom(config: DkimConfig, problems: string[]): DkimSign
 async function signWith(raw: Buffer, key: { signingDomain: string; selector: string; privateKey: string; algorithm: DkimAlgorithm }, at: Date): Promise<Buffer> {
   const { signingDomain, selector, privateKey, algorithm } = key;
   // mailauth signs with the entries of signatureData; the top-level fields only satisfy its types.
-  const result = await dkimSign(raw, {
+  const result = await (await loadSigner())(raw, {
     canonicalization: 'relaxed/relaxed',
     algorithm,
     signTime: at,

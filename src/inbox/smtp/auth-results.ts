@@ -1,5 +1,5 @@
 import { Resolver } from 'node:dns/promises';
-import { authenticate, type AuthenticateResult } from 'mailauth';
+import type { AuthenticateResult, authenticate } from 'mailauth';
 
 /**
  * SPF, DKIM and DMARC of inbound mail (mailauth), turned into the header lines a receiving MTA
@@ -49,6 +49,9 @@ export function createDnsResolver(servers: readonly string[], timeoutMs: number)
 class AuthTimeout extends Error {}
 
 /** A verifier over `resolver` that gives up after `timeoutMs`, answering temperror. */
+/** mailauth and what it needs (certificates, DNS records, ASN.1) load with the first message verified, not at start. */
+let mailauth: Promise<{ authenticate: typeof authenticate }> | undefined;
+
 export function createAuthVerifier(options: { resolver: DnsResolver; timeoutMs: number }): AuthVerifier {
   return async (source, context) => {
     let timer: NodeJS.Timeout | undefined;
@@ -57,7 +60,7 @@ export function createAuthVerifier(options: { resolver: DnsResolver; timeoutMs: 
     });
     try {
       const result = await Promise.race([
-        authenticate(source, {
+        (mailauth ??= import('mailauth')).then(({ authenticate }) => authenticate(source, {
           sender: context.sender,
           ip: context.ip,
           helo: context.helo,
@@ -65,7 +68,7 @@ export function createAuthVerifier(options: { resolver: DnsResolver; timeoutMs: 
           resolver: options.resolver as never,
           // BIMI only picks a logo; nothing here shows one, so its lookups are not worth their time.
           disableBimi: true,
-        }),
+        })),
         deadline,
       ]);
       return verdictOf(result);

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { isIPv6 } from 'node:net';
-import { simpleParser, type AddressObject, type Attachment, type EmailAddress, type ParsedMail } from 'mailparser';
+import type { AddressObject, Attachment, EmailAddress, ParsedMail, simpleParser } from 'mailparser';
 import { formatMailbox, previewOf } from '../mail/compose.js';
 import type { AttachmentMeta, ContentDisposition } from '../messages/message.repository.js';
 import { UnparseableMessageError } from './inbound.errors.js';
@@ -35,9 +35,13 @@ const MAX_REFERENCES = 100;
 /** What `inboundContent` reads of a parsed message. */
 export type ParsedFields = Pick<ParsedMail, 'headers' | 'subject' | 'references' | 'to' | 'from' | 'cc' | 'messageId' | 'inReplyTo' | 'replyTo' | 'html' | 'text' | 'attachments'>;
 
+/** mailparser (and its character sets) load with the first message that needs it, not at start. */
+let mailparser: Promise<{ simpleParser: typeof simpleParser }> | undefined;
+
 /** mailparser, as configured for inbound mail: every message can go this way. */
 export async function parseMessageWithMailparser(source: Buffer): Promise<ParsedMail> {
   try {
+    const { simpleParser } = await (mailparser ??= import('mailparser'));
     return await simpleParser(source, {
       // Inline images stay attachments, referenced from the HTML by cid: as the sender wrote it.
       keepCidLinks: true,

@@ -8,7 +8,7 @@ import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import { requirePermission } from '../api-keys/scope.js';
+import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
 import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
 import { addressOf, subjectKey } from '../mail/compose.js';
 import { findThreadMessageLabels, listThreadMessages, listThreadMessagesPage, updateMessageLabels, type Message } from '../messages/message.repository.js';
@@ -161,6 +161,7 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
     /** Newest first (or oldest with `ascending`); `inboxId` limits the list to one inbox. */
     async list(owner: KeyOwner, query: ThreadListQuery, inboxId?: string, podId?: string) {
       requirePermission(owner, 'messageRead');
+      requireLabelPermissions(owner, query);
       const limit = parseLimit(query.limit);
       const filter = parseListFilter(query);
       const cursor = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;

@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Sqlite from 'better-sqlite3';
 import { Kysely, PostgresDialect, sql, SqliteDialect, type Transaction } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { redactUrl } from '../config/config.js';
 import { commitsOf, type GroupCommit } from './group-commit.js';
 import { checkpointOffThread } from './sqlite-checkpoint.js';
@@ -213,7 +213,11 @@ export function schemaLockKey(schema: string): string {
   return `agent-services:schema:${schema}`;
 }
 
+/** pg, loaded by the first PostgreSQL database a process opens (a SQLite process never loads it). */
+const loadPg = async (): Promise<typeof pg> => (await import('pg')).default;
+
 async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Database<DB>> {
+  const pg = await loadPg();
   const url = new URL(rawUrl);
   const schema = url.searchParams.get('schema');
   url.searchParams.delete('schema');
@@ -269,6 +273,7 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
  */
 async function listenPostgres(connectionString: string, channel: string, onSignal: (payload?: string) => void): Promise<() => Promise<void>> {
   let closed = false;
+  const pg = await loadPg();
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
   const connect = async (): Promise<void> => {

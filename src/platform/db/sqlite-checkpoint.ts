@@ -23,9 +23,16 @@ let pool: WorkerPool | undefined;
 const checkpointPool = () => (pool ??= createWorkerPool({ module: taskModule(import.meta.url, './sqlite-checkpoint.tasks'), size: 1 }));
 
 const DEFAULT_AUTOCHECKPOINT = 1000;
+/**
+ * A WAL is checkpointed once it grew past this size (SQLite's own threshold, 1000 pages of 4 KiB),
+ * and truncated back to it when SQLite starts it over: small writes (a start's migrations, a
+ * quiet service) never start the thread.
+ */
+const WAL_BYTES = 4 * 1024 * 1024;
 
 export function checkpointOffThread(sqlite: Sqlite.Database, file: string, intervalMs = 250): Checkpointer {
   sqlite.pragma('wal_autocheckpoint = 0');
+  sqlite.pragma(`journal_size_limit = ${WAL_BYTES}`);
   const wal = `${file}-wal`;
   let seen = '';
   let running = false;
@@ -41,9 +48,9 @@ export function checkpointOffThread(sqlite: Sqlite.Database, file: string, inter
     void (async () => {
       try {
         const s = await stat(wal).catch(() => undefined);
-        // Unchanged since the last checkpoint (or no WAL yet): nothing to copy.
+        // Small, or unchanged since the last checkpoint (or no WAL yet): nothing to copy now.
         const now = s ? `${s.mtimeMs}:${s.size}` : '';
-        if (!s || now === seen || stopped) return;
+        if (!s || s.size <= WAL_BYTES || now === seen || stopped) return;
         const result = await checkpointPool().run<{ log: number; checkpointed: number } | null>('checkpoint', file);
         // A reader still on old pages kept part of the WAL: try again next time.
         if (result && result.checkpointed >= result.log) seen = now;

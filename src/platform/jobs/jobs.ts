@@ -153,6 +153,24 @@ export async function enqueueMany<DB extends JobsDatabase>(executor: Executor<DB
   await insertCompiledOnce(trx, 'jobs.insert', rows, () => trx.insertInto('jobs').values(rows));
 }
 
+/**
+ * Withdraws a pending job that no run holds (its time has not come, or it waits for a retry), in
+ * the caller's transaction: it ends as `done` with `last_error` "cancelled" and never runs.
+ * Returns false when the job is running, ended or unknown: the handler then runs (or ran) and
+ * must find out for itself that its work is gone (a scheduled draft deleted, say).
+ */
+export async function cancelJob<DB extends JobsDatabase>(executor: Executor<DB>, clock: Clock, id: number): Promise<boolean> {
+  const trx = executor as unknown as Executor<JobsDatabase>;
+  const result = await trx
+    .updateTable('jobs')
+    .set({ status: 'done', last_error: 'cancelled', updated_at: iso(clock.now()) })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .where('locked_until', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 export interface JobRunner {
   start(): void;
   /** Wakes the runners now, in this process (if started) and in others (call after a commit that enqueued work). */

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { stringify as toYaml } from 'yaml';
+// yaml loads with the first YAML document asked for, not at start.
+const loadYaml = async () => (await import('yaml')).stringify;
 import { AppError, NotFoundError } from '../../platform/errors/app-error.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../../platform/http/swagger-ui.js';
 import { CONTENT_TYPE, docsUrl, sendJson, type HttpSettings } from './http.js';
@@ -63,7 +64,7 @@ export function registerDocsRoutes(app: FastifyInstance, options: DocsRouteOptio
   let openApiYaml: string | undefined;
   const assetsPath = `${prefix}/docs/ui`;
 
-  const send = (request: FastifyRequest, reply: FastifyReply, format: DocsFormat) => {
+  const send = async (request: FastifyRequest, reply: FastifyReply, format: DocsFormat) => {
     switch (format) {
       case 'jsonld': {
         const url = docsUrl(request, options);
@@ -82,7 +83,7 @@ export function registerDocsRoutes(app: FastifyInstance, options: DocsRouteOptio
       case 'yaml':
       case 'yamlopenapi':
         openApi ??= openApiDocument(registry, { maximumItemsPerPage: options.maximumItemsPerPage });
-        openApiYaml ??= toYaml(openApi, { aliasDuplicateObjects: false });
+        openApiYaml ??= (await loadYaml())(openApi, { aliasDuplicateObjects: false });
         return reply.code(200).header('content-type', `${DOCS_MIME[format]}; charset=utf-8`).send(openApiYaml);
       case 'html':
         reply.header('content-security-policy', SWAGGER_UI_CSP);
