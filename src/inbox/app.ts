@@ -37,6 +37,8 @@ import type { inboxConfigSpec } from './inbox.config.js';
 import { messageRoutes } from './messages/message.routes.js';
 import { inboxPool, OFFLOAD_JSON_BYTES } from './offload.js';
 import type { MessageService } from './messages/message.service.js';
+import { searchRoutes } from './search/search.routes.js';
+import type { SearchService } from './search/search.service.js';
 import { threadRoutes } from './threads/thread.routes.js';
 import type { ThreadService } from './threads/thread.service.js';
 import { webhookRoutes } from './webhooks/webhook.routes.js';
@@ -70,6 +72,7 @@ export interface InboxServices {
   readonly messages: MessageService;
   readonly drafts: DraftService;
   readonly threads: ThreadService;
+  readonly search: SearchService;
   readonly webhooks: WebhookService;
   readonly limiter: RateLimiter;
   readonly accessLists: AccessListService;
@@ -163,6 +166,7 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   agentRoutes(app, services.agent);
   podRoutes(app, { pods: services.pods, inboxes: services.inboxes, threads: services.threads, messages: services.messages, requirePod: services.pods.requirePod });
   domainRoutes(app, services.domains);
+  searchRoutes(app, services.search);
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   app.get('/v0/docs', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>

@@ -30,13 +30,14 @@ import { createEventService, WEBHOOK_DELIVERY_QUEUE } from './events/event.servi
 import { createInboxService } from './inboxes/inbox.service.js';
 import { createDomains } from './domains/domain-assembly.js';
 import { createMessageService } from './messages/message.service.js';
+import { createSearchService } from './search/search.service.js';
 import { OUTBOUND_MAIL_QUEUE } from './outbound/outbound-job.js';
 import { migrateInbox, openInboxDatabase } from './open-database.js';
 import { createOutboundMail } from './outbound/outbound.worker.js';
 import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/auth-results.js';
 import { createInboundService } from './smtp/inbound.service.js';
 import { startSmtpServer, type RunningSmtpServer } from './smtp/smtp.server.js';
-import { createThreadService, refreshThreadLabels } from './threads/thread.service.js';
+import { createThreadService, rebuildThreadSummary, refreshThreadLabels } from './threads/thread.service.js';
 import { createEventFeed, type EventFeed } from './realtime/event-feed.js';
 import { attachRealtime, type RealtimeServer } from './realtime/websocket.server.js';
 import type { PublishEvents } from './events/event.service.js';
@@ -65,7 +66,8 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const events = createEventService({ clock, ids, ...(options.publishEvents ? { publish: options.publishEvents } : {}) });
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
-  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, lists: createListScreen() });
+  const search = createSearchService({ db });
+  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, lists: createListScreen(), afterStore: [search.afterStore] });
   const domains = createDomains(config, { db, commits, clock, ids });
   const inboxes = createInboxService({
     db,
@@ -93,6 +95,10 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     servedDomain: domains.servedDomain,
     refreshThreadLabels,
     recordLabelChanges: events.recordLabelChanges,
+    afterMessageDelete: async (trx, threadId, updatedAt) => {
+      await rebuildThreadSummary(trx, threadId, updatedAt);
+      await search.rebuildThread(trx, threadId);
+    },
     findDraftAttachmentContent,
     publicUrl: config.publicUrl,
     downloadTtlSeconds: config.downloadUrlTtlSeconds,
@@ -134,6 +140,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       messages,
     }),
     threads: createThreadService({ db, commits, clock }),
+    search,
     webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
     accessLists: createAccessListService({ db, commits, clock }),
     usage: createUsageService({ db, clock }),

@@ -35,7 +35,7 @@ describe.each(dialects)('%s: threads', (dialect) => {
     it('keeps the summary of its messages on both sides: the SDK Thread plus participants and last_message_at', async () => {
       const res = await call(url, org.key, 'GET', `/v0/inboxes/${enc(ann)}/threads/${first.threadId}`);
       expect(res.status).toBe(200);
-      expect(Object.keys(res.body).sort()).toEqual([...ITEM_KEYS, 'attachments', 'messages'].sort());
+      expect(Object.keys(res.body).sort()).toEqual([...ITEM_KEYS, 'attachments', 'count', 'messages'].sort());
       const [m1, m2] = res.body.messages;
       expect(res.body).toEqual({
         inbox_id: ann,
@@ -56,6 +56,7 @@ describe.each(dialects)('%s: threads', (dialect) => {
         updated_at: m2.timestamp,
         created_at: m1.timestamp,
         attachments: [{ attachment_id: expect.any(String), filename: 'q3.csv', size: 8, content_type: 'text/csv', content_disposition: 'attachment' }],
+        count: 2,
         messages: [expect.objectContaining({ message_id: first.messageId, text: 'Numbers attached' }), expect.objectContaining({ message_id: reply.messageId, in_reply_to: first.messageId })],
       });
       expect(m1.timestamp <= m2.timestamp).toBe(true);

@@ -5,7 +5,7 @@ import { ownerOf } from '../http/auth.js';
 import { errorResponses } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';
 import { requestOrigin } from '../messages/message.routes.js';
-import { AttachmentDownloadResponse, SendMessageResponse, toAttachmentResponse } from '../messages/message.schemas.js';
+import { AttachmentDownloadResponse, SendMessageResponse, labelList, toAttachmentResponse } from '../messages/message.schemas.js';
 import {
   CreateDraftBody,
   DraftAttachmentParams,
@@ -132,8 +132,8 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
       requirePermission(owner, 'draftSend');
       const b = request.body;
       const sent = await drafts.send(owner, request.params.inbox_id, request.params.draft_id, {
-        ...(b.add_labels !== undefined ? { addLabels: b.add_labels } : {}),
-        ...(b.remove_labels !== undefined ? { removeLabels: b.remove_labels } : {}),
+        ...(b.add_labels !== undefined ? { addLabels: labelList(b.add_labels) } : {}),
+        ...(b.remove_labels !== undefined ? { removeLabels: labelList(b.remove_labels) } : {}),
       });
       return { message_id: sent.messageId, thread_id: sent.threadId };
     },

@@ -4,6 +4,9 @@ import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { InboxTable } from './inbox.table.js';
+import { inboxSearchWords } from '../search/search-text.js';
+
+export type InboxMetadata = Readonly<Record<string, string | number | boolean>>;
 
 export interface Inbox {
   readonly inboxId: string;
@@ -13,6 +16,8 @@ export interface Inbox {
   readonly domain: string;
   readonly displayName: string | null;
   readonly clientId: string | null;
+  /** SDK 0.5 metadata; absent or null: none. */
+  readonly metadata?: InboxMetadata | null;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -26,6 +31,7 @@ export function inboxFromRow(row: Selectable<InboxTable>): Inbox {
     domain: row.domain,
     displayName: row.display_name,
     clientId: row.client_id,
+    metadata: row.metadata ? (JSON.parse(row.metadata) as InboxMetadata) : null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -42,6 +48,8 @@ export async function insertInbox(db: Db, inbox: Inbox): Promise<void> {
       domain: inbox.domain,
       display_name: inbox.displayName,
       client_id: inbox.clientId,
+      metadata: inbox.metadata ? JSON.stringify(inbox.metadata) : null,
+      search_words: inboxSearchWords(inbox.inboxId, inbox.displayName),
       created_at: inbox.createdAt,
       updated_at: inbox.updatedAt,
     })
@@ -82,13 +90,15 @@ export async function listInboxes(db: Db, scope: { organizationId: string; podId
   return rows.map(inboxFromRow);
 }
 
-export async function updateInboxDisplayName(db: Db, organizationId: string, inboxId: string, displayName: string | null, updatedAt: string): Promise<boolean> {
-  const result = await db
-    .updateTable('inboxes')
-    .set({ display_name: displayName, updated_at: updatedAt })
-    .where('inbox_id', '=', inboxId)
-    .where('organization_id', '=', organizationId)
-    .executeTakeFirst();
+/** Changes the display name and/or replaces the metadata (undefined: unchanged). */
+export async function updateInbox(db: Db, organizationId: string, inboxId: string, change: { displayName?: string | null; metadata?: InboxMetadata | null }, updatedAt: string): Promise<boolean> {
+  const set: { display_name?: string | null; search_words?: string; metadata?: string | null; updated_at: string } = { updated_at: updatedAt };
+  if (change.displayName !== undefined) {
+    set.display_name = change.displayName;
+    set.search_words = inboxSearchWords(inboxId, change.displayName);
+  }
+  if (change.metadata !== undefined) set.metadata = change.metadata && Object.keys(change.metadata).length ? JSON.stringify(change.metadata) : null;
+  const result = await db.updateTable('inboxes').set(set).where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId).executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 

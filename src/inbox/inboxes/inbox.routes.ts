@@ -31,8 +31,12 @@ export function inboxRoutes(app: InboxApp, inboxes: InboxService): void {
   });
 
   app.patch('/v0/inboxes/:inbox_id', {
-    schema: { tags, summary: 'Change the display name of an inbox', params: InboxIdParams, body: UpdateInboxBody, response: { 200: InboxResponse, ...errorResponses } },
-    handler: async (request) => toInboxResponse(await inboxes.updateDisplayName(ownerOf(request), request.params.inbox_id, request.body.display_name)),
+    schema: { tags, summary: 'Change the display name and/or the metadata of an inbox', params: InboxIdParams, body: UpdateInboxBody, response: { 200: InboxResponse, ...errorResponses } },
+    handler: async (request) => {
+      const b = request.body;
+      const change = { ...(b.display_name !== undefined ? { displayName: b.display_name } : {}), ...(b.metadata !== undefined ? { metadata: b.metadata } : {}) };
+      return toInboxResponse(await inboxes.update(ownerOf(request), request.params.inbox_id, change));
+    },
   });
 
   app.delete('/v0/inboxes/:inbox_id', {

@@ -10,8 +10,26 @@ import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { parseLimit } from '../lists/list-query.js';
 import { PodNotFoundError } from '../api-keys/api-key.service.js';
 import { DomainNotAllowedError, InboxAddressTakenError, InboxNotFoundError, InvalidUsernameError } from './inbox.errors.js';
-import { deleteInbox, findInbox, findInboxByAddress, findInboxByClientId, insertInbox, listInboxes, updateInboxDisplayName, type Inbox } from './inbox.repository.js';
+import { deleteInbox, findInbox, findInboxByAddress, findInboxByClientId, insertInbox, listInboxes, updateInbox, type Inbox, type InboxMetadata } from './inbox.repository.js';
 import { localDomainSet } from '../mail/domains.js';
+import { ValidationError } from '../../platform/errors/app-error.js';
+
+const MAX_METADATA_KEYS = 256;
+const MAX_METADATA_LENGTH = 256;
+
+/**
+ * SDK 0.5 inbox metadata: up to 256 keys of 1 to 256 characters; values are strings of at most 256
+ * characters, finite numbers or booleans (`null` only in updates, where it removes the key).
+ */
+export function validateMetadata(metadata: Readonly<Record<string, unknown>>, allowNull: boolean): void {
+  const entries = Object.entries(metadata);
+  if (entries.length > MAX_METADATA_KEYS) throw new ValidationError(`metadata: at most ${MAX_METADATA_KEYS} keys.`, 'metadata', 'INVALID_METADATA');
+  for (const [key, value] of entries) {
+    if (key.length === 0 || key.length > MAX_METADATA_LENGTH) throw new ValidationError(`metadata: keys are 1 to ${MAX_METADATA_LENGTH} characters long.`, 'metadata', 'INVALID_METADATA');
+    const ok = (typeof value === 'string' && value.length <= MAX_METADATA_LENGTH) || (typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean' || (allowNull && value === null);
+    if (!ok) throw new ValidationError(`metadata.${key.slice(0, 100)}: a value is a string of at most ${MAX_METADATA_LENGTH} characters, a number or a boolean${allowNull ? ' (null removes the key)' : ''}.`, 'metadata', 'INVALID_METADATA');
+  }
+}
 
 const USERNAME = /^[a-z0-9_+-](?:[a-z0-9._+-]{0,62}[a-z0-9_+-])?$/;
 
@@ -61,8 +79,9 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
     localDomains,
 
     /** Creates an inbox, or returns the one created before with the same client_id. */
-    async create(owner: KeyOwner, input: { username?: string; domain?: string; displayName?: string; clientId?: string }, inPod?: string): Promise<{ inbox: Inbox; created: boolean }> {
+    async create(owner: KeyOwner, input: { username?: string; domain?: string; displayName?: string; clientId?: string; metadata?: InboxMetadata }, inPod?: string): Promise<{ inbox: Inbox; created: boolean }> {
       requirePermission(owner, 'inboxCreate');
+      if (input.metadata !== undefined) validateMetadata(input.metadata, false);
       // The pod of the route, else the key's, else the organization's default pod.
       const wantedPod = inPod ?? owner.podId;
       requireWithinScope(owner, { ...(wantedPod !== undefined ? { podId: wantedPod } : {}) }, 'create inboxes');
@@ -87,7 +106,7 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
         podId = ids.uuid();
         await insertPod(db, { id: podId, organizationId: owner.organizationId, name: 'default', createdAt: now });
       }
-      const inbox: Inbox = { inboxId, organizationId: owner.organizationId, podId, username, domain, displayName: input.displayName ?? null, clientId: input.clientId ?? null, createdAt: now, updatedAt: now };
+      const inbox: Inbox = { inboxId, organizationId: owner.organizationId, podId, username, domain, displayName: input.displayName ?? null, clientId: input.clientId ?? null, metadata: input.metadata && Object.keys(input.metadata).length ? input.metadata : null, createdAt: now, updatedAt: now };
       try {
         await insertInbox(db, inbox);
       } catch (err) {
@@ -124,11 +143,35 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
       return { limit, ...page(rows, limit, (i) => ({ sort: i.createdAt, tiebreak: i.inboxId }), after?.direction ?? direction) };
     },
 
-    async updateDisplayName(owner: KeyOwner, inboxId: string, displayName: string | null, podId?: string): Promise<Inbox> {
+    /**
+     * Changes the display name and/or merges metadata (a key set to null is removed; metadata null
+     * clears it all). At least one of the two is required; an empty metadata object is refused.
+     * With `podId` (the pod routes), only an inbox of that pod.
+     */
+    async update(owner: KeyOwner, inboxId: string, change: { displayName?: string | null; metadata?: Readonly<Record<string, string | number | boolean | null>> | null }, podId?: string): Promise<Inbox> {
       requirePermission(owner, 'inboxUpdate');
-      const inbox = await findScopedInbox(db, owner, inboxId, podId);
-      if (!inbox || !(await updateInboxDisplayName(db, owner.organizationId, inbox.inboxId, displayName, clock.now().toISOString()))) throw new InboxNotFoundError(inboxId);
-      return (await findInbox(db, owner.organizationId, inbox.inboxId)) as Inbox;
+      if (change.displayName === undefined && change.metadata === undefined) throw new ValidationError('An update needs display_name or metadata.', 'display_name', 'EMPTY_UPDATE');
+      if (change.metadata) {
+        if (!Object.keys(change.metadata).length) throw new ValidationError('metadata: an empty object changes nothing; send null to clear the metadata.', 'metadata', 'INVALID_METADATA');
+        validateMetadata(change.metadata, true);
+      }
+      const current = await findScopedInbox(db, owner, inboxId, podId);
+      if (!current) throw new InboxNotFoundError(inboxId);
+      const id = current.inboxId;
+      let metadata: InboxMetadata | null | undefined;
+      if (change.metadata === null) metadata = null;
+      else if (change.metadata !== undefined) {
+        const merged: Record<string, string | number | boolean> = { ...(current.metadata ?? {}) };
+        for (const [key, value] of Object.entries(change.metadata)) {
+          if (value === null) delete merged[key];
+          else merged[key] = value;
+        }
+        if (Object.keys(merged).length > MAX_METADATA_KEYS) throw new ValidationError(`metadata: at most ${MAX_METADATA_KEYS} keys.`, 'metadata', 'INVALID_METADATA');
+        metadata = merged;
+      }
+      const set = { ...(change.displayName !== undefined ? { displayName: change.displayName } : {}), ...(metadata !== undefined ? { metadata } : {}) };
+      if (!(await updateInbox(db, owner.organizationId, id, set, clock.now().toISOString()))) throw new InboxNotFoundError(inboxId);
+      return (await findInbox(db, owner.organizationId, id)) as Inbox;
     },
 
     async delete(owner: KeyOwner, inboxId: string, podId?: string): Promise<void> {

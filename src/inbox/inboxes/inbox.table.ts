@@ -8,6 +8,10 @@ export interface InboxTable {
   domain: string;
   display_name: string | null;
   client_id: string | null;
+  /** JSON object of string, number and boolean values (SDK 0.5 `metadata`). */
+  metadata: string | null;
+  /** Words of the address and display name, each preceded by a space (inbox search). */
+  search_words: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -18,13 +18,13 @@ export interface ListFilter {
   /** Only items strictly before / after these times (normalised ISO-8601 UTC). */
   readonly before?: string;
   readonly after?: string;
+  /** Substring filters (SDK 0.5): each value must occur in the field, ASCII letters without case. */
+  readonly contains: Readonly<Partial<Record<ContainsField, readonly string[]>>>;
 }
 
-/**
- * The filters of message and thread lists. `labels` arrives as the SDK sends it, a JSON-encoded
- * array (`["a","b"]`); a bare label or a repeated parameter works too. Anything else that looks
- * like JSON is an error rather than a label.
- */
+/** Fields of the 0.5 substring filters: messages `from`, `to`, `subject`; threads `senders`, `recipients`, `subject`. */
+export type ContainsField = 'from' | 'to' | 'subject' | 'senders' | 'recipients';
+
 /** Labels that lists leave out unless `include_spam`, `include_blocked` or `include_trash` ask for them. */
 export const HIDDEN_BY_DEFAULT = { spam: 'includeSpam', blocked: 'includeBlocked', trash: 'includeTrash' } as const;
 
@@ -35,24 +35,50 @@ export interface ListFilterQuery {
   readonly includeSpam?: boolean;
   readonly includeBlocked?: boolean;
   readonly includeTrash?: boolean;
+  /** false leaves out mail labelled unauthenticated (shown by default: decision 0017). */
+  readonly includeUnauthenticated?: boolean;
+  readonly from?: string | readonly string[];
+  readonly to?: string | readonly string[];
+  readonly subject?: string | readonly string[];
+  readonly senders?: string | readonly string[];
+  readonly recipients?: string | readonly string[];
 }
 
+/**
+ * A list parameter as the SDK sends it, a JSON-encoded array (`["a","b"]`); a bare value or a
+ * repeated parameter works too. Anything else that looks like JSON is an error rather than a value.
+ */
+export function parseStringList(field: string, raw: string | readonly string[] | undefined, code: string): string[] {
+  if (Array.isArray(raw)) return [...(raw as readonly string[])];
+  if (typeof raw !== 'string' || raw === '') return [];
+  if (!/^\s*[[{"]/.test(raw)) return [raw];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    parsed = undefined;
+  }
+  if (!Array.isArray(parsed) || !parsed.every((l) => typeof l === 'string')) throw new ValidationError(`${field} must be a JSON array of strings, e.g. ["a"].`, field, code);
+  return parsed as string[];
+}
+
+const CONTAINS_FIELDS: readonly ContainsField[] = ['from', 'to', 'subject', 'senders', 'recipients'];
+
+function parseContains(query: ListFilterQuery): Partial<Record<ContainsField, string[]>> {
+  const out: Partial<Record<ContainsField, string[]>> = {};
+  for (const field of CONTAINS_FIELDS) {
+    const values = parseStringList(field, query[field], 'INVALID_FILTER');
+    if (!values.length) continue;
+    if (values.length > 20) throw new ValidationError(`${field}: at most 20 values per filter.`, field, 'INVALID_FILTER');
+    if (values.some((v) => v.length === 0 || v.length > 998)) throw new ValidationError(`${field}: values are 1 to 998 characters long.`, field, 'INVALID_FILTER');
+    out[field] = [...new Set(values)];
+  }
+  return out;
+}
+
+/** The filters of message and thread lists (labels, times, hidden labels, 0.5 substring filters). */
 export function parseListFilter(query: ListFilterQuery): ListFilter {
-  let labels: string[] = [];
-  const raw = query.labels;
-  if (Array.isArray(raw)) labels = [...raw];
-  else if (typeof raw === 'string' && /^\s*[[{"]/.test(raw)) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw);
-    } catch {
-      parsed = undefined;
-    }
-    if (!Array.isArray(parsed) || !parsed.every((l) => typeof l === 'string')) {
-      throw new ValidationError('labels must be a JSON array of strings, e.g. ["unread"].', 'labels', 'INVALID_LABELS');
-    }
-    labels = parsed as string[];
-  } else if (typeof raw === 'string' && raw !== '') labels = [raw];
+  const labels = parseStringList('labels', query.labels, 'INVALID_LABELS');
   if (labels.length > 20) throw new ValidationError('labels: at most 20 labels per filter.', 'labels', 'INVALID_LABELS');
   const time = (field: 'before' | 'after') => {
     const value = query[field];
@@ -66,5 +92,6 @@ export function parseListFilter(query: ListFilterQuery): ListFilter {
   const hidden = Object.entries(HIDDEN_BY_DEFAULT)
     .filter(([label, flag]) => query[flag] !== true && !wanted.has(label))
     .map(([label]) => label);
-  return { labels: [...wanted], hidden, ...time('before'), ...time('after') };
+  if (query.includeUnauthenticated === false && !wanted.has('unauthenticated')) hidden.push('unauthenticated');
+  return { labels: [...wanted], hidden, contains: parseContains(query), ...time('before'), ...time('after') };
 }

@@ -1,6 +1,6 @@
 import type { SelectQueryBuilder } from 'kysely';
 import type { Dialect } from '../../platform/db/database.js';
-import { forUpdate, incrementCounter } from '../../platform/db/dialect.js';
+import { asciiLower, containsAsciiCaseless, dialectOf, forUpdate, incrementCounter } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db, InboxDatabase } from '../database.js';
@@ -213,13 +213,15 @@ const LIST_COLUMNS = SUMMARY_COLUMNS.filter((c) => c !== 'organization_id' && c 
 export async function listMessages(db: Db, scope: { organizationId: string; inboxId: string }, filter: ListFilter, page: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Message[]> {
   const cursor = page.after;
   // Compiled once per shape of filter: every list of an inbox runs it.
-  const key = `messages.list:${filter.before ? 'b' : ''}${filter.after ? 'a' : ''}:${filter.labels.length}:${filter.hidden.length}:${cursor ? 'k' : ''}:${page.direction}`;
+  const contains = messageContains(filter);
+  const key = `messages.list:${filter.before ? 'b' : ''}${filter.after ? 'a' : ''}:${filter.labels.length}:${filter.hidden.length}:${contains.map((c) => c.columns.join('+')).join(',')}:${cursor ? 'k' : ''}:${page.direction}`;
   const parameters = [
     scope.inboxId,
     ...(filter.before ? [filter.before] : []),
     ...(filter.after ? [filter.after] : []),
     ...filter.labels,
     ...filter.hidden,
+    ...contains.flatMap((c) => c.columns.map(() => c.needle)),
     ...(cursor ? [cursor.sort, cursor.sort, cursor.sort, cursor.tiebreak] : []),
     page.limit + 1,
   ];
@@ -229,10 +231,25 @@ export async function listMessages(db: Db, scope: { organizationId: string; inbo
     if (filter.after) q = q.where('timestamp', '>', filter.after);
     q = withLabels(q, filter.labels);
     if (filter.hidden.length) q = q.where(({ not, exists, selectFrom }) => not(exists(selectFrom('message_labels').select('message_labels.label').whereRef('message_labels.message_pk', '=', 'messages.id').where('message_labels.label', 'in', filter.hidden))));
+    const dialect = dialectOf(db);
+    for (const c of contains) q = q.where((eb) => eb.or(c.columns.map((column) => containsAsciiCaseless(eb, dialect, column, c.needle))));
     if (cursor) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', cursor, page.direction));
     return q.orderBy('timestamp', page.direction).orderBy('id', page.direction).limit(page.limit + 1);
   });
   return rows.map((row) => messageFromRow(row, scope));
+}
+
+/**
+ * The 0.5 substring filters of message lists: each value must occur in its field. Address lists
+ * are JSON text, so a value is looked for in its JSON-escaped form (what the column holds).
+ */
+function messageContains(filter: ListFilter): { columns: string[]; needle: string }[] {
+  const out: { columns: string[]; needle: string }[] = [];
+  const escaped = (v: string) => asciiLower(JSON.stringify(v).slice(1, -1));
+  for (const v of filter.contains.from ?? []) out.push({ columns: ['from_address'], needle: asciiLower(v) });
+  for (const v of filter.contains.to ?? []) out.push({ columns: ['to_addresses', 'cc_addresses', 'bcc_addresses'], needle: escaped(v) });
+  for (const v of filter.contains.subject ?? []) out.push({ columns: ['subject'], needle: asciiLower(v) });
+  return out;
 }
 
 /** Every message of a thread, oldest first, with bodies. */
@@ -332,4 +349,32 @@ export async function insertServiceSecretIfAbsent(db: Db, name: string, value: s
     .values({ name, value })
     .onConflict((oc) => oc.column('name').doNothing())
     .execute();
+}
+
+/** Messages by key (search results, batch reads), without bodies; in no particular order. */
+export async function findMessagesByPks(db: Db, pks: readonly number[]): Promise<Message[]> {
+  if (!pks.length) return [];
+  const rows = await db.selectFrom('messages').select(SUMMARY_COLUMNS).where('id', 'in', [...pks]).execute();
+  return rows.map((row) => messageFromRow(row));
+}
+
+/** Messages of an inbox by Message-ID (batch reads and updates), without bodies, locked with `lock`. */
+export async function findMessagesByIds(db: Db, organizationId: string, inboxId: string, messageIds: readonly string[], options: { lock?: Dialect } = {}): Promise<Message[]> {
+  if (!messageIds.length) return [];
+  let q = db.selectFrom('messages').select(SUMMARY_COLUMNS).where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId).where('message_id', 'in', [...messageIds]).orderBy('id');
+  if (options.lock) q = forUpdate(q, options.lock);
+  return (await q.execute()).map((row) => messageFromRow(row));
+}
+
+/** Deletes one message (its labels and attachments cascade; the search index follows). */
+export async function deleteMessageRow(db: Db, pk: number): Promise<void> {
+  await db.deleteFrom('messages').where('id', '=', pk).execute();
+}
+
+/** A page of a thread's messages, newest first by (timestamp, id), with bodies: limit + 1 rows. */
+export async function listThreadMessagesPage(db: Db, threadId: string, limit: number, after?: Cursor): Promise<Message[]> {
+  let q = db.selectFrom('messages').select(FULL_COLUMNS).where('thread_id', '=', threadId);
+  if (after) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', after, 'desc'));
+  const rows = await q.orderBy('timestamp', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+  return rows.map((row) => messageFromRow(row));
 }

@@ -6,6 +6,9 @@ import type { InboxApp } from '../http/types.js';
 import {
   AttachmentDownloadResponse,
   AttachmentParams,
+  BatchGetBody,
+  BatchUpdateBody,
+  labelList,
   DownloadParams,
   InboxIdParams,
   ListMessagesResponse,
@@ -50,6 +53,9 @@ const DownloadBody = Type.Unsafe<Buffer>({
   content: { 'application/octet-stream': binary, 'message/rfc822': binary },
 });
 
+const BatchGetResponse = Type.Object({ limit: Type.Integer(), count: Type.Integer(), messages: Type.Array(MessageResponse, { description: 'In the order asked; ids not found are left out' }) });
+const BatchUpdateResponse = Type.Object({ limit: Type.Integer(), count: Type.Integer(), updates: Type.Array(Type.Object({ message_id: Type.String(), labels: Type.Array(Type.String()) })) });
+
 export function messageRoutes(app: InboxApp, messages: MessageService): void {
   const tags = ['messages'];
   const notFound = Type.Ref('ErrorResponse');
@@ -88,10 +94,39 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
     handler: async (request) => {
       const b = request.body;
       const message = await messages.updateLabels(ownerOf(request), request.params.inbox_id, request.params.message_id, {
-        ...(b.add_labels !== undefined ? { addLabels: b.add_labels } : {}),
-        ...(b.remove_labels !== undefined ? { removeLabels: b.remove_labels } : {}),
+        ...(b.add_labels !== undefined ? { addLabels: labelList(b.add_labels) } : {}),
+        ...(b.remove_labels !== undefined ? { removeLabels: labelList(b.remove_labels) } : {}),
       });
       return toMessageResponse(message);
+    },
+  });
+
+  app.delete('/v0/inboxes/:inbox_id/messages/:message_id', {
+    schema: { tags, summary: 'Delete a message for good (its thread is rebuilt from the others)', params: MessageParams, response: { 204: Type.Null(), ...errorResponses } },
+    handler: async (request, reply) => {
+      await messages.delete(ownerOf(request), request.params.inbox_id, request.params.message_id);
+      return reply.code(204).send(null);
+    },
+  });
+
+  app.post('/v0/inboxes/:inbox_id/messages/batch-get', {
+    schema: { tags, summary: 'Get up to 500 messages by id (without bodies), in the order asked', params: InboxIdParams, body: BatchGetBody, response: { 200: BatchGetResponse, ...errorResponses } },
+    handler: async (request) => {
+      const result = await messages.batchGet(ownerOf(request), request.params.inbox_id, request.body.message_ids);
+      return { limit: result.limit, count: result.messages.length, messages: result.messages.map(toMessageResponse) };
+    },
+  });
+
+  app.post('/v0/inboxes/:inbox_id/messages/batch-update', {
+    schema: { tags, summary: 'Add and remove labels of up to 50 messages at once', params: InboxIdParams, body: BatchUpdateBody, response: { 200: BatchUpdateResponse, ...errorResponses } },
+    handler: async (request) => {
+      const b = request.body;
+      const result = await messages.batchUpdate(ownerOf(request), request.params.inbox_id, {
+        messageIds: b.message_ids,
+        ...(b.add_labels !== undefined ? { addLabels: labelList(b.add_labels) } : {}),
+        ...(b.remove_labels !== undefined ? { removeLabels: labelList(b.remove_labels) } : {}),
+      });
+      return { limit: result.limit, count: result.updates.length, updates: result.updates.map((u) => ({ message_id: u.messageId, labels: u.labels })) };
     },
   });
 

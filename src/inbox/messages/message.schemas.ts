@@ -56,10 +56,25 @@ export const ReplyBody = Type.Object({
 
 export const ReplyAllBody = Type.Object(bodyFields);
 
+/** A label or a list of labels (SDK 0.5 UpdateMessageLabels). */
+const LabelOrLabels = Type.Union([Type.String({ maxLength: 1000 }), Labels]);
+export const labelList = (v: string | readonly string[] | undefined): string[] | undefined => (v === undefined ? undefined : typeof v === 'string' ? [v] : [...v]);
+
 export const UpdateMessageBody = Type.Object({
-  add_labels: Type.Optional(Labels),
-  remove_labels: Type.Optional(Labels),
+  add_labels: Type.Optional(LabelOrLabels),
+  remove_labels: Type.Optional(LabelOrLabels),
 });
+
+export const BatchGetBody = Type.Object({ message_ids: Type.Array(Type.String({ minLength: 1, maxLength: 998 }), { minItems: 1, maxItems: 500 }) });
+export const BatchUpdateBody = Type.Object({
+  message_ids: Type.Array(Type.String({ minLength: 1, maxLength: 998 }), { minItems: 1, maxItems: 50 }),
+  add_labels: Type.Optional(LabelOrLabels),
+  remove_labels: Type.Optional(LabelOrLabels),
+});
+
+function StringList(description: string) {
+  return Type.Union([Type.String({ maxLength: 20_000 }), Type.Array(Type.String({ maxLength: 998 }), { maxItems: 20 })], { description: `${description}; a JSON array of strings, e.g. ["a"]` });
+}
 
 export const ListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Items per page (default 50, at most 100)' })),
@@ -71,6 +86,17 @@ export const ListQuery = Type.Object({
   include_spam: Type.Optional(Type.Boolean({ description: 'Also list items labelled spam (inbound mail failing DMARC with a quarantine or reject policy)' })),
   include_blocked: Type.Optional(Type.Boolean({ description: 'Also list items labelled blocked' })),
   include_trash: Type.Optional(Type.Boolean({ description: 'Also list items labelled trash (threads deleted without permanent=true)' })),
+  include_unauthenticated: Type.Optional(Type.Boolean({ description: 'false leaves out items labelled unauthenticated (listed by default)' })),
+  from: Type.Optional(StringList('Messages whose sender contains each value (ASCII letters without case)')),
+  to: Type.Optional(StringList('Messages whose to, cc or bcc contain each value')),
+  subject: Type.Optional(StringList('Items whose subject contains each value')),
+});
+
+/** The thread lists' query: the message list's without from/to, with senders/recipients. */
+export const ThreadListQuery = Type.Object({
+  ...Type.Omit(ListQuery, ['from', 'to']).properties,
+  senders: Type.Optional(StringList('Threads whose senders contain each value (ASCII letters without case)')),
+  recipients: Type.Optional(StringList('Threads whose recipients contain each value')),
 });
 
 export const SendMessageResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
@@ -259,7 +285,7 @@ export function toSendInput(b: SendLikeBody): SendInput {
 }
 
 /** Query string of message and thread lists → the services' list query. */
-export function toListQuery(q: Static<typeof ListQuery>): MessageListQuery {
+export function toListQuery(q: Static<typeof ListQuery> | Static<typeof ThreadListQuery>): MessageListQuery {
   return {
     ...(q.limit !== undefined ? { limit: q.limit } : {}),
     ...(q.page_token ? { pageToken: q.page_token } : {}),
@@ -270,5 +296,11 @@ export function toListQuery(q: Static<typeof ListQuery>): MessageListQuery {
     ...(q.include_spam !== undefined ? { includeSpam: q.include_spam } : {}),
     ...(q.include_blocked !== undefined ? { includeBlocked: q.include_blocked } : {}),
     ...(q.include_trash !== undefined ? { includeTrash: q.include_trash } : {}),
+    ...(q.include_unauthenticated !== undefined ? { includeUnauthenticated: q.include_unauthenticated } : {}),
+    ...(q.subject !== undefined ? { subject: q.subject } : {}),
+    ...('from' in q && q.from !== undefined ? { from: q.from } : {}),
+    ...('to' in q && q.to !== undefined ? { to: q.to } : {}),
+    ...('senders' in q && q.senders !== undefined ? { senders: q.senders } : {}),
+    ...('recipients' in q && q.recipients !== undefined ? { recipients: q.recipients } : {}),
   };
 }

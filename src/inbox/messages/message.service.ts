@@ -3,9 +3,11 @@ import { dialectOf } from '../../platform/db/dialect.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import type { Db } from '../database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
+import type { Inbox } from '../inboxes/inbox.repository.js';
+import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
-import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
+import { inScope, requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { createDownloadLinks, type DownloadTarget } from './message-download.service.js';
 import { AttachmentNotFoundError, ConflictingLabelsError, MessageNotFoundError, RawMessageNotAvailableError } from './message.errors.js';
@@ -13,6 +15,8 @@ import {
   findAttachmentContent,
   findMessage,
   findRawSource,
+  deleteMessageRow,
+  findMessagesByIds,
   findThreadAttachment,
   listMessages,
   updateMessageLabels,
@@ -50,6 +54,8 @@ export interface MessageServiceDeps extends SendServiceDeps {
   readonly refreshThreadLabels: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
   /** Stores label.added / label.removed for inboxes.events.list, in `trx` (events/event.service.ts, wired by service.ts). */
   readonly recordLabelChanges?: (trx: Db, inbox: { organizationId: string; podId: string; inboxId: string }, messageId: string, added: readonly string[], removed: readonly string[]) => Promise<void>;
+  /** Rebuilds a thread (its summary and search document) after one of its messages was deleted, in `trx` (wired by service.ts). */
+  readonly afterMessageDelete: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
   /** The bytes of a draft's attachment (drafts/draft.repository.ts, wired by service.ts): download links serve them too. */
   readonly findDraftAttachmentContent?: (db: Db, draftPk: number, attachmentId: string) => Promise<AttachmentContent | undefined>;
 }
@@ -75,6 +81,32 @@ export async function findOwnMessage(db: Db, owner: KeyOwner, inboxId: string, m
   if (message) return message;
   if (!(await findInbox(db, owner.organizationId, id))) throw new InboxNotFoundError(inboxId);
   throw new MessageNotFoundError(messageId);
+}
+
+/** An inbox of the caller's organization and in the key's scope, else InboxNotFoundError. */
+export async function findInboxInScope(db: Db, owner: KeyOwner, inboxId: string): Promise<Inbox> {
+  const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(inboxId));
+  if (!inbox || !inScope(owner, { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId })) throw new InboxNotFoundError(inboxId);
+  return inbox;
+}
+
+/** Labels after adding and removing (in the order they were, added ones last), and what changed. */
+export function applyLabels(current: readonly string[], add: readonly string[], remove: readonly string[]): { labels: string[]; added: string[]; removed: string[] } {
+  const added = add.filter((l) => !current.includes(l));
+  const removed = remove.filter((l) => current.includes(l));
+  return { labels: [...current.filter((l) => !removed.includes(l)), ...added], added, removed };
+}
+
+/** Message ids of a batch: normalised, without duplicates (a duplicate is an error, as the SDK documents). */
+function batchIds(ids: readonly string[], max: number): string[] {
+  if (!ids.length || ids.length > max) throw new ValidationError(`message_ids: 1 to ${max} ids.`, 'message_ids', 'INVALID_MESSAGE_IDS');
+  const out = ids.map(normalizeMessageId);
+  const seen = new Set<string>();
+  for (const id of out) {
+    if (seen.has(id)) throw new ValidationError(`message_ids: ${id.slice(0, 200)} is given twice.`, 'message_ids', 'DUPLICATE_MESSAGE_ID');
+    seen.add(id);
+  }
+  return out;
 }
 
 /** The messages of an inbox: sending (send.service.ts), reading, labels and download links. */
@@ -118,10 +150,8 @@ export function createMessageService(deps: MessageServiceDeps) {
       if (both !== undefined) throw new ConflictingLabelsError(both);
       const result = await commits.run(async (trx) => {
         const message = await findOwnMessage(trx, owner, inboxId, messageId, { lock: true });
-        const added = add.filter((l) => !message.labels.includes(l));
-        const removed = remove.filter((l) => message.labels.includes(l));
+        const { labels, added, removed } = applyLabels(message.labels, add, remove);
         if (!added.length && !removed.length) return message;
-        const labels = [...message.labels.filter((l) => !removed.includes(l)), ...added];
         const updatedAt = clock.now().toISOString();
         await updateMessageLabels(trx, message.pk, labels, added, removed, updatedAt);
         await deps.refreshThreadLabels(trx, message.threadId, updatedAt);
@@ -132,6 +162,52 @@ export function createMessageService(deps: MessageServiceDeps) {
         return { ...message, labels, updatedAt };
       });
       return result;
+    },
+
+    /** Deletes a message for good; its thread is rebuilt from the others (or goes with the last one). */
+    async delete(owner: KeyOwner, inboxId: string, messageId: string): Promise<void> {
+      requirePermission(owner, 'messageDelete');
+      await commits.run(async (trx) => {
+        await findInboxInScope(trx, owner, inboxId);
+        const message = await findOwnMessage(trx, owner, inboxId, messageId, { lock: true });
+        await deleteMessageRow(trx, message.pk);
+        await deps.afterMessageDelete(trx, message.threadId, clock.now().toISOString());
+      });
+    },
+
+    /** Up to 500 messages by id, in the order asked, without bodies; ids not found are left out. */
+    async batchGet(owner: KeyOwner, inboxId: string, messageIds: readonly string[]): Promise<{ limit: number; messages: Message[] }> {
+      requirePermission(owner, 'messageRead');
+      const ids = batchIds(messageIds, 500);
+      const inbox = await findInboxInScope(db, owner, inboxId);
+      const byId = new Map((await findMessagesByIds(db, owner.organizationId, inbox.inboxId, ids)).map((m) => [m.messageId, m]));
+      return { limit: ids.length, messages: ids.flatMap((id) => byId.get(id) ?? []) };
+    },
+
+    /** Adds and removes labels on up to 50 messages in one transaction; ids not found are left out. */
+    async batchUpdate(owner: KeyOwner, inboxId: string, change: { messageIds: readonly string[]; addLabels?: readonly string[]; removeLabels?: readonly string[] }): Promise<{ limit: number; updates: { messageId: string; labels: string[] }[] }> {
+      requirePermission(owner, 'messageUpdate');
+      const ids = batchIds(change.messageIds, 50);
+      const add = validateLabels('add_labels', change.addLabels);
+      const remove = validateLabels('remove_labels', change.removeLabels);
+      const both = add.find((l) => remove.includes(l));
+      if (both !== undefined) throw new ConflictingLabelsError(both);
+      return commits.run(async (trx) => {
+        const inbox = await findInboxInScope(trx, owner, inboxId);
+        const found = await findMessagesByIds(trx, owner.organizationId, inbox.inboxId, ids, { lock: dialectOf(trx) });
+        const updatedAt = clock.now().toISOString();
+        const threads = new Set<string>();
+        const byId = new Map<string, string[]>();
+        for (const m of found) {
+          const next = applyLabels(m.labels, add, remove);
+          byId.set(m.messageId, next.labels);
+          if (!next.added.length && !next.removed.length) continue;
+          await updateMessageLabels(trx, m.pk, next.labels, next.added, next.removed, updatedAt);
+          threads.add(m.threadId);
+        }
+        for (const threadId of [...threads].sort()) await deps.refreshThreadLabels(trx, threadId, updatedAt);
+        return { limit: ids.length, updates: ids.flatMap((id) => (byId.has(id) ? [{ messageId: id, labels: byId.get(id) as string[] }] : [])) };
+      });
     },
 
     /** Metadata and a signed download link of an attachment of a message. */

@@ -4,6 +4,7 @@ import * as webhookDeliveryOutcome from './0003_webhook_delivery_outcome.js';
 import * as boundedSubjectsAndDeliveryReports from './0004_bounded_subjects_and_delivery_reports.js';
 import * as podsAndScopedKeys from './0005_pods_and_scoped_keys.js';
 import * as drafts from './0006_drafts.js';
+import * as searchIndex from './0007_search_index.js';
 import * as domains from './0008_domains.js';
 import * as allowBlockLists from './0009_allow_block_lists.js';
 import * as usageAndWebhookScopes from './0010_usage_and_webhook_scopes.js';
@@ -14,6 +15,7 @@ export const inboxMigrations: MigrationSet = {
   '0004_bounded_subjects_and_delivery_reports': boundedSubjectsAndDeliveryReports,
   '0005_pods_and_scoped_keys': podsAndScopedKeys,
   '0006_drafts': drafts,
+  '0007_search_index': searchIndex,
   '0008_domains': domains,
   '0009_allow_block_lists': allowBlockLists,
   '0010_usage_and_webhook_scopes': usageAndWebhookScopes,

@@ -86,7 +86,9 @@ export function podRoutes(app: InboxApp, services: { pods: PodService; inboxes: 
     schema: { tags, summary: 'Change the display name of an inbox of a pod', params: PodInboxParams, body: UpdateInboxBody, response: { 200: InboxResponse, ...errorResponses } },
     handler: async (request) => {
       const owner = ownerOf(request);
-      return toInboxResponse(await inboxes.updateDisplayName(owner, request.params.inbox_id, request.body.display_name, await requirePod(owner, request.params.pod_id)));
+      const b = request.body;
+      const change = { ...(b.display_name !== undefined ? { displayName: b.display_name } : {}), ...(b.metadata !== undefined ? { metadata: b.metadata } : {}) };
+      return toInboxResponse(await inboxes.update(owner, request.params.inbox_id, change, await requirePod(owner, request.params.pod_id)));
     },
   });
 

@@ -1,5 +1,5 @@
 import type { Dialect } from '../../platform/db/database.js';
-import { forUpdate } from '../../platform/db/dialect.js';
+import { asciiLower, containsAsciiCaseless, dialectOf, forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../database.js';
@@ -172,8 +172,21 @@ export async function listThreads(
       ),
     );
   }
+  // The 0.5 substring filters; senders and recipients are JSON text (values looked for JSON-escaped).
+  const dialect = dialectOf(db);
+  const escaped = (v: string) => asciiLower(JSON.stringify(v).slice(1, -1));
+  for (const v of filter.contains.senders ?? []) q = q.where((eb) => containsAsciiCaseless(eb, dialect, 'senders', escaped(v)));
+  for (const v of filter.contains.recipients ?? []) q = q.where((eb) => containsAsciiCaseless(eb, dialect, 'recipients', escaped(v)));
+  for (const v of filter.contains.subject ?? []) q = q.where((eb) => containsAsciiCaseless(eb, dialect, 'subject', asciiLower(v)));
   const cursor = page.after;
   if (cursor) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', cursor, page.direction));
   const rows = await q.orderBy('timestamp', page.direction).orderBy('id', page.direction).limit(page.limit + 1).execute();
   return rows.map((r) => ({ ...threadFromRow(r), pk: Number(r.id) }));
+}
+
+/** Threads by id (search results), in no particular order. */
+export async function findThreadsByIds(db: Db, threadIds: readonly string[]): Promise<Thread[]> {
+  if (!threadIds.length) return [];
+  const rows = await db.selectFrom('threads').selectAll().where('thread_id', 'in', [...threadIds]).execute();
+  return rows.map(threadFromRow);
 }

@@ -1,11 +1,11 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { errorResponses } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
 import type { InboxApp } from '../http/types.js';
 import { requestOrigin } from '../messages/message.routes.js';
-import { AttachmentDownloadResponse, InboxIdParams, ListQuery, toAttachmentResponse, toListQuery } from '../messages/message.schemas.js';
+import { AttachmentDownloadResponse, InboxIdParams, ThreadListQuery, toAttachmentResponse, toListQuery } from '../messages/message.schemas.js';
 import type { MessageService } from '../messages/message.service.js';
-import { InboxThreadAttachmentParams, InboxThreadParams, ListThreadsResponse, ThreadAttachmentParams, ThreadParams, ThreadResponse, toThreadItemResponse, toThreadResponse } from './thread.schemas.js';
+import { GetThreadQuery, UpdateThreadBody, UpdateThreadResponse, InboxThreadAttachmentParams, InboxThreadParams, ListThreadsResponse, ThreadAttachmentParams, ThreadParams, ThreadResponse, toThreadItemResponse, toThreadResponse } from './thread.schemas.js';
 import type { ThreadService } from './thread.service.js';
 
 export function threadRoutes(app: InboxApp, threads: ThreadService, messages: MessageService): void {
@@ -16,19 +16,32 @@ export function threadRoutes(app: InboxApp, threads: ThreadService, messages: Me
     ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}),
     threads: result.items.map(toThreadItemResponse),
   });
+  const paging = (q: Static<typeof GetThreadQuery>) => ({ ...(q.limit !== undefined ? { limit: q.limit } : {}), ...(q.page_token ? { pageToken: q.page_token } : {}) });
+  const labelChange = (b: Static<typeof UpdateThreadBody>) => ({ ...(b.add_labels !== undefined ? { addLabels: b.add_labels } : {}), ...(b.remove_labels !== undefined ? { removeLabels: b.remove_labels } : {}) });
+  const toUpdated = (u: { threadId: string; labels: readonly string[] }) => ({ thread_id: u.threadId, labels: [...u.labels] });
   const toDownload = (found: Awaited<ReturnType<MessageService['threadAttachmentLink']>>) => ({ ...toAttachmentResponse(found.attachment), download_url: found.url, expires_at: found.expiresAt });
 
   app.get('/v0/inboxes/:inbox_id/threads', {
-    schema: { tags, summary: 'List the threads of an inbox, newest first', params: InboxIdParams, querystring: ListQuery, response: { 200: ListThreadsResponse, ...errorResponses } },
+    schema: { tags, summary: 'List the threads of an inbox, newest first', params: InboxIdParams, querystring: ThreadListQuery, response: { 200: ListThreadsResponse, ...errorResponses } },
     handler: async (request) => toList(await threads.list(ownerOf(request), toListQuery(request.query), request.params.inbox_id)),
   });
 
   app.get('/v0/inboxes/:inbox_id/threads/:thread_id', {
-    schema: { tags, summary: 'Get a thread with its messages, oldest first', params: InboxThreadParams, response: { 200: ThreadResponse, ...errorResponses } },
+    schema: { tags, summary: 'Get a thread with its messages, oldest first (with limit: a page of the newest)', params: InboxThreadParams, querystring: GetThreadQuery, response: { 200: ThreadResponse, ...errorResponses } },
     handler: async (request) => {
-      const { thread, messages: list } = await threads.get(ownerOf(request), request.params.thread_id, request.params.inbox_id);
-      return toThreadResponse(thread, list);
+      const result = await threads.get(ownerOf(request), request.params.thread_id, request.params.inbox_id, undefined, paging(request.query));
+      return toThreadResponse(result.thread, result.messages, result);
     },
+  });
+
+  app.patch('/v0/inboxes/:inbox_id/threads/:thread_id', {
+    schema: { tags, summary: 'Add and remove labels on every message of a thread', params: InboxThreadParams, body: UpdateThreadBody, response: { 200: UpdateThreadResponse, ...errorResponses } },
+    handler: async (request) => toUpdated(await threads.update(ownerOf(request), request.params.thread_id, { inboxId: request.params.inbox_id, ...labelChange(request.body) })),
+  });
+
+  app.patch('/v0/threads/:thread_id', {
+    schema: { tags, summary: 'Add and remove labels on every message of a thread of the organization', params: ThreadParams, body: UpdateThreadBody, response: { 200: UpdateThreadResponse, ...errorResponses } },
+    handler: async (request) => toUpdated(await threads.update(ownerOf(request), request.params.thread_id, labelChange(request.body))),
   });
 
   app.get('/v0/inboxes/:inbox_id/threads/:thread_id/attachments/:attachment_id', {
@@ -49,15 +62,15 @@ export function threadRoutes(app: InboxApp, threads: ThreadService, messages: Me
   });
 
   app.get('/v0/threads', {
-    schema: { tags, summary: 'List the threads of every inbox of the organization, newest first', querystring: ListQuery, response: { 200: ListThreadsResponse, ...errorResponses } },
+    schema: { tags, summary: 'List the threads of every inbox of the organization, newest first', querystring: ThreadListQuery, response: { 200: ListThreadsResponse, ...errorResponses } },
     handler: async (request) => toList(await threads.list(ownerOf(request), toListQuery(request.query))),
   });
 
   app.get('/v0/threads/:thread_id', {
-    schema: { tags, summary: 'Get a thread of any inbox of the organization', params: ThreadParams, response: { 200: ThreadResponse, ...errorResponses } },
+    schema: { tags, summary: 'Get a thread of any inbox of the organization', params: ThreadParams, querystring: GetThreadQuery, response: { 200: ThreadResponse, ...errorResponses } },
     handler: async (request) => {
-      const { thread, messages: list } = await threads.get(ownerOf(request), request.params.thread_id);
-      return toThreadResponse(thread, list);
+      const result = await threads.get(ownerOf(request), request.params.thread_id, undefined, undefined, paging(request.query));
+      return toThreadResponse(result.thread, result.messages, result);
     },
   });
 

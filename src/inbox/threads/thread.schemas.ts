@@ -35,6 +35,9 @@ export const ThreadItemResponse = Type.Object(itemFields);
 
 export const ThreadResponse = Type.Object({
   ...itemFields,
+  count: Type.Integer({ description: 'Messages in this response' }),
+  limit: Type.Optional(Type.Integer()),
+  next_page_token: Type.Optional(Type.String({ description: 'The next, older page of messages' })),
   attachments: Type.Optional(Type.Array(AttachmentResponse)),
   messages: Type.Array(MessageResponse, { description: 'Oldest first' }),
 });
@@ -70,10 +73,24 @@ export function toThreadItemResponse(t: Thread): ThreadItemWire {
   };
 }
 
-export function toThreadResponse(t: Thread, messages: readonly Message[]): Static<typeof ThreadResponse> {
+export const GetThreadQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Messages per page (at most 100); without it, every message' })),
+  page_token: Type.Optional(Type.String({ maxLength: 1000 })),
+});
+
+export const UpdateThreadBody = Type.Object({
+  add_labels: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 100 })),
+  remove_labels: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 100, description: 'Wins over add_labels for a label in both' })),
+});
+export const UpdateThreadResponse = Type.Object({ thread_id: Type.String(), labels: Type.Array(Type.String()) });
+
+export function toThreadResponse(t: Thread, messages: readonly Message[], paging: { limit?: number; nextPageToken?: string } = {}): Static<typeof ThreadResponse> {
   const attachments: AttachmentMeta[] = messages.flatMap((m) => m.attachments);
   return {
     ...toThreadItemResponse(t),
+    count: messages.length,
+    ...(paging.limit !== undefined ? { limit: paging.limit } : {}),
+    ...(paging.nextPageToken !== undefined ? { next_page_token: paging.nextPageToken } : {}),
     ...(attachments.length ? { attachments: attachments.map(toAttachmentResponse) } : {}),
     messages: messages.map(toMessageResponse),
   };

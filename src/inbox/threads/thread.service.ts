@@ -5,14 +5,17 @@ import type { GroupCommit } from '../../platform/db/group-commit.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import type { Db, InboxDatabase } from '../database.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
+import { ValidationError } from '../../platform/errors/app-error.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
 import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
 import { addressOf, subjectKey } from '../mail/compose.js';
-import { findThreadMessageLabels, listThreadMessages, updateMessageLabels, type Message } from '../messages/message.repository.js';
+import { findThreadMessageLabels, listThreadMessages, listThreadMessagesPage, updateMessageLabels, type Message } from '../messages/message.repository.js';
+import { applyLabels, findInboxInScope } from '../messages/message.service.js';
+import { validateLabels } from '../messages/outgoing.js';
 import { ThreadNotFoundError } from './thread.errors.js';
-import { deleteThreadWithMessages, findThread, findThreadsForUpdate, listThreads, updateThreadLabels, type Thread } from './thread.repository.js';
+import { deleteThreadWithMessages, findThread, findThreadsForUpdate, listThreads, updateThread, updateThreadLabels, type Thread } from './thread.repository.js';
 import { threadDeleted } from '../usage/usage.service.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 
@@ -106,6 +109,25 @@ export async function refreshThreadLabels(trx: Db, threadId: string, updatedAt: 
   if (thread) await updateThreadLabels(trx, thread.threadId, mergeThreadLabels(thread.labels, await findThreadMessageLabels(trx, thread.threadId)), updatedAt);
 }
 
+/**
+ * Recomputes a thread's summary from the messages it has left (after a message was deleted), with
+ * the thread locked, in the caller's transaction; a thread without messages is deleted.
+ */
+export async function rebuildThreadSummary(trx: Db, threadId: string, updatedAt: string): Promise<void> {
+  const [thread] = await findThreadsForUpdate(trx, [threadId], dialectOf(trx));
+  if (!thread) return;
+  const messages = await listThreadMessages(trx, threadId);
+  const [first, ...rest] = messages;
+  if (!first) {
+    await deleteThreadWithMessages(trx, threadId);
+    return;
+  }
+  let rebuilt = startThread(thread, first, null);
+  for (const m of rest) rebuilt = addMessageToThread(rebuilt, m);
+  const labels = mergeThreadLabels(thread.labels, [...new Set(messages.flatMap((m) => m.labels))]);
+  await updateThread(trx, { ...rebuilt, subject: thread.subject, normalizedSubject: thread.normalizedSubject, labels, createdAt: thread.createdAt, updatedAt });
+}
+
 export interface ThreadListQuery extends ListFilterQuery {
   readonly limit?: number;
   readonly pageToken?: string;
@@ -189,15 +211,56 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
       });
     },
 
-    /** A thread with its messages, oldest first. */
-    async get(owner: KeyOwner, threadId: string, inboxId?: string, podId?: string): Promise<{ thread: Thread; messages: Message[] }> {
+    /**
+     * A thread with its messages, oldest first: all of them, or with `limit` (SDK 0.5.25+) a page
+     * of the newest ones, the next page token leading to older ones.
+     */
+    async get(owner: KeyOwner, threadId: string, inboxId?: string, podId?: string, paging: { limit?: number; pageToken?: string } = {}): Promise<{ thread: Thread; messages: Message[]; limit?: number; nextPageToken?: string }> {
       requirePermission(owner, 'messageRead');
+      const cursor = paging.pageToken ? decodeCursor(paging.pageToken, 'integer') : undefined;
+      if (cursor && cursor.direction !== 'desc') throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
+      const limit = paging.limit !== undefined || cursor ? parseLimit(paging.limit) : undefined;
       const thread = await findThread(db, owner.organizationId, threadId, inboxId === undefined ? undefined : normalizeInboxId(inboxId));
       if (!thread || !(await reachable(db, owner, thread, podId))) {
         if (inboxId !== undefined) await requireInbox(owner, inboxId);
         throw new ThreadNotFoundError(threadId);
       }
-      return { thread, messages: await listThreadMessages(db, thread.threadId) };
+      if (limit === undefined) return { thread, messages: await listThreadMessages(db, thread.threadId) };
+      const rows = await listThreadMessagesPage(db, thread.threadId, limit, cursor);
+      const result = page(rows, limit, (m) => ({ sort: m.timestamp, tiebreak: m.pk }), 'desc');
+      return { thread, messages: result.items.reverse(), limit, ...(result.nextPageToken ? { nextPageToken: result.nextPageToken } : {}) };
+    },
+
+    /**
+     * Adds and removes labels on every message of a thread (remove wins over add for a label in
+     * both, as the SDK documents); the thread's labels follow. Returns the thread's labels.
+     */
+    async update(owner: KeyOwner, threadId: string, change: { inboxId?: string; addLabels?: readonly string[]; removeLabels?: readonly string[] }): Promise<{ threadId: string; labels: readonly string[] }> {
+      requirePermission(owner, 'messageUpdate');
+      const remove = validateLabels('remove_labels', change.removeLabels);
+      const add = validateLabels('add_labels', change.addLabels).filter((l) => !remove.includes(l));
+      return commits.run(async (trx) => {
+        if (change.inboxId !== undefined) await findInboxInScope(trx, owner, change.inboxId);
+        const found = await findThread(trx, owner.organizationId, threadId, change.inboxId === undefined ? undefined : normalizeInboxId(change.inboxId));
+        if (!found) throw new ThreadNotFoundError(threadId);
+        // Out of the key's scope: as if it did not exist.
+        await findInboxInScope(trx, owner, found.inboxId).catch(() => {
+          throw new ThreadNotFoundError(threadId);
+        });
+        const [thread] = await findThreadsForUpdate(trx, [found.threadId], dialect);
+        if (!thread) throw new ThreadNotFoundError(threadId);
+        const updatedAt = clock.now().toISOString();
+        let changed = false;
+        for (const m of await listThreadMessages(trx, thread.threadId)) {
+          const next = applyLabels(m.labels, add, remove);
+          if (!next.added.length && !next.removed.length) continue;
+          await updateMessageLabels(trx, m.pk, next.labels, next.added, next.removed, updatedAt);
+          changed = true;
+        }
+        if (changed) await refreshThreadLabels(trx, thread.threadId, updatedAt);
+        const after = await findThread(trx, owner.organizationId, thread.threadId);
+        return { threadId: thread.threadId, labels: after?.labels ?? thread.labels };
+      });
     },
   };
 }

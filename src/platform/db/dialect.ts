@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
 import { runCompiledOnce } from './compiled-once.js';
 import type { Dialect, Executor } from './database.js';
 
@@ -67,3 +67,18 @@ export async function incrementCounter<DB>(db: Executor<DB>, table: string, key:
 export function forUpdate<Q extends { forUpdate(): Q }>(query: Q, dialect: Dialect): Q {
   return dialect === 'postgres' ? query.forUpdate() : query;
 }
+
+/**
+ * `column` contains `needle` (already lower-cased in ASCII), comparing ASCII letters without case
+ * and everything else exactly, the same in both dialects whatever the database's locale:
+ * SQLite's lower() folds ASCII only, and PostgreSQL's is replaced by a fixed ASCII translate().
+ */
+export function containsAsciiCaseless<DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, dialect: Dialect, column: string, needle: string): Expression<SqlBool> {
+  const ref = sql.ref(column);
+  return dialect === 'postgres'
+    ? sql<SqlBool>`strpos(translate(coalesce(${ref}, ''), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), ${needle}) > 0`
+    : sql<SqlBool>`instr(lower(coalesce(${ref}, '')), ${needle}) > 0`;
+}
+
+/** ASCII lower case, matching containsAsciiCaseless. */
+export const asciiLower = (s: string): string => s.replace(/[A-Z]/g, (c) => c.toLowerCase());

@@ -1,0 +1,148 @@
+import { createHash } from 'node:crypto';
+import { ValidationError } from '../../platform/errors/app-error.js';
+
+/**
+ * The words of the search index, computed here once for both dialects (docs/decisions/0017):
+ * lower-cased, diacritics removed (NFKD without combining marks), split at every character that
+ * is neither a letter nor a digit, and cut to MAX_WORD characters. SQLite's FTS5 and PostgreSQL's
+ * tsvector receive these words as they are (FTS5 splits the space-joined list at the spaces;
+ * PostgreSQL builds its vector with array_to_tsvector, no parser), so both dialects index the
+ * same words and answer a query the same way.
+ */
+export const MAX_WORD = 32;
+/** Bytes of words one document holds at most (PostgreSQL refuses a tsvector over 1 MB). */
+export const DOCUMENT_BUDGET = 400_000;
+export const MAX_QUERY_LENGTH = 1000;
+export const MAX_QUERY_TERMS = 16;
+
+const WORD = /[\p{L}\p{N}]+/gu;
+const MARKS = /\p{M}+/gu;
+
+function cut(word: string): string {
+  if (word.length <= MAX_WORD) return word;
+  return Array.from(word).slice(0, MAX_WORD).join('');
+}
+
+/** The words of `text`, in order, repeats kept. */
+export function wordsOf(text: string | null | undefined): string[] {
+  if (!text) return [];
+  const found = text.toLowerCase().normalize('NFKD').replace(MARKS, '').match(WORD);
+  return found ? found.map(cut) : [];
+}
+
+/** The fields a message or thread is found by: each a set of distinct words. */
+export interface SearchDocument {
+  readonly subject: readonly string[];
+  readonly addresses: readonly string[];
+  /** Text body (or the HTML's text when there is none) and attachment file names. */
+  readonly body: readonly string[];
+}
+
+export interface IndexableMessage {
+  readonly subject: string | null;
+  readonly from: string;
+  readonly to: readonly string[];
+  readonly cc: readonly string[];
+  readonly bcc: readonly string[];
+  readonly replyTo: readonly string[];
+  readonly text: string | null;
+  readonly html: string | null;
+  readonly attachments: readonly { readonly filename: string | null }[];
+}
+
+const htmlText = (html: string): string => html.replace(/<(script|style)[\s\S]*?<\/\1\s*>/gi, ' ').replace(/<[^>]*>/g, ' ').replace(/&[a-z0-9#]+;/gi, ' ');
+
+/**
+ * Distinct words per field, subject first, then addresses, then body, until DOCUMENT_BUDGET bytes:
+ * a document never grows past what PostgreSQL stores in one tsvector, whatever the message.
+ */
+export function documentOf(parts: { subject: readonly string[]; addresses: readonly string[]; body: readonly string[] }): SearchDocument {
+  let budget = DOCUMENT_BUDGET;
+  const seen = new Set<string>();
+  const take = (words: readonly string[]): string[] => {
+    const out: string[] = [];
+    const local = new Set<string>();
+    for (const w of words) {
+      if (local.has(w)) continue;
+      const cost = seen.has(w) ? 0 : Buffer.byteLength(w) + 8;
+      if (cost > budget) break;
+      budget -= cost;
+      seen.add(w);
+      local.add(w);
+      out.push(w);
+    }
+    return out;
+  };
+  const subject = take(parts.subject);
+  const addresses = take(parts.addresses);
+  return { subject, addresses, body: take(parts.body) };
+}
+
+export function messageDocument(m: IndexableMessage): SearchDocument {
+  return documentOf({
+    subject: wordsOf(m.subject),
+    addresses: [m.from, ...m.to, ...m.cc, ...m.bcc, ...m.replyTo].flatMap(wordsOf),
+    body: [...wordsOf(m.text ?? (m.html !== null ? htmlText(m.html) : null)), ...m.attachments.flatMap((a) => wordsOf(a.filename))],
+  });
+}
+
+/** The union of documents (a thread's messages), under the same budget. */
+export function mergeDocuments(docs: readonly SearchDocument[]): SearchDocument {
+  return documentOf({ subject: docs.flatMap((d) => d.subject), addresses: docs.flatMap((d) => d.addresses), body: docs.flatMap((d) => d.body) });
+}
+
+/** Words stored as text (FTS5 columns, and the thread documents kept for merging). */
+export const joinWords = (words: readonly string[]): string => words.join(' ');
+export const splitWords = (text: string | null): string[] => (text ? text.split(' ').filter((w) => w !== '') : []);
+
+/** Scope words of the FTS5 index: organization, pod, inbox and thread, hashed to letters and digits. */
+export function scopeWord(kind: 'o' | 'p' | 'i', id: string): string {
+  return kind + createHash('sha256').update(id).digest('hex').slice(0, 24);
+}
+
+/** A thread's id as one word (thread ids are UUIDs); the SQLite trigger on threads computes the same. */
+export function threadWord(threadId: string): string {
+  return `t${threadId.toLowerCase().replace(/[^a-z0-9]/g, '')}`;
+}
+
+export class InvalidQueryError extends ValidationError {
+  constructor(problem: string) {
+    super(`q: ${problem}`, 'q', 'INVALID_QUERY');
+  }
+}
+
+/** A word of a query: the whole word, or (written with a trailing `*`) every word it begins. */
+export interface QueryTerm {
+  readonly word: string;
+  readonly prefix: boolean;
+}
+
+const QUERY_WORD = /([\p{L}\p{N}]+)(\*)?/gu;
+
+/**
+ * The accepted query syntax: words. Every word must occur (AND) as a whole word of the document;
+ * a word written with a trailing `*` matches every word it begins (`inv*` finds `invoice`). Any
+ * other character separates words, so quotes, operators (`AND`, `-`, `:`, parentheses) and address
+ * punctuation need no escaping and change nothing (`ann@example.com` = `ann example com`). At most
+ * MAX_QUERY_LENGTH characters and MAX_QUERY_TERMS distinct words; a query without a letter or
+ * digit is refused. (Whole words by default: a prefix is a union of every word it begins, which
+ * costs in proportion to how common those words are; the caller asks for it explicitly.)
+ */
+export function parseQuery(q: string | undefined): QueryTerm[] {
+  if (q === undefined || q.trim() === '') throw new InvalidQueryError('a search query is required.');
+  if (q.length > MAX_QUERY_LENGTH) throw new InvalidQueryError(`at most ${MAX_QUERY_LENGTH} characters.`);
+  const normalized = q.toLowerCase().normalize('NFKD').replace(MARKS, '');
+  const terms = new Map<string, boolean>();
+  for (const m of normalized.matchAll(QUERY_WORD)) {
+    const word = cut(m[1] as string);
+    terms.set(word, (terms.get(word) ?? false) || m[2] === '*');
+  }
+  if (!terms.size) throw new InvalidQueryError('the query has no word (letters or digits) to search for.');
+  if (terms.size > MAX_QUERY_TERMS) throw new InvalidQueryError(`at most ${MAX_QUERY_TERMS} distinct words.`);
+  return [...terms].map(([word, prefix]) => ({ word, prefix }));
+}
+
+/** The words an inbox is found by (address and display name), each preceded by a space. */
+export function inboxSearchWords(inboxId: string, displayName: string | null): string {
+  return [...new Set([...wordsOf(inboxId), ...wordsOf(displayName)])].map((w) => ` ${w}`).join('');
+}

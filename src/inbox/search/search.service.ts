@@ -1,0 +1,153 @@
+import type { Kysely } from 'kysely';
+import { decodeCursor, encodeCursor } from '../../platform/db/cursor.js';
+import { NotFoundError, ValidationError } from '../../platform/errors/app-error.js';
+import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import { podBelongsTo } from '../api-keys/api-key.repository.js';
+import { inScope, requirePermission } from '../api-keys/scope.js';
+import type { Db, InboxDatabase } from '../database.js';
+import type { AfterStore } from '../delivery/delivery.service.js';
+import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
+import { findInbox, type Inbox } from '../inboxes/inbox.repository.js';
+import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
+import { findMessagesByPks, type Message } from '../messages/message.repository.js';
+import { findThreadsByIds, type Thread } from '../threads/thread.repository.js';
+import { addToThreadDocument, insertMessageDocuments, rebuildThreadDocument, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
+import { InvalidQueryError, messageDocument, parseQuery, wordsOf, type QueryTerm } from './search-text.js';
+
+export interface SearchQuery {
+  readonly q?: string;
+  readonly limit?: number;
+  readonly pageToken?: string;
+  readonly before?: string;
+  readonly after?: string;
+}
+
+export interface SearchPage<T> {
+  readonly limit: number;
+  readonly items: T[];
+  readonly nextPageToken: string | undefined;
+}
+
+export class PodNotFoundError extends NotFoundError {
+  constructor(podId: string) {
+    super(`Pod ${podId} not found.`, { code: 'POD_NOT_FOUND', details: { field: 'pod_id', code: 'POD_NOT_FOUND' } });
+  }
+}
+
+/** Search leaves out what lists leave out by default (spam, blocked, trash): it has no include_* flags. */
+const HIDDEN = Object.keys(HIDDEN_BY_DEFAULT);
+
+function time(field: 'before' | 'after', value: string | undefined): Partial<Record<'before' | 'after', string>> {
+  if (value === undefined) return {};
+  const t = new Date(value);
+  if (Number.isNaN(t.getTime())) throw new ValidationError(`${field} must be an ISO-8601 date-time.`, field, 'INVALID_DATE');
+  return { [field]: t.toISOString() };
+}
+
+/** A page token of a search: the tier and key of the last hit. */
+function decodeSearchCursor(token: string | undefined): { tier: Tier; rank: number } | undefined {
+  if (!token) return undefined;
+  const c = decodeCursor(token, 'integer');
+  const tier = Number(c.sort) as Tier;
+  if (c.direction !== 'desc' || !TIERS.includes(tier) || String(tier) !== c.sort) throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
+  return { tier, rank: c.tiebreak as number };
+}
+
+function nextToken(hits: readonly Hit[], limit: number): string | undefined {
+  const last = hits[limit - 1];
+  return hits.length > limit && last ? encodeCursor({ sort: String(last.tier), tiebreak: last.rank, direction: 'desc' }) : undefined;
+}
+
+/**
+ * Full-text search of messages and threads (index maintained in the delivery transaction by
+ * `afterStore`), and search of inboxes by address and display name. docs/decisions/0017.
+ */
+export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
+  async function inboxInScope(owner: KeyOwner, inboxId: string): Promise<Inbox> {
+    const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(inboxId));
+    if (!inbox || !inScope(owner, { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId })) throw new InboxNotFoundError(inboxId);
+    return inbox;
+  }
+
+  async function podInScope(owner: KeyOwner, podId: string): Promise<void> {
+    if ((owner.podId !== undefined && owner.podId !== podId) || !(await podBelongsTo(db, podId, owner.organizationId))) throw new PodNotFoundError(podId);
+  }
+
+  /** Where a thread search looks: the route's inbox or pod, narrowed by the key's scope. */
+  async function threadScope(owner: KeyOwner, where: { inboxId?: string; podId?: string }): Promise<SearchScope> {
+    if (where.inboxId !== undefined) {
+      const inbox = await inboxInScope(owner, where.inboxId);
+      return { organizationId: owner.organizationId, inboxId: inbox.inboxId };
+    }
+    if (where.podId !== undefined) await podInScope(owner, where.podId);
+    const podId = where.podId ?? owner.podId;
+    return { organizationId: owner.organizationId, ...(podId !== undefined ? { podId } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) };
+  }
+
+  function prepare(query: SearchQuery): { terms: QueryTerm[]; limit: number; filter: SearchFilter; after: { tier: Tier; rank: number } | undefined } {
+    const terms = parseQuery(query.q);
+    const limit = parseLimit(query.limit);
+    return { terms, limit, filter: { hidden: HIDDEN, ...time('before', query.before), ...time('after', query.after) }, after: decodeSearchCursor(query.pageToken) };
+  }
+
+  const afterStore: AfterStore = async (trx, stored) => {
+    for (const { inbox, message, thread } of stored) {
+      const scope = { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId };
+      const doc = messageDocument(message);
+      await insertMessageDocuments(trx, [{ pk: message.pk, threadId: thread.threadId, scope, doc }]);
+      await addToThreadDocument(trx, thread.threadId, scope, message.pk, doc);
+    }
+  };
+
+  return {
+    afterStore,
+
+    /** After a message of the thread was deleted (in that transaction): the thread's document without it. */
+    rebuildThread: (trx: Db, threadId: string) => rebuildThreadDocument(trx, threadId),
+
+    /** Messages of one inbox matching `q`, best first (subject, then addresses, then anywhere; newest first within each). */
+    async messages(owner: KeyOwner, inboxId: string, query: SearchQuery): Promise<SearchPage<Message>> {
+      requirePermission(owner, 'messageRead');
+      const { terms, limit, filter, after } = prepare(query);
+      const inbox = await inboxInScope(owner, inboxId);
+      const hits = await searchMessageHits(db, { organizationId: owner.organizationId, inboxId: inbox.inboxId }, terms, filter, limit + 1, after);
+      const byPk = new Map((await findMessagesByPks(db, hits.slice(0, limit).map((h) => h.rank))).map((m) => [m.pk, m]));
+      return { limit, items: hits.slice(0, limit).flatMap((h) => byPk.get(h.rank) ?? []), nextPageToken: nextToken(hits, limit) };
+    },
+
+    /** Threads of an inbox, a pod or the key's whole scope matching `q`, ranked like messages (newest message first within a tier). */
+    async threads(owner: KeyOwner, where: { inboxId?: string; podId?: string }, query: SearchQuery): Promise<SearchPage<Thread>> {
+      requirePermission(owner, 'messageRead');
+      const { terms, limit, filter, after } = prepare(query);
+      const scope = await threadScope(owner, where);
+      const hits = await searchThreadHits(db, scope, terms, filter, limit + 1, after);
+      const byId = new Map((await findThreadsByIds(db, hits.slice(0, limit).map((h) => h.threadId))).map((t) => [t.threadId, t]));
+      return { limit, items: hits.slice(0, limit).flatMap((h) => byId.get(h.threadId) ?? []), nextPageToken: nextToken(hits, limit) };
+    },
+
+    /**
+     * Inboxes whose address or display name has words starting with each word of `q` (2 to 256
+     * characters), newest first, in the key's scope (and the route's pod).
+     */
+    async inboxes(owner: KeyOwner, query: { q?: string; limit?: number; pageToken?: string; podId?: string }): Promise<SearchPage<Inbox>> {
+      requirePermission(owner, 'inboxRead');
+      const q = query.q ?? '';
+      if (q.trim().length < 2 || q.length > 256) throw new InvalidQueryError('an inbox search is 2 to 256 characters long.');
+      const terms = [...new Set(wordsOf(q))];
+      if (!terms.length) throw new InvalidQueryError('the query has no word (letters or digits) to search for.');
+      if (terms.length > 16) throw new InvalidQueryError('at most 16 distinct words.');
+      const limit = parseLimit(query.limit);
+      const cursor = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
+      if (cursor && cursor.direction !== 'desc') throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
+      if (query.podId !== undefined) await podInScope(owner, query.podId);
+      const podId = query.podId ?? owner.podId;
+      const rows = await searchInboxRows(db, { organizationId: owner.organizationId, ...(podId !== undefined ? { podId } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) }, terms, limit + 1, cursor);
+      const items = rows.slice(0, limit);
+      const last = items[items.length - 1];
+      return { limit, items, nextPageToken: rows.length > limit && last ? encodeCursor({ sort: last.createdAt, tiebreak: last.inboxId, direction: 'desc' }) : undefined };
+    },
+  };
+}
+
+export type SearchService = ReturnType<typeof createSearchService>;
