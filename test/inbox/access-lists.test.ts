@@ -2,7 +2,7 @@ import { AgentMail, AgentMailError } from 'agentmail';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { deliver, storedMessageId } from '../support/smtp-client.js';
-import { call, enc, eventsOf, expectError, isoTimestamp, organization, unique } from './fixtures.js';
+import { call, enc, eventsOf, expectError, isoTimestamp, organization, secretOf, unique } from './fixtures.js';
 import { simpleMessage, smtpPort } from './smtp-inbound.helpers.js';
 
 type Org = Awaited<ReturnType<typeof organization>>;
@@ -261,11 +261,11 @@ describe.each(dialects)('%s: scope isolation of lists, metrics, inbox events and
     await org.client.inboxes.lists.create(a1, 'receive', 'block', { entry: 'x.example' });
     await org.client.pods.lists.create(p1, 'send', 'allow', { entry: 'y.example' });
     hook = (await org.client.inboxes.webhooks.create(a1, { url: 'https://example.org/h', eventTypes: ['message.received'] })).webhookId;
-    keys.p2 = (await org.client.pods.apiKeys.create(pod2.podId, { name: 'p2' })).apiKey;
-    keys.a2 = (await org.client.inboxes.apiKeys.create(a2, { name: 'a2' })).apiKey;
-    keys.p1 = (await org.client.pods.apiKeys.create(p1, { name: 'p1' })).apiKey;
-    keys.a1 = (await org.client.inboxes.apiKeys.create(a1, { name: 'a1' })).apiKey;
-    keys.none = (await org.client.apiKeys.create({ name: 'none', permissions: {} })).apiKey;
+    keys.p2 = secretOf(await org.client.pods.apiKeys.create(pod2.podId, { name: 'p2' }));
+    keys.a2 = secretOf(await org.client.inboxes.apiKeys.create(a2, { name: 'a2' }));
+    keys.p1 = secretOf(await org.client.pods.apiKeys.create(p1, { name: 'p1' }));
+    keys.a1 = secretOf(await org.client.inboxes.apiKeys.create(a1, { name: 'a1' }));
+    keys.none = secretOf(await org.client.apiKeys.create({ name: 'none', permissions: {} }));
   });
   afterAll(async () => server?.close());
 

@@ -6,7 +6,7 @@ import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { deliver } from '../support/smtp-client.js';
 import { startSmtpRelay, type SmtpRelay } from '../support/smtp-relay.js';
-import { call, enc, expectError, isoTimestamp, organization, unique } from './fixtures.js';
+import { call, enc, expectError, isoTimestamp, organization, secretOf, unique } from './fixtures.js';
 
 /**
  * Custom domains through agentmail 0.5.27 (`domains.*`, `pods.domains.*`): DNS records to publish,
@@ -30,12 +30,6 @@ function publish(dns: TestDnsServer, domain: Wire, which: (r: Wire) => boolean =
 
 const statuses = (d: Wire) => Object.fromEntries((d.records as Wire[]).map((r) => [`${r.type} ${r.name}${r.value.startsWith('v=spf1') ? ' spf' : ''}`, r.reason ? `${r.status}:${r.reason}` : r.status]));
 
-/** The secret of a bearer key the SDK created (its result type is a union with public-key credentials). */
-const secretOf = (created: unknown): string => {
-  const key = (created as { apiKey?: unknown }).apiKey;
-  if (typeof key !== 'string') throw new Error('no bearer secret in the answer');
-  return key;
-};
 
 async function sdkError(promise: Promise<unknown>): Promise<{ statusCode: number | undefined; body: Wire }> {
   try {

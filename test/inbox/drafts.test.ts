@@ -4,7 +4,7 @@ import * as wire049 from 'agentmail-049/serialization';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/platform/clock.js';
 import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
-import { b64, call, enc, eventsOf, expectError, organization, unique } from './fixtures.js';
+import { b64, call, enc, eventsOf, expectError, organization, secretOf, unique } from './fixtures.js';
 
 /** A schema of the SDK's serialization layer (`parse` validates; the client itself skips it). */
 interface WireSchema {
@@ -23,11 +23,6 @@ function expectWire(schema: WireSchema, body: unknown): void {
 
 const hello = b64('hello draft');
 
-/** The secret of a bearer key just created (the SDK's result type also covers public-key credentials). */
-function secretOf(created: AgentMail.CreateApiKeyResult): string {
-  if (!('apiKey' in created)) throw new Error('expected a bearer key');
-  return created.apiKey;
-}
 
 describe.each(dialects)('%s: drafts', (dialect) => {
   let server: InboxTestServer;

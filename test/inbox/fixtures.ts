@@ -78,3 +78,10 @@ export function bearerKey(result: AgentMail.CreateApiKeyResult): AgentMail.Creat
   expect('apiKey' in result, 'a bearer key with its secret').toBe(true);
   return result as AgentMail.CreateApiKeyResponse;
 }
+
+/** The secret of a bearer key the SDK just created (its result type is a union with public-key credentials). */
+export function secretOf(created: object): string {
+  const key = (created as { apiKey?: unknown }).apiKey;
+  if (typeof key !== 'string') throw new Error('expected a bearer key with its secret');
+  return key;
+}
