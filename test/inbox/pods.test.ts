@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
+import { expectWireShape } from '../support/sdk-shapes.js';
 import { call, expectError, organization, unique } from './fixtures.js';
 
 describe.each(dialects)('pods (%s)', (dialect) => {
@@ -42,6 +43,15 @@ describe.each(dialects)('pods (%s)', (dialect) => {
     expect(threadsB.threads.map((t) => t.inboxId)).toEqual([ib.inboxId]);
     expect((await org.client.pods.threads.get(a.podId, sent.threadId)).threadId).toBe(sent.threadId);
     expectError(await call(server.url, org.key, 'GET', `/v0/pods/${b.podId}/threads/${sent.threadId}`), 404, 'not_found', 'THREAD_NOT_FOUND');
+    // pods.threads.update labels every message of the pod's thread; another pod's thread is not found.
+    const updated = await org.client.pods.threads.update(a.podId, sent.threadId, { addLabels: ['triaged'] });
+    expectWireShape('UpdateThreadResponse', (await call(server.url, org.key, 'PATCH', `/v0/pods/${a.podId}/threads/${sent.threadId}`, { add_labels: ['triaged'] })).body);
+    expect(updated.labels).toContain('triaged');
+    expect((await org.client.threads.get(sent.threadId)).messages.every((m) => m.labels.includes('triaged'))).toBe(true);
+    expectError(await call(server.url, org.key, 'PATCH', `/v0/pods/${b.podId}/threads/${sent.threadId}`, { add_labels: ['x'] }), 404, 'not_found', 'THREAD_NOT_FOUND');
+    expectError(await call(server.url, org.key, 'PATCH', `/v0/pods/${a.podId}/threads/${sent.threadId}`, { add_labels: 42 }), 400, 'validation_error', 'INVALID_VALUE');
+    const stranger = await organization(server);
+    expectError(await call(server.url, stranger.key, 'PATCH', `/v0/pods/${a.podId}/threads/${sent.threadId}`, { add_labels: ['x'] }), 404, 'not_found', 'POD_NOT_FOUND');
     // A pod with inboxes is not deleted (decision 0018): 409.
     expectError(await call(server.url, org.key, 'DELETE', `/v0/pods/${a.podId}`), 409, 'conflict', 'POD_NOT_EMPTY');
     await org.client.pods.inboxes.delete(a.podId, ia.inboxId);

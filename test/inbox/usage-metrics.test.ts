@@ -67,6 +67,13 @@ describe.each(dialects)('%s: usage metrics and inbox events', (dialect) => {
     const raw = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(a)}/metrics/events?event_types=${enc('["message.sent"]')}&start=${iso(0)}&end=${iso(180)}&period=60&descending=true&limit=2`);
     expect(raw.status).toBe(200);
     expect(raw.body).toEqual({ 'message.sent': [{ timestamp: iso(120), count: 0 }, { timestamp: iso(60), count: 0 }] });
+    // agentmail 0.4.9's metrics.query: the same counts at …/metrics.
+    const old049 = server.client049(org.key);
+    const q049 = { eventTypes: ['message.sent' as const], start: at(0), end: at(180), period: '60' };
+    expect(await old049.metrics.query(q049)).toEqual({ 'message.sent': series([1, 0, 0]) });
+    expect(await old049.pods.metrics.query(podId, q049)).toEqual({ 'message.sent': series([1, 0, 0]) });
+    expect(await old049.inboxes.metrics.query(b, q049)).toEqual({ 'message.sent': series([0, 0, 0]) });
+    expectError(await call(server.url, other.key, 'GET', `/v0/inboxes/${enc(b)}/metrics`), 404, 'not_found', 'INBOX_NOT_FOUND');
     // Every type when none is named.
     const all = await org.client.metrics.queryEvents({ start: at(0), end: at(60), period: 60 });
     expect(Object.keys(all).sort()).toEqual(['domain.verified', 'message.bounced', 'message.complained', 'message.delivered', 'message.received', 'message.received.blocked', 'message.received.spam', 'message.received.unauthenticated', 'message.rejected', 'message.sent']);

@@ -7,7 +7,7 @@ import type { InboxService } from '../inboxes/inbox.service.js';
 import { requestOrigin } from '../messages/message.routes.js';
 import { AttachmentDownloadResponse, ListQuery, toAttachmentResponse, toListQuery } from '../messages/message.schemas.js';
 import type { MessageService } from '../messages/message.service.js';
-import { ListThreadsResponse, ThreadResponse, toThreadItemResponse, toThreadResponse } from '../threads/thread.schemas.js';
+import { ListThreadsResponse, ThreadResponse, toThreadItemResponse, toThreadLabelChange, toThreadResponse, toUpdateThreadResponse, UpdateThreadBody, UpdateThreadResponse } from '../threads/thread.schemas.js';
 import type { ThreadService } from '../threads/thread.service.js';
 import type { PodGuard, PodService } from './pod.service.js';
 import { CreatePodBody, ListPodsResponse, PodInboxParams, PodParams, PodResponse, PodThreadAttachmentParams, PodThreadParams, toPodResponse } from './pod.schemas.js';
@@ -118,6 +118,16 @@ export function podRoutes(app: InboxApp, services: { pods: PodService; inboxes: 
       const owner = ownerOf(request);
       const { thread, messages: list } = await threads.get(owner, request.params.thread_id, undefined, await requirePod(owner, request.params.pod_id));
       return toThreadResponse(thread, list);
+    },
+  });
+
+  app.patch('/v0/pods/:pod_id/threads/:thread_id', {
+    schema: { tags, summary: 'Add and remove labels on every message of a thread of a pod', params: PodThreadParams, body: UpdateThreadBody, response: { 200: UpdateThreadResponse, ...errorResponses } },
+    handler: async (request) => {
+      const owner = ownerOf(request);
+      const podId = await requirePod(owner, request.params.pod_id);
+      // The key narrowed to the pod: a thread of another pod is not found, as for a pod key.
+      return toUpdateThreadResponse(await threads.update({ ...owner, podId }, request.params.thread_id, toThreadLabelChange(request.body)));
     },
   });
 

@@ -5,7 +5,7 @@ import type { InboxApp } from '../http/types.js';
 import { requestOrigin } from '../messages/message.routes.js';
 import { AttachmentDownloadResponse, InboxIdParams, ThreadListQuery, toAttachmentResponse, toListQuery } from '../messages/message.schemas.js';
 import type { MessageService } from '../messages/message.service.js';
-import { GetThreadQuery, UpdateThreadBody, UpdateThreadResponse, InboxThreadAttachmentParams, InboxThreadParams, ListThreadsResponse, ThreadAttachmentParams, ThreadParams, ThreadResponse, toThreadItemResponse, toThreadResponse } from './thread.schemas.js';
+import { GetThreadQuery, UpdateThreadBody, UpdateThreadResponse, toThreadLabelChange, toUpdateThreadResponse, InboxThreadAttachmentParams, InboxThreadParams, ListThreadsResponse, ThreadAttachmentParams, ThreadParams, ThreadResponse, toThreadItemResponse, toThreadResponse } from './thread.schemas.js';
 import type { ThreadService } from './thread.service.js';
 
 export function threadRoutes(app: InboxApp, threads: ThreadService, messages: MessageService): void {
@@ -17,8 +17,6 @@ export function threadRoutes(app: InboxApp, threads: ThreadService, messages: Me
     threads: result.items.map(toThreadItemResponse),
   });
   const paging = (q: Static<typeof GetThreadQuery>) => ({ ...(q.limit !== undefined ? { limit: q.limit } : {}), ...(q.page_token ? { pageToken: q.page_token } : {}) });
-  const labelChange = (b: Static<typeof UpdateThreadBody>) => ({ ...(b.add_labels !== undefined ? { addLabels: b.add_labels } : {}), ...(b.remove_labels !== undefined ? { removeLabels: b.remove_labels } : {}) });
-  const toUpdated = (u: { threadId: string; labels: readonly string[] }) => ({ thread_id: u.threadId, labels: [...u.labels] });
   const toDownload = (found: Awaited<ReturnType<MessageService['threadAttachmentLink']>>) => ({ ...toAttachmentResponse(found.attachment), download_url: found.url, expires_at: found.expiresAt });
 
   app.get('/v0/inboxes/:inbox_id/threads', {
@@ -36,12 +34,12 @@ export function threadRoutes(app: InboxApp, threads: ThreadService, messages: Me
 
   app.patch('/v0/inboxes/:inbox_id/threads/:thread_id', {
     schema: { tags, summary: 'Add and remove labels on every message of a thread', params: InboxThreadParams, body: UpdateThreadBody, response: { 200: UpdateThreadResponse, ...errorResponses } },
-    handler: async (request) => toUpdated(await threads.update(ownerOf(request), request.params.thread_id, { inboxId: request.params.inbox_id, ...labelChange(request.body) })),
+    handler: async (request) => toUpdateThreadResponse(await threads.update(ownerOf(request), request.params.thread_id, { inboxId: request.params.inbox_id, ...toThreadLabelChange(request.body) })),
   });
 
   app.patch('/v0/threads/:thread_id', {
     schema: { tags, summary: 'Add and remove labels on every message of a thread of the organization', params: ThreadParams, body: UpdateThreadBody, response: { 200: UpdateThreadResponse, ...errorResponses } },
-    handler: async (request) => toUpdated(await threads.update(ownerOf(request), request.params.thread_id, labelChange(request.body))),
+    handler: async (request) => toUpdateThreadResponse(await threads.update(ownerOf(request), request.params.thread_id, toThreadLabelChange(request.body))),
   });
 
   app.get('/v0/inboxes/:inbox_id/threads/:thread_id/attachments/:attachment_id', {

@@ -95,3 +95,12 @@ export function toThreadResponse(t: Thread, messages: readonly Message[], paging
     messages: messages.map(toMessageResponse),
   };
 }
+
+/** PATCH …/threads/:thread_id body → the thread service's label change. */
+export function toThreadLabelChange(b: Static<typeof UpdateThreadBody>): { addLabels?: readonly string[]; removeLabels?: readonly string[] } {
+  return { ...(b.add_labels !== undefined ? { addLabels: b.add_labels } : {}), ...(b.remove_labels !== undefined ? { removeLabels: b.remove_labels } : {}) };
+}
+
+export function toUpdateThreadResponse(u: { threadId: string; labels: readonly string[] }): Static<typeof UpdateThreadResponse> {
+  return { thread_id: u.threadId, labels: [...u.labels] };
+}

@@ -27,10 +27,13 @@ export function usageRoutes(app: InboxApp, usage: UsageService): void {
     { prefix: '/v0/inboxes/:inbox_id', params: InboxParams, of: (p: Record<string, string>): MetricsAddress => ({ level: 'inbox', inboxId: p.inbox_id as string }), what: 'an inbox' },
   ];
   for (const level of levels) {
-    app.get(`${level.prefix}/metrics/events`, {
-      schema: { tags, summary: `Counts of events of ${level.what} per period`, ...(level.params ? { params: level.params } : {}), querystring: MetricsEventsQuery, response: { 200: QueryMetricsResponse, ...errorResponses } },
-      handler: async (request) => usage.queryEvents(ownerOf(request), level.of(request.params as Record<string, string>), queryOf(request.query, request.query.event_types)),
-    });
+    // `…/metrics` is agentmail 0.4.9's name (metrics.query) for what 0.5 calls `…/metrics/events`.
+    for (const path of [`${level.prefix}/metrics/events`, `${level.prefix}/metrics`]) {
+      app.get(path, {
+        schema: { tags, summary: `Counts of events of ${level.what} per period${path.endsWith('/events') ? '' : ' (agentmail 0.4.9 path)'}`, ...(level.params ? { params: level.params } : {}), querystring: MetricsEventsQuery, response: { 200: QueryMetricsResponse, ...errorResponses } },
+        handler: async (request) => usage.queryEvents(ownerOf(request), level.of(request.params as Record<string, string>), queryOf(request.query, request.query.event_types)),
+      });
+    }
     app.get(`${level.prefix}/metrics/usage`, {
       schema: { tags, summary: `Cumulative usage of ${level.what} per period`, ...(level.params ? { params: level.params } : {}), querystring: MetricsUsageQuery, response: { 200: QueryUsageResponse, ...errorResponses } },
       handler: async (request) => usage.queryUsage(ownerOf(request), level.of(request.params as Record<string, string>), queryOf(request.query, request.query.usage_types)),
