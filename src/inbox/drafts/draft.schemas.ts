@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Addresses, AttachmentResponse, Labels, ListQuery, SendAttachmentBody, UpdateMessageBody, toAttachmentResponse, toSendInput } from '../messages/message.schemas.js';
 import type { Draft } from './draft.repository.js';
+import { toPageQuery } from '../lists/list-query.js';
 import type { CreateDraftInput, DraftListQuery, UpdateDraftInput } from './draft.service.js';
 
 // Request shapes are loose about content, as a send's: the service checks every rule and answers
@@ -182,11 +183,6 @@ export function toUpdateDraftInput(b: Static<typeof UpdateDraftBody>): UpdateDra
 
 export function toDraftListQuery(q: Static<typeof DraftListQuerystring>): DraftListQuery {
   return {
-    ...(q.limit !== undefined ? { limit: q.limit } : {}),
-    ...(q.page_token ? { pageToken: q.page_token } : {}),
-    ...(q.labels !== undefined ? { labels: q.labels } : {}),
-    ...(q.before !== undefined ? { before: q.before } : {}),
-    ...(q.after !== undefined ? { after: q.after } : {}),
-    ...(q.ascending !== undefined ? { ascending: q.ascending } : {}),
+    ...toPageQuery(q),
   };
 }

@@ -25,6 +25,28 @@ export interface ListFilter {
 /** Fields of the 0.5 substring filters: messages `from`, `to`, `subject`; threads `senders`, `recipients`, `subject`. */
 export type ContainsField = 'from' | 'to' | 'subject' | 'senders' | 'recipients';
 
+/** The paging and label/time parameters every list of the SDK shares, as sent (snake_case). */
+export interface PageQuerystring {
+  readonly limit?: number;
+  readonly page_token?: string;
+  readonly labels?: string | readonly string[];
+  readonly before?: string;
+  readonly after?: string;
+  readonly ascending?: boolean;
+}
+
+/** Those parameters → the services' names; absent stays absent. */
+export function toPageQuery(q: PageQuerystring): { limit?: number; pageToken?: string; labels?: string | readonly string[]; before?: string; after?: string; ascending?: boolean } {
+  return {
+    ...(q.limit !== undefined ? { limit: q.limit } : {}),
+    ...(q.page_token ? { pageToken: q.page_token } : {}),
+    ...(q.labels !== undefined ? { labels: q.labels } : {}),
+    ...(q.before !== undefined ? { before: q.before } : {}),
+    ...(q.after !== undefined ? { after: q.after } : {}),
+    ...(q.ascending !== undefined ? { ascending: q.ascending } : {}),
+  };
+}
+
 /** Labels that lists leave out unless `include_spam`, `include_blocked` or `include_trash` ask for them. */
 export const HIDDEN_BY_DEFAULT = { spam: 'includeSpam', blocked: 'includeBlocked', trash: 'includeTrash' } as const;
 

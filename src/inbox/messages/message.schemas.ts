@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { extractNewHtml, extractNewText } from '../mail/compose.js';
+import { toPageQuery } from '../lists/list-query.js';
 import type { AttachmentMeta, Message } from './message.repository.js';
 import type { MessageListQuery, SendAttachmentInput, SendInput } from './message.service.js';
 
@@ -287,12 +288,7 @@ export function toSendInput(b: SendLikeBody): SendInput {
 /** Query string of message and thread lists → the services' list query. */
 export function toListQuery(q: Static<typeof ListQuery> | Static<typeof ThreadListQuery>): MessageListQuery {
   return {
-    ...(q.limit !== undefined ? { limit: q.limit } : {}),
-    ...(q.page_token ? { pageToken: q.page_token } : {}),
-    ...(q.labels !== undefined ? { labels: q.labels } : {}),
-    ...(q.before !== undefined ? { before: q.before } : {}),
-    ...(q.after !== undefined ? { after: q.after } : {}),
-    ...(q.ascending !== undefined ? { ascending: q.ascending } : {}),
+    ...toPageQuery(q),
     ...(q.include_spam !== undefined ? { includeSpam: q.include_spam } : {}),
     ...(q.include_blocked !== undefined ? { includeBlocked: q.include_blocked } : {}),
     ...(q.include_trash !== undefined ? { includeTrash: q.include_trash } : {}),
