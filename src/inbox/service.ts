@@ -21,7 +21,7 @@ import { createPodService } from './pods/pod.service.js';
 import { createAgentService } from './agent/agent.service.js';
 import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
-import type { InboxDatabase } from './database.js';
+import type { Db, InboxDatabase } from './database.js';
 import { createDelivery } from './delivery/delivery.service.js';
 import { DRAFT_SEND_QUEUE, draftSendQueue } from './drafts/draft-send.worker.js';
 import { findDraftAttachmentContent } from './drafts/draft.repository.js';
@@ -49,6 +49,8 @@ export { migrateInbox, openInboxDatabase };
 
 /** The wake-up signal of the inbox's job runners. */
 const JOBS_TOPIC = 'inbox_jobs';
+/** A key was deleted or its permissions changed (payload: its id): WebSockets holding it end on every instance. */
+const KEYS_TOPIC = 'inbox_api_keys';
 
 export interface InboxRuntime {
   readonly services: InboxServices;
@@ -58,7 +60,7 @@ export interface InboxRuntime {
 }
 
 /** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
-export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; wakeups?: JobWakeups; jobPollMs?: number; publishEvents?: PublishEvents; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
+export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; wakeups?: JobWakeups; jobPollMs?: number; publishEvents?: PublishEvents; keyChanged?: (trx: Db, apiKeyId: string) => Promise<void>; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? systemIds;
   // Shared through Redis when configured (per process while it is down), else per process.
@@ -120,7 +122,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     ids,
     limiter,
     events,
-    apiKeys: createApiKeyService({ db, commits, clock, ids }),
+    apiKeys: createApiKeyService({ db, commits, clock, ids, ...(options.keyChanged ? { keyChanged: options.keyChanged } : {}) }),
     pods: createPodService({ db, commits, clock, ids }),
     inboxes,
     domains,
@@ -215,6 +217,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
   const database = await openInboxDatabase(config);
   let redis: SharedRedis | undefined;
   let feed: EventFeed | undefined;
+  let stopKeyWatch: (() => Promise<void>) | undefined;
   try {
     await migrateInbox(database);
     let app: FastifyInstance | undefined;
@@ -236,7 +239,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
     const wakeups: JobWakeups = { notify: () => database.notify(JOBS_TOPIC), listen: (onWake) => database.listen(JOBS_TOPIC, onWake) };
     // Events are announced in their writers' transactions by every role; the API role pushes them to WebSocket clients.
     feed = createEventFeed(database, log);
-    const runtime = createInboxServices(config, database.db, { ...options, log, registry, wakeups, publishEvents: feed.publish, ...(redis ? { redis } : {}) });
+    const runtime = createInboxServices(config, database.db, { ...options, log, registry, wakeups, publishEvents: feed.publish, keyChanged: (trx, apiKeyId) => database.notifyIn(trx, KEYS_TOPIC, apiKeyId), ...(redis ? { redis } : {}) });
     const hasApi = config.roles.includes('api');
     // A process without the API still answers health checks and serves metrics, on INBOX_PORT.
     const managementPort = config.managementPort ?? (hasApi ? undefined : config.port);
@@ -253,6 +256,10 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
         maxBufferedBytes: config.wsMaxBufferedBytes,
       });
       realtime = ws;
+      stopKeyWatch = await database.listen(KEYS_TOPIC, (apiKeyId) => {
+        if (apiKeyId) ws.dropKey(apiKeyId);
+        else log.warn({}, 'realtime: the key-change signal was interrupted; WebSockets of keys deleted meanwhile stay open until they reconnect');
+      });
       // Before the HTTP server closes: it would otherwise wait for the upgraded sockets.
       app.addHook('preClose', async () => ws.close());
       url = await app.listen({ host: config.host, port: config.port });
@@ -287,6 +294,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
         await smtp?.close();
         // Closes the WebSocket clients (1001) before the HTTP server.
         await app?.close();
+        await stopKeyWatch?.();
         await feed?.close();
         await management?.close();
         await runtime.runner.stop();
@@ -296,6 +304,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       },
     };
   } catch (err) {
+    await stopKeyWatch?.();
     await feed?.close();
     await redis?.close();
     await database.destroy();

@@ -5,7 +5,7 @@ import { WebSocket } from 'ws';
 import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { createHook, storedPayload } from '../support/inbox-webhooks.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
-import { eventsOf, organization } from './fixtures.js';
+import { eventsOf, organization, secretOf } from './fixtures.js';
 import { simpleMessage, smtpPort } from './smtp-inbound.helpers.js';
 
 /**
@@ -319,6 +319,30 @@ describe.each(dialects)('%s: real-time events over WebSocket', (dialect) => {
     }
   });
 
+  it('a deleted key, or one whose permissions changed, loses its open connections at once (1008); the deleted one may not reconnect', async () => {
+    const server = await startInboxServer({ dialect });
+    try {
+      const org = await organization(server, ['revoke-a']);
+      const doomed = secretOf(await org.client.apiKeys.create({ name: 'doomed' }));
+      const narrowed = await org.client.apiKeys.create({ name: 'narrowed' });
+      const other = secretOf(await org.client.apiKeys.create({ name: 'bystander' }));
+      const [d, n, o] = await Promise.all([rawClient(server, doomed), rawClient(server, secretOf(narrowed)), rawClient(server, other)]);
+      const closeOf = (ws: WebSocket) => new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+      const [dClosed, nClosed] = [closeOf(d.ws), closeOf(n.ws)];
+      const me = await server.client(doomed).auth.me();
+      await org.client.apiKeys.delete(me.apiKeyId as string);
+      expect(await dClosed).toEqual({ code: 1008, reason: 'API key deleted or changed' });
+      await org.client.apiKeys.update(narrowed.apiKeyId, { permissions: { inboxRead: true, messageRead: true } });
+      expect((await nClosed).code).toBe(1008);
+      expect(await refused(`${server.url.replace('http', 'ws')}/v0?api_key=${doomed}`)).toMatchObject({ status: 401, body: { error: { details: { code: 'INVALID_API_KEY' } } } });
+      // Other keys' connections stay.
+      expect(o.ws.readyState).toBe(WebSocket.OPEN);
+      expect(server.service.realtime?.stats().closed.key).toBe(2);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('disconnects a client that stops reading (close code 1008 at the server, never an unbounded buffer)', async () => {
     const server = await startInboxServer({ dialect, env: { INBOX_WS_MAX_BUFFERED_BYTES: '65536' } });
     try {
@@ -404,6 +428,13 @@ describe.runIf(dialects.includes('postgres'))('postgres: every instance sees eve
       expect(new Set(frames)).toEqual(new Set(stored.map((e) => e.event_id as string)));
       expect(frames).toHaveLength(stored.length);
       expect(frames.at(-1)).toBe(last.eventId);
+
+      // A key deleted through instance B loses its connection on instance A at once.
+      const doomed = secretOf(await org.client.apiKeys.create({ name: 'doomed on A' }));
+      const held = await rawClient(a, doomed);
+      const closed = new Promise<number>((resolve) => held.ws.once('close', (code) => resolve(code)));
+      await org.client.apiKeys.delete((await b.client(doomed).auth.me()).apiKeyId as string);
+      expect(await closed).toBe(1008);
     } finally {
       await a.close();
       await b.close();

@@ -64,6 +64,11 @@ export interface ApiKeyServiceDeps {
   readonly commits: GroupCommit<InboxDatabase>;
   readonly clock: Clock;
   readonly ids: Ids;
+  /**
+   * Announces, in the transaction that deletes or changes a key, that connections holding it must
+   * end (open WebSockets authenticated once, at their upgrade); service.ts signals every instance.
+   */
+  readonly keyChanged?: (trx: Db, apiKeyId: string) => Promise<void>;
 }
 
 export function checkName(name: string | undefined, field = 'name'): string | undefined {
@@ -79,7 +84,8 @@ export async function podInScope(db: Db, owner: KeyOwner, podId: string): Promis
 }
 
 /** Organizations, their pods' keys and the keys themselves (secret shown once, stored as SHA-256). */
-export function createApiKeyService({ db, commits, clock, ids }: ApiKeyServiceDeps) {
+export function createApiKeyService(deps: ApiKeyServiceDeps) {
+  const { db, commits, clock, ids } = deps;
   const newKeyId = () => `key_${ids.uuid().replace(/-/g, '')}`;
 
   /** Resolves where a new key goes, checking that the place is within the caller's reach. */
@@ -193,7 +199,10 @@ export function createApiKeyService({ db, commits, clock, ids }: ApiKeyServiceDe
       if (input.permissions !== undefined) checkDelegation(owner, { ...(key.podId ? { podId: key.podId } : {}), ...(key.inboxId ? { inboxId: key.inboxId } : {}) }, input.permissions);
       // A limited key may not rename or narrow a key that holds more than it does either.
       if (!mayDelegate(owner, { ...(key.podId ? { podId: key.podId } : {}), ...(key.inboxId ? { inboxId: key.inboxId } : {}) }, key.permissions)) checkDelegation(owner, {}, undefined);
-      await commits.run((trx) => updateApiKey(trx, owner.organizationId, apiKeyId, { ...(name !== undefined ? { name } : {}), ...(input.permissions !== undefined ? { permissions: input.permissions } : {}), updatedAt: clock.now().toISOString() }));
+      await commits.run(async (trx) => {
+        await updateApiKey(trx, owner.organizationId, apiKeyId, { ...(name !== undefined ? { name } : {}), ...(input.permissions !== undefined ? { permissions: input.permissions } : {}), updatedAt: clock.now().toISOString() });
+        if (input.permissions !== undefined) await deps.keyChanged?.(trx, apiKeyId);
+      });
       return mustFind(owner, place, apiKeyId);
     },
 
@@ -202,7 +211,12 @@ export function createApiKeyService({ db, commits, clock, ids }: ApiKeyServiceDe
       requirePermission(owner, 'apiKeyDelete');
       const key = await mustFind(owner, place, apiKeyId);
       if (key.apiKeyId !== owner.apiKeyId && !mayDelegate(owner, { ...(key.podId ? { podId: key.podId } : {}), ...(key.inboxId ? { inboxId: key.inboxId } : {}) }, key.permissions)) checkDelegation(owner, {}, undefined);
-      if (!(await commits.run((trx) => deleteApiKey(trx, owner.organizationId, apiKeyId)))) throw new ApiKeyNotFoundError(apiKeyId);
+      const deleted = await commits.run(async (trx) => {
+        const found = await deleteApiKey(trx, owner.organizationId, apiKeyId);
+        if (found) await deps.keyChanged?.(trx, apiKeyId);
+        return found;
+      });
+      if (!deleted) throw new ApiKeyNotFoundError(apiKeyId);
     },
 
     /** GET /v0/auth/me. */

@@ -54,9 +54,11 @@ export interface RealtimeServer {
   stats(): RealtimeStats;
   /** Refuses new upgrades and closes every connection with 1001 (destroyed after a grace period). */
   close(): Promise<void>;
+  /** Ends, with 1008, the connections of a key that was deleted or whose permissions changed: they reconnect and authenticate anew. */
+  dropKey(apiKeyId: string): void;
 }
 
-type CloseReason = 'slow' | 'idle' | 'shutdown' | 'flood';
+type CloseReason = 'slow' | 'idle' | 'shutdown' | 'flood' | 'key';
 
 /** Close codes (RFC 6455, section 7.4.1). */
 export const CLOSE_GOING_AWAY = 1001;
@@ -107,7 +109,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
   const clients = new Set<Client>();
   const byOrganization = new Map<string, Set<Client>>();
   const perKey = new Map<string, number>();
-  const closed: Record<CloseReason, number> = { slow: 0, idle: 0, shutdown: 0, flood: 0 };
+  const closed: Record<CloseReason, number> = { slow: 0, idle: 0, shutdown: 0, flood: 0, key: 0 };
   let closing = false;
   let subscribed = 0;
 
@@ -117,7 +119,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
           this.set(clients.size);
         } }),
         frames: new Counter({ name: 'inbox_websocket_event_frames_total', help: 'event frames sent to WebSocket clients', registers: [deps.registry] }),
-        disconnects: new Counter({ name: 'inbox_websocket_disconnects_total', help: 'WebSocket connections the server ended, by reason (slow, idle, flood, shutdown)', labelNames: ['reason'], registers: [deps.registry] }),
+        disconnects: new Counter({ name: 'inbox_websocket_disconnects_total', help: 'WebSocket connections the server ended, by reason (slow, idle, flood, shutdown, key)', labelNames: ['reason'], registers: [deps.registry] }),
       }
     : undefined;
 
@@ -270,6 +272,9 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
       await Promise.all(gone);
       server.off('upgrade', upgrade);
       wss.close();
+    },
+    dropKey(apiKeyId) {
+      for (const client of clients) if (client.owner.apiKeyId === apiKeyId) end(client, 'key', 1008, 'API key deleted or changed');
     },
   };
 }
