@@ -219,6 +219,25 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     expectError(await call(server.url, org.key, 'GET', `/v0/domains/${name}`), 404, 'not_found', 'DOMAIN_NOT_FOUND');
   });
 
+  it('without a relay, mail to a verified custom domain is delivered here; other domains are refused EXTERNAL_DELIVERY_DISABLED', async () => {
+    const alone = await startInboxServer({ dialect, env: { INBOX_DNS_SERVERS: dns.address, INBOX_SMTP_HOSTNAME: MX_HOST, INBOX_DOMAIN_KEY_SECRET: 'a-test-secret-of-at-least-32-characters!' } });
+    try {
+      const org = await organization(alone, [unique('sender')]);
+      const name = `${unique('norelay')}.example`;
+      const domain = (await call(alone.url, org.key, 'POST', '/v0/domains', { domain: name })).body as Wire;
+      publish(dns, domain);
+      await org.client.domains.verify(name);
+      const target = await org.client.inboxes.create({ username: 'desk', domain: name });
+      const sent = await org.client.inboxes.messages.send(org.inboxes[0] as string, { to: [target.inboxId], subject: 'local', text: 'no relay needed' });
+      expect((await org.client.inboxes.messages.list(target.inboxId)).messages.map((m) => m.subject)).toEqual(['local']);
+      expect(sent.messageId).toBeTruthy();
+      const refused = await call(alone.url, org.key, 'POST', `/v0/inboxes/${enc(org.inboxes[0] as string)}/messages/send`, { to: 'someone@elsewhere.example', text: 'x' });
+      expectError(refused, 400, 'validation_error', 'EXTERNAL_DELIVERY_DISABLED', 'to');
+    } finally {
+      await alone.close();
+    }
+  });
+
   it('first verified wins: another organization cannot add or verify a domain someone verified', async () => {
     const first = await organization(server);
     const second = await organization(server);

@@ -6,7 +6,6 @@ import {
   AttachmentsTooLargeError,
   BodyTooLargeError,
   AttachmentUrlNotSupportedError,
-  ExternalDeliveryDisabledError,
   ForbiddenHeaderError,
   InvalidAttachmentError,
   InvalidHeaderError,
@@ -246,8 +245,8 @@ export function createOutgoingRules(deps: OutgoingRules) {
       }
     }
     if (recipients.length > deps.maxRecipients) throw new TooManyRecipientsError(recipients.length, deps.maxRecipients);
-    const external = recipients.find((r) => !r.local);
-    if (external && !deps.relayConfigured) throw new ExternalDeliveryDisabledError(external.field, external.mailbox.address, localDomains);
+    // Mail for other domains needs a relay; whether a domain is one of our verified custom domains
+    // takes a database lookup, so the send path (send.service.ts) decides, not this synchronous check.
     const subject = input.subject ?? null;
     if (subject !== null && CONTROL_BUT_TAB.test(subject)) throw new InvalidSubjectError();
     const labels = validateLabels('labels', input.labels);

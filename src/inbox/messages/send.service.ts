@@ -2,6 +2,7 @@ import { timeOrderedUuid } from '../../platform/ids.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import type { ComposedMessage, DeliveryPathDeps } from '../delivery/delivery.service.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
+import { ExternalDeliveryDisabledError } from './message.errors.js';
 import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
 import { requirePermission } from '../api-keys/scope.js';
 import { ForbiddenError } from '../../platform/errors/app-error.js';
@@ -103,6 +104,9 @@ export function createSendService(deps: SendServiceDeps) {
     const served = await Promise.all(out.recipients.map((r) => (r.local || !deps.servedDomain ? undefined : deps.servedDomain(domainOf(r.mailbox.address)))));
     const inboxOf = (address: string, i: number) => (served[i] === undefined ? inboxIdOf(address) : `${address.slice(0, address.lastIndexOf('@')).toLowerCase()}@${served[i]}`);
     const recipients = out.recipients.flatMap((r, i) => (r.local || served[i] !== undefined ? [{ address: r.mailbox.address, inboxIds: [inboxOf(r.mailbox.address, i)] }] : []));
+    const externalAt = out.recipients.findIndex((r, i) => !r.local && served[i] === undefined);
+    const firstExternal = out.recipients[externalAt];
+    if (firstExternal && !deps.relayConfigured) throw new ExternalDeliveryDisabledError(firstExternal.field, firstExternal.mailbox.address, deps.localDomains);
     const external = out.recipients.filter((r, i) => !r.local && served[i] === undefined).map((r) => r.mailbox.address);
     const result = await commits.run(async (trx) => {
       await within?.(trx);
