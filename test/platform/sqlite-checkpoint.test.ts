@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -29,6 +29,28 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
       // The data reads back through the service's connection.
       const row = await database.db.selectFrom('blobs').select(sql<number>`length(content)`.as('n')).executeTakeFirstOrThrow();
       expect(row.n).toBe(8 * 2 ** 20);
+    } finally {
+      await database.destroy();
+    }
+  });
+  it('checkpoints in the commit again, as SQLite does by default, once the checkpoint thread fails', async () => {
+    const file = path.join(dir, 'f.db');
+    const moved = path.join(dir, 'f-moved.db');
+    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({ url: `sqlite:${file}`, dataDir: dir, defaultFile: 'f.db' });
+    try {
+      await sql`create table blobs (id integer primary key, content blob not null)`.execute(database.db);
+      // The thread opens the file by its name: gone from there, its checkpoint fails. The service's
+      // connection keeps the file it opened, now under another name.
+      renameSync(file, moved);
+      await database.commits.run((trx) => trx.insertInto('blobs').values({ id: 1, content: Buffer.alloc(8 * 2 ** 20, 7) }).execute());
+      expect(statSync(moved).size).toBeLessThan(2 ** 20);
+      // After the failure a commit past SQLite's threshold copies the WAL itself.
+      const deadline = Date.now() + 20_000;
+      for (let id = 2; statSync(moved).size < 8 * 2 ** 20 && Date.now() < deadline; id++) {
+        await new Promise((r) => setTimeout(r, 50));
+        await database.commits.run((trx) => trx.insertInto('blobs').values({ id, content: Buffer.alloc(16, 1) }).execute());
+      }
+      expect(statSync(moved).size).toBeGreaterThan(8 * 2 ** 20);
     } finally {
       await database.destroy();
     }
