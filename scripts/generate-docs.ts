@@ -7,7 +7,6 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { buildInboxApp } from '../src/inbox/app.js';
-import type { InboxApp } from '../src/inbox/http/types.js';
 import { inboxConfigSpec } from '../src/inbox/inbox.config.js';
 import { createInboxServices, migrateInbox, openInboxDatabase } from '../src/inbox/service.js';
 import { loadConfig } from '../src/platform/config/config.js';
@@ -32,11 +31,6 @@ export async function generatedDocs(): Promise<Record<string, string>> {
 
 /** The inbox service's OpenAPI document, generated from its route schemas on a throw-away database. */
 async function inboxOpenApi(): Promise<object> {
-  return withInboxApp(async (app) => app.swagger());
-}
-
-/** Runs `use` on a ready inbox app (API role) over a throw-away in-memory SQLite database. */
-export async function withInboxApp<T>(use: (app: InboxApp) => Promise<T>): Promise<T> {
   const config = loadConfig(inboxConfigSpec, { INBOX_DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent', INBOX_ROLES: 'api' });
   const database = await openInboxDatabase(config);
   try {
@@ -45,7 +39,7 @@ export async function withInboxApp<T>(use: (app: InboxApp) => Promise<T>): Promi
     const app = await buildInboxApp(runtime.services, database);
     await app.ready();
     try {
-      return await use(app);
+      return app.swagger();
     } finally {
       await app.close();
     }
