@@ -2,32 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { Message } from '../messages/message.repository.js';
 import { toMessageResponse } from '../messages/message.schemas.js';
 import { receivedPayload } from './message-events.js';
+import { messageFixture } from '../../../test/support/message-fixture.js';
 
-const base: Message = {
-  pk: 1,
-  organizationId: 'org',
-  inboxId: 'agent@x.test',
-  threadId: '0190a1b2-0000-7000-8000-000000000001',
-  messageId: '<1@x.test>',
-  labels: ['received', 'unread'],
-  timestamp: '2026-11-21T10:00:00.000Z',
-  from: 'Sender <s@y.test>',
-  replyTo: ['r@y.test'],
-  to: ['agent@x.test'],
-  cc: [],
-  bcc: [],
-  subject: 'Hello',
-  preview: 'Hi there',
-  text: null,
-  html: null,
-  inReplyTo: null,
-  references: [],
-  headers: null,
-  attachments: [],
-  size: 512,
-  createdAt: '2026-11-21T10:00:00.000Z',
-  updatedAt: '2026-11-21T10:00:01.000Z',
-};
+const base: Message = messageFixture;
 
 const LIMIT = 1024 * 1024;
 

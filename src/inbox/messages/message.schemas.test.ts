@@ -2,32 +2,9 @@ import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import type { Message } from './message.repository.js';
 import { ListMessagesResponse, messageListJson, toMessageItemResponse } from './message.schemas.js';
+import { messageFixture } from '../../../test/support/message-fixture.js';
 
-const base: Message = {
-  pk: 1,
-  organizationId: 'org',
-  inboxId: 'agent@x.test',
-  threadId: '0190a1b2-0000-7000-8000-000000000001',
-  messageId: '<1@x.test>',
-  labels: ['received', 'unread'],
-  timestamp: '2026-11-21T10:00:00.000Z',
-  from: 'Sender <s@y.test>',
-  replyTo: ['r@y.test'],
-  to: ['agent@x.test'],
-  cc: [],
-  bcc: [],
-  subject: 'Hello',
-  preview: 'Hi there',
-  text: 'body that lists leave out',
-  html: null,
-  inReplyTo: null,
-  references: [],
-  headers: null,
-  attachments: [],
-  size: 512,
-  createdAt: '2026-11-21T10:00:00.000Z',
-  updatedAt: '2026-11-21T10:00:01.000Z',
-};
+const base: Message = { ...messageFixture, text: 'body that lists leave out' };
 
 /** Every optional field in turn, and strings that JSON must escape. */
 const messages: Message[] = [

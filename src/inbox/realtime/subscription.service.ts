@@ -3,6 +3,7 @@ import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import { podBelongsTo } from '../api-keys/api-key.repository.js';
 import { inScope } from '../api-keys/scope.js';
 import type { InboxDatabase } from '../database.js';
+import { SDK_EVENT_TYPES } from '../events/event-types.js';
 import { webhookMatches } from '../events/event.service.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';
@@ -13,20 +14,8 @@ import type { FeedEventSummary } from './event-feed.js';
  * may say, whether its ids belong to the key, and which events a subscription receives.
  */
 
-/** The SDK's EventType values: a client may subscribe to any (this service emits the message.* ones it knows). */
-export const SUBSCRIBABLE_EVENT_TYPES = [
-  'message.received',
-  'message.received.spam',
-  'message.received.blocked',
-  'message.received.unauthenticated',
-  'message.sent',
-  'message.delivered',
-  'message.bounced',
-  'message.complained',
-  'message.rejected',
-  'message.opened',
-  'domain.verified',
-] as const;
+/** A client may subscribe to any of the SDK's event types (this service emits the message.* ones it knows). */
+export const SUBSCRIBABLE_EVENT_TYPES: readonly string[] = SDK_EVENT_TYPES;
 
 /** Ids per filter list of one subscription. */
 export const MAX_SUBSCRIPTION_IDS = 100;
@@ -74,7 +63,7 @@ export function parseClientFrame(text: string): Subscription {
   const unknown = Object.keys(record).find((k) => !FIELDS.has(k));
   if (unknown !== undefined) throw new FrameError('ValidationError', `${unknown}: unknown field; a subscribe frame has event_types, inbox_ids and pod_ids.`);
   const eventTypes = stringList(record, 'event_types');
-  const wrong = eventTypes?.find((t) => !(SUBSCRIBABLE_EVENT_TYPES as readonly string[]).includes(t));
+  const wrong = eventTypes?.find((t) => !SUBSCRIBABLE_EVENT_TYPES.includes(t));
   if (wrong !== undefined) throw new FrameError('ValidationError', `event_types: unknown event type "${wrong}"; one of ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}.`);
   return { eventTypes, inboxIds: stringList(record, 'inbox_ids')?.map(normalizeInboxId) ?? null, podIds: stringList(record, 'pod_ids')?.map((p) => p.trim()) ?? null };
 }

@@ -239,7 +239,8 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
     wants(summary: FeedEventSummary): boolean {
       const organization = byOrganization.get(summary.organizationId);
       if (!organization) return false;
-      for (const client of organization) if (client.subscription) return true;
+      // The same test as deliver's: an event no client receives costs no payload read.
+      for (const client of organization) if (client.subscription && receives(client.owner, client.subscription, summary)) return true;
       return false;
     },
     deliver(events: readonly FeedEvent[]): void {

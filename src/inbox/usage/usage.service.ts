@@ -5,6 +5,7 @@ import { ValidationError } from '../../platform/errors/app-error.js';
 import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
 import { requireInScope, requirePermission } from '../api-keys/scope.js';
 import type { Db, InboxDatabase } from '../database.js';
+import { SDK_EVENT_TYPES } from '../events/event-types.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import type { Inbox } from '../inboxes/inbox.repository.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
@@ -18,18 +19,7 @@ import { OrganizationMetricsNotFoundError, PodNotFoundError } from './usage.erro
  * emitted event by type, received copies the lists blocked or that arrived as spam or
  * unauthenticated, and the deltas of what is stored (messages, bytes, threads, inboxes).
  */
-export const METRIC_EVENT_TYPES = [
-  'message.received',
-  'message.received.spam',
-  'message.received.blocked',
-  'message.received.unauthenticated',
-  'message.sent',
-  'message.delivered',
-  'message.bounced',
-  'message.complained',
-  'message.rejected',
-  'domain.verified',
-] as const;
+export const METRIC_EVENT_TYPES: readonly string[] = SDK_EVENT_TYPES.filter((t) => t !== 'message.opened'); // the SDK's MetricEventType
 
 export const USAGE_TYPES = ['storage_bytes', 'message_count', 'thread_count', 'inbox_count', 'pod_count', 'domain_count'] as const;
 export type UsageType = (typeof USAGE_TYPES)[number];
