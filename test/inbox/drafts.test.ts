@@ -477,6 +477,32 @@ describe.each(dialects)('%s: scheduled drafts', (dialect) => {
     }
   });
 
+  it('a job withdrawn too late (already claimed when the draft was rescheduled) ends without sending; the new schedule sends once', async () => {
+    const clock = fixedClock(start);
+    const server = await startInboxServer({ dialect, clock, env: { INBOX_ROLES: 'api' } });
+    try {
+      const t = await scheduledSetup(server);
+      const runner = server.service.runtime.runner;
+      const db = server.service.runtime.services.db;
+      const at = (s: number) => new Date(clock.now().getTime() + s * 1000);
+      const draft = await t.client.inboxes.drafts.create(t.alice, { to: [t.bob], subject: 'moved late', text: 'x', sendAt: at(60) });
+      await t.client.inboxes.drafts.update(t.alice, draft.draftId, { sendAt: at(120) });
+      // cancelJob leaves a claimed job alone: put the old one back as if it had been running then.
+      const old = await db.updateTable('jobs').set({ status: 'pending', last_error: null }).where('queue', '=', 'drafts.send').where('last_error', '=', 'cancelled').where('payload', 'like', `%${draft.draftId}%`).executeTakeFirst();
+      expect(old.numUpdatedRows).toBe(1n);
+
+      clock.advance(61_000);
+      expect(await runner.drain()).toBe(1);
+      expect(await subjectsIn(server, t.key, t.bob)).toEqual([]);
+      expect(await t.client.inboxes.drafts.get(t.alice, draft.draftId)).toMatchObject({ sendStatus: 'scheduled', labels: ['scheduled'] });
+      clock.advance(60_000);
+      expect(await runner.drain()).toBe(1);
+      expect(await subjectsIn(server, t.key, t.bob)).toEqual(['moved late']);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('leaves a draft the rules refuse with send_status failed (not scheduled), to be fixed and rescheduled', async () => {
     const clock = fixedClock(start);
     const server = await startInboxServer({ dialect, clock, env: { INBOX_ROLES: 'api' } });
