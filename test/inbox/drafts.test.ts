@@ -477,6 +477,32 @@ describe.each(dialects)('%s: scheduled drafts', (dialect) => {
     }
   });
 
+  it('a job withdrawn too late (already claimed when the draft was rescheduled) ends without sending; the new schedule sends once', async () => {
+    const clock = fixedClock(start);
+    const server = await startInboxServer({ dialect, clock, env: { INBOX_ROLES: 'api' } });
+    try {
+      const t = await scheduledSetup(server);
+      const runner = server.service.runtime.runner;
+      const db = server.service.runtime.services.db;
+      const at = (s: number) => new Date(clock.now().getTime() + s * 1000);
+      const draft = await t.client.inboxes.drafts.create(t.alice, { to: [t.bob], subject: 'moved late', text: 'x', sendAt: at(60) });
+      await t.client.inboxes.drafts.update(t.alice, draft.draftId, { sendAt: at(120) });
+      // cancelJob leaves a claimed job alone: put the old one back as if it had been running then.
+      const old = await db.updateTable('jobs').set({ status: 'pending', last_error: null }).where('queue', '=', 'drafts.send').where('last_error', '=', 'cancelled').where('payload', 'like', `%${draft.draftId}%`).executeTakeFirst();
+      expect(old.numUpdatedRows).toBe(1n);
+
+      clock.advance(61_000);
+      expect(await runner.drain()).toBe(1);
+      expect(await subjectsIn(server, t.key, t.bob)).toEqual([]);
+      expect(await t.client.inboxes.drafts.get(t.alice, draft.draftId)).toMatchObject({ sendStatus: 'scheduled', labels: ['scheduled'] });
+      clock.advance(60_000);
+      expect(await runner.drain()).toBe(1);
+      expect(await subjectsIn(server, t.key, t.bob)).toEqual(['moved late']);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('leaves a draft the rules refuse with send_status failed (not scheduled), to be fixed and rescheduled', async () => {
     const clock = fixedClock(start);
     const server = await startInboxServer({ dialect, clock, env: { INBOX_ROLES: 'api' } });
@@ -600,5 +626,43 @@ describe.each(dialects)('%s: scheduled drafts', (dialect) => {
     } finally {
       await database.drop();
     }
+  });
+});
+
+describe.each(dialects)('%s: draft size limits', (dialect) => {
+  let small: InboxTestServer;
+  beforeAll(async () => {
+    small = await startInboxServer({ dialect, env: { INBOX_MAX_ATTACHMENT_BYTES: '1000', INBOX_MAX_BODY_BYTES: '1024' } });
+  });
+  afterAll(async () => {
+    await small?.close();
+  });
+
+  it('refuses a body over INBOX_MAX_BODY_BYTES and attachments over INBOX_MAX_ATTACHMENT_BYTES on create and update; a refused change leaves the draft as it was', async () => {
+    const org = await organization(small, [unique('alice'), unique('bob')]);
+    const [alice, bob] = org.inboxes as [string, string];
+    const base = `/v0/inboxes/${enc(alice)}/drafts`;
+    expectError(await call(small.url, org.key, 'POST', base, { to: [bob], text: 'x'.repeat(1025) }), 400, 'validation_error', 'BODY_TOO_LARGE', 'text');
+    expectError(await call(small.url, org.key, 'POST', base, { to: [bob], attachments: [{ content: b64(Buffer.alloc(1001)) }] }), 400, 'validation_error', 'ATTACHMENTS_TOO_LARGE', 'attachments');
+    const created = await call(small.url, org.key, 'POST', base, { to: [bob], text: 'ok', attachments: [{ filename: 'a', content: b64(Buffer.alloc(600)) }] });
+    expect(created.status).toBe(201);
+    const one = `${base}/${created.body.draft_id}`;
+    expectError(await call(small.url, org.key, 'PATCH', one, { html: `<p>${'ü'.repeat(511)}</p>` }), 400, 'validation_error', 'BODY_TOO_LARGE', 'html');
+    // The stored 600 bytes and the added 401 make 1,001: over the limit, though each fits alone.
+    expectError(await call(small.url, org.key, 'PATCH', one, { add_attachments: [{ filename: 'b', content: b64(Buffer.alloc(401)) }] }), 400, 'validation_error', 'ATTACHMENTS_TOO_LARGE', 'attachments');
+    const unchanged = await call(small.url, org.key, 'GET', one);
+    expect(unchanged.body).toMatchObject({ text: 'ok', attachments: [{ filename: 'a', size: 600 }] });
+    expect(unchanged.body.html).toBeUndefined();
+    const swapped = await call(small.url, org.key, 'PATCH', one, { remove_attachments: [created.body.attachments[0].attachment_id], add_attachments: [{ filename: 'b', content: b64(Buffer.alloc(1000)) }] });
+    expect(swapped.status).toBe(200);
+    expect(swapped.body.attachments.map((a: { filename: string }) => a.filename)).toEqual(['b']);
+
+    // A draft's download link ends with the draft: once sent, its attachment is the message's.
+    const link = await call(small.url, org.key, 'GET', `${one}/attachments/${swapped.body.attachments[0].attachment_id}`);
+    expect((await fetch(link.body.download_url)).status).toBe(200);
+    expect((await call(small.url, org.key, 'POST', `${one}/send`, {})).status).toBe(200);
+    const gone = await fetch(link.body.download_url);
+    expect(gone.status).toBe(404);
+    expect(((await gone.json()) as { error: { type: string } }).error.type).toBe('not_found');
   });
 });

@@ -181,14 +181,6 @@ export async function findDraft(db: Db, scope: DraftScope, draftId: string, opti
   return row ? draftFromRow(row) : undefined;
 }
 
-/** The draft with key `pk`, locked with `lock` (the scheduled send's own lookup). */
-export async function findDraftByPk(db: Db, pk: number, options: { lock?: Dialect } = {}): Promise<Draft | undefined> {
-  let q = db.selectFrom('drafts').selectAll().where('id', '=', pk);
-  if (options.lock) q = forUpdate(q, options.lock);
-  const row = await q.executeTakeFirst();
-  return row ? draftFromRow(row) : undefined;
-}
-
 export async function findDraftByClientId(db: Db, inboxId: string, clientId: string): Promise<Draft | undefined> {
   const row = await db.selectFrom('drafts').selectAll().where('inbox_id', '=', inboxId).where('client_id', '=', clientId).executeTakeFirst();
   return row ? draftFromRow(row) : undefined;

@@ -56,6 +56,15 @@ export function createSendService(deps: SendServiceDeps) {
       const other = out.recipients.find((r) => r.mailbox.address.toLowerCase() !== owner.sendOnlyTo);
       if (other) throw new ForbiddenError(`Message rejected: ${other.mailbox.address} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`, { code: 'MESSAGE_REJECTED', details: { field: other.field, code: 'MESSAGE_REJECTED' } });
     }
+    // Recipients on verified custom domains are delivered here, not handed to the relay; the rest
+    // need one, refused before the message is composed.
+    const served = await Promise.all(out.recipients.map((r) => (r.local || !deps.servedDomain ? undefined : deps.servedDomain(domainOf(r.mailbox.address)))));
+    const inboxOf = (address: string, i: number) => (served[i] === undefined ? inboxIdOf(address) : `${address.slice(0, address.lastIndexOf('@')).toLowerCase()}@${served[i]}`);
+    const recipients = out.recipients.flatMap((r, i) => (r.local || served[i] !== undefined ? [{ address: r.mailbox.address, inboxIds: [inboxOf(r.mailbox.address, i)] }] : []));
+    const externalRecipients = out.recipients.filter((r, i) => !r.local && served[i] === undefined);
+    const firstExternal = externalRecipients[0];
+    if (firstExternal && !deps.relayConfigured) throw new ExternalDeliveryDisabledError(firstExternal.field, firstExternal.mailbox.address, deps.localDomains);
+    const external = externalRecipients.map((r) => r.mailbox.address);
     const now = clock.now();
     const timestamp = now.toISOString();
     // ASCII on the wire: an internationalized domain goes into the Message-ID in its xn-- form.
@@ -100,14 +109,6 @@ export function createSendService(deps: SendServiceDeps) {
       raw,
       attachmentContents: out.attachments.map((a) => a.compose.content),
     };
-    // Recipients on verified custom domains are delivered here, not handed to the relay.
-    const served = await Promise.all(out.recipients.map((r) => (r.local || !deps.servedDomain ? undefined : deps.servedDomain(domainOf(r.mailbox.address)))));
-    const inboxOf = (address: string, i: number) => (served[i] === undefined ? inboxIdOf(address) : `${address.slice(0, address.lastIndexOf('@')).toLowerCase()}@${served[i]}`);
-    const recipients = out.recipients.flatMap((r, i) => (r.local || served[i] !== undefined ? [{ address: r.mailbox.address, inboxIds: [inboxOf(r.mailbox.address, i)] }] : []));
-    const externalAt = out.recipients.findIndex((r, i) => !r.local && served[i] === undefined);
-    const firstExternal = out.recipients[externalAt];
-    if (firstExternal && !deps.relayConfigured) throw new ExternalDeliveryDisabledError(firstExternal.field, firstExternal.mailbox.address, deps.localDomains);
-    const external = out.recipients.filter((r, i) => !r.local && served[i] === undefined).map((r) => r.mailbox.address);
     const result = await commits.run(async (trx) => {
       await within?.(trx);
       return delivery.deliver(trx, { message, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } });
