@@ -92,12 +92,12 @@ export async function deleteEntriesOfScope(db: Db, organizationId: string, scope
 
 /**
  * Which of the lists a delivery may consult hold anything, in one statement of index seeks (the
- * primary key's prefix): for each (level, direction) whether it has an allow list, and for each
- * direction whether the organization has any block entry at all. Most organizations have no
- * lists: then this is the only statement a delivery spends on them.
+ * primary key's prefix): for each probed (level, direction) whether it has an allow list, and for
+ * each probed direction whether the organization has any block entry at all. Most organizations
+ * have no lists: then this is the only statement a delivery spends on them.
  */
-export async function listsPresent(db: Db, organizationId: string, directions: readonly Direction[], scopeKeys: readonly string[]): Promise<{ allow: Set<string>; block: Set<Direction> }> {
-  const pairs = directions.flatMap((direction) => scopeKeys.map((scopeKey) => ({ direction, scopeKey })));
+export async function listsPresent(db: Db, organizationId: string, pairs: readonly { direction: Direction; scopeKey: string }[]): Promise<{ allow: Set<string>; block: Set<Direction> }> {
+  const directions = [...new Set(pairs.map((p) => p.direction))];
   const row = await db
     .selectNoFrom((eb) => [
       ...pairs.map((p, i) =>

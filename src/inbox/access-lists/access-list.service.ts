@@ -108,40 +108,43 @@ function verdict(levels: readonly ListLevel[], direction: Direction, candidates:
  */
 export function createListScreen() {
   return {
-    /** Throws RecipientBlockedError for the first recipient the sender's send lists refuse. */
-    async screenSend(trx: Db, from: Inbox, recipients: readonly string[]): Promise<void> {
-      if (!recipients.length) return;
-      const levels = levelsOf(from);
-      const present = await listsPresent(trx, from.organizationId, ['send'], levels.map(scopeKeyOf));
-      if (!present.allow.size && !present.block.size) return;
-      const candidates = new Map(recipients.map((r) => [r, candidatesOf(r)]));
-      const matches = await matchingEntries(trx, from.organizationId, ['send'], [...new Set([...candidates.values()].flat())]);
-      for (const [recipient, own] of candidates) {
-        const rule = verdict(levels, 'send', own, matches, present.allow);
-        if (rule) throw new RecipientBlockedError(addressOf(recipient), rule);
-      }
-    },
-
     /**
-     * The recipient inboxes whose receive lists (reply lists for mail answering a message the
-     * inbox sent) refuse the sender `from`, with the rule. Inboxes of several organizations are
-     * screened each by their own organization's lists.
+     * The lists' verdict on one delivery. `send`: the sender's send lists refuse the whole send
+     * (throws RecipientBlockedError for the first refused recipient). `receive`: the recipient
+     * inboxes whose receive lists (reply lists for mail answering a message the inbox sent) refuse
+     * the sender, with the rule; inboxes of several organizations are screened each by their own
+     * organization's lists. One presence probe per organization covers both sides, so a delivery
+     * within an organization without lists spends one statement on them.
      */
-    async screenReceive(trx: Db, inboxes: readonly Inbox[], from: string, answers: readonly string[]): Promise<Map<string, ListRule>> {
+    async screen(trx: Db, send: { from: Inbox; recipients: readonly string[] } | undefined, receive: { inboxes: readonly Inbox[]; from: string; answers: readonly string[] }): Promise<Map<string, ListRule>> {
       const refused = new Map<string, ListRule>();
-      const candidates = candidatesOf(from);
+      const receiving: Direction[] = receive.answers.length ? ['receive', 'reply'] : ['receive'];
       const byOrganization = new Map<string, Inbox[]>();
-      for (const inbox of inboxes) byOrganization.set(inbox.organizationId, [...(byOrganization.get(inbox.organizationId) ?? []), inbox]);
+      if (send?.recipients.length) byOrganization.set(send.from.organizationId, []);
+      for (const inbox of receive.inboxes) byOrganization.set(inbox.organizationId, [...(byOrganization.get(inbox.organizationId) ?? []), inbox]);
+      const senderCandidates = candidatesOf(receive.from);
       for (const [organizationId, own] of byOrganization) {
-        const directions: Direction[] = answers.length ? ['receive', 'reply'] : ['receive'];
-        const scopeKeys = [...new Set(own.flatMap((i) => levelsOf(i).map(scopeKeyOf)))];
-        const present = await listsPresent(trx, organizationId, directions, scopeKeys);
-        if (!present.allow.size && !present.block.size) continue;
-        const matches = await matchingEntries(trx, organizationId, directions, candidates);
-        const replyListed = answers.length > 0 && (present.block.has('reply') || [...present.allow].some((k) => k.endsWith('|reply')));
-        const answering = replyListed ? await inboxesThatSent(trx, own.map((i) => i.inboxId), answers) : new Set<string>();
+        const sending = send?.recipients.length && send.from.organizationId === organizationId ? send : undefined;
+        const probes = [
+          ...(sending ? levelsOf(sending.from).map((l) => ({ direction: 'send' as Direction, scopeKey: scopeKeyOf(l) })) : []),
+          ...[...new Set(own.flatMap((i) => levelsOf(i).map(scopeKeyOf)))].flatMap((scopeKey) => receiving.map((direction) => ({ direction, scopeKey }))),
+        ];
+        const present = await listsPresent(trx, organizationId, probes);
+        const listed = (d: Direction) => present.block.has(d) || [...present.allow].some((k) => k.endsWith(`|${d}`));
+        if (sending && listed('send')) {
+          const levels = levelsOf(sending.from);
+          const candidates = new Map(sending.recipients.map((r) => [r, candidatesOf(r)]));
+          const matches = await matchingEntries(trx, organizationId, ['send'], [...new Set([...candidates.values()].flat())]);
+          for (const [recipient, candidatesOfRecipient] of candidates) {
+            const rule = verdict(levels, 'send', candidatesOfRecipient, matches, present.allow);
+            if (rule) throw new RecipientBlockedError(addressOf(recipient), rule);
+          }
+        }
+        if (!own.length || !receiving.some(listed)) continue;
+        const matches = await matchingEntries(trx, organizationId, receiving, senderCandidates);
+        const answering = receive.answers.length && listed('reply') ? await inboxesThatSent(trx, own.map((i) => i.inboxId), receive.answers) : new Set<string>();
         for (const inbox of own) {
-          const rule = verdict(levelsOf(inbox), answering.has(inbox.inboxId) ? 'reply' : 'receive', candidates, matches, present.allow);
+          const rule = verdict(levelsOf(inbox), answering.has(inbox.inboxId) ? 'reply' : 'receive', senderCandidates, matches, present.allow);
           if (rule) refused.set(inbox.inboxId, rule);
         }
       }

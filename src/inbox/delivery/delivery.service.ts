@@ -133,8 +133,6 @@ export function createDelivery(deps: DeliveryDeps) {
     const byId = new Map(found.map((i) => [i.inboxId, i]));
     const from = sender ? byId.get(sender.inboxId) : undefined;
     if (sender && (!from || from.organizationId !== sender.organizationId)) throw new InboxNotFoundError(sender.inboxId);
-    // The sender's send lists refuse the whole send (400 naming the recipient and the rule), before anything is stored.
-    if (from && sender && deps.lists) await deps.lists.screenSend(trx, from, [...request.recipients.map((r) => r.address), ...sender.external]);
 
     // Each inbox once, in the order the recipients name them; a local address without one bounces.
     const recipients = new Map<string, Inbox>();
@@ -158,9 +156,12 @@ export function createDelivery(deps: DeliveryDeps) {
       jobs += screened.jobs;
       open = open.filter((i) => !screened.withheld.has(i.inboxId));
     }
-    // The recipients' receive lists (reply lists for mail answering their own): refused copies are kept, labelled blocked, and announce nothing.
-    const screenedByLists = open.filter((i) => i !== from);
-    const blocked = deps.lists && screenedByLists.length ? await deps.lists.screenReceive(trx, screenedByLists, message.from, [...(message.inReplyTo ? [message.inReplyTo] : []), ...message.references]) : new Map<string, unknown>();
+    // The lists, before anything is stored: the sender's send lists refuse the whole send (400 naming the recipient and
+    // the rule); copies the recipients' receive lists (reply lists for mail answering their own) refuse are kept, labelled
+    // blocked, and announce nothing.
+    const send = from && sender ? { from, recipients: [...request.recipients.map((r) => r.address), ...sender.external] } : undefined;
+    const receivers = open.filter((i) => i !== from);
+    const blocked = deps.lists && (send || receivers.length) ? await deps.lists.screen(trx, send, { inboxes: receivers, from: message.from, answers: [...(message.inReplyTo ? [message.inReplyTo] : []), ...message.references] }) : new Map<string, unknown>();
     const selfDelivered = from !== undefined && open.some((i) => i.inboxId === from.inboxId);
     const copies: { inbox: Inbox; copy: Omit<NewMessage, 'threadId'> }[] = [];
     const copyFor = (inbox: Inbox, labels: readonly string[], bcc: readonly string[]): Omit<NewMessage, 'threadId'> => ({ ...message, organizationId: inbox.organizationId, inboxId: inbox.inboxId, labels: [...new Set(labels)], bcc });
