@@ -162,4 +162,17 @@ describe.each(dialects)('%s: search', (dialect) => {
     expectError(await call(server.url, noPerm, 'GET', `/v0/threads/search?q=${word}`), 403, 'permission_error', 'PERMISSION_DENIED');
     expectError(await call(server.url, noPerm, 'GET', `/v0/inboxes/search?q=${word}`), 403, 'permission_error', 'PERMISSION_DENIED');
   });
+
+  it('indexes each copy with its own addresses: a bcc address finds the sender\'s copy only', async () => {
+    const hidden = (await org.client.inboxes.create({ username: unique('blindcopy') })).inboxId;
+    const word = unique('bccword');
+    const { messageId } = await org.client.inboxes.messages.send(ann, { to: ben, bcc: hidden, subject: word, text: 'x' });
+    const found = (inbox: string, q: string) => org.client.inboxes.messages.search(inbox, { q }).then((r) => r.messages.map((m) => m.messageId));
+    const bccWord = hidden.split('@')[0] as string;
+    expect(await found(ann, bccWord)).toEqual([messageId]);
+    expect(await found(ben, bccWord)).toEqual([]);
+    expect(await found(hidden, bccWord)).toEqual([]);
+    // Every copy is indexed, once.
+    for (const inbox of [ann, ben, hidden]) expect(await found(inbox, word)).toEqual([messageId]);
+  });
 });
