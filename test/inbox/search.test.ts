@@ -175,4 +175,15 @@ describe.each(dialects)('%s: search', (dialect) => {
     // Every copy is indexed, once.
     for (const inbox of [ann, ben, hidden]) expect(await found(inbox, word)).toEqual([messageId]);
   });
+
+  it('shows a hit once, in its best tier, when the subject and the addresses both match', async () => {
+    const benWord = ben.split('@')[0] as string;
+    const { messageId, threadId } = await org.client.inboxes.messages.send(ann, { to: ben, subject: `About ${benWord}`, text: 'x' });
+    const messages = (await org.client.inboxes.messages.search(ann, { q: benWord })).messages.map((m) => m.messageId);
+    expect(messages[0]).toBe(messageId);
+    expect(new Set(messages).size).toBe(messages.length);
+    const threads = (await org.client.inboxes.threads.search(ann, { q: benWord })).threads.map((t) => t.threadId);
+    expect(threads[0]).toBe(threadId);
+    expect(new Set(threads).size).toBe(threads.length);
+  });
 });
