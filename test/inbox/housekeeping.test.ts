@@ -147,6 +147,26 @@ describe.each(dialects)('%s: housekeeping the SDK expects', (dialect) => {
     expectError(await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(ann)}/threads?senders=${enc('[')}`), 400, 'validation_error', 'INVALID_FILTER', 'senders');
   });
 
+  it('delete, batch reads and updates and threads.update check the key: permissions (403) and inbox scope (404)', async () => {
+    const sent = await org.client.inboxes.messages.send(ann, { to: ben, subject: 'Scoped', text: 'x' });
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the SDK's CreateApiKeyResult names the secret apiKey on the wire
+    const secret = (k: any) => k.apiKey as string;
+    const readOnly = secret(await org.client.apiKeys.create({ name: 'read-only', permissions: { messageRead: true, inboxRead: true } }));
+    const nothing = secret(await org.client.apiKeys.create({ name: 'nothing', permissions: {} }));
+    const benOnly = secret(await org.client.inboxes.apiKeys.create(ben, { name: 'ben' }));
+    const id = enc(sent.messageId);
+    expectError(await call(server.url, readOnly, 'DELETE', `/v0/inboxes/${enc(ann)}/messages/${id}`), 403, 'permission_error', 'PERMISSION_DENIED');
+    expectError(await call(server.url, readOnly, 'POST', `/v0/inboxes/${enc(ann)}/messages/batch-update`, { message_ids: [sent.messageId], add_labels: ['x'] }), 403, 'permission_error', 'PERMISSION_DENIED');
+    expectError(await call(server.url, readOnly, 'PATCH', `/v0/threads/${sent.threadId}`, { add_labels: ['x'] }), 403, 'permission_error', 'PERMISSION_DENIED');
+    expectError(await call(server.url, nothing, 'POST', `/v0/inboxes/${enc(ann)}/messages/batch-get`, { message_ids: [sent.messageId] }), 403, 'permission_error', 'PERMISSION_DENIED');
+    expect((await call(server.url, readOnly, 'POST', `/v0/inboxes/${enc(ann)}/messages/batch-get`, { message_ids: [sent.messageId] })).body.messages).toHaveLength(1);
+    expectError(await call(server.url, benOnly, 'DELETE', `/v0/inboxes/${enc(ann)}/messages/${id}`), 404, 'not_found', 'INBOX_NOT_FOUND');
+    expectError(await call(server.url, benOnly, 'POST', `/v0/inboxes/${enc(ann)}/messages/batch-get`, { message_ids: [sent.messageId] }), 404, 'not_found', 'INBOX_NOT_FOUND');
+    expectError(await call(server.url, benOnly, 'PATCH', `/v0/threads/${sent.threadId}`, { add_labels: ['x'] }), 404, 'not_found', 'THREAD_NOT_FOUND');
+    // Nothing of the above changed the message.
+    expect((await org.client.inboxes.messages.get(ann, sent.messageId)).labels).not.toContain('x');
+  });
+
   it('inbox metadata is stored, merged on update and returned (0.5), while 0.4.9 updates keep working', async () => {
     const created = await org.client.inboxes.create({ username: unique('meta'), metadata: { team: 'ops', priority: 2, active: true } });
     expect(created.metadata).toEqual({ team: 'ops', priority: 2, active: true });

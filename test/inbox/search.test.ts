@@ -162,4 +162,28 @@ describe.each(dialects)('%s: search', (dialect) => {
     expectError(await call(server.url, noPerm, 'GET', `/v0/threads/search?q=${word}`), 403, 'permission_error', 'PERMISSION_DENIED');
     expectError(await call(server.url, noPerm, 'GET', `/v0/inboxes/search?q=${word}`), 403, 'permission_error', 'PERMISSION_DENIED');
   });
+
+  it('indexes each copy with its own addresses: a bcc address finds the sender\'s copy only', async () => {
+    const hidden = (await org.client.inboxes.create({ username: unique('blindcopy') })).inboxId;
+    const word = unique('bccword');
+    const { messageId } = await org.client.inboxes.messages.send(ann, { to: ben, bcc: hidden, subject: word, text: 'x' });
+    const found = (inbox: string, q: string) => org.client.inboxes.messages.search(inbox, { q }).then((r) => r.messages.map((m) => m.messageId));
+    const bccWord = hidden.split('@')[0] as string;
+    expect(await found(ann, bccWord)).toEqual([messageId]);
+    expect(await found(ben, bccWord)).toEqual([]);
+    expect(await found(hidden, bccWord)).toEqual([]);
+    // Every copy is indexed, once.
+    for (const inbox of [ann, ben, hidden]) expect(await found(inbox, word)).toEqual([messageId]);
+  });
+
+  it('shows a hit once, in its best tier, when the subject and the addresses both match', async () => {
+    const benWord = ben.split('@')[0] as string;
+    const { messageId, threadId } = await org.client.inboxes.messages.send(ann, { to: ben, subject: `About ${benWord}`, text: 'x' });
+    const messages = (await org.client.inboxes.messages.search(ann, { q: benWord })).messages.map((m) => m.messageId);
+    expect(messages[0]).toBe(messageId);
+    expect(new Set(messages).size).toBe(messages.length);
+    const threads = (await org.client.inboxes.threads.search(ann, { q: benWord })).threads.map((t) => t.threadId);
+    expect(threads[0]).toBe(threadId);
+    expect(new Set(threads).size).toBe(threads.length);
+  });
 });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ValidationError } from '../../platform/errors/app-error.js';
+import type { Message } from '../messages/message.repository.js';
 
 /**
  * The words of the search index, computed here once for both dialects (docs/decisions/0017):
@@ -38,17 +39,10 @@ export interface SearchDocument {
   readonly body: readonly string[];
 }
 
-export interface IndexableMessage {
-  readonly subject: string | null;
-  readonly from: string;
-  readonly to: readonly string[];
-  readonly cc: readonly string[];
-  readonly bcc: readonly string[];
-  readonly replyTo: readonly string[];
-  readonly text: string | null;
-  readonly html: string | null;
-  readonly attachments: readonly { readonly filename: string | null }[];
-}
+/** The fields of a message its words come from (a stored message, or a row read back for a rebuild). */
+export type IndexableMessage = Pick<Message, 'subject' | 'from' | 'to' | 'cc' | 'bcc' | 'replyTo' | 'text' | 'html'> & {
+  readonly attachments: readonly Pick<Message['attachments'][number], 'filename'>[];
+};
 
 const htmlText = (html: string): string => html.replace(/<(script|style)[\s\S]*?<\/\1\s*>/gi, ' ').replace(/<[^>]*>/g, ' ').replace(/&[a-z0-9#]+;/gi, ' ');
 

@@ -47,8 +47,8 @@ export interface Hit {
 const scopeWords = (s: DocumentScope, threadId?: string) => [scopeWord('o', s.organizationId), scopeWord('p', s.podId), scopeWord('i', s.inboxId), ...(threadId ? [threadWord(threadId)] : [])].join(' ');
 const vector = (words: readonly string[]) => sql`array_to_tsvector(${[...words]}::text[])`;
 
-/** Indexes stored messages (the delivery transaction's afterStore hook, and the migration). */
-export async function insertMessageDocuments(db: Db, entries: readonly { pk: number; threadId: string; scope: DocumentScope; doc: SearchDocument }[]): Promise<void> {
+/** The messages' own documents (indexMessages). */
+async function insertMessageDocuments(db: Db, entries: readonly { pk: number; threadId: string; scope: DocumentScope; doc: SearchDocument }[]): Promise<void> {
   const postgres = dialectOf(db) === 'postgres';
   for (const { pk, scope, doc } of entries) {
     if (postgres) {
@@ -91,10 +91,19 @@ async function writeThreadDocument(db: Db, threadId: string, scope: DocumentScop
 }
 
 /** Adds a message's words to its thread's document; the thread ranks by its newest message. */
-export async function addToThreadDocument(db: Db, threadId: string, scope: DocumentScope, pk: number, doc: SearchDocument): Promise<void> {
+async function addToThreadDocument(db: Db, threadId: string, scope: DocumentScope, pk: number, doc: SearchDocument): Promise<void> {
   const previous = await findThreadDocument(db, threadId);
   const merged = previous ? mergeDocuments([previous.doc, doc]) : doc;
   await writeThreadDocument(db, threadId, scope, Math.max(pk, previous?.rank ?? 0), merged, previous);
+}
+
+/**
+ * Indexes stored messages, each once: its own document, and its words added to its thread's
+ * (the delivery transaction's afterStore hook, and the migration's reindex).
+ */
+export async function indexMessages(db: Db, entries: readonly { pk: number; threadId: string; scope: DocumentScope; doc: SearchDocument }[]): Promise<void> {
+  await insertMessageDocuments(db, entries);
+  for (const e of entries) await addToThreadDocument(db, e.threadId, e.scope, e.pk, e.doc);
 }
 
 interface IndexRow {
@@ -156,8 +165,7 @@ export async function reindexAll(db: Db): Promise<void> {
     const rows = (await db.selectFrom('messages').innerJoin('inboxes', 'inboxes.inbox_id', 'messages.inbox_id').select(INDEX_COLUMNS).where('messages.id', '>', after).orderBy('messages.id').limit(500).execute()) as IndexRow[];
     if (!rows.length) break;
     const entries = rows.map((r) => ({ pk: Number(r.id), threadId: r.thread_id, scope: { organizationId: r.organization_id, podId: r.pod_id, inboxId: r.inbox_id }, doc: messageDocument(indexable(r)) }));
-    await insertMessageDocuments(db, entries);
-    for (const e of entries) await addToThreadDocument(db, e.threadId, e.scope, e.pk, e.doc);
+    await indexMessages(db, entries);
     after = Number(rows[rows.length - 1]?.id);
   }
   const inboxes = await db.selectFrom('inboxes').select(['inbox_id', 'display_name']).execute();

@@ -12,8 +12,8 @@ import { normalizeInboxId } from '../inboxes/inbox.service.js';
 import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
 import { findMessagesByPks, type Message } from '../messages/message.repository.js';
 import { findThreadsByIds, type Thread } from '../threads/thread.repository.js';
-import { addToThreadDocument, insertMessageDocuments, rebuildThreadDocument, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
-import { InvalidQueryError, messageDocument, parseQuery, wordsOf, type QueryTerm } from './search-text.js';
+import { indexMessages, rebuildThreadDocument, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
+import { InvalidQueryError, messageDocument, parseQuery, wordsOf, type QueryTerm, type SearchDocument } from './search-text.js';
 
 export interface SearchQuery {
   readonly q?: string;
@@ -92,12 +92,19 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
   }
 
   const afterStore: AfterStore = async (trx, stored) => {
-    for (const { inbox, message, thread } of stored) {
-      const scope = { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId };
-      const doc = messageDocument(message);
-      await insertMessageDocuments(trx, [{ pk: message.pk, threadId: thread.threadId, scope, doc }]);
-      await addToThreadDocument(trx, thread.threadId, scope, message.pk, doc);
-    }
+    // The copies of one delivery (one per local inbox) share everything but bcc, which only the
+    // sender's copy keeps: their words are computed once per distinct bcc, not once per copy.
+    const docs = new Map<string, SearchDocument>();
+    const docOf = (message: Message): SearchDocument => {
+      const key = `${message.messageId}\n${message.bcc.join('\n')}`;
+      let doc = docs.get(key);
+      if (!doc) docs.set(key, (doc = messageDocument(message)));
+      return doc;
+    };
+    await indexMessages(
+      trx,
+      stored.map(({ inbox, message, thread }) => ({ pk: message.pk, threadId: thread.threadId, scope: { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId }, doc: docOf(message) })),
+    );
   };
 
   return {
