@@ -6,8 +6,6 @@ import type { Ids } from '../../platform/ids.js';
 import { isAllowedHostLiteral } from '../../platform/net/egress.js';
 import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
 import { inScope, requireInScope, requirePermission } from '../api-keys/scope.js';
-import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import { findInbox } from '../inboxes/inbox.repository.js';
 import { checkHeaderName, checkHeaders, mergeHeaders } from './webhook-headers.js';
 import type { InboxDatabase } from '../database.js';
 import { EVENT_TYPES } from '../events/event.service.js';
@@ -15,7 +13,7 @@ import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { parseLimit } from '../lists/list-query.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import { normalizeInboxId, requireScopedInbox } from '../inboxes/inbox.service.js';
 import {
   InvalidEventTypeError,
   InvalidWebhookUrlError,
@@ -173,10 +171,7 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
       requireInScope(owner, { organizationId: owner.organizationId, podId, inboxId: null }, notFound);
       return { podId, inboxId: null };
     }
-    const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(address.inboxId));
-    const notFound = () => new InboxNotFoundError(address.inboxId);
-    if (!inbox) throw notFound();
-    requireInScope(owner, inbox, notFound);
+    const inbox = await requireScopedInbox(db, owner, address.inboxId);
     return { podId: inbox.podId, inboxId: inbox.inboxId };
   }
 
