@@ -5,7 +5,8 @@ import { isUniqueViolation } from '../../platform/db/dialect.js';
 import type { Ids } from '../../platform/ids.js';
 import { isAllowedHostLiteral } from '../../platform/net/egress.js';
 import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
-import { inScope, requireInScope, requirePermission } from '../api-keys/scope.js';
+import { podInScope } from '../api-keys/api-key.service.js';
+import { inScope, requirePermission } from '../api-keys/scope.js';
 import { checkHeaderName, checkHeaders, mergeHeaders } from './webhook-headers.js';
 import type { InboxDatabase } from '../database.js';
 import { EVENT_TYPES } from '../events/event.service.js';
@@ -20,7 +21,6 @@ import {
   MAX_FILTER_IDS,
   TooManyFilterIdsError,
   UnknownInboxIdError,
-  UnknownPodError,
   UnknownPodIdError,
   WebhookClientIdTakenError,
   WebhookNotFoundError,
@@ -165,11 +165,8 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
   /** The pod or inbox a scoped route names, in the key's organization and scope (404 otherwise). */
   async function scopeOf(owner: KeyOwner, address: WebhookScopeAddress): Promise<WebhookScope> {
     if (address.level === 'pod') {
-      const podId = address.podId.trim();
-      const notFound = () => new UnknownPodError(address.podId);
-      if (!(await podBelongsTo(db, podId, owner.organizationId))) throw notFound();
-      requireInScope(owner, { organizationId: owner.organizationId, podId, inboxId: null }, notFound);
-      return { podId, inboxId: null };
+      const pod = await podInScope(db, owner, address.podId.trim());
+      return { podId: pod.podId, inboxId: null };
     }
     const inbox = await requireScopedInbox(db, owner, address.inboxId);
     return { podId: inbox.podId, inboxId: inbox.inboxId };
