@@ -24,6 +24,7 @@ import {
   type KeyFilter,
   type KeyOwner,
   type Organization,
+  type Pod,
 } from './api-key.repository.js';
 import { inScope, mayDelegate, requirePermission, requireWithinScope, scopeTypeOf, type Permissions } from './scope.js';
 
@@ -79,8 +80,10 @@ export function checkName(name: string | undefined, field = 'name'): string | un
 }
 
 /** The pod of the request path, if the caller's key reaches it (404 otherwise: its existence is not revealed). */
-export async function podInScope(db: Db, owner: KeyOwner, podId: string): Promise<void> {
-  if (!inScope(owner, { organizationId: owner.organizationId, podId }) || owner.inboxId !== undefined || !(await findPod(db, owner.organizationId, podId))) throw new PodNotFoundError(podId);
+export async function podInScope(db: Db, owner: KeyOwner, podId: string): Promise<Pod> {
+  const pod = inScope(owner, { organizationId: owner.organizationId, podId }) && owner.inboxId === undefined ? await findPod(db, owner.organizationId, podId) : undefined;
+  if (!pod) throw new PodNotFoundError(podId);
+  return pod;
 }
 
 /** Organizations, their pods' keys and the keys themselves (secret shown once, stored as SHA-256). */

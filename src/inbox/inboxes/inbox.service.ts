@@ -55,6 +55,13 @@ export async function findScopedInbox(db: Db, owner: KeyOwner, inboxId: string, 
   return inbox;
 }
 
+/** findScopedInbox, or InboxNotFoundError (404) when the key does not reach the inbox. */
+export async function requireScopedInbox(db: Db, owner: KeyOwner, inboxId: string, podId?: string): Promise<Inbox> {
+  const inbox = await findScopedInbox(db, owner, inboxId, podId);
+  if (!inbox) throw new InboxNotFoundError(inboxId);
+  return inbox;
+}
+
 export interface InboxServiceDeps {
   readonly db: Kysely<InboxDatabase>;
   readonly clock: Clock;

@@ -3,11 +3,10 @@ import { dialectOf } from '../../platform/db/dialect.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import type { Db } from '../database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import type { Inbox } from '../inboxes/inbox.repository.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
-import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
-import { inScope, requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
+import { findScopedInbox, normalizeInboxId, requireScopedInbox } from '../inboxes/inbox.service.js';
+import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { createDownloadLinks, type DownloadTarget } from './message-download.service.js';
 import { AttachmentNotFoundError, ConflictingLabelsError, MessageNotFoundError, RawMessageNotAvailableError } from './message.errors.js';
@@ -76,18 +75,11 @@ export function normalizeMessageId(raw: string): string {
 export async function findOwnMessage(db: Db, owner: KeyOwner, inboxId: string, messageId: string, options: { lock?: boolean } = {}): Promise<Message> {
   const id = normalizeInboxId(inboxId);
   // A key limited to a pod or an inbox: the inbox must be in its scope before anything else is looked at.
-  if ((owner.podId !== undefined || owner.inboxId !== undefined) && !(await findScopedInbox(db, owner, id))) throw new InboxNotFoundError(inboxId);
+  if (owner.podId !== undefined || owner.inboxId !== undefined) await requireScopedInbox(db, owner, inboxId);
   const message = await findMessage(db, owner.organizationId, id, normalizeMessageId(messageId), options.lock ? { lock: dialectOf(db) } : {});
   if (message) return message;
   if (!(await findInbox(db, owner.organizationId, id))) throw new InboxNotFoundError(inboxId);
   throw new MessageNotFoundError(messageId);
-}
-
-/** An inbox of the caller's organization and in the key's scope, else InboxNotFoundError. */
-export async function findInboxInScope(db: Db, owner: KeyOwner, inboxId: string): Promise<Inbox> {
-  const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(inboxId));
-  if (!inbox || !inScope(owner, { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId })) throw new InboxNotFoundError(inboxId);
-  return inbox;
 }
 
 /** Labels after adding and removing (in the order they were, added ones last), and what changed. */
@@ -136,7 +128,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       const filter = parseListFilter(query);
       const cursor = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
       const direction = cursor?.direction ?? (query.ascending ? 'asc' : 'desc');
-      if (!(await findScopedInbox(db, owner, id))) throw new InboxNotFoundError(inboxId);
+      await requireScopedInbox(db, owner, inboxId);
       const rows = await listMessages(db, { organizationId: owner.organizationId, inboxId: id }, filter, { limit, direction, ...(cursor ? { after: cursor } : {}) });
       return { limit, ...page(rows, limit, (m) => ({ sort: m.timestamp, tiebreak: m.pk }), direction) };
     },
@@ -168,7 +160,6 @@ export function createMessageService(deps: MessageServiceDeps) {
     async delete(owner: KeyOwner, inboxId: string, messageId: string): Promise<void> {
       requirePermission(owner, 'messageDelete');
       await commits.run(async (trx) => {
-        await findInboxInScope(trx, owner, inboxId);
         const message = await findOwnMessage(trx, owner, inboxId, messageId, { lock: true });
         await deleteMessageRow(trx, message.pk);
         await deps.afterMessageDelete(trx, message.threadId, clock.now().toISOString());
@@ -179,7 +170,7 @@ export function createMessageService(deps: MessageServiceDeps) {
     async batchGet(owner: KeyOwner, inboxId: string, messageIds: readonly string[]): Promise<{ limit: number; messages: Message[] }> {
       requirePermission(owner, 'messageRead');
       const ids = batchIds(messageIds, 500);
-      const inbox = await findInboxInScope(db, owner, inboxId);
+      const inbox = await requireScopedInbox(db, owner, inboxId);
       const byId = new Map((await findMessagesByIds(db, owner.organizationId, inbox.inboxId, ids)).map((m) => [m.messageId, m]));
       return { limit: ids.length, messages: ids.flatMap((id) => byId.get(id) ?? []) };
     },
@@ -193,7 +184,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       const both = add.find((l) => remove.includes(l));
       if (both !== undefined) throw new ConflictingLabelsError(both);
       return commits.run(async (trx) => {
-        const inbox = await findInboxInScope(trx, owner, inboxId);
+        const inbox = await requireScopedInbox(trx, owner, inboxId);
         const found = await findMessagesByIds(trx, owner.organizationId, inbox.inboxId, ids, { lock: dialectOf(trx) });
         const updatedAt = clock.now().toISOString();
         const threads = new Set<string>();

@@ -126,8 +126,7 @@ export function podRoutes(app: InboxApp, services: { pods: PodService; inboxes: 
     handler: async (request) => {
       const owner = ownerOf(request);
       const podId = await requirePod(owner, request.params.pod_id);
-      // The key narrowed to the pod: a thread of another pod is not found, as for a pod key.
-      return toUpdateThreadResponse(await threads.update({ ...owner, podId }, request.params.thread_id, toThreadLabelChange(request.body)));
+      return toUpdateThreadResponse(await threads.update(owner, request.params.thread_id, { podId, ...toThreadLabelChange(request.body) }));
     },
   });
 

@@ -6,7 +6,7 @@ import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { ConflictError, ValidationError } from '../../platform/errors/app-error.js';
 import type { Ids } from '../../platform/ids.js';
 import { checkName, PodNotFoundError, podInScope } from '../api-keys/api-key.service.js';
-import { deletePod, findPod, findPodByClientId, insertPod, listPods, podHasInboxes, type KeyOwner, type Pod } from '../api-keys/api-key.repository.js';
+import { deletePod, findPodByClientId, insertPod, listPods, podHasInboxes, type KeyOwner, type Pod } from '../api-keys/api-key.repository.js';
 import { requirePermission, requireWithinScope } from '../api-keys/scope.js';
 import type { InboxDatabase } from '../database.js';
 import { parseLimit } from '../lists/list-query.js';
@@ -76,8 +76,7 @@ export function createPodService({ db, commits, clock, ids }: PodServiceDeps) {
 
     async get(owner: KeyOwner, podId: string): Promise<Pod> {
       requirePermission(owner, 'podRead');
-      await podInScope(db, owner, podId);
-      return (await findPod(db, owner.organizationId, podId)) as Pod;
+      return podInScope(db, owner, podId);
     },
 
     async delete(owner: KeyOwner, podId: string): Promise<void> {

@@ -7,12 +7,11 @@ import type { Db, InboxDatabase } from '../database.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
-import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
-import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
+import { findScopedInbox, normalizeInboxId, requireScopedInbox } from '../inboxes/inbox.service.js';
 import { addressOf, subjectKey } from '../mail/compose.js';
 import { findThreadMessageLabels, listThreadMessages, listThreadMessagesPage, updateMessageLabels, type Message } from '../messages/message.repository.js';
-import { applyLabels, findInboxInScope } from '../messages/message.service.js';
+import { applyLabels } from '../messages/message.service.js';
 import { validateLabels } from '../messages/outgoing.js';
 import { ThreadNotFoundError } from './thread.errors.js';
 import { deleteThreadWithMessages, findThread, findThreadsForUpdate, listThreads, updateThread, updateThreadLabels, type Thread } from './thread.repository.js';
@@ -148,9 +147,7 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
   const dialect = dialectOf(db);
   // Inside a transaction, pass it: on SQLite the one connection belongs to the transaction.
   async function requireInbox(owner: KeyOwner, inboxId: string, executor: Db = db, podId?: string): Promise<string> {
-    const inbox = await findScopedInbox(executor, owner, inboxId, podId);
-    if (!inbox) throw new InboxNotFoundError(inboxId);
-    return inbox.inboxId;
+    return (await requireScopedInbox(executor, owner, inboxId, podId)).inboxId;
   }
 
   /** Whether a thread found by id lies within the key's scope (and the route's pod). */
@@ -235,18 +232,17 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
      * Adds and removes labels on every message of a thread (remove wins over add for a label in
      * both, as the SDK documents); the thread's labels follow. Returns the thread's labels.
      */
-    async update(owner: KeyOwner, threadId: string, change: { inboxId?: string; addLabels?: readonly string[]; removeLabels?: readonly string[] }): Promise<{ threadId: string; labels: readonly string[] }> {
+    async update(owner: KeyOwner, threadId: string, change: { inboxId?: string; podId?: string; addLabels?: readonly string[]; removeLabels?: readonly string[] }): Promise<{ threadId: string; labels: readonly string[] }> {
       requirePermission(owner, 'messageUpdate');
       const remove = validateLabels('remove_labels', change.removeLabels);
       const add = validateLabels('add_labels', change.addLabels).filter((l) => !remove.includes(l));
       return commits.run(async (trx) => {
-        if (change.inboxId !== undefined) await findInboxInScope(trx, owner, change.inboxId);
         const found = await findThread(trx, owner.organizationId, threadId, change.inboxId === undefined ? undefined : normalizeInboxId(change.inboxId));
-        if (!found) throw new ThreadNotFoundError(threadId);
-        // Out of the key's scope: as if it did not exist.
-        await findInboxInScope(trx, owner, found.inboxId).catch(() => {
+        // Out of the key's scope (or the route's pod): as if it did not exist.
+        if (!found || !(await reachable(trx, owner, found, change.podId))) {
+          if (change.inboxId !== undefined) await requireInbox(owner, change.inboxId, trx);
           throw new ThreadNotFoundError(threadId);
-        });
+        }
         const [thread] = await findThreadsForUpdate(trx, [found.threadId], dialect);
         if (!thread) throw new ThreadNotFoundError(threadId);
         const updatedAt = clock.now().toISOString();

@@ -52,10 +52,3 @@ export class WebhookClientIdTakenError extends ConflictError {
     super(`Another webhook already has client_id ${JSON.stringify(clientId)}.`, { code: 'CLIENT_ID_TAKEN', details: { field: 'client_id', code: 'CLIENT_ID_TAKEN' } });
   }
 }
-
-/** A pod-scoped webhook route naming a pod outside the key's organization or scope. */
-export class UnknownPodError extends NotFoundError {
-  constructor(podId: string) {
-    super(`No pod ${podId} in the scope of this API key.`, { code: 'POD_NOT_FOUND', details: { pod_id: podId } });
-  }
-}

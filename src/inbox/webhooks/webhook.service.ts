@@ -5,9 +5,8 @@ import { isUniqueViolation } from '../../platform/db/dialect.js';
 import type { Ids } from '../../platform/ids.js';
 import { isAllowedHostLiteral } from '../../platform/net/egress.js';
 import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
-import { inScope, requireInScope, requirePermission } from '../api-keys/scope.js';
-import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import { findInbox } from '../inboxes/inbox.repository.js';
+import { podInScope } from '../api-keys/api-key.service.js';
+import { inScope, requirePermission } from '../api-keys/scope.js';
 import { checkHeaderName, checkHeaders, mergeHeaders } from './webhook-headers.js';
 import type { InboxDatabase } from '../database.js';
 import { EVENT_TYPES } from '../events/event.service.js';
@@ -15,14 +14,13 @@ import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { parseLimit } from '../lists/list-query.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import { normalizeInboxId, requireScopedInbox } from '../inboxes/inbox.service.js';
 import {
   InvalidEventTypeError,
   InvalidWebhookUrlError,
   MAX_FILTER_IDS,
   TooManyFilterIdsError,
   UnknownInboxIdError,
-  UnknownPodError,
   UnknownPodIdError,
   WebhookClientIdTakenError,
   WebhookNotFoundError,
@@ -167,16 +165,10 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
   /** The pod or inbox a scoped route names, in the key's organization and scope (404 otherwise). */
   async function scopeOf(owner: KeyOwner, address: WebhookScopeAddress): Promise<WebhookScope> {
     if (address.level === 'pod') {
-      const podId = address.podId.trim();
-      const notFound = () => new UnknownPodError(address.podId);
-      if (!(await podBelongsTo(db, podId, owner.organizationId))) throw notFound();
-      requireInScope(owner, { organizationId: owner.organizationId, podId, inboxId: null }, notFound);
-      return { podId, inboxId: null };
+      const pod = await podInScope(db, owner, address.podId.trim());
+      return { podId: pod.podId, inboxId: null };
     }
-    const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(address.inboxId));
-    const notFound = () => new InboxNotFoundError(address.inboxId);
-    if (!inbox) throw notFound();
-    requireInScope(owner, inbox, notFound);
+    const inbox = await requireScopedInbox(db, owner, address.inboxId);
     return { podId: inbox.podId, inboxId: inbox.inboxId };
   }
 
