@@ -157,6 +157,8 @@ describe.each(dialects)('%s: search', (dialect) => {
     expect(inboxesOf((await call(server.url, org.key, 'GET', `/v0/pods/${p2.podId}/threads/search?q=${word}`)).body)).toEqual([a2]);
     expectError(await call(server.url, p1Key, 'GET', `/v0/pods/${p2.podId}/threads/search?q=${word}`), 404, 'not_found', 'POD_NOT_FOUND');
     expectError(await call(server.url, a2Key, 'GET', `/v0/inboxes/${enc(a1)}/messages/search?q=${word}`), 404, 'not_found', 'INBOX_NOT_FOUND');
+    // An inbox key reaches no pod route, its own pod's included (as pods.get, pods.lists, metrics).
+    expectError(await call(server.url, a2Key, 'GET', `/v0/pods/${p2.podId}/threads/search?q=${word}`), 404, 'not_found', 'POD_NOT_FOUND');
     expect((await call(server.url, a2Key, 'GET', `/v0/inboxes/${enc(a2)}/messages/search?q=${word}`)).body.count).toBe(1);
     expect((await call(server.url, p1Key, 'GET', `/v0/inboxes/search?q=${a2.split('@')[0]}`)).body.inboxes).toEqual([]);
     expectError(await call(server.url, noPerm, 'GET', `/v0/threads/search?q=${word}`), 403, 'permission_error', 'PERMISSION_DENIED');

@@ -2,12 +2,12 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
-import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
+import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import { PodNotFoundError, podInScope } from '../api-keys/api-key.service.js';
 import { requireInScope, requirePermission } from '../api-keys/scope.js';
 import type { Db, InboxDatabase } from '../database.js';
-import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import { findInbox, type Inbox } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import type { Inbox } from '../inboxes/inbox.repository.js';
+import { requireScopedInbox } from '../inboxes/inbox.service.js';
 import { parseLimit } from '../lists/list-query.js';
 import { addressOf, isValidAddress } from '../mail/compose.js';
 import { addressKey, domainKey } from '../mail/domains.js';
@@ -164,16 +164,13 @@ export function createAccessListService({ db, commits, clock }: AccessListServic
       return { kind: 'organization' };
     }
     if (address.level === 'pod') {
-      const podId = address.podId.trim();
-      const notFound = () => new ListNotFoundError();
-      if (!(await podBelongsTo(db, podId, owner.organizationId))) throw notFound();
-      requireInScope(owner, { organizationId: owner.organizationId, podId, inboxId: null }, notFound);
+      // A pod out of reach is a list out of reach (LIST_NOT_FOUND), by the one pod check.
+      const { podId } = await podInScope(db, owner, address.podId.trim()).catch((err: unknown) => {
+        throw err instanceof PodNotFoundError ? new ListNotFoundError() : err;
+      });
       return { kind: 'pod', podId };
     }
-    const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(address.inboxId));
-    const notFound = () => new InboxNotFoundError(address.inboxId);
-    if (!inbox) throw notFound();
-    requireInScope(owner, inbox, notFound);
+    const inbox = await requireScopedInbox(db, owner, address.inboxId);
     return { kind: 'inbox', podId: inbox.podId, inboxId: inbox.inboxId };
   }
 

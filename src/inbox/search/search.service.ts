@@ -1,14 +1,13 @@
 import type { Kysely } from 'kysely';
 import { decodeCursor, encodeCursor } from '../../platform/db/cursor.js';
-import { NotFoundError, ValidationError } from '../../platform/errors/app-error.js';
+import { ValidationError } from '../../platform/errors/app-error.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import { podBelongsTo } from '../api-keys/api-key.repository.js';
-import { inScope, requirePermission } from '../api-keys/scope.js';
+import { podInScope } from '../api-keys/api-key.service.js';
+import { requirePermission } from '../api-keys/scope.js';
 import type { Db, InboxDatabase } from '../database.js';
 import type { AfterStore } from '../delivery/delivery.service.js';
-import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import { findInbox, type Inbox } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import type { Inbox } from '../inboxes/inbox.repository.js';
+import { requireScopedInbox } from '../inboxes/inbox.service.js';
 import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
 import { findMessagesByPks, type Message } from '../messages/message.repository.js';
 import { findThreadsByIds, type Thread } from '../threads/thread.repository.js';
@@ -27,12 +26,6 @@ export interface SearchPage<T> {
   readonly limit: number;
   readonly items: T[];
   readonly nextPageToken: string | undefined;
-}
-
-export class PodNotFoundError extends NotFoundError {
-  constructor(podId: string) {
-    super(`Pod ${podId} not found.`, { code: 'POD_NOT_FOUND', details: { field: 'pod_id', code: 'POD_NOT_FOUND' } });
-  }
 }
 
 /** Search leaves out what lists leave out by default (spam, blocked, trash): it has no include_* flags. */
@@ -64,23 +57,13 @@ function nextToken(hits: readonly Hit[], limit: number): string | undefined {
  * `afterStore`), and search of inboxes by address and display name. docs/decisions/0017.
  */
 export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
-  async function inboxInScope(owner: KeyOwner, inboxId: string): Promise<Inbox> {
-    const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(inboxId));
-    if (!inbox || !inScope(owner, { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId })) throw new InboxNotFoundError(inboxId);
-    return inbox;
-  }
-
-  async function podInScope(owner: KeyOwner, podId: string): Promise<void> {
-    if ((owner.podId !== undefined && owner.podId !== podId) || !(await podBelongsTo(db, podId, owner.organizationId))) throw new PodNotFoundError(podId);
-  }
-
   /** Where a thread search looks: the route's inbox or pod, narrowed by the key's scope. */
   async function threadScope(owner: KeyOwner, where: { inboxId?: string; podId?: string }): Promise<SearchScope> {
     if (where.inboxId !== undefined) {
-      const inbox = await inboxInScope(owner, where.inboxId);
+      const inbox = await requireScopedInbox(db, owner, where.inboxId);
       return { organizationId: owner.organizationId, inboxId: inbox.inboxId };
     }
-    if (where.podId !== undefined) await podInScope(owner, where.podId);
+    if (where.podId !== undefined) await podInScope(db, owner, where.podId);
     const podId = where.podId ?? owner.podId;
     return { organizationId: owner.organizationId, ...(podId !== undefined ? { podId } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) };
   }
@@ -117,7 +100,7 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
     async messages(owner: KeyOwner, inboxId: string, query: SearchQuery): Promise<SearchPage<Message>> {
       requirePermission(owner, 'messageRead');
       const { terms, limit, filter, after } = prepare(query);
-      const inbox = await inboxInScope(owner, inboxId);
+      const inbox = await requireScopedInbox(db, owner, inboxId);
       const hits = await searchMessageHits(db, { organizationId: owner.organizationId, inboxId: inbox.inboxId }, terms, filter, limit + 1, after);
       const byPk = new Map((await findMessagesByPks(db, hits.slice(0, limit).map((h) => h.rank))).map((m) => [m.pk, m]));
       return { limit, items: hits.slice(0, limit).flatMap((h) => byPk.get(h.rank) ?? []), nextPageToken: nextToken(hits, limit) };
@@ -147,7 +130,7 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
       const limit = parseLimit(query.limit);
       const cursor = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
       if (cursor && cursor.direction !== 'desc') throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
-      if (query.podId !== undefined) await podInScope(owner, query.podId);
+      if (query.podId !== undefined) await podInScope(db, owner, query.podId);
       const podId = query.podId ?? owner.podId;
       const rows = await searchInboxRows(db, { organizationId: owner.organizationId, ...(podId !== undefined ? { podId } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) }, terms, limit + 1, cursor);
       const items = rows.slice(0, limit);

@@ -2,17 +2,16 @@ import { randomInt } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
-import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
+import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import { podInScope } from '../api-keys/api-key.service.js';
 import { requireInScope, requirePermission } from '../api-keys/scope.js';
 import type { Db, InboxDatabase } from '../database.js';
 import { SDK_EVENT_TYPES } from '../events/event-types.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import type { Inbox } from '../inboxes/inbox.repository.js';
-import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import { findInbox } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import { requireScopedInbox } from '../inboxes/inbox.service.js';
 import { addUsage, sumBefore, sumByPeriod, USAGE_SHARDS, type UsageDelta, type UsageScope } from './usage.repository.js';
-import { OrganizationMetricsNotFoundError, PodNotFoundError } from './usage.errors.js';
+import { OrganizationMetricsNotFoundError } from './usage.errors.js';
 
 /**
  * Counts the service keeps for metrics.queryEvents and queryUsage (docs/decisions/0020): every
@@ -149,16 +148,10 @@ export function createUsageService({ db, clock }: { db: Kysely<InboxDatabase>; c
       return { scope: { organizationId: owner.organizationId }, level: 'organization' };
     }
     if (address.level === 'pod') {
-      const podId = address.podId.trim();
-      const notFound = () => new PodNotFoundError(address.podId);
-      if (!(await podBelongsTo(db, podId, owner.organizationId))) throw notFound();
-      requireInScope(owner, { organizationId: owner.organizationId, podId, inboxId: null }, notFound);
+      const { podId } = await podInScope(db, owner, address.podId.trim());
       return { scope: { organizationId: owner.organizationId, podId }, level: 'pod' };
     }
-    const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(address.inboxId));
-    const notFound = () => new InboxNotFoundError(address.inboxId);
-    if (!inbox) throw notFound();
-    requireInScope(owner, inbox, notFound);
+    const inbox = await requireScopedInbox(db, owner, address.inboxId);
     return { scope: { organizationId: owner.organizationId, podId: inbox.podId, inboxId: inbox.inboxId }, level: 'inbox' };
   }
 
