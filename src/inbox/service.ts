@@ -258,7 +258,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       realtime = ws;
       stopKeyWatch = await database.listen(KEYS_TOPIC, (apiKeyId) => {
         if (apiKeyId) ws.dropKey(apiKeyId);
-        else log.warn({}, 'realtime: the key-change signal was interrupted; WebSockets of keys deleted meanwhile stay open until they reconnect');
+        else log.warn({}, 'realtime: the key-change signal was interrupted; WebSockets of keys deleted meanwhile close at the next heartbeat, those of keys whose permissions changed when they reconnect');
       });
       // Before the HTTP server closes: it would otherwise wait for the upgraded sockets.
       app.addHook('preClose', async () => ws.close());

@@ -343,6 +343,32 @@ describe.each(dialects)('%s: real-time events over WebSocket', (dialect) => {
     }
   });
 
+  it('keys deleted with their inbox or pod (no key signal) lose their connections at the next heartbeat (1008)', async () => {
+    const server = await startInboxServer({ dialect, env: { INBOX_WS_PING_INTERVAL_MS: '100', INBOX_WS_IDLE_TIMEOUT_MS: '60000' } });
+    try {
+      const org = await organization(server);
+      const pod = await org.client.pods.create({ name: 'doomed-pod' });
+      const inbox = (await org.client.inboxes.create({ username: 'doomed-inbox' })).inboxId;
+      const [inboxKey, podKey] = [secretOf(await org.client.inboxes.apiKeys.create(inbox, { name: 'i' })), secretOf(await org.client.pods.apiKeys.create(pod.podId, { name: 'p' }))];
+      const [i, p, o] = await Promise.all([rawClient(server, inboxKey), rawClient(server, podKey), rawClient(server, org.key)]);
+      const closeOf = (ws: WebSocket) => new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+      const [iClosed, pClosed] = [closeOf(i.ws), closeOf(p.ws)];
+      // Heartbeats pass while the keys exist: nothing is dropped.
+      const pings = (ws: WebSocket, n: number) => new Promise<void>((resolve) => { let seen = 0; ws.on('ping', () => ++seen === n && resolve()); });
+      await pings(i.ws, 3);
+      expect(server.service.realtime?.stats().closed.key).toBe(0);
+      await org.client.inboxes.delete(inbox);
+      expect(await iClosed).toEqual({ code: 1008, reason: 'API key deleted or changed' });
+      await org.client.pods.delete(pod.podId);
+      expect(await pClosed).toEqual({ code: 1008, reason: 'API key deleted or changed' });
+      await pings(o.ws, 2);
+      expect(o.ws.readyState).toBe(WebSocket.OPEN);
+      expect(server.service.realtime?.stats().closed.key).toBe(2);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('disconnects a client that stops reading (close code 1008 at the server, never an unbounded buffer)', async () => {
     const server = await startInboxServer({ dialect, env: { INBOX_WS_MAX_BUFFERED_BYTES: '65536' } });
     try {

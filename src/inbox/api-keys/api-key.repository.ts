@@ -224,6 +224,17 @@ export async function deleteApiKey(db: Db, organizationId: string, apiKeyId: str
   return Number(result.numDeletedRows) > 0;
 }
 
+/** Which of these key ids still exist (the rest were deleted, directly or with their pod, inbox or organization). */
+export async function existingKeyIds(db: Db, apiKeyIds: readonly string[]): Promise<Set<string>> {
+  const found = new Set<string>();
+  // Chunks keep each statement within SQLite's and PostgreSQL's bound-parameter limits.
+  for (let i = 0; i < apiKeyIds.length; i += 500) {
+    const rows = await db.selectFrom('api_keys').select('id').where('id', 'in', apiKeyIds.slice(i, i + 500)).execute();
+    for (const row of rows) found.add(row.id);
+  }
+  return found;
+}
+
 export async function deleteOrganizationKeys(db: Db, organizationId: string): Promise<void> {
   await db.deleteFrom('api_keys').where('organization_id', '=', organizationId).execute();
 }

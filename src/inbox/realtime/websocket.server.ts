@@ -5,7 +5,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { AppErrorKind } from '../../platform/errors/app-error.js';
 import type { RateLimiter } from '../../platform/http/rate-limit.js';
-import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import { existingKeyIds, type KeyOwner } from '../api-keys/api-key.repository.js';
 import type { ApiKeyService } from '../api-keys/api-key.service.js';
 import { holds } from '../api-keys/scope.js';
 import type { InboxDatabase } from '../database.js';
@@ -21,7 +21,8 @@ import { checkSubscription, FrameError, parseClientFrame, receives, subscribedFr
  * answered by `subscribed` (or an `error` frame: the connection stays), and the events of the
  * feed that the key may see and the subscription asks for, as the exact bytes webhooks deliver.
  *
- * Connections are cheap and bounded: one heartbeat timer for all (ping, and the idle check),
+ * Connections are cheap and bounded: one heartbeat timer for all (ping, the idle check, and one
+ * query for the keys of open connections that no longer exist),
  * a send buffer of at most `maxBufferedBytes` per client (a client that does not read is closed
  * with 1008 and its socket destroyed shortly after, never buffered without limit), connection
  * limits per process and per key, and on close a 1001 to every client.
@@ -54,7 +55,10 @@ export interface RealtimeServer {
   stats(): RealtimeStats;
   /** Refuses new upgrades and closes every connection with 1001 (destroyed after a grace period). */
   close(): Promise<void>;
-  /** Ends, with 1008, the connections of a key that was deleted or whose permissions changed: they reconnect and authenticate anew. */
+  /**
+   * Ends, with 1008, the connections of a key that was deleted or whose permissions changed: they
+   * reconnect and authenticate anew. Keys deleted without this signal go at the next heartbeat.
+   */
   dropKey(apiKeyId: string): void;
 }
 
@@ -226,14 +230,40 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
   };
   server.on('upgrade', upgrade);
 
+  let sweeping = false;
+  /**
+   * Drops the connections of keys deleted without a signal: with their inbox, pod or organization
+   * (cascades), by an agent sign-up's key rotation, or while the signal's listener was away.
+   * One query per heartbeat for all connected keys (decision 0015).
+   */
+  async function sweepKeys(): Promise<void> {
+    if (sweeping || closing || !perKey.size) return;
+    sweeping = true;
+    try {
+      const connected = [...perKey.keys()];
+      const existing = await existingKeyIds(deps.db, connected);
+      for (const apiKeyId of connected) if (!existing.has(apiKeyId)) dropKey(apiKeyId);
+    } catch (err) {
+      if (closing) return;
+      deps.log.warn({ err }, 'realtime: checking the keys of open connections failed; trying again at the next heartbeat');
+    } finally {
+      sweeping = false;
+    }
+  }
+
   const heartbeat = setInterval(() => {
     const now = Date.now();
     for (const client of clients) {
       if (now - client.lastSeen > settings.idleTimeoutMs) end(client, 'idle', CLOSE_GOING_AWAY, 'idle timeout');
       else if (client.ws.readyState === WebSocket.OPEN) client.ws.ping();
     }
+    void sweepKeys();
   }, settings.pingIntervalMs);
   heartbeat.unref();
+
+  function dropKey(apiKeyId: string): void {
+    for (const client of clients) if (client.owner.apiKeyId === apiKeyId && client.ws.readyState === WebSocket.OPEN) end(client, 'key', CLOSE_POLICY, 'API key deleted or changed');
+  }
 
   const consumer = {
     wants(summary: FeedEventSummary): boolean {
@@ -274,8 +304,6 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
       server.off('upgrade', upgrade);
       wss.close();
     },
-    dropKey(apiKeyId) {
-      for (const client of clients) if (client.owner.apiKeyId === apiKeyId) end(client, 'key', 1008, 'API key deleted or changed');
-    },
+    dropKey,
   };
 }
