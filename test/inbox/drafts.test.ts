@@ -182,6 +182,37 @@ describe.each(dialects)('%s: drafts', (dialect) => {
       expectError(twice, 404, 'not_found', 'DRAFT_NOT_FOUND');
     });
 
+    it('an edit that commits while a send composes wins: the send answers 409 DRAFT_CHANGED and sends nothing, never the old content', async () => {
+      const t = await tenant();
+      // A large attachment makes the send read and compose for a while, outside its unit of work.
+      const big = Buffer.alloc(3 * 1024 * 1024, 'x').toString('base64');
+      const outcomes: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const draft = await t.client.inboxes.drafts.create(t.alice, { to: [t.bob], subject: `old ${i}`, text: 'x', attachments: [{ filename: 'big.bin', content: big }] });
+        const path = `/v0/inboxes/${enc(t.alice)}/drafts/${draft.draftId}`;
+        const sending = call(url, t.key, 'POST', `${path}/send`, {});
+        await new Promise((r) => setTimeout(r, 5));
+        const [sent, edited] = await Promise.all([sending, call(url, t.key, 'PATCH', path, { subject: `new ${i}` })]);
+        if (edited.status === 200 && sent.status === 200) {
+          // The edit landed first: the message carries it.
+          expect((await t.client.inboxes.messages.get(t.alice, sent.body.message_id)).subject).toBe(`new ${i}`);
+          outcomes.push('edit, then send');
+        } else if (edited.status === 200) {
+          expectError(sent, 409, 'conflict', 'DRAFT_CHANGED');
+          expect((await t.client.inboxes.drafts.get(t.alice, draft.draftId)).subject).toBe(`new ${i}`);
+          outcomes.push('send refused');
+        } else {
+          expectError(edited, 404, 'not_found', 'DRAFT_NOT_FOUND');
+          expect(sent.status).toBe(200);
+          outcomes.push('send, then edit refused');
+        }
+      }
+      const subjects = (await t.client.inboxes.messages.list(t.bob)).messages.map((m) => m.subject ?? '');
+      expect(subjects.filter((s) => s.startsWith('old'))).toEqual([]);
+      // The interleaving this test exists for happened at least once.
+      expect(outcomes).toContain('send refused');
+    });
+
     it('makes reply, reply-all and forward drafts from a message, and sends them into its thread', async () => {
       const t = await tenant();
       const carol = (await t.client.inboxes.create({ username: unique('carol') })).inboxId;
