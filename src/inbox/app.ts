@@ -11,7 +11,7 @@ import type { Registry } from 'prom-client';
 import { parseLargeJsonOffThread } from '../platform/http/json-body.js';
 import { nulPath } from '../platform/http/nul.js';
 import type { RateLimiter } from '../platform/http/rate-limit.js';
-import { schemaValidators } from '../platform/http/validators.js';
+import { schemaCompilers } from '../platform/http/validators.js';
 import { SWAGGER_UI_CSP, swaggerUiAsset, swaggerUiHtml } from '../platform/http/swagger-ui.js';
 import type { Ids } from '../platform/ids.js';
 import { agentRoutes } from './agent/agent.routes.js';
@@ -120,7 +120,9 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     clientErrorBody: inboxClientErrorBody,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.setValidatorCompiler(schemaValidators());
+  const compilers = schemaCompilers(() => app.getSchemas());
+  app.setValidatorCompiler(compilers.validatorCompiler);
+  app.setSerializerCompiler(compilers.serializerCompiler);
   // JSON only: other media types answer 415 instead of failing validation as strings.
   app.removeContentTypeParser('text/plain');
   // A send of megabytes is parsed in a worker thread, not on the event loop every request shares.
