@@ -17,7 +17,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Written after every successful build; its time is the build's. */
 export const STAMP = 'dist/.build-stamp';
 /** What a build reads: a change to any of them after the stamp makes dist/ stale. */
-export const INPUTS = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+export const INPUTS = ['src', 'scripts/build-bundle.ts', 'scripts/build-admin.ts', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
 
 function newestChange(file) {
   const stat = statSync(file);
