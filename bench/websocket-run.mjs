@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -20,7 +21,12 @@ import { freePort, machineDescription, postgresUrl, ROOT, sourceOf, startServer,
  * transaction). For each message and client: the time from the start of the request (API) or the
  * end of DATA (SMTP) to the frame. The commit lies inside that interval (before the API answer,
  * before the 250), so these are upper bounds of commit-to-frame; the time to the API answer and
- * to the 250 is reported beside them. Memory: the server's RSS before the clients connect and
+ * to the 250 is reported beside them. Closer to commit-to-frame: from the event's own time (the
+ * received copy's `created_at`, taken when the message is composed or parsed, before its delivery's unit of work commits, read off
+ * the first frame of each message) to each frame, on the wall clock both processes share. On
+ * PostgreSQL also from the commit itself: this process LISTENs on the event feed's channel, and
+ * PostgreSQL delivers the NOTIFY the delivery sends in its transaction to every listener when it
+ * commits; its arrival here is the commit (plus one loopback hop). Memory: the server's RSS before the clients connect and
  * after they subscribed, divided by the connections.
  *
  * Options: --connections 1000 --messages 100 --dialect sqlite|postgres|both (PostgreSQL with
@@ -39,6 +45,8 @@ const [service, config, spec] = await Promise.all(['inbox/service.js', 'platform
 const quietLog = { warn() {}, error() {}, info() {} };
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
 const now = () => performance.now();
+/** Wall-clock milliseconds, on the clock the server's timestamps use, at performance.now()'s resolution. */
+const wallOf = (t) => performance.timeOrigin + t;
 
 function percentile(sorted, p) {
   if (!sorted.length) return NaN;
@@ -128,6 +136,19 @@ async function run(dialect) {
     return JSON.parse(text);
   };
   const clients = [];
+  // PostgreSQL: the commit, as every listener of the event feed's channel sees it (see above).
+  let commitListener;
+  let onCommit = () => {};
+  if (dialect === 'postgres') {
+    const pg = (await import('pg')).default;
+    commitListener = new pg.Client({ connectionString: process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL });
+    await commitListener.connect();
+    commitListener.on('notification', (n) => {
+      if (n.payload?.includes('"message.received"')) onCommit(now());
+    });
+    // The feed's channel: its topic and a hash of the schema (platform/db/database.ts).
+    await commitListener.query(`LISTEN "inbox_events_${createHash('sha256').update('bench_ws').digest('hex').slice(0, 16)}"`);
+  }
   try {
     const sender = (await api('POST', '/v0/inboxes', { username: 'bench-sender' })).inbox_id;
     const target = (await api('POST', '/v0/inboxes', { username: 'bench-target' })).inbox_id;
@@ -151,7 +172,7 @@ async function run(dialect) {
                 client.subscribed = true;
                 return resolve();
               }
-              if (expecting && data.includes(expecting.marker)) expecting.arrived(at);
+              if (expecting && data.includes(expecting.marker)) expecting.arrived(at, data);
             });
             ws.once('open', () => ws.send(JSON.stringify({ type: 'subscribe', event_types: ['message.received'], inbox_ids: [target] })));
             ws.once('error', reject);
@@ -169,9 +190,16 @@ async function run(dialect) {
       let done;
       const all = new Promise((resolve) => (done = resolve));
       let t0 = 0;
+      let createdAt = NaN;
+      let committed = NaN;
+      onCommit = (at) => {
+        if (Number.isNaN(committed)) committed = at;
+      };
       expecting = {
         marker: Buffer.from(marker),
-        arrived(at) {
+        arrived(at, data) {
+          // Parsed once per message: every client's frame carries the same event.
+          if (!latencies.length) createdAt = Date.parse(JSON.parse(data.toString()).message.created_at);
           latencies.push(at);
           if (latencies.length === CONNECTIONS) done();
         },
@@ -180,18 +208,23 @@ async function run(dialect) {
       const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 10_000));
       if ((await Promise.race([all, timeout])) === 'timeout') throw new Error(`only ${latencies.length} of ${CONNECTIONS} frames for ${marker}`);
       expecting = null;
-      return { frames: latencies.map((at) => at - t0), acknowledged: timing.acknowledged - t0 };
+      if (commitListener && Number.isNaN(committed)) throw new Error(`no commit signal for ${marker}`);
+      return { frames: latencies.map((at) => at - t0), fromEvent: latencies.map((at) => wallOf(at) - createdAt), fromCommit: commitListener ? latencies.map((at) => at - committed) : [], acknowledged: timing.acknowledged - t0 };
     };
 
     const scenario = async (name, deliverOne) => {
       const frames = [];
+      const fromEvent = [];
+      const fromCommit = [];
       const acks = [];
       for (let m = 0; m < MESSAGES; m++) {
         const r = await measureOne(`${name}-${m}-mark`, (start) => deliverOne(`${name}-${m}-mark`, start));
         frames.push(...r.frames);
+        fromEvent.push(...r.fromEvent);
+        fromCommit.push(...r.fromCommit);
         acks.push(r.acknowledged);
       }
-      return { frames: summary(frames), acknowledged: summary(acks) };
+      return { frames: summary(frames), fromEvent: summary(fromEvent), fromCommit: summary(fromCommit), acknowledged: summary(acks) };
     };
 
     const results = {};
@@ -212,6 +245,7 @@ async function run(dialect) {
     return { dialect, connections: CONNECTIONS, messages: MESSAGES, connectSeconds, rssBefore, rssAfter, bytesPerConnection: (rssAfter - rssBefore) / CONNECTIONS, results, load };
   } finally {
     for (const c of clients) c.ws.terminate();
+    await commitListener?.end();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
     if (dialect === 'postgres') {
@@ -234,7 +268,11 @@ for (const dialect of dialects) {
 }
 const ms = (n) => n.toFixed(1);
 const rows = runs.flatMap((r) =>
-  ['api', 'smtp'].map((kind) => `| ${r.dialect} | ${kind === 'api' ? 'API send' : 'SMTP'} | ${r.connections} | ${r.results[kind].frames.n} | ${ms(r.results[kind].frames.p50)} | ${ms(r.results[kind].frames.p99)} | ${ms(r.results[kind].frames.max)} | ${ms(r.results[kind].acknowledged.p50)} | ${Math.round(r.bytesPerConnection / 1024)} KiB |`),
+  ['api', 'smtp'].map((kind) => {
+    const { frames, fromEvent, fromCommit, acknowledged } = r.results[kind];
+    const commit = fromCommit.n ? `${ms(fromCommit.p50)} | ${ms(fromCommit.p99)}` : '– | –';
+    return `| ${r.dialect} | ${kind === 'api' ? 'API send' : 'SMTP'} | ${r.connections} | ${frames.n} | ${commit} | ${ms(fromEvent.p50)} | ${ms(fromEvent.p99)} | ${ms(fromEvent.max)} | ${ms(frames.p50)} | ${ms(frames.p99)} | ${ms(acknowledged.p50)} | ${Math.round(r.bytesPerConnection / 1024)} KiB |`;
+  }),
 );
 const md = [
   `## WebSocket events, ${stamp}`,
@@ -243,10 +281,10 @@ const md = [
   `load before: \`${loadBefore}\``,
   ...runs.map((r) => `load after ${r.dialect}: \`${r.load}\``),
   '',
-  '| Dialect | Arrival | Connections | Frames | p50 ms | p99 ms | max ms | answer p50 ms | server RSS per connection |',
-  '|---|---|---|---|---|---|---|---|---|',
+  '| Dialect | Arrival | Connections | Frames | commit→frame p50 ms | p99 ms | event→frame p50 ms | p99 ms | max ms | request→frame p50 ms | p99 ms | answer p50 ms | server RSS per connection |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ...rows,
   '',
-  'Latency: from the start of the API request (or the end of DATA) to the frame at each client; the commit lies inside that interval. "answer": the API response (or the 250 after DATA).',
+  'commit→frame (PostgreSQL): from the arrival of the delivery\'s NOTIFY at a listener of this process (PostgreSQL sends it at commit) to the frame at each client. event→frame: from the received copy\'s `created_at` (taken when the message is composed or parsed, before its delivery commits) to the frame at each client. request→frame: from the start of the API request (or the end of DATA); the commit lies inside that interval. "answer": the API response (or the 250 after DATA).',
 ].join('\n');
 writeResults(`ws-${stamp}`, runs, md);
