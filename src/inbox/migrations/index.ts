@@ -8,6 +8,7 @@ import * as searchIndex from './0007_search_index.js';
 import * as domains from './0008_domains.js';
 import * as allowBlockLists from './0009_allow_block_lists.js';
 import * as usageAndWebhookScopes from './0010_usage_and_webhook_scopes.js';
+import * as searchStatistics from './0011_search_statistics.js';
 
 export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
@@ -19,6 +20,7 @@ export const inboxMigrations: MigrationSet = {
   '0008_domains': domains,
   '0009_allow_block_lists': allowBlockLists,
   '0010_usage_and_webhook_scopes': usageAndWebhookScopes,
+  '0011_search_statistics': searchStatistics,
 };
 
 export const INBOX_MIGRATION_TABLE = 'inbox_migrations';
