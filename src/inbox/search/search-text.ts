@@ -24,11 +24,36 @@ function cut(word: string): string {
   return Array.from(word).slice(0, MAX_WORD).join('');
 }
 
-/** The words of `text`, in order, repeats kept. */
+/** Long texts are normalized this many UTF-16 units at a time (more, up to the next whitespace). */
+export const PIECE_LENGTH = 16 * 1024;
+/** Spaces and line breaks; not U+FEFF, which \s includes but Unicode counts as case-ignorable. */
+const WHITESPACE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/g;
+
+/**
+ * The words of `text`, in order, repeats kept, computed piece by piece: a 2 MiB body is never
+ * copied whole (lower-cased, normalized, stripped: three copies) nor split into one array of all
+ * its words, which took about 30 MiB per big send in flight (bench/README.md, big sends).
+ * Pieces end at whitespace, which no word, no letter's combining marks and no case mapping
+ * context (Greek final sigma) crosses, so the words are those of the whole text at once.
+ */
+export function* words(text: string | null | undefined, pieceLength = PIECE_LENGTH): Generator<string> {
+  if (!text) return;
+  for (let start = 0; start < text.length; ) {
+    let end = start + pieceLength;
+    if (end >= text.length) end = text.length;
+    else {
+      WHITESPACE.lastIndex = end;
+      end = WHITESPACE.exec(text)?.index ?? text.length;
+    }
+    const found = text.slice(start, end).toLowerCase().normalize('NFKD').replace(MARKS, '').match(WORD);
+    if (found) for (const w of found) yield cut(w);
+    start = end;
+  }
+}
+
+/** The words of a short text (a subject, an address, a name, a query), in order, repeats kept. */
 export function wordsOf(text: string | null | undefined): string[] {
-  if (!text) return [];
-  const found = text.toLowerCase().normalize('NFKD').replace(MARKS, '').match(WORD);
-  return found ? found.map(cut) : [];
+  return [...words(text)];
 }
 
 /** The fields a message or thread is found by: each a set of distinct words. */
@@ -50,13 +75,13 @@ const htmlText = (html: string): string => html.replace(/<(script|style)[\s\S]*?
  * Distinct words per field, subject first, then addresses, then body, until DOCUMENT_BUDGET bytes:
  * a document never grows past what PostgreSQL stores in one tsvector, whatever the message.
  */
-export function documentOf(parts: { subject: readonly string[]; addresses: readonly string[]; body: readonly string[] }): SearchDocument {
+export function documentOf(parts: { subject: Iterable<string>; addresses: Iterable<string>; body: Iterable<string> }): SearchDocument {
   let budget = DOCUMENT_BUDGET;
   const seen = new Set<string>();
-  const take = (words: readonly string[]): string[] => {
+  const take = (found: Iterable<string>): string[] => {
     const out: string[] = [];
     const local = new Set<string>();
-    for (const w of words) {
+    for (const w of found) {
       if (local.has(w)) continue;
       const cost = seen.has(w) ? 0 : Buffer.byteLength(w) + 8;
       if (cost > budget) break;
@@ -72,11 +97,17 @@ export function documentOf(parts: { subject: readonly string[]; addresses: reado
   return { subject, addresses, body: take(parts.body) };
 }
 
+/** The text body's words (or the HTML's text's when there is none), then the attachments' file names'. */
+function* bodyWords(m: IndexableMessage): Generator<string> {
+  yield* words(m.text ?? (m.html !== null ? htmlText(m.html) : null));
+  for (const a of m.attachments) yield* words(a.filename);
+}
+
 export function messageDocument(m: IndexableMessage): SearchDocument {
   return documentOf({
     subject: wordsOf(m.subject),
     addresses: [m.from, ...m.to, ...m.cc, ...m.bcc, ...m.replyTo].flatMap(wordsOf),
-    body: [...wordsOf(m.text ?? (m.html !== null ? htmlText(m.html) : null)), ...m.attachments.flatMap((a) => wordsOf(a.filename))],
+    body: bodyWords(m),
   });
 }
 
