@@ -69,7 +69,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
   const search = createSearchService({ db });
-  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, lists: createListScreen(), afterStore: [search.afterStore] });
+  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, lists: createListScreen(), storeHooks: [search.indexHook] });
   const domains = createDomains(config, { db, commits, clock, ids });
   const inboxes = createInboxService({
     db,

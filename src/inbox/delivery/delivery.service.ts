@@ -57,8 +57,23 @@ export type Screen = (trx: Db, inboxes: readonly Inbox[]) => Promise<{ withheld:
 /** Runs after the copies were stored, in the same transaction (search-index maintenance plugs in here). */
 export type AfterStore = (trx: Db, stored: readonly { inbox: Inbox; message: Message; thread: Thread }[]) => Promise<void>;
 
-export interface DeliveryRequest {
+/**
+ * A part of every delivery in two halves: the work on the composed message that needs no database
+ * (the search index's words), done before the unit of work starts and in steps that let other
+ * requests run between them, and the SQL that it returns, run in the unit of work after the copies
+ * were stored. Nothing CPU-heavy runs inside the write transaction (issue 9, item 2).
+ */
+export type StoreHook = (message: ComposedMessage) => Promise<AfterStore>;
+
+/** What `prepare` made of a composed message: the unit of work's share of every store hook. */
+export interface PreparedMessage {
   readonly message: ComposedMessage;
+  readonly afterStore: readonly AfterStore[];
+}
+
+export interface DeliveryRequest {
+  /** From `delivery.prepare(message)`, awaited before the unit of work. */
+  readonly prepared: PreparedMessage;
   readonly recipients: readonly LocalRecipient[];
   /** Labels of every recipient's copy after `received` and `unread` (inbound authentication verdicts). */
   readonly labels?: readonly string[];
@@ -100,7 +115,7 @@ export interface DeliveryDeps {
   readonly ids: Ids;
   readonly events: EventService;
   readonly sendLimitPerDay: number;
-  readonly afterStore?: readonly AfterStore[];
+  readonly storeHooks?: readonly StoreHook[];
   /** Allow and block lists (access-lists/): run at the screen point of every delivery. */
   readonly lists?: ListScreen;
 }
@@ -126,8 +141,16 @@ const BOUNCE_DIAGNOSTIC = 'smtp; 550 5.1.1 no such mailbox';
 export function createDelivery(deps: DeliveryDeps) {
   const { clock, ids, events } = deps;
 
+  /** The halves of the store hooks that need no database, for `message`: await it before the unit of work. */
+  async function prepare(message: ComposedMessage): Promise<PreparedMessage> {
+    const afterStore: AfterStore[] = [];
+    for (const hook of deps.storeHooks ?? []) afterStore.push(await hook(message));
+    return { message, afterStore };
+  }
+
   async function deliver(trx: Db, request: DeliveryRequest): Promise<DeliveryResult> {
-    const { message, sender } = request;
+    const { sender } = request;
+    const { message } = request.prepared;
     const wanted = request.recipients.flatMap((r) => r.inboxIds);
     const found = await findInboxesByAddresses(trx, [...new Set(sender ? [sender.inboxId, ...wanted] : wanted)]);
     const byId = new Map(found.map((i) => [i.inboxId, i]));
@@ -217,7 +240,7 @@ export function createDelivery(deps: DeliveryDeps) {
       await enqueue(trx, clock, OUTBOUND_MAIL_QUEUE, job);
       jobs += 1;
     }
-    for (const hook of deps.afterStore ?? []) await hook(trx, storedMessages);
+    for (const hook of request.prepared.afterStore) await hook(trx, storedMessages);
 
     if (from) {
       // Counted last: in PostgreSQL the counter row stays locked until the commit, and the
@@ -228,7 +251,7 @@ export function createDelivery(deps: DeliveryDeps) {
     return { messageId: message.messageId, threadId: first.thread.threadId, found: recipients.size, stored: stored.length, withheld, jobs };
   }
 
-  return { deliver };
+  return { prepare, deliver };
 }
 
 export type Delivery = ReturnType<typeof createDelivery>;

@@ -109,9 +109,10 @@ export function createSendService(deps: SendServiceDeps) {
       raw,
       attachmentContents: out.attachments.map((a) => a.compose.content),
     };
+    const prepared = await delivery.prepare(message);
     const result = await commits.run(async (trx) => {
       await within?.(trx);
-      return delivery.deliver(trx, { message, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } });
+      return delivery.deliver(trx, { prepared, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } });
     });
     if (result.jobs) notifyJobs();
     return { messageId: result.messageId, threadId: result.threadId as string };

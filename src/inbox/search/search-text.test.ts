@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { prng } from '../../../test/support/generated.js';
-import { documentOf, MAX_WORD, messageDocument, words } from './search-text.js';
+import { DOCUMENT_BUDGET, distinctBodyWords, documentOf, MAX_WORD, messageDocument, words } from './search-text.js';
 
 /** The words of a text computed on the whole of it at once: what the index held before pieces. */
 function wholeWords(text: string): string[] {
@@ -48,5 +48,26 @@ describe('search words', () => {
     const doc = messageDocument(message);
     expect(doc.body).toEqual(documentOf({ subject: ['rechnung'], addresses: ['a', 'b', 'example'], body: [...wholeWords(text), 'marz', 'pdf'] }).body);
     expect(doc.body).toEqual(['die', 'rechnung', 'fur', 'marz', 'liegt', 'bei', 'gruße', 'aus', 'koln', 'und', 'οδος', 'pdf']);
+  });
+
+  it('makes the same document from the distinct body words computed beforehand as from every word, past the budget too', async () => {
+    const r = prng(20261125);
+    const base = { from: 'Ann <ann@a.example>', to: ['bob@b.example'], cc: [], bcc: [], replyTo: [], html: null };
+    // Bodies over the budget: many distinct words, some of them also in the subject or addresses.
+    const many = Array.from({ length: 80_000 }, (_, i) => `w${i.toString(36)}`);
+    const cases = [
+      { subject: 'Hello', text: generated(r, 5000), attachments: [{ filename: 'a b.txt' }] },
+      { subject: many.slice(40_000, 40_500).join(' '), text: many.join(' '), attachments: [] },
+      { subject: 'ann bob', text: `${many.slice(0, 45_000).join(' ')} ann bob example ${many.slice(45_000).join(' ')}`, attachments: [{ filename: 'late.pdf' }] },
+    ];
+    for (let i = 0; i < 30; i++) cases.push({ subject: generated(r, 40), text: generated(r, Math.floor(r() * 3000)), attachments: [{ filename: generated(r, 12) }] });
+    for (const c of cases) {
+      const m = { ...base, ...c };
+      expect(messageDocument(m, await distinctBodyWords(m))).toEqual(messageDocument(m));
+    }
+    // The budget is reached in the long cases: the test covers where the two could part.
+    const full = messageDocument({ ...base, ...(cases[1] as (typeof cases)[number]) });
+    expect(full.body.length).toBeLessThan(many.length);
+    expect(full.body.reduce((n, w) => n + Buffer.byteLength(w) + 8, 0)).toBeLessThanOrEqual(DOCUMENT_BUDGET);
   });
 });

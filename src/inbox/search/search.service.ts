@@ -5,14 +5,14 @@ import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import { podInScope } from '../api-keys/api-key.service.js';
 import { requirePermission } from '../api-keys/scope.js';
 import type { Db, InboxDatabase } from '../database.js';
-import type { AfterStore } from '../delivery/delivery.service.js';
+import type { StoreHook } from '../delivery/delivery.service.js';
 import type { Inbox } from '../inboxes/inbox.repository.js';
 import { requireScopedInbox } from '../inboxes/inbox.service.js';
 import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
 import { findMessagesByPks, type Message } from '../messages/message.repository.js';
 import { findThreadsByIds, type Thread } from '../threads/thread.repository.js';
 import { indexMessages, rebuildThreadDocument, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
-import { InvalidQueryError, messageDocument, parseQuery, wordsOf, type QueryTerm, type SearchDocument } from './search-text.js';
+import { distinctBodyWords, InvalidQueryError, messageDocument, parseQuery, wordsOf, type QueryTerm, type SearchDocument } from './search-text.js';
 
 export interface SearchQuery {
   readonly q?: string;
@@ -54,7 +54,7 @@ function nextToken(hits: readonly Hit[], limit: number): string | undefined {
 
 /**
  * Full-text search of messages and threads (index maintained in the delivery transaction by
- * `afterStore`), and search of inboxes by address and display name. docs/decisions/0017.
+ * store hook), and search of inboxes by address and display name. docs/decisions/0017.
  */
 export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
   /** Where a thread search looks: the route's inbox or pod, narrowed by the key's scope. */
@@ -74,24 +74,30 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
     return { terms, limit, filter: { hidden: HIDDEN, ...time('before', query.before), ...time('after', query.after) }, after: decodeSearchCursor(query.pageToken) };
   }
 
-  const afterStore: AfterStore = async (trx, stored) => {
-    // The copies of one delivery (one per local inbox) share everything but bcc, which only the
-    // sender's copy keeps: their words are computed once per distinct bcc, not once per copy.
-    const docs = new Map<string, SearchDocument>();
-    const docOf = (message: Message): SearchDocument => {
-      const key = `${message.messageId}\n${message.bcc.join('\n')}`;
-      let doc = docs.get(key);
-      if (!doc) docs.set(key, (doc = messageDocument(message)));
-      return doc;
+  /**
+   * The delivery's store hook: the body's words before the unit of work (the costly part, for a
+   * big message), then in it each copy's document and its rows. The copies share everything but
+   * bcc, which only the sender's copy keeps: a document per distinct bcc, not per copy.
+   */
+  const indexHook: StoreHook = async (composed) => {
+    const body = await distinctBodyWords(composed);
+    return async (trx, stored) => {
+      const docs = new Map<string, SearchDocument>();
+      const docOf = (message: Message): SearchDocument => {
+        const key = message.bcc.join('\n');
+        let doc = docs.get(key);
+        if (!doc) docs.set(key, (doc = messageDocument(message, body)));
+        return doc;
+      };
+      await indexMessages(
+        trx,
+        stored.map(({ inbox, message, thread }) => ({ pk: message.pk, threadId: thread.threadId, scope: { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId }, doc: docOf(message) })),
+      );
     };
-    await indexMessages(
-      trx,
-      stored.map(({ inbox, message, thread }) => ({ pk: message.pk, threadId: thread.threadId, scope: { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId }, doc: docOf(message) })),
-    );
   };
 
   return {
-    afterStore,
+    indexHook,
 
     /** After a message of the thread was deleted (in that transaction): the thread's document without it. */
     rebuildThread: (trx: Db, threadId: string) => rebuildThreadDocument(trx, threadId),

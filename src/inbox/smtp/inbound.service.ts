@@ -177,8 +177,9 @@ export function createInboundService(deps: InboundServiceDeps) {
         attachmentContents: content.attachments.map((a) => a.content),
       };
       const recipients = await Promise.all(envelope.recipients.map(async (address) => ({ address, inboxIds: (await inboxCandidates(address)) ?? [] })));
+      const prepared = await delivery.prepare(message);
       const result = await commits.run((trx) =>
-        delivery.deliver(trx, { message, recipients, labels: verdict?.labels ?? [], foreignMessageId: true, ...(report ? { screen: reportScreen(messageId, report) } : {}) }),
+        delivery.deliver(trx, { prepared, recipients, labels: verdict?.labels ?? [], foreignMessageId: true, ...(report ? { screen: reportScreen(messageId, report) } : {}) }),
       );
       if (result.jobs) notifyJobs();
       // Nothing was written then: every inbox named at RCPT time is gone.
