@@ -278,10 +278,13 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       expect(patchResponse.status()).toBe(200);
       expect(((await api(server, admin.key, 'GET', createdIri)).body as Record<string, unknown>).kaufpreis).toBe(315000);
 
-      // Delete from the edit page, confirmed in the dialog.
+      // Delete from the edit page, confirmed in the dialog. The edit form must be showing first:
+      // the save above redirects to the list, and that list's (hidden) bulk Delete button must not
+      // be the one clicked, so the button is taken from the edit form.
       await page.goto(`${server.url}/admin#/immobilies/${encodeURIComponent(createdIri)}`);
+      await expect.poll(() => page.locator('form input[name="kaufpreis"]').inputValue()).toBe('315000');
       const deleting = page.waitForResponse((r) => r.request().method() === 'DELETE' && new URL(r.url()).pathname === createdIri, { timeout: 20_000 });
-      await page.getByRole('button', { name: 'Delete' }).click();
+      await page.locator('form').getByRole('button', { name: 'Delete' }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
       const deleted = await deleting;
       expect(deleted.status()).toBe(204);
