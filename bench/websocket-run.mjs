@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -40,7 +39,7 @@ const DOMAIN = 'inbox.localhost';
 const DIST = path.join(ROOT, 'dist');
 
 const from = (file) => import(pathToFileURL(path.join(DIST, 'src', file)).href);
-const [service, config, spec] = await Promise.all(['inbox/service.js', 'platform/config/config.js', 'inbox/inbox.config.js'].map(from));
+const [service, config, spec, databaseModule, feed] = await Promise.all(['inbox/service.js', 'platform/config/config.js', 'inbox/inbox.config.js', 'platform/db/database.js', 'inbox/realtime/event-feed.js'].map(from));
 
 const quietLog = { warn() {}, error() {}, info() {} };
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
@@ -146,8 +145,7 @@ async function run(dialect) {
     commitListener.on('notification', (n) => {
       if (n.payload?.includes('"message.received"')) onCommit(now());
     });
-    // The feed's channel: its topic and a hash of the schema (platform/db/database.ts).
-    await commitListener.query(`LISTEN "inbox_events_${createHash('sha256').update('bench_ws').digest('hex').slice(0, 16)}"`);
+    await commitListener.query(`LISTEN "${databaseModule.notifyChannel(feed.TOPIC, 'bench_ws')}"`);
   }
   try {
     const sender = (await api('POST', '/v0/inboxes', { username: 'bench-sender' })).inbox_id;

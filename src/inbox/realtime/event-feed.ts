@@ -43,7 +43,7 @@ export interface EventFeed {
   close(): Promise<void>;
 }
 
-const TOPIC = 'inbox_events';
+export const TOPIC = 'inbox_events';
 
 type Row = [eventId: string, organizationId: string, podId: string | null, inboxId: string | null, eventType: string];
 

@@ -67,6 +67,15 @@ export interface OpenDatabaseOptions {
   readonly verifyStatementCache?: boolean;
 }
 
+/**
+ * The PostgreSQL NOTIFY channel of `topic` in `schema`: channels are global to the database, so
+ * there is one per topic and schema, within 63 bytes (a process outside the service that wants
+ * the same signals, such as bench:ws, LISTENs on this name).
+ */
+export function notifyChannel(topic: string, schema: string | null | undefined): string {
+  return `${topic}_${createHash('sha256').update(schema ?? '').digest('hex').slice(0, 16)}`;
+}
+
 /** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; leaves room for the channel name. */
 export const NOTIFY_PAYLOAD_LIMIT = 7900;
 
@@ -243,8 +252,7 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  // NOTIFY channels are global to the database: one per topic and schema, within 63 bytes.
-  const channel = (topic: string) => `${topic}_${createHash('sha256').update(schema ?? '').digest('hex').slice(0, 16)}`;
+  const channel = (topic: string) => notifyChannel(topic, schema);
   return {
     db,
     commits: commitsOf(db),
