@@ -130,6 +130,19 @@ describe.each(dialects)('%s: search', (dialect) => {
     expect((await call(server.url, undefined, 'GET', `/v0/threads/search?q=invoice`)).status).toBe(401);
   });
 
+  it.runIf(dialect === 'postgres')('keeps 10,000 common words per tsvector column in the planner statistics (migration 0011)', async () => {
+    // With the default 1,000, a word no message holds was estimated common and a large inbox was
+    // walked row by row (bench/README.md, search at 1,000,000 messages).
+    const { sql } = await import('kysely');
+    const { rows } = await sql<{ table: string; column: string; target: number }>`
+      select c.relname as table, a.attname as column, a.attstattarget as target from pg_attribute a join pg_class c on c.oid = a.attrelid
+      where c.relname in ('message_search', 'thread_search') and a.attname in ('subject', 'addresses', 'document') and c.relnamespace = current_schema()::regnamespace
+      order by 1, 2`.execute(server.service.runtime.services.db);
+    expect(rows.map((r) => [r.table, r.column, Number(r.target)])).toEqual(
+      ['message_search', 'thread_search'].flatMap((t) => ['addresses', 'document', 'subject'].map((c) => [t, c, 1000])),
+    );
+  });
+
   it('honours before/after', async () => {
     const all = await org.client.inboxes.messages.search(ben, { q: 'invoice' });
     const newest = all.messages.map((m) => m.timestamp).sort((a, b) => b.getTime() - a.getTime())[0] as Date;
