@@ -34,6 +34,8 @@ const TYPES = ['Wohnung', 'Haus', 'Grundstueck', 'Gewerbe', 'Buero'];
 
 /** Text as shown, with the non-breaking spaces of number formats made plain. */
 const plain = (text: string) => text.replace(/[\u00a0\u202f]/g, ' ').trim();
+/** The admin's list of a resource, by URL (react-admin may add list parameters after `?`). */
+const LIST = (resource: string) => new RegExp(`#/${resource}(\\?.*)?$`);
 /** An amount as de-DE writes euros, for comparing with the screen. */
 const euro = (value: number) => plain(new Intl.NumberFormat('de-DE', { style: 'currency', currency: 'EUR' }).format(value));
 
@@ -277,10 +279,14 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       expect(patchResponse.request().headers()['x-api-key']).toBe(admin.key);
       expect(patchResponse.status()).toBe(200);
       expect(((await api(server, admin.key, 'GET', createdIri)).body as Record<string, unknown>).kaufpreis).toBe(315000);
+      // The save redirects to the list once the response is handled. Going on before that redirect
+      // lets it land after the next navigation and take the edit form away mid-click (a CI run
+      // timed out on the detached Delete button), so wait for the list first.
+      await page.waitForURL(LIST('immobilies'));
 
-      // Delete from the edit page, confirmed in the dialog. The edit form must be showing first:
-      // the save above redirects to the list, and that list's (hidden) bulk Delete button must not
-      // be the one clicked, so the button is taken from the edit form.
+      // Delete from the edit page, confirmed in the dialog. The edit form must be showing first,
+      // and that list's (hidden) bulk Delete button must not be the one clicked, so the button is
+      // taken from the edit form.
       await page.goto(`${server.url}/admin#/immobilies/${encodeURIComponent(createdIri)}`);
       await expect.poll(() => page.locator('form input[name="kaufpreis"]').inputValue()).toBe('315000');
       const deleting = page.waitForResponse((r) => r.request().method() === 'DELETE' && new URL(r.url()).pathname === createdIri, { timeout: 20_000 });
@@ -289,6 +295,7 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       const deleted = await deleting;
       expect(deleted.status()).toBe(204);
       expect((await api(server, admin.key, 'GET', createdIri)).status).toBe(404);
+      await page.waitForURL(LIST('immobilies'));
 
       // A user's role is a select of the roles the docs list; saving sends the value, answered 200.
       await page.goto(`${server.url}/admin#/users/${encodeURIComponent(owner.iri)}`);
