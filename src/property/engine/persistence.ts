@@ -113,38 +113,50 @@ function patterns(dialect: 'sqlite' | 'postgres', strategy: Exclude<SearchStrate
   }
 }
 
-/** The condition as SQL plus its parameters, in the order the SQL takes them. */
-function conditionSql(dialect: 'sqlite' | 'postgres', c: Condition): { sql: RawBuilder<unknown>; parameters: unknown[] } {
-  const col = expression(c.target);
+/**
+ * The parameters of a condition, in the order its SQL takes them. Prepared queries run again with
+ * only these, so they are computed without building the SQL; `conditionSql` binds the same list.
+ */
+function conditionParameters(dialect: 'sqlite' | 'postgres', c: Condition): unknown[] {
   switch (c.op) {
     case 'in':
-      if (c.values.length === 1) return { sql: sql`${col} = ${c.values[0]}`, parameters: [c.values[0]] };
-      return { sql: sql`${col} in (${sql.join(c.values.map((v) => sql`${v}`))})`, parameters: [...c.values] };
+      return [...c.values];
     case 'null':
-      return { sql: sql`${col} is null`, parameters: [] };
     case 'notNull':
-      return { sql: sql`${col} is not null`, parameters: [] };
-    case 'match': {
-      const all = c.values.flatMap((term) => patterns(dialect, c.strategy, term));
-      const caseless = c.strategy.startsWith('i');
-      const one = (p: string) =>
-        dialect === 'sqlite' ? sql`${col} glob ${p}` : caseless ? sql`lower(${col}) like lower(${p})` : sql`${col} like ${p}`;
-      return { sql: sql`(${sql.join(all.map(one), sql` or `)})`, parameters: all };
-    }
+      return [];
+    case 'match':
+      return c.values.flatMap((term) => patterns(dialect, c.strategy, term));
     default:
-      return { sql: sql`${col} ${sql.raw(c.op)} ${c.values[0]}`, parameters: [c.values[0]] };
+      return [c.values[0]];
   }
 }
 
-function where(dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): { sql: RawBuilder<unknown> | undefined; parameters: unknown[] } {
-  if (conditions.length === 0) return { sql: undefined, parameters: [] };
-  const parts = conditions.map((c) => conditionSql(dialect, c));
-  return { sql: sql.join(parts.map((p) => p.sql), sql` and `), parameters: parts.flatMap((p) => p.parameters) };
+/** The condition as SQL, binding `conditionParameters` in order. */
+function conditionSql(dialect: 'sqlite' | 'postgres', c: Condition): RawBuilder<unknown> {
+  const col = expression(c.target);
+  const parameters = conditionParameters(dialect, c);
+  switch (c.op) {
+    case 'in':
+      if (parameters.length === 1) return sql`${col} = ${parameters[0]}`;
+      return sql`${col} in (${sql.join(parameters.map((v) => sql`${v}`))})`;
+    case 'null':
+      return sql`${col} is null`;
+    case 'notNull':
+      return sql`${col} is not null`;
+    case 'match': {
+      const caseless = c.strategy.startsWith('i');
+      const one = (p: unknown) =>
+        dialect === 'sqlite' ? sql`${col} glob ${p}` : caseless ? sql`lower(${col}) like lower(${p})` : sql`${col} like ${p}`;
+      return sql`(${sql.join(parameters.map(one), sql` or `)})`;
+    }
+    default:
+      return sql`${col} ${sql.raw(c.op)} ${parameters[0]}`;
+  }
 }
 
 function applyConditions<QB extends { where: (...args: never[]) => QB }>(qb: QB, dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): QB {
-  const w = where(dialect, conditions).sql;
-  if (!w) return qb;
+  if (conditions.length === 0) return qb;
+  const w = sql.join(conditions.map((c) => conditionSql(dialect, c)), sql` and `);
   return (qb.where as unknown as (e: unknown) => QB).call(qb, w);
 }
 
@@ -155,7 +167,7 @@ function shapeOf(conditions: readonly Condition[]): string {
   return conditions.map((c) => `${refKey(c.target)}${c.op}${c.op === 'match' ? c.strategy : ''}:${c.values.length}`).join(',');
 }
 
-const valuesOf = (dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): unknown[] => where(dialect, conditions).parameters;
+const valuesOf = (dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): unknown[] => conditions.flatMap((c) => conditionParameters(dialect, c));
 
 /** One item by id within `scope`; `lock` holds the row for the rest of the transaction (FOR UPDATE on PostgreSQL). */
 export async function findItem(db: AnyDb, resource: ResourceMetadata, id: number, scope: readonly Condition[], lock = false): Promise<Item | undefined> {

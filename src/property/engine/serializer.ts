@@ -70,8 +70,14 @@ interface OutputField {
   readonly datetime: boolean;
 }
 
+// Days 29–31 are left to Date, which rolls an impossible one over (Feb 30 → Mar 2) as before.
+const UTC_ISO = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?Z$/;
+
 /** A stored timestamp as API Platform's DateTimeNormalizer writes it (RFC 3339, seconds, `+00:00`). */
 export function formatDateTime(value: unknown): string {
+  // Stored timestamps are UTC ISO strings (`2026-11-01T12:00:00.000Z`): their first 19 characters
+  // are already the output, without parsing a Date per field of every item served.
+  if (typeof value === 'string' && UTC_ISO.test(value)) return `${value.slice(0, 19)}+00:00`;
   const date = new Date(value as string);
   return Number.isNaN(date.getTime()) ? String(value) : `${date.toISOString().slice(0, 19)}+00:00`;
 }
