@@ -163,6 +163,34 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
     }
   });
 
+  it('compiled-once reads outside a transaction answer while a write transaction is open, from the last committed state; writes wait for it', async () => {
+    await db.insertInto('rows').values({ ts: 'before', note: 'committed' }).execute();
+    const find = () => runCompiledOnce(db, 'rows.by-note', ['committed'], () => db.selectFrom('rows').select('ts').where('note', '=', 'committed'));
+    const order: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let opened!: () => void;
+    const isOpen = new Promise<void>((resolve) => (opened = resolve));
+    const writer = db.transaction().execute(async (trx) => {
+      await trx.insertInto('rows').values({ ts: 'inside', note: 'committed' }).execute();
+      opened();
+      await held;
+      order.push('commit');
+    });
+    await isOpen;
+    // On SQLite the read runs on the read-only connection and does not see the open transaction's
+    // row; on PostgreSQL it takes another pool connection and does not see it either.
+    expect((await find()).map((r) => r.ts)).toEqual(['before']);
+    order.push('read');
+    const write = insertCompiledOnce(db, 'rows.insert-one', [{ ts: 'after', note: 'committed' }], () => db.insertInto('rows').values({ ts: 'after', note: 'committed' })).then(() => order.push('write'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    release();
+    await Promise.all([writer, write]);
+    // SQLite has one writing connection: the write queued behind the transaction.
+    if (dialect === 'sqlite') expect(order).toEqual(['read', 'commit', 'write']);
+    expect((await find()).map((r) => r.ts).sort()).toEqual(['after', 'before', 'inside']);
+  });
+
   it('group commit: a lone failing unit rolls back and the next units still run', async () => {
     const commits = createGroupCommit(db);
     await expect(commits.run(async (trx) => {

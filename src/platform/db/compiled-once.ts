@@ -1,5 +1,5 @@
 import { CompiledQuery, type Compilable } from 'kysely';
-import { directSqliteRunner, verifiesStatementCache } from './database.js';
+import { directRunner, verifiesStatementCache } from './database.js';
 
 interface QueryExecutorLike {
   getExecutor(): { adapter: object };
@@ -20,8 +20,8 @@ const MAX = 1000;
  * its parameters change. On hot read paths this removes the cost of building and
  * compiling the query tree on every request, a large share of a request that reads a few indexed
  * rows. The SQL is still Kysely's, for the dialect in use, and runs on the given executor (so
- * inside a transaction when given one). On SQLite outside a transaction it runs directly on the
- * connection (see `directSqliteRunner`).
+ * inside a transaction when given one). Outside a transaction it runs directly on the SQLite
+ * connection or the PostgreSQL pool (see `directRunner`).
  *
  * `build` must produce the same SQL for the same `key`, taking `parameters` in the same order. On
  * a database opened with `verifyStatementCache` (tests) every run compiles `build()` again and
@@ -51,8 +51,8 @@ export async function runCompiledOnce<R>(executor: QueryExecutorLike, key: strin
     if (cache.size >= MAX) cache.clear();
     cache.set(key, sql);
   }
-  const direct = directSqliteRunner(executor)?.(sql, parameters);
-  if (direct) return direct as R[];
+  const direct = directRunner(executor)?.(sql, parameters);
+  if (direct) return (await direct) as R[];
   return (await executor.executeQuery<R>(CompiledQuery.raw(sql, [...parameters]) as CompiledQuery<R>)).rows;
 }
 

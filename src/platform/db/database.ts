@@ -122,9 +122,21 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
   sqlite.pragma('busy_timeout = 5000');
   const cached = withStatementCache(sqlite);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cached }) });
+  // A second, read-only connection on the same file, for reads outside a transaction that arrive
+  // while a write transaction holds the first one (a big send stores its copies over several
+  // turns of the event loop): WAL lets it read the last committed state meanwhile, so such reads
+  // need not wait for the writer's COMMIT. Opened on first use; a `:memory:` database has none.
+  let reader: Sqlite.Database | undefined;
+  const readerOf = () => (reader ??= withStatementCache(openSqliteReader(file)));
   DIRECT.set(db, (sql, parameters) => {
-    // Inside a Kysely transaction the one connection belongs to it: queue behind it as usual.
-    if (sqlite.inTransaction || !sqlite.open) return undefined;
+    if (!sqlite.open) return undefined;
+    if (sqlite.inTransaction) {
+      // Writes, and reads of an in-memory database, queue behind the transaction as usual.
+      if (file === ':memory:') return undefined;
+      const stmt = readerOf().prepare(sql);
+      // `reader` alone would take an INSERT … RETURNING too.
+      return stmt.reader && stmt.readonly ? stmt.all(parameters as unknown[]) : undefined;
+    }
     const stmt = cached.prepare(sql);
     if (stmt.reader) return stmt.all(parameters as unknown[]);
     stmt.run(parameters as unknown[]);
@@ -160,9 +172,17 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
     },
     async destroy() {
       checkpointer?.stop();
+      reader?.close();
       await db.destroy();
     },
   };
+}
+
+/** The read-only connection of `openSqlite`: it never writes, so it never takes SQLite's write lock. */
+function openSqliteReader(file: string): Sqlite.Database {
+  const reader = new Sqlite(file, { readonly: true });
+  reader.pragma('busy_timeout = 5000');
+  return reader;
 }
 
 /** One emitter per SQLite file in this process: every `Database` opened on it hears the others. */
@@ -178,17 +198,22 @@ function sqliteSignals(file: string): EventEmitter {
   return emitter;
 }
 
-type DirectRunner = (sql: string, parameters: readonly unknown[]) => unknown[] | undefined;
+type DirectRunner = (sql: string, parameters: readonly unknown[]) => unknown[] | Promise<unknown[]> | undefined;
 const DIRECT = new WeakMap<object, DirectRunner>();
 
 /**
- * A synchronous runner for statements on a SQLite database opened here, or undefined (PostgreSQL,
- * a transaction, a foreign executor). better-sqlite3 runs every statement synchronously, so
- * outside a transaction Kysely's connection queue and promise chain add nothing but cost; the
- * runner answers undefined while a transaction holds the connection, and the caller then goes
- * through Kysely, which queues the statement behind that transaction.
+ * A runner for compiled statements on a database opened here, outside any transaction, or
+ * undefined (a foreign executor, or a write while a transaction holds SQLite's connection).
+ * Kysely's executor adds a connection provider, a driver wrapper and a promise chain per
+ * statement, which on the hot read paths costs about as much as the statement itself.
+ * - SQLite: synchronous. better-sqlite3 runs every statement on the one connection. While a
+ *   transaction holds it, a read runs on the database's read-only connection (the last committed
+ *   state) and a write gets undefined: the caller then goes through Kysely, which queues the
+ *   statement behind that transaction.
+ * - PostgreSQL: `pool.query`, the same pool and the same driver call Kysely's connection makes
+ *   (checkout, one query, release), without the layers around it.
  */
-export function directSqliteRunner(executor: object): DirectRunner | undefined {
+export function directRunner(executor: object): DirectRunner | undefined {
   return DIRECT.get(executor);
 }
 
@@ -252,6 +277,7 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  DIRECT.set(db, async (sql, parameters) => (await pool.query(sql, parameters as unknown[])).rows);
   const channel = (topic: string) => notifyChannel(topic, schema);
   return {
     db,
