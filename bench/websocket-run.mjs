@@ -5,16 +5,17 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { execSync } from 'node:child_process';
-import WebSocket from 'ws';
-import { freePort, machineDescription, postgresUrl, ROOT, sourceOf, startServer, timestamp, writeResults } from './lib/harness.mjs';
+import { execSync, spawn } from 'node:child_process';
+import { freePort, LOAD_CPU, machineDescription, postgresUrl, ROOT, sourceOf, startServer, timestamp, writeResults } from './lib/harness.mjs';
 
 /**
  * `npm run bench:ws`: real-time events over WebSocket at 1,000 subscribed connections.
  *
  * The service (dist/src/inbox/main.js, roles api, worker and smtp, pinned to CPU 0) on a fresh
- * database; this process holds `--connections` WebSocket clients on loopback (`ws`, the client
- * the SDK is built on), each subscribed to `message.received` of one inbox. Then messages arrive
+ * database; `--connections` WebSocket clients on loopback (`ws`, the client
+ * the SDK is built on) in `--client-processes` child processes (`lib/ws-clients.mjs`, pinned to CPU
+ * 1), each client subscribed to `message.received`
+ * of one inbox. Then messages arrive
  * one at a time, the next once every client has the previous one's frame: `--messages` sent
  * through the API (`POST …/messages/send`) and as many through SMTP (one session, one message per
  * transaction). For each message and client: the time from the start of the request (API) or the
@@ -25,16 +26,27 @@ import { freePort, machineDescription, postgresUrl, ROOT, sourceOf, startServer,
  * the first frame of each message) to each frame, on the wall clock both processes share. On
  * PostgreSQL also from the commit itself: this process LISTENs on the event feed's channel, and
  * PostgreSQL delivers the NOTIFY the delivery sends in its transaction to every listener when it
- * commits; its arrival here is the commit (plus one loopback hop). Memory: the server's RSS before the clients connect and
+ * commits; its arrival here is the commit (plus one loopback hop). On SQLite from the commit too:
+ * a process (`lib/sqlite-commit-observer.mjs`, on the clients' core) opens the service's file read-only (WAL: a
+ * reader sees a transaction when it commits, never blocks the writer) and, from just before each
+ * message until its event row appears, looks for new event rows every `--observe-ms` (0.5 ms), so
+ * it sees the commit at most one interval plus one query late (the figure is low by at most that
+ * much). All times are on the monotonic clock the processes
+ * share (`process.hrtime`). Memory: the server's RSS before the clients connect and
  * after they subscribed, divided by the connections.
  *
- * Options: --connections 1000 --messages 100 --dialect sqlite|postgres|both (PostgreSQL with
+ * Options: --connections 1000 --messages 100 --warmup 10 (per path, after the clients
+ * subscribed, not measured) --client-processes 1 --observe-ms 0.5
+ * --dialect sqlite|postgres|both (PostgreSQL with
  * BENCH_POSTGRES_URL or TEST_POSTGRES_URL, schema bench_ws, dropped afterwards).
  */
-const { values: args } = parseArgs({ options: { connections: { type: 'string' }, messages: { type: 'string' }, dialect: { type: 'string' } } });
+const { values: args } = parseArgs({ options: { connections: { type: 'string' }, messages: { type: 'string' }, dialect: { type: 'string' }, 'client-processes': { type: 'string' }, 'observe-ms': { type: 'string' }, warmup: { type: 'string' } } });
 const CONNECTIONS = Number(args.connections ?? process.env.BENCH_CONNECTIONS ?? 1000);
 const MESSAGES = Number(args.messages ?? process.env.BENCH_MESSAGES ?? 100);
 const wanted = args.dialect ?? process.env.BENCH_DIALECT ?? 'both';
+const CLIENT_PROCESSES = Number(args['client-processes'] ?? 1);
+const OBSERVE_MS = Number(args['observe-ms'] ?? 0.5);
+const WARMUP = Number(args.warmup ?? 10);
 const DOMAIN = 'inbox.localhost';
 const DIST = path.join(ROOT, 'dist');
 
@@ -43,9 +55,11 @@ const [service, config, spec, databaseModule, feed] = await Promise.all(['inbox/
 
 const quietLog = { warn() {}, error() {}, info() {} };
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
-const now = () => performance.now();
-/** Wall-clock milliseconds, on the clock the server's timestamps use, at performance.now()'s resolution. */
-const wallOf = (t) => performance.timeOrigin + t;
+/** Milliseconds on the monotonic clock every process of the machine shares (CLOCK_MONOTONIC). */
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+/** Wall-clock milliseconds, on the clock the server's timestamps use, of a monotonic time. */
+const WALL_OFFSET = performance.timeOrigin + performance.now() - now();
+const wallOf = (t) => t + WALL_OFFSET;
 
 function percentile(sorted, p) {
   if (!sorted.length) return NaN;
@@ -134,10 +148,12 @@ async function run(dialect) {
     if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
     return JSON.parse(text);
   };
-  const clients = [];
-  // PostgreSQL: the commit, as every listener of the event feed's channel sees it (see above).
+  const children = [];
+  // The commit, as an outside observer sees it (see above): onCommit(at, payload).
   let commitListener;
+  let observer;
   let onCommit = () => {};
+  let arm = async () => {};
   if (dialect === 'postgres') {
     const pg = (await import('pg')).default;
     commitListener = new pg.Client({ connectionString: process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL });
@@ -146,6 +162,15 @@ async function run(dialect) {
       if (n.payload?.includes('"message.received"')) onCommit(now());
     });
     await commitListener.query(`LISTEN "${databaseModule.notifyChannel(feed.TOPIC, 'bench_ws')}"`);
+  } else {
+    // Started once the service has created the file; a process on the clients' core, off the server's.
+    observer = spawn('taskset', ['-c', LOAD_CPU, process.execPath, path.join(import.meta.dirname, 'lib/sqlite-commit-observer.mjs'), path.join(dir, 'inbox.db'), String(OBSERVE_MS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const ready = new Promise((resolve, reject) => observer.once('message', resolve).once('exit', (code) => reject(new Error(`the SQLite commit observer exited (${code})`))));
+    await ready;
+    let armed = () => {};
+    observer.on('message', (m) => (m.armed ? armed() : m.at !== null && onCommit(m.at)));
+    // Watching from just before each message until its commit (see lib/sqlite-commit-observer.mjs).
+    arm = (marker) => new Promise((resolve) => ((armed = resolve), observer.send({ arm: marker })));
   }
   try {
     const sender = (await api('POST', '/v0/inboxes', { username: 'bench-sender' })).inbox_id;
@@ -155,67 +180,68 @@ async function run(dialect) {
     await new Promise((r) => setTimeout(r, 500));
     const rssBefore = rssOf(server.pid);
 
-    // Frames are matched by subject without parsing the JSON: the client's cost stays out of the figures.
-    let expecting = null;
+    // Clients in child processes, each with its share; their answers come over the IPC channel.
     const connectStarted = now();
-    for (let i = 0; i < CONNECTIONS; i += 100) {
-      await Promise.all(
-        Array.from({ length: Math.min(100, CONNECTIONS - i) }, () =>
-          new Promise((resolve, reject) => {
-            const ws = new WebSocket(`ws://127.0.0.1:${port}/v0?api_key=${key}`, { perMessageDeflate: false });
-            const client = { ws, subscribed: false };
-            ws.on('message', (data) => {
-              const at = now();
-              if (!client.subscribed) {
-                client.subscribed = true;
-                return resolve();
-              }
-              if (expecting && data.includes(expecting.marker)) expecting.arrived(at, data);
-            });
-            ws.once('open', () => ws.send(JSON.stringify({ type: 'subscribe', event_types: ['message.received'], inbox_ids: [target] })));
-            ws.once('error', reject);
-            clients.push(client);
-          }),
-        ),
-      );
+    const url = `ws://127.0.0.1:${port}/v0?api_key=${key}`;
+    const subscribe = { type: 'subscribe', event_types: ['message.received'], inbox_ids: [target] };
+    const answers = new Map();
+    const answer = (child, kind) => new Promise((resolve) => answers.set(`${child.pid}:${kind}`, resolve));
+    for (let i = 0; i < CLIENT_PROCESSES; i++) {
+      const count = Math.floor(CONNECTIONS / CLIENT_PROCESSES) + (i < CONNECTIONS % CLIENT_PROCESSES ? 1 : 0);
+      // Pinned to the core the server is not pinned to, as the other benches' load generators.
+      const child = spawn('taskset', ['-c', LOAD_CPU, process.execPath, path.join(import.meta.dirname, 'lib/ws-clients.mjs')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      child.on('message', (m) => {
+        const kind = Object.keys(m)[0];
+        answers.get(`${child.pid}:${kind}`)?.(m);
+        answers.delete(`${child.pid}:${kind}`);
+      });
+      children.push({ child, count });
     }
+    await Promise.all(
+      children.map(({ child, count }) => {
+        const connected = answer(child, 'connected');
+        child.send({ connect: { url, count, subscribe } });
+        return connected;
+      }),
+    );
     const connectSeconds = (now() - connectStarted) / 1000;
     await new Promise((r) => setTimeout(r, 1000));
     const rssAfter = rssOf(server.pid);
 
     const measureOne = async (marker, deliver) => {
-      const latencies = [];
-      let done;
-      const all = new Promise((resolve) => (done = resolve));
       let t0 = 0;
-      let createdAt = NaN;
       let committed = NaN;
       onCommit = (at) => {
         if (Number.isNaN(committed)) committed = at;
       };
-      expecting = {
-        marker: Buffer.from(marker),
-        arrived(at, data) {
-          // Parsed once per message: every client's frame carries the same event.
-          if (!latencies.length) createdAt = Date.parse(JSON.parse(data.toString()).message.created_at);
-          latencies.push(at);
-          if (latencies.length === CONNECTIONS) done();
-        },
-      };
+      await arm(marker);
+      const arrivals = children.map(({ child }) => answer(child, 'arrived'));
+      await Promise.all(
+        children.map(({ child }) => {
+          const ready = answer(child, 'expecting');
+          child.send({ expect: marker });
+          return ready;
+        }),
+      );
       const timing = await deliver((t) => (t0 = t));
       const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), 10_000));
-      if ((await Promise.race([all, timeout])) === 'timeout') throw new Error(`only ${latencies.length} of ${CONNECTIONS} frames for ${marker}`);
-      expecting = null;
-      if (commitListener && Number.isNaN(committed)) throw new Error(`no commit signal for ${marker}`);
-      return { frames: latencies.map((at) => at - t0), fromEvent: latencies.map((at) => wallOf(at) - createdAt), fromCommit: commitListener ? latencies.map((at) => at - committed) : [], acknowledged: timing.acknowledged - t0 };
+      const got = await Promise.race([Promise.all(arrivals), timeout]);
+      if (got === 'timeout') throw new Error(`not every client had the frame of ${marker} within 10 s`);
+      const latencies = got.flatMap((m) => m.arrived);
+      const createdAt = got[0].createdAt;
+      // The observer's own hop (PostgreSQL's notification to a second listener, a busy core) may
+      // bring the commit after some frames: waited for, and such frames count as negative latencies.
+      for (let waited = 0; Number.isNaN(committed) && waited < 1000; waited += 5) await new Promise((r) => setTimeout(r, 5));
+      if (Number.isNaN(committed)) throw new Error(`no commit seen for ${marker} within 1 s of its frames`);
+      return { frames: latencies.map((at) => at - t0), fromEvent: latencies.map((at) => wallOf(at) - createdAt), fromCommit: latencies.map((at) => at - committed), acknowledged: timing.acknowledged - t0 };
     };
 
-    const scenario = async (name, deliverOne) => {
+    const scenario = async (name, deliverOne, count = MESSAGES) => {
       const frames = [];
       const fromEvent = [];
       const fromCommit = [];
       const acks = [];
-      for (let m = 0; m < MESSAGES; m++) {
+      for (let m = 0; m < count; m++) {
         const r = await measureOne(`${name}-${m}-mark`, (start) => deliverOne(`${name}-${m}-mark`, start));
         frames.push(...r.frames);
         fromEvent.push(...r.fromEvent);
@@ -225,25 +251,31 @@ async function run(dialect) {
       return { frames: summary(frames), fromEvent: summary(fromEvent), fromCommit: summary(fromCommit), acknowledged: summary(acks) };
     };
 
-    const results = {};
-    results.api = await scenario('api', async (subject, start) => {
+    const byApi = async (subject, start) => {
       const t0 = now();
       start(t0);
       await api('POST', `/v0/inboxes/${encodeURIComponent(sender)}/messages/send`, { to: [target], subject, text: 'Hello.' });
       return { acknowledged: now() };
-    });
+    };
     const smtp = await smtpSession(smtpPort);
-    results.smtp = await scenario('smtp', async (subject, start) => {
+    const bySmtp = async (subject, start) => {
       const sent = await smtp.send(target, subject);
       start(sent.t0);
       return sent;
-    });
+    };
+    // The fan-out to every client, not measured: the warm-up above ran before any client connected.
+    await scenario('warm-api', byApi, WARMUP);
+    await scenario('warm-smtp', bySmtp, WARMUP);
+    const results = {};
+    results.api = await scenario('api', byApi);
+    results.smtp = await scenario('smtp', bySmtp);
     smtp.close();
     const load = execSync('uptime').toString().trim();
-    return { dialect, connections: CONNECTIONS, messages: MESSAGES, connectSeconds, rssBefore, rssAfter, bytesPerConnection: (rssAfter - rssBefore) / CONNECTIONS, results, load };
+    return { dialect, connections: CONNECTIONS, messages: MESSAGES, clientProcesses: CLIENT_PROCESSES, observeMs: OBSERVE_MS, connectSeconds, rssBefore, rssAfter, bytesPerConnection: (rssAfter - rssBefore) / CONNECTIONS, results, load };
   } finally {
-    for (const c of clients) c.ws.terminate();
+    for (const { child } of children) child.send({ close: true });
     await commitListener?.end();
+    observer?.send('stop');
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
     if (dialect === 'postgres') {
@@ -261,14 +293,14 @@ const stamp = timestamp();
 const runs = [];
 const loadBefore = execSync('uptime').toString().trim();
 for (const dialect of dialects) {
-  console.log(`${dialect}: ${CONNECTIONS} connections, ${MESSAGES} messages by API and ${MESSAGES} by SMTP`);
+  console.log(`${dialect}: ${CONNECTIONS} connections in ${CLIENT_PROCESSES} client processes, ${MESSAGES} messages by API and ${MESSAGES} by SMTP`);
   runs.push(await run(dialect));
 }
 const ms = (n) => n.toFixed(1);
 const rows = runs.flatMap((r) =>
   ['api', 'smtp'].map((kind) => {
     const { frames, fromEvent, fromCommit, acknowledged } = r.results[kind];
-    const commit = fromCommit.n ? `${ms(fromCommit.p50)} | ${ms(fromCommit.p99)}` : '– | –';
+    const commit = `${ms(fromCommit.p50)} | ${ms(fromCommit.p99)}`;
     return `| ${r.dialect} | ${kind === 'api' ? 'API send' : 'SMTP'} | ${r.connections} | ${frames.n} | ${commit} | ${ms(fromEvent.p50)} | ${ms(fromEvent.p99)} | ${ms(fromEvent.max)} | ${ms(frames.p50)} | ${ms(frames.p99)} | ${ms(acknowledged.p50)} | ${Math.round(r.bytesPerConnection / 1024)} KiB |`;
   }),
 );
@@ -276,6 +308,7 @@ const md = [
   `## WebSocket events, ${stamp}`,
   '',
   `${machineDescription()}; source ${sourceOf(['src', 'bench'])}`,
+  `${CONNECTIONS} connections in ${CLIENT_PROCESSES} client processes on CPU ${LOAD_CPU} (server on CPU 0); SQLite commits observed every ${OBSERVE_MS} ms`,
   `load before: \`${loadBefore}\``,
   ...runs.map((r) => `load after ${r.dialect}: \`${r.load}\``),
   '',
@@ -283,6 +316,6 @@ const md = [
   '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ...rows,
   '',
-  'commit→frame (PostgreSQL): from the arrival of the delivery\'s NOTIFY at a listener of this process (PostgreSQL sends it at commit) to the frame at each client. event→frame: from the received copy\'s `created_at` (taken when the message is composed or parsed, before its delivery commits) to the frame at each client. request→frame: from the start of the API request (or the end of DATA); the commit lies inside that interval. "answer": the API response (or the 250 after DATA).',
+  'commit→frame: PostgreSQL, from the arrival of the delivery\'s NOTIFY at a listener of this process (PostgreSQL sends it at commit); SQLite, from the moment a read-only reader of the file, looking every ' + OBSERVE_MS + ' ms, first sees the event row; to the frame at each client. event→frame: from the received copy\'s `created_at` (taken when the message is composed or parsed, before its delivery commits) to the frame at each client. request→frame: from the start of the API request (or the end of DATA); the commit lies inside that interval. "answer": the API response (or the 250 after DATA).',
 ].join('\n');
 writeResults(`ws-${stamp}`, runs, md);

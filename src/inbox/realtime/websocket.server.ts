@@ -2,6 +2,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Kysely } from 'kysely';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import * as wsLibrary from 'ws';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { AppErrorKind } from '../../platform/errors/app-error.js';
 import type { RateLimiter } from '../../platform/http/rate-limit.js';
@@ -20,6 +21,9 @@ import { checkSubscription, FrameError, parseClientFrame, receives, subscribedFr
  * (refusals are HTTP answers in the spec's error body), then per connection `subscribe` frames
  * answered by `subscribed` (or an `error` frame: the connection stays), and the events of the
  * feed that the key may see and the subscription asks for, as the exact bytes webhooks deliver.
+ *
+ * Every frame is framed once, however many clients receive it: an event's bytes go to each of its
+ * clients' sockets as one prepared buffer (`textFrame`), one socket write per client.
  *
  * Connections are cheap and bounded: one heartbeat timer for all (ping, the idle check, and one
  * query for the keys of open connections that no longer exist),
@@ -76,6 +80,8 @@ const CLOSE_GRACE_MS = 1_000;
 
 interface Client {
   readonly ws: WebSocket;
+  /** The connection's socket, as handed to ws at the upgrade: prepared frames are written to it. */
+  readonly socket: Duplex;
   readonly owner: KeyOwner;
   subscription: Subscription | null;
   lastSeen: number;
@@ -84,6 +90,21 @@ interface Client {
 }
 
 const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 429: 'Too Many Requests', 503: 'Service Unavailable' };
+
+/** `ws`'s own framing: its Sender's public static `frame` (exported by ws, not declared by @types/ws). */
+const frameOf = (wsLibrary as unknown as { Sender: { frame(data: Buffer, options: { fin: boolean; opcode: number; mask: boolean; readOnly: boolean; rsv1: boolean }): Buffer[] } }).Sender.frame;
+
+/**
+ * A server-to-client text frame (unmasked, final, uncompressed) as the bytes on the wire, framed
+ * once and written as they are to every client that receives it. Writing it to the socket puts
+ * exactly what `ws.send(text)` would: this server never compresses (`perMessageDeflate: false`)
+ * nor sends Blobs, so ws's Sender never queues and writes each of its frames (pings, close) whole
+ * at the moment it is asked, between ours; and what waits in the socket counts in
+ * `ws.bufferedAmount` all the same.
+ */
+export function textFrame(text: string): Buffer {
+  return Buffer.concat(frameOf(Buffer.from(text), { fin: true, opcode: 0x01, mask: false, readOnly: false, rsv1: false }));
+}
 
 /** An HTTP answer to an upgrade request that is refused, in the spec's error body. */
 function refuse(socket: Duplex, kind: AppErrorKind, code: string, message: string, headers: Record<string, string> = {}): void {
@@ -135,18 +156,20 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
     setTimeout(() => client.ws.terminate(), reason === 'idle' ? 0 : CLOSE_GRACE_MS).unref();
   }
 
-  function send(client: Client, data: Buffer | string): void {
+  /** Writes a frame of `textFrame`; whether it was written (not when closing, nor to a client whose buffer is full: that one is ended). */
+  function send(client: Client, frame: Buffer): boolean {
     const { ws } = client;
-    if (ws.readyState !== WebSocket.OPEN) return;
+    if (ws.readyState !== WebSocket.OPEN) return false;
     if (ws.bufferedAmount > settings.maxBufferedBytes) {
       end(client, 'slow', CLOSE_POLICY, 'send buffer full: the client does not read its events');
-      return;
+      return false;
     }
-    ws.send(data, { binary: false });
+    client.socket.write(frame);
+    return true;
   }
 
   function errorFrame(client: Client, name: string, message: string): void {
-    send(client, JSON.stringify({ type: 'error', name, message }));
+    send(client, textFrame(JSON.stringify({ type: 'error', name, message })));
   }
 
   async function onFrame(client: Client, data: RawData, isBinary: boolean): Promise<void> {
@@ -157,7 +180,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
       if (!client.subscription) subscribed++;
       // A new subscribe frame replaces the filters in force.
       client.subscription = subscription;
-      send(client, subscribedFrame(subscription));
+      send(client, textFrame(subscribedFrame(subscription)));
     } catch (err) {
       if (err instanceof FrameError) return errorFrame(client, err.errorName, err.message);
       deps.log.error({ err }, 'realtime: handling a client frame failed');
@@ -165,8 +188,8 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
     }
   }
 
-  function onConnection(ws: WebSocket, owner: KeyOwner): void {
-    const client: Client = { ws, owner, subscription: null, lastSeen: Date.now(), pending: 0, chain: Promise.resolve() };
+  function onConnection(ws: WebSocket, socket: Duplex, owner: KeyOwner): void {
+    const client: Client = { ws, socket, owner, subscription: null, lastSeen: Date.now(), pending: 0, chain: Promise.resolve() };
     clients.add(client);
     perKey.set(owner.apiKeyId, (perKey.get(owner.apiKeyId) ?? 0) + 1);
     let organization = byOrganization.get(owner.organizationId);
@@ -218,7 +241,7 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
         ws.close(closing ? CLOSE_GOING_AWAY : 1013, closing ? 'server shutting down' : 'too many connections');
         return;
       }
-      onConnection(ws, owner);
+      onConnection(ws, socket, owner);
     });
   }
 
@@ -277,14 +300,15 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
       for (const event of events) {
         const organization = byOrganization.get(event.organizationId);
         if (!organization) continue;
-        // Encoded once for every client that receives it.
+        // Framed once for every client that receives it.
         let frame: Buffer | undefined;
+        let sent = 0;
         for (const client of organization) {
           if (!client.subscription || !receives(client.owner, client.subscription, event)) continue;
-          frame ??= Buffer.from(event.payload);
-          send(client, frame);
-          metrics?.frames.inc();
+          frame ??= textFrame(event.payload);
+          if (send(client, frame)) sent++;
         }
+        if (sent) metrics?.frames.inc(sent);
       }
     },
   };
