@@ -1,5 +1,6 @@
 import { ownBuffer, serveTasks, type TaskResult } from '../platform/workers/tasks.js';
 import { parseJsonTask } from '../platform/workers/json.js';
+import { decodeBase64Task } from './mail/base64.js';
 import { composeWithNodemailer, type ComposeInput } from './mail/compose.js';
 
 /** The tasks of the inbox's worker threads (`offload.ts`). */
@@ -12,4 +13,4 @@ async function composeTask(input: ComposeInput): Promise<TaskResult> {
   return { value: raw, transfer: own ? [own] : [] };
 }
 
-serveTasks({ compose: composeTask, parseJson: parseJsonTask });
+serveTasks({ compose: composeTask, parseJson: parseJsonTask, decodeBase64: decodeBase64Task });

@@ -16,3 +16,5 @@ export function inboxPool(): WorkerPool {
 export const OFFLOAD_JSON_BYTES = 1024 * 1024;
 /** Messages whose text, HTML and attachments reach this size together are composed in a worker thread. */
 export const OFFLOAD_COMPOSE_BYTES = 128 * 1024;
+/** Attachment contents (base64) from this many characters on are checked and decoded in a worker thread. */
+export const OFFLOAD_BASE64_CHARS = 1024 * 1024;

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { htmlToPlainText } from '../../src/inbox/mail/compose.js';
+import { CHUNK_BYTES, SOURCE_PART } from '../../src/inbox/messages/message-chunks.js';
+import { OFFLOAD_BASE64_CHARS } from '../../src/inbox/offload.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { b64, call, enc, expectError, organization, parseRaw, unique } from './fixtures.js';
 
@@ -47,6 +49,108 @@ describe.each(dialects)('%s: large sends', (dialect) => {
     expect(parsed.text?.trimEnd()).toBe(text.trimEnd());
     expect(parsed.html).toBe(html);
     expect(parsed.attachments[0]?.content.equals(file)).toBe(true);
+  });
+
+  it('stores a large source and attachment in pieces (message_chunks), and gives the same bytes back by download, forward and delete', async () => {
+    const org = await organization(server, [unique('pieces'), unique('peer')]);
+    const [from, to] = org.inboxes as [string, string];
+    // Over two pieces and not a multiple of CHUNK_BYTES; a small attachment beside it stays in its column.
+    const file = Buffer.alloc(CHUNK_BYTES * 2 + 12_345);
+    for (let i = 0; i < file.length; i++) file[i] = (i * 7919) & 0xff;
+    const small = Buffer.from('small attachment');
+    const res = await send(org.key, from, { to, subject: 'Stücke', text: 'see attached', attachments: [{ filename: 'big.bin', content: b64(file) }, { filename: 'small.txt', content: b64(small) }] });
+    expect(res.status).toBe(200);
+    const db = server.service.database.db;
+    const copies = await db.selectFrom('messages').select(['id', 'raw', 'size']).where('message_id', '=', res.body.message_id).orderBy('id').execute();
+    expect(copies).toHaveLength(2);
+    for (const copy of copies) {
+      expect(copy.raw).toBeNull();
+      const pieces = await db.selectFrom('message_chunks').select(['part', 'seq', 'bytes']).where('message_pk', '=', copy.id).orderBy('part').orderBy('seq').execute();
+      const source = pieces.filter((p) => p.part === SOURCE_PART);
+      expect(Buffer.concat(source.map((p) => Buffer.from(p.bytes))).length).toBe(Number(copy.size));
+      expect(source.every((p) => p.bytes.length <= CHUNK_BYTES)).toBe(true);
+      expect(pieces.filter((p) => p.part !== SOURCE_PART).map((p) => p.seq)).toEqual([0, 1, 2]);
+    }
+
+    const got = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}`);
+    const [big, little] = got.body.attachments as { attachment_id: string; size: number }[];
+    expect([big?.size, little?.size]).toEqual([file.length, small.length]);
+    const bytesOf = async (attachmentId: string) => {
+      const link = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}/attachments/${enc(attachmentId)}`);
+      return Buffer.from(await (await fetch(link.body.download_url)).arrayBuffer());
+    };
+    expect((await bytesOf(big?.attachment_id as string)).equals(file)).toBe(true);
+    expect((await bytesOf(little?.attachment_id as string)).equals(small)).toBe(true);
+    const raw = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}/raw`);
+    const parsed = await parseRaw(Buffer.from(await (await fetch(raw.body.download_url)).arrayBuffer()));
+    expect(parsed.attachments.map((a) => a.content.equals(a.filename === 'big.bin' ? file : small))).toEqual([true, true]);
+
+    // A forward carries the attachment on: read back from the pieces, stored in pieces again.
+    const forwarded = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}/forward`, { to: from, text: 'FYI' });
+    expect(forwarded.status).toBe(200);
+    const copy = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(from)}/messages/${enc(forwarded.body.message_id)}`);
+    const carried = (copy.body.attachments as { filename: string; attachment_id: string; size: number }[]).find((a) => a.filename === 'big.bin');
+    expect(carried?.size).toBe(file.length);
+
+    // Deleting the recipient's inbox removes its copy's pieces with it; the sender's copy keeps its own.
+    expect((await call(server.url, org.key, 'DELETE', `/v0/inboxes/${enc(to)}`)).status).toBeLessThan(300);
+    const piecesOf = async (inboxId: string) =>
+      Number((await db.selectFrom('message_chunks').innerJoin('messages', 'messages.id', 'message_chunks.message_pk').select((eb) => eb.fn.countAll().as('n')).where('messages.inbox_id', '=', inboxId).where('messages.message_id', '=', res.body.message_id).executeTakeFirstOrThrow()).n);
+    expect(await piecesOf(to)).toBe(0);
+    expect(await piecesOf(from)).toBeGreaterThan(3);
+    const own = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(from)}/messages/${enc(res.body.message_id)}/raw`);
+    expect((await (await fetch(own.body.download_url)).arrayBuffer()).byteLength).toBe(Number(copies[0]?.size));
+    expect(await db.selectFrom('message_chunks').select('message_pk').where('message_pk', 'in', copies.map((c) => c.id)).execute()).not.toHaveLength(0);
+  });
+
+  it('checks and decodes base64 of megabytes (in a worker thread) as it does a small one: whitespace, URL-safe alphabet, invalid content', async () => {
+    const org = await organization(server, [unique('b64'), unique('peer')]);
+    const [from, to] = org.inboxes as [string, string];
+    // Two of them fit INBOX_MAX_ATTACHMENT_BYTES; each one's base64 is over OFFLOAD_BASE64_CHARS.
+    const file = Buffer.alloc(800 * 1024 + 1);
+    for (let i = 0; i < file.length; i++) file[i] = (i * 251) & 0xff;
+    const wrapped = b64(file).replace(/.{76}/g, '$&\r\n');
+    const urlSafe = file.toString('base64url');
+    expect(Math.min(wrapped.length, urlSafe.length)).toBeGreaterThanOrEqual(OFFLOAD_BASE64_CHARS);
+    const res = await send(org.key, from, { to, text: 'two', attachments: [{ filename: 'a.bin', content: wrapped }, { filename: 'b.bin', content: urlSafe }] });
+    expect(res.status).toBe(200);
+    const got = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}`);
+    for (const a of got.body.attachments as { attachment_id: string; size: number }[]) {
+      expect(a.size).toBe(file.length);
+      const link = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}/attachments/${enc(a.attachment_id)}`);
+      expect(Buffer.from(await (await fetch(link.body.download_url)).arrayBuffer()).equals(file)).toBe(true);
+    }
+    // Invalid large content: the same answer as for small content, and nothing stored.
+    const bad = `${b64(file).slice(0, -8)}!!!!====`;
+    expectError(await send(org.key, from, { to, text: 'bad', attachments: [{ filename: 'ok.txt', content: 'QUJD' }, { filename: 'bad.bin', content: bad }] }), 400, 'validation_error', 'INVALID_ATTACHMENT', 'attachments');
+    expectError(await send(org.key, from, { to, text: 'bad', attachments: [{ filename: 'bad.bin', content: `${b64(file)}A` }] }), 400, 'validation_error', 'INVALID_ATTACHMENT', 'attachments');
+    const list = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages`);
+    expect(list.body.count).toBe(1);
+  });
+
+  it('checks and decodes a draft\'s base64 of megabytes as a send does, on create and on update', async () => {
+    const org = await organization(server, [unique('draftb64')]);
+    const [inbox] = org.inboxes as [string];
+    const file = Buffer.alloc(800 * 1024 + 1);
+    for (let i = 0; i < file.length; i++) file[i] = (i * 241) & 0xff;
+    const wrapped = b64(file).replace(/.{76}/g, '$&\r\n');
+    expect(wrapped.length).toBeGreaterThanOrEqual(OFFLOAD_BASE64_CHARS);
+    const drafts = `/v0/inboxes/${enc(inbox)}/drafts`;
+    const created = await call(server.url, org.key, 'POST', drafts, { to: ['someone@example.org'], attachments: [{ filename: 'a.bin', content: wrapped }] });
+    expect(created.status).toBe(201);
+    const [attachment] = created.body.attachments as { attachment_id: string; size: number }[];
+    expect(attachment?.size).toBe(file.length);
+    const link = await call(server.url, org.key, 'GET', `${drafts}/${enc(created.body.draft_id)}/attachments/${enc(attachment?.attachment_id as string)}`);
+    expect(Buffer.from(await (await fetch(link.body.download_url)).arrayBuffer()).equals(file)).toBe(true);
+    // Invalid large content: INVALID_ATTACHMENT on create and on update, and the draft unchanged.
+    const bad = `${b64(file).slice(0, -8)}!!!!====`;
+    expectError(await call(server.url, org.key, 'POST', drafts, { attachments: [{ filename: 'bad.bin', content: bad }] }), 400, 'validation_error', 'INVALID_ATTACHMENT', 'attachments');
+    const one = `${drafts}/${enc(created.body.draft_id)}`;
+    expectError(await call(server.url, org.key, 'PATCH', one, { add_attachments: [{ filename: 'bad.bin', content: bad }] }), 400, 'validation_error', 'INVALID_ATTACHMENT', 'attachments');
+    expect((await call(server.url, org.key, 'GET', one)).body.attachments).toHaveLength(1);
+    const added = await call(server.url, org.key, 'PATCH', one, { add_attachments: [{ filename: 'b.bin', content: file.toString('base64url') }] });
+    expect(added.status).toBe(200);
+    expect((added.body.attachments as { size: number }[]).map((a) => a.size)).toEqual([file.length, file.length]);
   });
 
   it('previews an HTML-only send of megabytes from its visible text', async () => {

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { getPriority } from 'node:os';
 import { createWorkerPool, WorkerPoolError, type WorkerPool } from '../../src/platform/workers/pool.js';
+import { TASK_THREAD_NICENESS } from '../../src/platform/workers/tasks.js';
 
 const module = new URL('./worker-pool.tasks.ts', import.meta.url);
 
@@ -34,6 +36,14 @@ describe('worker pool', () => {
     const [died, after] = await Promise.allSettled([pool.run('die', null), pool.run<number>('thread', null)]);
     expect(died.status === 'rejected' && died.reason).toBeInstanceOf(WorkerPoolError);
     expect(after.status === 'fulfilled' && after.value).not.toBe(before);
+  });
+
+  it('runs its threads at a lower CPU priority than the event loop (Linux), leaving the process as it was', async () => {
+    pool = createWorkerPool({ module, size: 1 });
+    const before = getPriority();
+    const niceness = await pool.run<number | null>('niceness', null);
+    if (process.platform === 'linux') expect(niceness).toBe(Math.max(before, TASK_THREAD_NICENESS));
+    expect(getPriority()).toBe(before);
   });
 
   it('refuses work once closed', async () => {

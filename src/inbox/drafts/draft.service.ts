@@ -217,7 +217,7 @@ export function createDraftService(deps: DraftServiceDeps) {
         forwardOf = original.messageId;
         references = answerHeaders(original).references;
       }
-      const out = rules.validateParts(fields);
+      const out = await rules.validateParts(fields);
       const now = clock.now();
       const timestamp = now.toISOString();
       const draftId = timeOrderedUuid(now, ids);
@@ -277,7 +277,7 @@ export function createDraftService(deps: DraftServiceDeps) {
       const both = add.find((l) => remove.includes(l));
       if (both !== undefined) throw new ConflictingLabelsError(both);
       // New attachments are decoded and checked before the unit of work: it awaits nothing but SQL.
-      const added = change.addAttachments?.length ? rules.validateParts({ attachments: change.addAttachments }).attachments : [];
+      const added = change.addAttachments?.length ? (await rules.validateParts({ attachments: change.addAttachments })).attachments : [];
       const sendAt = change.sendAt === undefined || change.sendAt === null ? change.sendAt : parseSendAt(change.sendAt);
       const scope = scopeOf(owner, { inboxId: inbox.inboxId });
       const result = await commits.run(async (trx) => {
@@ -288,7 +288,7 @@ export function createDraftService(deps: DraftServiceDeps) {
         const html = change.html === undefined ? draft.html : change.html;
         const subject = change.subject === undefined ? draft.subject : change.subject;
         // The merged fields, checked by the rules of a send (but for what may still be missing).
-        const out = rules.validateParts({ to: pick('to'), cc: pick('cc'), bcc: pick('bcc'), replyTo: pick('replyTo'), ...(subject !== null ? { subject } : {}), ...(text !== null ? { text } : {}), ...(html !== null ? { html } : {}) });
+        const out = rules.validateFields({ to: pick('to'), cc: pick('cc'), bcc: pick('bcc'), replyTo: pick('replyTo'), ...(subject !== null ? { subject } : {}), ...(text !== null ? { text } : {}), ...(html !== null ? { html } : {}) });
         const removeIds = change.removeAttachments ?? [];
         const missing = removeIds.find((id) => !draft.attachments.some((a) => a.attachmentId === id));
         if (missing !== undefined) throw new AttachmentNotFoundError(missing);

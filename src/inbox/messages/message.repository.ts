@@ -7,6 +7,8 @@ import type { Db, InboxDatabase } from '../database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { ListFilter } from '../lists/list-query.js';
 import type { MessageRow } from './message.table.js';
+import { CHUNK_BYTES, insertPieces, readPieces, SOURCE_PART, storedInPieces } from './message-chunks.js';
+import { nextTurn } from '../../platform/turns.js';
 
 export type ContentDisposition = 'attachment' | 'inline';
 
@@ -57,6 +59,8 @@ export interface NewMessage extends Omit<Message, 'pk'> {
   readonly raw: Buffer;
   readonly attachmentContents: readonly Buffer[];
 }
+
+const EMPTY = Buffer.alloc(0);
 
 /** JSON columns (address lists, labels, references, attachment metadata), read and written; drafts' too. */
 export const json = <T>(text: string | null, fallback: T): T => (text === null ? fallback : (JSON.parse(text) as T));
@@ -164,12 +168,18 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
     headers: m.headers && Object.keys(m.headers).length ? JSON.stringify(m.headers) : null,
     attachments: jsonOrNull(m.attachments),
     size: m.size,
-    raw: m.raw,
+    raw: storedInPieces(m.raw) ? null : m.raw,
     created_at: m.createdAt,
     updated_at: m.updatedAt,
   }));
   const rows: { id: number | string | bigint; inbox_id: string }[] = [];
-  for (const chunk of chunksOf(values)) rows.push(...(await insertCompiledOnce(db, 'messages.insert', chunk, () => db.insertInto('messages').values(chunk).returning(['id', 'inbox_id']))));
+  // Copies with large bodies one statement each, a turn of the event loop apart: a statement
+  // holds the event loop for as long as it writes (SQLite) or serializes (pg) its values.
+  const large = messages.some((m) => (m.text?.length ?? 0) + (m.html?.length ?? 0) >= CHUNK_BYTES);
+  for (const chunk of large ? values.map((v) => [v]) : chunksOf(values)) {
+    if (large) await nextTurn();
+    rows.push(...(await insertCompiledOnce(db, 'messages.insert', chunk, () => db.insertInto('messages').values(chunk).returning(['id', 'inbox_id']))));
+  }
   // RETURNING order is not promised; the inbox names the copy.
   const pks = new Map(rows.map((r) => [r.inbox_id, Number(r.id)]));
   const labels = messages.flatMap((m) => m.labels.map((label) => ({ message_pk: pks.get(m.inboxId) as number, label })));
@@ -183,10 +193,15 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
       content_disposition: a.contentDisposition,
       content_id: a.contentId,
       size: a.size,
-      content: m.attachmentContents[i] as Buffer,
+      content: storedInPieces(m.attachmentContents[i] as Buffer) ? EMPTY : (m.attachmentContents[i] as Buffer),
     })),
   );
   if (attachments.length) for (const chunk of chunksOf(attachments)) await insertCompiledOnce(db, 'attachments.insert', chunk, () => db.insertInto('attachments').values(chunk));
+  for (const m of messages) {
+    const pk = pks.get(m.inboxId) as number;
+    if (storedInPieces(m.raw)) await insertPieces(db, pk, SOURCE_PART, m.raw);
+    for (const [i, a] of m.attachments.entries()) if (storedInPieces(m.attachmentContents[i] as Buffer)) await insertPieces(db, pk, a.attachmentId, m.attachmentContents[i] as Buffer);
+  }
   return pks;
 }
 
@@ -319,16 +334,25 @@ export async function findThreadAttachment(db: Db, organizationId: string, threa
 export async function findAttachmentContent(db: Db, messagePk: number, attachmentId: string): Promise<{ filename: string | null; contentType: string | null; content: Buffer } | undefined> {
   const row = await db
     .selectFrom('attachments')
-    .select(['filename', 'content_type', 'content'])
+    .select(['filename', 'content_type', 'size', 'content'])
     .where('message_pk', '=', messagePk)
     .where('attachment_id', '=', attachmentId)
     .executeTakeFirst();
-  return row ? { filename: row.filename, contentType: row.content_type, content: Buffer.from(row.content) } : undefined;
+  if (!row) return undefined;
+  // Empty content of a non-empty attachment: its bytes are stored in pieces.
+  const content = row.content.length === 0 && Number(row.size) > 0 ? ((await readPieces(db, messagePk, attachmentId)) ?? EMPTY) : Buffer.from(row.content);
+  return { filename: row.filename, contentType: row.content_type, content };
 }
 
+/** The stored RFC 5322 source of a message (from its pieces when it was stored so), or undefined when none was kept. */
 export async function findRawSource(db: Db, messagePk: number): Promise<Buffer | undefined> {
   const row = await db.selectFrom('messages').select('raw').where('id', '=', messagePk).executeTakeFirst();
-  return row?.raw ? Buffer.from(row.raw) : undefined;
+  return row ? sourceOf(db, messagePk, row.raw) : undefined;
+}
+
+/** The source of a message whose `raw` column was read already: that value, or its pieces when it is NULL. */
+export async function sourceOf(db: Db, messagePk: number, raw: Uint8Array | null): Promise<Buffer | undefined> {
+  return raw ? Buffer.from(raw) : readPieces(db, messagePk, SOURCE_PART);
 }
 
 /** Counts one sent message for the organization's UTC day; returns the day's count so far. */

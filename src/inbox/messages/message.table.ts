@@ -45,6 +45,14 @@ export interface AttachmentTable {
   content: Buffer;
 }
 
+/** Pieces of a large source or attachment (`message-chunks.ts`): `part` is 'source' or an attachment id. */
+export interface MessageChunkTable {
+  message_pk: number;
+  part: string;
+  seq: number;
+  bytes: Buffer;
+}
+
 export interface SendCounterTable {
   organization_id: string;
   day: string;

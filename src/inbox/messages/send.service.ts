@@ -133,7 +133,7 @@ export function createSendService(deps: SendServiceDeps) {
     async send(owner: KeyOwner, inboxId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
-      return send(owner, normalizeInboxId(inboxId), validate(input), answerHeaders(undefined));
+      return send(owner, normalizeInboxId(inboxId), await validate(input), answerHeaders(undefined));
     },
 
     /** Answers a message of the inbox (answers.ts `replyInput`); In-Reply-To and References make it join the thread on both sides. */
@@ -141,7 +141,7 @@ export function createSendService(deps: SendServiceDeps) {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       const parent = await findOwnMessage(db, owner, inboxId, messageId);
-      return send(owner, parent.inboxId, validate(replyInput(parent, input)), answerHeaders(parent));
+      return send(owner, parent.inboxId, await validate(replyInput(parent, input)), answerHeaders(parent));
     },
 
     /**
@@ -152,7 +152,7 @@ export function createSendService(deps: SendServiceDeps) {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       const original = await findOwnMessage(db, owner, inboxId, messageId);
-      return send(owner, original.inboxId, validate(forwardInput(original, input, await carriedAttachments(original))), answerHeaders(original));
+      return send(owner, original.inboxId, await validate(forwardInput(original, input, await carriedAttachments(original))), answerHeaders(original));
     },
 
     /**
@@ -166,9 +166,9 @@ export function createSendService(deps: SendServiceDeps) {
       const senderId = normalizeInboxId(inboxId);
       if (draft.forwardOf !== null) {
         const original = await findOwnMessage(db, owner, senderId, draft.forwardOf);
-        return send(owner, senderId, validate(forwardInput(original, draft.input, await carriedAttachments(original))), answerHeaders(original), within);
+        return send(owner, senderId, await validate(forwardInput(original, draft.input, await carriedAttachments(original))), answerHeaders(original), within);
       }
-      return send(owner, senderId, validate(draft.input), { inReplyTo: draft.inReplyTo, references: draft.references }, within);
+      return send(owner, senderId, await validate(draft.input), { inReplyTo: draft.inReplyTo, references: draft.references }, within);
     },
   };
 }

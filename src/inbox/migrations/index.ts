@@ -9,6 +9,7 @@ import * as domains from './0008_domains.js';
 import * as allowBlockLists from './0009_allow_block_lists.js';
 import * as usageAndWebhookScopes from './0010_usage_and_webhook_scopes.js';
 import * as searchStatistics from './0011_search_statistics.js';
+import * as messageChunks from './0012_message_chunks.js';
 
 export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
@@ -21,6 +22,7 @@ export const inboxMigrations: MigrationSet = {
   '0009_allow_block_lists': allowBlockLists,
   '0010_usage_and_webhook_scopes': usageAndWebhookScopes,
   '0011_search_statistics': searchStatistics,
+  '0012_message_chunks': messageChunks,
 };
 
 export const INBOX_MIGRATION_TABLE = 'inbox_migrations';

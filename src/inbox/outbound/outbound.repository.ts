@@ -1,4 +1,5 @@
 import type { Db } from '../database.js';
+import { sourceOf } from '../messages/message.repository.js';
 
 /** A sent message as outbound mail needs it: its ids, its sender inbox and, to send it, its source. */
 export interface OutboundMessage {
@@ -73,7 +74,7 @@ export async function findOutboundMessage(db: Db, pk: number): Promise<{ message
     .where('m.id', '=', pk)
     .executeTakeFirst();
   if (!row) return undefined;
-  return { message: outboundMessageFromRow(row), raw: row.raw ? Buffer.from(row.raw) : null };
+  return { message: outboundMessageFromRow(row), raw: (await sourceOf(db, pk, row.raw)) ?? null };
 }
 
 /** The pod of an inbox, undefined when the inbox is gone. */

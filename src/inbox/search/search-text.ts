@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import type { Message } from '../messages/message.repository.js';
+import { nextTurn } from '../../platform/turns.js';
 
 /**
  * The words of the search index, computed here once for both dialects (docs/decisions/0017):
@@ -123,7 +124,7 @@ export async function distinctBodyWords(m: BodyParts): Promise<string[]> {
   let budget = 2 * DOCUMENT_BUDGET;
   let read = 0;
   for (const w of bodyWords(m)) {
-    if (++read % WORDS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (++read % WORDS_PER_TURN === 0) await nextTurn();
     if (seen.has(w)) continue;
     const cost = Buffer.byteLength(w) + 8;
     if (cost > budget) break;

@@ -1,3 +1,5 @@
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, type Transferable } from 'node:worker_threads';
 import type { TaskReply } from './pool.js';
 
@@ -17,6 +19,7 @@ export type Task = (input: never) => TaskResult | Promise<TaskResult>;
 export function serveTasks(tasks: Readonly<Record<string, Task>>): void {
   const port = parentPort;
   if (!port) throw new Error('serveTasks runs in a worker thread');
+  lowerThreadPriority();
   port.on('message', async ({ task, input }: { task: string; input: never }) => {
     let reply: TaskReply;
     let transfer: readonly Transferable[] = [];
@@ -38,4 +41,23 @@ export function serveTasks(tasks: Readonly<Record<string, Task>>): void {
 export function ownBuffer(buffer: Buffer): ArrayBuffer | undefined {
   const ab = buffer.buffer;
   return ab instanceof ArrayBuffer && buffer.byteOffset === 0 && buffer.byteLength === ab.byteLength ? ab : undefined;
+}
+
+/** The niceness of a task thread: the event loop's thread (0) wins a contended core, the task still advances. */
+export const TASK_THREAD_NICENESS = 10;
+
+/**
+ * Lowers the calling thread's CPU priority to TASK_THREAD_NICENESS. A task thread does work the
+ * event loop handed off (composing, parsing, checkpoints); when the cores are busy, the event
+ * loop that answers every other request should get the CPU first (docs/decisions/0023). Linux
+ * keeps a niceness per thread, and `setpriority` given a thread id (read from
+ * /proc/thread-self) changes only that thread; elsewhere nothing changes.
+ */
+export function lowerThreadPriority(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid !== process.pid) setPriority(tid, TASK_THREAD_NICENESS);
+  } catch {
+    // No /proc (not Linux) or not permitted: the thread keeps the process's priority.
+  }
 }
