@@ -13,8 +13,8 @@ import { PLAN, sendBatch, statement } from './baseline/inbox-sql.mjs';
  *     each, or commit one after the other, in both;
  * (2) both answer the same: reads with the same status, headers and body bytes; sends with the
  *     same status, headers and JSON keys (the ids differ);
- * (3) sends write the same rows: messages, threads, labels, events and webhook jobs, compared
- *     after normalising keys, ids and times.
+ * (3) sends write the same rows: messages, threads, labels, events, webhook jobs and search
+ *     documents, compared after normalising keys, ids and times.
  */
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
@@ -145,8 +145,30 @@ function openReader(dialect, url) {
   };
 }
 
-/** Every row one send wrote (but the day's counter), with keys, ids and times normalised. */
-async function writtenBy(reader, messageId) {
+/**
+ * The search documents of the copies and their threads (search.repository.ts): FTS5 rows on
+ * SQLite, tsvector rows on PostgreSQL; keys as `message_pk`, so that they are normalised like
+ * the labels'.
+ */
+async function searchRowsOf(reader, dialect, pks, threadIds) {
+  const inList = (n) => Array.from({ length: n }, () => '?').join(', ');
+  if (dialect === 'sqlite') {
+    return {
+      message_search: await reader.all(`select rowid as message_pk, scope, subject, addresses, body from message_search where rowid in (${inList(pks.length)}) order by rowid`, pks),
+      thread_search: await reader.all(`select rowid as message_pk, scope, subject, addresses, body, thread_id from thread_search where thread_id in (${inList(threadIds.length)}) order by rowid`, threadIds),
+    };
+  }
+  return {
+    message_search: await reader.all(`select message_pk, organization_id, pod_id, inbox_id, subject::text, addresses::text, document::text from message_search where message_pk in (${inList(pks.length)}) order by message_pk`, pks),
+    thread_search: await reader.all(
+      `select rank_pk as message_pk, thread_id, organization_id, pod_id, inbox_id, subject_words, address_words, body_words, subject::text, addresses::text, document::text from thread_search where thread_id in (${inList(threadIds.length)}) order by rank_pk`,
+      threadIds,
+    ),
+  };
+}
+
+/** Every row one send wrote (but the day's counter and the usage counts), with keys, ids and times normalised. */
+async function writtenBy(reader, dialect, messageId) {
   const inList = (n) => Array.from({ length: n }, () => '?').join(', ');
   const messages = await reader.all('select * from messages where message_id = ? order by id', [messageId]);
   const pks = messages.map((m) => Number(m.id));
@@ -156,13 +178,14 @@ async function writtenBy(reader, messageId) {
   const events = await reader.all('select * from events where payload like ? order by event_type', [`%${messageId}%`]);
   const eventIds = events.map((e) => e.event_id);
   const jobs = eventIds.length ? await reader.all(`select * from jobs where ${eventIds.map(() => 'payload like ?').join(' or ')} order by id`, eventIds.map((id) => `%${id}%`)) : [];
-  const rows = { messages, threads, labels, events, jobs };
+  const rows = { messages, threads, labels, events, jobs, ...(await searchRowsOf(reader, dialect, pks, threadIds)) };
   const value = (key, v) => {
     if (key === 'id') return '(id)';
     if (key === 'message_pk') return `(message ${pks.indexOf(Number(v))})`;
     if (Buffer.isBuffer(v) || v instanceof Uint8Array) v = Buffer.from(v).toString('latin1').replace(/^Date: .*$/m, 'Date: (date)');
     if (typeof v === 'boolean') v = Number(v);
-    return typeof v === 'string' ? v.replace(ISO, '(time)').replace(UUID, '(uuid)').replace(/evt_[0-9a-f]{32}/g, 'evt_(id)') : v;
+    // Thread ids also appear as one word in the FTS5 scope (search-text.ts threadWord).
+    return typeof v === 'string' ? v.replace(ISO, '(time)').replace(UUID, '(uuid)').replace(/evt_[0-9a-f]{32}/g, 'evt_(id)').replace(/\bt[0-9a-f]{32}\b/g, 't(thread)') : v;
   };
   return JSON.stringify(Object.fromEntries(Object.entries(rows).map(([table, list]) => [table, list.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, value(k, v)])))])), null, 1);
 }
@@ -171,7 +194,7 @@ async function writtenBy(reader, messageId) {
 export async function checkInboxWrites({ name, dialect, url, ours, limit }) {
   const reader = openReader(dialect, url);
   try {
-    const [o, l] = [await writtenBy(reader, JSON.parse(ours.body).message_id), await writtenBy(reader, JSON.parse(limit.body).message_id)];
+    const [o, l] = [await writtenBy(reader, dialect, JSON.parse(ours.body).message_id), await writtenBy(reader, dialect, JSON.parse(limit.body).message_id)];
     if (!JSON.parse(o).messages.length) throw new Error(`${name}: found no rows of the server's send`);
     if (o !== l) throw firstDifference(`${name}: the rows written`, o, l);
     const counts = JSON.parse(o);

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomInt, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setImmediate } from 'node:timers';
@@ -30,6 +30,10 @@ const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 100;
 const MAX_BATCH = 200;
 const MAX_WAIT_MS = 4;
+/** usage.repository.ts USAGE_SHARDS: a unit adds its counts on one shard picked at random. */
+const USAGE_SHARDS = 8;
+/** The longest text the limit indexes: far below the search document's budget, which it does not implement. */
+const MAX_TEXT = 8192;
 const sqlLog = env.BENCH_SQL_LOG === '1' ? [] : undefined;
 
 // ---------------------------------------------------------------------------------------------
@@ -218,6 +222,32 @@ function threadItem(t) {
   };
 }
 
+/** search-text.ts `words` for the ASCII texts the limit sends: lower-cased runs of letters and digits, cut to 32. */
+const wordsOf = (text) => (text.toLowerCase().match(/[a-z0-9]+/g) ?? []).map((w) => w.slice(0, 32));
+const distinct = (list) => [...new Set(list)];
+/** A message's search document (search-text.ts messageDocument): distinct words per field. */
+function searchDocument(subject, addresses, text) {
+  return { subject: distinct(wordsOf(subject)), addresses: distinct(addresses.flatMap(wordsOf)), body: distinct(wordsOf(text)) };
+}
+const sha = (s) => createHash('sha256').update(s).digest('hex');
+const scopeWords = (inbox) => `o${sha(inbox.organization_id).slice(0, 24)} p${sha(inbox.pod_id).slice(0, 24)} i${sha(inbox.inbox_id).slice(0, 24)}`;
+const threadWord = (threadId) => `t${threadId.toLowerCase().replace(/[^a-z0-9]/g, '')}`;
+const everyWord = (doc) => [...doc.subject, ...doc.addresses, ...doc.body];
+const join = (words) => words.join(' ');
+
+/** Parameters of a copy's search document: FTS5 columns of words (SQLite) or word arrays for array_to_tsvector (PostgreSQL). */
+function searchMessageParamsFor(dialect) {
+  if (dialect === 'postgres') return (pk, inbox, doc) => [pk, inbox.organization_id, inbox.pod_id, inbox.inbox_id, doc.subject, doc.addresses, everyWord(doc)];
+  return (pk, inbox, doc) => [pk, scopeWords(inbox), join(doc.subject), join(doc.addresses), join(doc.body)];
+}
+/** Parameters of a new thread's search document, ranked by its message's key. */
+function searchThreadParamsFor(dialect) {
+  if (dialect === 'postgres') {
+    return (threadId, rank, inbox, doc) => [threadId, rank, inbox.organization_id, inbox.pod_id, inbox.inbox_id, join(doc.subject), join(doc.addresses), join(doc.body), doc.subject, doc.addresses, everyWord(doc)];
+  }
+  return (threadId, rank, inbox, doc) => [rank, `${scopeWords(inbox)} ${threadWord(threadId)}`, join(doc.subject), join(doc.addresses), join(doc.body), threadId];
+}
+
 /** Fixed one-minute windows per key, as the server's memory rate limiter. */
 const windows = new Map();
 function hit(key) {
@@ -309,27 +339,39 @@ function listItem(row, inboxId) {
   return item;
 }
 
-function createHandler(db) {
+function createHandler(db, dialect) {
   const { q, unit } = db;
+  const searchMessageParams = searchMessageParamsFor(dialect);
+  const searchThreadParams = searchThreadParamsFor(dialect);
 
+  // The key, its scope and permissions, and the human an unverified sign-up may mail (api-key.repository.ts).
   const owner = async (req) => {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
     if (!m) return undefined;
     const [row] = await q('auth', [createHash('sha256').update(m[1], 'utf8').digest('hex')]);
-    return row;
+    if (!row) return undefined;
+    return { ...row, permissions: row.permissions === null ? undefined : JSON.parse(row.permissions) };
   };
+  /**
+   * scope.ts `holds` for the two permissions the benchmark needs: a key without a permission set
+   * holds all; an unverified organization's narrowing (UNVERIFIED_DENIED) spares both.
+   */
+  const holds = (who, wire) => who.permissions === undefined || who.permissions[wire] === true;
+  /** scope.ts `inScope`: a pod key reaches its pod's inboxes, an inbox key its inbox. */
+  const reaches = (who, inbox) => inbox.organization_id === who.organization_id && (who.pod_id === null || inbox.pod_id === who.pod_id) && (who.inbox_id === null || inbox.inbox_id === who.inbox_id);
 
   async function list(req, res, inboxId, query) {
     const who = await owner(req);
     if (!who) return fail(res, 401, 'authentication_error', 'Invalid API key.');
     const rate = hit(who.id);
+    if (!holds(who, 'message_read')) throw new HttpError(501, 'not_implemented', 'The limit answers keys that may read messages only.');
     const params = new URLSearchParams(query);
     const limit = Math.min(Number(params.get('limit') ?? DEFAULT_LIMIT), MAX_LIMIT);
     const token = params.get('page_token');
     const cursor = token ? JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) : undefined;
     if (cursor && cursor[2] !== 'desc') throw new HttpError(501, 'not_implemented', 'The limit lists newest first only.');
     const [inbox] = await q('inbox', [inboxId, who.organization_id]);
-    if (!inbox) return fail(res, 404, 'not_found', `Inbox ${inboxId} not found.`, rate);
+    if (!inbox || !reaches(who, inbox)) return fail(res, 404, 'not_found', `Inbox ${inboxId} not found.`, rate);
     const rows = cursor ? await q('pageAfter', [inboxId, ...HIDDEN_LABELS, cursor[0], cursor[0], cursor[0], cursor[1], limit + 1]) : await q('page', [inboxId, ...HIDDEN_LABELS, limit + 1]);
     const items = rows.slice(0, limit);
     const body = { count: items.length, limit, messages: items.map((row) => listItem(row, inboxId)) };
@@ -342,18 +384,21 @@ function createHandler(db) {
     const who = await owner(req);
     if (!who) return fail(res, 401, 'authentication_error', 'Invalid API key.');
     const rate = hit(who.id);
+    if (!holds(who, 'message_send')) throw new HttpError(501, 'not_implemented', 'The limit answers keys that may send only.');
     const input = JSON.parse(await readBody(req));
     const to = (typeof input.to === 'string' ? input.to.split(',') : (input.to ?? [])).map(mailbox);
     const subject = input.subject ?? '';
     const text = input.text ?? '';
     if (!to.length || to.some((m) => !m || !DOMAINS.includes(m.address.slice(m.address.lastIndexOf('@') + 1).toLowerCase()))) throw new HttpError(501, 'not_implemented', 'The limit sends to local inboxes only.');
-    if (input.cc || input.bcc || input.reply_to || input.html || input.headers || input.attachments?.length || input.labels?.length || !plain(subject) || subject.length > 60 || !plain(text)) {
+    if (input.cc || input.bcc || input.reply_to || input.html || input.headers || input.attachments?.length || input.labels?.length || !plain(subject) || subject.length > 60 || !plain(text) || text.length > MAX_TEXT) {
       throw new HttpError(501, 'not_implemented', 'The limit sends short plain-text ASCII messages only.');
     }
     const preview = text.replace(/\s+/g, ' ').trim() || null;
     // As the server (decision 0008): the sending inbox is read and the source composed before the unit of work.
     const [from0] = await q('inbox', [senderId, who.organization_id]);
-    if (!from0) return fail(res, 404, 'not_found', `Inbox ${senderId} not found.`, rate);
+    if (!from0 || !reaches(who, from0)) return fail(res, 404, 'not_found', `Inbox ${senderId} not found.`, rate);
+    // An unverified agent sign-up mails only the human it named (decision 0018).
+    if (who.human_email !== null && to.some((m) => m.address.toLowerCase() !== who.human_email)) throw new HttpError(501, 'not_implemented', 'The limit does not refuse messages.');
     const now = new Date();
     const timestamp = now.toISOString();
     const messageId = `<${uuid7(now)}@${from0.domain}>`;
@@ -373,6 +418,16 @@ function createHandler(db) {
         else if (inbox.inbox_id !== senderId && !others.includes(inbox)) others.push(inbox);
       }
       if (to.some((m) => m.address.toLowerCase() === senderId)) throw new HttpError(501, 'not_implemented', 'The limit does not send to the sending inbox.');
+
+      // Allow and block lists (access-list.service.ts screen): whether any list applies, probed at
+      // the sender's levels for sending and at the recipients' for receiving. The limit delivers
+      // only where none does.
+      const levels = (inbox) => ['', `pod:${inbox.pod_id}`, `inbox:${inbox.inbox_id}`];
+      const probes = [...levels(sender).map((key) => [key, 'send']), ...[...new Set(others.flatMap(levels))].map((key) => [key, 'receive'])];
+      const directions = [...new Set(probes.map(([, d]) => d))];
+      const org = sender.organization_id;
+      const [present] = await q(`lists:${probes.length}x${directions.length}`, [...probes.flatMap(([key, d]) => [org, key, d, 'allow']), ...directions.flatMap((d) => [org, d, 'block'])]);
+      if (Object.values(present).some((v) => v === true || v === 1)) throw new HttpError(501, 'not_implemented', 'The limit does not screen with allow or block lists.');
 
       const normalized = normalizeSubject(subject);
       const copies = [sender, ...others].map((inbox, i) => {
@@ -447,6 +502,7 @@ function createHandler(db) {
       await q(`insertEvents:${events.length}`, events.flatMap((e) => [e.id, e.inbox.organization_id, e.type, e.inbox.inbox_id, e.inbox.pod_id, e.payload, createdAt]));
       const hooks = (await q('webhooks', [sender.organization_id])).filter((h) => Boolean(h.enabled));
       const matches = (h, e) => {
+        if ((h.pod_id !== null && h.pod_id !== e.inbox.pod_id) || (h.inbox_id !== null && h.inbox_id !== e.inbox.inbox_id)) return false;
         const types = json(h.event_types, null);
         if (types?.length && !types.includes(e.type)) return false;
         const inboxes = json(h.inbox_ids, null);
@@ -459,6 +515,36 @@ function createHandler(db) {
         const at = new Date().toISOString();
         await q(`insertJobs:${jobs.length}`, jobs.flatMap((payload) => ['webhook.deliver', payload, 'pending', at, 0, null, null, at, at]));
       }
+      // Usage counts (usage.service.ts): per copy its message and bytes, per thread started one, per
+      // event one of its type; summed per key, on one random shard, rows in key order.
+      const bucket = Math.floor(Date.now() / 1000); // the unit's own clock reading, as deliver() takes it
+      const deltas = new Map();
+      const count = (inbox, metric, value) => {
+        const key = [inbox.organization_id, inbox.pod_id, inbox.inbox_id, metric, bucket].join('\u0000');
+        const d = deltas.get(key);
+        if (d) d[6] += value;
+        else deltas.set(key, [inbox.organization_id, inbox.pod_id, inbox.inbox_id, metric, bucket, 0, value]);
+      };
+      for (const { inbox } of copies) {
+        count(inbox, 'usage.message_count', 1);
+        count(inbox, 'usage.storage_bytes', raw.length);
+        count(inbox, 'usage.thread_count', 1);
+      }
+      for (const e of events) count(e.inbox, e.type, 1);
+      const shard = randomInt(USAGE_SHARDS);
+      const usage = [...deltas.entries()].filter(([, d]) => d[6] !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, d]) => ((d[5] = shard), d));
+      await q(`addUsage:${usage.length}`, usage.flat());
+
+      // The search index (search.repository.ts indexMessages): each copy's document, then each
+      // thread's (new threads: nothing to merge with).
+      const doc = searchDocument(subject, [from, ...toList], text);
+      for (const { inbox } of copies) await q('searchMessage', searchMessageParams(pks.get(inbox.inbox_id), inbox, doc));
+      for (const { inbox, thread } of copies) {
+        const found = await q('searchThreadFind', [dialect === 'postgres' ? thread.thread_id : `{scope}: "${threadWord(thread.thread_id)}"`]);
+        if (found.length) throw new Error(`thread ${thread.thread_id} has a search document already`);
+        await q('searchThread', searchThreadParams(thread.thread_id, pks.get(inbox.inbox_id), inbox, doc));
+      }
+
       const [{ value }] = await q('countSend', [who.organization_id, timestamp.slice(0, 10), 1, 1]);
       if (Number(value) > SEND_LIMIT) throw new HttpError(429, 'rate_limit_exceeded', 'Daily send limit reached.');
       return { message_id: messageId, thread_id: copies[0].thread.thread_id };
@@ -486,7 +572,7 @@ function createHandler(db) {
 const url = env.BASELINE_DATABASE_URL ?? '';
 const dialect = /^postgres(ql)?:\/\//.test(url) ? 'postgres' : 'sqlite';
 const db = dialect === 'postgres' ? openPostgres(url) : openSqlite(url.replace(/^sqlite:/, ''));
-const server = http.createServer(createHandler(db));
+const server = http.createServer(createHandler(db, dialect));
 server.keepAliveTimeout = 72_000; // as the inbox server's Fastify setting, so Keep-Alive headers match
 server.listen(Number(env.PORT ?? 3901), env.HOST ?? '127.0.0.1', () => {
   const { address, port } = server.address();

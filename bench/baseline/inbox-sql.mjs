@@ -1,7 +1,8 @@
 /**
  * The statements the inbox server issues per benchmark request, in its order. Written by hand from
- * api-key.repository.ts, inbox.repository.ts, message.repository.ts, thread.repository.ts,
- * event.repository.ts, jobs.ts and dialect.ts (incrementCounter); the limit
+ * api-key.repository.ts, inbox.repository.ts, access-list.repository.ts, message.repository.ts,
+ * thread.repository.ts, event.repository.ts, jobs.ts, usage.repository.ts, search.repository.ts
+ * and dialect.ts (incrementCounter); the limit
  * (inbox-baseline.mjs) runs exactly these, and bench/inbox-check.mjs compares them with what the
  * built server really runs, and with what the running limit ran.
  */
@@ -14,6 +15,7 @@ export const LIST_COLUMNS = ['id', 'thread_id', 'message_id', 'labels', 'timesta
 export const THREAD_COLUMNS = ['thread_id', 'organization_id', 'inbox_id', 'subject', 'normalized_subject', 'senders', 'recipients', 'labels', 'message_count', 'size', 'preview', 'last_message_id', 'timestamp', 'received_timestamp', 'sent_timestamp', 'created_at', 'updated_at'];
 export const MESSAGE_COLUMNS = ['organization_id', 'inbox_id', 'thread_id', 'message_id', 'labels', 'timestamp', 'from_address', 'reply_to', 'to_addresses', 'cc_addresses', 'bcc_addresses', 'subject', 'preview', 'text_body', 'html_body', 'in_reply_to', 'references_ids', 'headers', 'attachments', 'size', 'raw', 'created_at', 'updated_at'];
 export const EVENT_COLUMNS = ['event_id', 'organization_id', 'event_type', 'inbox_id', 'pod_id', 'payload', 'created_at'];
+export const USAGE_COLUMNS = ['organization_id', 'pod_id', 'inbox_id', 'metric', 'bucket', 'shard', 'value'];
 export const JOB_COLUMNS = ['queue', 'payload', 'status', 'run_at', 'attempts', 'locked_until', 'last_error', 'created_at', 'updated_at'];
 
 /** Labels a list leaves out unless include_spam, include_blocked or include_trash ask for them (http/pagination.ts). */
@@ -22,7 +24,9 @@ const NOT_HIDDEN = `not exists (select "message_labels"."label" from "message_la
 
 /** Statements in SQLite's `?` form; those of n rows (or n ids) are functions of n. */
 export const SQL = {
-  auth: 'select "id", "organization_id" from "api_keys" where "key_hash" = ?',
+  // api-key.repository.ts findKeyOwnerByHash: the key's scope (pod, inbox), its permissions, and the
+  // human an unverified agent sign-up may send to (docs/decisions/0018).
+  auth: 'select "api_keys"."id", "api_keys"."organization_id", "api_keys"."pod_id", "api_keys"."inbox_id", "api_keys"."permissions", "agent_signups"."human_email" from "api_keys" left join "agent_signups" on "agent_signups"."organization_id" = "api_keys"."organization_id" and "agent_signups"."verified_at" is null where "api_keys"."key_hash" = ?',
   inbox: 'select * from "inboxes" where "inbox_id" = ? and "organization_id" = ?',
   // Newest first, without what is hidden by default (spam, blocked, trash: HIDDEN_LABELS); after a
   // page_token with the keyset condition of platform/db/keyset.ts (and its redundant bound).
@@ -39,13 +43,47 @@ export const SQL = {
   insertMessages: (n) => `insert into "messages" (${list(MESSAGE_COLUMNS)}) values ${rows(n, MESSAGE_COLUMNS.length)} returning "id", "inbox_id"`,
   insertLabels: (n) => `insert into "message_labels" ("message_pk", "label") values ${rows(n, 2)}`,
   insertEvents: (n) => `insert into "events" (${list(EVENT_COLUMNS)}) values ${rows(n, EVENT_COLUMNS.length)}`,
-  webhooks: 'select "webhook_id", "event_types", "inbox_ids", "pod_ids", "enabled" from "webhooks" where "organization_id" = ?',
+  // access-list.repository.ts listsPresent: per probed (list level, direction) whether it has an
+  // allow list (a0 …), per probed direction whether the organization blocks anything there (b0 …).
+  lists: (arg) => {
+    const [pairs, directions] = arg.split('x').map(Number);
+    const exists = (where) => `exists (select 1 as "one" from "access_list_entries" where ${where})`;
+    const allow = Array.from({ length: pairs }, (_, i) => `${exists('"organization_id" = ? and "scope_key" = ? and "direction" = ? and "list_type" = ?')} as "a${i}"`);
+    const block = Array.from({ length: directions }, (_, i) => `${exists('"organization_id" = ? and "direction" = ? and "list_type" = ?')} as "b${i}"`);
+    return `select ${[...allow, ...block].join(', ')}`;
+  },
+  // The webhook's own scope (pod_id, inbox_id) narrows what it receives (event.service.ts webhookMatches).
+  webhooks: 'select "webhook_id", "event_types", "inbox_ids", "pod_ids", "enabled", "pod_id", "inbox_id" from "webhooks" where "organization_id" = ?',
   insertJobs: (n) => `insert into "jobs" (${list(JOB_COLUMNS)}) values ${rows(n, JOB_COLUMNS.length)}`,
+  // usage.repository.ts addUsage: the unit's usage deltas and event counts, one shard, rows in key order.
+  addUsage: (n) => `insert into "usage_counts" (${list(USAGE_COLUMNS)}) values ${rows(n, USAGE_COLUMNS.length)} on conflict ("organization_id", "pod_id", "inbox_id", "metric", "bucket", "shard") do update set "value" = "usage_counts"."value" + "excluded"."value"`,
+  // search.repository.ts indexMessages (FTS5 on SQLite): each copy's document, then its words added
+  // to its thread's document (read first; replaced when there was one).
+  searchMessage: 'insert into message_search (rowid, scope, subject, addresses, body) values (?, ?, ?, ?, ?)',
+  searchThreadFind: 'select rowid, subject, addresses, body from thread_search where thread_search match ?',
+  searchThreadDelete: 'delete from thread_search where rowid = ?',
+  searchThread: 'insert into thread_search (rowid, scope, subject, addresses, body, thread_id) values (?, ?, ?, ?, ?, ?)',
   // dialect.ts incrementCounter, whitespace included.
   countSend: `insert into "send_counters" ("organization_id", "day", "count")
     values (?, ?, ?)
     on conflict ("organization_id", "day") do update set "count" = "send_counters"."count" + ?
     returning "count" as value`,
+};
+
+/**
+ * Statements whose PostgreSQL text is not SQLite's with numbered parameters: the search index
+ * (search.repository.ts: tsvector columns built with array_to_tsvector from the same words, the
+ * thread's document kept as words and upserted). Whitespace as in the source's `sql` templates.
+ */
+const vector = 'array_to_tsvector(?::text[])';
+export const POSTGRES_SQL = {
+  searchMessage: `insert into message_search (message_pk, organization_id, pod_id, inbox_id, subject, addresses, document)
+        values (?, ?, ?, ?, ${vector}, ${vector}, ${vector})`,
+  searchThreadFind: 'select rank_pk, subject_words, address_words, body_words from thread_search where thread_id = ?',
+  searchThread: `insert into thread_search (thread_id, rank_pk, organization_id, pod_id, inbox_id, subject_words, address_words, body_words, subject, addresses, document)
+      values (?, ?, ?, ?, ?, ?, ?, ?, ${vector}, ${vector}, ${vector})
+      on conflict (thread_id) do update set rank_pk = excluded.rank_pk, subject_words = excluded.subject_words, address_words = excluded.address_words, body_words = excluded.body_words,
+        subject = excluded.subject, addresses = excluded.addresses, document = excluded.document`,
 };
 
 /** `?` → `$1, $2, …` for PostgreSQL (no statement here has a literal question mark). */
@@ -57,7 +95,7 @@ export function numbered(text) {
 /** A statement's text in the dialect; `name` may carry its argument after a colon: `insertLabels:3`. */
 export function statement(dialect, name) {
   const [key, arg] = name.split(':');
-  const entry = SQL[key];
+  const entry = (dialect === 'postgres' ? POSTGRES_SQL[key] : undefined) ?? SQL[key];
   if (entry === undefined) throw new Error(`no statement ${key}`);
   const text = typeof entry === 'function' ? entry(/^\d+$/.test(arg) ? Number(arg) : arg) : entry;
   return dialect === 'postgres' ? numbered(text) : text;
@@ -67,13 +105,33 @@ export function statement(dialect, name) {
  * Per scenario: the statements of one request. A send from one inbox to one other local inbox of
  * its organization, whose organization has one webhook subscribed to message.received: the
  * sending inbox read before the unit of work (its name and domain go into the source, composed
- * before the unit starts), then in the unit two inboxes looked up, two threads started, two copies, three labels (sent; received, unread), three
- * events (sent, received, delivered), one webhook job, the day's send counter.
+ * before the unit starts), then in the unit two inboxes looked up, the allow/block lists probed (3
+ * levels of the sender for sending, 3 of the recipient for receiving), two threads started, two
+ * copies, three labels (sent; received, unread), three events (sent, received, delivered), one
+ * webhook job, nine usage counts in one upsert, two message and two thread search documents, the
+ * day's send counter.
  */
 export const PLAN = {
   listFirst: ['auth', 'inbox', 'page'],
   listDeep: ['auth', 'inbox', 'pageAfter'],
-  sendUnit: ['inboxes:2', 'insertThreads:2', 'insertMessages:2', 'insertLabels:3', 'insertEvents:3', 'webhooks', 'insertJobs:1', 'countSend'],
+  sendUnit: [
+    'inboxes:2',
+    'lists:6x2',
+    'insertThreads:2',
+    'insertMessages:2',
+    'insertLabels:3',
+    'insertEvents:3',
+    'webhooks',
+    'insertJobs:1',
+    'addUsage:9',
+    'searchMessage',
+    'searchMessage',
+    'searchThreadFind',
+    'searchThread',
+    'searchThreadFind',
+    'searchThread',
+    'countSend',
+  ],
 };
 
 /**
