@@ -57,6 +57,9 @@ export const SQL = {
   insertJobs: (n) => `insert into "jobs" (${list(JOB_COLUMNS)}) values ${rows(n, JOB_COLUMNS.length)}`,
   // usage.repository.ts addUsage: the unit's usage deltas and event counts, one shard, rows in key order.
   addUsage: (n) => `insert into "usage_counts" (${list(USAGE_COLUMNS)}) values ${rows(n, USAGE_COLUMNS.length)} on conflict ("organization_id", "pod_id", "inbox_id", "metric", "bucket", "shard") do update set "value" = "usage_counts"."value" + "excluded"."value"`,
+  // search.repository.ts stillStored: before a batch's deferred search documents (group-commit.ts
+  // afterUnits), which copies a later unit of the batch has not deleted.
+  stillStored: (n) => `select "id" from "messages" where "id" in (${Array.from({ length: n }, () => '?').join(', ')})`,
   // search.repository.ts indexMessages (FTS5 on SQLite): each copy's document, then its words added
   // to its thread's document (read first; replaced when there was one).
   searchMessage: 'insert into message_search (rowid, scope, subject, addresses, body) values (?, ?, ?, ?, ?)',
@@ -108,8 +111,8 @@ export function statement(dialect, name) {
  * before the unit starts), then in the unit two inboxes looked up, the allow/block lists probed (3
  * levels of the sender for sending, 3 of the recipient for receiving), two threads started, two
  * copies, three labels (sent; received, unread), three events (sent, received, delivered), one
- * webhook job, nine usage counts in one upsert, two message and two thread search documents, the
- * day's send counter.
+ * webhook job, nine usage counts in one upsert, the day's send counter; then, at the end of its
+ * batch (`sendSearch`), two message and two thread search documents.
  */
 export const PLAN = {
   listFirst: ['auth', 'inbox', 'page'],
@@ -124,24 +127,22 @@ export const PLAN = {
     'webhooks',
     'insertJobs:1',
     'addUsage:9',
-    'searchMessage',
-    'searchMessage',
-    'searchThreadFind',
-    'searchThread',
-    'searchThreadFind',
-    'searchThread',
     'countSend',
   ],
+  sendSearch: ['searchMessage', 'searchMessage', 'searchThreadFind', 'searchThread', 'searchThreadFind', 'searchThread'],
 };
 
 /**
  * The statements of sends that shared a group commit (SQLite): alone, a unit runs bare inside
- * begin … commit; with others, each runs inside its own savepoint. `units` = sends in the batch.
+ * begin … commit, its search documents last; with others, each runs inside its own savepoint, and
+ * after the last one the search documents of each, once its copies are found still stored.
+ * `units` = sends in the batch.
  */
 export function sendBatch(units) {
-  if (units === 1) return ['begin', ...PLAN.sendUnit, 'commit'];
+  if (units === 1) return ['begin', ...PLAN.sendUnit, ...PLAN.sendSearch, 'commit'];
   const out = ['begin'];
   for (let i = 0; i < units; i++) out.push(`savepoint:unit_${i}`, ...PLAN.sendUnit, `release:unit_${i}`);
+  for (let i = 0; i < units; i++) out.push('stillStored:2', ...PLAN.sendSearch);
   out.push('commit');
   return out;
 }

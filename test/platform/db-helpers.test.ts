@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/platform/db/database.js';
 import { incrementCounter } from '../../src/platform/db/dialect.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../src/platform/db/compiled-once.js';
-import { createGroupCommit, MAX_ATTEMPTS } from '../../src/platform/db/group-commit.js';
+import { afterUnits, createGroupCommit, MAX_ATTEMPTS } from '../../src/platform/db/group-commit.js';
 import { afterKey } from '../../src/platform/db/keyset.js';
 import { systemIds, timeOrderedUuid } from '../../src/platform/ids.js';
 import { dialects, freshPostgresSchema } from '../support/dialects.js';
@@ -189,6 +189,61 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
     // SQLite has one writing connection: the write queued behind the transaction.
     if (dialect === 'sqlite') expect(order).toEqual(['read', 'commit', 'write']);
     expect((await find()).map((r) => r.ts).sort()).toEqual(['after', 'before', 'inside']);
+  });
+
+  it('group commit: afterUnits writes run after every unit of the batch, before the commit; a failed unit\'s are dropped', async () => {
+    const commits = createGroupCommit(db);
+    const order: string[] = [];
+    const unit = (i: number) =>
+      commits.run(async (trx) => {
+        await trx.insertInto('rows').values({ ts: `u${i}`, note: 'unit' }).execute();
+        order.push(`unit ${i}`);
+        await afterUnits(trx, async (afterOthers) => {
+          order.push(`deferred ${i}${afterOthers ? ' after others' : ''}`);
+          await trx.insertInto('rows').values({ ts: `d${i}`, note: 'deferred' }).execute();
+        });
+        if (i === 1) throw new Error('unit 1 fails');
+        return i;
+      });
+    const outcomes = await Promise.allSettled([0, 1, 2].map(unit));
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    if (dialect === 'sqlite') {
+      // One batch: the units, then the deferred writes of those that succeeded, in their order.
+      expect(order).toEqual(['unit 0', 'unit 1', 'unit 2', 'deferred 0 after others', 'deferred 2 after others']);
+    } else {
+      // A transaction per unit: each unit's deferred writes end its own transaction.
+      for (const i of [0, 2]) expect(order.indexOf(`deferred ${i}`)).toBe(order.indexOf(`unit ${i}`) + 1);
+      expect(order).not.toContain('deferred 1');
+    }
+    expect((await db.selectFrom('rows').select('ts').execute()).map((r) => r.ts).sort()).toEqual(['d0', 'd2', 'u0', 'u2']);
+    // Alone in its batch, and outside any unit of work: at once, with nothing run after it.
+    order.length = 0;
+    await commits.run(async (trx) => {
+      await afterUnits(trx, async (afterOthers) => void order.push(`alone${afterOthers ? ' after others' : ''}`));
+      order.push('unit');
+    });
+    await afterUnits(db, async (afterOthers) => void order.push(`outside${afterOthers ? ' after others' : ''}`));
+    expect(order).toEqual(['unit', 'alone', 'outside']);
+  });
+
+  it('group commit: when a deferred write fails, the batch is undone and each unit runs again alone, so the error reaches only its own unit', async () => {
+    const commits = createGroupCommit(db);
+    const runs = [0, 0, 0];
+    const unit = (i: number) =>
+      commits.run(async (trx) => {
+        runs[i] = (runs[i] as number) + 1;
+        await trx.insertInto('rows').values({ ts: `u${i}`, note: 'unit' }).execute();
+        await afterUnits(trx, async () => {
+          if (i === 1) throw new Error('deferred 1 fails');
+          await trx.insertInto('rows').values({ ts: `d${i}`, note: 'deferred' }).execute();
+        });
+        return i;
+      });
+    const outcomes = await Promise.allSettled([0, 1, 2].map(unit));
+    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).message))).toEqual([0, 'deferred 1 fails', 2]);
+    // SQLite ran the batch, then each unit alone; PostgreSQL ran each unit in its own transaction.
+    expect(runs).toEqual(dialect === 'sqlite' ? [2, 2, 2] : [1, 1, 1]);
+    expect((await db.selectFrom('rows').select('ts').execute()).map((r) => r.ts).sort()).toEqual(['d0', 'd2', 'u0', 'u2']);
   });
 
   it('group commit: a lone failing unit rolls back and the next units still run', async () => {

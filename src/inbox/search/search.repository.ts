@@ -106,6 +106,14 @@ export async function indexMessages(db: Db, entries: readonly { pk: number; thre
   for (const e of entries) await addToThreadDocument(db, e.threadId, e.scope, e.pk, e.doc);
 }
 
+/** The entries whose message is still stored (by key, in the order given). */
+export async function stillStored<E extends { readonly pk: number }>(db: Db, entries: readonly E[]): Promise<E[]> {
+  if (!entries.length) return [];
+  const rows = await db.selectFrom('messages').select('id').where('id', 'in', entries.map((e) => e.pk)).execute();
+  const kept = new Set(rows.map((r) => Number(r.id)));
+  return entries.filter((e) => kept.has(e.pk));
+}
+
 interface IndexRow {
   id: number | string;
   thread_id: string;

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { decodeCursor, encodeCursor } from '../../platform/db/cursor.js';
+import { afterUnits } from '../../platform/db/group-commit.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import { podInScope } from '../api-keys/api-key.service.js';
@@ -11,7 +12,7 @@ import { requireScopedInbox } from '../inboxes/inbox.service.js';
 import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
 import { findMessagesByPks, type Message } from '../messages/message.repository.js';
 import { findThreadsByIds, type Thread } from '../threads/thread.repository.js';
-import { indexMessages, rebuildThreadDocument, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
+import { indexMessages, rebuildThreadDocument, stillStored, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
 import { distinctBodyWords, InvalidQueryError, messageDocument, parseQuery, wordsOf, type QueryTerm, type SearchDocument } from './search-text.js';
 
 export interface SearchQuery {
@@ -89,10 +90,11 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
         if (!doc) docs.set(key, (doc = messageDocument(message, body)));
         return doc;
       };
-      await indexMessages(
-        trx,
-        stored.map(({ inbox, message, thread }) => ({ pk: message.pk, threadId: thread.threadId, scope: { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId }, doc: docOf(message) })),
-      );
+      const entries = stored.map(({ inbox, message, thread }) => ({ pk: message.pk, threadId: thread.threadId, scope: { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId }, doc: docOf(message) }));
+      // At the end of the batch (group-commit.ts afterUnits). A unit that ran after this one in
+      // the batch may have deleted a copy: its document must not outlive it, nor go to a later
+      // message that is given the same key.
+      await afterUnits(trx, async (afterOthers) => indexMessages(trx, afterOthers ? await stillStored(trx, entries) : entries));
     };
   };
 

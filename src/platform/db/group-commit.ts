@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
 import { dialectOf, isTransientConflict } from './dialect.js';
 
 /**
@@ -10,6 +10,8 @@ import { dialectOf, isTransientConflict } from './dialect.js';
  * only that unit. A unit's promise settles after the commit that made it durable (or failed it).
  * PostgreSQL commits concurrent transactions in parallel and groups their WAL flushes itself:
  * there each unit gets its own transaction, run again when it lost a deadlock (`withRetry`).
+ * Writes a unit hands to `afterUnits` run after every unit of its batch (or at the end of its own
+ * transaction), before the COMMIT.
  *
  * A batch starts after one turn of the event loop, or later while units keep arriving: every turn
  * in which another unit joined buys one more turn, up to `maxWaitMs` after the first unit. Alone,
@@ -28,6 +30,46 @@ interface Pending<DB> {
   readonly reject: (reason: unknown) => void;
 }
 
+/**
+ * A write a unit of work leaves to the end of its batch (`afterUnits`). `afterOthers` is true when
+ * other units of the batch ran after this one, so rows this unit wrote may since have been changed
+ * or deleted by them (in the same transaction).
+ */
+export type DeferredWrite = (afterOthers: boolean) => Promise<void>;
+
+/** The deferred writes of the unit running on a transaction of a group commit, by transaction. */
+const DEFERRED = new WeakMap<object, DeferredWrite[]>();
+
+/**
+ * Runs `write` in the unit's transaction after every unit of its batch, just before the COMMIT,
+ * outside the units' savepoints; it is dropped when the unit fails. Outside a unit of work (the
+ * database itself, or a transaction no group commit runs) `write` runs at once.
+ *
+ * For writes whose cost grows with every savepoint they span: an FTS5 table flushes the terms it
+ * holds in memory to a new segment of its index each time a savepoint opens while it takes part
+ * in the transaction, and in a batch every unit opens one. Written at the end instead, a batch's
+ * search documents make one segment (decision 0026).
+ */
+export async function afterUnits(trx: object, write: DeferredWrite): Promise<void> {
+  const deferred = DEFERRED.get(trx);
+  if (deferred) deferred.push(write);
+  else await write(false);
+}
+
+/** Runs `work` on `trx` as a unit of work: its deferred writes run after it, on the same transaction. */
+async function withDeferred<DB, T>(trx: Transaction<DB>, work: (trx: Transaction<DB>) => Promise<T>, afterOthers: boolean): Promise<T> {
+  const deferred: DeferredWrite[] = [];
+  DEFERRED.set(trx, deferred);
+  try {
+    const value = await work(trx);
+    DEFERRED.delete(trx);
+    for (const write of deferred) await write(afterOthers);
+    return value;
+  } finally {
+    DEFERRED.delete(trx);
+  }
+}
+
 /** Attempts of a PostgreSQL unit of work that keeps meeting deadlocks or serialization failures. */
 export const MAX_ATTEMPTS = 5;
 
@@ -39,7 +81,7 @@ export const MAX_ATTEMPTS = 5;
 async function withRetry<DB, T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction().execute(work);
+      return await db.transaction().execute((trx) => withDeferred(trx, work, false));
     } catch (error) {
       if (attempt >= MAX_ATTEMPTS || !isTransientConflict(error)) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
@@ -54,11 +96,34 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
   const queue: Pending<DB>[] = [];
   let draining = false;
 
+  /** Runs one unit alone in the transaction `trx` (just begun) and commits it: no savepoint needed. */
+  async function runAlone(trx: ControlledTransaction<DB>, item: Pending<DB>): Promise<void> {
+    let value: unknown;
+    try {
+      value = await withDeferred(trx, item.work, false);
+    } catch (error) {
+      await trx.rollback().execute().catch(() => undefined);
+      item.reject(error);
+      return;
+    }
+    try {
+      await trx.commit().execute();
+    } catch (error) {
+      await trx.rollback().execute().catch(() => undefined);
+      item.reject(error);
+      return;
+    }
+    item.resolve(value);
+  }
+
+  async function begin(): Promise<ControlledTransaction<DB>> {
+    return db.startTransaction().execute();
+  }
+
   async function runBatch(): Promise<void> {
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     let trx;
     try {
-      trx = await db.startTransaction().execute();
+      trx = await begin();
     } catch (error) {
       // No transaction (the database is closed or unreachable): fail what is waiting, not loop.
       for (const item of queue.splice(0, maxBatch)) item.reject(error);
@@ -66,37 +131,59 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
     }
     // Taken only now: whatever queued while BEGIN waited for the connection joins this batch.
     const batch = queue.splice(0, maxBatch);
+    if (batch.length === 1) return runAlone(trx, batch[0] as Pending<DB>);
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    const deferred: DeferredWrite[] = [];
     try {
-      if (batch.length === 1) {
-        // Alone in the transaction: a failure rolls the whole transaction back, no savepoint needed.
+      for (const [i, item] of batch.entries()) {
+        // The statements Kysely's savepoint(), rollbackToSavepoint() and releaseSavepoint()
+        // send, sent on the transaction itself: those build a transaction object per call,
+        // a measurable share of a small unit's cost.
+        const name = `"unit_${i}"`;
+        await trx.executeQuery(CompiledQuery.raw(`savepoint ${name}`));
+        const own: DeferredWrite[] = [];
+        DEFERRED.set(trx, own);
         try {
-          outcomes.push({ ok: true, value: await (batch[0] as Pending<DB>).work(trx) });
+          const value = await item.work(trx);
+          await trx.executeQuery(CompiledQuery.raw(`release ${name}`));
+          outcomes.push({ ok: true, value });
+          deferred.push(...own);
         } catch (error) {
-          await trx.rollback().execute();
-          (batch[0] as Pending<DB>).reject(error);
-          return;
-        }
-      } else {
-        for (const [i, item] of batch.entries()) {
-          // The statements Kysely's savepoint(), rollbackToSavepoint() and releaseSavepoint()
-          // send, sent on the transaction itself: those build a transaction object per call,
-          // a measurable share of a small unit's cost.
-          const name = `"unit_${i}"`;
-          await trx.executeQuery(CompiledQuery.raw(`savepoint ${name}`));
-          try {
-            const value = await item.work(trx);
-            await trx.executeQuery(CompiledQuery.raw(`release ${name}`));
-            outcomes.push({ ok: true, value });
-          } catch (error) {
-            await trx.executeQuery(CompiledQuery.raw(`rollback to ${name}`));
-            await trx.executeQuery(CompiledQuery.raw(`release ${name}`));
-            outcomes.push({ ok: false, error });
-          }
+          await trx.executeQuery(CompiledQuery.raw(`rollback to ${name}`));
+          await trx.executeQuery(CompiledQuery.raw(`release ${name}`));
+          outcomes.push({ ok: false, error });
+        } finally {
+          DEFERRED.delete(trx);
         }
       }
+    } catch (error) {
+      // A savepoint statement failed: nothing of the batch is durable.
+      await trx.rollback().execute().catch(() => undefined);
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    try {
+      for (const write of deferred) await write(true);
+    } catch {
+      // A deferred write failed, and it cannot be told apart from the rest of the batch: undo the
+      // batch and run each unit again alone, so that the error reaches only the unit it belongs to.
+      await trx.rollback().execute().catch(() => undefined);
+      for (const item of batch) {
+        let alone;
+        try {
+          alone = await begin();
+        } catch (error) {
+          item.reject(error);
+          continue;
+        }
+        await runAlone(alone, item);
+      }
+      return;
+    }
+    try {
       await trx.commit().execute();
     } catch (error) {
-      // A savepoint statement or COMMIT failed: nothing of the batch is durable.
+      // COMMIT failed: nothing of the batch is durable.
       await trx.rollback().execute().catch(() => undefined);
       for (const item of batch) item.reject(error);
       return;
