@@ -113,6 +113,14 @@ async function open<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
   return openSqlite<DB>(file, options.sqliteSynchronous ?? 'NORMAL');
 }
 
+/**
+ * The page cache of each SQLite connection, in KiB (SQLite's default is 2,000). The search index's
+ * FTS5 merges read back segments at every commit; with the default, the pages of a growing index
+ * fall out of the cache between commits and every merge reads them from the file again, so a
+ * commit's cost grew with the index (decision 0026). The cache fills only as pages are read.
+ */
+export const SQLITE_CACHE_KIB = 65_536;
+
 function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<DB> {
   if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const sqlite = new Sqlite(file);
@@ -120,6 +128,7 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
   sqlite.pragma(`synchronous = ${synchronous}`);
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
   const cached = withStatementCache(sqlite);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cached }) });
   // A second, read-only connection on the same file, for reads outside a transaction that arrive
@@ -182,6 +191,7 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
 function openSqliteReader(file: string): Sqlite.Database {
   const reader = new Sqlite(file, { readonly: true });
   reader.pragma('busy_timeout = 5000');
+  reader.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
   return reader;
 }
 
