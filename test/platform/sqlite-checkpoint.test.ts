@@ -4,6 +4,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/platform/db/database.js';
+import { WAL_FINISH_BYTES } from '../../src/platform/db/sqlite-checkpoint.js';
 
 /**
  * A commit on the service's SQLite connection never copies the WAL into the database file (that
@@ -51,6 +52,37 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
         await database.commits.run((trx) => trx.insertInto('blobs').values({ id, content: Buffer.alloc(16, 1) }).execute());
       }
       expect(statSync(moved).size).toBeGreaterThan(8 * 2 ** 20);
+    } finally {
+      await database.destroy();
+    }
+  });
+
+  it('keeps the WAL bounded under writes that never pause: it starts over instead of growing with everything written', async () => {
+    const file = path.join(dir, 'steady.db');
+    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({ url: `sqlite:${file}`, dataDir: dir, defaultFile: 'steady.db', sqliteSynchronous: 'NORMAL' });
+    try {
+      await sql`create table blobs (id integer primary key, content blob not null)`.execute(database.db);
+      const content = Buffer.alloc(128 * 1024, 7);
+      let written = 0;
+      let largest = 0;
+      // For five seconds, one unit after the other, each replacing the last row: the database
+      // stays small, the WAL takes every page written, and the writer pauses a few milliseconds
+      // at most, never the quiet moment in which SQLite would start the WAL over by itself.
+      const until = Date.now() + 5_000;
+      for (let id = 1; Date.now() < until; id++) {
+        await database.commits.run(async (trx) => {
+          await trx.deleteFrom('blobs').execute();
+          await trx.insertInto('blobs').values({ id, content }).execute();
+        });
+        written += content.length;
+        largest = Math.max(largest, statSync(`${file}-wal`).size);
+        await new Promise((r) => setTimeout(r, 4));
+      }
+      // Without the finish on the service's connection, the WAL held about everything written.
+      expect(written).toBeGreaterThan(4 * WAL_FINISH_BYTES);
+      expect(largest).toBeGreaterThan(WAL_FINISH_BYTES);
+      expect(largest).toBeLessThan(written / 2);
+      expect((await database.db.selectFrom('blobs').select('id').execute()).length).toBe(1);
     } finally {
       await database.destroy();
     }

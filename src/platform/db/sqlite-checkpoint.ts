@@ -29,6 +29,11 @@ const DEFAULT_AUTOCHECKPOINT = 1000;
  * quiet service) never start the thread.
  */
 const WAL_BYTES = 4 * 1024 * 1024;
+/**
+ * A WAL past this size is finished on the service's own connection (see checkpointOffThread): four
+ * times the size the thread starts at.
+ */
+export const WAL_FINISH_BYTES = 4 * WAL_BYTES;
 
 export function checkpointOffThread(sqlite: Sqlite.Database, file: string, intervalMs = 250): Checkpointer {
   sqlite.pragma('wal_autocheckpoint = 0');
@@ -54,6 +59,13 @@ export function checkpointOffThread(sqlite: Sqlite.Database, file: string, inter
         const result = await checkpointPool().run<{ log: number; checkpointed: number } | null>('checkpoint', file);
         // A reader still on old pages kept part of the WAL: try again next time.
         if (result && result.checkpointed >= result.log) seen = now;
+        // SQLite starts a WAL over only when a write begins with every frame copied. Under steady
+        // writes that never happens: new frames arrive while the thread copies, and the WAL grows
+        // without bound (tens of MB in seconds), which costs disk and makes every read look
+        // further. So once it is large, the frames written since the thread's pass (a few
+        // hundred milliseconds' worth) are copied here, between transactions, and the next write
+        // starts the WAL over.
+        if (result && s.size > WAL_FINISH_BYTES && sqlite.open && !sqlite.inTransaction) sqlite.pragma('wal_checkpoint(PASSIVE)');
       } catch {
         fallBack();
       } finally {
