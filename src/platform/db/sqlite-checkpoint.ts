@@ -23,6 +23,9 @@ let pool: WorkerPool | undefined;
 const checkpointPool = () => (pool ??= createWorkerPool({ module: taskModule(import.meta.url, './sqlite-checkpoint.tasks'), size: 1 }));
 
 const DEFAULT_AUTOCHECKPOINT = 1000;
+/** The WAL file's header and each frame's header, in bytes (SQLite's file format): frames follow the header in order. */
+const WAL_HEADER = 32;
+const WAL_FRAME_HEADER = 24;
 /**
  * A WAL is checkpointed once it grew past this size (SQLite's own threshold, 1000 pages of 4 KiB),
  * and truncated back to it when SQLite starts it over: small writes (a start's migrations, a
@@ -34,11 +37,14 @@ const WAL_BYTES = 4 * 1024 * 1024;
  * times the size the thread starts at.
  */
 export const WAL_FINISH_BYTES = 4 * WAL_BYTES;
+/** The most the service's connection copies when it finishes a WAL: what the thread left, at most this. */
+const FINISH_MAX_BYTES = WAL_BYTES;
 
 export function checkpointOffThread(sqlite: Sqlite.Database, file: string, intervalMs = 250): Checkpointer {
   sqlite.pragma('wal_autocheckpoint = 0');
   sqlite.pragma(`journal_size_limit = ${WAL_BYTES}`);
   const wal = `${file}-wal`;
+  const pageSize = sqlite.pragma('page_size', { simple: true }) as number;
   let seen = '';
   let running = false;
   let stopped = false;
@@ -64,8 +70,13 @@ export function checkpointOffThread(sqlite: Sqlite.Database, file: string, inter
         // without bound (tens of MB in seconds), which costs disk and makes every read look
         // further. So once it is large, the frames written since the thread's pass (a few
         // hundred milliseconds' worth) are copied here, between transactions, and the next write
-        // starts the WAL over.
-        if (result && s.size > WAL_FINISH_BYTES && sqlite.open && !sqlite.inTransaction) sqlite.pragma('wal_checkpoint(PASSIVE)');
+        // starts the WAL over; if more than FINISH_MAX_BYTES arrived meanwhile (a big message),
+        // they are left to the thread's next pass.
+        if (!result || s.size <= WAL_FINISH_BYTES || stopped || !sqlite.open) return;
+        const after = await stat(wal).catch(() => undefined);
+        const frame = pageSize + WAL_FRAME_HEADER;
+        const left = after ? Math.max(0, Math.floor((after.size - WAL_HEADER) / frame) - result.checkpointed) * frame : Infinity;
+        if (left <= FINISH_MAX_BYTES && sqlite.open && !sqlite.inTransaction) sqlite.pragma('wal_checkpoint(PASSIVE)');
       } catch {
         fallBack();
       } finally {
