@@ -67,13 +67,13 @@ function pairForm(dialect, issued) {
   const outside = [statement(dialect, 'auth'), statement(dialect, 'inbox')];
   const rest = issued.filter((s) => !outside.includes(s));
   if (issued.length - rest.length !== 4) return undefined;
-  if (same(dialect, rest, sendBatch(2))) return 'one group commit';
-  if (same(dialect, rest, [...sendBatch(1), ...sendBatch(1)])) return 'two commits';
+  if (same(dialect, rest, sendBatch(2, dialect))) return 'one group commit';
+  if (same(dialect, rest, [...sendBatch(1, dialect), ...sendBatch(1, dialect)])) return 'two commits';
   return undefined;
 }
 
 export async function checkInboxSql({ main, dialect, url, env, scenario, serve }) {
-  const plan = scenario.plan === 'send' ? ['auth', 'inbox', ...sendBatch(1)] : PLAN[scenario.plan];
+  const plan = scenario.plan === 'send' ? ['auth', 'inbox', ...sendBatch(1, dialect)] : PLAN[scenario.plan];
   const show = (list) => list.join('\n  ');
   for (const [who, issued] of [
     ['server', await serverStatements({ main, dialect, url, env, requests: [scenario.request] })],

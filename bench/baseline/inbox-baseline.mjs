@@ -152,9 +152,8 @@ function openPostgres(rawUrl) {
     const q = on(client);
     try {
       await q('begin');
-      const own = [];
-      const value = await work(q, (write) => own.push(write));
-      for (const write of own) await write(false);
+      // No batch to defer to (group-commit.ts afterUnits): deferred writes run at once.
+      const value = await work(q, (write) => write(false));
       await q('commit');
       return value;
     } catch (err) {
@@ -548,14 +547,11 @@ function createHandler(db, dialect) {
       const usage = [...deltas.entries()].filter(([, d]) => d[6] !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, d]) => ((d[5] = shard), d));
       await q(`addUsage:${usage.length}`, usage.flat());
 
-      const [{ value }] = await q('countSend', [who.organization_id, timestamp.slice(0, 10), 1, 1]);
-      if (Number(value) > SEND_LIMIT) throw new HttpError(429, 'rate_limit_exceeded', 'Daily send limit reached.');
-
-      // The search index (search.repository.ts indexMessages), at the end of the batch: each
-      // copy's document, then each thread's (new threads: nothing to merge with); after other
-      // units, only the copies still stored.
+      // The search index (search.repository.ts indexMessages), at the end of a SQLite batch (at
+      // once on PostgreSQL): each copy's document, then each thread's (new threads: nothing to
+      // merge with); after other units, only the copies still stored.
       const doc = searchDocument(subject, [from, ...toList], text);
-      afterUnits(async (afterOthers) => {
+      await afterUnits(async (afterOthers) => {
         let live = copies;
         if (afterOthers) {
           const kept = new Set((await q(`stillStored:${copies.length}`, copies.map(({ inbox }) => pks.get(inbox.inbox_id)))).map((r) => Number(r.id)));
@@ -568,6 +564,9 @@ function createHandler(db, dialect) {
           await q('searchThread', searchThreadParams(thread.thread_id, pks.get(inbox.inbox_id), inbox, doc));
         }
       });
+
+      const [{ value }] = await q('countSend', [who.organization_id, timestamp.slice(0, 10), 1, 1]);
+      if (Number(value) > SEND_LIMIT) throw new HttpError(429, 'rate_limit_exceeded', 'Daily send limit reached.');
       return { message_id: messageId, thread_id: copies[0].thread.thread_id };
     });
     reply(res, 200, sent, rate);

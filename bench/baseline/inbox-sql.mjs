@@ -111,8 +111,9 @@ export function statement(dialect, name) {
  * before the unit starts), then in the unit two inboxes looked up, the allow/block lists probed (3
  * levels of the sender for sending, 3 of the recipient for receiving), two threads started, two
  * copies, three labels (sent; received, unread), three events (sent, received, delivered), one
- * webhook job, nine usage counts in one upsert, the day's send counter; then, at the end of its
- * batch (`sendSearch`), two message and two thread search documents.
+ * webhook job, nine usage counts in one upsert, the day's send counter; and two message and two
+ * thread search documents (`sendSearch`: at the end of a SQLite batch, before the counter on
+ * PostgreSQL, see `sendBatch`).
  */
 export const PLAN = {
   listFirst: ['auth', 'inbox', 'page'],
@@ -133,12 +134,18 @@ export const PLAN = {
 };
 
 /**
- * The statements of sends that shared a group commit (SQLite): alone, a unit runs bare inside
+ * The statements of sends that shared a group commit. SQLite: alone, a unit runs bare inside
  * begin … commit, its search documents last; with others, each runs inside its own savepoint, and
  * after the last one the search documents of each, once its copies are found still stored.
- * `units` = sends in the batch.
+ * PostgreSQL (one send per transaction): the search documents where the unit asks for them,
+ * before the day's send counter. `units` = sends in the batch.
  */
-export function sendBatch(units) {
+export function sendBatch(units, dialect = 'sqlite') {
+  if (dialect === 'postgres') {
+    const unit = [...PLAN.sendUnit];
+    unit.splice(unit.indexOf('countSend'), 0, ...PLAN.sendSearch);
+    return Array.from({ length: units }, () => ['begin', ...unit, 'commit']).flat();
+  }
   if (units === 1) return ['begin', ...PLAN.sendUnit, ...PLAN.sendSearch, 'commit'];
   const out = ['begin'];
   for (let i = 0; i < units; i++) out.push(`savepoint:unit_${i}`, ...PLAN.sendUnit, `release:unit_${i}`);

@@ -10,8 +10,7 @@ import { dialectOf, isTransientConflict } from './dialect.js';
  * only that unit. A unit's promise settles after the commit that made it durable (or failed it).
  * PostgreSQL commits concurrent transactions in parallel and groups their WAL flushes itself:
  * there each unit gets its own transaction, run again when it lost a deadlock (`withRetry`).
- * Writes a unit hands to `afterUnits` run after every unit of its batch (or at the end of its own
- * transaction), before the COMMIT.
+ * Writes a unit hands to `afterUnits` run after every unit of its batch, before the COMMIT.
  *
  * A batch starts after one turn of the event loop, or later while units keep arriving: every turn
  * in which another unit joined buys one more turn, up to `maxWaitMs` after the first unit. Alone,
@@ -42,8 +41,10 @@ const DEFERRED = new WeakMap<object, DeferredWrite[]>();
 
 /**
  * Runs `write` in the unit's transaction after every unit of its batch, just before the COMMIT,
- * outside the units' savepoints; it is dropped when the unit fails. Outside a unit of work (the
- * database itself, or a transaction no group commit runs) `write` runs at once.
+ * outside the units' savepoints; it is dropped when the unit fails. Outside a batch of SQLite's
+ * group commit (PostgreSQL, the database itself, a transaction no group commit runs) `write` runs
+ * at once: a PostgreSQL unit has its own transaction and no savepoint to stay out of, and deferring
+ * there would keep the rows it locked last (the day's send counter) locked through the writes.
  *
  * For writes whose cost grows with every savepoint they span: an FTS5 table flushes the terms it
  * holds in memory to a new segment of its index each time a savepoint opens while it takes part
@@ -56,14 +57,14 @@ export async function afterUnits(trx: object, write: DeferredWrite): Promise<voi
   else await write(false);
 }
 
-/** Runs `work` on `trx` as a unit of work: its deferred writes run after it, on the same transaction. */
-async function withDeferred<DB, T>(trx: Transaction<DB>, work: (trx: Transaction<DB>) => Promise<T>, afterOthers: boolean): Promise<T> {
+/** Runs `work` on `trx` as the only unit of its batch: its deferred writes run after it, on the same transaction. */
+async function withDeferred<DB, T>(trx: Transaction<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
   const deferred: DeferredWrite[] = [];
   DEFERRED.set(trx, deferred);
   try {
     const value = await work(trx);
     DEFERRED.delete(trx);
-    for (const write of deferred) await write(afterOthers);
+    for (const write of deferred) await write(false);
     return value;
   } finally {
     DEFERRED.delete(trx);
@@ -81,7 +82,7 @@ export const MAX_ATTEMPTS = 5;
 async function withRetry<DB, T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction().execute((trx) => withDeferred(trx, work, false));
+      return await db.transaction().execute(work);
     } catch (error) {
       if (attempt >= MAX_ATTEMPTS || !isTransientConflict(error)) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
@@ -100,7 +101,7 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
   async function runAlone(trx: ControlledTransaction<DB>, item: Pending<DB>): Promise<void> {
     let value: unknown;
     try {
-      value = await withDeferred(trx, item.work, false);
+      value = await withDeferred(trx, item.work);
     } catch (error) {
       await trx.rollback().execute().catch(() => undefined);
       item.reject(error);
