@@ -46,7 +46,7 @@ function openSqlite(file) {
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   // database.ts SQLITE_CACHE_KIB.
-  db.pragma('cache_size = -65536');
+  db.pragma('cache_size = -32768');
   const statements = new Map();
   const q = (name, params = []) => {
     let stmt = statements.get(name);

@@ -51,7 +51,7 @@ function openSqlite(file, sql) {
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   // database.ts SQLITE_CACHE_KIB.
-  db.pragma('cache_size = -65536');
+  db.pragma('cache_size = -32768');
   const statements = Object.fromEntries(Object.entries(sql).filter(([, text]) => !text.includes('…')).map(([name, text]) => [name, db.prepare(text)]));
   const query = async (name, params = []) => {
     const stmt = statements[name] ?? (statements[name] = db.prepare(name));
