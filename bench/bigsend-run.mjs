@@ -23,14 +23,17 @@ import { summarizeProfile, formatProfile } from './profile.mjs';
  * resident set is sampled from /proc every 10 ms; peak RSS per send in flight is (peak during the
  * phase − RSS of the idle server before its first big send) / senders, compared with the size of
  * the stored message (its RFC 5322 source).
- * Options: --duration 10 --readers 4 --senders 2 --variants text,html,full --profile
- * (one extra --cpu-prof run per variant, not counted). PostgreSQL too when BENCH_POSTGRES_URL or
+ * Options: --duration 10 --runs 3 --readers 4 --senders 2 --variants text,html,full --profile
+ * (--runs: fresh servers per variant, each measured alone and during big sends; the verdicts
+ * go by the median over the runs, since one run's p99 moves by tens of milliseconds; --profile:
+ * one extra --cpu-prof run per variant, not counted). PostgreSQL too when BENCH_POSTGRES_URL or
  * TEST_POSTGRES_URL is set (schema bench_bigsend, dropped afterwards).
  */
 
-const { values: args } = parseArgs({ options: { duration: { type: 'string' }, readers: { type: 'string' }, senders: { type: 'string' }, variants: { type: 'string' }, profile: { type: 'boolean' } } });
+const { values: args } = parseArgs({ options: { duration: { type: 'string' }, runs: { type: 'string' }, readers: { type: 'string' }, senders: { type: 'string' }, variants: { type: 'string' }, profile: { type: 'boolean' } } });
 const opts = {
   duration: Number(args.duration ?? process.env.BENCH_DURATION ?? 10),
+  runs: Number(args.runs ?? process.env.BENCH_RUNS ?? 3),
   readers: Number(args.readers ?? 4),
   senders: Number(args.senders ?? 2),
   variants: (args.variants ?? 'text,html,full').split(','),
@@ -187,6 +190,38 @@ function databases(dir) {
   return out;
 }
 
+/** Peak RSS per big send in flight, and that over the message's size. */
+function rssPerSend(r) {
+  const perSend = (r.during.rssPeak - r.rssIdle) / opts.senders;
+  return { perSend, factor: perSend / r.messageBytes };
+}
+
+/** Per database, variant and server: the median of the runs, with the range, and the verdicts by the medians. */
+function medianTable(results) {
+  const mb = (n) => fmt(n / 2 ** 20, 1);
+  const rows = [
+    `| Database | Variant | Server | Runs | Others' p99 alone (median) | Others' p99 during big sends: median (min–max) | p99 < ${TARGET_P99_MS} ms (median) | Peak RSS per send in flight: median | < ${TARGET_RSS_FACTOR}× message (median) |`,
+    '|---|---|---|--:|--:|--:|---|--:|---|',
+  ];
+  const groups = new Map();
+  for (const r of results) {
+    const key = `${r.dialect}|${r.variant}|${r.server}`;
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(r);
+  }
+  for (const runs of groups.values()) {
+    const [first] = runs;
+    const during = runs.map((r) => r.during.p99);
+    const p99 = median(during);
+    const perSend = median(runs.map((r) => rssPerSend(r).perSend));
+    const factor = median(runs.map((r) => rssPerSend(r).factor));
+    rows.push(
+      `| ${first.dialect} | ${first.variant} | ${first.server} | ${runs.length} | ${fmt(median(runs.map((r) => r.alone.p99)), 1)} ms | **${fmt(p99, 1)}** (${fmt(Math.min(...during), 1)}–${fmt(Math.max(...during), 1)}) ms | ${p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${mb(perSend)} MiB = **${fmt(factor, 2)}×** | ${factor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} |`,
+    );
+  }
+  return rows.join('\n');
+}
+
 function table(results) {
   const mb = (n) => fmt(n / 2 ** 20, 1);
   const rows = [
@@ -194,14 +229,13 @@ function table(results) {
     '|---|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|---|',
   ];
   for (const r of results) {
-    const perSend = (r.during.rssPeak - r.rssIdle) / opts.senders;
-    const factor = perSend / r.messageBytes;
+    const { perSend, factor } = rssPerSend(r);
     // The main thread's CPU during the big sends, less what serving the others' reads cost alone, per send.
     const readCpu = r.alone.requests ? (r.alone.mainCpuMs / r.alone.requests) * r.during.requests : 0;
     const loopPerSend = r.during.sends ? (r.during.mainCpuMs - readCpu) / r.during.sends : 0;
     const lat = (p) => `${fmt(p.p50, 1)} / ${fmt(p.p99, 1)} / ${fmt(p.max, 1)} ms`;
     rows.push(
-      `| ${r.dialect} | ${r.variant} | ${r.server} (${fmt(r.load, 1)}) | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${fmt(loopPerSend)} ms | ${mb(r.rssIdle)} → ${mb(r.during.rssPeak)} MiB | ${mb(perSend)} MiB = **${fmt(factor, 2)}×** | ${factor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} |`,
+      `| ${r.dialect} | ${r.variant} | ${r.server} #${r.run} (${fmt(r.load, 1)}) | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${fmt(loopPerSend)} ms | ${mb(r.rssIdle)} → ${mb(r.during.rssPeak)} MiB | ${mb(perSend)} MiB = **${fmt(factor, 2)}×** | ${factor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} |`,
     );
   }
   return rows.join('\n');
@@ -214,23 +248,23 @@ async function main() {
   const results = [];
   const profiles = [];
   const source = process.env.BENCH_SOURCE ?? sourceOf(['src/inbox', 'src/platform']);
-  console.log(`big-send bench: ${opts.duration} s per phase, ${opts.readers} readers, ${opts.senders} big sends in flight; variants ${opts.variants.join(', ')}`);
+  console.log(`big-send bench: ${opts.runs} runs per variant, ${opts.duration} s per phase, ${opts.readers} readers, ${opts.senders} big sends in flight; variants ${opts.variants.join(', ')}`);
   try {
     for (const db of databases(dir)) {
       const seeded = await seed(db, dir);
       const all = bodies(seeded.limits, seeded.big.to);
       try {
         for (const variant of opts.variants) {
-          await harness.quiet();
-          if (BASELINE) {
-            await harness.quiet();
-            const b = await runVariant(db, dir, port, seeded, variant, all[variant], [], BASELINE);
-            console.log(`${db.dialect} ${variant} baseline: ${JSON.stringify(b)}`);
-            results.push(b);
+          for (let run = 1; run <= opts.runs; run++) {
+            // With a baseline the two alternate (AB BA AB …), so that drift hits both alike.
+            const order = BASELINE ? (run % 2 ? [BASELINE, MAIN] : [MAIN, BASELINE]) : [MAIN];
+            for (const file of order) {
+              await harness.quiet();
+              const r = { ...(await runVariant(db, dir, port, seeded, variant, all[variant], [], file)), run };
+              console.log(`${db.dialect} ${variant} ${r.server} run ${run}: ${JSON.stringify(r)}`);
+              results.push(r);
+            }
           }
-          const r = await runVariant(db, dir, port, seeded, variant, all[variant]);
-          console.log(`${db.dialect} ${variant}: ${JSON.stringify(r)}`);
-          results.push(r);
           if (opts.profile) {
             const profileDir = path.join(RESULTS, 'profiles', `${stamp}-bigsend-${db.dialect}-${variant}`);
             mkdirSync(profileDir, { recursive: true });
@@ -252,7 +286,11 @@ async function main() {
   const machine = machineDescription();
   const md = [
     `Big-send bench, ${new Date().toISOString()}; ${machine}`,
-    `Server: dist/src/inbox/main.js with INBOX_ROLES=api (built from ${source}), not pinned. ${opts.readers} readers of another organization, each one GET /v0/inboxes after the other, for ${opts.duration} s alone and ${opts.duration} s beside ${opts.senders} big sends in flight.`,
+    `Server: dist/src/inbox/main.js with INBOX_ROLES=api (built from ${source}), not pinned. ${opts.readers} readers of another organization, each one GET /v0/inboxes after the other, for ${opts.duration} s alone and ${opts.duration} s beside ${opts.senders} big sends in flight; ${opts.runs} runs per variant, each on a fresh server.`,
+    '',
+    medianTable(results),
+    '',
+    'Every run:',
     '',
     table(results),
     '',
