@@ -57,15 +57,12 @@ export async function afterUnits(trx: object, write: DeferredWrite): Promise<voi
   else await write(false);
 }
 
-/** Runs `work` on `trx` as the only unit of its batch: its deferred writes run after it, on the same transaction. */
-async function withDeferred<DB, T>(trx: Transaction<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-  const deferred: DeferredWrite[] = [];
-  DEFERRED.set(trx, deferred);
+/** Runs `work` on `trx` as a unit of a batch: its value, and the writes it left to the batch's end. */
+async function collecting<DB, T>(trx: Transaction<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<{ value: T; writes: DeferredWrite[] }> {
+  const writes: DeferredWrite[] = [];
+  DEFERRED.set(trx, writes);
   try {
-    const value = await work(trx);
-    DEFERRED.delete(trx);
-    for (const write of deferred) await write(false);
-    return value;
+    return { value: await work(trx), writes };
   } finally {
     DEFERRED.delete(trx);
   }
@@ -101,7 +98,9 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
   async function runAlone(trx: ControlledTransaction<DB>, item: Pending<DB>): Promise<void> {
     let value: unknown;
     try {
-      value = await withDeferred(trx, item.work);
+      const unit = await collecting(trx, item.work);
+      for (const write of unit.writes) await write(false);
+      value = unit.value;
     } catch (error) {
       await trx.rollback().execute().catch(() => undefined);
       item.reject(error);
@@ -142,19 +141,15 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
         // a measurable share of a small unit's cost.
         const name = `"unit_${i}"`;
         await trx.executeQuery(CompiledQuery.raw(`savepoint ${name}`));
-        const own: DeferredWrite[] = [];
-        DEFERRED.set(trx, own);
         try {
-          const value = await item.work(trx);
+          const { value, writes } = await collecting(trx, item.work);
           await trx.executeQuery(CompiledQuery.raw(`release ${name}`));
           outcomes.push({ ok: true, value });
-          deferred.push(...own);
+          deferred.push(...writes);
         } catch (error) {
           await trx.executeQuery(CompiledQuery.raw(`rollback to ${name}`));
           await trx.executeQuery(CompiledQuery.raw(`release ${name}`));
           outcomes.push({ ok: false, error });
-        } finally {
-          DEFERRED.delete(trx);
         }
       }
     } catch (error) {
