@@ -1,4 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import type { ComposedMessage } from '../../src/inbox/delivery/delivery.service.js';
+import { findInbox } from '../../src/inbox/inboxes/inbox.repository.js';
+import { findMessagesByPks } from '../../src/inbox/messages/message.repository.js';
+import { findThreadsByIds } from '../../src/inbox/threads/thread.repository.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { b64, call, enc, expectError, organization, unique } from './fixtures.js';
 
@@ -104,6 +109,35 @@ describe.each(dialects)('%s: search', (dialect) => {
     expect((await call(server.url, org.key, 'DELETE', `/v0/inboxes/${enc(ann)}/threads/${sent.report.threadId}?permanent=true`)).status).toBe(204);
     expect((await org.client.inboxes.threads.search(ann, { q: 'quarterly' })).threads).toHaveLength(0);
     expect((await org.client.inboxes.threads.search(ben, { q: 'quarterly' })).threads).toHaveLength(1);
+  });
+
+  it('a copy deleted by a later unit of the same commit batch gets no document (SQLite writes documents at the batch end)', async () => {
+    const { database, runtime } = server.service;
+    const { db } = database;
+    const letter = await org.client.inboxes.messages.send(ann, { to: ben, subject: 'Batch neighbours', text: 'nothing to see' });
+    const row = await db.selectFrom('messages').select(['id']).where('message_id', '=', letter.messageId).where('inbox_id', '=', ben).executeTakeFirstOrThrow();
+    const pk = Number(row.id);
+    const [message] = await findMessagesByPks(db, [pk]);
+    const [thread] = await findThreadsByIds(db, [message!.threadId]);
+    const inbox = await findInbox(db, org.organizationId, ben);
+    // The copy's document is written again below, under a word no message has: its own goes first.
+    if (dialect === 'postgres') await sql`delete from message_search where message_pk = ${pk}`.execute(db);
+    else await sql`delete from message_search where rowid = ${pk}`.execute(db);
+    const word = 'quokkaorphan';
+    const indexLater = await runtime.services.search.indexHook({ text: word, html: null, attachments: [] } as unknown as ComposedMessage);
+    // Queued in the same turn: one SQLite batch (the document deferred to its end, after the
+    // delete); on PostgreSQL two transactions, the document first, then the delete.
+    await Promise.all([
+      database.commits.run((trx) => indexLater(trx, [{ inbox: inbox!, message: message!, thread: thread! }])),
+      runtime.services.messages.delete({ apiKeyId: 'test', organizationId: org.organizationId }, ben, letter.messageId),
+    ]);
+    const matches = async (table: 'message_search' | 'thread_search') =>
+      dialect === 'postgres'
+        ? Number((await sql<{ n: string }>`select count(*) as n from ${sql.table(table)} where document @@ ${word}::tsquery`.execute(db)).rows[0]?.n)
+        : Number((await sql<{ n: number }>`select count(*) as n from ${sql.table(table)} where ${sql.table(table)} match ${word}`.execute(db)).rows[0]?.n);
+    expect(await matches('message_search'), 'no document for the deleted copy').toBe(0);
+    expect(await matches('thread_search'), 'its words not in the thread\'s document').toBe(0);
+    expect((await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(ben)}/messages/search?q=${word}`)).body.messages).toEqual([]);
   });
 
   it('never 500s on hostile queries: quotes, operators, NUL, huge; answers 400 or results', async () => {
