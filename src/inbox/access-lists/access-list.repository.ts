@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../database.js';
 
 export const DIRECTIONS = ['send', 'receive', 'reply'] as const;
@@ -98,8 +99,9 @@ export async function deleteEntriesOfScope(db: Db, organizationId: string, scope
  */
 export async function listsPresent(db: Db, organizationId: string, pairs: readonly { direction: Direction; scopeKey: string }[]): Promise<{ allow: Set<string>; block: Set<Direction> }> {
   const directions = [...new Set(pairs.map((p) => p.direction))];
-  const row = await db
-    .selectNoFrom((eb) => [
+  const parameters = [...pairs.flatMap((p) => [organizationId, p.scopeKey, p.direction, 'allow']), ...directions.flatMap((direction) => [organizationId, direction, 'block'])];
+  const [row] = await runCompiledOnce(db, `lists.present:${pairs.length}:${directions.length}`, parameters, () =>
+    db.selectNoFrom((eb) => [
       ...pairs.map((p, i) =>
         eb
           .exists(eb.selectFrom('access_list_entries').select(sql.lit(1).as('one')).where('organization_id', '=', organizationId).where('scope_key', '=', p.scopeKey).where('direction', '=', p.direction).where('list_type', '=', 'allow'))
@@ -108,8 +110,8 @@ export async function listsPresent(db: Db, organizationId: string, pairs: readon
       ...directions.map((direction, i) =>
         eb.exists(eb.selectFrom('access_list_entries').select(sql.lit(1).as('one')).where('organization_id', '=', organizationId).where('direction', '=', direction).where('list_type', '=', 'block')).as(`b${i}`),
       ),
-    ])
-    .executeTakeFirstOrThrow();
+    ]),
+  );
   const flags = row as Record<string, unknown>;
   const isSet = (v: unknown) => v === true || v === 1 || v === '1' || v === 't';
   return {

@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
+import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
@@ -109,7 +110,8 @@ export async function indexMessages(db: Db, entries: readonly { pk: number; thre
 /** The entries whose message is still stored (by key, in the order given). */
 export async function stillStored<E extends { readonly pk: number }>(db: Db, entries: readonly E[]): Promise<E[]> {
   if (!entries.length) return [];
-  const rows = await db.selectFrom('messages').select('id').where('id', 'in', entries.map((e) => e.pk)).execute();
+  const pks = entries.map((e) => e.pk);
+  const rows = await runCompiledOnce(db, `search.still-stored:${pks.length}`, pks, () => db.selectFrom('messages').select('id').where('id', 'in', pks));
   const kept = new Set(rows.map((r) => Number(r.id)));
   return entries.filter((e) => kept.has(e.pk));
 }

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { insertCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../database.js';
 
 /** Shards per (scope, metric, second): concurrent units of work pick one at random and rarely share a row. */
@@ -32,11 +33,12 @@ export async function addUsage(db: Db, deltas: readonly UsageDelta[], shard: num
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([, d]) => ({ organization_id: d.organizationId, pod_id: d.podId, inbox_id: d.inboxId, metric: d.metric, bucket: d.bucket, shard, value: d.value }));
   if (!rows.length) return;
-  await db
-    .insertInto('usage_counts')
-    .values(rows)
-    .onConflict((oc) => oc.columns(['organization_id', 'pod_id', 'inbox_id', 'metric', 'bucket', 'shard']).doUpdateSet((eb) => ({ value: eb(eb.ref('usage_counts.value'), '+', eb.ref('excluded.value')) })))
-    .execute();
+  await insertCompiledOnce(db, 'usage_counts.add', rows, () =>
+    db
+      .insertInto('usage_counts')
+      .values(rows)
+      .onConflict((oc) => oc.columns(['organization_id', 'pod_id', 'inbox_id', 'metric', 'bucket', 'shard']).doUpdateSet((eb) => ({ value: eb(eb.ref('usage_counts.value'), '+', eb.ref('excluded.value')) }))),
+  );
 }
 
 export interface UsageScope {
