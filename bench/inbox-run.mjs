@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import Sqlite from 'better-sqlite3';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -28,13 +29,18 @@ const SERVERS = {
 const CHECK = process.env.BENCH_CHECK !== '0';
 
 const { values: args } = parseArgs({
-  options: Object.fromEntries(['runs', 'duration', 'warmup', 'connections', 'messages', 'deep', 'probe', 'only'].map((k) => [k, { type: 'string' }]).concat([['profile', { type: 'boolean' }]])),
+  options: Object.fromEntries(['runs', 'duration', 'warmup', 'warmup-requests', 'connections', 'messages', 'deep', 'probe', 'only'].map((k) => [k, { type: 'string' }]).concat([['profile', { type: 'boolean' }]])),
 });
-const option = (name, fallback) => Number(args[name] ?? process.env[`BENCH_${name.toUpperCase()}`] ?? fallback);
+const option = (name, fallback) => Number(args[name] ?? process.env[`BENCH_${name.toUpperCase().replace('-', '_')}`] ?? fallback);
 const opts = {
   runs: option('runs', 3),
   duration: option('duration', 10),
   warmup: option('warmup', 3),
+  // A warm-up of this many requests (0: of --warmup seconds). Counted, not timed: a send's warm-up
+  // writes rows, and both programs must start measuring on a database of the same size; and it
+  // lasts until the larger program's JIT has settled (with 3 s, V8's optimizing compiler still
+  // took 18 % of the server's CPU in the measured window of a send run; after 6,000 sends, 1 %).
+  warmupRequests: option('warmup-requests', 3000),
   connections: option('connections', 50),
   messages: option('messages', 100_000),
   deep: option('deep', 90_000),
@@ -95,16 +101,44 @@ function startServer(kind, db, dir, port, nodeArgs = [], extraEnv = {}) {
   return harness.startServer({ label: kind, file: SERVERS[kind], env: { ...serverEnv(db, dir, port), ...extraEnv }, nodeArgs });
 }
 
-function measure(kind, db, dir, scenario, port, nodeArgs) {
-  const load = { connections: opts.connections, warmup: opts.warmup, duration: opts.duration, probe: scenario.plan === 'send' ? 0 : opts.probe };
-  return harness.measure({ label: `${kind} ${scenario.name}`, start: (a) => startServer(kind, db, dir, port, a), dialect: db.dialect, request: scenario.request, port, load, nodeArgs });
+function measure(kind, db, dir, scenario, port, nodeArgs, restore = () => {}) {
+  const load = { connections: opts.connections, warmup: opts.warmup, warmupRequests: opts.warmupRequests, duration: opts.duration, probe: scenario.plan === 'send' ? 0 : opts.probe };
+  const start = (a) => {
+    restore();
+    return startServer(kind, db, dir, port, a);
+  };
+  return harness.measure({ label: `${kind} ${scenario.name}`, start, dialect: db.dialect, request: scenario.request, port, load, nodeArgs });
 }
 
-async function profile(db, dir, scenario, port, stamp) {
+/**
+ * For the send scenario on SQLite: every run starts from the database as the checks left it (a
+ * copy taken now, put back before each server starts). Sends grow the search index, and its
+ * merges cost more the larger it is: on one shared file, the same program measured 543, then 137
+ * messages/s two runs later, so a run's figure depended on its place in the order more than on
+ * the program. PostgreSQL runs share the schema (ABBAAB spreads the growth over both programs).
+ */
+function sqliteRestorer(db, scenario) {
+  if (scenario.plan !== 'send' || db.dialect !== 'sqlite') return undefined;
+  const file = db.sqliteFile;
+  const copy = `${file}.before-runs`;
+  const conn = new Sqlite(file);
+  conn.pragma('wal_checkpoint(TRUNCATE)');
+  conn.close();
+  copyFileSync(file, copy);
+  return {
+    restore() {
+      for (const suffix of ['-wal', '-shm']) rmSync(file + suffix, { force: true });
+      copyFileSync(copy, file);
+    },
+    done: () => rmSync(copy, { force: true }),
+  };
+}
+
+async function profile(db, dir, scenario, port, stamp, restore) {
   const out = [];
   for (const kind of ['ours', 'baseline']) {
     const profileDir = path.join(RESULTS, 'profiles', `${stamp}-inbox-${db.dialect}-${scenario.id}-${kind}`);
-    const { r, file, top, text } = await profiled(profileDir, (a) => measure(kind, db, dir, scenario, port, a));
+    const { r, file, top, text } = await profiled(profileDir, (a) => measure(kind, db, dir, scenario, port, a, restore));
     out.push({ dialect: db.dialect, scenario: scenario.name, kind, rps: r.rps, cpuUsPerRequest: r.serverUsPerRequest, file, ...top });
     console.log(`  profiled ${kind} (not counted): ${fmt(r.rps)} req/s\n${text.replace(/^/gm, '    ')}`);
   }
@@ -130,13 +164,17 @@ async function benchScenario(db, dir, scenario, port, stamp) {
   } else {
     console.log(`${db.dialect} ${scenario.name}: fairness checks skipped (BENCH_CHECK=0)`);
   }
-  const runs = await alternate(opts.runs, (kind) => measure(kind, db, dir, scenario, port), { dialect: db.dialect, scenario: scenario.name, id: scenario.id });
+  const restorer = opts.runs > 0 ? sqliteRestorer(db, scenario) : undefined;
+  const runs = await alternate(opts.runs, (kind) => measure(kind, db, dir, scenario, port, [], restorer?.restore), { dialect: db.dialect, scenario: scenario.name, id: scenario.id });
   const ours = medians(runs, 'ours');
   const baseline = medians(runs, 'baseline');
   const summary = { dialect: db.dialect, id: scenario.id, scenario: scenario.name, target: scenario.target, checks, ours, baseline, ratio: ours.rps / baseline.rps };
-  const profiles = opts.profile ? await profile(db, dir, scenario, port, stamp) : [];
+  const profiles = opts.profile ? await profile(db, dir, scenario, port, stamp, restorer?.restore) : [];
+  restorer?.done();
   return { summary, runs, profiles };
 }
+
+const warmupText = () => (opts.warmupRequests > 0 ? `a warm-up of ${fmt(opts.warmupRequests)} requests` : `${opts.warmup} s warm-up`);
 
 const SEND_FLOOR = 1000;
 const DEEP_FACTOR = 1.5;
@@ -187,7 +225,7 @@ async function main() {
   // The seed runs the migrations and code of the build under test (src/inbox/main.js → its dist root).
   await loadService(path.resolve(path.dirname(SERVERS.ours), '../..'));
   console.log(
-    `inbox bench: ${opts.runs} runs × ${opts.duration} s (+${opts.warmup} s warm-up), ${opts.connections} connections, ${fmt(opts.messages)} messages, deep page from message ${fmt(opts.deep)}; server on CPU ${SERVER_CPU}, autocannon on CPU ${LOAD_CPU}`,
+    `inbox bench: ${opts.runs} runs × ${opts.duration} s (+${warmupText()}), ${opts.connections} connections, ${fmt(opts.messages)} messages, deep page from message ${fmt(opts.deep)}; server on CPU ${SERVER_CPU}, autocannon on CPU ${LOAD_CPU}`,
   );
   try {
     for (const db of databases(dir)) {
@@ -218,7 +256,7 @@ async function main() {
   const md = [
     `Inbox bench, ${new Date().toISOString()}; ${machine}`,
     `Servers: ours = ${servers.ours} with INBOX_ROLES=api (built from ${source}), limit = ${servers.baseline}.`,
-    `Median of ${opts.runs} runs, ${opts.duration} s each after ${opts.warmup} s warm-up, ${opts.connections} connections. Ratio = ours / limit (req/s). Unloaded latency: median of ${opts.probe} sequential requests after the warm-up.`,
+    `Median of ${opts.runs} runs, ${opts.duration} s each after ${warmupText()}, ${opts.connections} connections; SQLite send runs each start from the same copy of the database. Ratio = ours / limit (req/s). Unloaded latency: median of ${opts.probe} sequential requests after the warm-up.`,
     'CPU µs/request: server process (+ PostgreSQL backends) CPU time divided by requests served.',
     `Runs disturbed by other work on the machine (> 0.25 core, after 3 attempts): ${disturbed.length} of ${runs.length}${disturbed.length ? ` (${disturbed.map((r) => `${r.dialect} ${r.id} ${r.kind} run ${r.run}`).join(', ')})` : ''}.`,
     '',

@@ -4,14 +4,17 @@ import autocannon from 'autocannon';
 /**
  * The load generator, run by bench/lib/harness.mjs in its own process on its own core. Argument:
  * a JSON object { url, method, headers, body, connections, warmup, duration } (seconds), and
- * optionally `probe`: that many sequential requests on one keep-alive connection, timed to the
+ * optionally `warmupRequests`: a warm-up of that many requests instead of `warmup` seconds (so that
+ * programs of different speed write the same rows before the measurement starts), and `probe`:
+ * that many sequential requests on one keep-alive connection, timed to the
  * microsecond after the warm-up (autocannon's latencies are whole milliseconds). Prints `warm`
  * when the warm-up (and the probe) is over, then one JSON line with the measurement (cpu: cores
  * it used itself).
  */
 
-const { warmup, duration, probe: probeCount, ...target } = JSON.parse(process.argv[2]);
-if (warmup > 0) await autocannon({ ...target, duration: warmup });
+const { warmup, warmupRequests, duration, probe: probeCount, ...target } = JSON.parse(process.argv[2]);
+if (warmupRequests > 0) await autocannon({ ...target, amount: warmupRequests });
+else if (warmup > 0) await autocannon({ ...target, duration: warmup });
 const probe = probeCount > 0 ? await sequential(target, probeCount) : undefined;
 process.stdout.write('warm\n');
 const cpuBefore = process.cpuUsage();
