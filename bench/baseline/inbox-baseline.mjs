@@ -47,6 +47,8 @@ function openSqlite(file) {
   db.pragma('busy_timeout = 5000');
   // database.ts SQLITE_CACHE_KIB.
   db.pragma('cache_size = -32768');
+  // database.ts SQLITE_TEMP_STORE.
+  db.pragma('temp_store = MEMORY');
   const statements = new Map();
   const q = (name, params = []) => {
     let stmt = statements.get(name);

@@ -52,6 +52,8 @@ function openSqlite(file, sql) {
   db.pragma('busy_timeout = 5000');
   // database.ts SQLITE_CACHE_KIB.
   db.pragma('cache_size = -32768');
+  // database.ts SQLITE_TEMP_STORE.
+  db.pragma('temp_store = MEMORY');
   const statements = Object.fromEntries(Object.entries(sql).filter(([, text]) => !text.includes('…')).map(([name, text]) => [name, db.prepare(text)]));
   const query = async (name, params = []) => {
     const stmt = statements[name] ?? (statements[name] = db.prepare(name));

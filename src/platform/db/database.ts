@@ -123,6 +123,16 @@ async function open<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
  */
 export const SQLITE_CACHE_KIB = 32_768;
 
+/**
+ * Where SQLite keeps its temporary files, the savepoint (statement) journals among them. Each unit
+ * of a group-commit batch runs in a savepoint, and every page a unit changes first goes to that
+ * journal; past 64 KiB (a dozen units) SQLite's default moves it to a temporary file on disk, three
+ * write system calls per page, on the event loop. In memory it stays within the pages a batch
+ * changes (bench/README.md, "Inbox service: SMTP", 2026-11-24). A sort that outgrows the page cache
+ * would stay in memory too rather than spill to a file.
+ */
+export const SQLITE_TEMP_STORE = 'MEMORY';
+
 function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<DB> {
   if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const sqlite = new Sqlite(file);
@@ -131,6 +141,8 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
+  // Savepoint journals in memory (see SQLITE_TEMP_STORE).
+  sqlite.pragma(`temp_store = ${SQLITE_TEMP_STORE}`);
   const cached = withStatementCache(sqlite);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cached }) });
   // A second, read-only connection on the same file, for reads outside a transaction that arrive
