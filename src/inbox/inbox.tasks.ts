@@ -2,6 +2,7 @@ import { ownBuffer, serveTasks, type TaskResult } from '../platform/workers/task
 import { parseJsonTask } from '../platform/workers/json.js';
 import { decodeBase64Task } from './mail/base64.js';
 import { composeWithNodemailer, type ComposeInput } from './mail/compose.js';
+import { distinctBodyWords, type BodyParts } from './search/search-text.js';
 
 /** The tasks of the inbox's worker threads (`offload.ts`). */
 
@@ -13,4 +14,8 @@ async function composeTask(input: ComposeInput): Promise<TaskResult> {
   return { value: raw, transfer: own ? [own] : [] };
 }
 
-serveTasks({ compose: composeTask, parseJson: parseJsonTask, decodeBase64: decodeBase64Task });
+async function bodyWordsTask(input: BodyParts): Promise<TaskResult> {
+  return { value: await distinctBodyWords(input) };
+}
+
+serveTasks({ compose: composeTask, parseJson: parseJsonTask, decodeBase64: decodeBase64Task, bodyWords: bodyWordsTask });

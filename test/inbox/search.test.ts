@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { ComposedMessage } from '../../src/inbox/delivery/delivery.service.js';
 import { findInbox } from '../../src/inbox/inboxes/inbox.repository.js';
 import { findMessagesByPks } from '../../src/inbox/messages/message.repository.js';
+import { OFFLOAD_WORDS_CHARS } from '../../src/inbox/offload.js';
 import { findThreadsByIds } from '../../src/inbox/threads/thread.repository.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { b64, call, enc, expectError, organization, unique } from './fixtures.js';
@@ -138,6 +139,20 @@ describe.each(dialects)('%s: search', (dialect) => {
     expect(await matches('message_search'), 'no document for the deleted copy').toBe(0);
     expect(await matches('thread_search'), 'its words not in the thread\'s document').toBe(0);
     expect((await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(ben)}/messages/search?q=${word}`)).body.messages).toEqual([]);
+  });
+
+  it('reads a large body\'s words (in a worker thread) as a small one\'s: HTML without text, its style left out, its last word found', async () => {
+    const filler = '<p>Die Abrechnung &amp; die Übersicht folgen.</p>\n'.repeat(Math.ceil(OFFLOAD_WORDS_CHARS / 40));
+    const c = org.client.inboxes.messages;
+    for (const [size, body] of [['small', ''], ['large', filler]] as const) {
+      const html = `<style>p { color: zebra${size} }</style>${body}<p><b>Quokka${size}</b> &amp; fin</p>`;
+      expect(html.length >= OFFLOAD_WORDS_CHARS, size).toBe(size === 'large');
+      await c.send(ann, { to: ben, subject: `Long letter ${size}`, html });
+      const found = async (q: string) => (await c.search(ben, { q })).messages.map((m) => m.subject);
+      expect(await found(`quokka${size}`)).toEqual([`Long letter ${size}`]);
+      expect(await found(`zebra${size}`)).toEqual([]);
+      expect(await found(`abrechnung quokka${size}`)).toEqual(size === 'large' ? [`Long letter ${size}`] : []);
+    }
   });
 
   it('never 500s on hostile queries: quotes, operators, NUL, huge; answers 400 or results', async () => {

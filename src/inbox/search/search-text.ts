@@ -104,7 +104,13 @@ function* bodyWords(m: BodyParts): Generator<string> {
   for (const a of m.attachments) yield* words(a.filename);
 }
 
-type BodyParts = Pick<IndexableMessage, 'text' | 'html' | 'attachments'>;
+export type BodyParts = Pick<IndexableMessage, 'text' | 'html' | 'attachments'>;
+
+/** What `bodyWords` reads of a message: its text (or its HTML when it has none) and its file names. */
+export function bodyParts(m: BodyParts): BodyParts {
+  const text = m.text ?? null;
+  return { text, html: text === null ? m.html : null, attachments: m.attachments.map((a) => ({ filename: a.filename })) };
+}
 
 /** Words read between two yields to the event loop in `distinctBodyWords` (about 1 ms of work). */
 const WORDS_PER_TURN = 20_000;
@@ -113,7 +119,7 @@ const WORDS_PER_TURN = 20_000;
  * The distinct words of a message's body in order of first occurrence, as many as a document can
  * take from it: computed once per message before the unit of work, and in turns of the event loop,
  * so that a 2 MiB body does not hold up other requests for the 30 ms its words take (decision
- * 0017). `documentOf` given these makes the same document as given every word of the body: it
+ * 0017); a large body's in a worker thread (search.service.ts `bodyWordsOf`). `documentOf` given these makes the same document as given every word of the body: it
  * skips repeats, and stops at the first new word over its budget, which comes before the end of
  * this list: words that are also in the subject or addresses cost it nothing, and those cost at
  * most DOCUMENT_BUDGET together, so it never takes body words worth more than twice that.
