@@ -38,8 +38,8 @@ const opts = {
   warmup: option('warmup', 3),
   // A warm-up of this many requests (0: of --warmup seconds). Counted, not timed: a send's warm-up
   // writes rows, and both programs must start measuring on a database of the same size; and it
-  // lasts until the larger program's JIT has settled (with 3 s, V8's optimizing compiler still
-  // took 18 % of the server's CPU in the measured window of a send run; after 6,000 sends, 1 %).
+  // lasts until the larger program's JIT has settled (bench/README.md, "Warm-up and the database
+  // of a send run").
   warmupRequests: option('warmup-requests', 3000),
   connections: option('connections', 50),
   messages: option('messages', 100_000),
@@ -113,9 +113,9 @@ function measure(kind, db, dir, scenario, port, nodeArgs, restore = () => {}) {
 /**
  * For the send scenario on SQLite: every run starts from the database as the checks left it (a
  * copy taken now, put back before each server starts). Sends grow the search index, and its
- * merges cost more the larger it is: on one shared file, the same program measured 543, then 137
- * messages/s two runs later, so a run's figure depended on its place in the order more than on
- * the program. PostgreSQL runs share the schema (ABBAAB spreads the growth over both programs).
+ * merges cost more the larger it is, so on one shared file a run's figure depended on its place
+ * in the order (bench/README.md). PostgreSQL runs share the schema (ABBAAB spreads the growth
+ * over both programs).
  */
 function sqliteRestorer(db, scenario) {
   if (scenario.plan !== 'send' || db.dialect !== 'sqlite') return undefined;

@@ -18,8 +18,8 @@ export const OFFLOAD_JSON_BYTES = 1024 * 1024;
 export const OFFLOAD_COMPOSE_BYTES = 128 * 1024;
 /**
  * A body (the text, or the HTML when there is no text) from this many characters on has its search
- * words read in a worker thread: an HTML body is first turned into text in one step, about 15 ms
- * at the 2 MiB cap, which piecewise reading on the event loop could not split.
+ * words read in a worker thread. Even read piecewise they held up other requests on the event loop,
+ * and an HTML body is turned into text in one step (bench/README.md, big sends, 2026-11-24).
  */
 export const OFFLOAD_WORDS_CHARS = 128 * 1024;
 /** Attachment contents (base64) from this many characters on are checked and decoded in a worker thread. */

@@ -118,9 +118,9 @@ const WORDS_PER_TURN = 20_000;
 /**
  * The distinct words of a message's body in order of first occurrence, as many as a document can
  * take from it: computed once per message before the unit of work, and in turns of the event loop,
- * so that a 2 MiB body does not hold up other requests for the 30 ms its words take (decision
- * 0017); a large body's in a worker thread (search.service.ts `bodyWordsOf`). `documentOf` given these makes the same document as given every word of the body: it
- * skips repeats, and stops at the first new word over its budget, which comes before the end of
+ * so that a long body does not hold up other requests (decision 0017), or for a large body in a
+ * worker thread (search.service.ts `bodyWordsOf`). `documentOf` given these makes the same
+ * document as given every word of the body: it skips repeats, and stops at the first new word over its budget, which comes before the end of
  * this list: words that are also in the subject or addresses cost it nothing, and those cost at
  * most DOCUMENT_BUDGET together, so it never takes body words worth more than twice that.
  */

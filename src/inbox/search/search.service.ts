@@ -11,9 +11,9 @@ import type { Inbox } from '../inboxes/inbox.repository.js';
 import { requireScopedInbox } from '../inboxes/inbox.service.js';
 import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
 import { findMessagesByPks, type Message } from '../messages/message.repository.js';
+import { inboxPool, OFFLOAD_WORDS_CHARS } from '../offload.js';
 import { findThreadsByIds, type Thread } from '../threads/thread.repository.js';
 import { indexMessages, rebuildThreadDocument, stillStored, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
-import { inboxPool, OFFLOAD_WORDS_CHARS } from '../offload.js';
 import { bodyParts, distinctBodyWords, InvalidQueryError, messageDocument, parseQuery, wordsOf, type QueryTerm, type SearchDocument } from './search-text.js';
 
 export interface SearchQuery {
@@ -55,16 +55,18 @@ function nextToken(hits: readonly Hit[], limit: number): string | undefined {
 }
 
 /**
+ * A message's `distinctBodyWords`; in a worker thread when the body they are read from (its text,
+ * or its HTML when it has none) has OFFLOAD_WORDS_CHARS or more.
+ */
+async function bodyWordsOf(message: ComposedMessage): Promise<string[]> {
+  if ((message.text ?? message.html ?? '').length < OFFLOAD_WORDS_CHARS) return distinctBodyWords(message);
+  return inboxPool().run<string[]>('bodyWords', bodyParts(message));
+}
+
+/**
  * Full-text search of messages and threads (index maintained in the delivery transaction by
  * store hook), and search of inboxes by address and display name. docs/decisions/0017.
  */
-/** A message's `distinctBodyWords`, read in a worker thread when its body is large (OFFLOAD_WORDS_CHARS). */
-async function bodyWordsOf(message: ComposedMessage): Promise<string[]> {
-  const parts = bodyParts(message);
-  if ((parts.text ?? parts.html ?? '').length < OFFLOAD_WORDS_CHARS) return distinctBodyWords(parts);
-  return inboxPool().run<string[]>('bodyWords', parts);
-}
-
 export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
   /** Where a thread search looks: the route's inbox or pod, narrowed by the key's scope. */
   async function threadScope(owner: KeyOwner, where: { inboxId?: string; podId?: string }): Promise<SearchScope> {
@@ -85,8 +87,9 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
 
   /**
    * The delivery's store hook: the body's words before the unit of work (the costly part, for a
-   * big message: in a worker thread, `bodyWordsOf`), then in it each copy's document and its rows. The copies share everything but
-   * bcc, which only the sender's copy keeps: a document per distinct bcc, not per copy.
+   * big message; `bodyWordsOf`), then in it each copy's document and its rows. The copies share
+   * everything but bcc, which only the sender's copy keeps: a document per distinct bcc, not per
+   * copy.
    */
   const indexHook: StoreHook = async (composed) => {
     const body = await bodyWordsOf(composed);
