@@ -120,9 +120,10 @@ const WORDS_PER_TURN = 20_000;
  * take from it: computed once per message before the unit of work, and in turns of the event loop,
  * so that a long body does not hold up other requests (decision 0017), or for a large body in a
  * worker thread (search.service.ts `bodyWordsOf`). `documentOf` given these makes the same
- * document as given every word of the body: it skips repeats, and stops at the first new word over its budget, which comes before the end of
- * this list: words that are also in the subject or addresses cost it nothing, and those cost at
- * most DOCUMENT_BUDGET together, so it never takes body words worth more than twice that.
+ * document as given every word of the body: it skips repeats, and stops at the first new word
+ * over its budget, which comes before the end of this list: words that are also in the subject
+ * or addresses cost it nothing, and those cost at most DOCUMENT_BUDGET together, so it never
+ * takes body words worth more than twice that.
  */
 export async function distinctBodyWords(m: BodyParts): Promise<string[]> {
   const out: string[] = [];

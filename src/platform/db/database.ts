@@ -126,10 +126,10 @@ export const SQLITE_CACHE_KIB = 32_768;
 /**
  * Where SQLite keeps its temporary files, the savepoint (statement) journals among them. Each unit
  * of a group-commit batch runs in a savepoint, and every page a unit changes first goes to that
- * journal; past 64 KiB SQLite's default moves it to a temporary file on disk, three
- * write system calls per page, on the event loop. In memory it stays within the pages a batch
- * changes (bench/README.md, "Inbox service: SMTP", 2026-11-24). A sort that outgrows the page cache
- * would stay in memory too rather than spill to a file.
+ * journal; past 64 KiB SQLite's default moves it to a temporary file on disk, three write system
+ * calls per page, on the event loop. In memory it stays within the pages a batch changes
+ * (bench/README.md, "Inbox service: SMTP", 2026-11-24). A sort that outgrows the page cache would
+ * stay in memory too rather than spill to a file.
  */
 export const SQLITE_TEMP_STORE = 'MEMORY';
 
