@@ -41,6 +41,36 @@ function chunks(value: string): Buffer[] {
   return out.length ? out : [Buffer.alloc(0)];
 }
 
+/**
+ * Binds UDP and TCP to one free port. The system picks a free TCP port; the same number can be
+ * taken for UDP by then (and the other way round), so it asks again a bounded number of times.
+ */
+async function listenOnOnePort(udp: dgram.Socket, tcp: net.Server): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    await new Promise<void>((resolve, reject) => {
+      tcp.once('error', reject);
+      tcp.listen(0, '127.0.0.1', () => {
+        tcp.off('error', reject);
+        resolve();
+      });
+    });
+    const port = (tcp.address() as net.AddressInfo).port;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        udp.once('error', reject);
+        udp.bind(port, '127.0.0.1', () => {
+          udp.off('error', reject);
+          resolve();
+        });
+      });
+      return port;
+    } catch (error) {
+      await new Promise<void>((resolve) => tcp.close(() => resolve()));
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt === 20) throw error;
+    }
+  }
+}
+
 export async function startDnsServer(): Promise<TestDnsServer> {
   const zone = new Map<string, TestRecord[]>();
   const failing = new Set<string>();
@@ -81,11 +111,6 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     }
     udp.send(answer(query, 'udp'), rinfo.port, rinfo.address);
   });
-  await new Promise<void>((resolve, reject) => {
-    udp.once('error', reject);
-    udp.bind(0, '127.0.0.1', () => resolve());
-  });
-  const port = udp.address().port;
 
   const tcp = net.createServer((socket) => {
     let buffered = Buffer.alloc(0);
@@ -111,10 +136,7 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     });
     socket.on('error', () => socket.destroy());
   });
-  await new Promise<void>((resolve, reject) => {
-    tcp.once('error', reject);
-    tcp.listen(port, '127.0.0.1', () => resolve());
-  });
+  const port = await listenOnOnePort(udp, tcp);
 
   return {
     port,
