@@ -23,6 +23,7 @@ import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
 import type { Db, InboxDatabase } from './database.js';
 import { createDelivery } from './delivery/delivery.service.js';
+import { sweepBlobs } from './messages/message-blobs.js';
 import { DRAFT_SEND_QUEUE, draftSendQueue } from './drafts/draft-send.worker.js';
 import { findDraftAttachmentContent } from './drafts/draft.repository.js';
 import { createDraftService } from './drafts/draft.service.js';
@@ -47,6 +48,12 @@ import { createWebhookService } from './webhooks/webhook.service.js';
 
 export { migrateInbox, openInboxDatabase };
 
+/**
+ * How often a worker sweeps blobs: the bytes of deleted messages leave the database within about
+ * this long (a sweep deletes at most 50 blobs; the next takes the rest).
+ */
+export const BLOB_SWEEP_MS = 60_000;
+
 /** The wake-up signal of the inbox's job runners. */
 const JOBS_TOPIC = 'inbox_jobs';
 /** A key was deleted or its permissions changed (payload: its id): WebSockets holding it end on every instance. */
@@ -55,6 +62,8 @@ const KEYS_TOPIC = 'inbox_api_keys';
 export interface InboxRuntime {
   readonly services: InboxServices;
   readonly runner: JobRunner;
+  /** Deletes the blobs nothing needs any more (message-blobs.ts `sweepBlobs`): the worker role runs it every BLOB_SWEEP_MS. */
+  sweepBlobs(): Promise<number>;
   /** Closes the SMTP relay's pooled connections; after the runner has stopped. */
   closeOutbound(): void;
 }
@@ -69,7 +78,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
   const search = createSearchService({ db });
-  const delivery = createDelivery({ clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, lists: createListScreen(), storeHooks: [search.indexHook] });
+  const delivery = createDelivery({ commits, clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, lists: createListScreen(), storeHooks: [search.indexHook] });
   const domains = createDomains(config, { db, commits, clock, ids });
   const inboxes = createInboxService({
     db,
@@ -156,7 +165,7 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify(), domainKeys: domains.signingKey });
   queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
   const runner = createJobRunner({ db, clock, queues, log: options.log, ...(options.wakeups ? { wakeups: options.wakeups } : {}), ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}) });
-  return { services, runner, closeOutbound: () => outbound.close() };
+  return { services, runner, sweepBlobs: () => sweepBlobs(commits, clock), closeOutbound: () => outbound.close() };
 }
 
 export interface RunningInboxService {
@@ -180,7 +189,6 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
   const resolver = dnsResolver ?? createDnsResolver(config.smtpDnsServers, config.smtpAuthTimeoutMs);
   const inbound = createInboundService({
     db: services.db,
-    commits: services.commits,
     delivery: services.delivery,
     clock: services.clock,
     ids: services.ids,
@@ -267,14 +275,26 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
     let management: FastifyInstance | undefined;
     let managementUrl: string | undefined;
     let smtp: RunningSmtpServer | undefined;
+    let sweeper: NodeJS.Timeout | undefined;
+    /** The sweep under way: close waits for it before the database closes. */
+    let sweeping: Promise<unknown> | undefined;
     try {
       if (managementPort !== undefined) {
         management = buildManagementApp({ name: 'inbox', logLevel: config.logLevel, registry, ready, metrics: metricsExposure(config.metricsToken, 'management', true), renderError: (err, request, reply) => sendInboxError(request, reply, err) });
         managementUrl = await management.listen({ host: config.host, port: managementPort });
       }
-      if (config.roles.includes('worker')) runtime.runner.start();
+      if (config.roles.includes('worker')) {
+        runtime.runner.start();
+        sweeper = setInterval(() => {
+          sweeping ??= runtime
+            .sweepBlobs()
+            .catch((err: unknown) => log.warn({ err }, 'blob sweep failed; the next one tries again'))
+            .finally(() => (sweeping = undefined));
+        }, BLOB_SWEEP_MS).unref();
+      }
       if (config.roles.includes('smtp')) smtp = await startInboundSmtp(config, runtime, options.dnsResolver);
     } catch (err) {
+      clearInterval(sweeper);
       await app?.close();
       await management?.close();
       await runtime.runner.stop();
@@ -297,6 +317,8 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
         await stopKeyWatch?.();
         await feed?.close();
         await management?.close();
+        clearInterval(sweeper);
+        await sweeping;
         await runtime.runner.stop();
         runtime.closeOutbound();
         await runtime.services.limiter.close();

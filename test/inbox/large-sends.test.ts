@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { htmlToPlainText } from '../../src/inbox/mail/compose.js';
-import { CHUNK_BYTES, SOURCE_PART } from '../../src/inbox/messages/message-chunks.js';
+import { BLOB_CLAIMED, CHUNK_BYTES } from '../../src/inbox/messages/message-blobs.js';
 import { OFFLOAD_BASE64_CHARS } from '../../src/inbox/offload.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { b64, call, enc, expectError, organization, parseRaw, unique } from './fixtures.js';
@@ -51,7 +51,7 @@ describe.each(dialects)('%s: large sends', (dialect) => {
     expect(parsed.attachments[0]?.content.equals(file)).toBe(true);
   });
 
-  it('stores a large source and attachment in pieces (message_chunks), and gives the same bytes back by download, forward and delete', async () => {
+  it('stores a large source and attachment once, as blobs every copy names, and gives the same bytes back by download, forward and delete', async () => {
     const org = await organization(server, [unique('pieces'), unique('peer')]);
     const [from, to] = org.inboxes as [string, string];
     // Over two pieces and not a multiple of CHUNK_BYTES; a small attachment beside it stays in its column.
@@ -61,46 +61,68 @@ describe.each(dialects)('%s: large sends', (dialect) => {
     const res = await send(org.key, from, { to, subject: 'Stücke', text: 'see attached', attachments: [{ filename: 'big.bin', content: b64(file) }, { filename: 'small.txt', content: b64(small) }] });
     expect(res.status).toBe(200);
     const db = server.service.database.db;
-    const copies = await db.selectFrom('messages').select(['id', 'raw', 'size']).where('message_id', '=', res.body.message_id).orderBy('id').execute();
+    const copies = await db.selectFrom('messages').select(['id', 'raw', 'size', 'source_blob']).where('message_id', '=', res.body.message_id).orderBy('id').execute();
     expect(copies).toHaveLength(2);
+    const sourceBlob = Number(copies[0]?.source_blob);
+    const piecesOf = (blob: number) => db.selectFrom('blob_chunks').select(['seq', 'bytes']).where('blob_id', '=', blob).orderBy('seq').execute();
     for (const copy of copies) {
       expect(copy.raw).toBeNull();
-      const pieces = await db.selectFrom('message_chunks').select(['part', 'seq', 'bytes']).where('message_pk', '=', copy.id).orderBy('part').orderBy('seq').execute();
-      const source = pieces.filter((p) => p.part === SOURCE_PART);
-      expect(Buffer.concat(source.map((p) => Buffer.from(p.bytes))).length).toBe(Number(copy.size));
-      expect(source.every((p) => p.bytes.length <= CHUNK_BYTES)).toBe(true);
-      expect(pieces.filter((p) => p.part !== SOURCE_PART).map((p) => p.seq)).toEqual([0, 1, 2]);
+      // One blob for both copies.
+      expect(Number(copy.source_blob)).toBe(sourceBlob);
     }
+    const source = await piecesOf(sourceBlob);
+    expect(Buffer.concat(source.map((p) => Buffer.from(p.bytes))).length).toBe(Number(copies[0]?.size));
+    expect(source.every((p) => p.bytes.length <= CHUNK_BYTES)).toBe(true);
+    const attachmentRows = await db.selectFrom('attachments').select(['filename', 'content', 'content_blob']).where('message_pk', 'in', copies.map((c) => c.id)).execute();
+    const bigRows = attachmentRows.filter((a) => a.filename === 'big.bin');
+    expect(bigRows).toHaveLength(2);
+    expect(new Set(bigRows.map((a) => Number(a.content_blob))).size).toBe(1);
+    expect(bigRows.every((a) => a.content.length === 0)).toBe(true);
+    const attachmentBlob = Number(bigRows[0]?.content_blob);
+    expect((await piecesOf(attachmentBlob)).map((p) => p.seq)).toEqual([0, 1, 2]);
+    expect(attachmentRows.filter((a) => a.filename === 'small.txt').every((a) => a.content_blob === null && Buffer.from(a.content).equals(small))).toBe(true);
+    const states = await db.selectFrom('blobs').select(['id', 'state']).where('id', 'in', [sourceBlob, attachmentBlob]).execute();
+    expect(states.map((b) => b.state)).toEqual([BLOB_CLAIMED, BLOB_CLAIMED]);
 
     const got = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}`);
     const [big, little] = got.body.attachments as { attachment_id: string; size: number }[];
     expect([big?.size, little?.size]).toEqual([file.length, small.length]);
-    const bytesOf = async (attachmentId: string) => {
-      const link = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}/attachments/${enc(attachmentId)}`);
+    const bytesOf = async (inbox: string, attachmentId: string) => {
+      const link = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(res.body.message_id)}/attachments/${enc(attachmentId)}`);
       return Buffer.from(await (await fetch(link.body.download_url)).arrayBuffer());
     };
-    expect((await bytesOf(big?.attachment_id as string)).equals(file)).toBe(true);
-    expect((await bytesOf(little?.attachment_id as string)).equals(small)).toBe(true);
+    expect((await bytesOf(to, big?.attachment_id as string)).equals(file)).toBe(true);
+    expect((await bytesOf(to, little?.attachment_id as string)).equals(small)).toBe(true);
     const raw = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}/raw`);
     const parsed = await parseRaw(Buffer.from(await (await fetch(raw.body.download_url)).arrayBuffer()));
     expect(parsed.attachments.map((a) => a.content.equals(a.filename === 'big.bin' ? file : small))).toEqual([true, true]);
 
-    // A forward carries the attachment on: read back from the pieces, stored in pieces again.
+    // A forward carries the attachment on: read back from the blob, stored as a blob of its own.
     const forwarded = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}/forward`, { to: from, text: 'FYI' });
     expect(forwarded.status).toBe(200);
     const copy = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(from)}/messages/${enc(forwarded.body.message_id)}`);
     const carried = (copy.body.attachments as { filename: string; attachment_id: string; size: number }[]).find((a) => a.filename === 'big.bin');
     expect(carried?.size).toBe(file.length);
+    const forwardBlobs = await db.selectFrom('attachments').innerJoin('messages', 'messages.id', 'attachments.message_pk').select('attachments.content_blob').where('messages.message_id', '=', forwarded.body.message_id).where('attachments.filename', '=', 'big.bin').execute();
+    expect(forwardBlobs.length).toBeGreaterThan(0);
+    expect(forwardBlobs.every((b) => b.content_blob !== null && Number(b.content_blob) !== attachmentBlob)).toBe(true);
 
-    // Deleting the recipient's inbox removes its copy's pieces with it; the sender's copy keeps its own.
+    // Deleting the recipient's inbox leaves the blobs to the sender's copy, sweep or not.
     expect((await call(server.url, org.key, 'DELETE', `/v0/inboxes/${enc(to)}`)).status).toBeLessThan(300);
-    const piecesOf = async (inboxId: string) =>
-      Number((await db.selectFrom('message_chunks').innerJoin('messages', 'messages.id', 'message_chunks.message_pk').select((eb) => eb.fn.countAll().as('n')).where('messages.inbox_id', '=', inboxId).where('messages.message_id', '=', res.body.message_id).executeTakeFirstOrThrow()).n);
-    expect(await piecesOf(to)).toBe(0);
-    expect(await piecesOf(from)).toBeGreaterThan(3);
+    await server.service.runtime.sweepBlobs();
+    expect((await piecesOf(sourceBlob)).length).toBe(source.length);
     const own = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(from)}/messages/${enc(res.body.message_id)}/raw`);
     expect((await (await fetch(own.body.download_url)).arrayBuffer()).byteLength).toBe(Number(copies[0]?.size));
-    expect(await db.selectFrom('message_chunks').select('message_pk').where('message_pk', 'in', copies.map((c) => c.id)).execute()).not.toHaveLength(0);
+    const ownBig = (await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(from)}/messages/${enc(res.body.message_id)}`)).body.attachments.find((a: { filename: string }) => a.filename === 'big.bin');
+    expect((await bytesOf(from, ownBig.attachment_id)).equals(file)).toBe(true);
+
+    // Once the last copy is deleted, the sweep takes the blobs and their pieces; the forward keeps its own.
+    expect((await call(server.url, org.key, 'DELETE', `/v0/inboxes/${enc(from)}/messages/${enc(res.body.message_id)}`)).status).toBeLessThan(300);
+    expect(await server.service.runtime.sweepBlobs()).toBeGreaterThanOrEqual(2);
+    expect(await db.selectFrom('blobs').select('id').where('id', 'in', [sourceBlob, attachmentBlob]).execute()).toEqual([]);
+    expect(await db.selectFrom('blob_chunks').select('seq').where('blob_id', 'in', [sourceBlob, attachmentBlob]).execute()).toEqual([]);
+    const kept = (await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(from)}/messages/${enc(forwarded.body.message_id)}/attachments/${enc(carried?.attachment_id as string)}`)).body;
+    expect(Buffer.from(await (await fetch(kept.download_url)).arrayBuffer()).equals(file)).toBe(true);
   });
 
   it('checks and decodes base64 of megabytes (in a worker thread) as it does a small one: whitespace, URL-safe alphabet, invalid content', async () => {

@@ -11,6 +11,7 @@ import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
 import { normalizeSubject } from '../mail/compose.js';
 import { SendLimitExceededError } from '../messages/message.errors.js';
+import { blobIdsOf, releaseBlobs, storeBlob, storedAsBlob } from '../messages/message-blobs.js';
 import { findThreadsHoldingMessages, incrementSendCount, insertMessages, type Message, type NewMessage } from '../messages/message.repository.js';
 import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../outbound/outbound-job.js';
 import { findThreadsForUpdate, insertThreads, updateThread, type Thread } from '../threads/thread.repository.js';
@@ -65,7 +66,7 @@ export type AfterStore = (trx: Db, stored: readonly { inbox: Inbox; message: Mes
  */
 export type StoreHook = (message: ComposedMessage) => Promise<AfterStore>;
 
-/** What `prepare` made of a composed message: the unit of work's share of every store hook. */
+/** What `prepare` made of a composed message: its large bytes written as blobs, and the unit of work's share of every store hook. */
 export interface PreparedMessage {
   readonly message: ComposedMessage;
   readonly afterStore: readonly AfterStore[];
@@ -101,8 +102,7 @@ export interface DeliveryResult {
 /** What a way into storage (send.service.ts, inbound.service.ts) needs to run a delivery. */
 export interface DeliveryPathDeps {
   readonly db: Kysely<InboxDatabase>;
-  /** The database's commit batcher, shared with every other writer. */
-  readonly commits: GroupCommit<InboxDatabase>;
+  /** Runs the unit of work on the database's commit batcher (`commit`). */
   readonly delivery: Delivery;
   readonly clock: Clock;
   readonly ids: Ids;
@@ -111,6 +111,8 @@ export interface DeliveryPathDeps {
 }
 
 export interface DeliveryDeps {
+  /** The database's commit batcher: large bytes are written ahead of the delivery in units of their own. */
+  readonly commits: GroupCommit<InboxDatabase>;
   readonly clock: Clock;
   readonly ids: Ids;
   readonly events: EventService;
@@ -141,11 +143,46 @@ const BOUNCE_DIAGNOSTIC = 'smtp; 550 5.1.1 no such mailbox';
 export function createDelivery(deps: DeliveryDeps) {
   const { clock, ids, events } = deps;
 
-  /** The halves of the store hooks that need no database, for `message`: await it before the unit of work. */
+  /**
+   * The halves of the store hooks that need no database, for `message`, and its large bytes (source,
+   * attachments) written as blobs in transactions of their own, which every copy will name: await
+   * it before the unit of work, and run that unit with `commit`.
+   */
   async function prepare(message: ComposedMessage): Promise<PreparedMessage> {
     const afterStore: AfterStore[] = [];
     for (const hook of deps.storeHooks ?? []) afterStore.push(await hook(message));
-    return { message, afterStore };
+    const large = [message.raw, ...message.attachmentContents].some(storedAsBlob);
+    if (!large) return { message, afterStore };
+    const written: number[] = [];
+    const blobOf = async (bytes: Buffer): Promise<number | null> => {
+      if (!storedAsBlob(bytes)) return null;
+      const id = await storeBlob(deps.commits, clock, bytes);
+      written.push(id);
+      return id;
+    };
+    try {
+      const source = await blobOf(message.raw);
+      const attachments: (number | null)[] = [];
+      for (const bytes of message.attachmentContents) attachments.push(await blobOf(bytes));
+      return { message: { ...message, blobs: { source, attachments } }, afterStore };
+    } catch (error) {
+      await releaseBlobs(deps.commits, written).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * Runs `unit` (the delivery of `prepared`) as a unit of work, then releases the blobs of
+   * `prepared` that no copy claimed: all of them when the unit failed or stored no copy.
+   */
+  async function commit<T>(prepared: PreparedMessage, unit: (trx: Db) => Promise<T>): Promise<T> {
+    const blobs = blobIdsOf(prepared.message.blobs);
+    try {
+      return await deps.commits.run(unit);
+    } finally {
+      // A release that fails leaves them to the sweep (message-blobs.ts `sweepBlobs`).
+      if (blobs.length) await releaseBlobs(deps.commits, blobs).catch(() => undefined);
+    }
   }
 
   async function deliver(trx: Db, request: DeliveryRequest): Promise<DeliveryResult> {
@@ -251,7 +288,7 @@ export function createDelivery(deps: DeliveryDeps) {
     return { messageId: message.messageId, threadId: first.thread.threadId, found: recipients.size, stored: stored.length, withheld, jobs };
   }
 
-  return { prepare, deliver };
+  return { prepare, commit, deliver };
 }
 
 export type Delivery = ReturnType<typeof createDelivery>;

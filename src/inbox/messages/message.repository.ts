@@ -7,7 +7,7 @@ import type { Db, InboxDatabase } from '../database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { ListFilter } from '../lists/list-query.js';
 import type { MessageRow } from './message.table.js';
-import { CHUNK_BYTES, insertPieces, readPieces, SOURCE_PART, storedInPieces } from './message-chunks.js';
+import { blobIdsOf, CHUNK_BYTES, claimBlobs, readBlob, type MessageBlobs } from './message-blobs.js';
 import { nextTurn } from '../../platform/turns.js';
 
 export type ContentDisposition = 'attachment' | 'inline';
@@ -58,6 +58,8 @@ export interface Message {
 export interface NewMessage extends Omit<Message, 'pk'> {
   readonly raw: Buffer;
   readonly attachmentContents: readonly Buffer[];
+  /** The blobs its large bytes were written to ahead of the unit of work; those bytes are stored only there. */
+  readonly blobs?: MessageBlobs;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -168,7 +170,8 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
     headers: m.headers && Object.keys(m.headers).length ? JSON.stringify(m.headers) : null,
     attachments: jsonOrNull(m.attachments),
     size: m.size,
-    raw: storedInPieces(m.raw) ? null : m.raw,
+    raw: m.blobs?.source != null ? null : m.raw,
+    source_blob: m.blobs?.source ?? null,
     created_at: m.createdAt,
     updated_at: m.updatedAt,
   }));
@@ -193,15 +196,13 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
       content_disposition: a.contentDisposition,
       content_id: a.contentId,
       size: a.size,
-      content: storedInPieces(m.attachmentContents[i] as Buffer) ? EMPTY : (m.attachmentContents[i] as Buffer),
+      content: m.blobs?.attachments[i] != null ? EMPTY : (m.attachmentContents[i] as Buffer),
+      content_blob: m.blobs?.attachments[i] ?? null,
     })),
   );
   if (attachments.length) for (const chunk of chunksOf(attachments)) await insertCompiledOnce(db, 'attachments.insert', chunk, () => db.insertInto('attachments').values(chunk));
-  for (const m of messages) {
-    const pk = pks.get(m.inboxId) as number;
-    if (storedInPieces(m.raw)) await insertPieces(db, pk, SOURCE_PART, m.raw);
-    for (const [i, a] of m.attachments.entries()) if (storedInPieces(m.attachmentContents[i] as Buffer)) await insertPieces(db, pk, a.attachmentId, m.attachmentContents[i] as Buffer);
-  }
+  // The copies of one delivery name the same blobs.
+  await claimBlobs(db, [...new Set(messages.flatMap((m) => blobIdsOf(m.blobs)))]);
   return pks;
 }
 
@@ -334,25 +335,25 @@ export async function findThreadAttachment(db: Db, organizationId: string, threa
 export async function findAttachmentContent(db: Db, messagePk: number, attachmentId: string): Promise<{ filename: string | null; contentType: string | null; content: Buffer } | undefined> {
   const row = await db
     .selectFrom('attachments')
-    .select(['filename', 'content_type', 'size', 'content'])
+    .select(['filename', 'content_type', 'content', 'content_blob'])
     .where('message_pk', '=', messagePk)
     .where('attachment_id', '=', attachmentId)
     .executeTakeFirst();
   if (!row) return undefined;
-  // Empty content of a non-empty attachment: its bytes are stored in pieces.
-  const content = row.content.length === 0 && Number(row.size) > 0 ? ((await readPieces(db, messagePk, attachmentId)) ?? EMPTY) : Buffer.from(row.content);
+  const content = row.content_blob !== null ? await readBlob(db, Number(row.content_blob)) : Buffer.from(row.content);
   return { filename: row.filename, contentType: row.content_type, content };
 }
 
-/** The stored RFC 5322 source of a message (from its pieces when it was stored so), or undefined when none was kept. */
+/** The stored RFC 5322 source of a message (from its blob when it was stored so), or undefined when none was kept. */
 export async function findRawSource(db: Db, messagePk: number): Promise<Buffer | undefined> {
-  const row = await db.selectFrom('messages').select('raw').where('id', '=', messagePk).executeTakeFirst();
-  return row ? sourceOf(db, messagePk, row.raw) : undefined;
+  const row = await db.selectFrom('messages').select(['raw', 'source_blob']).where('id', '=', messagePk).executeTakeFirst();
+  return row ? sourceOf(db, row) : undefined;
 }
 
-/** The source of a message whose `raw` column was read already: that value, or its pieces when it is NULL. */
-export async function sourceOf(db: Db, messagePk: number, raw: Uint8Array | null): Promise<Buffer | undefined> {
-  return raw ? Buffer.from(raw) : readPieces(db, messagePk, SOURCE_PART);
+/** The source of a message whose `raw` and `source_blob` columns were read already. */
+export async function sourceOf(db: Db, row: { raw: Uint8Array | null; source_blob: number | string | null }): Promise<Buffer | undefined> {
+  if (row.source_blob !== null) return readBlob(db, Number(row.source_blob));
+  return row.raw ? Buffer.from(row.raw) : undefined;
 }
 
 /** Counts one sent message for the organization's UTC day; returns the day's count so far. */

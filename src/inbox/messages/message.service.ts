@@ -1,7 +1,8 @@
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import type { Db } from '../database.js';
+import type { GroupCommit } from '../../platform/db/group-commit.js';
+import type { Db, InboxDatabase } from '../database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
@@ -46,6 +47,8 @@ export interface Download {
 }
 
 export interface MessageServiceDeps extends SendServiceDeps {
+  /** The database's commit batcher, shared with every other writer (label changes, deletes). */
+  readonly commits: GroupCommit<InboxDatabase>;
   /** Absolute base URL of download links; the request's own origin when unset. */
   readonly publicUrl: string | undefined;
   readonly downloadTtlSeconds: number;

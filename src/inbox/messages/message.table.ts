@@ -24,6 +24,8 @@ export interface MessageTable {
   attachments: string | null;
   size: number;
   raw: Buffer | null;
+  /** The blob holding the source when `raw` is NULL (message-blobs.ts). */
+  source_blob: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -43,12 +45,20 @@ export interface AttachmentTable {
   content_id: string | null;
   size: number;
   content: Buffer;
+  /** The blob holding the bytes when `content` is empty (message-blobs.ts). */
+  content_blob: number | null;
 }
 
-/** Pieces of a large source or attachment (`message-chunks.ts`): `part` is 'source' or an attachment id. */
-export interface MessageChunkTable {
-  message_pk: number;
-  part: string;
+/** Large bytes, named by the copies of one message (`message-blobs.ts`): `state` is BLOB_UNCLAIMED, BLOB_CLAIMED or BLOB_DOOMED. */
+export interface BlobTable {
+  id: Generated<number>;
+  state: number;
+  created_at: string;
+}
+
+/** A blob's bytes in pieces of at most CHUNK_BYTES, `seq` counting from 0. */
+export interface BlobChunkTable {
+  blob_id: number;
   seq: number;
   bytes: Buffer;
 }

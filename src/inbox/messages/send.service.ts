@@ -37,7 +37,7 @@ interface AnswerHeaders {
 
 /** Send, reply, reply-all and forward: validate → compose → deliver. */
 export function createSendService(deps: SendServiceDeps) {
-  const { db, commits, delivery, clock, ids, notifyJobs } = deps;
+  const { db, delivery, clock, ids, notifyJobs } = deps;
   const validate = createOutgoingValidator(deps);
   const local = localDomainSet(deps.localDomains);
   /** The inbox id an address on a local domain names (its domain spelled as configured). */
@@ -110,7 +110,7 @@ export function createSendService(deps: SendServiceDeps) {
       attachmentContents: out.attachments.map((a) => a.compose.content),
     };
     const prepared = await delivery.prepare(message);
-    const result = await commits.run(async (trx) => {
+    const result = await delivery.commit(prepared, async (trx) => {
       await within?.(trx);
       return delivery.deliver(trx, { prepared, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } });
     });

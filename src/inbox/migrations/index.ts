@@ -10,6 +10,7 @@ import * as allowBlockLists from './0009_allow_block_lists.js';
 import * as usageAndWebhookScopes from './0010_usage_and_webhook_scopes.js';
 import * as searchStatistics from './0011_search_statistics.js';
 import * as messageChunks from './0012_message_chunks.js';
+import * as blobs from './0013_blobs.js';
 
 export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
@@ -23,6 +24,7 @@ export const inboxMigrations: MigrationSet = {
   '0010_usage_and_webhook_scopes': usageAndWebhookScopes,
   '0011_search_statistics': searchStatistics,
   '0012_message_chunks': messageChunks,
+  '0013_blobs': blobs,
 };
 
 export const INBOX_MIGRATION_TABLE = 'inbox_migrations';

@@ -70,11 +70,11 @@ export async function findOutboundMessage(db: Db, pk: number): Promise<{ message
   const row = await db
     .selectFrom('messages as m')
     .innerJoin('inboxes as i', 'i.inbox_id', 'm.inbox_id')
-    .select([...COLUMNS, 'm.raw'])
+    .select([...COLUMNS, 'm.raw', 'm.source_blob'])
     .where('m.id', '=', pk)
     .executeTakeFirst();
   if (!row) return undefined;
-  return { message: outboundMessageFromRow(row), raw: (await sourceOf(db, pk, row.raw)) ?? null };
+  return { message: outboundMessageFromRow(row), raw: (await sourceOf(db, row)) ?? null };
 }
 
 /** The pod of an inbox, undefined when the inbox is gone. */

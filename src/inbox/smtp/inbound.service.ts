@@ -58,7 +58,7 @@ export interface InboundServiceDeps extends DeliveryPathDeps {
  * answers 250.
  */
 export function createInboundService(deps: InboundServiceDeps) {
-  const { db, commits, delivery, clock, ids, events, hostname, verifier, notifyJobs } = deps;
+  const { db, delivery, clock, ids, events, hostname, verifier, notifyJobs } = deps;
   const local = localDomainSet(deps.localDomains);
 
   /**
@@ -178,7 +178,7 @@ export function createInboundService(deps: InboundServiceDeps) {
       };
       const recipients = await Promise.all(envelope.recipients.map(async (address) => ({ address, inboxIds: (await inboxCandidates(address)) ?? [] })));
       const prepared = await delivery.prepare(message);
-      const result = await commits.run((trx) =>
+      const result = await delivery.commit(prepared, (trx) =>
         delivery.deliver(trx, { prepared, recipients, labels: verdict?.labels ?? [], foreignMessageId: true, ...(report ? { screen: reportScreen(messageId, report) } : {}) }),
       );
       if (result.jobs) notifyJobs();

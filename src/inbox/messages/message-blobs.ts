@@ -1,0 +1,165 @@
+import { sql } from 'kysely';
+import type { Clock } from '../../platform/clock.js';
+import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
+import type { GroupCommit } from '../../platform/db/group-commit.js';
+import { nextTurn } from '../../platform/turns.js';
+import type { Db, InboxDatabase } from '../database.js';
+
+/**
+ * Large stored bytes (docs/decisions/0027-large-bytes-stored-once-ahead-of-the-delivery.md): a
+ * message's source or an attachment's bytes of CHUNK_BYTES or more are a blob, stored as rows of
+ * at most CHUNK_BYTES in `blob_chunks`, which every copy of the message names (`messages.source_blob`,
+ * `attachments.content_blob`) instead of holding the bytes (`messages.raw` NULL, `attachments.content`
+ * empty). A blob is written before the delivery's unit of work, in small transactions of its own
+ * (`storeBlob`), so that no commit, and no fsync, carries megabytes. The delivery claims it; one
+ * that no copy claims is released after the delivery (`releaseBlobs`), and `sweepBlobs` removes
+ * what a crash left unclaimed and what deletes left unreferenced.
+ */
+export const CHUNK_BYTES = 256 * 1024;
+
+/** Whether `bytes` are stored as a blob rather than in their own column. */
+export const storedAsBlob = (bytes: Buffer): boolean => bytes.length >= CHUNK_BYTES;
+
+/** A blob's state: written and not yet named by a copy, named by copies, or being deleted. */
+export const BLOB_UNCLAIMED = 0;
+export const BLOB_CLAIMED = 1;
+export const BLOB_DOOMED = -1;
+
+/** Pieces written per transaction (1 MiB), and so per commit and fsync. */
+const PIECES_PER_WRITE = 4;
+/** Pieces read per statement (and per turn of the event loop). */
+const PIECES_PER_READ = 4;
+/** Pieces deleted per transaction. */
+const PIECES_PER_DELETE = 16;
+/** Blobs a sweep takes on at most (it runs again a minute later). */
+const SWEEP_BATCH = 50;
+
+/**
+ * How long a blob nobody claimed is kept: longer than any delivery takes between writing it and
+ * its commit, so that only a process that died in between leaves one this old.
+ */
+export const UNCLAIMED_GRACE_MS = 60 * 60 * 1000;
+
+/** The blobs of one message's large bytes, written ahead of its delivery (null: in its column). */
+export interface MessageBlobs {
+  readonly source: number | null;
+  /** By the position of the attachment in the message. */
+  readonly attachments: readonly (number | null)[];
+}
+
+/** Ids of the blobs in `blobs`. */
+export const blobIdsOf = (blobs: MessageBlobs | undefined): number[] => (blobs ? [blobs.source, ...blobs.attachments].filter((id): id is number => id !== null) : []);
+
+/**
+ * Writes `bytes` as a new unclaimed blob: PIECES_PER_WRITE pieces per unit of work of `commits`,
+ * a turn of the event loop apart. Returns its id.
+ */
+export async function storeBlob(commits: GroupCommit<InboxDatabase>, clock: Clock, bytes: Buffer): Promise<number> {
+  const created = clock.now().toISOString();
+  let id: number | undefined;
+  for (let seq = 0; seq * CHUNK_BYTES < bytes.length; seq += PIECES_PER_WRITE) {
+    await nextTurn();
+    id = await commits.run(async (trx) => {
+      const blob = id ?? Number((await insertCompiledOnce(trx, 'blobs.insert', [{ state: BLOB_UNCLAIMED, created_at: created }], () => trx.insertInto('blobs').values({ state: BLOB_UNCLAIMED, created_at: created }).returning('id')))[0]?.id);
+      for (let s = seq; s < seq + PIECES_PER_WRITE && s * CHUNK_BYTES < bytes.length; s++) {
+        const row = { blob_id: blob, seq: s, bytes: bytes.subarray(s * CHUNK_BYTES, (s + 1) * CHUNK_BYTES) };
+        await insertCompiledOnce(trx, 'blob_chunks.insert', [row], () => trx.insertInto('blob_chunks').values(row));
+      }
+      return blob;
+    });
+  }
+  if (id === undefined) throw new Error('storeBlob: no bytes');
+  return id;
+}
+
+/** Thrown when a blob written ahead of a delivery is gone by its commit (swept after UNCLAIMED_GRACE_MS). */
+export class BlobGoneError extends Error {
+  constructor(ids: readonly number[]) {
+    super(`blobs ${ids.join(', ')} were swept before the delivery that wrote them committed`);
+  }
+}
+
+/** Marks the blobs of a delivery as named by its copies (inside its unit of work). */
+export async function claimBlobs(trx: Db, ids: readonly number[]): Promise<void> {
+  if (!ids.length) return;
+  const result = await trx.updateTable('blobs').set({ state: BLOB_CLAIMED }).where('id', 'in', ids).where('state', '=', BLOB_UNCLAIMED).executeTakeFirst();
+  if (Number(result.numUpdatedRows) !== new Set(ids).size) throw new BlobGoneError(ids);
+}
+
+/** The bytes of blob `id` put together from its pieces. */
+export async function readBlob(db: Db, id: number): Promise<Buffer> {
+  const pieces: Buffer[] = [];
+  for (let from = 0; ; from += PIECES_PER_READ) {
+    if (from) await nextTurn();
+    const rows = await runCompiledOnce(db, 'blob_chunks.read', [id, from, PIECES_PER_READ], () =>
+      db.selectFrom('blob_chunks').select('bytes').where('blob_id', '=', id).where('seq', '>=', from).orderBy('seq').limit(PIECES_PER_READ),
+    );
+    for (const r of rows) pieces.push(Buffer.from(r.bytes));
+    if (rows.length < PIECES_PER_READ) break;
+  }
+  return Buffer.concat(pieces);
+}
+
+/**
+ * Deletes the blobs among `ids` that `doom` marks for deletion in its unit of work (returning
+ * their ids): their pieces PIECES_PER_DELETE per unit, then the blob rows. A doomed blob is never
+ * claimed, and a sweep finishes one whose deletion a process left halfway.
+ */
+async function deleteBlobs(commits: GroupCommit<InboxDatabase>, doom: (trx: Db) => Promise<number[]>): Promise<number> {
+  const doomed = await commits.run(doom);
+  for (const id of doomed) {
+    for (;;) {
+      await nextTurn();
+      const left = await commits.run(async (trx) => {
+        const seqs = (await trx.selectFrom('blob_chunks').select('seq').where('blob_id', '=', id).orderBy('seq').limit(PIECES_PER_DELETE).execute()).map((r) => r.seq);
+        if (seqs.length) await trx.deleteFrom('blob_chunks').where('blob_id', '=', id).where('seq', 'in', seqs).execute();
+        else await trx.deleteFrom('blobs').where('id', '=', id).execute();
+        return seqs.length;
+      });
+      if (!left) break;
+    }
+  }
+  return doomed.length;
+}
+
+/** Deletes the blobs among `ids` that no copy claimed: those of a delivery that failed, or stored no copy. */
+export async function releaseBlobs(commits: GroupCommit<InboxDatabase>, ids: readonly number[]): Promise<number> {
+  if (!ids.length) return 0;
+  return deleteBlobs(commits, async (trx) => {
+    const rows = await trx.updateTable('blobs').set({ state: BLOB_DOOMED }).where('id', 'in', ids).where('state', '=', BLOB_UNCLAIMED).returning('id').execute();
+    return rows.map((r) => Number(r.id));
+  });
+}
+
+/**
+ * Deletes up to SWEEP_BATCH blobs that nothing needs: claimed ones no copy names any more (their
+ * messages, threads, inboxes or organizations were deleted), unclaimed ones older than
+ * UNCLAIMED_GRACE_MS, and doomed ones a process left halfway. Returns how many.
+ */
+export async function sweepBlobs(commits: GroupCommit<InboxDatabase>, clock: Clock): Promise<number> {
+  const cutoff = new Date(clock.now().getTime() - UNCLAIMED_GRACE_MS).toISOString();
+  return deleteBlobs(commits, async (trx) => {
+    const unreferenced = (state: number) =>
+      trx
+        .selectFrom('blobs')
+        .select('id')
+        .where('state', '=', state)
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('messages').select(sql.lit(1).as('one')).whereRef('messages.source_blob', '=', 'blobs.id'))))
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('attachments').select(sql.lit(1).as('one')).whereRef('attachments.content_blob', '=', 'blobs.id'))));
+    const found: [number, { id: number | string | bigint }[]][] = [
+      [BLOB_CLAIMED, await unreferenced(BLOB_CLAIMED).limit(SWEEP_BATCH).execute()],
+      [BLOB_UNCLAIMED, await unreferenced(BLOB_UNCLAIMED).where('created_at', '<', cutoff).limit(SWEEP_BATCH).execute()],
+      [BLOB_DOOMED, await trx.selectFrom('blobs').select('id').where('state', '=', BLOB_DOOMED).limit(SWEEP_BATCH).execute()],
+    ];
+    // Doomed in the transaction that found them unneeded, and only if still in the state they were
+    // found in: on PostgreSQL a delivery may have claimed an old unclaimed one meanwhile (a claimed
+    // blob gets no new copies, so one found unreferenced stays so).
+    const ids: number[] = [];
+    for (const [state, rows] of found) {
+      if (!rows.length) continue;
+      const doomed = await trx.updateTable('blobs').set({ state: BLOB_DOOMED }).where('id', 'in', rows.map((r) => Number(r.id))).where('state', '=', state).returning('id').execute();
+      ids.push(...doomed.map((r) => Number(r.id)));
+    }
+    return ids;
+  });
+}

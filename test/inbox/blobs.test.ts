@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inboxConfigSpec } from '../../src/inbox/inbox.config.js';
+import { inboxMigrations, INBOX_MIGRATION_TABLE } from '../../src/inbox/migrations/index.js';
+import { BLOB_CLAIMED, BLOB_DOOMED, BLOB_UNCLAIMED, CHUNK_BYTES, storeBlob, UNCLAIMED_GRACE_MS } from '../../src/inbox/messages/message-blobs.js';
+import { migrateInbox, openInboxDatabase } from '../../src/inbox/service.js';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { commitsOf } from '../../src/platform/db/group-commit.js';
+import { migrateToLatest } from '../../src/platform/db/migrate.js';
+import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
+import { deliver } from '../support/smtp-client.js';
+import { b64, call, enc, organization, unique } from './fixtures.js';
+
+/**
+ * Large bytes written ahead of their delivery as blobs (src/inbox/messages/message-blobs.ts,
+ * docs/decisions/0027): what a delivery that stores no copy leaves behind, what the sweep takes
+ * and keeps, and the move of migration 0012's pieces into blobs.
+ */
+describe.each(dialects)('%s: blobs of large bytes', (dialect) => {
+  let server: InboxTestServer;
+
+  beforeAll(async () => {
+    server = await startInboxServer({ dialect });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const db = () => server.service.database.db;
+  const count = async (table: 'blobs' | 'blob_chunks') => Number((await db().selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const patterned = (length: number, seed: number) => {
+    const bytes = Buffer.alloc(length);
+    for (let i = 0; i < length; i++) bytes[i] = (i * seed) & 0xff;
+    return bytes;
+  };
+
+  it('releases the blobs of a send the sender\'s lists refuse after they were written, and of SMTP mail every inbox already holds', async () => {
+    const org = await organization(server, [unique('lists'), unique('peer')]);
+    const [from, to] = org.inboxes as [string, string];
+    const before = { blobs: await count('blobs'), pieces: await count('blob_chunks') };
+    expect((await call(server.url, org.key, 'POST', '/v0/lists/send/block', { entry: to })).status).toBeLessThan(300);
+    const file = patterned(CHUNK_BYTES * 3, 31);
+    const refused = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(from)}/messages/send`, { to, subject: 'refused', text: 'x', attachments: [{ filename: 'big.bin', content: b64(file) }] });
+    expect(refused.status).toBe(400);
+    expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
+
+    // The same large message twice over SMTP: the second finds it held, stores nothing and keeps no blob.
+    const message = [`From: someone@sender.example`, `To: ${to}`, `Subject: twice`, `Message-ID: <${unique('twice')}@sender.example>`, 'Content-Type: text/plain', '', 'x'.repeat(76).concat('\r\n').repeat(Math.ceil((CHUNK_BYTES * 2) / 78)), ''].join('\r\n');
+    const port = server.service.smtp?.port as number;
+    expect((await deliver(port, { from: 'someone@sender.example', to: [to], message })).data?.code).toBe(250);
+    const once = { blobs: await count('blobs'), pieces: await count('blob_chunks') };
+    expect(once.blobs).toBe(before.blobs + 1);
+    expect((await deliver(port, { from: 'someone@sender.example', to: [to], message })).data?.code).toBe(250);
+    expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(once);
+    const list = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages`);
+    expect(list.body.count).toBe(1);
+    const raw = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(list.body.messages[0].message_id)}/raw`);
+    // The source as received, below the trace headers the server put on top.
+    const stored = Buffer.from(await (await fetch(raw.body.download_url)).arrayBuffer()).toString();
+    expect(stored.startsWith('Return-Path: <someone@sender.example>\r\n')).toBe(true);
+    expect(stored.endsWith(message)).toBe(true);
+  });
+
+  it('sweeps what nothing needs: unclaimed blobs past the grace, a deletion left halfway; keeps young unclaimed ones and those a copy names', async () => {
+    const commits = commitsOf(db());
+    const at = (ms: number) => ({ now: () => new Date(Date.now() + ms) });
+    const old = await storeBlob(commits, at(-UNCLAIMED_GRACE_MS - 60_000), patterned(CHUNK_BYTES * 5 + 1, 7));
+    const young = await storeBlob(commits, at(-UNCLAIMED_GRACE_MS + 60_000), patterned(CHUNK_BYTES + 1, 11));
+    const halfway = await storeBlob(commits, at(0), patterned(CHUNK_BYTES * 2, 13));
+    await db().updateTable('blobs').set({ state: BLOB_DOOMED }).where('id', '=', halfway).execute();
+    await db().deleteFrom('blob_chunks').where('blob_id', '=', halfway).where('seq', '=', 0).execute();
+    // A message whose copy names its blobs.
+    const org = await organization(server, [unique('keep')]);
+    const [inbox] = org.inboxes as [string];
+    const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { to: inbox, text: 'self', attachments: [{ filename: 'keep.bin', content: b64(patterned(CHUNK_BYTES, 17)) }] });
+    expect(sent.status).toBe(200);
+    const named = await db().selectFrom('attachments').innerJoin('messages', 'messages.id', 'attachments.message_pk').select('attachments.content_blob').where('messages.message_id', '=', sent.body.message_id).executeTakeFirstOrThrow();
+
+    expect(await server.service.runtime.sweepBlobs()).toBe(2);
+    const left = await db().selectFrom('blobs').select(['id', 'state']).where('id', 'in', [old, young, halfway, Number(named.content_blob)]).orderBy('id').execute();
+    expect(left.map((b) => [Number(b.id), b.state])).toEqual([
+      [young, BLOB_UNCLAIMED],
+      [Number(named.content_blob), BLOB_CLAIMED],
+    ]);
+    expect(await db().selectFrom('blob_chunks').select('seq').where('blob_id', 'in', [old, halfway]).execute()).toEqual([]);
+    expect(await server.service.runtime.sweepBlobs()).toBe(0);
+  });
+
+  it('moves the pieces of migration 0012 into claimed blobs that the copies name, and reads them back', async () => {
+    const database = createInboxTestDatabase(dialect);
+    const config = loadConfig(inboxConfigSpec, { INBOX_DATABASE_URL: database.url, DATA_DIR: database.dataDir, INBOX_DOMAINS: 'blobs.test' });
+    const opened = await openInboxDatabase(config);
+    try {
+      const upTo12 = Object.fromEntries(Object.entries(inboxMigrations).filter(([name]) => name < '0013'));
+      await migrateToLatest(opened.db, upTo12, INBOX_MIGRATION_TABLE);
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the schema of migration 0012, which the application types no longer describe
+      const legacy = opened.db as any;
+      const now = new Date().toISOString();
+      await legacy.insertInto('organizations').values({ id: 'org1', name: 'o', created_at: now }).execute();
+      await legacy.insertInto('pods').values({ id: 'pod1', organization_id: 'org1', name: 'p', created_at: now }).execute();
+      await legacy.insertInto('inboxes').values({ inbox_id: 'a@blobs.test', organization_id: 'org1', pod_id: 'pod1', username: 'a', domain: 'blobs.test', created_at: now, updated_at: now }).execute();
+      const source = patterned(CHUNK_BYTES + 5, 3);
+      const file = patterned(CHUNK_BYTES * 2 + 9, 5);
+      const { id } = await legacy
+        .insertInto('messages')
+        .values({ organization_id: 'org1', inbox_id: 'a@blobs.test', thread_id: 't1', message_id: '<m1@blobs.test>', labels: '[]', timestamp: now, from_address: 'x@y.example', to_addresses: '[]', size: source.length, raw: null, created_at: now, updated_at: now })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await legacy.insertInto('attachments').values({ message_pk: id, attachment_id: 'att1', size: file.length, content: Buffer.alloc(0) }).execute();
+      const pieces = (part: string, bytes: Buffer) => Array.from({ length: Math.ceil(bytes.length / CHUNK_BYTES) }, (_, seq) => ({ message_pk: id, part, seq, bytes: bytes.subarray(seq * CHUNK_BYTES, (seq + 1) * CHUNK_BYTES) }));
+      await legacy.insertInto('message_chunks').values([...pieces('source', source), ...pieces('att1', file)]).execute();
+
+      await migrateInbox(opened);
+      const message = await opened.db.selectFrom('messages').select(['raw', 'source_blob']).where('id', '=', Number(id)).executeTakeFirstOrThrow();
+      const attachment = await opened.db.selectFrom('attachments').select(['content_blob']).where('message_pk', '=', Number(id)).executeTakeFirstOrThrow();
+      expect(message.raw).toBeNull();
+      const blobs = await opened.db.selectFrom('blobs').select(['id', 'state']).orderBy('id').execute();
+      expect(blobs.map((b) => [Number(b.id), b.state])).toEqual([
+        [Number(message.source_blob), BLOB_CLAIMED],
+        [Number(attachment.content_blob), BLOB_CLAIMED],
+      ].sort((x, y) => (x[0] as number) - (y[0] as number)));
+      const bytesOf = async (blob: number | string | null) => Buffer.concat((await opened.db.selectFrom('blob_chunks').select('bytes').where('blob_id', '=', Number(blob)).orderBy('seq').execute()).map((r) => Buffer.from(r.bytes)));
+      expect((await bytesOf(message.source_blob)).equals(source)).toBe(true);
+      expect((await bytesOf(attachment.content_blob)).equals(file)).toBe(true);
+    } finally {
+      await opened.destroy();
+      await database.drop();
+    }
+  });
+});
