@@ -137,9 +137,16 @@ async function phase({ port, pid, others, big, body, senders }) {
   return { requests: sorted.length, errors, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1], mainCpuMs, sends: sent, sendMedianMs: sendMs.length ? median(sendMs) : null, rssBefore, rssPeak: peak };
 }
 
-async function seed(db, dir) {
+/** The build (its `dist`) that serves `main`, a `dist/src/inbox/main.js`. */
+const distOf = (main) => path.resolve(path.dirname(main), '../..');
+
+/**
+ * A fresh database (SQLite file or PostgreSQL schema) seeded by the build in `dist`: the server
+ * measured next must find its own schema, and every run starts from the same state.
+ */
+async function seed(db, dir, dist) {
   if (db.sqliteFile) for (const suffix of ['', '-wal', '-shm']) rmSync(db.sqliteFile + suffix, { force: true });
-  const svc = await loadService(path.join(ROOT, 'dist'));
+  const svc = await loadService(dist);
   const config = inboxConfig(db.url, dir);
   const database = await svc.openInboxDatabase(config);
   try {
@@ -266,14 +273,15 @@ async function main() {
   console.log(`big-send bench: ${opts.runs} runs per variant, ${opts.duration} s per phase, ${opts.readers} readers, ${opts.senders} big sends in flight; variants ${opts.variants.join(', ')}`);
   try {
     for (const db of databases(dir)) {
-      const seeded = await seed(db, dir);
-      const all = bodies(seeded.limits, seeded.big.to);
+      const first = await seed(db, dir, distOf(MAIN));
+      const all = bodies(first.limits, first.big.to);
       try {
         for (const variant of opts.variants) {
           for (let run = 1; run <= opts.runs; run++) {
             // With a baseline the two alternate (AB BA AB …), so that drift hits both alike.
             const order = BASELINE ? (run % 2 ? [BASELINE, MAIN] : [MAIN, BASELINE]) : [MAIN];
             for (const file of order) {
+              const seeded = await seed(db, dir, distOf(file));
               await harness.quiet();
               const r = { ...(await runVariant(db, dir, port, seeded, variant, all[variant], [], file)), run };
               console.log(`${db.dialect} ${variant} ${r.server} run ${run}: ${JSON.stringify(r)}`);
@@ -283,7 +291,7 @@ async function main() {
           if (opts.profile) {
             const profileDir = path.join(RESULTS, 'profiles', `${stamp}-bigsend-${db.dialect}-${variant}`);
             mkdirSync(profileDir, { recursive: true });
-            await runVariant(db, dir, port, seeded, variant, all[variant], ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
+            await runVariant(db, dir, port, await seed(db, dir, distOf(MAIN)), variant, all[variant], ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
             for (const file of readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'))) {
               const top = summarizeProfile(path.join(profileDir, file));
               profiles.push({ dialect: db.dialect, variant, file: path.relative(ROOT, path.join(profileDir, file)), ...top });
