@@ -8,12 +8,13 @@ import type { Db, InboxDatabase } from '../database.js';
 /**
  * Large stored bytes (docs/decisions/0027-large-bytes-stored-once-ahead-of-the-delivery.md): a
  * message's source or an attachment's bytes of CHUNK_BYTES or more are a blob, stored as rows of
- * at most CHUNK_BYTES in `blob_chunks`, which every copy of the message names (`messages.source_blob`,
- * `attachments.content_blob`) instead of holding the bytes (`messages.raw` NULL, `attachments.content`
- * empty). A blob is written before the delivery's unit of work, in small transactions of its own
- * (`storeBlob`), so that no commit, and no fsync, carries megabytes. The delivery claims it; one
- * that no copy claims is released after the delivery (`releaseBlobs`), and `sweepBlobs` removes
- * what a crash left unclaimed and what deletes left unreferenced.
+ * at most CHUNK_BYTES in `blob_chunks`, which every copy of the message names
+ * (`messages.source_blob`, `attachments.content_blob`) instead of holding the bytes
+ * (`messages.raw` NULL, `attachments.content` empty). A blob is written before the delivery's
+ * unit of work, in small transactions of its own that do not wait for the disk (`storeBlob`), so
+ * that no commit carries megabytes. The delivery claims it; one that no copy claims is released
+ * after the delivery (`releaseBlobs`), and `sweepBlobs` removes what a crash left unclaimed and
+ * what deletes left unreferenced.
  */
 export const CHUNK_BYTES = 256 * 1024;
 
@@ -25,8 +26,16 @@ export const BLOB_UNCLAIMED = 0;
 export const BLOB_CLAIMED = 1;
 export const BLOB_DOOMED = -1;
 
-/** Pieces written per transaction (1 MiB), and so per commit and fsync. */
+/** Pieces written per transaction (1 MiB). */
 const PIECES_PER_WRITE = 4;
+
+/**
+ * The blob's own transactions need not wait for the disk (group-commit.ts `durable`): a blob
+ * matters only once the delivery's durable commit claims it, and that commit syncs the log with
+ * everything written before it. A crash before that leaves an unclaimed blob, which the sweep
+ * takes; a lost deletion is done again by the next sweep.
+ */
+const LAZY = { durable: false } as const;
 /** Pieces read per statement (and per turn of the event loop). */
 const PIECES_PER_READ = 4;
 /** Pieces deleted per transaction. */
@@ -66,7 +75,7 @@ export async function storeBlob(commits: GroupCommit<InboxDatabase>, clock: Cloc
         await insertCompiledOnce(trx, 'blob_chunks.insert', [row], () => trx.insertInto('blob_chunks').values(row));
       }
       return blob;
-    });
+    }, LAZY);
   }
   if (id === undefined) throw new Error('storeBlob: no bytes');
   return id;
@@ -106,7 +115,7 @@ export async function readBlob(db: Db, id: number): Promise<Buffer> {
  * claimed, and a sweep finishes one whose deletion a process left halfway.
  */
 async function deleteBlobs(commits: GroupCommit<InboxDatabase>, doom: (trx: Db) => Promise<number[]>): Promise<number> {
-  const doomed = await commits.run(doom);
+  const doomed = await commits.run(doom, LAZY);
   for (const id of doomed) {
     for (;;) {
       await nextTurn();
@@ -115,7 +124,7 @@ async function deleteBlobs(commits: GroupCommit<InboxDatabase>, doom: (trx: Db) 
         if (seqs.length) await trx.deleteFrom('blob_chunks').where('blob_id', '=', id).where('seq', 'in', seqs).execute();
         else await trx.deleteFrom('blobs').where('id', '=', id).execute();
         return seqs.length;
-      });
+      }, LAZY);
       if (!left) break;
     }
   }
