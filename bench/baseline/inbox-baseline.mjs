@@ -475,7 +475,7 @@ function createHandler(db, dialect) {
       const toJson = JSON.stringify(toList);
       const messageValues = copies.flatMap(({ inbox, labels, thread }) => [
         inbox.organization_id, inbox.inbox_id, thread.thread_id, messageId, JSON.stringify(labels), timestamp, from, null, toJson, null, null,
-        subject, preview, text, null, null, null, null, null, raw.length, raw, timestamp, timestamp,
+        subject, preview, text, null, null, null, null, null, raw.length, raw, null, timestamp, timestamp,
       ]);
       const pks = new Map((await q(`insertMessages:${copies.length}`, messageValues)).map((r) => [r.inbox_id, Number(r.id)]));
       const labelValues = copies.flatMap(({ inbox, labels }) => labels.flatMap((label) => [pks.get(inbox.inbox_id), label]));
