@@ -117,44 +117,6 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
     expect(rows.map((r) => r.ts).sort()).toEqual(Array.from({ length: 30 }, (_, i) => i).filter((i) => i % 3 !== 0).map((i) => `t${i}`).sort());
   });
 
-  it('group commit: a unit that need not be durable commits without waiting for the disk, in a batch of its own; durable ones as before', async () => {
-    const commits = createGroupCommit(db);
-    // The setting each unit's statements ran under: SQLite's synchronous level (2 = FULL, 1 = NORMAL), PostgreSQL's synchronous_commit.
-    const level = async (trx: Kysely<TestDb>) =>
-      dialect === 'postgres' ? String((await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(trx)).rows[0]?.synchronous_commit) : String((await sql<{ synchronous: number }>`pragma synchronous`.execute(trx)).rows[0]?.synchronous);
-    const durable = dialect === 'postgres' ? 'on' : '2';
-    const lazy = dialect === 'postgres' ? 'off' : '1';
-    const unit = (i: number, options?: { durable: boolean }) =>
-      commits.run(async (trx) => {
-        await trx.insertInto('rows').values({ ts: `d${i}`, note: options?.durable === false ? 'lazy' : 'durable' }).execute();
-        return level(trx);
-      }, options);
-    // Queued together, interleaved: each runs under its own setting, a failing lazy unit undoes only itself.
-    const outcomes = await Promise.allSettled([
-      unit(0),
-      unit(1, { durable: false }),
-      unit(2),
-      unit(3, { durable: false }),
-      commits.run(async (trx) => {
-        await trx.insertInto('rows').values({ ts: 'd4', note: 'undone' }).execute();
-        throw new Error('lazy unit fails');
-      }, { durable: false }),
-      unit(5, { durable: true }),
-    ]);
-    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).message))).toEqual([durable, lazy, durable, lazy, 'lazy unit fails', durable]);
-    const rows = await db.selectFrom('rows').select(['ts', 'note']).where('ts', 'like', 'd%').orderBy('ts').execute();
-    expect(rows).toEqual([
-      { ts: 'd0', note: 'durable' },
-      { ts: 'd1', note: 'lazy' },
-      { ts: 'd2', note: 'durable' },
-      { ts: 'd3', note: 'lazy' },
-      { ts: 'd5', note: 'durable' },
-    ]);
-    // The connection (SQLite) and a new transaction (PostgreSQL) are back at the durable setting.
-    expect(await level(db)).toBe(durable);
-    expect(await db.transaction().execute((trx) => level(trx))).toBe(durable);
-  });
-
   it('group commit (SQLite): units arriving on the next turns of the event loop join the batch, up to maxWaitMs', async () => {
     if (dialect === 'postgres') return;
     const Sqlite = (await import('better-sqlite3')).default;

@@ -6,7 +6,7 @@ import Sqlite from 'better-sqlite3';
 import { Kysely, PostgresDialect, sql, SqliteDialect, type Transaction } from 'kysely';
 import type pg from 'pg';
 import { redactUrl } from '../config/config.js';
-import { commitsOf, lazyCommitUnderWay, type GroupCommit } from './group-commit.js';
+import { commitsOf, type GroupCommit } from './group-commit.js';
 import { checkpointOffThread } from './sqlite-checkpoint.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -153,9 +153,8 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
   const readerOf = () => (reader ??= withStatementCache(openSqliteReader(file)));
   DIRECT.set(db, (sql, parameters) => {
     if (!sqlite.open) return undefined;
-    if (sqlite.inTransaction || lazyCommitUnderWay(db)) {
-      // Writes, and reads of an in-memory database, queue behind the transaction (or the batch
-      // that holds the connection under a lower synchronous setting) as usual.
+    if (sqlite.inTransaction) {
+      // Writes, and reads of an in-memory database, queue behind the transaction as usual.
       if (file === ':memory:') return undefined;
       const stmt = readerOf().prepare(sql);
       // `reader` alone would take an INSERT … RETURNING too.

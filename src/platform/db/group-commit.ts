@@ -20,24 +20,10 @@ import { dialectOf, isTransientConflict } from './dialect.js';
  * service: SMTP").
  */
 export interface GroupCommit<DB> {
-  run<T>(work: (trx: Transaction<DB>) => Promise<T>, options?: UnitOptions): Promise<T>;
-}
-
-export interface UnitOptions {
-  /**
-   * false: the unit's commit need not wait for the disk. SQLite runs such units in batches of
-   * their own under `synchronous = NORMAL` (the WAL is not synced at their COMMIT); PostgreSQL
-   * commits them with `synchronous_commit = off`. A crash may lose such a unit although its
-   * promise resolved; the next durable commit makes it durable along with itself, since both
-   * databases sync their log in order. For rows that only matter once a durable unit names them
-   * (the pieces of a blob written ahead of the delivery that claims it), and for cleanup that is
-   * done again when lost. Default true.
-   */
-  readonly durable?: boolean;
+  run<T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
 }
 
 interface Pending<DB> {
-  readonly durable: boolean;
   readonly work: (trx: Transaction<DB>) => Promise<unknown>;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
@@ -90,13 +76,10 @@ export const MAX_ATTEMPTS = 5;
  * it as a deadlock victim or a serialization failure, at most MAX_ATTEMPTS times; then the error
  * stands. A unit of work must therefore do nothing but SQL, so that running it again is safe.
  */
-async function withRetry<DB, T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>, durable: boolean): Promise<T> {
+async function withRetry<DB, T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction().execute(async (trx) => {
-        if (!durable) await trx.executeQuery(CompiledQuery.raw('set local synchronous_commit = off'));
-        return work(trx);
-      });
+      return await db.transaction().execute(work);
     } catch (error) {
       if (attempt >= MAX_ATTEMPTS || !isTransientConflict(error)) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
@@ -104,35 +87,12 @@ async function withRetry<DB, T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => 
   }
 }
 
-/** Databases whose one SQLite connection a batch of units that need not be durable holds. */
-const LAZY = new WeakSet<object>();
-
-/**
- * Whether a batch of units that need not be durable holds the SQLite connection of `db`: from its
- * `synchronous = NORMAL` to the reset after its COMMIT, even between statements. A statement run
- * on the connection without Kysely (database.ts `directRunner`) must then not write: it would
- * commit without syncing.
- */
-export function lazyCommitUnderWay(db: object): boolean {
-  return LAZY.has(db);
-}
-
 export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: number; maxWaitMs?: number } = {}): GroupCommit<DB> {
-  if (dialectOf(db) === 'postgres') return { run: (work, options) => withRetry(db, work, options?.durable ?? true) };
+  if (dialectOf(db) === 'postgres') return { run: (work) => withRetry(db, work) };
   const maxBatch = options.maxBatch ?? 200;
   const maxWaitMs = options.maxWaitMs ?? 4;
   const queue: Pending<DB>[] = [];
   let draining = false;
-
-  /** Takes up to maxBatch queued units of one durability, the others keeping their order. */
-  function take(durable: boolean): Pending<DB>[] {
-    const taken: Pending<DB>[] = [];
-    for (let i = 0; i < queue.length && taken.length < maxBatch; ) {
-      if ((queue[i] as Pending<DB>).durable === durable) taken.push(...queue.splice(i, 1));
-      else i++;
-    }
-    return taken;
-  }
 
   /** Runs one unit alone in the transaction `trx` (just begun) and commits it: no savepoint needed. */
   async function runAlone(trx: ControlledTransaction<DB>, item: Pending<DB>): Promise<void> {
@@ -156,27 +116,21 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
     item.resolve(value);
   }
 
-  /**
-   * Runs a batch of units of one durability on `source`: the database, or for units that need not
-   * be durable the one connection, held from its `synchronous = NORMAL` to its reset after the
-   * COMMIT so that no other transaction runs under that setting.
-   */
-  async function runBatch(source: Kysely<DB>, durable: boolean): Promise<void> {
-    const begin = (): Promise<ControlledTransaction<DB>> => source.startTransaction().execute();
+  async function begin(): Promise<ControlledTransaction<DB>> {
+    return db.startTransaction().execute();
+  }
+
+  async function runBatch(): Promise<void> {
     let trx;
     try {
       trx = await begin();
     } catch (error) {
       // No transaction (the database is closed or unreachable): fail what is waiting, not loop.
-      for (const item of take(durable)) item.reject(error);
+      for (const item of queue.splice(0, maxBatch)) item.reject(error);
       return;
     }
     // Taken only now: whatever queued while BEGIN waited for the connection joins this batch.
-    const batch = take(durable);
-    if (!batch.length) {
-      await trx.rollback().execute().catch(() => undefined);
-      return;
-    }
+    const batch = queue.splice(0, maxBatch);
     if (batch.length === 1) return runAlone(trx, batch[0] as Pending<DB>);
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     const deferred: DeferredWrite[] = [];
@@ -237,41 +191,18 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
     });
   }
 
-  /** A batch of units that need not be durable: on the held connection, under `synchronous = NORMAL`. */
-  async function runLazyBatch(): Promise<void> {
-    LAZY.add(db);
-    try {
-      await db.connection().execute(async (conn) => {
-        const [level] = (await conn.executeQuery<{ synchronous: number }>(CompiledQuery.raw('pragma synchronous'))).rows;
-        await conn.executeQuery(CompiledQuery.raw('pragma synchronous = NORMAL'));
-        try {
-          await runBatch(conn, false);
-        } finally {
-          await conn.executeQuery(CompiledQuery.raw(`pragma synchronous = ${Number(level?.synchronous ?? 2)}`));
-        }
-      });
-    } catch (error) {
-      for (const item of take(false)) item.reject(error);
-    } finally {
-      LAZY.delete(db);
-    }
-  }
-
   async function drain(): Promise<void> {
     try {
-      while (queue.length) {
-        if ((queue[0] as Pending<DB>).durable) await runBatch(db, true);
-        else await runLazyBatch();
-      }
+      while (queue.length) await runBatch();
     } finally {
       draining = false;
     }
   }
 
   return {
-    run<T>(work: (trx: Transaction<DB>) => Promise<T>, options?: UnitOptions): Promise<T> {
+    run<T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ durable: options?.durable ?? true, work, resolve: resolve as (value: unknown) => void, reject });
+        queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
         if (draining) return;
         draining = true;
         // One turn of the event loop first, and more while others keep joining: requests that are
