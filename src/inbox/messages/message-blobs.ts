@@ -11,10 +11,10 @@ import type { Db, InboxDatabase } from '../database.js';
  * at most CHUNK_BYTES in `blob_chunks`, which every copy of the message names
  * (`messages.source_blob`, `attachments.content_blob`) instead of holding the bytes
  * (`messages.raw` NULL, `attachments.content` empty). A blob is written before the delivery's
- * unit of work, in small transactions of its own that do not wait for the disk (`storeBlob`), so
- * that no commit carries megabytes. The delivery claims it; one that no copy claims is released
- * after the delivery (`releaseBlobs`), and `sweepBlobs` removes what a crash left unclaimed and
- * what deletes left unreferenced.
+ * unit of work, in small transactions of its own (`storeBlob`), so that no commit, and no fsync,
+ * carries megabytes. The delivery claims it; one that no copy claims is released after the
+ * delivery (`releaseBlobs`), and `createBlobSweeper` removes what a crash left unclaimed and what
+ * deletes left unreferenced.
  */
 export const CHUNK_BYTES = 256 * 1024;
 
@@ -26,16 +26,8 @@ export const BLOB_UNCLAIMED = 0;
 export const BLOB_CLAIMED = 1;
 export const BLOB_DOOMED = -1;
 
-/** Pieces written per transaction (1 MiB). */
+/** Pieces written per transaction (1 MiB), and so per commit and fsync. */
 const PIECES_PER_WRITE = 4;
-
-/**
- * The blob's own transactions need not wait for the disk (group-commit.ts `durable`): a blob
- * matters only once the delivery's durable commit claims it, and that commit syncs the log with
- * everything written before it. A crash before that leaves an unclaimed blob, which the sweep
- * takes; a lost deletion is done again by the next sweep.
- */
-const LAZY = { durable: false } as const;
 /** Pieces read per statement (and per turn of the event loop). */
 const PIECES_PER_READ = 4;
 /** Pieces deleted per transaction. */
@@ -66,16 +58,23 @@ export const blobIdsOf = (blobs: MessageBlobs | undefined): number[] => (blobs ?
 export async function storeBlob(commits: GroupCommit<InboxDatabase>, clock: Clock, bytes: Buffer): Promise<number> {
   const created = clock.now().toISOString();
   let id: number | undefined;
-  for (let seq = 0; seq * CHUNK_BYTES < bytes.length; seq += PIECES_PER_WRITE) {
-    await nextTurn();
-    id = await commits.run(async (trx) => {
-      const blob = id ?? Number((await insertCompiledOnce(trx, 'blobs.insert', [{ state: BLOB_UNCLAIMED, created_at: created }], () => trx.insertInto('blobs').values({ state: BLOB_UNCLAIMED, created_at: created }).returning('id')))[0]?.id);
-      for (let s = seq; s < seq + PIECES_PER_WRITE && s * CHUNK_BYTES < bytes.length; s++) {
-        const row = { blob_id: blob, seq: s, bytes: bytes.subarray(s * CHUNK_BYTES, (s + 1) * CHUNK_BYTES) };
-        await insertCompiledOnce(trx, 'blob_chunks.insert', [row], () => trx.insertInto('blob_chunks').values(row));
-      }
-      return blob;
-    }, LAZY);
+  try {
+    for (let seq = 0; seq * CHUNK_BYTES < bytes.length; seq += PIECES_PER_WRITE) {
+      await nextTurn();
+      id = await commits.run(async (trx) => {
+        const row = { state: BLOB_UNCLAIMED, size: bytes.length, created_at: created };
+        const blob = id ?? Number((await insertCompiledOnce(trx, 'blobs.insert', [row], () => trx.insertInto('blobs').values(row).returning('id')))[0]?.id);
+        for (let s = seq; s < seq + PIECES_PER_WRITE && s * CHUNK_BYTES < bytes.length; s++) {
+          const piece = { blob_id: blob, seq: s, bytes: bytes.subarray(s * CHUNK_BYTES, (s + 1) * CHUNK_BYTES) };
+          await insertCompiledOnce(trx, 'blob_chunks.insert', [piece], () => trx.insertInto('blob_chunks').values(piece));
+        }
+        return blob;
+      });
+    }
+  } catch (error) {
+    // What was written of it goes now, not after UNCLAIMED_GRACE_MS (should the release fail too: the sweep's).
+    if (id !== undefined) await releaseBlobs(commits, [id]).catch(() => undefined);
+    throw error;
   }
   if (id === undefined) throw new Error('storeBlob: no bytes');
   return id;
@@ -95,18 +94,27 @@ export async function claimBlobs(trx: Db, ids: readonly number[]): Promise<void>
   if (Number(result.numUpdatedRows) !== new Set(ids).size) throw new BlobGoneError(ids);
 }
 
-/** The bytes of blob `id` put together from its pieces. */
-export async function readBlob(db: Db, id: number): Promise<Buffer> {
+/**
+ * The bytes of blob `id` put together from its pieces, or undefined when it is not claimed or its
+ * pieces do not add up to its size (swept while this read ran: the message is gone too).
+ */
+export async function readBlob(db: Db, id: number): Promise<Buffer | undefined> {
+  const blob = await runCompiledOnce(db, 'blobs.size', [id, BLOB_CLAIMED], () => db.selectFrom('blobs').select('size').where('id', '=', id).where('state', '=', BLOB_CLAIMED));
+  if (!blob[0]) return undefined;
   const pieces: Buffer[] = [];
+  let length = 0;
   for (let from = 0; ; from += PIECES_PER_READ) {
     if (from) await nextTurn();
     const rows = await runCompiledOnce(db, 'blob_chunks.read', [id, from, PIECES_PER_READ], () =>
       db.selectFrom('blob_chunks').select('bytes').where('blob_id', '=', id).where('seq', '>=', from).orderBy('seq').limit(PIECES_PER_READ),
     );
-    for (const r of rows) pieces.push(Buffer.from(r.bytes));
+    for (const r of rows) {
+      pieces.push(Buffer.from(r.bytes));
+      length += r.bytes.length;
+    }
     if (rows.length < PIECES_PER_READ) break;
   }
-  return Buffer.concat(pieces);
+  return length === Number(blob[0].size) ? Buffer.concat(pieces, length) : undefined;
 }
 
 /**
@@ -115,7 +123,7 @@ export async function readBlob(db: Db, id: number): Promise<Buffer> {
  * claimed, and a sweep finishes one whose deletion a process left halfway.
  */
 async function deleteBlobs(commits: GroupCommit<InboxDatabase>, doom: (trx: Db) => Promise<number[]>): Promise<number> {
-  const doomed = await commits.run(doom, LAZY);
+  const doomed = await commits.run(doom);
   for (const id of doomed) {
     for (;;) {
       await nextTurn();
@@ -124,7 +132,7 @@ async function deleteBlobs(commits: GroupCommit<InboxDatabase>, doom: (trx: Db) 
         if (seqs.length) await trx.deleteFrom('blob_chunks').where('blob_id', '=', id).where('seq', 'in', seqs).execute();
         else await trx.deleteFrom('blobs').where('id', '=', id).execute();
         return seqs.length;
-      }, LAZY);
+      });
       if (!left) break;
     }
   }
@@ -140,35 +148,52 @@ export async function releaseBlobs(commits: GroupCommit<InboxDatabase>, ids: rea
   });
 }
 
+/** Claimed blobs a sweep looks at for copies that still name them; the next sweep goes on after them. */
+const SCAN_PER_SWEEP = 1000;
+
+/** How long after its creation a blob whose deletion was begun counts as left halfway (a release takes seconds). */
+const DOOMED_GRACE_MS = 10 * 60 * 1000;
+
 /**
- * Deletes up to SWEEP_BATCH blobs that nothing needs: claimed ones no copy names any more (their
- * messages, threads, inboxes or organizations were deleted), unclaimed ones older than
- * UNCLAIMED_GRACE_MS, and doomed ones a process left halfway. Returns how many.
+ * The sweep of blobs that nothing needs: claimed ones no copy names any more (their messages,
+ * threads, inboxes or organizations were deleted), unclaimed ones older than UNCLAIMED_GRACE_MS,
+ * and ones whose deletion a process left halfway. Each `sweep` deletes up to SWEEP_BATCH of each
+ * kind and returns how many; it looks at SCAN_PER_SWEEP claimed blobs, going round all of them
+ * over successive sweeps, so that its cost does not grow with the number of stored messages.
  */
-export async function sweepBlobs(commits: GroupCommit<InboxDatabase>, clock: Clock): Promise<number> {
-  const cutoff = new Date(clock.now().getTime() - UNCLAIMED_GRACE_MS).toISOString();
-  return deleteBlobs(commits, async (trx) => {
-    const unreferenced = (state: number) =>
-      trx
-        .selectFrom('blobs')
-        .select('id')
-        .where('state', '=', state)
-        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('messages').select(sql.lit(1).as('one')).whereRef('messages.source_blob', '=', 'blobs.id'))))
-        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('attachments').select(sql.lit(1).as('one')).whereRef('attachments.content_blob', '=', 'blobs.id'))));
-    const found: [number, { id: number | string | bigint }[]][] = [
-      [BLOB_CLAIMED, await unreferenced(BLOB_CLAIMED).limit(SWEEP_BATCH).execute()],
-      [BLOB_UNCLAIMED, await unreferenced(BLOB_UNCLAIMED).where('created_at', '<', cutoff).limit(SWEEP_BATCH).execute()],
-      [BLOB_DOOMED, await trx.selectFrom('blobs').select('id').where('state', '=', BLOB_DOOMED).limit(SWEEP_BATCH).execute()],
-    ];
-    // Doomed in the transaction that found them unneeded, and only if still in the state they were
-    // found in: on PostgreSQL a delivery may have claimed an old unclaimed one meanwhile (a claimed
-    // blob gets no new copies, so one found unreferenced stays so).
-    const ids: number[] = [];
-    for (const [state, rows] of found) {
-      if (!rows.length) continue;
-      const doomed = await trx.updateTable('blobs').set({ state: BLOB_DOOMED }).where('id', 'in', rows.map((r) => Number(r.id))).where('state', '=', state).returning('id').execute();
-      ids.push(...doomed.map((r) => Number(r.id)));
-    }
-    return ids;
-  });
+export function createBlobSweeper(commits: GroupCommit<InboxDatabase>, clock: Clock) {
+  let after = 0;
+  return {
+    async sweep(): Promise<number> {
+      const now = clock.now().getTime();
+      let next = 0;
+      const swept = await deleteBlobs(commits, async (trx) => {
+        const window = (await trx.selectFrom('blobs').select('id').where('state', '=', BLOB_CLAIMED).where('id', '>', after).orderBy('id').limit(SCAN_PER_SWEEP).execute()).map((r) => Number(r.id));
+        next = window.length < SCAN_PER_SWEEP ? 0 : (window.at(-1) as number);
+        const unreferenced = () =>
+          trx
+            .selectFrom('blobs')
+            .select('id')
+            .where(({ not, exists, selectFrom }) => not(exists(selectFrom('messages').select(sql.lit(1).as('one')).whereRef('messages.source_blob', '=', 'blobs.id'))))
+            .where(({ not, exists, selectFrom }) => not(exists(selectFrom('attachments').select(sql.lit(1).as('one')).whereRef('attachments.content_blob', '=', 'blobs.id'))));
+        const found: [number, { id: number | string | bigint }[]][] = [
+          [BLOB_CLAIMED, window.length ? await unreferenced().where('id', 'in', window).limit(SWEEP_BATCH).execute() : []],
+          [BLOB_UNCLAIMED, await unreferenced().where('state', '=', BLOB_UNCLAIMED).where('created_at', '<', new Date(now - UNCLAIMED_GRACE_MS).toISOString()).limit(SWEEP_BATCH).execute()],
+          [BLOB_DOOMED, await trx.selectFrom('blobs').select('id').where('state', '=', BLOB_DOOMED).where('created_at', '<', new Date(now - DOOMED_GRACE_MS).toISOString()).limit(SWEEP_BATCH).execute()],
+        ];
+        // Doomed in the transaction that found them unneeded, and only if still in the state they
+        // were found in: on PostgreSQL a delivery may have claimed an old unclaimed one meanwhile
+        // (a claimed blob gets no new copies, so one found unreferenced stays so).
+        const ids: number[] = [];
+        for (const [state, rows] of found) {
+          if (!rows.length) continue;
+          const doomed = await trx.updateTable('blobs').set({ state: BLOB_DOOMED }).where('id', 'in', rows.map((r) => Number(r.id))).where('state', '=', state).returning('id').execute();
+          ids.push(...doomed.map((r) => Number(r.id)));
+        }
+        return ids;
+      });
+      after = next;
+      return swept;
+    },
+  };
 }
