@@ -23,7 +23,7 @@ import { buildInboxApp, type InboxConfig, type InboxServices } from './app.js';
 import { sendInboxError } from './http/error-envelope.js';
 import type { Db, InboxDatabase } from './database.js';
 import { createDelivery } from './delivery/delivery.service.js';
-import { sweepBlobs } from './messages/message-blobs.js';
+import { createBlobSweeper } from './messages/message-blobs.js';
 import { DRAFT_SEND_QUEUE, draftSendQueue } from './drafts/draft-send.worker.js';
 import { findDraftAttachmentContent } from './drafts/draft.repository.js';
 import { createDraftService } from './drafts/draft.service.js';
@@ -62,7 +62,7 @@ const KEYS_TOPIC = 'inbox_api_keys';
 export interface InboxRuntime {
   readonly services: InboxServices;
   readonly runner: JobRunner;
-  /** Deletes the blobs nothing needs any more (message-blobs.ts `sweepBlobs`): the worker role runs it every BLOB_SWEEP_MS. */
+  /** Deletes blobs nothing needs any more (message-blobs.ts `createBlobSweeper`): the worker role runs it every BLOB_SWEEP_MS. */
   sweepBlobs(): Promise<number>;
   /** Closes the SMTP relay's pooled connections; after the runner has stopped. */
   closeOutbound(): void;
@@ -164,8 +164,9 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.
   const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify(), domainKeys: domains.signingKey });
   queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
+  const blobSweeper = createBlobSweeper(commits, clock);
   const runner = createJobRunner({ db, clock, queues, log: options.log, ...(options.wakeups ? { wakeups: options.wakeups } : {}), ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}) });
-  return { services, runner, sweepBlobs: () => sweepBlobs(commits, clock), closeOutbound: () => outbound.close() };
+  return { services, runner, sweepBlobs: blobSweeper.sweep, closeOutbound: () => outbound.close() };
 }
 
 export interface RunningInboxService {

@@ -65,7 +65,7 @@ describe.each(dialects)('%s: blobs of large bytes', (dialect) => {
     const at = (ms: number) => ({ now: () => new Date(Date.now() + ms) });
     const old = await storeBlob(commits, at(-UNCLAIMED_GRACE_MS - 60_000), patterned(CHUNK_BYTES * 5 + 1, 7));
     const young = await storeBlob(commits, at(-UNCLAIMED_GRACE_MS + 60_000), patterned(CHUNK_BYTES + 1, 11));
-    const halfway = await storeBlob(commits, at(0), patterned(CHUNK_BYTES * 2, 13));
+    const halfway = await storeBlob(commits, at(-20 * 60_000), patterned(CHUNK_BYTES * 2, 13));
     await db().updateTable('blobs').set({ state: BLOB_DOOMED }).where('id', '=', halfway).execute();
     await db().deleteFrom('blob_chunks').where('blob_id', '=', halfway).where('seq', '=', 0).execute();
     // A message whose copy names its blobs.
@@ -75,7 +75,11 @@ describe.each(dialects)('%s: blobs of large bytes', (dialect) => {
     expect(sent.status).toBe(200);
     const named = await db().selectFrom('attachments').innerJoin('messages', 'messages.id', 'attachments.message_pk').select('attachments.content_blob').where('messages.message_id', '=', sent.body.message_id).executeTakeFirstOrThrow();
 
+    // A deletion begun moments ago is a release still under way: not the sweep's yet.
+    const underway = await storeBlob(commits, at(0), patterned(CHUNK_BYTES, 19));
+    await db().updateTable('blobs').set({ state: BLOB_DOOMED }).where('id', '=', underway).execute();
     expect(await server.service.runtime.sweepBlobs()).toBe(2);
+    expect((await db().selectFrom('blobs').select('state').where('id', '=', underway).executeTakeFirstOrThrow()).state).toBe(BLOB_DOOMED);
     const left = await db().selectFrom('blobs').select(['id', 'state']).where('id', 'in', [old, young, halfway, Number(named.content_blob)]).orderBy('id').execute();
     expect(left.map((b) => [Number(b.id), b.state])).toEqual([
       [young, BLOB_UNCLAIMED],
@@ -83,6 +87,29 @@ describe.each(dialects)('%s: blobs of large bytes', (dialect) => {
     ]);
     expect(await db().selectFrom('blob_chunks').select('seq').where('blob_id', 'in', [old, halfway]).execute()).toEqual([]);
     expect(await server.service.runtime.sweepBlobs()).toBe(0);
+  });
+
+  it('answers 404 for bytes whose pieces no longer add up to their blob, never a part of them', async () => {
+    const org = await organization(server, [unique('torn')]);
+    const [inbox] = org.inboxes as [string];
+    const file = patterned(CHUNK_BYTES * 2 + 5, 23);
+    const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { to: inbox, text: 'torn', attachments: [{ filename: 'torn.bin', content: b64(file) }] });
+    expect(sent.status).toBe(200);
+    const row = await db().selectFrom('messages').innerJoin('attachments', 'attachments.message_pk', 'messages.id').select(['messages.source_blob', 'attachments.content_blob', 'attachments.attachment_id']).where('messages.message_id', '=', sent.body.message_id).executeTakeFirstOrThrow();
+    const links = async () => ({
+      raw: (await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(sent.body.message_id)}/raw`)).body.download_url as string,
+      attachment: (await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(sent.body.message_id)}/attachments/${enc(row.attachment_id)}`)).body.download_url as string,
+    });
+    const whole = await links();
+    expect(Buffer.from(await (await fetch(whole.attachment)).arrayBuffer()).equals(file)).toBe(true);
+    expect((await fetch(whole.raw)).status).toBe(200);
+    for (const blob of [row.source_blob, row.content_blob]) await db().deleteFrom('blob_chunks').where('blob_id', '=', Number(blob)).where('seq', '=', 1).execute();
+    const torn = await links();
+    for (const url of [torn.raw, torn.attachment]) {
+      const res = await fetch(url);
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { error: { type: string } }).error.type).toBe('not_found');
+    }
   });
 
   it('moves the pieces of migration 0012 into claimed blobs that the copies name, and reads them back', async () => {

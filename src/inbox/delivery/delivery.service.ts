@@ -173,16 +173,21 @@ export function createDelivery(deps: DeliveryDeps) {
 
   /**
    * Runs `unit` (the delivery of `prepared`) as a unit of work, then releases the blobs of
-   * `prepared` that no copy claimed: all of them when the unit failed or stored no copy.
+   * `prepared` when no copy claimed them: the unit failed, or stored no copy. A release that
+   * fails leaves them to the sweep (message-blobs.ts `createBlobSweeper`).
    */
-  async function commit<T>(prepared: PreparedMessage, unit: (trx: Db) => Promise<T>): Promise<T> {
+  async function commit(prepared: PreparedMessage, unit: (trx: Db) => Promise<DeliveryResult>): Promise<DeliveryResult> {
     const blobs = blobIdsOf(prepared.message.blobs);
+    if (!blobs.length) return deps.commits.run(unit);
+    let result: DeliveryResult;
     try {
-      return await deps.commits.run(unit);
-    } finally {
-      // A release that fails leaves them to the sweep (message-blobs.ts `sweepBlobs`).
-      if (blobs.length) await releaseBlobs(deps.commits, blobs).catch(() => undefined);
+      result = await deps.commits.run(unit);
+    } catch (error) {
+      await releaseBlobs(deps.commits, blobs).catch(() => undefined);
+      throw error;
     }
+    if (!result.stored) await releaseBlobs(deps.commits, blobs).catch(() => undefined);
+    return result;
   }
 
   async function deliver(trx: Db, request: DeliveryRequest): Promise<DeliveryResult> {

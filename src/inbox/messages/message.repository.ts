@@ -341,7 +341,7 @@ export async function findAttachmentContent(db: Db, messagePk: number, attachmen
     .executeTakeFirst();
   if (!row) return undefined;
   const content = row.content_blob !== null ? await readBlob(db, Number(row.content_blob)) : Buffer.from(row.content);
-  return { filename: row.filename, contentType: row.content_type, content };
+  return content ? { filename: row.filename, contentType: row.content_type, content } : undefined;
 }
 
 /** The stored RFC 5322 source of a message (from its blob when it was stored so), or undefined when none was kept. */

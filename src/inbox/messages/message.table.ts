@@ -53,6 +53,8 @@ export interface AttachmentTable {
 export interface BlobTable {
   id: Generated<number>;
   state: number;
+  /** Bytes in all its pieces: a read that finds fewer (a blob swept meanwhile) finds nothing. */
+  size: number;
   created_at: string;
 }
 

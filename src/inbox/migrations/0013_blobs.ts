@@ -9,13 +9,24 @@ import { dialectOf } from '../../platform/db/dialect.js';
 // held move into one blob per (copy, part), already claimed.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations never depend on application types
 export async function up(db: Kysely<any>): Promise<void> {
+  // PostgreSQL runs a migration in a transaction; Kysely runs SQLite's outside one, and this one
+  // moves data: all of it or none.
+  if (dialectOf(db) === 'postgres' || db.isTransaction) await move(db);
+  else await db.transaction().execute(move);
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see up()
+async function move(db: Kysely<any>): Promise<void> {
   const postgres = dialectOf(db) === 'postgres';
   const serial = postgres ? 'bigserial' : 'integer';
   const blob = postgres ? 'bytea' : 'blob';
+  // Ids are never used again (AUTOINCREMENT on SQLite): a reader that found a blob's id just
+  // before the blob was swept must not get another message's bytes under it.
   await db.schema
     .createTable('blobs')
-    .addColumn('id', serial, (c) => c.primaryKey())
+    .addColumn('id', serial, (c) => (postgres ? c.primaryKey() : c.primaryKey().autoIncrement()))
     .addColumn('state', 'integer', (c) => c.notNull())
+    .addColumn('size', 'bigint', (c) => c.notNull())
     .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('blobs_state_created').on('blobs').columns(['state', 'created_at']).execute();
@@ -35,7 +46,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   const now = new Date().toISOString();
   const parts = await db.selectFrom('message_chunks').select(['message_pk', 'part']).distinct().execute();
   for (const { message_pk: messagePk, part } of parts) {
-    const { id } = await db.insertInto('blobs').values({ state: 1, created_at: now }).returning('id').executeTakeFirstOrThrow();
+    const { size } = await db.selectFrom('message_chunks').select(sql<number | string>`coalesce(sum(length(bytes)), 0)`.as('size')).where('message_pk', '=', messagePk).where('part', '=', part).executeTakeFirstOrThrow();
+    const { id } = await db.insertInto('blobs').values({ state: 1, size: Number(size), created_at: now }).returning('id').executeTakeFirstOrThrow();
     await sql`insert into blob_chunks (blob_id, seq, bytes) select ${id}, seq, bytes from message_chunks where message_pk = ${messagePk} and part = ${part}`.execute(db);
     if (part === 'source') await db.updateTable('messages').set({ source_blob: id }).where('id', '=', messagePk).execute();
     else await db.updateTable('attachments').set({ content_blob: id }).where('message_pk', '=', messagePk).where('attachment_id', '=', part).execute();
