@@ -50,7 +50,7 @@ export { migrateInbox, openInboxDatabase };
 
 /**
  * How often a worker sweeps blobs: the bytes of deleted messages leave the database within about
- * this long (a sweep deletes at most 50 blobs; the next takes the rest).
+ * this long (a sweep deletes at most 50 blobs of each kind; the next takes the rest).
  */
 export const BLOB_SWEEP_MS = 60_000;
 

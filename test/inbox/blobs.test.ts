@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inboxConfigSpec } from '../../src/inbox/inbox.config.js';
 import { inboxMigrations, INBOX_MIGRATION_TABLE } from '../../src/inbox/migrations/index.js';
-import { BLOB_CLAIMED, BLOB_DOOMED, BLOB_UNCLAIMED, CHUNK_BYTES, storeBlob, UNCLAIMED_GRACE_MS } from '../../src/inbox/messages/message-blobs.js';
+import { BLOB_CLAIMED, BLOB_DOOMED, BLOB_UNCLAIMED, BlobGoneError, CHUNK_BYTES, claimBlobs, releaseBlobs, storeBlob, UNCLAIMED_GRACE_MS } from '../../src/inbox/messages/message-blobs.js';
 import { migrateInbox, openInboxDatabase } from '../../src/inbox/service.js';
 import { loadConfig } from '../../src/platform/config/config.js';
-import { commitsOf } from '../../src/platform/db/group-commit.js';
+import { commitsOf, type GroupCommit } from '../../src/platform/db/group-commit.js';
+import type { InboxDatabase } from '../../src/inbox/database.js';
 import { migrateToLatest } from '../../src/platform/db/migrate.js';
 import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { deliver } from '../support/smtp-client.js';
@@ -87,6 +88,37 @@ describe.each(dialects)('%s: blobs of large bytes', (dialect) => {
     ]);
     expect(await db().selectFrom('blob_chunks').select('seq').where('blob_id', 'in', [old, halfway]).execute()).toEqual([]);
     expect(await server.service.runtime.sweepBlobs()).toBe(0);
+  });
+
+  it('releases what a blob write had written when one of its later transactions fails', async () => {
+    const real = commitsOf(db());
+    // The database's own batcher, but the third transaction of the write fails as a lost connection would.
+    let calls = 0;
+    const failing: GroupCommit<InboxDatabase> = { run: (work) => (++calls === 3 ? Promise.reject(new Error('connection lost')) : real.run(work)) };
+    const before = { blobs: await count('blobs'), pieces: await count('blob_chunks') };
+    const highest = Number((await db().selectFrom('blobs').select((eb) => eb.fn.max('id').as('m')).executeTakeFirstOrThrow()).m ?? 0);
+    await expect(storeBlob(failing, { now: () => new Date() }, patterned(CHUNK_BYTES * 10, 29))).rejects.toThrow('connection lost');
+    expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
+    // The released blob's id (highest + 1) is never given out again: a reader holding it must not find other bytes.
+    const next = await storeBlob(real, { now: () => new Date() }, patterned(CHUNK_BYTES, 31));
+    expect(next).toBeGreaterThan(highest + 1);
+    await releaseBlobs(real, [next]);
+  });
+
+  it('refuses to claim a blob the sweep took, and stores nothing of that unit', async () => {
+    const commits = commitsOf(db());
+    const stale = await storeBlob(commits, { now: () => new Date(Date.now() - UNCLAIMED_GRACE_MS - 60_000) }, patterned(CHUNK_BYTES, 37));
+    const fresh = await storeBlob(commits, { now: () => new Date() }, patterned(CHUNK_BYTES, 41));
+    await server.service.runtime.sweepBlobs();
+    const marker = unique('claim');
+    await expect(
+      commits.run(async (trx) => {
+        await trx.insertInto('organizations').values({ id: marker, name: marker, created_at: new Date().toISOString() }).execute();
+        await claimBlobs(trx, [fresh, stale]);
+      }),
+    ).rejects.toBeInstanceOf(BlobGoneError);
+    expect(await db().selectFrom('organizations').select('id').where('id', '=', marker).execute()).toEqual([]);
+    expect((await db().selectFrom('blobs').select('state').where('id', '=', fresh).executeTakeFirstOrThrow()).state).toBe(BLOB_UNCLAIMED);
   });
 
   it('answers 404 for bytes whose pieces no longer add up to their blob, never a part of them', async () => {

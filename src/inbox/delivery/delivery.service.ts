@@ -179,15 +179,14 @@ export function createDelivery(deps: DeliveryDeps) {
   async function commit(prepared: PreparedMessage, unit: (trx: Db) => Promise<DeliveryResult>): Promise<DeliveryResult> {
     const blobs = blobIdsOf(prepared.message.blobs);
     if (!blobs.length) return deps.commits.run(unit);
-    let result: DeliveryResult;
+    let stored = 0;
     try {
-      result = await deps.commits.run(unit);
-    } catch (error) {
-      await releaseBlobs(deps.commits, blobs).catch(() => undefined);
-      throw error;
+      const result = await deps.commits.run(unit);
+      stored = result.stored;
+      return result;
+    } finally {
+      if (!stored) await releaseBlobs(deps.commits, blobs).catch(() => undefined);
     }
-    if (!result.stored) await releaseBlobs(deps.commits, blobs).catch(() => undefined);
-    return result;
   }
 
   async function deliver(trx: Db, request: DeliveryRequest): Promise<DeliveryResult> {

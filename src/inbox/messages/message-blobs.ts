@@ -178,7 +178,8 @@ export function createBlobSweeper(commits: GroupCommit<InboxDatabase>, clock: Cl
             .where(({ not, exists, selectFrom }) => not(exists(selectFrom('attachments').select(sql.lit(1).as('one')).whereRef('attachments.content_blob', '=', 'blobs.id'))));
         const found: [number, { id: number | string | bigint }[]][] = [
           [BLOB_CLAIMED, window.length ? await unreferenced().where('id', 'in', window).limit(SWEEP_BATCH).execute() : []],
-          [BLOB_UNCLAIMED, await unreferenced().where('state', '=', BLOB_UNCLAIMED).where('created_at', '<', new Date(now - UNCLAIMED_GRACE_MS).toISOString()).limit(SWEEP_BATCH).execute()],
+          // No copy names an unclaimed blob: the claim and the copies commit together.
+          [BLOB_UNCLAIMED, await trx.selectFrom('blobs').select('id').where('state', '=', BLOB_UNCLAIMED).where('created_at', '<', new Date(now - UNCLAIMED_GRACE_MS).toISOString()).limit(SWEEP_BATCH).execute()],
           [BLOB_DOOMED, await trx.selectFrom('blobs').select('id').where('state', '=', BLOB_DOOMED).where('created_at', '<', new Date(now - DOOMED_GRACE_MS).toISOString()).limit(SWEEP_BATCH).execute()],
         ];
         // Doomed in the transaction that found them unneeded, and only if still in the state they
