@@ -26,14 +26,17 @@ import { summarizeProfile, formatProfile } from './profile.mjs';
  * flight, which splits that growth in two: what it took to get one send through (peak during one
  * send − idle RSS) and what each further send in flight added ((peak during big sends − peak
  * during one send) / (senders − 1)) (bench/README.md, big sends).
- * Options: --duration 10 --runs 3 --readers 4 --senders 2 --variants text,html,full --profile
+ * Options: --duration 10 --runs 3 --readers 4 --senders 2 --variants text,html,full --profile --floor
  * (--runs: fresh servers per variant, each measured alone and during big sends; the verdicts
  * go by the median over the runs, since one run's p99 moves by tens of milliseconds; --profile:
- * one extra --cpu-prof run per variant, not counted). PostgreSQL too when BENCH_POSTGRES_URL or
+ * one extra --cpu-prof run per variant, not counted; --floor: per run, one more fresh server that
+ * only receives the same requests, each with an address the API refuses, so that every request
+ * is read and parsed and answered 400 before anything is composed or stored: the memory that
+ * receiving a body of that size takes, a floor under the target's measure). PostgreSQL too when BENCH_POSTGRES_URL or
  * TEST_POSTGRES_URL is set (schema bench_bigsend, dropped afterwards).
  */
 
-const { values: args } = parseArgs({ options: { duration: { type: 'string' }, runs: { type: 'string' }, readers: { type: 'string' }, senders: { type: 'string' }, variants: { type: 'string' }, profile: { type: 'boolean' } } });
+const { values: args } = parseArgs({ options: { duration: { type: 'string' }, runs: { type: 'string' }, readers: { type: 'string' }, senders: { type: 'string' }, variants: { type: 'string' }, profile: { type: 'boolean' }, floor: { type: 'boolean' } } });
 const opts = {
   duration: Number(args.duration ?? process.env.BENCH_DURATION ?? 10),
   runs: Number(args.runs ?? process.env.BENCH_RUNS ?? 3),
@@ -41,6 +44,7 @@ const opts = {
   senders: Number(args.senders ?? 2),
   variants: (args.variants ?? 'text,html,full').split(','),
   profile: args.profile ?? process.env.BENCH_PROFILE === '1',
+  floor: args.floor ?? false,
 };
 // The memory split compares the peak with one send in flight against the peak with more.
 if (!(opts.senders >= 2)) throw new Error('--senders must be at least 2');
@@ -103,7 +107,7 @@ function mainThreadCpuMs(pid) {
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 /** One phase: readers of `others` for `duration` s, with `senders` loops of big sends of `body` if given. */
-async function phase({ port, pid, others, big, body, senders }) {
+async function phase({ port, pid, others, big, body, senders, status = 200 }) {
   const latencies = [];
   let errors = 0;
   let sent = 0;
@@ -125,7 +129,7 @@ async function phase({ port, pid, others, big, body, senders }) {
     while (performance.now() < end) {
       const t = performance.now();
       const r = await request(port, 'POST', `/v0/inboxes/${encodeURIComponent(big.from)}/messages/send`, big.apiKey, body);
-      if (r.status !== 200) throw new Error(`big send answered ${r.status}: ${r.body.slice(0, 300)}`);
+      if (r.status !== status) throw new Error(`big send answered ${r.status} instead of ${status}: ${r.body.slice(0, 300)}`);
       sendMs.push(performance.now() - t);
       sent++;
     }
@@ -173,7 +177,10 @@ async function seed(db, dir, dist) {
   }
 }
 
-async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], file = MAIN) {
+/** The same request with a recipient the API refuses: read and parsed in full, then answered 400. */
+const refused = (body) => body.replace(/^\{"to":"[^"]*"/, '{"to":"not an address"');
+
+async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], file = MAIN, floor = false) {
   const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', INBOX_PORT: String(port), DATA_DIR: dir, INBOX_DATABASE_URL: db.url, INBOX_ROLES: 'api', INBOX_DOMAINS: DOMAIN, INBOX_RATE_LIMIT_PER_MINUTE: '10000000', INBOX_SEND_LIMIT_PER_DAY: '100000000' };
   // Not pinned: the server and its worker threads may use both cores.
   const child = await harness.startServer({ label: variant, file, env, nodeArgs, pin: false });
@@ -182,15 +189,19 @@ async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], f
     for (let i = 0; i < 50; i++) await request(port, 'GET', '/v0/inboxes', seeded.others.apiKey);
     await sleep(500);
     const rssIdle = rss(child.pid);
+    // --floor: nothing but refused requests from the idle server on, then one send for the message's size.
+    const received = floor ? await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big, body: refused(body), senders: opts.senders, status: 400 }) : undefined;
     const first = await request(port, 'POST', `/v0/inboxes/${encodeURIComponent(seeded.big.from)}/messages/send`, seeded.big.apiKey, body);
     if (first.status !== 200) throw new Error(`${variant}: the big send answered ${first.status}: ${first.body.slice(0, 500)}`);
     const { message_id } = JSON.parse(first.body);
     const meta = JSON.parse((await request(port, 'GET', `/v0/inboxes/${encodeURIComponent(seeded.big.from)}/messages/${encodeURIComponent(message_id)}`, seeded.big.apiKey)).body);
+    const base = { server: file === MAIN ? 'ours' : 'baseline', load: os.loadavg()[0], variant, dialect: db.dialect, requestBytes: Buffer.byteLength(body), messageBytes: meta.size, rssIdle };
+    if (received) return { ...base, floor: true, received };
     await sleep(500);
     const alone = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big });
     const one = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big, body, senders: 1 });
     const during = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big, body, senders: opts.senders });
-    return { server: file === MAIN ? 'ours' : 'baseline', load: os.loadavg()[0], variant, dialect: db.dialect, requestBytes: Buffer.byteLength(body), messageBytes: meta.size, rssIdle, alone, one, during };
+    return { ...base, alone, one, during };
   } finally {
     await child.stop();
   }
@@ -263,11 +274,26 @@ function table(results) {
   return rows.join('\n');
 }
 
+/** Every --floor run: peak RSS per refused request in flight, from the idle server, over the message's size. */
+function floorTable(floors) {
+  const mb = (n) => fmt(n / 2 ** 20, 1);
+  const rows = [
+    `| Database | Variant | Server (load) | Message | Requests refused in ${opts.duration} s | RSS idle → peak | Peak RSS per request in flight (from idle) | < ${TARGET_RSS_FACTOR}× message |`,
+    '|---|---|---|--:|--:|--:|--:|---|',
+  ];
+  for (const f of floors) {
+    const factor = (f.received.rssPeak - f.rssIdle) / opts.senders / f.messageBytes;
+    rows.push(`| ${f.dialect} | ${f.variant} | ${f.server} #${f.run} (${fmt(f.load, 1)}) | ${mb(f.messageBytes)} MiB | ${f.received.sends} | ${mb(f.rssIdle)} → ${mb(f.received.rssPeak)} MiB | **${fmt(factor, 2)}×** | ${factor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} |`);
+  }
+  return rows.join('\n');
+}
+
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bigsend-bench-'));
   const port = await harness.freePort();
   const stamp = timestamp();
   const results = [];
+  const floors = [];
   const profiles = [];
   const source = process.env.BENCH_SOURCE ?? sourceOf(['src/inbox', 'src/platform']);
   console.log(`big-send bench: ${opts.runs} runs per variant, ${opts.duration} s per phase, ${opts.readers} readers, ${opts.senders} big sends in flight; variants ${opts.variants.join(', ')}`);
@@ -286,6 +312,10 @@ async function main() {
               const r = { ...(await runVariant(db, dir, port, seeded, variant, all[variant], [], file)), run };
               console.log(`${db.dialect} ${variant} ${r.server} run ${run}: ${JSON.stringify(r)}`);
               results.push(r);
+              if (!opts.floor) continue;
+              const f = { ...(await runVariant(db, dir, port, await seed(db, dir, distOf(file)), variant, all[variant], [], file, true)), run };
+              console.log(`${db.dialect} ${variant} ${f.server} floor ${run}: ${JSON.stringify(f)}`);
+              floors.push(f);
             }
           }
           if (opts.profile) {
@@ -317,8 +347,9 @@ async function main() {
     '',
     table(results),
     '',
+    ...(floors.length ? [`Receiving alone (--floor): ${opts.senders} loops of the same requests with a refused recipient, each read, parsed and answered 400, from the idle server on:`, '', floorTable(floors), ''] : []),
   ].join('\n');
-  writeResults(stamp, { date: new Date().toISOString(), machine, source, options: opts, results, profiles }, md);
+  writeResults(stamp, { date: new Date().toISOString(), machine, source, options: opts, results, floors, profiles }, md);
 }
 
 await main();
