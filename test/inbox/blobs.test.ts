@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/platform/config/config.js';
 import { commitsOf, type GroupCommit } from '../../src/platform/db/group-commit.js';
 import type { InboxDatabase } from '../../src/inbox/database.js';
 import { migrateToLatest } from '../../src/platform/db/migrate.js';
+import { createDelivery, type ComposedMessage } from '../../src/inbox/delivery/delivery.service.js';
 import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { deliver } from '../support/smtp-client.js';
 import { b64, call, enc, organization, unique } from './fixtures.js';
@@ -103,6 +104,21 @@ describe.each(dialects)('%s: blobs of large bytes', (dialect) => {
     const next = await storeBlob(real, { now: () => new Date() }, patterned(CHUNK_BYTES, 31));
     expect(next).toBeGreaterThan(highest + 1);
     await releaseBlobs(real, [next]);
+  });
+
+  it('releases the blobs a delivery wrote ahead when a later one of its blobs fails to be written', async () => {
+    const real = commitsOf(db());
+    // The source (2 pieces) is written in the first unit, the attachment (10 pieces) from the second on; the third fails.
+    let calls = 0;
+    const failing: GroupCommit<InboxDatabase> = { run: (work) => (++calls === 3 ? Promise.reject(new Error('connection lost')) : real.run(work)) };
+    const { clock, ids, events } = server.service.runtime.services;
+    const delivery = createDelivery({ commits: failing, clock, ids, events, sendLimitPerDay: 1000 });
+    // prepare reads only the bytes to write ahead (and runs the store hooks, none here).
+    const message = { raw: patterned(CHUNK_BYTES * 2, 43), attachmentContents: [patterned(CHUNK_BYTES * 10, 47)] } as unknown as ComposedMessage;
+    const before = { blobs: await count('blobs'), pieces: await count('blob_chunks') };
+    await expect(delivery.prepare(message)).rejects.toThrow('connection lost');
+    expect(calls).toBeGreaterThan(3);
+    expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
   });
 
   it('refuses to claim a blob the sweep took, and stores nothing of that unit', async () => {

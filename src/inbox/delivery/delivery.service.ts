@@ -178,14 +178,13 @@ export function createDelivery(deps: DeliveryDeps) {
    */
   async function commit(prepared: PreparedMessage, unit: (trx: Db) => Promise<DeliveryResult>): Promise<DeliveryResult> {
     const blobs = blobIdsOf(prepared.message.blobs);
-    if (!blobs.length) return deps.commits.run(unit);
     let stored = 0;
     try {
       const result = await deps.commits.run(unit);
       stored = result.stored;
       return result;
     } finally {
-      if (!stored) await releaseBlobs(deps.commits, blobs).catch(() => undefined);
+      if (!stored && blobs.length) await releaseBlobs(deps.commits, blobs).catch(() => undefined);
     }
   }
 

@@ -109,7 +109,8 @@ export async function readBlob(db: Db, id: number): Promise<Buffer | undefined> 
       db.selectFrom('blob_chunks').select('bytes').where('blob_id', '=', id).where('seq', '>=', from).orderBy('seq').limit(PIECES_PER_READ),
     );
     for (const r of rows) {
-      pieces.push(Buffer.from(r.bytes));
+      // Both drivers hand back a Buffer of its own: the concatenation below is the one copy.
+      pieces.push(r.bytes);
       length += r.bytes.length;
     }
     if (rows.length < PIECES_PER_READ) break;
