@@ -8,7 +8,9 @@ import type { GroupCommit } from '../platform/db/group-commit.js';
 import { NotFoundError, ValidationError } from '../platform/errors/app-error.js';
 import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
 import type { Registry } from 'prom-client';
-import { parseLargeJsonOffThread } from '../platform/http/json-body.js';
+import { parseJsonBodies } from '../platform/http/json-body.js';
+import type { JsonPath } from '../platform/http/json-scanner.js';
+import { createBase64Sink } from './mail/base64.js';
 import { nulPath } from '../platform/http/nul.js';
 import type { RateLimiter } from '../platform/http/rate-limit.js';
 import { schemaCompilers } from '../platform/http/validators.js';
@@ -35,7 +37,7 @@ import { inboxRoutes } from './inboxes/inbox.routes.js';
 import type { InboxService } from './inboxes/inbox.service.js';
 import type { inboxConfigSpec } from './inbox.config.js';
 import { messageRoutes } from './messages/message.routes.js';
-import { inboxPool, OFFLOAD_JSON_BYTES } from './offload.js';
+import { inboxPool, LARGE_STRING_BYTES, OFFLOAD_JSON_BYTES } from './offload.js';
 import type { MessageService } from './messages/message.service.js';
 import { searchRoutes } from './search/search.routes.js';
 import type { SearchService } from './search/search.service.js';
@@ -84,6 +86,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Routes that need no API key (docs, signed downloads). */
     public?: boolean;
+    /**
+     * Routes whose body's attachments (`attachments` or `add_attachments`) reach `toSendInput`:
+     * a large attachment's base64 is decoded as the body arrives (`receivedBytes`).
+     */
+    attachmentBytes?: boolean;
   }
 }
 
@@ -98,6 +105,11 @@ function refuseNulInBody(body: unknown): void {
   // The top-level field: deeper keys may be the caller's own (header names).
   const field = typeof at[0] === 'string' ? at[0] : undefined;
   throw new ValidationError(`${field ?? 'body'}: contains a NUL character (U+0000), which no field accepts.`, field, 'NUL_CHARACTER');
+}
+
+/** An attachment's base64 in a send-like body: decoded as it arrives. */
+function attachmentBase64At(path: JsonPath, maxRawBytes: number | undefined) {
+  return path.length === 3 && (path[0] === 'attachments' || path[0] === 'add_attachments') && typeof path[1] === 'number' && path[2] === 'content' ? createBase64Sink(maxRawBytes) : undefined;
 }
 
 /** Builds the inbox service's Fastify app (no listen). */
@@ -125,8 +137,15 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   app.setSerializerCompiler(compilers.serializerCompiler);
   // JSON only: other media types answer 415 instead of failing validation as strings.
   app.removeContentTypeParser('text/plain');
-  // A send of megabytes is parsed in a worker thread, not on the event loop every request shares.
-  parseLargeJsonOffThread(app, inboxPool(), OFFLOAD_JSON_BYTES);
+  // A send of megabytes is read in pieces as it arrives (decision 0029): its text and html kept
+  // apart, its attachments decoded on the way; never parsed whole on the event loop.
+  parseJsonBodies(app, inboxPool(), {
+    offloadAbove: OFFLOAD_JSON_BYTES,
+    scanAbove: OFFLOAD_JSON_BYTES,
+    largeStringBytes: LARGE_STRING_BYTES,
+    offloadStringAbove: LARGE_STRING_BYTES,
+    bytesAt: (request) => (request.routeOptions.config?.attachmentBytes ? attachmentBase64At : undefined),
+  });
   app.setErrorHandler((err, request, reply) => sendInboxError(request, reply, err));
   app.setNotFoundHandler((request, reply) => sendInboxError(request, reply, new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]}.`, { code: 'ROUTE_NOT_FOUND' })));
   app.addSchema(ErrorResponse);

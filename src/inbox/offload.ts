@@ -12,8 +12,16 @@ export function inboxPool(): WorkerPool {
   return pool;
 }
 
-/** Request bodies from this size on are parsed in a worker thread. */
+/**
+ * Request bodies from this size on are read in pieces as they arrive (platform/http/json-body.ts);
+ * what remains of them without their large strings is parsed in a worker thread from this size on.
+ */
 export const OFFLOAD_JSON_BYTES = 1024 * 1024;
+/**
+ * String values of a body read in pieces from this raw size on are kept apart from the rest, and
+ * turned into strings in a worker thread (an attachment's base64 is decoded as it arrives instead).
+ */
+export const LARGE_STRING_BYTES = 64 * 1024;
 /** Messages whose text, HTML and attachments reach this size together are composed in a worker thread. */
 export const OFFLOAD_COMPOSE_BYTES = 128 * 1024;
 /**

@@ -1,9 +1,10 @@
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { htmlToPlainText } from '../../src/inbox/mail/compose.js';
 import { BLOB_CLAIMED, CHUNK_BYTES } from '../../src/inbox/messages/message-blobs.js';
-import { OFFLOAD_BASE64_CHARS } from '../../src/inbox/offload.js';
+import { LARGE_STRING_BYTES, OFFLOAD_BASE64_CHARS, OFFLOAD_JSON_BYTES } from '../../src/inbox/offload.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
-import { b64, call, enc, expectError, organization, parseRaw, unique } from './fixtures.js';
+import { b64, call, enc, expectError, organization, parseRaw, unique, type Reply } from './fixtures.js';
 
 /**
  * Sends at the size limits: bodies of megabytes are parsed and composed in worker threads
@@ -216,5 +217,77 @@ describe.each(dialects)('%s: large sends', (dialect) => {
     expectError(await send(org.key, from, `{"to":"${to}","text":"x","__proto__":{"x":1}}`), 400, 'validation_error', 'INVALID_JSON');
     const list = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages`);
     expect(list.body.count).toBe(0);
+  });
+
+  /**
+   * POSTs `body` as the socket would carry a slow client's upload: in pieces of `piece` bytes, each
+   * written after the last was sent, with or without a Content-Length (chunked transfer coding).
+   */
+  function upload(key: string, path: string, body: Buffer, piece: number, declared: boolean): Promise<Reply> {
+    return new Promise((resolve, reject) => {
+      const url = new URL(path, server.url);
+      const length = declared ? { 'content-length': String(body.length) } : {};
+      const req = http.request({ host: url.hostname, port: url.port, method: 'POST', path: url.pathname, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...length } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const bytes = Buffer.concat(chunks);
+          resolve({ status: res.statusCode ?? 0, headers: new Headers(res.headers as Record<string, string>), body: JSON.parse(bytes.toString('utf8') || 'null'), bytes });
+        });
+      });
+      // The server may answer (413) before the whole body went out: then the rest is not sent.
+      let answered = false;
+      req.on('response', () => (answered = true));
+      req.on('error', reject);
+      let at = 0;
+      const next = () => {
+        if (answered || at >= body.length) return void req.end();
+        const part = body.subarray(at, at + piece);
+        at += piece;
+        req.write(part, () => setTimeout(next, 1));
+      };
+      // The headers first, and a moment for an answer to them alone (a declared length over the limit).
+      req.flushHeaders();
+      setTimeout(next, 50);
+    });
+  }
+
+  it('reads a body of megabytes in pieces as it arrives, with or without Content-Length: attachments decoded on the way, text and html whole, limits and bad input answered as for a body read whole', async () => {
+    const org = await organization(server, [unique('pieces'), unique('peer')]);
+    const [from, to] = org.inboxes as [string, string];
+    const path = `/v0/inboxes/${enc(from)}/messages/send`;
+    const file = Buffer.alloc(1536 * 1024 + 2);
+    for (let i = 0; i < file.length; i++) file[i] = (i * 2654435761) >>> 24;
+    // Quotes, backslashes, escapes and multi-byte characters, so that some fall on the pieces' edges.
+    const text = 'Grüße "aus" C:\\Temp\\ – 😀\n'.repeat(8000).slice(0, MAX_BODY / 2);
+    const html = `<p>${'Zeile mit &amp; und "Zitat" <b>fett</b>\t'.repeat(5000)}</p>`.slice(0, MAX_BODY);
+    const body = Buffer.from(JSON.stringify({ to, subject: 'in pieces', text, html, attachments: [{ filename: 'a.bin', content: file.toString('base64') }, { filename: 'u.bin', content: file.subarray(0, 100_000).toString('base64url') }] }));
+    expect(body.length).toBeGreaterThan(OFFLOAD_JSON_BYTES);
+    expect(text.length).toBeGreaterThan(LARGE_STRING_BYTES);
+    for (const [piece, declared] of [[65_536, true], [7_777, false], [1_048_576, false]] as const) {
+      const sent = await upload(org.key, path, body, piece, declared);
+      expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+      const got = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(sent.body.message_id)}`);
+      expect(got.body.text).toBe(text);
+      expect(got.body.html).toBe(html);
+      const sizes = (got.body.attachments as { size: number }[]).map((a) => a.size);
+      expect(sizes).toEqual([file.length, 100_000]);
+      const raw = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(sent.body.message_id)}/raw`);
+      const parsed = await parseRaw(Buffer.from(await (await fetch(raw.body.download_url)).arrayBuffer()));
+      expect(parsed.attachments.map((a) => a.content.equals(a.filename === 'a.bin' ? file : file.subarray(0, 100_000)))).toEqual([true, true]);
+    }
+
+    // Over the route's limit: 413 whether the length was declared or not, and nothing stored.
+    const huge = Buffer.from(JSON.stringify({ to, text: 'big', attachments: [{ filename: 'x', content: Buffer.alloc(4 * 1024 * 1024).toString('base64') }] }));
+    for (const declared of [true, false]) {
+      expectError(await upload(org.key, path, huge, 65_536, declared), 413, 'payload_too_large', 'FST_ERR_CTP_BODY_TOO_LARGE');
+    }
+    // A NUL in a large text; an unterminated large attachment.
+    const nul = await upload(org.key, path, Buffer.from(JSON.stringify({ to, text: `${'x'.repeat(2 * LARGE_STRING_BYTES)}\u0000`, attachments: [{ content: file.toString('base64') }] })), 65_536, true);
+    expectError(nul, 400, 'validation_error', 'NUL_CHARACTER', 'text');
+    const cut = await upload(org.key, path, Buffer.from(`{"to":"${to}","attachments":[{"content":"${file.toString('base64')}`), 65_536, false);
+    expectError(cut, 400, 'validation_error', 'INVALID_JSON');
+    const list = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages`);
+    expect(list.body.count).toBe(3);
   });
 });

@@ -64,6 +64,7 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
       body: CreateDraftBody,
       response: { 200: DraftResponse, 201: DraftResponse, ...errorResponses },
     },
+    config: { attachmentBytes: true },
     handler: async (request, reply) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftCreate');
@@ -100,6 +101,7 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
       body: UpdateDraftBody,
       response: { 200: DraftResponse, 409: Type.Ref('ErrorResponse'), ...errorResponses },
     },
+    config: { attachmentBytes: true },
     handler: async (request) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftUpdate');

@@ -1,5 +1,6 @@
 import type { TaskResult } from '../../platform/workers/tasks.js';
 import { ownBuffer } from '../../platform/workers/tasks.js';
+import { ByteBuffer, type BytesSink } from '../../platform/http/json-scanner.js';
 
 const BASE64 = /^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/;
 
@@ -22,3 +23,71 @@ export function decodeBase64Task(content: string): TaskResult {
   const own = ownBuffer(bytes) ? bytes : Buffer.from(bytes);
   return { value: own, transfer: [ownBuffer(own) as ArrayBuffer] };
 }
+
+/**
+ * `decodeBase64` for a JSON string read in pieces (platform/http/json-scanner.ts): the same rules,
+ * decoding whole groups of four as they arrive, into one buffer sized from `maxRawBytes`. At
+ * anything it cannot decode on the way (a JSON escape such as a line break written `\n`, a
+ * character outside the alphabet, the two alphabets mixed, more than two `=` or anything after
+ * them, or a wrong length at the end) it gives up and hands the string back as JSON: what it
+ * decoded so far encoded again (the same characters without their spaces), then the rest as sent.
+ * That string is then parsed and checked as any other, so every answer stays `decodeBase64`'s.
+ */
+export function createBase64Sink(maxRawBytes: number | undefined): BytesSink {
+  const decoded = new ByteBuffer(maxRawBytes === undefined ? 64 * 1024 : Math.ceil((maxRawBytes * 3) / 4) + 3);
+  /** Characters of an unfinished group, then any padding (nothing is decoded after a `=`). */
+  let carry = '';
+  let urlSafe: boolean | undefined;
+  /** Once it gave up: the string as JSON, from its opening quote. */
+  let json: ByteBuffer | undefined;
+
+  function giveUp(piece?: Buffer): void {
+    const again = decoded.bytes().toString(urlSafe ? 'base64url' : 'base64') + carry;
+    json = new ByteBuffer((maxRawBytes ?? again.length * 2) + 2);
+    json.append(QUOTE);
+    json.append(Buffer.from(again, 'latin1'));
+    if (piece) json.append(piece);
+  }
+
+  return {
+    write(piece) {
+      if (json) {
+        json.append(piece);
+        return;
+      }
+      let chars = piece.toString('latin1');
+      if (OUTSIDE.test(chars)) return giveUp(piece);
+      const standard = STANDARD_ONLY.test(chars);
+      const url = URL_SAFE_ONLY.test(chars);
+      if ((standard && (url || urlSafe === true)) || (url && urlSafe === false)) return giveUp(piece);
+      if (chars.includes(' ')) chars = chars.replace(/ +/g, '');
+      chars = carry + chars;
+      const pad = chars.indexOf('=');
+      // Padding ends the content: at most two, and nothing after them.
+      if (pad >= 0 && (chars.length - pad > 2 || NOT_PAD.test(chars.slice(pad)))) return giveUp(piece);
+      if (standard || url) urlSafe = url;
+      const limit = pad >= 0 ? pad : chars.length;
+      const whole = limit - (limit % 4);
+      if (whole) decoded.size += decoded.reserve((whole / 4) * 3).write(chars.slice(0, whole), decoded.size, 'base64');
+      carry = chars.slice(whole);
+    },
+    end() {
+      if (!json) {
+        const length = (decoded.size / 3) * 4 + carry.length;
+        if (length % 4 === 1 || (carry.includes('=') && length % 4 !== 0)) giveUp();
+      }
+      if (json) {
+        json.append(QUOTE);
+        return { json: json.bytes() };
+      }
+      if (carry) decoded.size += decoded.reserve(3).write(carry, decoded.size, 'base64');
+      return { bytes: decoded.bytes() };
+    },
+  };
+}
+
+const QUOTE = Buffer.from('"');
+const OUTSIDE = /[^A-Za-z0-9+/\-_= ]/;
+const STANDARD_ONLY = /[+/]/;
+const URL_SAFE_ONLY = /[-_]/;
+const NOT_PAD = /[^=]/;

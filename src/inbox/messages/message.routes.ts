@@ -67,6 +67,7 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
   ] as const) {
     app.post(path, {
       schema: { tags, summary, params: InboxIdParams, body: SendMessageBody, response: { 200: SendMessageResponse, ...errorResponses } },
+      config: { attachmentBytes: true },
       handler: async (request) => {
         const sent = await messages.send(ownerOf(request), request.params.inbox_id, toSendInput(request.body));
         return { message_id: sent.messageId, thread_id: sent.threadId };
@@ -132,6 +133,7 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
 
   app.post('/v0/inboxes/:inbox_id/messages/:message_id/reply', {
     schema: { tags, summary: 'Reply to a message (reply_all: true answers everyone)', params: MessageParams, body: ReplyBody, response: { 200: SendMessageResponse, ...errorResponses } },
+    config: { attachmentBytes: true },
     handler: async (request) => {
       const b = request.body;
       const sent = await messages.reply(ownerOf(request), request.params.inbox_id, request.params.message_id, { ...toSendInput(b), ...(b.reply_all !== undefined ? { replyAll: b.reply_all } : {}) });
@@ -141,6 +143,7 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
 
   app.post('/v0/inboxes/:inbox_id/messages/:message_id/reply-all', {
     schema: { tags, summary: 'Reply to the sender and every recipient of a message', params: MessageParams, body: ReplyAllBody, response: { 200: SendMessageResponse, ...errorResponses } },
+    config: { attachmentBytes: true },
     handler: async (request) => {
       const sent = await messages.reply(ownerOf(request), request.params.inbox_id, request.params.message_id, { ...toSendInput(request.body), replyAll: true });
       return { message_id: sent.messageId, thread_id: sent.threadId };
@@ -149,6 +152,7 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
 
   app.post('/v0/inboxes/:inbox_id/messages/:message_id/forward', {
     schema: { tags, summary: 'Forward a message, with its attachments, to new recipients', params: MessageParams, body: SendMessageBody, response: { 200: SendMessageResponse, ...errorResponses } },
+    config: { attachmentBytes: true },
     handler: async (request) => {
       const sent = await messages.forward(ownerOf(request), request.params.inbox_id, request.params.message_id, toSendInput(request.body));
       return { message_id: sent.messageId, thread_id: sent.threadId };

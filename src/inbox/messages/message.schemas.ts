@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { extractNewHtml, extractNewText } from '../mail/compose.js';
 import { toPageQuery } from '../lists/list-query.js';
+import { receivedBytes } from '../../platform/http/json-body.js';
 import type { AttachmentMeta, Message } from './message.repository.js';
 import type { MessageListQuery, SendAttachmentInput, SendInput } from './message.service.js';
 
@@ -269,6 +270,7 @@ export function toSendInput(b: SendLikeBody): SendInput {
     ...(a.content_disposition !== undefined ? { contentDisposition: a.content_disposition } : {}),
     ...(a.content_id !== undefined ? { contentId: a.content_id } : {}),
     ...(a.content !== undefined ? { content: a.content } : {}),
+    ...(receivedBytes(a) !== undefined ? { bytes: receivedBytes(a) } : {}),
     ...(a.url !== undefined ? { url: a.url } : {}),
   });
   return {

@@ -56,6 +56,8 @@ export interface SendAttachmentInput {
   readonly contentDisposition?: ContentDisposition;
   readonly contentId?: string;
   readonly content?: string;
+  /** The content already decoded as the body arrived (`content` is then ''). */
+  readonly bytes?: Buffer;
   readonly url?: string;
 }
 
@@ -158,7 +160,7 @@ function validateAttachments(list: readonly SendAttachmentInput[] | undefined, m
   const out = (list ?? []).map((a, i) => {
     if (a.url !== undefined) throw new AttachmentUrlNotSupportedError(i);
     if (typeof a.content !== 'string') throw new InvalidAttachmentError(i, 'content (the file as base64) is required.');
-    const content = decoded?.[i] !== undefined ? decoded[i] : decodeBase64(a.content);
+    const content = a.bytes ?? (decoded?.[i] !== undefined ? decoded[i] : decodeBase64(a.content));
     if (!content) throw new InvalidAttachmentError(i, 'content is not valid base64.');
     let filename: string | null = null;
     if (a.filename !== undefined) {

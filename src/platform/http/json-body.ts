@@ -1,19 +1,48 @@
-import { errorCodes, type FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ownBuffer } from '../workers/tasks.js';
 import { WorkerPoolError, type WorkerPool } from '../workers/pool.js';
+import { JsonBodyScanner, type BytesAt, type LargeValue } from './json-scanner.js';
 
 /**
- * Replaces Fastify's JSON body parser with one that parses bodies of `offloadAbove` bytes or more
- * in a worker thread (`pool` runs `parseJsonTask` as task `parseJson`), so that a request of
- * megabytes does not hold every other request up while JSON.parse reads it. Smaller bodies, and
- * the answers to bad JSON, are Fastify's own.
+ * A large string value that a `BytesSink` decoded as it arrived stands in its object as an empty
+ * string, with its bytes under this key (`receivedBytes`).
  */
-export function parseLargeJsonOffThread(app: FastifyInstance, pool: WorkerPool, offloadAbove: number): void {
+const RECEIVED_BYTES = Symbol('receivedBytes');
+
+/** The bytes a sink decoded for `holder[key]` while the body arrived (then `holder[key]` is ''), if any. */
+export function receivedBytes(holder: object): Buffer | undefined {
+  return (holder as { [RECEIVED_BYTES]?: Buffer })[RECEIVED_BYTES];
+}
+
+export interface JsonBodyOptions {
+  /** Bodies (and skeletons) from this size on are parsed in a worker thread. */
+  readonly offloadAbove: number;
+  /** Bodies from this size on are read in pieces by a `JsonBodyScanner`. */
+  readonly scanAbove: number;
+  /** String values from this raw size on are cut out of a scanned body and read apart. */
+  readonly largeStringBytes: number;
+  /** Large strings from this raw size on are turned into strings in a worker thread. */
+  readonly offloadStringAbove: number;
+  /** Sinks for a route's large strings by their place (e.g. attachments' base64), or undefined. */
+  readonly bytesAt?: (request: FastifyRequest) => BytesAt | undefined;
+}
+
+/**
+ * Replaces Fastify's JSON body parser (docs/decisions/0029-large-json-bodies-read-in-pieces.md).
+ * Bodies under `scanAbove` bytes are read whole and parsed by Fastify's own parser, or in a worker
+ * thread from `offloadAbove` on. Larger ones are read in pieces as they arrive: every large string
+ * value is kept apart (or decoded by its sink), the rest is parsed as JSON (in a worker thread
+ * if it is itself large), and the large values are put back in their places. No copy of the whole
+ * body is ever made; answers to bad JSON and to bodies over the route's limit are Fastify's.
+ */
+export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options: JsonBodyOptions): void {
   const small = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    const bytes = body as Buffer;
-    if (bytes.length < offloadAbove) {
+
+  /** The value of JSON `bytes`: on the event loop under `offloadAbove`, in a worker thread from there. */
+  function parse(request: FastifyRequest, bytes: Buffer, done: (err: Error | null, value?: unknown) => void): void {
+    if (bytes.length < options.offloadAbove) {
       small(request, bytes.toString('utf8'), done);
       return;
     }
@@ -22,5 +51,122 @@ export function parseLargeJsonOffThread(app: FastifyInstance, pool: WorkerPool, 
       (value) => done(null, value),
       (err: unknown) => done(err instanceof WorkerPoolError ? err : new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined),
     );
+  }
+
+  /** A large string's value from its JSON (its raw bytes between quotes). */
+  async function stringOf(json: Buffer): Promise<string> {
+    if (json.length < options.offloadStringAbove) return JSON.parse(json.toString('utf8')) as string;
+    // Moved, not copied: the buffer is this string's alone (the scanner sized it for it).
+    return pool.run<string>('parseJson', json, [json.buffer as ArrayBuffer]);
+  }
+
+  async function finish(request: FastifyRequest, scanner: JsonBodyScanner, prefix: string): Promise<unknown> {
+    const skeleton = scanner.end();
+    const parsed = await new Promise<unknown>((resolve, reject) => parse(request, skeleton, (err, value) => (err ? reject(err) : resolve(value))));
+    if (!scanner.large.length) return parsed;
+    let values: (string | Buffer)[];
+    try {
+      values = await Promise.all(scanner.large.map((v) => ('bytes' in v.result ? v.result.bytes : stringOf(v.result.json))));
+    } catch (err) {
+      throw err instanceof WorkerPoolError ? err : new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY();
+    }
+    return restoreLarge(parsed, prefix, scanner.large, values);
+  }
+
+  app.addContentTypeParser('application/json', (request, payload, done) => {
+    const limit = request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1024 * 1024;
+    const contentLength = Number(request.headers['content-length']);
+    if (contentLength > limit) {
+      done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE(), undefined);
+      return;
+    }
+    // Until `scanAbove` bytes have come, the body may still be a small one: kept as it came.
+    const early: Buffer[] = [];
+    let received = 0;
+    let scanner: JsonBodyScanner | undefined;
+    const prefix = `\u{f8ff}${randomUUID()}:`;
+    const stream = payload as NodeJS.ReadableStream & { receivedEncodedLength?: number };
+
+    const stop = () => {
+      stream.removeListener('data', onData);
+      stream.removeListener('end', onEnd);
+      stream.removeListener('error', onEnd);
+    };
+    function onData(chunk: Buffer | string) {
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      received += bytes.length;
+      if (received > limit || (stream.receivedEncodedLength ?? 0) > limit) {
+        stop();
+        done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE(), undefined);
+        return;
+      }
+      if (scanner) {
+        scanner.write(bytes);
+        return;
+      }
+      early.push(bytes);
+      if (received < options.scanAbove) return;
+      const bytesAt = options.bytesAt?.(request);
+      scanner = new JsonBodyScanner({ largeBytes: options.largeStringBytes, tokenPrefix: prefix, ...(bytesAt ? { bytesAt } : {}), ...(Number.isNaN(contentLength) ? {} : { bodyBytes: contentLength }) });
+      for (const piece of early.splice(0)) scanner.write(piece);
+    }
+    function onEnd(err?: Error & { statusCode?: number }) {
+      stop();
+      if (err) {
+        if (!(typeof err.statusCode === 'number' && err.statusCode >= 400)) err.statusCode = 400;
+        done(err, undefined);
+        return;
+      }
+      if (!Number.isNaN(contentLength) && (stream.receivedEncodedLength || received) !== contentLength) {
+        done(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH(), undefined);
+        return;
+      }
+      if (!scanner) {
+        if (received === 0) small(request, '', done);
+        else parse(request, Buffer.concat(early, received), done);
+        return;
+      }
+      finish(request, scanner, prefix).then(
+        (value) => done(null, value),
+        (error: unknown) => done(error as Error, undefined),
+      );
+    }
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+    stream.on('error', onEnd);
+    stream.resume();
   });
+}
+
+/**
+ * Puts every large value back where its token ended up in the parsed skeleton (where JSON.parse
+ * put it: a key given twice keeps its last value, as it would have). A decoded value leaves an
+ * empty string in its place and its bytes under RECEIVED_BYTES of the same object.
+ */
+export function restoreLarge(parsed: unknown, prefix: string, large: readonly LargeValue[], values: readonly (string | Buffer)[]): unknown {
+  const valueOf = (token: string): string | Buffer | undefined => {
+    if (!token.startsWith(prefix)) return undefined;
+    const index = Number(token.slice(prefix.length));
+    return large[index]?.token === token ? values[index] : undefined;
+  };
+  const root = typeof parsed === 'string' ? valueOf(parsed) : undefined;
+  if (root !== undefined) return typeof root === 'string' ? root : '';
+  // Iterative: a deeply nested body must not overflow the stack.
+  const pending: object[] = parsed !== null && typeof parsed === 'object' ? [parsed] : [];
+  while (pending.length) {
+    const holder = pending.pop() as Record<string, unknown>;
+    for (const key of Object.keys(holder)) {
+      const value = holder[key];
+      if (typeof value === 'string') {
+        const found = valueOf(value);
+        if (found === undefined) continue;
+        if (typeof found === 'string') holder[key] = found;
+        else {
+          holder[key] = '';
+          Object.defineProperty(holder, RECEIVED_BYTES, { value: found, enumerable: false, configurable: true, writable: true });
+        }
+      } else if (value !== null && typeof value === 'object') pending.push(value);
+    }
+  }
+  return parsed;
 }
