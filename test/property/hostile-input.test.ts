@@ -94,7 +94,7 @@ describe.each(dialects)('%s: property hostile input', (dialect) => {
       const body = JSON.stringify({ name: 'steady', email: uniqueEmail('steady') });
       const head = `POST /api/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/ld+json\r\nContent-Length: ${body.length + 3}\r\nConnection: close\r\n\r\n${body}`;
       // Three trickled spaces complete the body (trailing whitespace is valid JSON).
-      const res = await socketExchange(url, Buffer.from(head), { trickle: { everyMs: 100 }, timeoutMs: 15_000 });
+      const res = await socketExchange(url, Buffer.from(head), { trickle: { everyMs: 100, bytes: 3 }, timeoutMs: 15_000 });
       expect(res.status).toBe(201);
     });
   });

@@ -122,16 +122,19 @@ export interface SocketExchange {
 /**
  * Bytes over a plain TCP socket, for what no HTTP client would send: raw non-ASCII in the
  * request line, a 17 KB URL, a body trickled a byte at a time (`trickle`: after `bytes`, one
- * more byte every `everyMs` until the server answers or closes). Gives up after `timeoutMs`.
+ * more byte every `everyMs` until the server answers or closes, or `trickle.bytes` of them went).
+ * Gives up after `timeoutMs`.
  */
-export function socketExchange(baseUrl: string, bytes: Buffer, options: { trickle?: { everyMs: number }; timeoutMs?: number } = {}): Promise<SocketExchange> {
+export function socketExchange(baseUrl: string, bytes: Buffer, options: { trickle?: { everyMs: number; bytes?: number }; timeoutMs?: number } = {}): Promise<SocketExchange> {
   const base = new URL(baseUrl);
   const started = Date.now();
   return new Promise((resolve, reject) => {
     const socket = netConnect(Number(base.port), base.hostname, () => socket.write(bytes));
     const chunks: Buffer[] = [];
     socket.on('data', (d: Buffer) => chunks.push(d));
-    const trickle = options.trickle ? setInterval(() => socket.writable && socket.write(' '), options.trickle.everyMs) : undefined;
+    // At most `trickle.bytes` of them when given: a byte past a complete request would be the start of another.
+    let trickled = 0;
+    const trickle = options.trickle ? setInterval(() => socket.writable && trickled++ < (options.trickle?.bytes ?? Infinity) && socket.write(' '), options.trickle.everyMs) : undefined;
     const giveUp = setTimeout(() => {
       socket.destroy();
       reject(new Error(`the server neither answered nor closed within ${options.timeoutMs ?? 10_000} ms`));

@@ -84,7 +84,7 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
     const early: Buffer[] = [];
     let received = 0;
     let scanner: JsonBodyScanner | undefined;
-    const prefix = `\u{f8ff}${randomUUID()}:`;
+    let prefix = '';
     const stream = payload as NodeJS.ReadableStream & { receivedEncodedLength?: number };
 
     const stop = () => {
@@ -107,6 +107,7 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
       early.push(bytes);
       if (received < options.scanAbove) return;
       const bytesAt = options.bytesAt?.(request);
+      prefix = `\u{f8ff}${randomUUID()}:`;
       scanner = new JsonBodyScanner({ largeBytes: options.largeStringBytes, tokenPrefix: prefix, ...(bytesAt ? { bytesAt } : {}), ...(Number.isNaN(contentLength) ? {} : { bodyBytes: contentLength }) });
       for (const piece of early.splice(0)) scanner.write(piece);
     }
