@@ -103,6 +103,27 @@ describe('JsonBodyScanner', () => {
     }
   });
 
+  it('reads a body nested 500 deep (past the levels a path is kept for), with strings at every level, as JSON.parse does', () => {
+    const depth = 500;
+    const json = `${'[{"k":"v","x":['.repeat(depth)}"${'d'.repeat(40)}"${']}]'.repeat(depth)}`;
+    for (const size of [7, 65_536]) expect(scan(Buffer.from(json), size)).toEqual(JSON.parse(json));
+  });
+
+  it('keeps large values in buffers of about their size, whatever the body declares', () => {
+    const text = 'x'.repeat(100);
+    const content = bytesOf(75, 3).toString('base64');
+    const json = JSON.stringify({ list: Array.from({ length: 20 }, () => text), attachments: Array.from({ length: 5 }, () => ({ content })) });
+    const body = Buffer.from(json);
+    // Declared as if megabytes were still to come after each value.
+    const scanner = new JsonBodyScanner({ largeBytes: LARGE, tokenPrefix: PREFIX, bytesAt: attachmentAt, bodyBytes: 16 * 1024 * 1024 });
+    for (let i = 0; i < body.length; i += 50) scanner.write(body.subarray(i, i + 50));
+    expect(scanner.large).toHaveLength(25);
+    for (const { result } of scanner.large) {
+      const held = 'bytes' in result ? result.bytes : result.json;
+      expect(held.buffer.byteLength).toBeLessThanOrEqual(Math.max(held.length + 1024, held.length * 1.125));
+    }
+  });
+
   it('ignores a string that looks like a token of another body (each body has its own unguessable prefix)', () => {
     const json = JSON.stringify({ subject: '\u{f8ff}other-token:0', text: 'x'.repeat(40) });
     expect(scan(Buffer.from(json), 3)).toEqual(JSON.parse(json));

@@ -43,7 +43,7 @@ export function createBase64Sink(maxRawBytes: number | undefined): BytesSink {
 
   function giveUp(piece?: Buffer): void {
     const again = decoded.bytes().toString(urlSafe ? 'base64url' : 'base64') + carry;
-    json = new ByteBuffer((maxRawBytes ?? again.length * 2) + 2);
+    json = new ByteBuffer(Math.max(maxRawBytes ?? 0, again.length * 2) + 2);
     json.append(QUOTE);
     json.append(Buffer.from(again, 'latin1'));
     if (piece) json.append(piece);
@@ -78,10 +78,10 @@ export function createBase64Sink(maxRawBytes: number | undefined): BytesSink {
       }
       if (json) {
         json.append(QUOTE);
-        return { json: json.bytes() };
+        return { json: json.fitted() };
       }
       if (carry) decoded.size += decoded.reserve(3).write(carry, decoded.size, 'base64');
-      return { bytes: decoded.bytes() };
+      return { bytes: decoded.fitted() };
     },
   };
 }

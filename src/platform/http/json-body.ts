@@ -100,16 +100,22 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
         done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE(), undefined);
         return;
       }
-      if (scanner) {
-        scanner.write(bytes);
-        return;
+      try {
+        if (scanner) {
+          scanner.write(bytes);
+          return;
+        }
+        early.push(bytes);
+        if (received < options.scanAbove) return;
+        const bytesAt = options.bytesAt?.(request);
+        prefix = `\u{f8ff}${randomUUID()}:`;
+        scanner = new JsonBodyScanner({ largeBytes: options.largeStringBytes, tokenPrefix: prefix, ...(bytesAt ? { bytesAt } : {}), ...(Number.isNaN(contentLength) ? {} : { bodyBytes: contentLength }) });
+        for (const piece of early.splice(0)) scanner.write(piece);
+      } catch (err) {
+        // Whatever fails while a body is read (a buffer that cannot be allocated) fails this request, not the process.
+        stop();
+        done(err instanceof Error ? err : new Error(String(err)), undefined);
       }
-      early.push(bytes);
-      if (received < options.scanAbove) return;
-      const bytesAt = options.bytesAt?.(request);
-      prefix = `\u{f8ff}${randomUUID()}:`;
-      scanner = new JsonBodyScanner({ largeBytes: options.largeStringBytes, tokenPrefix: prefix, ...(bytesAt ? { bytesAt } : {}), ...(Number.isNaN(contentLength) ? {} : { bodyBytes: contentLength }) });
-      for (const piece of early.splice(0)) scanner.write(piece);
     }
     function onEnd(err?: Error & { statusCode?: number }) {
       stop();

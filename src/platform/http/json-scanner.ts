@@ -75,6 +75,18 @@ export class ByteBuffer {
   bytes(): Buffer {
     return this.buffer.subarray(0, this.size);
   }
+
+  /**
+   * What was appended, in a buffer of about its size: the same buffer when little of it is unused,
+   * else a copy (the reservation is then left to the collector). A value kept, moved to a worker
+   * thread or cloned to one then carries no more than an eighth of unused bytes.
+   */
+  fitted(): Buffer {
+    if (this.buffer.length - this.size <= Math.max(1024, this.size / 8)) return this.bytes();
+    const exact = Buffer.allocUnsafeSlow(this.size);
+    this.buffer.copy(exact, 0, 0, this.size);
+    return exact;
+  }
 }
 
 /** A large string value cut out of the body. */
@@ -89,38 +101,41 @@ const BACKSLASH = 0x5c;
 /** Keys longer than this are kept whole in the skeleton but not remembered: no path names one. */
 const MAX_KEY_BYTES = 256;
 
-interface Frame {
-  readonly array: boolean;
-  /** Objects: whether the next string is a key. */
-  expectKey: boolean;
-  /** Objects: the key of the value being read (undefined before the first or for a long key). */
-  key: string | undefined;
-  /** Arrays: the index of the value being read. */
-  index: number;
-}
+/** Paths deeper than this name no sink: no place a sink is asked for lies deeper. */
+const MAX_PATH_DEPTH = 8;
+/** What an open level is: an array, or an object (expecting a key, or its value). */
+const ARRAY = 1;
+const EXPECT_KEY = 2;
 
-/** The string being read: a key (kept in the skeleton) or a value (kept aside until its size is known). */
-interface OpenString {
-  readonly key: boolean;
-  /** Raw bytes read so far, copied (a socket's buffer may be reused once handed over). */
-  pieces: Buffer[];
-  size: number;
-  /** Where the string starts in the body (after its quote). */
-  readonly start: number;
-  /** A large value's raw bytes, from the opening quote on. */
-  bytes: ByteBuffer | undefined;
-  /** Set once the value reached `largeBytes` and its place names a sink. */
-  sink: BytesSink | undefined;
-  /** Whether it is a large value (cut out of the skeleton). */
-  large: boolean;
-  readonly path: JsonPath;
-}
+/**
+ * A large value's buffer is sized ahead from the most it can be, but never over this many times
+ * its size when it became large (16 MiB for a string of 64 KiB): a body that declares more than it
+ * sends, or holds many large strings, cannot make each reserve the rest of the body. Past that the
+ * buffer doubles, and at the string's end it is fitted (`ByteBuffer.fitted`).
+ */
+const AHEAD_FACTOR = 256;
 
 export class JsonBodyScanner {
-  private readonly skeleton: Buffer[] = [];
-  private skeletonSize = 0;
-  private readonly stack: Frame[] = [];
-  private open: OpenString | undefined;
+  /** The body without its large strings' bytes: keys and small values are read straight into it. */
+  private readonly skeleton = new ByteBuffer(64 * 1024);
+  /**
+   * The open objects and arrays, one byte each (ARRAY, EXPECT_KEY), so that a body nested a
+   * million deep costs a megabyte; keys and indexes only for the first MAX_PATH_DEPTH levels.
+   */
+  private kinds = new Uint8Array(256);
+  private depth = 0;
+  private readonly keys: (string | undefined)[] = [];
+  private readonly indexes: number[] = [];
+  /** Inside a string: whether it is a key. */
+  private inKey = false;
+  private inString = false;
+  /** The open string: where its bytes start in the skeleton and in the body, and its raw size so far. */
+  private stringAt = 0;
+  private stringStart = 0;
+  private stringSize = 0;
+  /** A large value's raw bytes from its opening quote on, or its sink. */
+  private largeBytes: ByteBuffer | undefined;
+  private sink: BytesSink | undefined;
   /** Backslashes that ended the previous piece of the open string (an odd count escapes what follows). */
   private backslashes = 0;
   /** Bytes of the body before the piece being read. */
@@ -141,7 +156,7 @@ export class JsonBodyScanner {
 
   /** The skeleton's size so far, bytes. */
   get size(): number {
-    return this.skeletonSize;
+    return this.skeleton.size;
   }
 
   write(chunk: Buffer): void {
@@ -155,7 +170,7 @@ export class JsonBodyScanner {
   private read(chunk: Buffer): void {
     let i = 0;
     while (i < chunk.length) {
-      if (this.open) {
+      if (this.inString) {
         const end = this.closingQuote(chunk, i);
         this.take(chunk.subarray(i, end < 0 ? chunk.length : end));
         if (end < 0) return;
@@ -166,28 +181,19 @@ export class JsonBodyScanner {
       const quote = chunk.indexOf(QUOTE, i);
       const stop = quote < 0 ? chunk.length : quote + 1;
       for (let j = i; j < stop - (quote < 0 ? 0 : 1); j++) this.structure(chunk[j] as number);
-      this.keep(chunk.subarray(i, stop));
+      this.skeleton.append(chunk.subarray(i, stop));
       if (quote < 0) return;
       this.openString(this.offset + stop);
       i = stop;
     }
   }
 
-  /** The skeleton: the body with every large string's bytes replaced by its token. */
+  /**
+   * The skeleton: the body with every large string's bytes replaced by its token. (A string left
+   * open stays open in it, so that parsing it fails as parsing the body would.)
+   */
   end(): Buffer {
-    // An unterminated string: keep what there is, so that parsing the skeleton fails as the body would.
-    if (this.open) {
-      for (const piece of this.open.pieces) this.keep(piece);
-      if (this.open.bytes) this.keep(this.open.bytes.bytes().subarray(1));
-      this.open = undefined;
-    }
-    return Buffer.concat(this.skeleton, this.skeletonSize);
-  }
-
-  private keep(bytes: Buffer): void {
-    if (!bytes.length) return;
-    this.skeleton.push(Buffer.from(bytes));
-    this.skeletonSize += bytes.length;
+    return this.skeleton.bytes();
   }
 
   /** The index of the quote that ends the open string in `chunk` from `from` on, or -1. */
@@ -218,101 +224,112 @@ export class JsonBodyScanner {
 
   /** Outside strings: follows objects, arrays, keys and indexes. */
   private structure(byte: number): void {
-    const top = this.stack[this.stack.length - 1];
+    const top = this.depth - 1;
     switch (byte) {
       case 0x7b: // {
-        this.stack.push({ array: false, expectKey: true, key: undefined, index: 0 });
+        this.push(EXPECT_KEY);
         break;
       case 0x5b: // [
-        this.stack.push({ array: true, expectKey: false, key: undefined, index: 0 });
+        this.push(ARRAY);
         break;
       case 0x7d: // }
       case 0x5d: // ]
-        this.stack.pop();
+        if (this.depth > 0) this.depth--;
         break;
       case 0x2c: // ,
-        if (top?.array) top.index++;
-        else if (top) top.expectKey = true;
+        if (top < 0) break;
+        if (this.kinds[top] === ARRAY) {
+          if (top < MAX_PATH_DEPTH) this.indexes[top] = (this.indexes[top] ?? 0) + 1;
+        } else this.kinds[top] = EXPECT_KEY;
         break;
       case 0x3a: // :
-        if (top && !top.array) top.expectKey = false;
+        if (top >= 0 && this.kinds[top] === EXPECT_KEY) this.kinds[top] = 0;
         break;
     }
+  }
+
+  private push(kind: number): void {
+    if (this.depth === this.kinds.length) {
+      const grown = new Uint8Array(this.kinds.length * 2);
+      grown.set(this.kinds);
+      this.kinds = grown;
+    }
+    if (this.depth < MAX_PATH_DEPTH) {
+      this.keys[this.depth] = undefined;
+      this.indexes[this.depth] = 0;
+    }
+    this.kinds[this.depth++] = kind;
   }
 
   private openString(start: number): void {
-    const top = this.stack[this.stack.length - 1];
-    const key = top !== undefined && !top.array && top.expectKey;
-    const path = key ? [] : this.stack.map((f) => (f.array ? f.index : (f.key ?? '')));
-    this.open = { key, pieces: [], size: 0, sink: undefined, large: false, path, start, bytes: undefined };
+    this.inString = true;
+    this.inKey = this.depth > 0 && this.kinds[this.depth - 1] === EXPECT_KEY;
+    this.stringAt = this.skeleton.size;
+    this.stringStart = start;
+    this.stringSize = 0;
     this.backslashes = 0;
   }
 
+  /** Where the open value sits, or undefined when deeper than any sink's place. */
+  private path(): JsonPath | undefined {
+    if (this.depth > MAX_PATH_DEPTH) return undefined;
+    const path: (string | number)[] = [];
+    for (let level = 0; level < this.depth; level++) path.push(this.kinds[level] === ARRAY ? (this.indexes[level] ?? 0) : (this.keys[level] ?? ''));
+    return path;
+  }
+
   private take(bytes: Buffer): void {
-    const open = this.open as OpenString;
     if (!bytes.length) return;
-    if (open.key) {
-      this.keep(bytes);
-      if (open.size <= MAX_KEY_BYTES) open.pieces.push(Buffer.from(bytes));
-      open.size += bytes.length;
-      return;
-    }
-    open.size += bytes.length;
-    if (open.sink) {
-      open.sink.write(bytes);
-      return;
-    }
-    if (open.bytes) {
-      open.bytes.append(bytes);
-      return;
-    }
-    open.pieces.push(Buffer.from(bytes));
-    if (open.size < this.options.largeBytes) return;
-    open.large = true;
+    this.stringSize += bytes.length;
+    if (this.sink) return this.sink.write(bytes);
+    if (this.largeBytes) return this.largeBytes.append(bytes);
+    this.skeleton.append(bytes);
+    if (this.inKey || this.stringSize < this.options.largeBytes) return;
+    // Large: its bytes so far move out of the skeleton.
     const { bodyBytes } = this.options;
-    const most = bodyBytes === undefined ? undefined : Math.max(bodyBytes - open.start, open.size);
-    const sink = this.options.bytesAt?.(open.path, most);
+    const most = bodyBytes === undefined ? undefined : Math.max(bodyBytes - this.stringStart, this.stringSize);
+    const sofar = this.skeleton.bytes().subarray(this.stringAt);
+    const path = this.path();
+    const sink = path && this.options.bytesAt?.(path, most === undefined ? undefined : Math.min(most, this.stringSize * AHEAD_FACTOR));
     if (sink) {
-      for (const piece of open.pieces) sink.write(piece);
-      open.sink = sink;
+      sink.write(sofar);
+      this.sink = sink;
     } else {
       // With room for the quotes around it: the string is parsed as a JSON string of its own.
-      open.bytes = new ByteBuffer((most ?? open.size * 2) + 2);
-      open.bytes.append(QUOTE_BYTE);
-      for (const piece of open.pieces) open.bytes.append(piece);
+      this.largeBytes = new ByteBuffer(Math.min(most ?? this.stringSize * 2, this.stringSize * AHEAD_FACTOR) + 2);
+      this.largeBytes.append(QUOTE_BYTE);
+      this.largeBytes.append(sofar);
     }
-    open.pieces = [];
+    this.skeleton.size = this.stringAt;
   }
 
   private closeString(): void {
-    const open = this.open as OpenString;
-    this.open = undefined;
-    if (open.key) {
-      const top = this.stack[this.stack.length - 1] as Frame;
-      top.key = open.size <= MAX_KEY_BYTES ? keyOf(Buffer.concat(open.pieces)) : undefined;
-      this.keep(CLOSE);
+    this.inString = false;
+    if (this.inKey) {
+      if (this.depth <= MAX_PATH_DEPTH) this.keys[this.depth - 1] = this.stringSize <= MAX_KEY_BYTES ? keyOf(this.skeleton.bytes().subarray(this.stringAt)) : undefined;
+      this.skeleton.append(QUOTE_BYTE);
       return;
     }
-    if (!open.large) {
-      for (const piece of open.pieces) this.keep(piece);
-      this.keep(CLOSE);
+    if (!this.sink && !this.largeBytes) {
+      this.skeleton.append(QUOTE_BYTE);
       return;
     }
     const token = `${this.options.tokenPrefix}${this.large.length}`;
     let result: SinkResult;
-    if (open.sink) result = open.sink.end();
+    if (this.sink) result = this.sink.end();
     else {
-      const bytes = open.bytes as ByteBuffer;
+      const bytes = this.largeBytes as ByteBuffer;
       bytes.append(QUOTE_BYTE);
-      result = { json: bytes.bytes() };
+      result = { json: bytes.fitted() };
     }
+    this.sink = undefined;
+    this.largeBytes = undefined;
     this.large.push({ token, result });
-    this.keep(Buffer.from(`${token}"`));
+    this.skeleton.append(Buffer.from(`${token}"`));
   }
 }
 
-const CLOSE = Buffer.from('"');
-const QUOTE_BYTE = CLOSE;
+const QUOTE_BYTE = Buffer.from('"');
 
 /** A key's name: its raw bytes as JSON reads them (an escape in a key is rare, a parse settles it). */
 function keyOf(raw: Buffer): string | undefined {
