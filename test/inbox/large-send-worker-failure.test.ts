@@ -108,7 +108,7 @@ describe.each(dialects)('%s: a large send whose worker thread dies', (dialect) =
 
   /**
    * A send that runs all four tasks in the inbox's worker threads, in this order: parseJson (the
-   * text, then the attachment's base64, as strings), decodeBase64 (the attachment), compose (the message) and
+   * attachment's base64, then the text, as strings), decodeBase64 (the attachment), compose (the message) and
    * bodyWords (its search words); each big enough to keep its thread busy for tens of
    * milliseconds. The base64 is wrapped in lines as MIME writes it: the body's reader cannot
    * decode that as it arrives (decision 0029), so the string is parsed and decoded in threads.
@@ -119,7 +119,8 @@ describe.each(dialects)('%s: a large send whose worker thread dies', (dialect) =
     const file = Buffer.alloc(5 * 1024 * 1024);
     for (let i = 0; i < file.length; i++) file[i] = (i * 131) & 0xff;
     const content = b64(file).replace(/(.{76})/g, '$1\n');
-    const body = JSON.stringify({ to, subject, text, attachments: [{ filename: 'data.bin', content }] });
+    // The attachment before the text: its string is parsed first, and long enough to be killed mid-task.
+    const body = JSON.stringify({ to, subject, attachments: [{ filename: 'data.bin', content }], text });
     expect(body.length).toBeGreaterThanOrEqual(OFFLOAD_JSON_BYTES);
     expect(content.length).toBeGreaterThanOrEqual(Math.max(OFFLOAD_BASE64_CHARS, LARGE_STRING_BYTES));
     expect(text.length).toBeGreaterThanOrEqual(Math.max(OFFLOAD_COMPOSE_BYTES, OFFLOAD_WORDS_CHARS));
