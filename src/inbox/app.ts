@@ -140,10 +140,8 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   // A send of megabytes is read in pieces as it arrives (decision 0029): its text and html kept
   // apart, its attachments decoded on the way; never parsed whole on the event loop.
   parseJsonBodies(app, inboxPool(), {
-    offloadAbove: OFFLOAD_JSON_BYTES,
-    scanAbove: OFFLOAD_JSON_BYTES,
+    largeBodyBytes: OFFLOAD_JSON_BYTES,
     largeStringBytes: LARGE_STRING_BYTES,
-    offloadStringAbove: LARGE_STRING_BYTES,
     bytesAt: (request) => (request.routeOptions.config?.attachmentBytes ? attachmentBase64At : undefined),
   });
   app.setErrorHandler((err, request, reply) => sendInboxError(request, reply, err));

@@ -16,33 +16,32 @@ export function receivedBytes(holder: object): Buffer | undefined {
 }
 
 export interface JsonBodyOptions {
-  /** Bodies (and skeletons) from this size on are parsed in a worker thread. */
-  readonly offloadAbove: number;
-  /** Bodies from this size on are read in pieces by a `JsonBodyScanner`. */
-  readonly scanAbove: number;
-  /** String values from this raw size on are cut out of a scanned body and read apart. */
+  /**
+   * Bodies from this size on are read in pieces by a `JsonBodyScanner`; what remains of them (the
+   * skeleton) is parsed in a worker thread if it is itself this large.
+   */
+  readonly largeBodyBytes: number;
+  /** String values from this raw size on are cut out of a scanned body and parsed apart, in a worker thread. */
   readonly largeStringBytes: number;
-  /** Large strings from this raw size on are turned into strings in a worker thread. */
-  readonly offloadStringAbove: number;
   /** Sinks for a route's large strings by their place (e.g. attachments' base64), or undefined. */
   readonly bytesAt?: (request: FastifyRequest) => BytesAt | undefined;
 }
 
 /**
  * Replaces Fastify's JSON body parser (docs/decisions/0029-large-json-bodies-read-in-pieces.md).
- * Bodies under `scanAbove` bytes are read whole and parsed by Fastify's own parser, or in a worker
- * thread from `offloadAbove` on. Larger ones are read in pieces as they arrive: every large string
- * value is kept apart (or decoded by its sink), the rest is parsed as JSON (in a worker thread
- * if it is itself large), and the large values are put back in their places. No copy of the whole
- * body is ever made; answers to bad JSON and to bodies over the route's limit are Fastify's.
+ * Bodies under `largeBodyBytes` are read whole and parsed by Fastify's own parser. Larger ones are
+ * read in pieces as they arrive: every large string value is kept apart (or decoded by its sink)
+ * and parsed alone in a worker thread, the rest is parsed as JSON (in a worker thread if it is
+ * itself large), and the large values are put back in their places. No copy of the whole body is
+ * ever made; answers to bad JSON and to bodies over the route's limit are Fastify's.
  */
 export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options: JsonBodyOptions): void {
   const small = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
 
-  /** The value of JSON `bytes`: on the event loop under `offloadAbove`, in a worker thread from there. */
+  /** The value of a skeleton: on the event loop under `largeBodyBytes`, in a worker thread from there. */
   function parse(request: FastifyRequest, bytes: Buffer, done: (err: Error | null, value?: unknown) => void): void {
-    if (bytes.length < options.offloadAbove) {
+    if (bytes.length < options.largeBodyBytes) {
       small(request, bytes.toString('utf8'), done);
       return;
     }
@@ -53,9 +52,8 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
     );
   }
 
-  /** A large string's value from its JSON (its raw bytes between quotes). */
-  async function stringOf(json: Buffer): Promise<string> {
-    if (json.length < options.offloadStringAbove) return JSON.parse(json.toString('utf8')) as string;
+  /** A large string's value from its JSON (its raw bytes between quotes), parsed in a worker thread. */
+  function stringOf(json: Buffer): Promise<string> {
     // Moved, not copied: the buffer is this string's alone (the scanner sized it for it).
     return pool.run<string>('parseJson', json, [json.buffer as ArrayBuffer]);
   }
@@ -80,7 +78,7 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
       done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE(), undefined);
       return;
     }
-    // Until `scanAbove` bytes have come, the body may still be a small one: kept as it came.
+    // Until `largeBodyBytes` have come, the body may still be a small one: kept as it came.
     const early: Buffer[] = [];
     let received = 0;
     let scanner: JsonBodyScanner | undefined;
@@ -106,7 +104,7 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
           return;
         }
         early.push(bytes);
-        if (received < options.scanAbove) return;
+        if (received < options.largeBodyBytes) return;
         const bytesAt = options.bytesAt?.(request);
         prefix = `\u{f8ff}${randomUUID()}:`;
         scanner = new JsonBodyScanner({ largeBytes: options.largeStringBytes, tokenPrefix: prefix, ...(bytesAt ? { bytesAt } : {}), ...(Number.isNaN(contentLength) ? {} : { bodyBytes: contentLength }) });
@@ -129,8 +127,8 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
         return;
       }
       if (!scanner) {
-        if (received === 0) small(request, '', done);
-        else parse(request, Buffer.concat(early, received), done);
+        // Decoded at once, so a piece that arrived alone needs no copy of its own.
+        small(request, (early.length === 1 ? (early[0] as Buffer) : Buffer.concat(early, received)).toString('utf8'), done);
         return;
       }
       finish(request, scanner, prefix).then(

@@ -154,11 +154,6 @@ export class JsonBodyScanner {
     },
   ) {}
 
-  /** The skeleton's size so far, bytes. */
-  get size(): number {
-    return this.skeleton.size;
-  }
-
   write(chunk: Buffer): void {
     try {
       this.read(chunk);
