@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { clearInterval, setInterval } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { DOMAIN, dropInboxSchema, inboxConfig, loadService } from './inbox-seed.mjs';
 import * as harness from './lib/harness.mjs';
 import { fmt, machineDescription, median, postgresUrl, RESULTS, ROOT, sourceOf, timestamp, writeResults } from './lib/harness.mjs';
@@ -16,7 +17,8 @@ import { summarizeProfile, formatProfile } from './profile.mjs';
  * server (dist/src/inbox/main.js, INBOX_ROLES=api, not pinned: its worker threads may use the
  * second core, as they would on any machine with more than one). Organization "others" reads
  * `GET /v0/inboxes` over a few keep-alive connections, one request after the other on each, and
- * every latency is recorded. Phase "alone": nothing else runs. Phase "big sends": organization
+ * every latency is recorded, from a thread of the bench's own (lib/bigsend-readers.mjs), so that
+ * the time the bench spends writing big bodies is not counted as the server's. Phase "alone": nothing else runs. Phase "big sends": organization
  * "big" at the same time keeps `--senders` sends in flight, each at the limits of the variant
  * (`text`: the largest text; `html`: the largest html; `full`: the largest text and html and
  * attachments totalling INBOX_MAX_ATTACHMENT_BYTES), each to one other local inbox. The server's
@@ -120,14 +122,12 @@ async function phase({ port, pid, others, big, body, senders, status = 200 }) {
   let peak = rssBefore;
   const end = performance.now() + opts.duration * 1000;
   const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 10);
-  const reader = async () => {
-    while (performance.now() < end) {
-      const t = performance.now();
-      const r = await request(port, 'GET', '/v0/inboxes', others.apiKey);
-      latencies.push(performance.now() - t);
-      if (r.status !== 200) errors++;
-    }
-  };
+  // The readers run in a thread of their own (lib/bigsend-readers.mjs), not timed by this busy one.
+  const readers = new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./lib/bigsend-readers.mjs', import.meta.url), { workerData: { port, apiKey: others.apiKey, readers: opts.readers, endAt: Date.now() + opts.duration * 1000 } });
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
   const sender = async () => {
     while (performance.now() < end) {
       const t = performance.now();
@@ -137,8 +137,10 @@ async function phase({ port, pid, others, big, body, senders, status = 200 }) {
       sent++;
     }
   };
-  await Promise.all([...Array.from({ length: opts.readers }, reader), ...(body ? Array.from({ length: senders }, sender) : [])]);
+  const [read] = await Promise.all([readers, ...(body ? Array.from({ length: senders }, sender) : [])]);
   clearInterval(sampler);
+  latencies.push(...read.latencies);
+  errors += read.errors;
   const mainCpuMs = mainThreadCpuMs(pid) - cpuBefore;
   const sorted = latencies.sort((a, b) => a - b);
   return { requests: sorted.length, errors, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1], mainCpuMs, sends: sent, sendMedianMs: sendMs.length ? median(sendMs) : null, rssBefore, rssPeak: peak };
