@@ -1,6 +1,31 @@
 import { readFileSync } from 'node:fs';
 import { threadId } from 'node:worker_threads';
+import { sendPieces, type PiecesChannel } from '../../src/platform/workers/pieces.js';
 import { ownBuffer, serveTasks } from '../../src/platform/workers/tasks.js';
+
+/** What the `pieces` task makes: chunks of `sizes` bytes, and how it fails. */
+interface PiecesInput {
+  readonly sizes: readonly number[];
+  /** Counts the chunks made so far, for the test to read while the task runs. */
+  readonly made?: Int32Array;
+  /** Before chunk n: throw, or end the thread. */
+  readonly failAt?: number;
+  readonly dieAt?: number;
+}
+
+/** The chunks of `input`, byte i of the whole being i & 0xff. */
+async function* chunks(input: PiecesInput): AsyncGenerator<Buffer> {
+  let at = 0;
+  for (const [n, size] of input.sizes.entries()) {
+    if (n === input.failAt) throw new TypeError('the maker failed');
+    if (n === input.dieAt) process.exit(4);
+    const chunk = Buffer.alloc(size);
+    for (let i = 0; i < size; i++) chunk[i] = (at + i) & 0xff;
+    at += size;
+    if (input.made) Atomics.add(input.made, 0, 1);
+    yield chunk;
+  }
+}
 
 /** Tasks for worker-pool.test.ts. */
 serveTasks({
@@ -27,4 +52,6 @@ serveTasks({
     throw new RangeError('not this one');
   },
   die: () => process.exit(3),
+  /** Sends the chunks of its input on the channel (platform/workers/pieces.ts); its value: the bytes sent. */
+  pieces: async (input: PiecesInput & { pieces: PiecesChannel }) => ({ value: await sendPieces(input.pieces, chunks(input)) }),
 });
