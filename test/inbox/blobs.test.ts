@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inboxConfigSpec } from '../../src/inbox/inbox.config.js';
 import { inboxMigrations, INBOX_MIGRATION_TABLE } from '../../src/inbox/migrations/index.js';
-import { BLOB_CLAIMED, BLOB_DOOMED, BLOB_UNCLAIMED, BlobGoneError, CHUNK_BYTES, claimBlobs, releaseBlobs, storeBlob, UNCLAIMED_GRACE_MS } from '../../src/inbox/messages/message-blobs.js';
+import { BLOB_CLAIMED, BLOB_DOOMED, BLOB_UNCLAIMED, BlobGoneError, CHUNK_BYTES, claimBlobs, readBlob, releaseBlobs, storeBlob, storeBlobPieces, UNCLAIMED_GRACE_MS } from '../../src/inbox/messages/message-blobs.js';
 import { migrateInbox, openInboxDatabase } from '../../src/inbox/service.js';
 import { loadConfig } from '../../src/platform/config/config.js';
 import { commitsOf, type GroupCommit } from '../../src/platform/db/group-commit.js';
@@ -108,9 +108,9 @@ describe.each(dialects)('%s: blobs of large bytes', (dialect) => {
 
   it('releases the blobs a delivery wrote ahead when a later one of its blobs fails to be written', async () => {
     const real = commitsOf(db());
-    // The source (2 pieces) is written in the first unit, the attachment (10 pieces) from the second on; the third fails.
+    // The attachment (10 pieces) is written in the first three units, the source (2 pieces) in the fourth, which fails.
     let calls = 0;
-    const failing: GroupCommit<InboxDatabase> = { run: (work) => (++calls === 3 ? Promise.reject(new Error('connection lost')) : real.run(work)) };
+    const failing: GroupCommit<InboxDatabase> = { run: (work) => (++calls === 4 ? Promise.reject(new Error('connection lost')) : real.run(work)) };
     const { clock, ids, events } = server.service.runtime.services;
     const delivery = createDelivery({ commits: failing, clock, ids, events, sendLimitPerDay: 1000 });
     // prepare reads only the bytes to write ahead (and runs the store hooks, none here).
@@ -118,6 +118,64 @@ describe.each(dialects)('%s: blobs of large bytes', (dialect) => {
     const before = { blobs: await count('blobs'), pieces: await count('blob_chunks') };
     await expect(delivery.prepare(message)).rejects.toThrow('connection lost');
     expect(calls).toBeGreaterThan(3);
+    expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
+  });
+
+  it('writes a blob from pieces as they come: the size once they end, bytes of fewer than CHUNK_BYTES not at all, and what was written released when the pieces fail', async () => {
+    const commits = commitsOf(db());
+    const clock = { now: () => new Date() };
+    async function* from(pieces: readonly Buffer[], fail?: { at: number; closed: { value: boolean } }) {
+      try {
+        for (const [i, piece] of pieces.entries()) {
+          if (i === fail?.at) throw new Error('the composer failed');
+          yield piece;
+        }
+      } finally {
+        if (fail) fail.closed.value = true;
+      }
+    }
+    const whole = patterned(CHUNK_BYTES * 9 + 1234, 53);
+    const slices = (bytes: Buffer) => Array.from({ length: Math.ceil(bytes.length / CHUNK_BYTES) }, (_, i) => bytes.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES));
+    const before = { blobs: await count('blobs'), pieces: await count('blob_chunks') };
+
+    // Ten pieces in three transactions: the size is known only at the last, and recorded there.
+    const stored = await storeBlobPieces(commits, clock, from(slices(whole)));
+    expect(stored.blob).not.toBeNull();
+    expect(stored.size).toBe(whole.length);
+    const row = await db().selectFrom('blobs').select(['size', 'state']).where('id', '=', stored.blob as number).executeTakeFirstOrThrow();
+    expect([Number(row.size), row.state]).toEqual([whole.length, BLOB_UNCLAIMED]);
+    await commits.run((trx) => claimBlobs(trx, [stored.blob as number]));
+    expect((await readBlob(db(), stored.blob as number))?.equals(whole)).toBe(true);
+    // Exactly one piece is a blob too (storedAsBlob), in one transaction.
+    const one = await storeBlobPieces(commits, clock, from([patterned(CHUNK_BYTES, 59)]));
+    expect([one.blob === null, one.size]).toEqual([false, CHUNK_BYTES]);
+    // Released as a delivery that stored no copy would, claimed back to unclaimed first.
+    await db().updateTable('blobs').set({ state: BLOB_UNCLAIMED }).where('id', '=', stored.blob as number).execute();
+    await releaseBlobs(commits, [stored.blob as number, one.blob as number]);
+    expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
+
+    // Fewer bytes than a piece: handed back for their column, nothing written.
+    const small = patterned(CHUNK_BYTES - 1, 61);
+    const back = await storeBlobPieces(commits, clock, from([small]));
+    expect(back.blob).toBeNull();
+    expect(back.blob === null && back.bytes.equals(small)).toBe(true);
+    expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
+
+    // Pieces that fail after two transactions: their error, what was written released, the maker closed.
+    const closed = { value: false };
+    await expect(storeBlobPieces(commits, clock, from(slices(whole), { at: 9, closed }))).rejects.toThrow('the composer failed');
+    expect(closed.value).toBe(true);
+    expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
+    // A transaction that fails: the maker is closed too, and nothing is left.
+    let calls = 0;
+    const failing: GroupCommit<InboxDatabase> = { run: (work) => (++calls === 2 ? Promise.reject(new Error('connection lost')) : commits.run(work)) };
+    const closedToo = { value: false };
+    await expect(storeBlobPieces(failing, clock, from(slices(whole), { at: -1, closed: closedToo }))).rejects.toThrow('connection lost');
+    expect(closedToo.value).toBe(true);
+    expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
+    // A short piece before the last breaks the pieces' contract: refused, nothing left.
+    await expect(storeBlobPieces(commits, clock, from([patterned(CHUNK_BYTES, 1), patterned(10, 2), patterned(CHUNK_BYTES, 3)]))).rejects.toThrow('shorter than CHUNK_BYTES');
+    await expect(storeBlobPieces(commits, clock, from([patterned(10, 2), patterned(CHUNK_BYTES, 3)]))).rejects.toThrow('shorter than CHUNK_BYTES');
     expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
   });
 

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { htmlToPlainText } from '../../src/inbox/mail/compose.js';
 import { BLOB_CLAIMED, CHUNK_BYTES } from '../../src/inbox/messages/message-blobs.js';
-import { LARGE_STRING_BYTES, OFFLOAD_BASE64_CHARS, OFFLOAD_JSON_BYTES } from '../../src/inbox/offload.js';
+import { LARGE_STRING_BYTES, OFFLOAD_BASE64_CHARS, OFFLOAD_COMPOSE_BYTES, OFFLOAD_JSON_BYTES } from '../../src/inbox/offload.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { b64, call, enc, expectError, organization, parseRaw, unique, type Reply } from './fixtures.js';
 
@@ -124,6 +124,27 @@ describe.each(dialects)('%s: large sends', (dialect) => {
     expect(await db.selectFrom('blob_chunks').select('seq').where('blob_id', 'in', [sourceBlob, attachmentBlob]).execute()).toEqual([]);
     const kept = (await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(from)}/messages/${enc(forwarded.body.message_id)}/attachments/${enc(carried?.attachment_id as string)}`)).body;
     expect(Buffer.from(await (await fetch(kept.download_url)).arrayBuffer()).equals(file)).toBe(true);
+  });
+
+  it('keeps a source composed in a worker thread in its column when it comes to less than a blob piece', async () => {
+    const org = await organization(server, [unique('between'), unique('peer')]);
+    const [from, to] = org.inboxes as [string, string];
+    // Long enough to be composed in a worker thread (OFFLOAD_COMPOSE_BYTES), short enough that its source stays under CHUNK_BYTES.
+    const text = `Grüße ${'x'.repeat(70)}\n`.repeat(Math.ceil((OFFLOAD_COMPOSE_BYTES + 10_000) / 77));
+    expect(text.length).toBeGreaterThanOrEqual(OFFLOAD_COMPOSE_BYTES);
+    const res = await send(org.key, from, { to, subject: 'dazwischen', text });
+    expect(res.status).toBe(200);
+    const db = server.service.database.db;
+    const copies = await db.selectFrom('messages').select(['raw', 'size', 'source_blob']).where('message_id', '=', res.body.message_id).execute();
+    expect(copies).toHaveLength(2);
+    for (const copy of copies) {
+      expect(copy.source_blob).toBeNull();
+      expect(copy.raw?.length).toBe(Number(copy.size));
+      expect(Number(copy.size)).toBeLessThan(CHUNK_BYTES);
+    }
+    const raw = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(res.body.message_id)}/raw`);
+    const parsed = await parseRaw(Buffer.from(await (await fetch(raw.body.download_url)).arrayBuffer()));
+    expect(parsed.text).toBe(text);
   });
 
   it('checks and decodes base64 of megabytes (in a worker thread) as it does a small one: whitespace, URL-safe alphabet, invalid content', async () => {

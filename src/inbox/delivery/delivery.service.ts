@@ -11,7 +11,7 @@ import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
 import { normalizeSubject } from '../mail/compose.js';
 import { SendLimitExceededError } from '../messages/message.errors.js';
-import { blobIdsOf, releaseBlobs, storeBlob, storedAsBlob } from '../messages/message-blobs.js';
+import { blobIdsOf, releaseBlobs, storeBlob, storeBlobPieces, storedAsBlob } from '../messages/message-blobs.js';
 import { findThreadsHoldingMessages, incrementSendCount, insertMessages, type Message, type NewMessage } from '../messages/message.repository.js';
 import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../outbound/outbound-job.js';
 import { findThreadsForUpdate, insertThreads, updateThread, type Thread } from '../threads/thread.repository.js';
@@ -23,6 +23,12 @@ import { chooseThreads } from './threading.js';
 
 /** A message as composed (API) or parsed (SMTP): everything but what differs per copy. */
 export type ComposedMessage = Omit<NewMessage, 'organizationId' | 'inboxId' | 'threadId' | 'labels' | 'bcc'>;
+
+/**
+ * A message whose source is still being composed (compose.ts `composeSource`, large messages):
+ * `prepare` writes the pieces into a blob as they come, and learns the size from them.
+ */
+export type ComposingMessage = Omit<ComposedMessage, 'raw' | 'size'> & { readonly source: AsyncIterable<Buffer> };
 
 /** A recipient on a local domain. */
 export interface LocalRecipient {
@@ -64,7 +70,7 @@ export type AfterStore = (trx: Db, stored: readonly { inbox: Inbox; message: Mes
  * requests run between them, and the SQL that it returns, run in the unit of work after the copies
  * were stored. Nothing CPU-heavy runs inside the write transaction (issue 9, item 2).
  */
-export type StoreHook = (message: ComposedMessage) => Promise<AfterStore>;
+export type StoreHook = (message: Omit<ComposedMessage, 'raw' | 'size'>) => Promise<AfterStore>;
 
 /** What `prepare` made of a composed message: its large bytes written as blobs, and the unit of work's share of every store hook. */
 export interface PreparedMessage {
@@ -131,6 +137,9 @@ export function secondsUntilUtcMidnight(now: Date): number {
   return Math.max(1, Math.ceil((midnight - now.getTime()) / 1000));
 }
 
+/** The `raw` of a message whose source is a blob. */
+const EMPTY = Buffer.alloc(0);
+
 const BOUNCE_DIAGNOSTIC = 'smtp; 550 5.1.1 no such mailbox';
 
 /**
@@ -148,11 +157,11 @@ export function createDelivery(deps: DeliveryDeps) {
    * attachments) written as blobs in transactions of their own, which every copy will name: await
    * it before the unit of work, and run that unit with `commit`.
    */
-  async function prepare(message: ComposedMessage): Promise<PreparedMessage> {
+  async function prepare(message: ComposedMessage | ComposingMessage): Promise<PreparedMessage> {
     const afterStore: AfterStore[] = [];
     for (const hook of deps.storeHooks ?? []) afterStore.push(await hook(message));
-    const large = [message.raw, ...message.attachmentContents].some(storedAsBlob);
-    if (!large) return { message, afterStore };
+    const composing = 'source' in message;
+    if (!composing && ![message.raw, ...message.attachmentContents].some(storedAsBlob)) return { message, afterStore };
     const written: number[] = [];
     const blobOf = async (bytes: Buffer): Promise<number | null> => {
       if (!storedAsBlob(bytes)) return null;
@@ -161,10 +170,17 @@ export function createDelivery(deps: DeliveryDeps) {
       return id;
     };
     try {
-      const source = await blobOf(message.raw);
       const attachments: (number | null)[] = [];
       for (const bytes of message.attachmentContents) attachments.push(await blobOf(bytes));
-      return { message: { ...message, blobs: { source, attachments } }, afterStore };
+      if (!composing) return { message: { ...message, blobs: { source: await blobOf(message.raw), attachments } }, afterStore };
+      // Pieces of the source, taken as the worker thread composes them: after the hooks, which
+      // need that thread too, and after the attachments' blobs, since a send moves the bytes of
+      // those to the thread when the first piece is asked for (send.service.ts).
+      const { source, ...rest } = message;
+      const stored = await storeBlobPieces(deps.commits, clock, source);
+      if (stored.blob !== null) written.push(stored.blob);
+      const raw = stored.blob === null ? stored.bytes : EMPTY;
+      return { message: { ...rest, raw, size: stored.size, blobs: { source: stored.blob, attachments } }, afterStore };
     } catch (error) {
       await releaseBlobs(deps.commits, written).catch(() => undefined);
       throw error;

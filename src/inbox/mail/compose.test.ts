@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { prng } from '../../../test/support/generated.js';
 import {
   composeMessage,
+  composeSource,
   composePlainText,
   composeWithNodemailer,
   extractNewHtml,
@@ -63,6 +64,31 @@ describe('composeMessage', () => {
     expect(boundaries(raw)).toBe(boundaries(await composeWithNodemailer(big)));
     // The caller's attachment is still whole (copied to the thread, not moved).
     expect(big.attachments[0]?.content.length).toBe(300 * 1024);
+  });
+
+  it('composes a large message of every kind of attachment, in pieces, to the bytes MailComposer builds', async () => {
+    const bytes = (n: number, seed: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * seed) & 0xff));
+    const attachment = (contentType: string, content: Buffer, more: Partial<ComposeInput['attachments'][number]> = {}) => ({ filename: 'f', contentType, contentDisposition: 'attachment' as const, contentId: null, content, ...more });
+    const big: ComposeInput = {
+      ...base,
+      text: 'Grüße\n'.repeat(30_000),
+      attachments: [
+        // Sliced on the way (base64 whatever the content): sizes around the slices and base64's groups of 3.
+        attachment('application/octet-stream', bytes(200_000, 7)),
+        attachment('image/png', bytes(48 * 1024 + 1, 11), { contentDisposition: 'inline', contentId: 'logo@x.test' }),
+        attachment('application/pdf', bytes(2, 13)),
+        attachment('application/zip', Buffer.alloc(0)),
+        // Whole: nodemailer reads these to choose their encoding, or writes them as they are.
+        attachment('text/plain', Buffer.from('Привет, мир\r\n'.repeat(5_000))),
+        attachment('message/rfc822', Buffer.from('From: a@x.test\r\nSubject: inner\r\n\r\nbody\r\n')),
+      ],
+    };
+    const pieces = await composeSource(big, 1000);
+    expect(Buffer.isBuffer(pieces)).toBe(false);
+    const got: Buffer[] = [];
+    for await (const piece of pieces as AsyncIterable<Buffer>) got.push(piece);
+    expect(got.slice(0, -1).every((p) => p.length === 1000)).toBe(true);
+    expect(boundaries(Buffer.concat(got))).toBe(boundaries(await composeWithNodemailer(big)));
   });
 
   it('composes small messages of every shape through MailComposer', async () => {

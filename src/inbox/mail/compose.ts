@@ -1,6 +1,9 @@
+import { Readable } from 'node:stream';
 import { domainToASCII, domainToUnicode } from 'node:url';
 import type MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/index.js';
+import { piecesOf, sendPieces, type PiecesChannel } from '../../platform/workers/pieces.js';
+import { ownBuffer } from '../../platform/workers/tasks.js';
 import { inboxPool, OFFLOAD_COMPOSE_BYTES } from '../offload.js';
 import { domainKey } from './domains.js';
 
@@ -157,18 +160,37 @@ export interface ComposeInput {
   readonly attachments: readonly ComposeAttachment[];
 }
 
+/** Pieces of a large source as composeMessage gathers them (the delivery takes them in its blobs' pieces instead). */
+const LARGE_SOURCE_PIECE_BYTES = 256 * 1024;
+
 /**
  * The RFC 5322 source of a message, as it goes over the wire. Bcc is never part of it (the
  * envelope carries those recipients), so every stored copy can share these bytes. A large message
  * is composed in a worker thread (`offload.ts`), so that its encoding does not stall other requests.
  */
 export async function composeMessage(input: ComposeInput): Promise<Buffer> {
+  const source = await composeSource(input, LARGE_SOURCE_PIECE_BYTES);
+  if (Buffer.isBuffer(source)) return source;
+  const pieces: Buffer[] = [];
+  for await (const piece of source) pieces.push(piece);
+  return Buffer.concat(pieces);
+}
+
+/**
+ * The source of a message as composeMessage makes it: whole when small, and when large in pieces
+ * of `pieceBytes` (the last shorter) as a worker thread composes it, so that neither thread holds
+ * the whole source (docs/decisions/0030-large-sources-composed-into-blobs.md). Take the pieces
+ * without awaiting anything that needs the inbox's worker pool (platform/workers/pieces.ts).
+ * Attachment contents for which `move` holds, and that own their ArrayBuffer, are moved to the
+ * thread when the first piece is asked for, not copied: they are empty from then on.
+ */
+export async function composeSource(input: ComposeInput, pieceBytes: number, move: (content: Buffer) => boolean = () => false): Promise<Buffer | AsyncIterable<Buffer>> {
   const plain = composePlainText(input);
   if (plain) return plain;
   const size = (input.text?.length ?? 0) + (input.html?.length ?? 0) + input.attachments.reduce((n, a) => n + a.content.length, 0);
   if (size < OFFLOAD_COMPOSE_BYTES) return composeWithNodemailer(input);
-  const raw = await inboxPool().run<Uint8Array>('compose', input);
-  return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  const moved = input.attachments.flatMap((a) => (move(a.content) ? [ownBuffer(a.content)] : [])).filter((b) => b !== undefined);
+  return piecesOf(inboxPool(), 'compose', { input }, pieceBytes, [...new Set(moved)]);
 }
 
 /** nodemailer's MailComposer, loaded with the first message the shortcut does not compose (not at start). */
@@ -176,9 +198,43 @@ let mailComposer: Promise<typeof MailComposer> | undefined;
 
 /** composeMessage through nodemailer's MailComposer, for every shape of message. */
 export async function composeWithNodemailer(input: ComposeInput): Promise<Buffer> {
+  return (await composer(input, false)).compile().build();
+}
+
+/**
+ * composeWithNodemailer's bytes, sent in pieces on `channel` as nodemailer writes them (the
+ * worker thread's half of composeSource). Attachments that nodemailer encodes in base64 whatever
+ * their content reach it in slices, so that it encodes them a slice at a time too.
+ */
+export async function composeInPieces(input: ComposeInput, channel: PiecesChannel): Promise<number> {
+  return sendPieces(channel, (await composer(input, true)).compile().createReadStream());
+}
+
+/** Attachment bytes handed to nodemailer per slice: a multiple of 3, so every slice is whole base64. */
+const ATTACHMENT_SLICE_BYTES = 48 * 1024;
+
+/**
+ * Whether nodemailer encodes an attachment of this type in base64 whatever its content: it
+ * chooses a text's encoding from the text itself (and for a stream, whose content it cannot see,
+ * differently), and writes multipart and message parts as they are.
+ */
+const alwaysBase64 = (contentType: string) => !/^(text|multipart|message)\//i.test(contentType);
+
+/** A Readable of `bytes` in slices of ATTACHMENT_SLICE_BYTES (views, not copies). */
+function inSlices(bytes: Buffer): Readable {
+  return Readable.from(
+    (function* () {
+      for (let at = 0; at < bytes.length; at += ATTACHMENT_SLICE_BYTES) yield bytes.subarray(at, at + ATTACHMENT_SLICE_BYTES);
+    })(),
+    { objectMode: false },
+  );
+}
+
+/** A MailComposer for `input`; with `sliced`, attachments nodemailer always encodes in base64 are given as streams of slices. */
+async function composer(input: ComposeInput, sliced: boolean): Promise<MailComposer> {
   const mailbox = (m: Mailbox) => ({ name: m.name, address: m.address });
   const Composer = await (mailComposer ??= import('nodemailer/lib/mail-composer/index.js').then((m) => m.default));
-  const composer = new Composer({
+  return new Composer({
     messageId: input.messageId,
     date: input.date,
     from: mailbox(input.from),
@@ -192,14 +248,13 @@ export async function composeWithNodemailer(input: ComposeInput): Promise<Buffer
     ...(input.references.length ? { references: [...input.references] } : {}),
     headers: { ...input.headers },
     attachments: input.attachments.map((a) => ({
-      content: a.content,
+      content: sliced && alwaysBase64(a.contentType) ? inSlices(a.content) : a.content,
       contentType: a.contentType,
       contentDisposition: a.contentDisposition,
       ...(a.filename !== null ? { filename: a.filename } : { filename: false as const }),
       ...(a.contentId !== null ? { cid: a.contentId } : {}),
     })),
   });
-  return composer.compile().build();
 }
 
 // What nodemailer writes as is: printable ASCII names of word characters and single spaces,

@@ -52,22 +52,58 @@ export interface MessageBlobs {
 export const blobIdsOf = (blobs: MessageBlobs | undefined): number[] => (blobs ? [blobs.source, ...blobs.attachments].filter((id): id is number => id !== null) : []);
 
 /**
- * Writes `bytes` as a new unclaimed blob: PIECES_PER_WRITE pieces per unit of work of `commits`,
- * a turn of the event loop apart. Returns its id.
+ * Where `storeBlobPieces` put bytes: a new unclaimed blob of `size` bytes, or (bytes read from pieces
+ * that came to fewer than CHUNK_BYTES) nowhere: they go into their own column.
  */
+export type StoredBytes = { readonly blob: number; readonly size: number } | { readonly blob: null; readonly bytes: Buffer; readonly size: number };
+
+/** Writes `bytes` (at least CHUNK_BYTES: `storedAsBlob`) as a new unclaimed blob (`storeBlobPieces`); returns its id. */
 export async function storeBlob(commits: GroupCommit<InboxDatabase>, clock: Clock, bytes: Buffer): Promise<number> {
+  const stored = await storeBlobPieces(commits, clock, slices(bytes));
+  if (stored.blob === null) throw new Error('storeBlob: fewer bytes than a blob holds');
+  return stored.blob;
+}
+
+/**
+ * Writes the bytes of `source` as a new unclaimed blob: PIECES_PER_WRITE pieces per unit of work
+ * of `commits`, a turn of the event loop apart. `source` yields the pieces as they are made (or
+ * sliced from whole bytes), each CHUNK_BYTES long but the last. Pieces are taken between units,
+ * never inside one, and a unit is written only once the piece after it is known, so that the last
+ * unit also records the size. Pieces that end before CHUNK_BYTES are returned as bytes, and
+ * nothing is written.
+ */
+export async function storeBlobPieces(commits: GroupCommit<InboxDatabase>, clock: Clock, source: AsyncIterable<Buffer>): Promise<StoredBytes> {
   const created = clock.now().toISOString();
+  const pieces = source[Symbol.asyncIterator]();
   let id: number | undefined;
+  let size = 0;
   try {
-    for (let seq = 0; seq * CHUNK_BYTES < bytes.length; seq += PIECES_PER_WRITE) {
+    let next = await pieces.next();
+    if (next.done) throw new Error('storeBlob: no bytes');
+    if (next.value.length < CHUNK_BYTES) {
+      const bytes = next.value;
+      if (!(await pieces.next()).done) throw new Error('storeBlob: a piece shorter than CHUNK_BYTES before the last');
+      return { blob: null, bytes, size: bytes.length };
+    }
+    for (let seq = 0; !next.done; seq += PIECES_PER_WRITE) {
+      const unit: Buffer[] = [];
+      while (!next.done && unit.length < PIECES_PER_WRITE) {
+        const short = next.value.length < CHUNK_BYTES;
+        unit.push(next.value);
+        size += next.value.length;
+        next = await pieces.next();
+        if (short && !next.done) throw new Error('storeBlob: a piece shorter than CHUNK_BYTES before the last');
+      }
+      const last = next.done === true;
       await nextTurn();
       id = await commits.run(async (trx) => {
-        const row = { state: BLOB_UNCLAIMED, size: bytes.length, created_at: created };
+        const row = { state: BLOB_UNCLAIMED, size: last ? size : 0, created_at: created };
         const blob = id ?? Number((await insertCompiledOnce(trx, 'blobs.insert', [row], () => trx.insertInto('blobs').values(row).returning('id')))[0]?.id);
-        for (let s = seq; s < seq + PIECES_PER_WRITE && s * CHUNK_BYTES < bytes.length; s++) {
-          const piece = { blob_id: blob, seq: s, bytes: bytes.subarray(s * CHUNK_BYTES, (s + 1) * CHUNK_BYTES) };
+        for (const [i, bytes] of unit.entries()) {
+          const piece = { blob_id: blob, seq: seq + i, bytes };
           await insertCompiledOnce(trx, 'blob_chunks.insert', [piece], () => trx.insertInto('blob_chunks').values(piece));
         }
+        if (last && id !== undefined) await runCompiledOnce(trx, 'blobs.set_size', [size, blob], () => trx.updateTable('blobs').set({ size }).where('id', '=', blob));
         return blob;
       });
     }
@@ -75,9 +111,16 @@ export async function storeBlob(commits: GroupCommit<InboxDatabase>, clock: Cloc
     // What was written of it goes now, not after UNCLAIMED_GRACE_MS (should the release fail too: the sweep's).
     if (id !== undefined) await releaseBlobs(commits, [id]).catch(() => undefined);
     throw error;
+  } finally {
+    // Pieces not taken (a unit failed): their maker stops.
+    await pieces.return?.();
   }
-  if (id === undefined) throw new Error('storeBlob: no bytes');
-  return id;
+  return { blob: id as number, size };
+}
+
+/** `bytes` in pieces of CHUNK_BYTES (views, not copies). */
+async function* slices(bytes: Buffer): AsyncGenerator<Buffer> {
+  for (let at = 0; at < bytes.length; at += CHUNK_BYTES) yield bytes.subarray(at, at + CHUNK_BYTES);
 }
 
 /** Thrown when a blob written ahead of a delivery is gone by its commit (swept after UNCLAIMED_GRACE_MS). */

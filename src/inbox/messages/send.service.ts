@@ -6,7 +6,8 @@ import { ExternalDeliveryDisabledError } from './message.errors.js';
 import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
 import { requirePermission } from '../api-keys/scope.js';
 import { ForbiddenError } from '../../platform/errors/app-error.js';
-import { composeMessage, formatMailbox, previewOf, type Mailbox } from '../mail/compose.js';
+import { composeSource, formatMailbox, previewOf, type Mailbox } from '../mail/compose.js';
+import { CHUNK_BYTES, storedAsBlob } from './message-blobs.js';
 import { domainKey, domainOf, localDomainSet } from '../mail/domains.js';
 import { answerHeaders, forwardInput, replyInput } from './answers.js';
 import { findAttachmentContent, type Message } from './message.repository.js';
@@ -72,8 +73,11 @@ export function createSendService(deps: SendServiceDeps) {
     const from: Mailbox = { name: sender.displayName ?? '', address: sender.inboxId };
     const { inReplyTo } = answer;
     const references = [...answer.references];
-    // Composed once, before the unit of work: every copy stores the same source (which never names bcc recipients).
-    const raw = await composeMessage({
+    // Composed once, before the unit of work: every copy stores the same source (which never names
+    // bcc recipients). A large one comes in pieces that prepare writes into its blob as they come,
+    // after the attachments' blobs: attachments stored as blobs are moved to the composing thread
+    // then, since no copy needs their bytes in memory after that.
+    const source = await composeSource({
       messageId,
       date: now,
       from,
@@ -87,8 +91,8 @@ export function createSendService(deps: SendServiceDeps) {
       references,
       headers: out.headers,
       attachments: out.attachments.map((a) => a.compose),
-    });
-    const message: ComposedMessage = {
+    }, CHUNK_BYTES, storedAsBlob);
+    const message: Omit<ComposedMessage, 'raw' | 'size'> = {
       messageId,
       timestamp,
       from: formatMailbox(from),
@@ -103,13 +107,11 @@ export function createSendService(deps: SendServiceDeps) {
       references,
       headers: Object.keys(out.headers).length ? out.headers : null,
       attachments: out.attachments.map((a) => a.meta),
-      size: raw.length,
       createdAt: timestamp,
       updatedAt: timestamp,
-      raw,
       attachmentContents: out.attachments.map((a) => a.compose.content),
     };
-    const prepared = await delivery.prepare(message);
+    const prepared = await delivery.prepare(Buffer.isBuffer(source) ? { ...message, raw: source, size: source.length } : { ...message, source });
     const result = await delivery.commit(prepared, async (trx) => {
       await within?.(trx);
       return delivery.deliver(trx, { prepared, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } });

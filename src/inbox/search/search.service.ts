@@ -58,7 +58,7 @@ function nextToken(hits: readonly Hit[], limit: number): string | undefined {
  * A message's `distinctBodyWords`; in a worker thread when the body they are read from (its text,
  * or its HTML when it has none) has OFFLOAD_WORDS_CHARS or more.
  */
-async function bodyWordsOf(message: ComposedMessage): Promise<string[]> {
+async function bodyWordsOf(message: Pick<ComposedMessage, 'text' | 'html' | 'attachments'>): Promise<string[]> {
   if ((message.text ?? message.html ?? '').length < OFFLOAD_WORDS_CHARS) return distinctBodyWords(message);
   return inboxPool().run<string[]>('bodyWords', bodyParts(message));
 }
