@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { threadId } from 'node:worker_threads';
+import { resourceLimits, threadId } from 'node:worker_threads';
 import { sendPieces, type PiecesChannel } from '../../src/platform/workers/pieces.js';
 import { ownBuffer, serveTasks } from '../../src/platform/workers/tasks.js';
 
@@ -48,6 +48,8 @@ serveTasks({
       return { value: null };
     }
   },
+  /** The heap limits this thread was started with. */
+  limits: () => ({ value: resourceLimits }),
   refuse: () => {
     throw new RangeError('not this one');
   },

@@ -1,4 +1,7 @@
+import { channel } from 'node:diagnostics_channel';
+import type { ResourceLimits, Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
+import { inboxPool, TASK_YOUNG_GENERATION_MB } from '../../src/inbox/offload.js';
 import { getPriority } from 'node:os';
 import { createWorkerPool, WorkerPoolError, type WorkerPool } from '../../src/platform/workers/pool.js';
 import { TASK_THREAD_NICENESS } from '../../src/platform/workers/tasks.js';
@@ -44,6 +47,21 @@ describe('worker pool', () => {
     const niceness = await pool.run<number | null>('niceness', null);
     if (process.platform === 'linux') expect(niceness).toBe(Math.max(before, TASK_THREAD_NICENESS));
     expect(getPriority()).toBe(before);
+  });
+
+  it('starts its threads with the heap limits it was given; the inbox pool with a young generation of TASK_YOUNG_GENERATION_MB', async () => {
+    pool = createWorkerPool({ module, size: 1, resourceLimits: { maxYoungGenerationSizeMb: 6 } });
+    expect((await pool.run<ResourceLimits>('limits', null)).maxYoungGenerationSizeMb).toBe(6);
+    const started: Worker[] = [];
+    const onStarted = (message: unknown) => started.push((message as { worker: Worker }).worker);
+    channel('worker_threads').subscribe(onStarted);
+    try {
+      expect(await inboxPool().run('parseJson', new TextEncoder().encode('{"a":1}'))).toEqual({ a: 1 });
+    } finally {
+      channel('worker_threads').unsubscribe(onStarted);
+    }
+    expect(started.length).toBeGreaterThan(0);
+    for (const worker of started) expect(worker.resourceLimits?.maxYoungGenerationSizeMb).toBe(TASK_YOUNG_GENERATION_MB);
   });
 
   it('refuses work once closed', async () => {

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { Worker, type Transferable } from 'node:worker_threads';
+import { Worker, type ResourceLimits, type Transferable } from 'node:worker_threads';
 
 /**
  * CPU-heavy work off the event loop: a small pool of worker threads that run the named tasks of
@@ -22,6 +22,8 @@ export interface WorkerPoolOptions {
   readonly size?: number;
   /** A thread idle this long ends (ms). */
   readonly idleMs?: number;
+  /** The heap limits of each thread (Node's defaults when absent). */
+  readonly resourceLimits?: ResourceLimits;
 }
 
 interface Job {
@@ -60,8 +62,8 @@ export function createWorkerPool(options: WorkerPoolOptions): WorkerPool {
     // Under the TypeScript sources (tests), the thread first registers tsx's loader; built code
     // (dist/, production) loads its .js module directly.
     const worker = href.endsWith('.ts')
-      ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(href)}); })`, { eval: true })
-      : new Worker(options.module);
+      ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(href)}); })`, { eval: true, resourceLimits: options.resourceLimits })
+      : new Worker(options.module, { resourceLimits: options.resourceLimits });
     worker.unref();
     const thread: Thread = { worker, job: undefined, idle: undefined };
     worker.on('message', (reply: TaskReply) => {
