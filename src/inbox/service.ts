@@ -222,7 +222,7 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
  * Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker, smtp).
  * `dnsResolver` replaces DNS for SPF/DKIM/DMARC (tests).
  */
-export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver; jobPollMs?: number } = {}): Promise<RunningInboxService> {
+export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver; jobPollMs?: number; blobSweepMs?: number } = {}): Promise<RunningInboxService> {
   const database = await openInboxDatabase(config);
   let redis: SharedRedis | undefined;
   let feed: EventFeed | undefined;
@@ -291,7 +291,7 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
             .sweepBlobs()
             .catch((err: unknown) => log.warn({ err }, 'blob sweep failed; the next one tries again'))
             .finally(() => (sweeping = undefined));
-        }, BLOB_SWEEP_MS).unref();
+        }, options.blobSweepMs ?? BLOB_SWEEP_MS).unref();
       }
       if (config.roles.includes('smtp')) smtp = await startInboundSmtp(config, runtime, options.dnsResolver);
     } catch (err) {

@@ -179,6 +179,28 @@ describe.each(dialects)('%s: blobs of large bytes', (dialect) => {
     expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
   });
 
+  it('is swept on its own, every blobSweepMs, by a process with the worker role, and never by one without', async () => {
+    const database = createInboxTestDatabase(dialect);
+    const servers: InboxTestServer[] = [];
+    try {
+      const api = await startInboxServer({ database, env: { INBOX_ROLES: 'api' }, blobSweepMs: 50 });
+      servers.push(api);
+      const sdb = api.service.database.db;
+      const old = await storeBlob(commitsOf(sdb), { now: () => new Date(Date.now() - UNCLAIMED_GRACE_MS - 60_000) }, patterned(CHUNK_BYTES, 67));
+      const exists = async () => (await sdb.selectFrom('blobs').select('id').where('id', '=', old).execute()).length === 1;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await exists()).toBe(true);
+      servers.push(await startInboxServer({ database, env: { INBOX_ROLES: 'worker' }, blobSweepMs: 50 }));
+      const until = Date.now() + 10_000;
+      while ((await exists()) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await exists()).toBe(false);
+      expect(await sdb.selectFrom('blob_chunks').select('seq').where('blob_id', '=', old).execute()).toEqual([]);
+    } finally {
+      for (const s of servers) await s.close();
+      await database.drop();
+    }
+  });
+
   it('refuses to claim a blob the sweep took, and stores nothing of that unit', async () => {
     const commits = commitsOf(db());
     const stale = await storeBlob(commits, { now: () => new Date(Date.now() - UNCLAIMED_GRACE_MS - 60_000) }, patterned(CHUNK_BYTES, 37));

@@ -62,7 +62,7 @@ export function createInboxTestDatabase(dialect: TestDialect = 'sqlite'): InboxT
  * takes a random port too, and verifies no SPF/DKIM/DMARC (no DNS here) unless `env` asks for it;
  * `dnsResolver` then answers its DNS queries. `jobPollMs` sets the job runner's fallback poll.
  */
-export async function startInboxServer(options: { dialect?: TestDialect; env?: Record<string, string>; clock?: Clock; database?: InboxTestDatabase; dnsResolver?: DnsResolver; jobPollMs?: number } = {}): Promise<InboxTestServer> {
+export async function startInboxServer(options: { dialect?: TestDialect; env?: Record<string, string>; clock?: Clock; database?: InboxTestDatabase; dnsResolver?: DnsResolver; jobPollMs?: number; blobSweepMs?: number } = {}): Promise<InboxTestServer> {
   const database = options.database ?? createInboxTestDatabase(options.dialect ?? 'sqlite');
   const dialect = database.dialect;
   const config = loadConfig(inboxConfigSpec, {
@@ -81,7 +81,7 @@ export async function startInboxServer(options: { dialect?: TestDialect; env?: R
   });
   let service: RunningInboxService;
   try {
-    service = await startInboxService(config, { ...(options.clock ? { clock: options.clock } : {}), ...(options.dnsResolver ? { dnsResolver: options.dnsResolver } : {}), ...(options.jobPollMs ? { jobPollMs: options.jobPollMs } : {}) });
+    service = await startInboxService(config, { ...(options.clock ? { clock: options.clock } : {}), ...(options.dnsResolver ? { dnsResolver: options.dnsResolver } : {}), ...(options.jobPollMs ? { jobPollMs: options.jobPollMs } : {}), ...(options.blobSweepMs ? { blobSweepMs: options.blobSweepMs } : {}) });
   } catch (err) {
     if (!options.database) await database.drop();
     throw err;
