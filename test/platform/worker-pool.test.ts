@@ -64,6 +64,16 @@ describe('worker pool', () => {
     for (const worker of started) expect(worker.resourceLimits?.maxYoungGenerationSizeMb).toBe(TASK_YOUNG_GENERATION_MB);
   });
 
+  it('fails a task whose input cannot be handed over, and runs the next on the same thread', async () => {
+    pool = createWorkerPool({ module, size: 1 });
+    const before = await pool.run<number>('thread', null);
+    const refused = await pool.run('double', () => 1).catch((err: Error) => err);
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).name).toBe('DataCloneError');
+    expect(await pool.run('double', 4)).toBe(8);
+    expect(await pool.run<number>('thread', null)).toBe(before);
+  });
+
   it('refuses work once closed', async () => {
     pool = createWorkerPool({ module, size: 1 });
     expect(await pool.run('double', 1)).toBe(2);

@@ -1,6 +1,7 @@
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { describe, expect, it } from 'vitest';
 import { prng } from '../../../test/support/generated.js';
+import { OFFLOAD_COMPOSE_BYTES } from '../offload.js';
 import {
   composeMessage,
   composeSource,
@@ -89,6 +90,28 @@ describe('composeMessage', () => {
     for await (const piece of pieces as AsyncIterable<Buffer>) got.push(piece);
     expect(got.slice(0, -1).every((p) => p.length === 1000)).toBe(true);
     expect(boundaries(Buffer.concat(got))).toBe(boundaries(await composeWithNodemailer(big)));
+  });
+
+  it('moves to the thread the attachments it is told to, unless an attachment kept here shares their memory', async () => {
+    const drain = async (source: Buffer | AsyncIterable<Buffer>) => {
+      const got: Buffer[] = [];
+      for await (const piece of source as AsyncIterable<Buffer>) got.push(piece);
+      return Buffer.concat(got);
+    };
+    const own = (n: number) => Buffer.from(Buffer.allocUnsafeSlow(n).fill(5));
+    const file = (content: Buffer) => ({ filename: 'f.bin', contentType: 'application/octet-stream', contentDisposition: 'attachment' as const, contentId: null, content });
+    const large = (c: Buffer) => c.length >= 150_000;
+    const text = 'ä'.repeat(OFFLOAD_COMPOSE_BYTES);
+    // Moved: empty here once the pieces were asked for, and still in the message.
+    const moved = { ...base, text, attachments: [file(own(200_000))] };
+    const expected = boundaries(await composeWithNodemailer({ ...moved, attachments: [file(own(200_000))] }));
+    expect(boundaries(await drain(await composeSource(moved, 1000, large)))).toBe(expected);
+    expect(moved.attachments[0]?.content.length).toBe(0);
+    // Sharing its memory with a small attachment that stays: copied, both whole.
+    const whole = own(200_000);
+    const shared = { ...base, text, attachments: [file(whole), file(whole.subarray(0, 10))] };
+    await drain(await composeSource(shared, 1000, large));
+    expect(shared.attachments.map((a) => a.content.length)).toEqual([200_000, 10]);
   });
 
   it('composes small messages of every shape through MailComposer', async () => {

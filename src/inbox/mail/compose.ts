@@ -189,8 +189,10 @@ export async function composeSource(input: ComposeInput, pieceBytes: number, mov
   if (plain) return plain;
   const size = (input.text?.length ?? 0) + (input.html?.length ?? 0) + input.attachments.reduce((n, a) => n + a.content.length, 0);
   if (size < OFFLOAD_COMPOSE_BYTES) return composeWithNodemailer(input);
-  const moved = input.attachments.flatMap((a) => (move(a.content) ? [ownBuffer(a.content)] : [])).filter((b) => b !== undefined);
-  return piecesOf(inboxPool(), 'compose', { input }, pieceBytes, [...new Set(moved)]);
+  // Moving a buffer empties every view of it: never one that an attachment kept here also uses.
+  const kept = new Set(input.attachments.filter((a) => !move(a.content)).map((a) => a.content.buffer));
+  const moved = new Set(input.attachments.flatMap((a) => (move(a.content) ? [ownBuffer(a.content)] : [])).filter((b): b is ArrayBuffer => b !== undefined && !kept.has(b)));
+  return piecesOf(inboxPool(), 'compose', { input }, pieceBytes, [...moved]);
 }
 
 /** nodemailer's MailComposer, loaded with the first message the shortcut does not compose (not at start). */

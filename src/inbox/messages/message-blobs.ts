@@ -108,13 +108,13 @@ export async function storeBlobPieces(commits: GroupCommit<InboxDatabase>, clock
       });
     }
   } catch (error) {
+    // Pieces not taken (a unit failed): their maker stops first, so that it does not wait through the release.
+    await pieces.return?.();
     // What was written of it goes now, not after UNCLAIMED_GRACE_MS (should the release fail too: the sweep's).
     if (id !== undefined) await releaseBlobs(commits, [id]).catch(() => undefined);
     throw error;
-  } finally {
-    // Pieces not taken (a unit failed): their maker stops.
-    await pieces.return?.();
   }
+  await pieces.return?.();
   return { blob: id as number, size };
 }
 

@@ -6,7 +6,8 @@ import type { WorkerPool } from './pool.js';
  * (docs/decisions/0030-large-sources-composed-into-blobs.md): the task writes to a MessagePort,
  * every piece moved (not copied) and exactly `pieceBytes` long but the last, and it runs at most
  * PIECES_WINDOW pieces ahead of the caller, who asks for the next only when it has dealt with the
- * last. So neither thread holds more than a window of the bytes, however many the task writes.
+ * last. So neither thread holds more than a window of the bytes, besides what the caller itself
+ * keeps of them, however many the task writes.
  */
 
 /** Pieces a task may have sent that the caller has not yet dealt with (asked for the next after). */
@@ -33,7 +34,9 @@ export class PiecesAbandonedError extends Error {
  * the task stops at its next piece. An error of the task, or of its thread, is thrown from the loop.
  *
  * The pool's threads are busy while the caller takes the pieces: whatever the caller awaits between
- * two pieces must never need a task of the same pool, or both wait for each other.
+ * two pieces must never need a task of the same pool, or both wait for each other. For the same
+ * reason a caller either runs the loop to its end or leaves it (`break`, `return()`); one that
+ * stops asking without leaving holds the thread.
  */
 export async function* piecesOf(pool: WorkerPool, task: string, input: object, pieceBytes: number, transfer: readonly Transferable[] = []): AsyncGenerator<Buffer, void, undefined> {
   const { port1, port2 } = new MessageChannel();

@@ -108,7 +108,15 @@ export function createWorkerPool(options: WorkerPoolOptions): WorkerPool {
     if (thread.idle) clearTimeout(thread.idle);
     thread.idle = undefined;
     thread.job = job;
-    thread.worker.postMessage({ task: job.task, input: job.input }, job.transfer as Transferable[]);
+    try {
+      thread.worker.postMessage({ task: job.task, input: job.input }, job.transfer as Transferable[]);
+    } catch (error) {
+      // The input could not be handed over (a value that cannot be cloned, a buffer already
+      // moved): that task fails, and the thread, which never got it, takes the next.
+      thread.job = undefined;
+      job.reject(error instanceof Error ? error : new Error(String(error)));
+      next(thread);
+    }
   }
 
   return {
