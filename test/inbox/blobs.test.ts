@@ -166,12 +166,21 @@ describe.each(dialects)('%s: blobs of large bytes', (dialect) => {
     await expect(storeBlobPieces(commits, clock, from(slices(whole), { at: 9, closed }))).rejects.toThrow('the composer failed');
     expect(closed.value).toBe(true);
     expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
-    // A transaction that fails: the maker is closed too, and nothing is left.
+    // A transaction that fails: the maker is closed before the release's transactions run (it would
+    // hold its thread through them), and nothing is left.
     let calls = 0;
-    const failing: GroupCommit<InboxDatabase> = { run: (work) => (++calls === 2 ? Promise.reject(new Error('connection lost')) : commits.run(work)) };
     const closedToo = { value: false };
+    let closedBeforeRelease: boolean | undefined;
+    const failing: GroupCommit<InboxDatabase> = {
+      run: (work) => {
+        if (++calls === 2) return Promise.reject(new Error('connection lost'));
+        if (calls === 3) closedBeforeRelease = closedToo.value;
+        return commits.run(work);
+      },
+    };
     await expect(storeBlobPieces(failing, clock, from(slices(whole), { at: -1, closed: closedToo }))).rejects.toThrow('connection lost');
     expect(closedToo.value).toBe(true);
+    expect(closedBeforeRelease).toBe(true);
     expect({ blobs: await count('blobs'), pieces: await count('blob_chunks') }).toEqual(before);
     // A short piece before the last breaks the pieces' contract: refused, nothing left.
     await expect(storeBlobPieces(commits, clock, from([patterned(CHUNK_BYTES, 1), patterned(10, 2), patterned(CHUNK_BYTES, 3)]))).rejects.toThrow('shorter than CHUNK_BYTES');
