@@ -3,8 +3,10 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const SERVICES = 'See docs/architecture.md: platform/ imports no service, and the services never import each other.';
-const LAYERS = 'See docs/architecture.md: repositories and services know nothing of HTTP (inbox/http/) nor of wire schemas (*.schemas.ts); events/message-events.ts builds event payloads.';
-const MESSAGES = 'See docs/architecture.md: threads are built from messages, so messages/ never imports threads/ (service.ts wires what messages need of threads).';
+const LAYERS =
+  'See docs/architecture.md: repositories and services know nothing of HTTP (inbox/http/) nor of wire schemas (*.schemas.ts); events/message-events.ts builds event payloads.';
+const MESSAGES =
+  'See docs/architecture.md: threads are built from messages, so messages/ never imports threads/ (service.ts wires what messages need of threads).';
 
 /** Imports that would break the one-way dependency rules of docs/architecture.md. */
 const forbid = (groups, message = SERVICES) => ({
@@ -34,9 +36,20 @@ export default tseslint.config(
   { files: ['src/inbox/**'], rules: forbid([['**/property/**']]) },
   { files: LAYERED, rules: forbidAll(NOT_PROPERTY, NOT_HTTP) },
   { files: ['src/inbox/messages/**'], rules: forbidAll(NOT_PROPERTY, NOT_THREADS) },
-  { files: LAYERED.map((glob) => glob.replace('src/inbox/', 'src/inbox/messages/')), rules: forbidAll(NOT_PROPERTY, NOT_HTTP, NOT_THREADS) },
+  {
+    files: LAYERED.map((glob) => glob.replace('src/inbox/', 'src/inbox/messages/')),
+    rules: forbidAll(NOT_PROPERTY, NOT_HTTP, NOT_THREADS),
+  },
   {
     files: ['bench/**/*.mjs', 'scripts/**/*.mjs', '.ci/**/*.mjs'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', Buffer: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        Buffer: 'readonly',
+      },
+    },
   },
 );

@@ -24,14 +24,20 @@ const ms = (x: number) => `${x.toFixed(0)} ms`;
 const assets = path.join(dir, 'assets');
 for (const file of readdirSync(assets).filter((f) => /\.(js|css)$/.test(f))) {
   const bytes = readFileSync(path.join(assets, file));
-  console.log(`${file}: ${(bytes.length / 1024).toFixed(0)} KiB, gzip ${(gzipSync(bytes).length / 1024).toFixed(0)} KiB, brotli ${(brotliCompressSync(bytes).length / 1024).toFixed(0)} KiB`);
+  console.log(
+    `${file}: ${(bytes.length / 1024).toFixed(0)} KiB, gzip ${(gzipSync(bytes).length / 1024).toFixed(0)} KiB, brotli ${(brotliCompressSync(bytes).length / 1024).toFixed(0)} KiB`,
+  );
 }
 
 const server = await startPropertyServer({ env: { PROPERTY_ADMIN_DIR: dir } });
 const admin = await server.createAccount('admin');
 const headers = { accept: 'application/ld+json', 'x-api-key': admin.key };
 for (let i = 0; i < 3; i++) {
-  await fetch(`${server.url}/api/immobilies`, { method: 'POST', headers: { ...headers, 'content-type': 'application/ld+json' }, body: JSON.stringify({ adresse: `Weg ${i}, Leipzig`, typ: 'haus', bundesland: '/api/bundeslands/13' }) });
+  await fetch(`${server.url}/api/immobilies`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/ld+json' },
+    body: JSON.stringify({ adresse: `Weg ${i}, Leipzig`, typ: 'haus', bundesland: '/api/bundeslands/13' }),
+  });
 }
 
 // api-doc-parser alone, in Node, against the same server.
@@ -42,9 +48,14 @@ for (let i = 0; i < runs; i++) {
   parse.push(performance.now() - t);
 }
 const docs = await fetch(`${server.url}/api/docs.jsonld`, { headers });
-console.log(`Hydra docs: ${(await docs.text()).length} bytes; api-doc-parser in Node (entrypoint + docs + jsonld expansion), median of ${runs}: ${ms(median(parse))}`);
+console.log(
+  `Hydra docs: ${(await docs.text()).length} bytes; api-doc-parser in Node (entrypoint + docs + jsonld expansion), median of ${runs}: ${ms(median(parse))}`,
+);
 
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu'],
+});
 const phases = { bundle: [] as number[], signIn: [] as number[], list: [] as number[] };
 let requestLog = '';
 for (let i = 0; i < runs; i++) {
@@ -54,7 +65,11 @@ for (let i = 0; i < runs; i++) {
   const lines: string[] = [];
   let t0 = performance.now();
   page.on('request', (r) => started.set(r.url() + r.method(), performance.now()));
-  page.on('requestfinished', (r) => lines.push(`  ${r.method()} ${new URL(r.url()).pathname}${new URL(r.url()).search}: ${ms(performance.now() - (started.get(r.url() + r.method()) ?? 0))} (at ${ms((started.get(r.url() + r.method()) ?? 0) - t0)})`));
+  page.on('requestfinished', (r) =>
+    lines.push(
+      `  ${r.method()} ${new URL(r.url()).pathname}${new URL(r.url()).search}: ${ms(performance.now() - (started.get(r.url() + r.method()) ?? 0))} (at ${ms((started.get(r.url() + r.method()) ?? 0) - t0)})`,
+    ),
+  );
   await page.goto(`${server.url}/admin`);
   await page.locator('input[name="apiKey"]').waitFor({ timeout: 120_000 });
   phases.bundle.push(performance.now() - t0);
@@ -69,10 +84,17 @@ for (let i = 0; i < runs; i++) {
     const entries = performance as unknown as { getEntriesByType(type: string): Entry[] };
     const nav = entries.getEntriesByType('navigation')[0] as Entry;
     const script = entries.getEntriesByType('resource').find((e) => /admin-.*\.js$/.test(e.name));
-    return { html: nav.responseEnd, script: script ? [script.startTime, script.responseEnd] : [], domContentLoaded: nav.domContentLoadedEventEnd, now: performance.now() };
+    return {
+      html: nav.responseEnd,
+      script: script ? [script.startTime, script.responseEnd] : [],
+      domContentLoaded: nav.domContentLoadedEventEnd,
+      now: performance.now(),
+    };
   });
   if (i === runs - 1) {
-    console.log(`last cold page load (ms since navigation start): html ${timing.html.toFixed(0)}, bundle fetched ${timing.script.map((x) => x.toFixed(0)).join('–')}, DOMContentLoaded (bundle run) ${timing.domContentLoaded.toFixed(0)}, login form ${timing.now.toFixed(0)}`);
+    console.log(
+      `last cold page load (ms since navigation start): html ${timing.html.toFixed(0)}, bundle fetched ${timing.script.map((x) => x.toFixed(0)).join('–')}, DOMContentLoaded (bundle run) ${timing.domContentLoaded.toFixed(0)}, login form ${timing.now.toFixed(0)}`,
+    );
     console.log(`requests before the login form:\n${lines.join('\n')}`);
   }
   await page.locator('input[name="apiKey"]').fill(admin.key);
@@ -90,7 +112,15 @@ for (let i = 0; i < runs; i++) {
 }
 await browser.close();
 await server.close();
-console.log(`browser, median of ${runs} cold contexts: page → login form ${ms(median(phases.bundle))}, Sign in → menu ${ms(median(phases.signIn))}, menu → list rows ${ms(median(phases.list))}`);
-console.log(`  (all: bundle ${phases.bundle.map(ms).join(', ')}; sign-in ${phases.signIn.map(ms).join(', ')}; list ${phases.list.map(ms).join(', ')})`);
+console.log(
+  `browser, median of ${runs} cold contexts: page → login form ${ms(median(phases.bundle))}, Sign in → menu ${ms(median(phases.signIn))}, menu → list rows ${ms(median(phases.list))}`,
+);
+console.log(
+  `  (all: bundle ${phases.bundle.map(ms).join(', ')}; sign-in ${phases.signIn.map(ms).join(', ')}; list ${phases.list.map(ms).join(', ')})`,
+);
 console.log(`requests of the last sign-in (duration, start after the click):\n${requestLog}`);
-console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')} on ${cpus().length} cores`);
+console.log(
+  `load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')} on ${cpus().length} cores`,
+);

@@ -9,7 +9,17 @@ import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { DOMAIN, dropInboxSchema, inboxConfig, loadService } from './inbox-seed.mjs';
 import * as harness from './lib/harness.mjs';
-import { fmt, machineDescription, median, postgresUrl, RESULTS, ROOT, sourceOf, timestamp, writeResults } from './lib/harness.mjs';
+import {
+  fmt,
+  machineDescription,
+  median,
+  postgresUrl,
+  RESULTS,
+  ROOT,
+  sourceOf,
+  timestamp,
+  writeResults,
+} from './lib/harness.mjs';
 import { summarizeProfile, formatProfile } from './profile.mjs';
 
 /**
@@ -42,7 +52,17 @@ import { summarizeProfile, formatProfile } from './profile.mjs';
  * TEST_POSTGRES_URL is set (schema bench_bigsend, dropped afterwards).
  */
 
-const { values: args } = parseArgs({ options: { duration: { type: 'string' }, runs: { type: 'string' }, readers: { type: 'string' }, senders: { type: 'string' }, variants: { type: 'string' }, profile: { type: 'boolean' }, floor: { type: 'boolean' } } });
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string' },
+    runs: { type: 'string' },
+    readers: { type: 'string' },
+    senders: { type: 'string' },
+    variants: { type: 'string' },
+    profile: { type: 'boolean' },
+    floor: { type: 'boolean' },
+  },
+});
 const opts = {
   duration: Number(args.duration ?? process.env.BENCH_DURATION ?? 10),
   runs: Number(args.runs ?? process.env.BENCH_RUNS ?? 3),
@@ -62,7 +82,8 @@ const TARGET_RSS_FACTOR = 4;
 
 /** Prose with umlauts and long paragraphs (quoted-printable, as real mail), `bytes` UTF-8 bytes long. */
 function prose(bytes, html) {
-  const sentence = 'Sehr geehrte Damen und Herren, anbei die Übersicht der Lieferungen für das dritte Quartal; bitte prüfen Sie die Beträge und Fälligkeiten. ';
+  const sentence =
+    'Sehr geehrte Damen und Herren, anbei die Übersicht der Lieferungen für das dritte Quartal; bitte prüfen Sie die Beträge und Fälligkeiten. ';
   const paragraph = html ? `<p>${sentence.repeat(6)}<b>Summe</b> &amp; Grüße</p>\n` : `${sentence.repeat(6)}\n\n`;
   const out = paragraph.repeat(Math.ceil(bytes / Buffer.byteLength(paragraph)));
   // Cut at a character boundary at or below `bytes`.
@@ -80,7 +101,14 @@ function bodies(limits, to) {
   return {
     text: JSON.stringify({ ...base, text }),
     html: JSON.stringify({ ...base, html }),
-    full: JSON.stringify({ ...base, text, html, attachments: [{ filename: 'report.bin', content_type: 'application/octet-stream', content: attachment.toString('base64') }] }),
+    full: JSON.stringify({
+      ...base,
+      text,
+      html,
+      attachments: [
+        { filename: 'report.bin', content_type: 'application/octet-stream', content: attachment.toString('base64') },
+      ],
+    }),
   };
 }
 
@@ -88,11 +116,24 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 function request(port, method, urlPath, apiKey, body) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, agent, headers: { authorization: `Bearer ${apiKey}`, ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: urlPath,
+        agent,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
+        },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString() }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -106,7 +147,9 @@ function rss(pid) {
 
 /** CPU time of the server's main thread (the event loop) so far, ms: utime + stime of /proc/<pid>/task/<pid>/stat. */
 function mainThreadCpuMs(pid) {
-  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
@@ -123,15 +166,24 @@ async function phase({ port, pid, others, big, body, senders, status = 200 }) {
   const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 10);
   // The readers run in a thread of their own (lib/bigsend-readers.mjs), not timed by this busy one.
   const readers = new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./lib/bigsend-readers.mjs', import.meta.url), { workerData: { port, apiKey: others.apiKey, readers: opts.readers, endAt: Date.now() + opts.duration * 1000 } });
+    const worker = new Worker(new URL('./lib/bigsend-readers.mjs', import.meta.url), {
+      workerData: { port, apiKey: others.apiKey, readers: opts.readers, endAt: Date.now() + opts.duration * 1000 },
+    });
     worker.once('message', resolve);
     worker.once('error', reject);
   });
   const sender = async () => {
     while (performance.now() < end) {
       const t = performance.now();
-      const r = await request(port, 'POST', `/v0/inboxes/${encodeURIComponent(big.from)}/messages/send`, big.apiKey, body);
-      if (r.status !== status) throw new Error(`big send answered ${r.status} instead of ${status}: ${r.body.slice(0, 300)}`);
+      const r = await request(
+        port,
+        'POST',
+        `/v0/inboxes/${encodeURIComponent(big.from)}/messages/send`,
+        big.apiKey,
+        body,
+      );
+      if (r.status !== status)
+        throw new Error(`big send answered ${r.status} instead of ${status}: ${r.body.slice(0, 300)}`);
       sendMs.push(performance.now() - t);
       sent++;
     }
@@ -141,7 +193,18 @@ async function phase({ port, pid, others, big, body, senders, status = 200 }) {
   const mainCpuMs = mainThreadCpuMs(pid) - cpuBefore;
   // The readers' thread's array as it is: spreading it into another overflows the stack in long phases.
   const sorted = read.latencies.sort((a, b) => a - b);
-  return { requests: sorted.length, errors: read.errors, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1], mainCpuMs, sends: sent, sendMedianMs: sendMs.length ? median(sendMs) : null, rssBefore, rssPeak: peak };
+  return {
+    requests: sorted.length,
+    errors: read.errors,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1],
+    mainCpuMs,
+    sends: sent,
+    sendMedianMs: sendMs.length ? median(sendMs) : null,
+    rssBefore,
+    rssPeak: peak,
+  };
 }
 
 /** The build (its `dist`) that serves `main`, a `dist/src/inbox/main.js`. */
@@ -169,12 +232,20 @@ async function seed(db, dir, dist) {
       const key = await services.apiKeys.createKey({ name });
       const owner = { apiKeyId: key.apiKeyId, organizationId: key.organizationId };
       const made = [];
-      for (const username of inboxes) made.push((await services.inboxes.create(owner, { username, displayName: username })).inbox.inboxId);
+      for (const username of inboxes)
+        made.push((await services.inboxes.create(owner, { username, displayName: username })).inbox.inboxId);
       return { apiKey: key.key, inboxes: made };
     };
     const big = await org('big', ['bulk', 'archive']);
-    const others = await org('others', Array.from({ length: 20 }, (_, i) => `agent${i}`));
-    return { big: { apiKey: big.apiKey, from: big.inboxes[0], to: big.inboxes[1] }, others, limits: { attachmentBytes: config.maxAttachmentBytes, bodyBytes: config.maxBodyBytes ?? 12 * 2 ** 20 } };
+    const others = await org(
+      'others',
+      Array.from({ length: 20 }, (_, i) => `agent${i}`),
+    );
+    return {
+      big: { apiKey: big.apiKey, from: big.inboxes[0], to: big.inboxes[1] },
+      others,
+      limits: { attachmentBytes: config.maxAttachmentBytes, bodyBytes: config.maxBodyBytes ?? 12 * 2 ** 20 },
+    };
   } finally {
     await database.destroy();
   }
@@ -184,7 +255,17 @@ async function seed(db, dir, dist) {
 const refused = (body) => body.replace(/^\{"to":"[^"]*"/, '{"to":"not an address"');
 
 async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], file = MAIN, floor = false) {
-  const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', INBOX_PORT: String(port), DATA_DIR: dir, INBOX_DATABASE_URL: db.url, INBOX_ROLES: 'api', INBOX_DOMAINS: DOMAIN, INBOX_RATE_LIMIT_PER_MINUTE: '10000000', INBOX_SEND_LIMIT_PER_DAY: '100000000' };
+  const env = {
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    INBOX_PORT: String(port),
+    DATA_DIR: dir,
+    INBOX_DATABASE_URL: db.url,
+    INBOX_ROLES: 'api',
+    INBOX_DOMAINS: DOMAIN,
+    INBOX_RATE_LIMIT_PER_MINUTE: '10000000',
+    INBOX_SEND_LIMIT_PER_DAY: '100000000',
+  };
   // Not pinned: the server and its worker threads may use both cores.
   const child = await harness.startServer({ label: variant, file, env, nodeArgs, pin: false });
   try {
@@ -193,17 +274,58 @@ async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], f
     await sleep(500);
     const rssIdle = rss(child.pid);
     // --floor: nothing but refused requests from the idle server on, then one send for the message's size.
-    const received = floor ? await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big, body: refused(body), senders: opts.senders, status: 400 }) : undefined;
-    const first = await request(port, 'POST', `/v0/inboxes/${encodeURIComponent(seeded.big.from)}/messages/send`, seeded.big.apiKey, body);
-    if (first.status !== 200) throw new Error(`${variant}: the big send answered ${first.status}: ${first.body.slice(0, 500)}`);
+    const received = floor
+      ? await phase({
+          port,
+          pid: child.pid,
+          others: seeded.others,
+          big: seeded.big,
+          body: refused(body),
+          senders: opts.senders,
+          status: 400,
+        })
+      : undefined;
+    const first = await request(
+      port,
+      'POST',
+      `/v0/inboxes/${encodeURIComponent(seeded.big.from)}/messages/send`,
+      seeded.big.apiKey,
+      body,
+    );
+    if (first.status !== 200)
+      throw new Error(`${variant}: the big send answered ${first.status}: ${first.body.slice(0, 500)}`);
     const { message_id } = JSON.parse(first.body);
-    const meta = JSON.parse((await request(port, 'GET', `/v0/inboxes/${encodeURIComponent(seeded.big.from)}/messages/${encodeURIComponent(message_id)}`, seeded.big.apiKey)).body);
-    const base = { server: file === MAIN ? 'ours' : 'baseline', load: os.loadavg()[0], variant, dialect: db.dialect, requestBytes: Buffer.byteLength(body), messageBytes: meta.size, rssIdle };
+    const meta = JSON.parse(
+      (
+        await request(
+          port,
+          'GET',
+          `/v0/inboxes/${encodeURIComponent(seeded.big.from)}/messages/${encodeURIComponent(message_id)}`,
+          seeded.big.apiKey,
+        )
+      ).body,
+    );
+    const base = {
+      server: file === MAIN ? 'ours' : 'baseline',
+      load: os.loadavg()[0],
+      variant,
+      dialect: db.dialect,
+      requestBytes: Buffer.byteLength(body),
+      messageBytes: meta.size,
+      rssIdle,
+    };
     if (received) return { ...base, floor: true, received };
     await sleep(500);
     const alone = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big });
     const one = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big, body, senders: 1 });
-    const during = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big, body, senders: opts.senders });
+    const during = await phase({
+      port,
+      pid: child.pid,
+      others: seeded.others,
+      big: seeded.big,
+      body,
+      senders: opts.senders,
+    });
     return { ...base, alone, one, during };
   } finally {
     await child.stop();
@@ -211,7 +333,9 @@ async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], f
 }
 
 function databases(dir) {
-  const out = [{ dialect: 'sqlite', url: `sqlite:${path.join(dir, 'inbox.db')}`, sqliteFile: path.join(dir, 'inbox.db') }];
+  const out = [
+    { dialect: 'sqlite', url: `sqlite:${path.join(dir, 'inbox.db')}`, sqliteFile: path.join(dir, 'inbox.db') },
+  ];
   const pgUrl = postgresUrl('bench_bigsend');
   if (pgUrl) out.push({ dialect: 'postgres', url: pgUrl });
   return out;
@@ -230,7 +354,13 @@ function rssPerSend(r) {
   const fromIdle = (r.during.rssPeak - r.rssIdle) / opts.senders;
   // The peak of the readers' phase alone, which follows the first big send (its thread started, its heaps grown).
   const fromWarm = (r.during.rssPeak - r.alone.rssPeak) / opts.senders;
-  return { perSend, factor: perSend / r.messageBytes, once: r.one.rssPeak - r.rssIdle, fromIdleFactor: fromIdle / r.messageBytes, fromWarmFactor: fromWarm / r.messageBytes };
+  return {
+    perSend,
+    factor: perSend / r.messageBytes,
+    once: r.one.rssPeak - r.rssIdle,
+    fromIdleFactor: fromIdle / r.messageBytes,
+    fromWarmFactor: fromWarm / r.messageBytes,
+  };
 }
 
 /** Per database, variant and server: the median of the runs, with the range, and the verdicts by the medians. */
@@ -291,7 +421,9 @@ function floorTable(floors) {
   ];
   for (const f of floors) {
     const factor = (f.received.rssPeak - f.rssIdle) / opts.senders / f.messageBytes;
-    rows.push(`| ${f.dialect} | ${f.variant} | ${f.server} #${f.run} (${fmt(f.load, 1)}) | ${mb(f.messageBytes)} MiB | ${f.received.sends} | ${mb(f.rssIdle)} → ${mb(f.received.rssPeak)} MiB | **${fmt(factor, 2)}×** | ${factor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} |`);
+    rows.push(
+      `| ${f.dialect} | ${f.variant} | ${f.server} #${f.run} (${fmt(f.load, 1)}) | ${mb(f.messageBytes)} MiB | ${f.received.sends} | ${mb(f.rssIdle)} → ${mb(f.received.rssPeak)} MiB | **${fmt(factor, 2)}×** | ${factor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} |`,
+    );
   }
   return rows.join('\n');
 }
@@ -304,7 +436,9 @@ async function main() {
   const floors = [];
   const profiles = [];
   const source = process.env.BENCH_SOURCE ?? sourceOf(['src/inbox', 'src/platform']);
-  console.log(`big-send bench: ${opts.runs} runs per variant, ${opts.duration} s per phase, ${opts.readers} readers, ${opts.senders} big sends in flight; variants ${opts.variants.join(', ')}`);
+  console.log(
+    `big-send bench: ${opts.runs} runs per variant, ${opts.duration} s per phase, ${opts.readers} readers, ${opts.senders} big sends in flight; variants ${opts.variants.join(', ')}`,
+  );
   try {
     for (const db of databases(dir)) {
       const first = await seed(db, dir, distOf(MAIN));
@@ -321,7 +455,20 @@ async function main() {
               console.log(`${db.dialect} ${variant} ${r.server} run ${run}: ${JSON.stringify(r)}`);
               results.push(r);
               if (!opts.floor) continue;
-              const f = { ...(await runVariant(db, dir, port, await seed(db, dir, distOf(file)), variant, all[variant], [], file, true)), run };
+              const f = {
+                ...(await runVariant(
+                  db,
+                  dir,
+                  port,
+                  await seed(db, dir, distOf(file)),
+                  variant,
+                  all[variant],
+                  [],
+                  file,
+                  true,
+                )),
+                run,
+              };
               console.log(`${db.dialect} ${variant} ${f.server} floor ${run}: ${JSON.stringify(f)}`);
               floors.push(f);
             }
@@ -329,10 +476,18 @@ async function main() {
           if (opts.profile) {
             const profileDir = path.join(RESULTS, 'profiles', `${stamp}-bigsend-${db.dialect}-${variant}`);
             mkdirSync(profileDir, { recursive: true });
-            await runVariant(db, dir, port, await seed(db, dir, distOf(MAIN)), variant, all[variant], ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
+            await runVariant(db, dir, port, await seed(db, dir, distOf(MAIN)), variant, all[variant], [
+              '--cpu-prof',
+              `--cpu-prof-dir=${profileDir}`,
+            ]);
             for (const file of readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'))) {
               const top = summarizeProfile(path.join(profileDir, file));
-              profiles.push({ dialect: db.dialect, variant, file: path.relative(ROOT, path.join(profileDir, file)), ...top });
+              profiles.push({
+                dialect: db.dialect,
+                variant,
+                file: path.relative(ROOT, path.join(profileDir, file)),
+                ...top,
+              });
               console.log(`  profile ${file} (not counted):\n${formatProfile(top).replace(/^/gm, '    ')}`);
             }
           }
@@ -355,9 +510,20 @@ async function main() {
     '',
     table(results),
     '',
-    ...(floors.length ? [`Receiving alone (--floor): ${opts.senders} loops of the same requests with a refused recipient, each read, parsed and answered 400, from the idle server on:`, '', floorTable(floors), ''] : []),
+    ...(floors.length
+      ? [
+          `Receiving alone (--floor): ${opts.senders} loops of the same requests with a refused recipient, each read, parsed and answered 400, from the idle server on:`,
+          '',
+          floorTable(floors),
+          '',
+        ]
+      : []),
   ].join('\n');
-  writeResults(stamp, { date: new Date().toISOString(), machine, source, options: opts, results, floors, profiles }, md);
+  writeResults(
+    stamp,
+    { date: new Date().toISOString(), machine, source, options: opts, results, floors, profiles },
+    md,
+  );
 }
 
 await main();

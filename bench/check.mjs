@@ -12,11 +12,16 @@ import { comparable, PLAN, sqlFor } from './baseline/sql.mjs';
  */
 
 export function loggingKysely(dialect, url, log) {
-  if (dialect === 'sqlite') return new Kysely({ dialect: new SqliteDialect({ database: new Sqlite(url.replace(/^sqlite:/, '')) }), log });
+  if (dialect === 'sqlite')
+    return new Kysely({ dialect: new SqliteDialect({ database: new Sqlite(url.replace(/^sqlite:/, '')) }), log });
   const u = new URL(url);
   const schema = u.searchParams.get('schema');
   u.searchParams.delete('schema');
-  const pool = new pg.Pool({ connectionString: u.toString(), max: 10, ...(schema ? { options: `-c search_path="${schema}"` } : {}) });
+  const pool = new pg.Pool({
+    connectionString: u.toString(),
+    max: 10,
+    ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+  });
   return new Kysely({ dialect: new PostgresDialect({ pool }), log });
 }
 
@@ -27,7 +32,11 @@ export function loggingKysely(dialect, url, log) {
  */
 export async function checkSql({ main, dialect, url, env, scenario, request }) {
   const load = (file) => import(pathToFileURL(path.join(path.dirname(main), file)).href);
-  const [{ buildPropertyApp }, { loadConfig }, { propertyConfigSpec }] = await Promise.all([load('app.js'), load('../platform/config/config.js'), load('property.config.js')]);
+  const [{ buildPropertyApp }, { loadConfig }, { propertyConfigSpec }] = await Promise.all([
+    load('app.js'),
+    load('../platform/config/config.js'),
+    load('property.config.js'),
+  ]);
   const issued = [];
   const db = loggingKysely(dialect, url, (event) => issued.push(event.query.sql));
   const app = await buildPropertyApp({
@@ -35,7 +44,12 @@ export async function checkSql({ main, dialect, url, env, scenario, request }) {
     database: { db, dialect, description: 'bench', ping: async () => {}, destroy: () => db.destroy() },
   });
   try {
-    const res = await app.inject({ method: request.method, url: request.path, headers: request.headers, payload: request.body });
+    const res = await app.inject({
+      method: request.method,
+      url: request.path,
+      headers: request.headers,
+      payload: request.body,
+    });
     if (res.statusCode >= 300) throw new Error(`${scenario}: the property app answered ${res.statusCode}: ${res.body}`);
   } finally {
     await app.close();
@@ -48,7 +62,9 @@ export async function checkSql({ main, dialect, url, env, scenario, request }) {
   const got = expected.map((step) => issued.slice(at, (at += step.length)));
   const sorted = (step) => JSON.stringify(step.map(comparable).sort());
   if (at !== issued.length || got.some((step, i) => sorted(step) !== sorted(expected[i]))) {
-    throw new Error(`${dialect} ${scenario}: the server's SQL differs from the baseline's.\nserver:\n  ${issued.join('\n  ')}\nbaseline:\n  ${expected.flat().join('\n  ')}`);
+    throw new Error(
+      `${dialect} ${scenario}: the server's SQL differs from the baseline's.\nserver:\n  ${issued.join('\n  ')}\nbaseline:\n  ${expected.flat().join('\n  ')}`,
+    );
   }
 }
 
@@ -62,7 +78,8 @@ export function fetchRaw(port, { method, path, headers, body }) {
       res.on('end', () => {
         agent.destroy();
         const pairs = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i].toLowerCase(), res.rawHeaders[i + 1]]);
+        for (let i = 0; i < res.rawHeaders.length; i += 2)
+          pairs.push([res.rawHeaders[i].toLowerCase(), res.rawHeaders[i + 1]]);
         resolve({ status: res.statusCode, headers: pairs, body: Buffer.concat(chunks).toString('utf8') });
       });
     });
@@ -75,8 +92,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** What may legitimately differ: the date, the request id, the seconds to the rate-limit window's end, and the id a POST created. */
 function normalized(response) {
-  const created = /^\/api\/immobilies\/(\d+)$/.exec(response.headers.find(([name]) => name === 'location')?.[1] ?? '')?.[1];
-  const unid = (text) => (created ? text.replaceAll(`/api/immobilies/${created}`, '/api/immobilies/ID').replaceAll(`"id":${created},`, '"id":ID,') : text);
+  const created = /^\/api\/immobilies\/(\d+)$/.exec(
+    response.headers.find(([name]) => name === 'location')?.[1] ?? '',
+  )?.[1];
+  const unid = (text) =>
+    created
+      ? text.replaceAll(`/api/immobilies/${created}`, '/api/immobilies/ID').replaceAll(`"id":${created},`, '"id":ID,')
+      : text;
   const headers = response.headers.map(([name, value]) => {
     if (name === 'date') return [name, '(date)'];
     if (name === 'ratelimit-reset') return [name, /^[1-9]\d*$/.test(value) ? '(seconds)' : value];
@@ -95,7 +117,9 @@ export async function checkBytes({ name, serve, request }) {
     let i = 0;
     while (String(ours[part])[i] === String(limit[part])[i]) i++;
     const around = (s) => JSON.stringify(String(s).slice(Math.max(0, i - 60), i + 60));
-    throw new Error(`${name}: the baseline's ${part} differs from the server's at offset ${i}:\n  server:   ${around(ours[part])}\n  baseline: ${around(limit[part])}`);
+    throw new Error(
+      `${name}: the baseline's ${part} differs from the server's at offset ${i}:\n  server:   ${around(ours[part])}\n  baseline: ${around(limit[part])}`,
+    );
   }
   return Buffer.byteLength(ours.body);
 }

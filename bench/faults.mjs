@@ -24,7 +24,9 @@ const PG = process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL;
 if (!PG) throw new Error('set BENCH_POSTGRES_URL (or TEST_POSTGRES_URL)');
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
-const { createInboxServices, migrateInbox, openInboxDatabase } = await import(path.join(ROOT, 'dist/src/inbox/service.js'));
+const { createInboxServices, migrateInbox, openInboxDatabase } = await import(
+  path.join(ROOT, 'dist/src/inbox/service.js')
+);
 const { loadConfig } = await import(path.join(ROOT, 'dist/src/platform/config/config.js'));
 const { inboxConfigSpec } = await import(path.join(ROOT, 'dist/src/inbox/inbox.config.js'));
 
@@ -65,17 +67,34 @@ async function dropSchema(schema) {
 function startInbox(env) {
   const child = spawn(process.execPath, ['dist/src/inbox/main.js'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, HOST: '127.0.0.1', LOG_LEVEL: 'error', INBOX_WEBHOOK_ALLOW_PRIVATE: 'true', INBOX_SMTP_VERIFY_AUTH: 'false', INBOX_DOMAINS: 'faults.test', ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'error',
+      INBOX_WEBHOOK_ALLOW_PRIVATE: 'true',
+      INBOX_SMTP_VERIFY_AUTH: 'false',
+      INBOX_DOMAINS: 'faults.test',
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const port = Number(env.INBOX_PORT);
-  const ready = () => until(async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200, `instance on ${port}`);
+  const ready = () =>
+    until(
+      async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200,
+      `instance on ${port}`,
+    );
   const exited = new Promise((r) => child.once('exit', r));
   return { child, port, ready, exited };
 }
 
 async function organization(url) {
-  const config = loadConfig(inboxConfigSpec, { INBOX_DATABASE_URL: url, INBOX_DATABASE_POOL_SIZE: '2', INBOX_DOMAINS: 'faults.test' });
+  const config = loadConfig(inboxConfigSpec, {
+    INBOX_DATABASE_URL: url,
+    INBOX_DATABASE_POOL_SIZE: '2',
+    INBOX_DOMAINS: 'faults.test',
+  });
   const database = await openInboxDatabase(config);
   await migrateInbox(database);
   const { services } = createInboxServices(config, database.db, { log: { warn() {}, error() {} } });
@@ -84,7 +103,11 @@ async function organization(url) {
 }
 
 async function api(port, key, method, url, body) {
-  const res = await fetch(`http://127.0.0.1:${port}${url}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const res = await fetch(`http://127.0.0.1:${port}${url}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
   return { status: res.status, body: await res.json() };
 }
 
@@ -99,14 +122,23 @@ async function takeover() {
   });
   await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
   const hook = `http://127.0.0.1:${receiver.address().port}/hook`;
-  const victim = startInbox({ INBOX_DATABASE_URL: url, INBOX_ROLES: 'api,worker', INBOX_PORT: String(await sparePort()), INBOX_SMTP_PORT: '0' });
+  const victim = startInbox({
+    INBOX_DATABASE_URL: url,
+    INBOX_ROLES: 'api,worker',
+    INBOX_PORT: String(await sparePort()),
+    INBOX_SMTP_PORT: '0',
+  });
   await victim.ready();
   const org = await organization(url);
   let survivor;
   try {
     const inbox = (await api(victim.port, org.key, 'POST', '/v0/inboxes', { username: 'crash' })).body.inbox_id;
     await api(victim.port, org.key, 'POST', '/v0/webhooks', { url: hook, event_types: ['message.sent'] });
-    await api(victim.port, org.key, 'POST', `/v0/inboxes/${encodeURIComponent(inbox)}/messages/send`, { to: [inbox], subject: 'crash', text: 'x' });
+    await api(victim.port, org.key, 'POST', `/v0/inboxes/${encodeURIComponent(inbox)}/messages/send`, {
+      to: [inbox],
+      subject: 'crash',
+      text: 'x',
+    });
     // The victim, the only worker so far, holds the delivery (the receiver never answers it).
     await until(() => arrivals.length >= 1, 'the first delivery attempt');
     survivor = startInbox({ INBOX_DATABASE_URL: url, INBOX_ROLES: 'worker', INBOX_PORT: String(await sparePort()) });
@@ -131,7 +163,9 @@ async function redisLatency() {
   const port = await sparePort();
   let redis;
   const startRedis = async () => {
-    redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
     await until(async () => {
       const ok = await new Promise((resolve) => {
         const s = net.connect(port, '127.0.0.1', () => s.write('PING\r\n'));
@@ -151,7 +185,13 @@ async function redisLatency() {
   await startRedis();
   const schema = `bench_faults_${randomBytes(4).toString('hex')}`;
   const url = schemaUrl(schema);
-  const server = startInbox({ INBOX_DATABASE_URL: url, INBOX_ROLES: 'api', INBOX_PORT: String(await sparePort()), REDIS_URL: `redis://127.0.0.1:${port}`, INBOX_RATE_LIMIT_PER_MINUTE: '10000000' });
+  const server = startInbox({
+    INBOX_DATABASE_URL: url,
+    INBOX_ROLES: 'api',
+    INBOX_PORT: String(await sparePort()),
+    REDIS_URL: `redis://127.0.0.1:${port}`,
+    INBOX_RATE_LIMIT_PER_MINUTE: '10000000',
+  });
   const results = {};
   try {
     await server.ready();
@@ -162,7 +202,9 @@ async function redisLatency() {
       let failures = 0;
       for (let i = 0; i < REQUESTS; i++) {
         const t = performance.now();
-        const res = await fetch(`http://127.0.0.1:${server.port}/v0/inboxes`, { headers: { authorization: `Bearer ${org.key}` } });
+        const res = await fetch(`http://127.0.0.1:${server.port}/v0/inboxes`, {
+          headers: { authorization: `Bearer ${org.key}` },
+        });
         await res.arrayBuffer();
         times.push(performance.now() - t);
         if (res.status !== 200) failures++;
@@ -194,11 +236,17 @@ const takeovers = [];
 for (let i = 0; i < RUNS; i++) {
   const t = await takeover();
   takeovers.push(t);
-  process.stdout.write(`takeover run ${i + 1}: ${(t.ms / 1000).toFixed(1)} s after SIGKILL (same event: ${t.sameEvent})\n`);
+  process.stdout.write(
+    `takeover run ${i + 1}: ${(t.ms / 1000).toFixed(1)} s after SIGKILL (same event: ${t.sameEvent})\n`,
+  );
 }
-process.stdout.write(`crash takeover: median ${(median(takeovers.map((t) => t.ms)) / 1000).toFixed(1)} s, max ${(Math.max(...takeovers.map((t) => t.ms)) / 1000).toFixed(1)} s over ${RUNS} runs\n`);
+process.stdout.write(
+  `crash takeover: median ${(median(takeovers.map((t) => t.ms)) / 1000).toFixed(1)} s, max ${(Math.max(...takeovers.map((t) => t.ms)) / 1000).toFixed(1)} s over ${RUNS} runs\n`,
+);
 const latency = await redisLatency();
 const up = latency.up.median;
 for (const [state, r] of Object.entries(latency)) {
-  process.stdout.write(`redis ${state.padEnd(7)}: median ${r.median.toFixed(2)} ms (×${(r.median / up).toFixed(2)} of up), p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(1)} ms, non-200: ${r.failures} of ${REQUESTS}\n`);
+  process.stdout.write(
+    `redis ${state.padEnd(7)}: median ${r.median.toFixed(2)} ms (×${(r.median / up).toFixed(2)} of up), p99 ${r.p99.toFixed(2)} ms, max ${r.max.toFixed(1)} ms, non-200: ${r.failures} of ${REQUESTS}\n`,
+  );
 }

@@ -30,15 +30,23 @@ function firstDifference(what, a, b) {
 /** The statements of the scenario's request(s), as the built server runs them (inject, logging Kysely). */
 async function serverStatements({ main, dialect, url, env, requests }) {
   const load = (file) => import(pathToFileURL(path.join(path.dirname(main), file)).href);
-  const [{ buildInboxApp }, { createInboxServices }, { loadConfig }, { inboxConfigSpec }] = await Promise.all([load('app.js'), load('service.js'), load('../platform/config/config.js'), load('inbox.config.js')]);
+  const [{ buildInboxApp }, { createInboxServices }, { loadConfig }, { inboxConfigSpec }] = await Promise.all([
+    load('app.js'),
+    load('service.js'),
+    load('../platform/config/config.js'),
+    load('inbox.config.js'),
+  ]);
   const issued = [];
   const db = loggingKysely(dialect, url, (event) => issued.push(event.query.sql));
   const config = loadConfig(inboxConfigSpec, env);
   const { services } = createInboxServices(config, db, { log: { warn() {}, error() {} } });
   const app = await buildInboxApp(services, { ping: async () => {} });
   try {
-    const responses = await Promise.all(requests.map((r) => app.inject({ method: r.method, url: r.path, headers: r.headers, payload: r.body })));
-    for (const res of responses) if (res.statusCode >= 300) throw new Error(`the inbox app answered ${res.statusCode}: ${res.body}`);
+    const responses = await Promise.all(
+      requests.map((r) => app.inject({ method: r.method, url: r.path, headers: r.headers, payload: r.body })),
+    );
+    for (const res of responses)
+      if (res.statusCode >= 300) throw new Error(`the inbox app answered ${res.statusCode}: ${res.body}`);
   } finally {
     await app.close();
     await db.destroy();
@@ -50,13 +58,15 @@ async function serverStatements({ main, dialect, url, env, requests }) {
 async function limitStatements({ serve, requests }) {
   return serve('baseline', { BENCH_SQL_LOG: '1' }, async (port) => {
     const responses = await Promise.all(requests.map((r) => fetchRaw(port, r)));
-    for (const res of responses) if (res.status >= 300) throw new Error(`the limit answered ${res.status}: ${res.body}`);
+    for (const res of responses)
+      if (res.status >= 300) throw new Error(`the limit answered ${res.status}: ${res.body}`);
     return JSON.parse((await fetchRaw(port, { method: 'GET', path: '/__sql', headers: {} })).body);
   });
 }
 
 /** Whether `issued` is `expected` (names of inbox-sql.mjs) in the dialect. */
-const same = (dialect, issued, expected) => JSON.stringify(issued) === JSON.stringify(expected.map((name) => statement(dialect, name)));
+const same = (dialect, issued, expected) =>
+  JSON.stringify(issued) === JSON.stringify(expected.map((name) => statement(dialect, name)));
 
 /**
  * Two sends at once: each authenticates and reads its sending inbox outside any transaction
@@ -79,7 +89,10 @@ export async function checkInboxSql({ main, dialect, url, env, scenario, serve }
     ['server', await serverStatements({ main, dialect, url, env, requests: [scenario.request] })],
     ['limit', await limitStatements({ serve, requests: [scenario.request] })],
   ]) {
-    if (!same(dialect, issued, plan)) throw new Error(`${dialect} ${scenario.name}: the ${who}'s SQL differs from the plan.\n${who}:\n  ${show(issued)}\nplan:\n  ${show(plan.map((n) => statement(dialect, n)))}`);
+    if (!same(dialect, issued, plan))
+      throw new Error(
+        `${dialect} ${scenario.name}: the ${who}'s SQL differs from the plan.\n${who}:\n  ${show(issued)}\nplan:\n  ${show(plan.map((n) => statement(dialect, n)))}`,
+      );
   }
   if (scenario.plan !== 'send' || dialect !== 'sqlite') return undefined;
   const pair = [scenario.request, scenario.request];
@@ -89,7 +102,10 @@ export async function checkInboxSql({ main, dialect, url, env, scenario, serve }
     ['limit', await limitStatements({ serve, requests: pair })],
   ]) {
     forms[who] = pairForm(dialect, issued);
-    if (!forms[who]) throw new Error(`${dialect} ${scenario.name}: two concurrent sends on the ${who} ran neither one group commit nor two commits:\n  ${show(issued)}`);
+    if (!forms[who])
+      throw new Error(
+        `${dialect} ${scenario.name}: two concurrent sends on the ${who} ran neither one group commit nor two commits:\n  ${show(issued)}`,
+      );
   }
   return forms;
 }
@@ -99,7 +115,8 @@ function normalizedHeaders(response) {
     .map(([name, value]) => {
       if (name === 'date') return [name, '(date)'];
       if (name === 'x-request-id') return [name, /^[0-9a-f-]{36}$/.test(value) ? '(uuid)' : value];
-      if (name === 'ratelimit-remaining' || name === 'ratelimit-reset') return [name, /^\d+$/.test(value) ? '(n)' : value];
+      if (name === 'ratelimit-remaining' || name === 'ratelimit-reset')
+        return [name, /^\d+$/.test(value) ? '(n)' : value];
       return [name, value];
     })
     .map((h) => h.join(': '))
@@ -109,14 +126,19 @@ function normalizedHeaders(response) {
 /** The body of a send with its ids replaced by their shapes. */
 function sendShape(body) {
   const parsed = JSON.parse(body);
-  return JSON.stringify(Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, typeof v === 'string' ? v.replace(UUID, '(uuid)') : v])));
+  return JSON.stringify(
+    Object.fromEntries(
+      Object.entries(parsed).map(([k, v]) => [k, typeof v === 'string' ? v.replace(UUID, '(uuid)') : v]),
+    ),
+  );
 }
 
 /** Same status and headers; reads the same body bytes, sends the same JSON keys and id shapes. Returns the bodies. */
 export async function checkInboxAnswers({ name, serve, request, read }) {
   const ours = await serve('ours', {}, (port) => fetchRaw(port, request));
   const limit = await serve('baseline', {}, (port) => fetchRaw(port, request));
-  if (ours.status !== limit.status) throw new Error(`${name}: status ${ours.status} (server) vs ${limit.status} (limit): ${limit.body}`);
+  if (ours.status !== limit.status)
+    throw new Error(`${name}: status ${ours.status} (server) vs ${limit.status} (limit): ${limit.body}`);
   const [oh, lh] = [normalizedHeaders(ours), normalizedHeaders(limit)];
   if (oh !== lh) throw firstDifference(`${name}: the headers`, oh, lh);
   const [ob, lb] = read ? [ours.body, limit.body] : [sendShape(ours.body), sendShape(limit.body)];
@@ -133,7 +155,11 @@ function openReader(dialect, url) {
   const schema = u.searchParams.get('schema');
   u.searchParams.delete('schema');
   pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
-  const pool = new pg.Pool({ connectionString: u.toString(), max: 1, ...(schema ? { options: `-c search_path="${schema}"` } : {}) });
+  const pool = new pg.Pool({
+    connectionString: u.toString(),
+    max: 1,
+    ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+  });
   let n = 0;
   const numbered = (text) => text.replace(/\?/g, () => `$${++n}`);
   return {
@@ -154,12 +180,21 @@ async function searchRowsOf(reader, dialect, pks, threadIds) {
   const inList = (n) => Array.from({ length: n }, () => '?').join(', ');
   if (dialect === 'sqlite') {
     return {
-      message_search: await reader.all(`select rowid as message_pk, scope, subject, addresses, body from message_search where rowid in (${inList(pks.length)}) order by rowid`, pks),
-      thread_search: await reader.all(`select rowid as message_pk, scope, subject, addresses, body, thread_id from thread_search where thread_id in (${inList(threadIds.length)}) order by rowid`, threadIds),
+      message_search: await reader.all(
+        `select rowid as message_pk, scope, subject, addresses, body from message_search where rowid in (${inList(pks.length)}) order by rowid`,
+        pks,
+      ),
+      thread_search: await reader.all(
+        `select rowid as message_pk, scope, subject, addresses, body, thread_id from thread_search where thread_id in (${inList(threadIds.length)}) order by rowid`,
+        threadIds,
+      ),
     };
   }
   return {
-    message_search: await reader.all(`select message_pk, organization_id, pod_id, inbox_id, subject::text, addresses::text, document::text from message_search where message_pk in (${inList(pks.length)}) order by message_pk`, pks),
+    message_search: await reader.all(
+      `select message_pk, organization_id, pod_id, inbox_id, subject::text, addresses::text, document::text from message_search where message_pk in (${inList(pks.length)}) order by message_pk`,
+      pks,
+    ),
     thread_search: await reader.all(
       `select rank_pk as message_pk, thread_id, organization_id, pod_id, inbox_id, subject_words, address_words, body_words, subject::text, addresses::text, document::text from thread_search where thread_id in (${inList(threadIds.length)}) order by rank_pk`,
       threadIds,
@@ -173,28 +208,60 @@ async function writtenBy(reader, dialect, messageId) {
   const messages = await reader.all('select * from messages where message_id = ? order by id', [messageId]);
   const pks = messages.map((m) => Number(m.id));
   const threadIds = messages.map((m) => m.thread_id);
-  const threads = await reader.all(`select * from threads where thread_id in (${inList(threadIds.length)}) order by id`, threadIds);
-  const labels = await reader.all(`select message_pk, label from message_labels where message_pk in (${inList(pks.length)}) order by message_pk, label`, pks);
+  const threads = await reader.all(
+    `select * from threads where thread_id in (${inList(threadIds.length)}) order by id`,
+    threadIds,
+  );
+  const labels = await reader.all(
+    `select message_pk, label from message_labels where message_pk in (${inList(pks.length)}) order by message_pk, label`,
+    pks,
+  );
   const events = await reader.all('select * from events where payload like ? order by event_type', [`%${messageId}%`]);
   const eventIds = events.map((e) => e.event_id);
-  const jobs = eventIds.length ? await reader.all(`select * from jobs where ${eventIds.map(() => 'payload like ?').join(' or ')} order by id`, eventIds.map((id) => `%${id}%`)) : [];
+  const jobs = eventIds.length
+    ? await reader.all(
+        `select * from jobs where ${eventIds.map(() => 'payload like ?').join(' or ')} order by id`,
+        eventIds.map((id) => `%${id}%`),
+      )
+    : [];
   const rows = { messages, threads, labels, events, jobs, ...(await searchRowsOf(reader, dialect, pks, threadIds)) };
   const value = (key, v) => {
     if (key === 'id') return '(id)';
     if (key === 'message_pk') return `(message ${pks.indexOf(Number(v))})`;
-    if (Buffer.isBuffer(v) || v instanceof Uint8Array) v = Buffer.from(v).toString('latin1').replace(/^Date: .*$/m, 'Date: (date)');
+    if (Buffer.isBuffer(v) || v instanceof Uint8Array)
+      v = Buffer.from(v)
+        .toString('latin1')
+        .replace(/^Date: .*$/m, 'Date: (date)');
     if (typeof v === 'boolean') v = Number(v);
     // Thread ids also appear as one word in the FTS5 scope (search-text.ts threadWord).
-    return typeof v === 'string' ? v.replace(ISO, '(time)').replace(UUID, '(uuid)').replace(/evt_[0-9a-f]{32}/g, 'evt_(id)').replace(/\bt[0-9a-f]{32}\b/g, 't(thread)') : v;
+    return typeof v === 'string'
+      ? v
+          .replace(ISO, '(time)')
+          .replace(UUID, '(uuid)')
+          .replace(/evt_[0-9a-f]{32}/g, 'evt_(id)')
+          .replace(/\bt[0-9a-f]{32}\b/g, 't(thread)')
+      : v;
   };
-  return JSON.stringify(Object.fromEntries(Object.entries(rows).map(([table, list]) => [table, list.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, value(k, v)])))])), null, 1);
+  return JSON.stringify(
+    Object.fromEntries(
+      Object.entries(rows).map(([table, list]) => [
+        table,
+        list.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, value(k, v)]))),
+      ]),
+    ),
+    null,
+    1,
+  );
 }
 
 /** The rows the two sends of checkInboxAnswers wrote must be the same. */
 export async function checkInboxWrites({ name, dialect, url, ours, limit }) {
   const reader = openReader(dialect, url);
   try {
-    const [o, l] = [await writtenBy(reader, dialect, JSON.parse(ours.body).message_id), await writtenBy(reader, dialect, JSON.parse(limit.body).message_id)];
+    const [o, l] = [
+      await writtenBy(reader, dialect, JSON.parse(ours.body).message_id),
+      await writtenBy(reader, dialect, JSON.parse(limit.body).message_id),
+    ];
     if (!JSON.parse(o).messages.length) throw new Error(`${name}: found no rows of the server's send`);
     if (o !== l) throw firstDifference(`${name}: the rows written`, o, l);
     const counts = JSON.parse(o);

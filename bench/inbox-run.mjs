@@ -4,9 +4,32 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkInboxAnswers, checkInboxSql, checkInboxWrites } from './inbox-check.mjs';
-import { checkDeepToken, DOMAIN, dropInboxSchema, LIST_INBOX, loadService, PEER_INBOX, seedInbox } from './inbox-seed.mjs';
+import {
+  checkDeepToken,
+  DOMAIN,
+  dropInboxSchema,
+  LIST_INBOX,
+  loadService,
+  PEER_INBOX,
+  seedInbox,
+} from './inbox-seed.mjs';
 import * as harness from './lib/harness.mjs';
-import { alternate, fmt, LOAD_CPU, machineDescription, medians, postgresUrl, profiled, RESULTS, ROOT, SERVER_CPU, snapshotDist, sourceOf, timestamp, writeResults } from './lib/harness.mjs';
+import {
+  alternate,
+  fmt,
+  LOAD_CPU,
+  machineDescription,
+  medians,
+  postgresUrl,
+  profiled,
+  RESULTS,
+  ROOT,
+  SERVER_CPU,
+  snapshotDist,
+  sourceOf,
+  timestamp,
+  writeResults,
+} from './lib/harness.mjs';
 
 /**
  * `npm run bench:inbox`: the inbox server (dist/src/inbox/main.js, INBOX_ROLES=api) against its
@@ -29,9 +52,14 @@ const SERVERS = {
 const CHECK = process.env.BENCH_CHECK !== '0';
 
 const { values: args } = parseArgs({
-  options: Object.fromEntries(['runs', 'duration', 'warmup', 'warmup-requests', 'connections', 'messages', 'deep', 'probe', 'only'].map((k) => [k, { type: 'string' }]).concat([['profile', { type: 'boolean' }]])),
+  options: Object.fromEntries(
+    ['runs', 'duration', 'warmup', 'warmup-requests', 'connections', 'messages', 'deep', 'probe', 'only']
+      .map((k) => [k, { type: 'string' }])
+      .concat([['profile', { type: 'boolean' }]]),
+  ),
 });
-const option = (name, fallback) => Number(args[name] ?? process.env[`BENCH_${name.toUpperCase().replace('-', '_')}`] ?? fallback);
+const option = (name, fallback) =>
+  Number(args[name] ?? process.env[`BENCH_${name.toUpperCase().replace('-', '_')}`] ?? fallback);
 const opts = {
   runs: option('runs', 3),
   duration: option('duration', 10),
@@ -60,20 +88,39 @@ function scenarios({ apiKey, deepToken }) {
   const headers = { authorization: `Bearer ${apiKey}` };
   const messages = `/v0/inboxes/${encodeURIComponent(LIST_INBOX)}/messages`;
   return [
-    { id: 'first', name: 'GET /v0/inboxes/{id}/messages', plan: 'listFirst', target: 0.7, request: { method: 'GET', path: messages, headers } },
-    { id: 'deep', name: `GET /v0/inboxes/{id}/messages?page_token=… (from message ${fmt(opts.deep)})`, plan: 'listDeep', target: 0.7, request: { method: 'GET', path: `${messages}?page_token=${deepToken}`, headers } },
+    {
+      id: 'first',
+      name: 'GET /v0/inboxes/{id}/messages',
+      plan: 'listFirst',
+      target: 0.7,
+      request: { method: 'GET', path: messages, headers },
+    },
+    {
+      id: 'deep',
+      name: `GET /v0/inboxes/{id}/messages?page_token=… (from message ${fmt(opts.deep)})`,
+      plan: 'listDeep',
+      target: 0.7,
+      request: { method: 'GET', path: `${messages}?page_token=${deepToken}`, headers },
+    },
     {
       id: 'send',
       name: 'POST /v0/inboxes/{id}/messages/send (local delivery)',
       plan: 'send',
       target: 0.5,
-      request: { method: 'POST', path: `${messages}/send`, headers: { ...headers, 'content-type': 'application/json' }, body: SEND_BODY },
+      request: {
+        method: 'POST',
+        path: `${messages}/send`,
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: SEND_BODY,
+      },
     },
   ].filter((s) => !only || s.id === only);
 }
 
 function databases(dir) {
-  const out = [{ dialect: 'sqlite', url: `sqlite:${path.join(dir, 'inbox.db')}`, sqliteFile: path.join(dir, 'inbox.db') }];
+  const out = [
+    { dialect: 'sqlite', url: `sqlite:${path.join(dir, 'inbox.db')}`, sqliteFile: path.join(dir, 'inbox.db') },
+  ];
   const pgUrl = postgresUrl('bench_inbox');
   if (pgUrl) out.push({ dialect: 'postgres', url: pgUrl });
   return out;
@@ -98,16 +145,35 @@ function serverEnv(db, dir, port) {
 }
 
 function startServer(kind, db, dir, port, nodeArgs = [], extraEnv = {}) {
-  return harness.startServer({ label: kind, file: SERVERS[kind], env: { ...serverEnv(db, dir, port), ...extraEnv }, nodeArgs });
+  return harness.startServer({
+    label: kind,
+    file: SERVERS[kind],
+    env: { ...serverEnv(db, dir, port), ...extraEnv },
+    nodeArgs,
+  });
 }
 
 function measure(kind, db, dir, scenario, port, nodeArgs, restore = () => {}) {
-  const load = { connections: opts.connections, warmup: opts.warmup, warmupRequests: opts.warmupRequests, duration: opts.duration, probe: scenario.plan === 'send' ? 0 : opts.probe };
+  const load = {
+    connections: opts.connections,
+    warmup: opts.warmup,
+    warmupRequests: opts.warmupRequests,
+    duration: opts.duration,
+    probe: scenario.plan === 'send' ? 0 : opts.probe,
+  };
   const start = (a) => {
     restore();
     return startServer(kind, db, dir, port, a);
   };
-  return harness.measure({ label: `${kind} ${scenario.name}`, start, dialect: db.dialect, request: scenario.request, port, load, nodeArgs });
+  return harness.measure({
+    label: `${kind} ${scenario.name}`,
+    start,
+    dialect: db.dialect,
+    request: scenario.request,
+    port,
+    load,
+    nodeArgs,
+  });
 }
 
 /**
@@ -138,15 +204,29 @@ async function profile(db, dir, scenario, port, stamp, restore) {
   const out = [];
   for (const kind of ['ours', 'baseline']) {
     const profileDir = path.join(RESULTS, 'profiles', `${stamp}-inbox-${db.dialect}-${scenario.id}-${kind}`);
-    const { r, file, top, text } = await profiled(profileDir, (a) => measure(kind, db, dir, scenario, port, a, restore));
-    out.push({ dialect: db.dialect, scenario: scenario.name, kind, rps: r.rps, cpuUsPerRequest: r.serverUsPerRequest, file, ...top });
+    const { r, file, top, text } = await profiled(profileDir, (a) =>
+      measure(kind, db, dir, scenario, port, a, restore),
+    );
+    out.push({
+      dialect: db.dialect,
+      scenario: scenario.name,
+      kind,
+      rps: r.rps,
+      cpuUsPerRequest: r.serverUsPerRequest,
+      file,
+      ...top,
+    });
     console.log(`  profiled ${kind} (not counted): ${fmt(r.rps)} req/s\n${text.replace(/^/gm, '    ')}`);
   }
   return out;
 }
 
 async function benchScenario(db, dir, scenario, port, stamp) {
-  const serve = (kind, extraEnv, fn) => harness.withServer(() => startServer(kind, db, dir, port, [], extraEnv), () => fn(port));
+  const serve = (kind, extraEnv, fn) =>
+    harness.withServer(
+      () => startServer(kind, db, dir, port, [], extraEnv),
+      () => fn(port),
+    );
   const checks = {};
   if (CHECK) {
     const env = serverEnv(db, dir, port);
@@ -155,33 +235,59 @@ async function benchScenario(db, dir, scenario, port, stamp) {
     const name = `${db.dialect} ${scenario.name}`;
     const answers = await checkInboxAnswers({ name, serve, request: scenario.request, read: scenario.plan !== 'send' });
     checks.bytes = answers.bytes;
-    if (scenario.plan === 'send') checks.rowsWritten = await checkInboxWrites({ name, dialect: db.dialect, url: db.url, ours: answers.ours, limit: answers.limit });
+    if (scenario.plan === 'send')
+      checks.rowsWritten = await checkInboxWrites({
+        name,
+        dialect: db.dialect,
+        url: db.url,
+        ours: answers.ours,
+        limit: answers.limit,
+      });
     const what =
       scenario.plan === 'send'
-        ? `same status, headers and JSON keys, the same rows written (${Object.entries(checks.rowsWritten).map(([t, n]) => `${n} ${t}`).join(', ')})${pair ? `; two concurrent sends: ${pair.server} (server), ${pair.limit} (limit)` : ''}`
+        ? `same status, headers and JSON keys, the same rows written (${Object.entries(checks.rowsWritten)
+            .map(([t, n]) => `${n} ${t}`)
+            .join(', ')})${pair ? `; two concurrent sends: ${pair.server} (server), ${pair.limit} (limit)` : ''}`
         : `same headers and the same ${fmt(answers.bytes)}-byte body`;
     console.log(`${name}: same SQL, ${what}`);
   } else {
     console.log(`${db.dialect} ${scenario.name}: fairness checks skipped (BENCH_CHECK=0)`);
   }
   const restorer = opts.runs > 0 ? sqliteRestorer(db, scenario) : undefined;
-  const runs = await alternate(opts.runs, (kind) => measure(kind, db, dir, scenario, port, [], restorer?.restore), { dialect: db.dialect, scenario: scenario.name, id: scenario.id });
+  const runs = await alternate(opts.runs, (kind) => measure(kind, db, dir, scenario, port, [], restorer?.restore), {
+    dialect: db.dialect,
+    scenario: scenario.name,
+    id: scenario.id,
+  });
   const ours = medians(runs, 'ours');
   const baseline = medians(runs, 'baseline');
-  const summary = { dialect: db.dialect, id: scenario.id, scenario: scenario.name, target: scenario.target, checks, ours, baseline, ratio: ours.rps / baseline.rps };
+  const summary = {
+    dialect: db.dialect,
+    id: scenario.id,
+    scenario: scenario.name,
+    target: scenario.target,
+    checks,
+    ours,
+    baseline,
+    ratio: ours.rps / baseline.rps,
+  };
   const profiles = opts.profile ? await profile(db, dir, scenario, port, stamp, restorer?.restore) : [];
   restorer?.done();
   return { summary, runs, profiles };
 }
 
-const warmupText = () => (opts.warmupRequests > 0 ? `a warm-up of ${fmt(opts.warmupRequests)} requests` : `${opts.warmup} s warm-up`);
+const warmupText = () =>
+  opts.warmupRequests > 0 ? `a warm-up of ${fmt(opts.warmupRequests)} requests` : `${opts.warmup} s warm-up`;
 
 const SEND_FLOOR = 1000;
 const DEEP_FACTOR = 1.5;
 
 function verdict(s) {
   const met = s.ratio >= s.target;
-  const floor = s.id === 'send' && s.dialect === 'sqlite' ? ` and ${s.ours.rps >= SEND_FLOOR ? '≥' : '**<**'} ${fmt(SEND_FLOOR)}/s` : '';
+  const floor =
+    s.id === 'send' && s.dialect === 'sqlite'
+      ? ` and ${s.ours.rps >= SEND_FLOOR ? '≥' : '**<**'} ${fmt(SEND_FLOOR)}/s`
+      : '';
   return `≥ ${fmt(s.target, 2)}: ${met ? 'met' : '**missed**'}${floor}`;
 }
 
@@ -193,7 +299,9 @@ function table(summary) {
     '|---|---|--:|--:|--:|--:|--:|---|---|',
   ];
   for (const s of summary) {
-    rows.push(`| ${s.dialect} | \`${s.scenario}\` | ${fmt(s.ours.rps)} | ${latency(s.ours)} | ${fmt(s.baseline.rps)} | ${latency(s.baseline)} | **${fmt(s.ratio, 2)}** | ${verdict(s)} | ${perRequest(s.ours)} / ${perRequest(s.baseline)} |`);
+    rows.push(
+      `| ${s.dialect} | \`${s.scenario}\` | ${fmt(s.ours.rps)} | ${latency(s.ours)} | ${fmt(s.baseline.rps)} | ${latency(s.baseline)} | **${fmt(s.ratio, 2)}** | ${verdict(s)} | ${perRequest(s.ours)} / ${perRequest(s.baseline)} |`,
+    );
   }
   const pages = [];
   for (const dialect of new Set(summary.map((s) => s.dialect))) {
@@ -205,11 +313,21 @@ function table(summary) {
       const unloaded = deep[kind].probeUs / first[kind].probeUs;
       const loaded = deep[kind].mean / first[kind].mean;
       const mark = (x) => (kind === 'ours' ? (x <= DEEP_FACTOR ? 'met' : '**missed**') : '');
-      pages.push(`| ${dialect} | ${who}, unloaded (1 connection, median) | ${fmt(first[kind].probeUs)} µs | ${fmt(deep[kind].probeUs)} µs | **${fmt(unloaded, 2)}** | ${mark(unloaded)} |`);
-      pages.push(`| ${dialect} | ${who}, under load (${opts.connections} connections, mean) | ${fmt(first[kind].mean, 2)} ms | ${fmt(deep[kind].mean, 2)} ms | **${fmt(loaded, 2)}** | ${mark(loaded)} |`);
+      pages.push(
+        `| ${dialect} | ${who}, unloaded (1 connection, median) | ${fmt(first[kind].probeUs)} µs | ${fmt(deep[kind].probeUs)} µs | **${fmt(unloaded, 2)}** | ${mark(unloaded)} |`,
+      );
+      pages.push(
+        `| ${dialect} | ${who}, under load (${opts.connections} connections, mean) | ${fmt(first[kind].mean, 2)} ms | ${fmt(deep[kind].mean, 2)} ms | **${fmt(loaded, 2)}** | ${mark(loaded)} |`,
+      );
     }
   }
-  if (pages.length) rows.push('', '| Database | Latency | First page | Deep page | Deep / first | Target ≤ 1.5 |', '|---|---|--:|--:|--:|---|', ...pages);
+  if (pages.length)
+    rows.push(
+      '',
+      '| Database | Latency | First page | Deep page | Deep / first | Target ≤ 1.5 |',
+      '|---|---|--:|--:|--:|---|',
+      ...pages,
+    );
   return rows.join('\n');
 }
 
@@ -230,9 +348,26 @@ async function main() {
   try {
     for (const db of databases(dir)) {
       const started = Date.now();
-      const seeded = await seedInbox({ url: db.url, sqliteFile: db.sqliteFile, dataDir: dir, count: opts.messages, deepOffset: opts.deep, log: console.log });
-      if (CHECK) await checkDeepToken({ url: db.url, dataDir: dir, apiKey: seeded.apiKey, offset: opts.deep, limit: seeded.limit, token: seeded.deepToken });
-      console.log(`\n${db.dialect}: seeded ${fmt(opts.messages)} messages in ${fmt((Date.now() - started) / 1000)} s${CHECK ? `; paging through the service reaches the deep page's token` : ''}`);
+      const seeded = await seedInbox({
+        url: db.url,
+        sqliteFile: db.sqliteFile,
+        dataDir: dir,
+        count: opts.messages,
+        deepOffset: opts.deep,
+        log: console.log,
+      });
+      if (CHECK)
+        await checkDeepToken({
+          url: db.url,
+          dataDir: dir,
+          apiKey: seeded.apiKey,
+          offset: opts.deep,
+          limit: seeded.limit,
+          token: seeded.deepToken,
+        });
+      console.log(
+        `\n${db.dialect}: seeded ${fmt(opts.messages)} messages in ${fmt((Date.now() - started) / 1000)} s${CHECK ? `; paging through the service reaches the deep page's token` : ''}`,
+      );
       try {
         for (const scenario of scenarios(seeded)) results.push(await benchScenario(db, dir, scenario, port, stamp));
       } finally {
@@ -249,9 +384,23 @@ async function main() {
   }
   const summary = results.map((r) => r.summary);
   const machine = machineDescription();
-  const servers = Object.fromEntries(Object.entries(SERVERS).map(([kind, file]) => [kind, path.relative(ROOT, file).replace(/^bench\/results\/\.dist-snapshot-inbox\//, 'dist/')]));
+  const servers = Object.fromEntries(
+    Object.entries(SERVERS).map(([kind, file]) => [
+      kind,
+      path.relative(ROOT, file).replace(/^bench\/results\/\.dist-snapshot-inbox\//, 'dist/'),
+    ]),
+  );
   const runs = results.flatMap((r) => r.runs);
-  const raw = { date: new Date().toISOString(), machine, source, options: opts, servers, summary, runs, profiles: results.flatMap((r) => r.profiles) };
+  const raw = {
+    date: new Date().toISOString(),
+    machine,
+    source,
+    options: opts,
+    servers,
+    summary,
+    runs,
+    profiles: results.flatMap((r) => r.profiles),
+  };
   const disturbed = runs.filter((r) => r.disturbed);
   const md = [
     `Inbox bench, ${new Date().toISOString()}; ${machine}`,

@@ -26,7 +26,15 @@ let svc;
 export async function loadService(dist) {
   const from = (file) => import(pathToFileURL(path.join(dist, 'src', file)).href);
   const [pagination, compose, service, threads, config, configSpec, ids] = await Promise.all(
-    ['platform/db/cursor.js', 'inbox/mail/compose.js', 'inbox/service.js', 'inbox/threads/thread.service.js', 'platform/config/config.js', 'inbox/inbox.config.js', 'platform/ids.js'].map(from),
+    [
+      'platform/db/cursor.js',
+      'inbox/mail/compose.js',
+      'inbox/service.js',
+      'inbox/threads/thread.service.js',
+      'platform/config/config.js',
+      'inbox/inbox.config.js',
+      'platform/ids.js',
+    ].map(from),
   );
   svc = { ...pagination, ...compose, ...service, ...threads, ...config, ...configSpec, ...ids };
   return svc;
@@ -39,10 +47,84 @@ const DAY = 86_400_000;
 /** The history ends here, before any benchmark send. */
 const END = Date.UTC(2026, 10, 1);
 
-const FIRST = ['Anna', 'Ben', 'Clara', 'David', 'Elif', 'Felix', 'Greta', 'Hannah', 'Ivan', 'Jonas', 'Karin', 'Lukas', 'Mia', 'Noah', 'Olga', 'Paul', 'Rosa', 'Sven', 'Tanja', 'Uwe', 'Vera', 'Wei', 'Yusuf', 'Zoe'];
-const LAST = ['Albrecht', 'Becker', 'Costa', 'Dietrich', 'Engel', 'Fischer', 'Garcia', 'Hoffmann', 'Ivanova', 'Jansen', 'Keller', 'Lange', 'Meyer', 'Nowak', 'Ortiz', 'Peters', 'Quast', 'Richter', 'Schmidt', 'Tran', 'Vogel', 'Wagner', 'Yilmaz', 'Zimmermann'];
-const COMPANIES = ['acme-logistics.de', 'brightwave.io', 'nordlicht-energie.de', 'examplecorp.com', 'kiefer-bau.de', 'quantum-retail.eu', 'gmail.com', 'outlook.com', 'web.de', 'posteo.de'];
-const TOPICS = ['order', 'invoice', 'delivery', 'refund', 'account', 'password reset', 'API access', 'webhook', 'subscription', 'contract', 'data export', 'integration'];
+const FIRST = [
+  'Anna',
+  'Ben',
+  'Clara',
+  'David',
+  'Elif',
+  'Felix',
+  'Greta',
+  'Hannah',
+  'Ivan',
+  'Jonas',
+  'Karin',
+  'Lukas',
+  'Mia',
+  'Noah',
+  'Olga',
+  'Paul',
+  'Rosa',
+  'Sven',
+  'Tanja',
+  'Uwe',
+  'Vera',
+  'Wei',
+  'Yusuf',
+  'Zoe',
+];
+const LAST = [
+  'Albrecht',
+  'Becker',
+  'Costa',
+  'Dietrich',
+  'Engel',
+  'Fischer',
+  'Garcia',
+  'Hoffmann',
+  'Ivanova',
+  'Jansen',
+  'Keller',
+  'Lange',
+  'Meyer',
+  'Nowak',
+  'Ortiz',
+  'Peters',
+  'Quast',
+  'Richter',
+  'Schmidt',
+  'Tran',
+  'Vogel',
+  'Wagner',
+  'Yilmaz',
+  'Zimmermann',
+];
+const COMPANIES = [
+  'acme-logistics.de',
+  'brightwave.io',
+  'nordlicht-energie.de',
+  'examplecorp.com',
+  'kiefer-bau.de',
+  'quantum-retail.eu',
+  'gmail.com',
+  'outlook.com',
+  'web.de',
+  'posteo.de',
+];
+const TOPICS = [
+  'order',
+  'invoice',
+  'delivery',
+  'refund',
+  'account',
+  'password reset',
+  'API access',
+  'webhook',
+  'subscription',
+  'contract',
+  'data export',
+  'integration',
+];
 const SUBJECTS = [
   (r, t) => `Question about my ${t}`,
   (r) => `Order #${100000 + Math.floor(r() * 900000)} has not arrived`,
@@ -72,7 +154,10 @@ const FILES = [
 function generator(random) {
   const pick = (list) => list[Math.floor(random() * list.length)];
   const hex = (n) => Array.from({ length: n }, () => Math.floor(random() * 16).toString(16)).join('');
-  const ids = { uuid: () => `${hex(8)}-${hex(4)}-4${hex(3)}-${pick(['8', '9', 'a', 'b'])}${hex(3)}-${hex(12)}`, token: (n) => Buffer.from(hex(2 * n), 'hex').toString('base64url') };
+  const ids = {
+    uuid: () => `${hex(8)}-${hex(4)}-4${hex(3)}-${pick(['8', '9', 'a', 'b'])}${hex(3)}-${hex(12)}`,
+    token: (n) => Buffer.from(hex(2 * n), 'hex').toString('base64url'),
+  };
   const sentence = () => {
     const n = 6 + Math.floor(random() * 14);
     const words = Array.from({ length: n }, () => pick(WORDS));
@@ -83,7 +168,12 @@ function generator(random) {
     const first = pick(FIRST);
     const last = pick(LAST);
     const domain = pick(COMPANIES);
-    return { name: `${first} ${last}`, first, address: `${first}.${last}${Math.floor(random() * 100)}@${domain}`.toLowerCase(), domain };
+    return {
+      name: `${first} ${last}`,
+      first,
+      address: `${first}.${last}${Math.floor(random() * 100)}@${domain}`.toLowerCase(),
+      domain,
+    };
   });
   return { pick, hex, ids, paragraph, people };
 }
@@ -109,18 +199,45 @@ async function conversation(g, random, support, start, length, spam) {
     const from = inbound ? them : support;
     const to = inbound ? [random() < 0.3 ? support : { name: '', address: support.address }] : [them];
     const cc = colleague && random() < 0.7 ? [{ name: colleague.name, address: colleague.address }] : [];
-    const greeting = inbound ? g.pick(['Hello,', 'Hi Support Team,', 'Dear Sir or Madam,', 'Hi,']) : `Hello ${customer.first},`;
+    const greeting = inbound
+      ? g.pick(['Hello,', 'Hi Support Team,', 'Dear Sir or Madam,', 'Hi,'])
+      : `Hello ${customer.first},`;
     const signoff = inbound ? `Best regards,\n${customer.name}` : 'Kind regards,\nSupport Agent';
     let text = `${greeting}\n\n${Array.from({ length: 1 + Math.floor(random() * 3) }, g.paragraph).join('\n\n')}\n\n${signoff}`;
-    if (parent) text += `\n\nOn ${new Date(parent.timestamp).toUTCString()}, ${parent.from} wrote:\n${parent.text.split('\n').slice(0, 6).map((l) => `> ${l}`).join('\n')}`;
-    const html = random() < 0.35 ? `<div dir="ltr">${text.split('\n\n').map((p) => `<p>${p.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\n/g, '<br>')}</p>`).join('')}</div>` : null;
+    if (parent)
+      text += `\n\nOn ${new Date(parent.timestamp).toUTCString()}, ${parent.from} wrote:\n${parent.text
+        .split('\n')
+        .slice(0, 6)
+        .map((l) => `> ${l}`)
+        .join('\n')}`;
+    const html =
+      random() < 0.35
+        ? `<div dir="ltr">${text
+            .split('\n\n')
+            .map(
+              (p) =>
+                `<p>${p.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\n/g, '<br>')}</p>`,
+            )
+            .join('')}</div>`
+        : null;
     const attachments = [];
     if (random() < 0.06) {
       for (let n = 1 + Math.floor(random() * 2); n > 0; n--) {
         const [filename, contentType] = g.pick(FILES);
         const content = Buffer.alloc(2048 + Math.floor(random() * 30_000));
-        for (let b = 0; b < content.length; b += 4) content.writeUInt32LE((random() * 2 ** 32) >>> 0, Math.min(b, content.length - 4));
-        attachments.push({ meta: { attachmentId: svc.timeOrderedUuid(date, g.ids), filename, size: content.length, contentType, contentDisposition: 'attachment', contentId: null }, content });
+        for (let b = 0; b < content.length; b += 4)
+          content.writeUInt32LE((random() * 2 ** 32) >>> 0, Math.min(b, content.length - 4));
+        attachments.push({
+          meta: {
+            attachmentId: svc.timeOrderedUuid(date, g.ids),
+            filename,
+            size: content.length,
+            contentType,
+            contentDisposition: 'attachment',
+            contentId: null,
+          },
+          content,
+        });
       }
     }
     const messageId = inbound ? `<${g.hex(24)}@${customer.domain}>` : `<${svc.timeOrderedUuid(date, g.ids)}@${DOMAIN}>`;
@@ -162,7 +279,12 @@ async function conversation(g, random, support, start, length, spam) {
       headers: Object.keys(headers).length ? headers : null,
       attachments: attachments.map((a) => a.meta),
       attachmentContents: attachments.map((a) => a.content),
-      labels: spam ? ['received', 'spam'] : [...(inbound ? ['received', ...(unread ? ['unread'] : [])] : ['sent']), ...(random() < 0.5 ? customLabels : [])],
+      labels: spam
+        ? ['received', 'spam']
+        : [
+            ...(inbound ? ['received', ...(unread ? ['unread'] : [])] : ['sent']),
+            ...(random() < 0.5 ? customLabels : []),
+          ],
       size: raw.length,
       raw,
       createdAt: timestamp,
@@ -229,11 +351,21 @@ function threadRow(id, t) {
 }
 
 async function insertChunked(trx, table, rows, size) {
-  for (let i = 0; i < rows.length; i += size) await trx.insertInto(table).values(rows.slice(i, i + size)).execute();
+  for (let i = 0; i < rows.length; i += size)
+    await trx
+      .insertInto(table)
+      .values(rows.slice(i, i + size))
+      .execute();
 }
 
 export function inboxConfig(url, dataDir) {
-  return svc.loadConfig(svc.inboxConfigSpec, { LOG_LEVEL: 'warn', INBOX_DATABASE_URL: url, DATA_DIR: dataDir, INBOX_DOMAINS: DOMAIN, INBOX_ROLES: 'api' });
+  return svc.loadConfig(svc.inboxConfigSpec, {
+    LOG_LEVEL: 'warn',
+    INBOX_DATABASE_URL: url,
+    DATA_DIR: dataDir,
+    INBOX_DOMAINS: DOMAIN,
+    INBOX_ROLES: 'api',
+  });
 }
 
 /**
@@ -259,7 +391,10 @@ export async function seedInbox({ url, sqliteFile, dataDir, count, deepOffset, l
     const owner = { apiKeyId: key.apiKeyId, organizationId: key.organizationId };
     const support = (await services.inboxes.create(owner, { username: 'support', displayName: 'Support Agent' })).inbox;
     await services.inboxes.create(owner, { username: 'sales', displayName: 'Sales Team' });
-    await services.webhooks.create(owner, { url: 'https://hooks.example.org/agentmail', eventTypes: ['message.received'] });
+    await services.webhooks.create(owner, {
+      url: 'https://hooks.example.org/agentmail',
+      eventTypes: ['message.received'],
+    });
 
     const random = prng(20261121);
     const g = generator(random);
@@ -271,27 +406,42 @@ export async function seedInbox({ url, sqliteFile, dataDir, count, deepOffset, l
       // About 2 % of threads are one inbound message labelled spam (it failed DMARC), and about
       // 1.5 % of the others were deleted into the trash (every message labelled trash).
       const spam = random() < 0.02;
-      const length = spam ? 1 : Math.min(count - total, r < 0.4 ? 1 : r < 0.65 ? 2 : r < 0.8 ? 3 : r < 0.9 ? 4 : 5 + Math.floor(random() * 8));
+      const length = spam
+        ? 1
+        : Math.min(
+            count - total,
+            r < 0.4 ? 1 : r < 0.65 ? 2 : r < 0.8 ? 3 : r < 0.9 ? 4 : 5 + Math.floor(random() * 8),
+          );
       const start = END - 365 * DAY + Math.floor(random() * 364 * DAY);
       const messages = await conversation(g, random, me, start, length, spam);
       if (!messages.length) continue;
       if (!spam && random() < 0.015) {
-        const trashedAt = new Date(Math.min(END - 1000, Date.parse(messages[messages.length - 1].timestamp) + DAY)).toISOString();
+        const trashedAt = new Date(
+          Math.min(END - 1000, Date.parse(messages[messages.length - 1].timestamp) + DAY),
+        ).toISOString();
         for (const m of messages) Object.assign(m, { labels: [...m.labels, 'trash'], updatedAt: trashedAt });
       }
       const first = messages[0];
       const threadId = svc.timeOrderedUuid(new Date(first.timestamp), g.ids);
-      let summary = svc.startThread({ threadId, organizationId: owner.organizationId, inboxId: support.inboxId }, first, svc.normalizeSubject(first.subject));
+      let summary = svc.startThread(
+        { threadId, organizationId: owner.organizationId, inboxId: support.inboxId },
+        first,
+        svc.normalizeSubject(first.subject),
+      );
       for (const next of messages.slice(1)) summary = svc.addMessageToThread(summary, next);
       threads.push({ summary, messages });
       total += messages.length;
     }
     log(`  generated ${total} messages in ${threads.length} threads`);
 
-    threads.sort((a, b) => (a.summary.createdAt < b.summary.createdAt ? -1 : a.summary.createdAt > b.summary.createdAt ? 1 : 0));
+    threads.sort((a, b) =>
+      a.summary.createdAt < b.summary.createdAt ? -1 : a.summary.createdAt > b.summary.createdAt ? 1 : 0,
+    );
     const all = threads.flatMap((t) => t.messages.map((m) => ({ m, threadId: t.summary.threadId })));
     all.sort((a, b) => (a.m.timestamp < b.m.timestamp ? -1 : a.m.timestamp > b.m.timestamp ? 1 : 0));
-    const messages = all.map(({ m, threadId }, i) => messageRow(i + 1, owner.organizationId, support.inboxId, threadId, m));
+    const messages = all.map(({ m, threadId }, i) =>
+      messageRow(i + 1, owner.organizationId, support.inboxId, threadId, m),
+    );
     const labels = all.flatMap(({ m }, i) => m.labels.map((label) => ({ message_pk: i + 1, label })));
     const attachments = all.flatMap(({ m }, i) =>
       m.attachments.map((a, j) => ({
@@ -321,10 +471,15 @@ export async function seedInbox({ url, sqliteFile, dataDir, count, deepOffset, l
         100,
       );
       if (postgres) {
-        for (const table of ['threads', 'messages', 'attachments']) await sql`select setval(pg_get_serial_sequence(${table}, 'id'), (select max(id) from ${sql.table(table)}))`.execute(trx);
+        for (const table of ['threads', 'messages', 'attachments'])
+          await sql`select setval(pg_get_serial_sequence(${table}, 'id'), (select max(id) from ${sql.table(table)}))`.execute(
+            trx,
+          );
       }
     });
-    log(`  inserted ${messages.length} messages, ${threads.length} threads, ${labels.length} labels, ${attachments.length} attachments`);
+    log(
+      `  inserted ${messages.length} messages, ${threads.length} threads, ${labels.length} labels, ${attachments.length} attachments`,
+    );
     // Planner statistics and the visibility map, as a settled production table would have them.
     if (postgres) await sql`vacuum analyze`.execute(db);
     else await sql`analyze`.execute(db);
@@ -335,7 +490,16 @@ export async function seedInbox({ url, sqliteFile, dataDir, count, deepOffset, l
       .selectFrom('messages')
       .select(['id', 'timestamp'])
       .where('inbox_id', '=', support.inboxId)
-      .where(({ not, exists, selectFrom }) => not(exists(selectFrom('message_labels').select('label').whereRef('message_labels.message_pk', '=', 'messages.id').where('label', 'in', ['spam', 'blocked', 'trash']))))
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('message_labels')
+              .select('label')
+              .whereRef('message_labels.message_pk', '=', 'messages.id')
+              .where('label', 'in', ['spam', 'blocked', 'trash']),
+          ),
+        ),
+      )
       .orderBy('timestamp', 'desc')
       .orderBy('id', 'desc')
       .limit(1)
@@ -363,7 +527,8 @@ export async function checkDeepToken({ url, dataDir, apiKey, offset, limit, toke
       const page = await services.messages.list(owner, LIST_INBOX, { limit, ...(pageToken ? { pageToken } : {}) });
       pageToken = page.nextPageToken;
     }
-    if (pageToken !== token) throw new Error(`the service's page token after ${offset} messages is ${pageToken}, not ${token}`);
+    if (pageToken !== token)
+      throw new Error(`the service's page token after ${offset} messages is ${pageToken}, not ${token}`);
   } finally {
     await database.destroy();
   }

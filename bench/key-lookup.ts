@@ -10,7 +10,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/platform/config/config.js';
 import { hashSecret } from '../src/platform/ids.js';
-import { findKeyOwnerByHash, insertApiKey, insertOrganization, insertPod } from '../src/inbox/api-keys/api-key.repository.js';
+import {
+  findKeyOwnerByHash,
+  insertApiKey,
+  insertOrganization,
+  insertPod,
+} from '../src/inbox/api-keys/api-key.repository.js';
 import { inboxConfigSpec } from '../src/inbox/inbox.config.js';
 import { migrateInbox, openInboxDatabase } from '../src/inbox/open-database.js';
 
@@ -31,11 +36,20 @@ try {
       for (let k = 0; k < 10; k += 1) {
         const hash = hashSecret(`am_bench_${o}_${k}`);
         hashes.push(hash);
-        await insertApiKey(trx, { id: `key_b${o}_${k}`, organizationId: `org_b${o}`, name: 'k', keyHash: hash, keyPrefix: 'am_bench', createdAt: now, ...(k % 2 ? { podId: `pod_b${o}`, permissions: { inboxRead: true } } : {}) });
+        await insertApiKey(trx, {
+          id: `key_b${o}_${k}`,
+          organizationId: `org_b${o}`,
+          name: 'k',
+          keyHash: hash,
+          keyPrefix: 'am_bench',
+          createdAt: now,
+          ...(k % 2 ? { podId: `pod_b${o}`, permissions: { inboxRead: true } } : {}),
+        });
       }
     }
   });
-  const baseline = (hash: string) => db.selectFrom('api_keys').select(['id', 'organization_id']).where('key_hash', '=', hash).executeTakeFirst();
+  const baseline = (hash: string) =>
+    db.selectFrom('api_keys').select(['id', 'organization_id']).where('key_hash', '=', hash).executeTakeFirst();
   const candidates = { baseline, findKeyOwnerByHash: (hash: string) => findKeyOwnerByHash(db, hash) };
   const results: Record<string, number[]> = { baseline: [], findKeyOwnerByHash: [] };
   for (let round = 0; round < 3; round += 1) {
@@ -49,7 +63,16 @@ try {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1] as number;
   const b = median(results.baseline as number[]);
   const c = median(results.findKeyOwnerByHash as number[]);
-  console.log(JSON.stringify({ database: url.split(':')[0], keys: KEYS, lookups: LOOKUPS, baseline_us: +b.toFixed(1), findKeyOwnerByHash_us: +c.toFixed(1), ratio: +(c / b).toFixed(2) }));
+  console.log(
+    JSON.stringify({
+      database: url.split(':')[0],
+      keys: KEYS,
+      lookups: LOOKUPS,
+      baseline_us: +b.toFixed(1),
+      findKeyOwnerByHash_us: +c.toFixed(1),
+      ratio: +(c / b).toFixed(2),
+    }),
+  );
 } finally {
   await database.destroy();
   rmSync(dir, { recursive: true, force: true });

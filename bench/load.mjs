@@ -42,7 +42,11 @@ async function sequential({ url, method = 'GET', headers = {}, body }, count) {
       const start = process.hrtime.bigint();
       const req = http.request(url, { method, headers, agent }, (res) => {
         res.on('data', () => {});
-        res.on('end', () => (res.statusCode < 300 ? resolve(Number(process.hrtime.bigint() - start) / 1000) : reject(new Error(`probe: status ${res.statusCode}`))));
+        res.on('end', () =>
+          res.statusCode < 300
+            ? resolve(Number(process.hrtime.bigint() - start) / 1000)
+            : reject(new Error(`probe: status ${res.statusCode}`)),
+        );
       });
       req.on('error', reject);
       req.end(body);
@@ -51,5 +55,10 @@ async function sequential({ url, method = 'GET', headers = {}, body }, count) {
   for (let i = 0; i < count; i++) times.push(await one());
   agent.destroy();
   times.sort((a, b) => a - b);
-  return { n: count, p50Us: times[Math.floor(count / 2)], meanUs: times.reduce((a, b) => a + b, 0) / count, p90Us: times[Math.floor(count * 0.9)] };
+  return {
+    n: count,
+    p50Us: times[Math.floor(count / 2)],
+    meanUs: times.reduce((a, b) => a + b, 0) / count,
+    p90Us: times[Math.floor(count * 0.9)],
+  };
 }

@@ -31,7 +31,8 @@ export function summarizeProfile(file, top = 25) {
     const { functionName, url, lineNumber } = nodes.get(id).callFrame;
     if (IDLE.has(functionName)) continue;
     busy += us;
-    const name = `${functionName || '(anonymous)'} ${url ? `${url.replace(/^.*\/(node_modules|dist)\//, '$1/').replace(/^.*\/\.dist-snapshot[\w-]*\//, 'dist/')}:${lineNumber + 1}` : ''}`.trim();
+    const name =
+      `${functionName || '(anonymous)'} ${url ? `${url.replace(/^.*\/(node_modules|dist)\//, '$1/').replace(/^.*\/\.dist-snapshot[\w-]*\//, 'dist/')}:${lineNumber + 1}` : ''}`.trim();
     byFunction.set(name, (byFunction.get(name) ?? 0) + us);
     const o = origin(url, functionName);
     byOrigin.set(o, (byOrigin.get(o) ?? 0) + us);
@@ -52,4 +53,5 @@ export function formatProfile(summary) {
   return lines.join('\n');
 }
 
-if (process.argv[1]?.endsWith('profile.mjs') && process.argv[2]) console.log(formatProfile(summarizeProfile(process.argv[2], Number(process.argv[3] ?? 25))));
+if (process.argv[1]?.endsWith('profile.mjs') && process.argv[2])
+  console.log(formatProfile(summarizeProfile(process.argv[2], Number(process.argv[3] ?? 25))));

@@ -4,7 +4,22 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkBytes, checkSql } from './check.mjs';
 import * as harness from './lib/harness.mjs';
-import { alternate, fmt, LOAD_CPU, machineDescription, medians, postgresUrl, profiled, RESULTS, ROOT, SERVER_CPU, snapshotDist, sourceOf, timestamp, writeResults } from './lib/harness.mjs';
+import {
+  alternate,
+  fmt,
+  LOAD_CPU,
+  machineDescription,
+  medians,
+  postgresUrl,
+  profiled,
+  RESULTS,
+  ROOT,
+  SERVER_CPU,
+  snapshotDist,
+  sourceOf,
+  timestamp,
+  writeResults,
+} from './lib/harness.mjs';
 import { dropSchema, seed } from './seed.mjs';
 
 /**
@@ -27,7 +42,11 @@ const SERVERS = {
 const CHECK = process.env.BENCH_CHECK !== '0';
 
 const { values: args } = parseArgs({
-  options: Object.fromEntries(['runs', 'duration', 'warmup', 'connections', 'items', 'only', 'suite'].map((k) => [k, { type: 'string' }]).concat([['profile', { type: 'boolean' }]])),
+  options: Object.fromEntries(
+    ['runs', 'duration', 'warmup', 'connections', 'items', 'only', 'suite']
+      .map((k) => [k, { type: 'string' }])
+      .concat([['profile', { type: 'boolean' }]]),
+  ),
 });
 const option = (name, fallback) => Number(args[name] ?? process.env[`BENCH_${name.toUpperCase()}`] ?? fallback);
 const opts = {
@@ -64,12 +83,22 @@ function scenarios({ apiKey, adminKey }) {
   const suites = {
     default: [
       { name: 'GET /api/immobilies', plan: 'collection', read: true, request: collection(apiKey) },
-      { name: 'GET /api/bundeslands/{id}', plan: 'item', read: true, request: { method: 'GET', path: '/api/bundeslands/16', headers: { accept } } },
+      {
+        name: 'GET /api/bundeslands/{id}',
+        plan: 'item',
+        read: true,
+        request: { method: 'GET', path: '/api/bundeslands/16', headers: { accept } },
+      },
       {
         name: 'POST /api/immobilies',
         plan: 'post',
         read: false,
-        request: { method: 'POST', path: '/api/immobilies', headers: { accept, 'x-api-key': apiKey, 'content-type': accept }, body: POST_BODY },
+        request: {
+          method: 'POST',
+          path: '/api/immobilies',
+          headers: { accept, 'x-api-key': apiKey, 'content-type': accept },
+          body: POST_BODY,
+        },
       },
     ],
     filters: [
@@ -77,19 +106,37 @@ function scenarios({ apiKey, adminKey }) {
         name: 'GET /api/immobilies?adresse=leipzig&kaufpreis[gte]=500000',
         plan: 'filtered',
         read: true,
-        request: { method: 'GET', path: '/api/immobilies?adresse=leipzig&kaufpreis%5Bgte%5D=500000', headers: { accept, 'x-api-key': apiKey } },
+        request: {
+          method: 'GET',
+          path: '/api/immobilies?adresse=leipzig&kaufpreis%5Bgte%5D=500000',
+          headers: { accept, 'x-api-key': apiKey },
+        },
       },
     ],
     scale: [
-      { name: 'GET /api/immobilies (owner key)', plan: 'collection', read: true, limitEnv: pageOnly, request: collection(apiKey) },
-      { name: 'GET /api/immobilies (admin key)', plan: 'collectionAdmin', read: true, limitEnv: pageOnly, request: collection(adminKey) },
+      {
+        name: 'GET /api/immobilies (owner key)',
+        plan: 'collection',
+        read: true,
+        limitEnv: pageOnly,
+        request: collection(apiKey),
+      },
+      {
+        name: 'GET /api/immobilies (admin key)',
+        plan: 'collectionAdmin',
+        read: true,
+        limitEnv: pageOnly,
+        request: collection(adminKey),
+      },
     ],
   };
   return (suites[opts.suite] ?? []).filter((s) => !args.only || s.plan === args.only);
 }
 
 function databases(dir) {
-  const out = [{ dialect: 'sqlite', url: `sqlite:${path.join(dir, 'property.db')}`, sqliteFile: path.join(dir, 'property.db') }];
+  const out = [
+    { dialect: 'sqlite', url: `sqlite:${path.join(dir, 'property.db')}`, sqliteFile: path.join(dir, 'property.db') },
+  ];
   const pgUrl = postgresUrl('bench_property');
   if (pgUrl) out.push({ dialect: 'postgres', url: pgUrl });
   return out;
@@ -98,14 +145,33 @@ function databases(dir) {
 /** Starts a server pinned to SERVER_CPU; resolves once it printed its first line (it listens). */
 function startServer(kind, db, port, nodeArgs = [], scenario = undefined) {
   const limitEnv = kind === 'baseline' ? (scenario?.limitEnv ?? {}) : {};
-  const env = { LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: String(port), PROPERTY_PORT: String(port), PROPERTY_DATABASE_URL: db.url, BASELINE_DATABASE_URL: db.url, ...limitEnv, PROPERTY_RATE_LIMIT_PER_MINUTE: '10000000', PROPERTY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '10000000', PROPERTY_REGISTRATION_LIMIT_PER_HOUR: '10000000' };
+  const env = {
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    PROPERTY_PORT: String(port),
+    PROPERTY_DATABASE_URL: db.url,
+    BASELINE_DATABASE_URL: db.url,
+    ...limitEnv,
+    PROPERTY_RATE_LIMIT_PER_MINUTE: '10000000',
+    PROPERTY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '10000000',
+    PROPERTY_REGISTRATION_LIMIT_PER_HOUR: '10000000',
+  };
   return harness.startServer({ label: kind, file: SERVERS[kind], env, nodeArgs });
 }
 
 /** One measurement: fresh server, warm-up, measured load from its own core, server killed by PID. */
 function measure(kind, db, scenario, port, nodeArgs) {
   const load = { connections: opts.connections, warmup: opts.warmup, duration: opts.duration };
-  return harness.measure({ label: `${kind} ${scenario.name}`, start: (args) => startServer(kind, db, port, args, scenario), dialect: db.dialect, request: scenario.request, port, load, nodeArgs });
+  return harness.measure({
+    label: `${kind} ${scenario.name}`,
+    start: (args) => startServer(kind, db, port, args, scenario),
+    dialect: db.dialect,
+    request: scenario.request,
+    port,
+    load,
+    nodeArgs,
+  });
 }
 
 /** One extra run of each server under --cpu-prof (not counted); prints where the CPU went. */
@@ -114,7 +180,15 @@ async function profile(db, scenario, port, stamp) {
   for (const kind of ['ours', 'baseline']) {
     const dir = path.join(RESULTS, 'profiles', `${stamp}-${db.dialect}-${scenario.plan}-${kind}`);
     const { r, file, top, text } = await profiled(dir, (args) => measure(kind, db, scenario, port, args));
-    out.push({ dialect: db.dialect, scenario: scenario.name, kind, rps: r.rps, cpuUsPerRequest: r.serverUsPerRequest, file, ...top });
+    out.push({
+      dialect: db.dialect,
+      scenario: scenario.name,
+      kind,
+      rps: r.rps,
+      cpuUsPerRequest: r.serverUsPerRequest,
+      file,
+      ...top,
+    });
     console.log(`  profiled ${kind} (not counted): ${fmt(r.rps)} req/s\n${text.replace(/^/gm, '    ')}`);
   }
   return out;
@@ -129,26 +203,50 @@ function table(summary) {
     const verdict = s.read ? (s.ratio >= 0.7 ? 'met' : '**missed**') : 'n/a (write)';
     const perRequest = (m) => `${fmt(m.cpuUs)}${m.dbCpuUs ? ` + ${fmt(m.dbCpuUs)}` : ''}`;
     const cpu = `${perRequest(s.ours)} / ${perRequest(s.baseline)}`;
-    rows.push(`| ${s.dialect} | \`${s.scenario}\` | ${fmt(s.ours.rps)} | ${s.ours.p99} ms | ${fmt(s.baseline.rps)} | ${s.baseline.p99} ms | **${fmt(s.ratio, 2)}** | ${verdict} | ${cpu} |`);
+    rows.push(
+      `| ${s.dialect} | \`${s.scenario}\` | ${fmt(s.ours.rps)} | ${s.ours.p99} ms | ${fmt(s.baseline.rps)} | ${s.baseline.p99} ms | **${fmt(s.ratio, 2)}** | ${verdict} | ${cpu} |`,
+    );
   }
   return rows.join('\n');
 }
 
 /** Checks that the comparison is fair, then alternates the two servers `opts.runs` times. */
 async function benchScenario(db, scenario, port, stamp) {
-  const serve = (kind, fn) => harness.withServer(() => startServer(kind, db, port, [], scenario), () => fn(port));
+  const serve = (kind, fn) =>
+    harness.withServer(
+      () => startServer(kind, db, port, [], scenario),
+      () => fn(port),
+    );
   let bytes;
   if (CHECK) {
-    await checkSql({ main: SERVERS.ours, dialect: db.dialect, url: db.url, env: { LOG_LEVEL: 'warn', PROPERTY_DATABASE_URL: db.url }, scenario: scenario.plan, request: scenario.request });
+    await checkSql({
+      main: SERVERS.ours,
+      dialect: db.dialect,
+      url: db.url,
+      env: { LOG_LEVEL: 'warn', PROPERTY_DATABASE_URL: db.url },
+      scenario: scenario.plan,
+      request: scenario.request,
+    });
     bytes = await checkBytes({ name: `${db.dialect} ${scenario.name}`, serve, request: scenario.request });
     console.log(`${db.dialect} ${scenario.name}: same SQL and same ${bytes}-byte body as the server`);
   } else {
     console.log(`${db.dialect} ${scenario.name}: fairness checks skipped (BENCH_CHECK=0)`);
   }
-  const runs = await alternate(opts.runs, (kind) => measure(kind, db, scenario, port), { dialect: db.dialect, scenario: scenario.name });
+  const runs = await alternate(opts.runs, (kind) => measure(kind, db, scenario, port), {
+    dialect: db.dialect,
+    scenario: scenario.name,
+  });
   const ours = medians(runs, 'ours');
   const baseline = medians(runs, 'baseline');
-  const summary = { dialect: db.dialect, scenario: scenario.name, read: scenario.read, bytes, ours, baseline, ratio: ours.rps / baseline.rps };
+  const summary = {
+    dialect: db.dialect,
+    scenario: scenario.name,
+    read: scenario.read,
+    bytes,
+    ours,
+    baseline,
+    ratio: ours.rps / baseline.rps,
+  };
   const profiles = opts.profile ? await profile(db, scenario, port, stamp) : [];
   return { summary, runs, profiles };
 }
@@ -161,14 +259,17 @@ async function main() {
   rmSync(SNAPSHOT, { recursive: true, force: true });
   if (!process.env.BENCH_OURS) snapshotDist(path.basename(SNAPSHOT));
   const source = sourceOf(['src/property', 'src/platform']);
-  console.log(`property bench (suite ${opts.suite}): ${opts.runs} runs × ${opts.duration} s (+${opts.warmup} s warm-up), ${opts.connections} connections, ${opts.items} items; server on CPU ${SERVER_CPU}, autocannon on CPU ${LOAD_CPU}`);
+  console.log(
+    `property bench (suite ${opts.suite}): ${opts.runs} runs × ${opts.duration} s (+${opts.warmup} s warm-up), ${opts.connections} connections, ${opts.items} items; server on CPU ${SERVER_CPU}, autocannon on CPU ${LOAD_CPU}`,
+  );
   try {
     for (const db of databases(dir)) {
       const seededAt = Date.now();
       const keys = await seed({ url: db.url, sqliteFile: db.sqliteFile, count: opts.items });
       console.log(`\n${db.dialect}: seeded ${opts.items} immobilien in ${fmt((Date.now() - seededAt) / 1000)} s`);
       try {
-        for (const scenario of scenarios(keys)) results.push({ ...(await benchScenario(db, scenario, port, stamp)), items: opts.items });
+        for (const scenario of scenarios(keys))
+          results.push({ ...(await benchScenario(db, scenario, port, stamp)), items: opts.items });
       } finally {
         if (db.dialect === 'postgres') await dropSchema(db.url);
       }
@@ -179,8 +280,22 @@ async function main() {
   }
   const summary = results.map((r) => r.summary);
   const machine = machineDescription();
-  const servers = Object.fromEntries(Object.entries(SERVERS).map(([kind, file]) => [kind, path.relative(ROOT, file).replace('bench/results/.dist-snapshot/', 'dist/')]));
-  const raw = { date: new Date().toISOString(), machine, source, options: opts, servers, summary, runs: results.flatMap((r) => r.runs), profiles: results.flatMap((r) => r.profiles) };
+  const servers = Object.fromEntries(
+    Object.entries(SERVERS).map(([kind, file]) => [
+      kind,
+      path.relative(ROOT, file).replace('bench/results/.dist-snapshot/', 'dist/'),
+    ]),
+  );
+  const raw = {
+    date: new Date().toISOString(),
+    machine,
+    source,
+    options: opts,
+    servers,
+    summary,
+    runs: results.flatMap((r) => r.runs),
+    profiles: results.flatMap((r) => r.profiles),
+  };
   const md = [
     `Property bench (suite ${opts.suite}, ${opts.items} immobilien), ${new Date().toISOString()}; ${machine}`,
     `Servers: ours = ${servers.ours} (built from ${source}), limit = ${servers.baseline}.`,
@@ -193,7 +308,8 @@ async function main() {
   ].join('\n');
   writeResults(stamp, raw, md);
   const missed = summary.filter((s) => s.read && s.ratio < 0.7);
-  if (missed.length) console.log(`below 70 % of the limit: ${missed.map((s) => `${s.dialect} ${s.scenario}`).join(', ')}`);
+  if (missed.length)
+    console.log(`below 70 % of the limit: ${missed.map((s) => `${s.dialect} ${s.scenario}`).join(', ')}`);
 }
 
 await main();

@@ -9,8 +9,32 @@ import { prng } from './lib/prng.mjs';
  * `count` varied properties owned by it. Deterministic (seeded PRNG), so runs are comparable.
  */
 
-const STREETS = ['Lindenweg', 'Hauptstraße', 'Bahnhofstraße', 'Am Markt', 'Schillerstraße', 'Gartenstraße', 'Goethestraße', 'Kirchweg', 'Müllerstraße', 'Rosenallee', 'Bergstraße', 'Uferpromenade'];
-const CITIES = ['04109 Leipzig', '01067 Dresden', '10115 Berlin', '80331 München', '20095 Hamburg', '50667 Köln', '60311 Frankfurt am Main', '70173 Stuttgart', '28195 Bremen', '99084 Erfurt'];
+const STREETS = [
+  'Lindenweg',
+  'Hauptstraße',
+  'Bahnhofstraße',
+  'Am Markt',
+  'Schillerstraße',
+  'Gartenstraße',
+  'Goethestraße',
+  'Kirchweg',
+  'Müllerstraße',
+  'Rosenallee',
+  'Bergstraße',
+  'Uferpromenade',
+];
+const CITIES = [
+  '04109 Leipzig',
+  '01067 Dresden',
+  '10115 Berlin',
+  '80331 München',
+  '20095 Hamburg',
+  '50667 Köln',
+  '60311 Frankfurt am Main',
+  '70173 Stuttgart',
+  '28195 Bremen',
+  '99084 Erfurt',
+];
 const TYPES = ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'];
 
 /** A fixed creation time, so that runs are comparable (the engine would set the current second). */
@@ -51,7 +75,11 @@ export async function seed({ url, sqliteFile, count }) {
     const account = async (name, email, role) => {
       const key = `prop_${randomBytes(32).toString('base64url')}`;
       const hash = createHash('sha256').update(key, 'utf8').digest('hex');
-      const row = await db.insertInto('users').values({ name, email, role, api_key_hash: hash }).returning('id').executeTakeFirstOrThrow();
+      const row = await db
+        .insertInto('users')
+        .values({ name, email, role, api_key_hash: hash })
+        .returning('id')
+        .executeTakeFirstOrThrow();
       return { key, id: Number(row.id) };
     };
     const user = await account('Bench Verwalter', 'bench@example.org', 'user');
@@ -67,11 +95,14 @@ export async function seed({ url, sqliteFile, count }) {
     const bulk = database.dialect === 'postgres';
     if (bulk) await sql`alter table immobilie disable trigger immobilie_collection_counts`.execute(db);
     const CHUNK = 1_000;
-    for (let done = 0; done < count; ) {
+    for (let done = 0; done < count;) {
       await db.transaction().execute(async (trx) => {
         for (let s = 0; s < 50 && done < count; s++) {
           const n = Math.min(CHUNK, count - done);
-          await trx.insertInto('immobilie').values(Array.from({ length: n }, () => immobilie(random, user.id))).execute();
+          await trx
+            .insertInto('immobilie')
+            .values(Array.from({ length: n }, () => immobilie(random, user.id)))
+            .execute();
           done += n;
         }
       });

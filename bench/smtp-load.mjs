@@ -38,11 +38,21 @@ const EHLO = 'mail-out-3.sender.example';
 
 const RUN = randomBytes(6).toString('hex');
 const random = prng(4242);
-const SENDERS = ['Anna Becker <anna.becker@acme-logistics.example>', 'Ben Fischer <ben.fischer@brightwave.example>', 'Clara Costa <clara@nordlicht-energie.example>', 'David Lange <d.lange@examplecorp.example>', 'Elif Yilmaz <elif.yilmaz@quantum-retail.example>', 'Felix Vogel <felix.vogel@kiefer-bau.example>'];
+const SENDERS = [
+  'Anna Becker <anna.becker@acme-logistics.example>',
+  'Ben Fischer <ben.fischer@brightwave.example>',
+  'Clara Costa <clara@nordlicht-energie.example>',
+  'David Lange <d.lange@examplecorp.example>',
+  'Elif Yilmaz <elif.yilmaz@quantum-retail.example>',
+  'Felix Vogel <felix.vogel@kiefer-bau.example>',
+];
 const senderAddress = (from) => from.slice(from.indexOf('<') + 1, -1);
 const DKIM_B = randomBytes(256).toString('base64');
 const DKIM_BH = randomBytes(32).toString('base64');
-const WORDS = 'the order invoice delivery account please thanks attached update review confirm payment refund report missing tomorrow today warehouse tracking number contract price service settings'.split(' ');
+const WORDS =
+  'the order invoice delivery account please thanks attached update review confirm payment refund report missing tomorrow today warehouse tracking number contract price service settings'.split(
+    ' ',
+  );
 const sentence = () => {
   const n = 8 + Math.floor(random() * 8);
   const words = Array.from({ length: n }, () => WORDS[Math.floor(random() * WORDS.length)]);
@@ -94,7 +104,10 @@ const smallText = textOf(2048);
 function small(n, to, from, reply) {
   const h = headers(n, to, from, reply, 'text/plain; charset=utf-8');
   const room = SMALL_BYTES - Buffer.byteLength(h.text) - 2 - 2;
-  const body = smallText.slice(0, Math.max(0, room)).replace(/\r?\n?$/, '').replace(/\r$/, '');
+  const body = smallText
+    .slice(0, Math.max(0, room))
+    .replace(/\r?\n?$/, '')
+    .replace(/\r$/, '');
   return { messageId: h.messageId, subject: h.subject, data: Buffer.from(`${h.text}\r\n${body}\r\n`) };
 }
 
@@ -102,7 +115,10 @@ const LARGE_BYTES = 1024 * 1024;
 const BOUNDARY = '----=_Part_5523_1931170421.1795000000000';
 const ALT = '----=_Part_5524_207745131.1795000000000';
 const largeText = textOf(1500);
-const largeHtml = `<html><head><meta charset="utf-8"></head><body><div dir="ltr">${largeText.split('\r\n').map((l) => `<p>${l}</p>`).join('\r\n')}</div></body></html>`;
+const largeHtml = `<html><head><meta charset="utf-8"></head><body><div dir="ltr">${largeText
+  .split('\r\n')
+  .map((l) => `<p>${l}</p>`)
+  .join('\r\n')}</div></body></html>`;
 /** The body after the headers: text and HTML alternatives, then a PDF-like attachment filling 1 MiB. */
 function largeBody(headerBytes) {
   const head = [
@@ -136,7 +152,8 @@ function largeBody(headerBytes) {
   // base64 in 76-character lines: 78 bytes on the wire for 57 bytes of content.
   const room = LARGE_BYTES - headerBytes - 2 - Buffer.byteLength(head) - Buffer.byteLength(tail);
   const binary = Buffer.alloc(Math.floor(room / 78) * 57);
-  for (let i = 0; i < binary.length; i += 4) binary.writeUInt32LE((random() * 2 ** 32) >>> 0, Math.min(i, binary.length - 4));
+  for (let i = 0; i < binary.length; i += 4)
+    binary.writeUInt32LE((random() * 2 ** 32) >>> 0, Math.min(i, binary.length - 4));
   binary.write('%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n', 0, 'latin1');
   binary.write('\n%%EOF\n', binary.length - 7, 'latin1');
   const encoded = binary.toString('base64').replace(/.{76}/g, '$&\r\n').replace(/\r\n$/, '');
@@ -331,7 +348,10 @@ async function rawSender(sender) {
         // QUIT without waiting for its 221: the sender moves on, the server closes the connection.
         const done = c;
         done.write('QUIT\r\n');
-        done.reply().then(() => done.close(), () => done.close());
+        done.reply().then(
+          () => done.close(),
+          () => done.close(),
+        );
         c = undefined;
       }
     } catch (err) {
@@ -400,7 +420,8 @@ await Promise.all(running);
 nm?.close();
 
 latencies.sort((a, b) => a - b);
-const at = (q) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] : NaN);
+const at = (q) =>
+  latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] : NaN;
 const summary = {
   rps: counts.window / elapsed,
   total: counts.window,

@@ -7,7 +7,27 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import * as harness from './lib/harness.mjs';
-import { cpuSeconds, DISTURBED, exited, fmt, LOAD_CPU, machineBusy, machineDescription, median, postgresPids, postgresUrl, profiled, quiet, RESULTS, ROOT, SERVER_CPU, snapshotDist, sourceOf, timestamp, writeResults } from './lib/harness.mjs';
+import {
+  cpuSeconds,
+  DISTURBED,
+  exited,
+  fmt,
+  LOAD_CPU,
+  machineBusy,
+  machineDescription,
+  median,
+  postgresPids,
+  postgresUrl,
+  profiled,
+  quiet,
+  RESULTS,
+  ROOT,
+  SERVER_CPU,
+  snapshotDist,
+  sourceOf,
+  timestamp,
+  writeResults,
+} from './lib/harness.mjs';
 
 /**
  * `npm run bench:smtp`: inbound SMTP throughput of the inbox service (dist/src/inbox/main.js,
@@ -42,7 +62,14 @@ const INBOXES = 20;
 const SMALL_TARGET = 1000;
 
 const { values: args } = parseArgs({
-  options: Object.fromEntries(['runs', 'duration', 'warmup', 'sessions', 'only', 'client'].map((k) => [k, { type: 'string' }]).concat([['profile', { type: 'boolean' }], ['clients', { type: 'boolean' }]])),
+  options: Object.fromEntries(
+    ['runs', 'duration', 'warmup', 'sessions', 'only', 'client']
+      .map((k) => [k, { type: 'string' }])
+      .concat([
+        ['profile', { type: 'boolean' }],
+        ['clients', { type: 'boolean' }],
+      ]),
+  ),
 });
 const option = (name, fallback) => Number(args[name] ?? process.env[`BENCH_${name.toUpperCase()}`] ?? fallback);
 const opts = {
@@ -58,9 +85,27 @@ const only = args.only ?? process.env.BENCH_ONLY;
 
 const SCENARIOS = [
   { id: 'small', name: '1 KiB, 20 reused connections', size: 'small', mode: 'reuse', greetingDelayMs: 100 },
-  { id: 'large', name: '1 MiB with attachments, 20 reused connections', size: 'large', mode: 'reuse', greetingDelayMs: 100 },
-  { id: 'connect', name: '1 KiB, new connection per message, greeting delay 100 ms', size: 'small', mode: 'connect', greetingDelayMs: 100 },
-  { id: 'connect0', name: '1 KiB, new connection per message, greeting delay 0', size: 'small', mode: 'connect', greetingDelayMs: 0 },
+  {
+    id: 'large',
+    name: '1 MiB with attachments, 20 reused connections',
+    size: 'large',
+    mode: 'reuse',
+    greetingDelayMs: 100,
+  },
+  {
+    id: 'connect',
+    name: '1 KiB, new connection per message, greeting delay 100 ms',
+    size: 'small',
+    mode: 'connect',
+    greetingDelayMs: 100,
+  },
+  {
+    id: 'connect0',
+    name: '1 KiB, new connection per message, greeting delay 0',
+    size: 'small',
+    mode: 'connect',
+    greetingDelayMs: 0,
+  },
 ].filter((s) => !only || only.split(',').includes(s.id));
 
 const RECIPIENTS = Array.from({ length: INBOXES }, (_, i) => `agent-${String(i + 1).padStart(2, '0')}@${DOMAIN}`);
@@ -71,12 +116,21 @@ const RECIPIENTS = Array.from({ length: INBOXES }, (_, i) => `agent-${String(i +
 let svc;
 async function loadService(dist) {
   const from = (file) => import(pathToFileURL(path.join(dist, 'src', file)).href);
-  const [service, config, spec] = await Promise.all(['inbox/service.js', 'platform/config/config.js', 'inbox/inbox.config.js'].map(from));
+  const [service, config, spec] = await Promise.all(
+    ['inbox/service.js', 'platform/config/config.js', 'inbox/inbox.config.js'].map(from),
+  );
   svc = { ...service, ...config, ...spec };
 }
 
 const quietLog = { warn() {}, error() {} };
-const configOf = (db, dir) => svc.loadConfig(svc.inboxConfigSpec, { LOG_LEVEL: 'warn', INBOX_DATABASE_URL: db.url, DATA_DIR: dir, INBOX_DOMAINS: DOMAIN, INBOX_ROLES: 'smtp' });
+const configOf = (db, dir) =>
+  svc.loadConfig(svc.inboxConfigSpec, {
+    LOG_LEVEL: 'warn',
+    INBOX_DATABASE_URL: db.url,
+    DATA_DIR: dir,
+    INBOX_DOMAINS: DOMAIN,
+    INBOX_ROLES: 'smtp',
+  });
 
 /** A fresh database: migrations, one organization (API key), 20 inboxes, a webhook for message.received. */
 async function seed(db, dir) {
@@ -89,8 +143,12 @@ async function seed(db, dir) {
     const { services } = svc.createInboxServices(config, database.db, { log: quietLog });
     const key = await services.apiKeys.createKey({ name: 'bench-smtp' });
     const owner = { apiKeyId: key.apiKeyId, organizationId: key.organizationId };
-    for (const address of RECIPIENTS) await services.inboxes.create(owner, { username: address.split('@')[0], displayName: 'Support Agent' });
-    await services.webhooks.create(owner, { url: 'https://hooks.example.org/agentmail', eventTypes: ['message.received'] });
+    for (const address of RECIPIENTS)
+      await services.inboxes.create(owner, { username: address.split('@')[0], displayName: 'Support Agent' });
+    await services.webhooks.create(owner, {
+      url: 'https://hooks.example.org/agentmail',
+      eventTypes: ['message.received'],
+    });
     await services.limiter.close();
   } finally {
     await database.destroy();
@@ -129,7 +187,8 @@ async function dropSchema(db, dir) {
 
 function databases(dir) {
   const out = [];
-  if (process.env.BENCH_SQLITE !== '0') out.push({ dialect: 'sqlite', url: `sqlite:${path.join(dir, 'smtp.db')}`, sqliteFile: path.join(dir, 'smtp.db') });
+  if (process.env.BENCH_SQLITE !== '0')
+    out.push({ dialect: 'sqlite', url: `sqlite:${path.join(dir, 'smtp.db')}`, sqliteFile: path.join(dir, 'smtp.db') });
   const pgUrl = postgresUrl('bench_smtp');
   if (pgUrl) out.push({ dialect: 'postgres', url: pgUrl });
   return out;
@@ -164,15 +223,38 @@ function serverEnv(db, dir, port, scenario) {
 async function measure({ kind, db, dir, scenario, port, client = opts.client, nodeArgs = [] }) {
   if (isService(kind)) await seed(db, dir);
   await quiet();
-  const server = await harness.startServer({ label: kind, file: SERVERS[kind], env: serverEnv(db, dir, port, scenario), nodeArgs });
+  const server = await harness.startServer({
+    label: kind,
+    file: SERVERS[kind],
+    env: serverEnv(db, dir, port, scenario),
+    nodeArgs,
+  });
   let result;
   let before;
   let after;
   try {
-    const spec = { host: '127.0.0.1', port, sessions: opts.sessions, warmup: opts.warmup, duration: opts.duration, mode: scenario.mode, size: scenario.size, client, recipients: RECIPIENTS };
-    const child = spawn('taskset', ['-c', LOAD_CPU, process.execPath, 'bench/smtp-load.mjs', JSON.stringify(spec)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const spec = {
+      host: '127.0.0.1',
+      port,
+      sessions: opts.sessions,
+      warmup: opts.warmup,
+      duration: opts.duration,
+      mode: scenario.mode,
+      size: scenario.size,
+      client,
+      recipients: RECIPIENTS,
+    };
+    const child = spawn('taskset', ['-c', LOAD_CPU, process.execPath, 'bench/smtp-load.mjs', JSON.stringify(spec)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let dbPids = [];
-    const cpu = () => ({ server: cpuSeconds([server.pid]), db: cpuSeconds(dbPids), machine: machineBusy(), wall: Date.now() / 1000 });
+    const cpu = () => ({
+      server: cpuSeconds([server.pid]),
+      db: cpuSeconds(dbPids),
+      machine: machineBusy(),
+      wall: Date.now() / 1000,
+    });
     for await (const line of createInterface({ input: child.stdout })) {
       if (line === 'warm') {
         dbPids = db.dialect === 'postgres' ? postgresPids() : [];
@@ -187,21 +269,39 @@ async function measure({ kind, db, dir, scenario, port, client = opts.client, no
     await server.stop();
   }
   const label = `${db.dialect} ${scenario.id} ${kind}`;
-  if (result.errors) throw new Error(`${label}: ${result.errors} failed transactions, e.g. ${result.errorSamples.join(' | ')}`);
+  if (result.errors)
+    throw new Error(`${label}: ${result.errors} failed transactions, e.g. ${result.errorSamples.join(' | ')}`);
   let stored;
   if (isService(kind)) {
     // Nothing acknowledged may be missing, and nothing may be stored without its event and job.
     stored = await storedCounts(db, dir);
-    const expected = { messages: result.ok250, events: result.ok250, jobs: result.ok250, ...(scenario.size === 'large' ? { attachments: result.ok250 } : {}) };
+    const expected = {
+      messages: result.ok250,
+      events: result.ok250,
+      jobs: result.ok250,
+      ...(scenario.size === 'large' ? { attachments: result.ok250 } : {}),
+    };
     const wrong = Object.entries(expected).filter(([k, n]) => stored[k] !== n);
-    if (wrong.length) throw new Error(`${label}: ${result.ok250} messages answered 250, but the database holds ${wrong.map(([k]) => `${stored[k]} ${k}`).join(', ')}`);
+    if (wrong.length)
+      throw new Error(
+        `${label}: ${result.ok250} messages answered 250, but the database holds ${wrong.map(([k]) => `${stored[k]} ${k}`).join(', ')}`,
+      );
   }
   const seconds = after.wall - before.wall;
   const use = (key) => (after[key] - before[key]) / seconds;
   const { cpu: loadCpu, ...measured } = result;
   const otherCpu = Math.max(0, use('machine') - use('server') - use('db') - loadCpu);
   const perMessageUs = (key) => ((after[key] - before[key]) / result.total) * 1e6;
-  return { ...measured, serverCpu: use('server'), dbCpu: use('db'), loadCpu, otherCpu, serverUsPerMessage: perMessageUs('server'), dbUsPerMessage: perMessageUs('db'), ...(stored ? { stored } : {}) };
+  return {
+    ...measured,
+    serverCpu: use('server'),
+    dbCpu: use('db'),
+    loadCpu,
+    otherCpu,
+    serverUsPerMessage: perMessageUs('server'),
+    dbUsPerMessage: perMessageUs('db'),
+    ...(stored ? { stored } : {}),
+  };
 }
 
 /** Repeats a measurement (up to 3 times) while other work used more than DISTURBED cores. */
@@ -210,7 +310,9 @@ async function undisturbed(run) {
   for (let attempt = 1; attempt <= 3; attempt++) {
     r = await run();
     if (r.otherCpu <= DISTURBED) return r;
-    console.log(`  (other processes used ${fmt(r.otherCpu * 100)} % CPU during that run of ${fmt(r.rps)} msg/s; ${attempt < 3 ? 'repeating it' : 'keeping it, marked disturbed'})`);
+    console.log(
+      `  (other processes used ${fmt(r.otherCpu * 100)} % CPU during that run of ${fmt(r.rps)} msg/s; ${attempt < 3 ? 'repeating it' : 'keeping it, marked disturbed'})`,
+    );
   }
   return { ...r, disturbed: true };
 }
@@ -234,15 +336,33 @@ async function alternate(db, dir, scenario, port) {
 function medians(runs, kind) {
   const rs = runs.filter((r) => r.kind === kind);
   const med = (get) => median(rs.map(get));
-  return { rps: med((r) => r.rps), p50: med((r) => r.p50), p99: med((r) => r.p99), mibPerSecond: med((r) => r.mibPerSecond), cpuUs: med((r) => r.serverUsPerMessage), dbCpuUs: med((r) => r.dbUsPerMessage), loadCpu: med((r) => r.loadCpu) };
+  return {
+    rps: med((r) => r.rps),
+    p50: med((r) => r.p50),
+    p99: med((r) => r.p99),
+    mibPerSecond: med((r) => r.mibPerSecond),
+    cpuUs: med((r) => r.serverUsPerMessage),
+    dbCpuUs: med((r) => r.dbUsPerMessage),
+    loadCpu: med((r) => r.loadCpu),
+  };
 }
 
 async function profile(db, dir, scenario, port, stamp) {
   const out = [];
   for (const kind of ['ours', 'ceiling']) {
     const profileDir = path.join(RESULTS, 'profiles', `${stamp}-smtp-${db.dialect}-${scenario.id}-${kind}`);
-    const { r, file, top, text } = await profiled(profileDir, (nodeArgs) => measure({ kind, db, dir, scenario, port, nodeArgs }));
-    out.push({ dialect: db.dialect, scenario: scenario.name, kind, rps: r.rps, cpuUsPerMessage: r.serverUsPerMessage, file, ...top });
+    const { r, file, top, text } = await profiled(profileDir, (nodeArgs) =>
+      measure({ kind, db, dir, scenario, port, nodeArgs }),
+    );
+    out.push({
+      dialect: db.dialect,
+      scenario: scenario.name,
+      kind,
+      rps: r.rps,
+      cpuUsPerMessage: r.serverUsPerMessage,
+      file,
+      ...top,
+    });
     console.log(`  profiled ${kind} (not counted): ${fmt(r.rps)} msg/s\n${text.replace(/^/gm, '    ')}`);
   }
   return out;
@@ -250,14 +370,30 @@ async function profile(db, dir, scenario, port, stamp) {
 
 /** Which client can load the servers harder: one run of each against each server, 1 KiB, reused connections. */
 async function compareClients(db, dir, port) {
-  const scenario = SCENARIOS.find((s) => s.id === 'small') ?? { id: 'small', name: '1 KiB, 20 reused connections', size: 'small', mode: 'reuse', greetingDelayMs: 100 };
+  const scenario = SCENARIOS.find((s) => s.id === 'small') ?? {
+    id: 'small',
+    name: '1 KiB, 20 reused connections',
+    size: 'small',
+    mode: 'reuse',
+    greetingDelayMs: 100,
+  };
   const out = [];
   console.log(`\n${db.dialect}: the load generator's clients, ${scenario.name}`);
   for (const kind of ['ceiling', 'ours']) {
     for (const client of ['raw', 'nodemailer']) {
       const r = await undisturbed(() => measure({ kind, db, dir, scenario, port, client }));
       console.log(`  ${kind.padEnd(8)} ${client.padEnd(10)} ${describe(r)}`);
-      out.push({ dialect: db.dialect, kind, client, rps: r.rps, p99: r.p99, loadCpu: r.loadCpu, serverCpu: r.serverCpu, serverUsPerMessage: r.serverUsPerMessage, disturbed: r.disturbed ?? false });
+      out.push({
+        dialect: db.dialect,
+        kind,
+        client,
+        rps: r.rps,
+        p99: r.p99,
+        loadCpu: r.loadCpu,
+        serverCpu: r.serverCpu,
+        serverUsPerMessage: r.serverUsPerMessage,
+        disturbed: r.disturbed ?? false,
+      });
     }
   }
   return out;
@@ -280,7 +416,9 @@ function table(summary) {
   for (const s of summary) {
     const mib = s.id === 'large' ? ` (${fmt(s.ours.mibPerSecond, 1)} MiB/s)` : '';
     const cmib = s.id === 'large' ? ` (${fmt(s.ceiling.mibPerSecond, 1)} MiB/s)` : '';
-    rows.push(`| ${s.dialect} | ${s.scenario} | ${fmt(s.ours.rps)}${mib} | ${latency(s.ours)} | ${fmt(s.ceiling.rps)}${cmib} | ${latency(s.ceiling)} | **${fmt(s.ratio, 2)}** | ${verdict(s)} | ${perMessage(s.ours)} / ${perMessage(s.ceiling)} |`);
+    rows.push(
+      `| ${s.dialect} | ${s.scenario} | ${fmt(s.ours.rps)}${mib} | ${latency(s.ours)} | ${fmt(s.ceiling.rps)}${cmib} | ${latency(s.ceiling)} | **${fmt(s.ratio, 2)}** | ${verdict(s)} | ${perMessage(s.ours)} / ${perMessage(s.ceiling)} |`,
+    );
   }
   return rows.join('\n');
 }
@@ -295,7 +433,9 @@ async function main() {
   if (!process.env.BENCH_OURS) snapshotDist(path.basename(SNAPSHOT));
   const source = process.env.BENCH_SOURCE ?? sourceOf(['src/inbox', 'src/platform']);
   await loadService(path.resolve(path.dirname(SERVERS.ours), '../..'));
-  console.log(`smtp bench: ${opts.runs} runs × ${opts.duration} s (+${opts.warmup} s warm-up), ${opts.sessions} sessions, ${opts.client} client; server on CPU ${SERVER_CPU}, load generator on CPU ${LOAD_CPU}`);
+  console.log(
+    `smtp bench: ${opts.runs} runs × ${opts.duration} s (+${opts.warmup} s warm-up), ${opts.sessions} sessions, ${opts.client} client; server on CPU ${SERVER_CPU}, load generator on CPU ${LOAD_CPU}`,
+  );
   try {
     for (const db of databases(dir)) {
       try {
@@ -305,7 +445,14 @@ async function main() {
           const runs = await alternate(db, dir, scenario, port);
           const ours = medians(runs, 'ours');
           const ceiling = medians(runs, 'ceiling');
-          const summary = { dialect: db.dialect, id: scenario.id, scenario: scenario.name, ours, ceiling, ratio: ours.rps / ceiling.rps };
+          const summary = {
+            dialect: db.dialect,
+            id: scenario.id,
+            scenario: scenario.name,
+            ours,
+            ceiling,
+            ratio: ours.rps / ceiling.rps,
+          };
           const profiles = opts.profile ? await profile(db, dir, scenario, port, stamp) : [];
           results.push({ summary, runs, profiles });
         }
@@ -319,12 +466,35 @@ async function main() {
   }
   const summary = results.map((r) => r.summary);
   const machine = machineDescription();
-  const servers = Object.fromEntries(Object.entries(SERVERS).map(([kind, file]) => [kind, path.relative(ROOT, file).replace(/^bench\/results\/\.dist-snapshot-smtp\//, 'dist/')]));
+  const servers = Object.fromEntries(
+    Object.entries(SERVERS).map(([kind, file]) => [
+      kind,
+      path.relative(ROOT, file).replace(/^bench\/results\/\.dist-snapshot-smtp\//, 'dist/'),
+    ]),
+  );
   const runs = results.flatMap((r) => r.runs);
-  const raw = { date: new Date().toISOString(), machine, source, options: opts, servers, clients: clientRuns, summary, runs, profiles: results.flatMap((r) => r.profiles) };
+  const raw = {
+    date: new Date().toISOString(),
+    machine,
+    source,
+    options: opts,
+    servers,
+    clients: clientRuns,
+    summary,
+    runs,
+    profiles: results.flatMap((r) => r.profiles),
+  };
   const disturbed = runs.filter((r) => r.disturbed);
   const clientLines = clientRuns.length
-    ? ['', '| Database | Server | Client | msg/s | p99 | Load generator CPU | Server CPU |', '|---|---|---|--:|--:|--:|--:|', ...clientRuns.map((c) => `| ${c.dialect} | ${c.kind} | ${c.client} | ${fmt(c.rps)} | ${fmt(c.p99, 1)} ms | ${fmt(c.loadCpu * 100)} % | ${fmt(c.serverCpu * 100)} % |`)]
+    ? [
+        '',
+        '| Database | Server | Client | msg/s | p99 | Load generator CPU | Server CPU |',
+        '|---|---|---|--:|--:|--:|--:|',
+        ...clientRuns.map(
+          (c) =>
+            `| ${c.dialect} | ${c.kind} | ${c.client} | ${fmt(c.rps)} | ${fmt(c.p99, 1)} ms | ${fmt(c.loadCpu * 100)} % | ${fmt(c.serverCpu * 100)} % |`,
+        ),
+      ]
     : [];
   const md = [
     `SMTP bench, ${new Date().toISOString()}; ${machine}`,

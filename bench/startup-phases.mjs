@@ -26,7 +26,11 @@ if (process.env.STARTUP_PHASES_CHILD) {
     last = now;
   };
   const load = (p) => import(pathToFileURL(path.join(dist, p)).href);
-  const [{ loadConfig }, { inboxConfigSpec }, { propertyConfigSpec }] = await Promise.all([load('src/platform/config/config.js'), load('src/inbox/inbox.config.js'), load('src/property/property.config.js')]);
+  const [{ loadConfig }, { inboxConfigSpec }, { propertyConfigSpec }] = await Promise.all([
+    load('src/platform/config/config.js'),
+    load('src/inbox/inbox.config.js'),
+    load('src/property/property.config.js'),
+  ]);
   const inboxConfig = loadConfig(inboxConfigSpec);
   const propertyConfig = loadConfig(propertyConfigSpec);
   mark('configuration: modules and settings');
@@ -57,7 +61,16 @@ for (let i = 0; i < runs; i++) {
   const dir = mkdtempSync(path.join(tmpdir(), 'startup-phases-'));
   const started = performance.now();
   const child = spawnSync(process.execPath, [process.argv[1], ...args], {
-    env: { ...process.env, STARTUP_PHASES_CHILD: '1', HOST: '127.0.0.1', DATA_DIR: dir, LOG_LEVEL: 'warn', INBOX_PORT: '0', PROPERTY_PORT: '0', INBOX_SMTP_PORT: '0' },
+    env: {
+      ...process.env,
+      STARTUP_PHASES_CHILD: '1',
+      HOST: '127.0.0.1',
+      DATA_DIR: dir,
+      LOG_LEVEL: 'warn',
+      INBOX_PORT: '0',
+      PROPERTY_PORT: '0',
+      INBOX_SMTP_PORT: '0',
+    },
     encoding: 'utf8',
   });
   const wall = performance.now() - started;

@@ -18,12 +18,32 @@ import { fileURLToPath } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const runs = Number(process.argv[process.argv.indexOf('--runs') + 1] || 0) || 5;
 
-const freePort = () => new Promise((resolve) => { const s = createServer().listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); }); });
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 
 async function env() {
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-startup-'));
-  return { dir, vars: { ...process.env, HOST: '127.0.0.1', DATA_DIR: dir, LOG_LEVEL: 'warn', INBOX_PORT: String(await freePort()), PROPERTY_PORT: String(await freePort()), INBOX_SMTP_PORT: String(await freePort()) } };
+  return {
+    dir,
+    vars: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      DATA_DIR: dir,
+      LOG_LEVEL: 'warn',
+      INBOX_PORT: String(await freePort()),
+      PROPERTY_PORT: String(await freePort()),
+      INBOX_SMTP_PORT: String(await freePort()),
+    },
+  };
 }
 
 /** ms from spawning `command` until both /healthz answer 200. */
@@ -33,7 +53,14 @@ async function startup(command) {
   const child = spawn('sh', ['-c', command], { cwd: ROOT, env: vars, stdio: 'ignore', detached: true });
   try {
     for (;;) {
-      const ok = await Promise.all([vars.INBOX_PORT, vars.PROPERTY_PORT].map((p) => fetch(`http://127.0.0.1:${p}/healthz`).then((r) => r.status === 200, () => false)));
+      const ok = await Promise.all(
+        [vars.INBOX_PORT, vars.PROPERTY_PORT].map((p) =>
+          fetch(`http://127.0.0.1:${p}/healthz`).then(
+            (r) => r.status === 200,
+            () => false,
+          ),
+        ),
+      );
       if (ok.every(Boolean)) return performance.now() - started;
       if (performance.now() - started > 180_000) throw new Error(`${command}: no answer within 180 s`);
       await new Promise((r) => setTimeout(r, 20));
@@ -59,7 +86,12 @@ async function cli(command) {
 
 const cases = [
   ['start → both /healthz 200', startup, 'npm start', 'npm run build --silent && node dist/src/main.js'],
-  ['npm run cli -- inbox:keys:create', cli, 'npm run --silent cli -- inbox:keys:create --name bench', 'npm run build --silent && node dist/src/cli.js inbox:keys:create --name bench'],
+  [
+    'npm run cli -- inbox:keys:create',
+    cli,
+    'npm run --silent cli -- inbox:keys:create --name bench',
+    'npm run build --silent && node dist/src/cli.js inbox:keys:create --name bench',
+  ],
 ];
 const rows = [];
 for (const [name, measure, ours, baseline] of cases) {
@@ -73,5 +105,12 @@ for (const [name, measure, ours, baseline] of cases) {
 }
 console.log('| Case | built tree (median) | build every time (median) | ratio |');
 console.log('|---|---|---|---|');
-for (const r of rows) console.log(`| ${r.name} | ${(r.ours / 1000).toFixed(2)} s (${r.oursRuns.length} runs) | ${(r.baseline / 1000).toFixed(2)} s (${r.baselineRuns.length} runs) | ${(r.baseline / r.ours).toFixed(1)}× faster |`);
-console.log(JSON.stringify(rows.map((r) => ({ name: r.name, ours: r.oursRuns.map(Math.round), baseline: r.baselineRuns.map(Math.round) }))));
+for (const r of rows)
+  console.log(
+    `| ${r.name} | ${(r.ours / 1000).toFixed(2)} s (${r.oursRuns.length} runs) | ${(r.baseline / 1000).toFixed(2)} s (${r.baselineRuns.length} runs) | ${(r.baseline / r.ours).toFixed(1)}× faster |`,
+  );
+console.log(
+  JSON.stringify(
+    rows.map((r) => ({ name: r.name, ours: r.oursRuns.map(Math.round), baseline: r.baselineRuns.map(Math.round) })),
+  ),
+);

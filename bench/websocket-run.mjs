@@ -6,7 +6,17 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { execSync, spawn } from 'node:child_process';
-import { freePort, LOAD_CPU, machineDescription, postgresUrl, ROOT, sourceOf, startServer, timestamp, writeResults } from './lib/harness.mjs';
+import {
+  freePort,
+  LOAD_CPU,
+  machineDescription,
+  postgresUrl,
+  ROOT,
+  sourceOf,
+  startServer,
+  timestamp,
+  writeResults,
+} from './lib/harness.mjs';
 
 /**
  * `npm run bench:ws`: real-time events over WebSocket at 1,000 subscribed connections.
@@ -40,7 +50,16 @@ import { freePort, LOAD_CPU, machineDescription, postgresUrl, ROOT, sourceOf, st
  * --dialect sqlite|postgres|both (PostgreSQL with
  * BENCH_POSTGRES_URL or TEST_POSTGRES_URL, schema bench_ws, dropped afterwards).
  */
-const { values: args } = parseArgs({ options: { connections: { type: 'string' }, messages: { type: 'string' }, dialect: { type: 'string' }, 'client-processes': { type: 'string' }, 'observe-ms': { type: 'string' }, warmup: { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: {
+    connections: { type: 'string' },
+    messages: { type: 'string' },
+    dialect: { type: 'string' },
+    'client-processes': { type: 'string' },
+    'observe-ms': { type: 'string' },
+    warmup: { type: 'string' },
+  },
+});
 const CONNECTIONS = Number(args.connections ?? process.env.BENCH_CONNECTIONS ?? 1000);
 const MESSAGES = Number(args.messages ?? process.env.BENCH_MESSAGES ?? 100);
 const wanted = args.dialect ?? process.env.BENCH_DIALECT ?? 'both';
@@ -51,7 +70,15 @@ const DOMAIN = 'inbox.localhost';
 const DIST = path.join(ROOT, 'dist');
 
 const from = (file) => import(pathToFileURL(path.join(DIST, 'src', file)).href);
-const [service, config, spec, databaseModule, feed] = await Promise.all(['inbox/service.js', 'platform/config/config.js', 'inbox/inbox.config.js', 'platform/db/database.js', 'inbox/realtime/event-feed.js'].map(from));
+const [service, config, spec, databaseModule, feed] = await Promise.all(
+  [
+    'inbox/service.js',
+    'platform/config/config.js',
+    'inbox/inbox.config.js',
+    'platform/db/database.js',
+    'inbox/realtime/event-feed.js',
+  ].map(from),
+);
 
 const quietLog = { warn() {}, error() {}, info() {} };
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
@@ -103,7 +130,19 @@ async function smtpSession(port) {
       await command('MAIL FROM:<bench@sender.example>', '250');
       await command(`RCPT TO:<${to}>`, '250');
       await command('DATA', '354');
-      const message = [`From: bench@sender.example`, `To: ${to}`, `Subject: ${subject}`, `Message-ID: <${subject}@sender.example>`, 'Date: Mon, 16 Nov 2026 09:00:00 +0000', 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', '', `Hello ${subject}.`, '.', ''].join('\r\n');
+      const message = [
+        `From: bench@sender.example`,
+        `To: ${to}`,
+        `Subject: ${subject}`,
+        `Message-ID: <${subject}@sender.example>`,
+        'Date: Mon, 16 Nov 2026 09:00:00 +0000',
+        'MIME-Version: 1.0',
+        'Content-Type: text/plain; charset=utf-8',
+        '',
+        `Hello ${subject}.`,
+        '.',
+        '',
+      ].join('\r\n');
       const answer = reply();
       socket.write(message);
       const t0 = now();
@@ -137,13 +176,19 @@ async function run(dialect) {
   const cfg = config.loadConfig(spec.inboxConfigSpec, env);
   const database = await service.openInboxDatabase(cfg);
   await service.migrateInbox(database);
-  const { key } = await service.createInboxServices(cfg, database.db, { log: quietLog }).services.apiKeys.createKey({ name: 'bench' });
+  const { key } = await service
+    .createInboxServices(cfg, database.db, { log: quietLog })
+    .services.apiKeys.createKey({ name: 'bench' });
   await database.destroy();
 
   const server = await startServer({ label: `inbox ${dialect}`, file: path.join(DIST, 'src/inbox/main.js'), env });
   const base = `http://127.0.0.1:${port}`;
   const api = async (method, p, body) => {
-    const res = await globalThis.fetch(`${base}${p}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await globalThis.fetch(`${base}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await res.text();
     if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
     return JSON.parse(text);
@@ -156,7 +201,9 @@ async function run(dialect) {
   let arm = async () => {};
   if (dialect === 'postgres') {
     const pg = (await import('pg')).default;
-    commitListener = new pg.Client({ connectionString: process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL });
+    commitListener = new pg.Client({
+      connectionString: process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL,
+    });
     await commitListener.connect();
     commitListener.on('notification', (n) => {
       if (n.payload?.includes('"message.received"')) onCommit(now());
@@ -164,8 +211,23 @@ async function run(dialect) {
     await commitListener.query(`LISTEN "${databaseModule.notifyChannel(feed.TOPIC, 'bench_ws')}"`);
   } else {
     // Started once the service has created the file; a process on the clients' core, off the server's.
-    observer = spawn('taskset', ['-c', LOAD_CPU, process.execPath, path.join(import.meta.dirname, 'lib/sqlite-commit-observer.mjs'), path.join(dir, 'inbox.db'), String(OBSERVE_MS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const ready = new Promise((resolve, reject) => observer.once('message', resolve).once('exit', (code) => reject(new Error(`the SQLite commit observer exited (${code})`))));
+    observer = spawn(
+      'taskset',
+      [
+        '-c',
+        LOAD_CPU,
+        process.execPath,
+        path.join(import.meta.dirname, 'lib/sqlite-commit-observer.mjs'),
+        path.join(dir, 'inbox.db'),
+        String(OBSERVE_MS),
+      ],
+      { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+    );
+    const ready = new Promise((resolve, reject) =>
+      observer
+        .once('message', resolve)
+        .once('exit', (code) => reject(new Error(`the SQLite commit observer exited (${code})`))),
+    );
     await ready;
     let armed = () => {};
     observer.on('message', (m) => (m.armed ? armed() : m.at !== null && onCommit(m.at)));
@@ -176,7 +238,11 @@ async function run(dialect) {
     const sender = (await api('POST', '/v0/inboxes', { username: 'bench-sender' })).inbox_id;
     const target = (await api('POST', '/v0/inboxes', { username: 'bench-target' })).inbox_id;
     // Warm the paths once before measuring.
-    await api('POST', `/v0/inboxes/${encodeURIComponent(sender)}/messages/send`, { to: [target], subject: 'warm-up', text: 'warm' });
+    await api('POST', `/v0/inboxes/${encodeURIComponent(sender)}/messages/send`, {
+      to: [target],
+      subject: 'warm-up',
+      text: 'warm',
+    });
     await new Promise((r) => setTimeout(r, 500));
     const rssBefore = rssOf(server.pid);
 
@@ -189,7 +255,11 @@ async function run(dialect) {
     for (let i = 0; i < CLIENT_PROCESSES; i++) {
       const count = Math.floor(CONNECTIONS / CLIENT_PROCESSES) + (i < CONNECTIONS % CLIENT_PROCESSES ? 1 : 0);
       // Pinned to the core the server is not pinned to, as the other benches' load generators.
-      const child = spawn('taskset', ['-c', LOAD_CPU, process.execPath, path.join(import.meta.dirname, 'lib/ws-clients.mjs')], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      const child = spawn(
+        'taskset',
+        ['-c', LOAD_CPU, process.execPath, path.join(import.meta.dirname, 'lib/ws-clients.mjs')],
+        { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+      );
       child.on('message', (m) => {
         const kind = Object.keys(m)[0];
         answers.get(`${child.pid}:${kind}`)?.(m);
@@ -231,9 +301,15 @@ async function run(dialect) {
       const createdAt = got[0].createdAt;
       // The observer's own hop (PostgreSQL's notification to a second listener, a busy core) may
       // bring the commit after some frames: waited for, and such frames count as negative latencies.
-      for (let waited = 0; Number.isNaN(committed) && waited < 1000; waited += 5) await new Promise((r) => setTimeout(r, 5));
+      for (let waited = 0; Number.isNaN(committed) && waited < 1000; waited += 5)
+        await new Promise((r) => setTimeout(r, 5));
       if (Number.isNaN(committed)) throw new Error(`no commit seen for ${marker} within 1 s of its frames`);
-      return { frames: latencies.map((at) => at - t0), fromEvent: latencies.map((at) => wallOf(at) - createdAt), fromCommit: latencies.map((at) => at - committed), acknowledged: timing.acknowledged - t0 };
+      return {
+        frames: latencies.map((at) => at - t0),
+        fromEvent: latencies.map((at) => wallOf(at) - createdAt),
+        fromCommit: latencies.map((at) => at - committed),
+        acknowledged: timing.acknowledged - t0,
+      };
     };
 
     const scenario = async (name, deliverOne, count = MESSAGES) => {
@@ -248,13 +324,22 @@ async function run(dialect) {
         fromCommit.push(...r.fromCommit);
         acks.push(r.acknowledged);
       }
-      return { frames: summary(frames), fromEvent: summary(fromEvent), fromCommit: summary(fromCommit), acknowledged: summary(acks) };
+      return {
+        frames: summary(frames),
+        fromEvent: summary(fromEvent),
+        fromCommit: summary(fromCommit),
+        acknowledged: summary(acks),
+      };
     };
 
     const byApi = async (subject, start) => {
       const t0 = now();
       start(t0);
-      await api('POST', `/v0/inboxes/${encodeURIComponent(sender)}/messages/send`, { to: [target], subject, text: 'Hello.' });
+      await api('POST', `/v0/inboxes/${encodeURIComponent(sender)}/messages/send`, {
+        to: [target],
+        subject,
+        text: 'Hello.',
+      });
       return { acknowledged: now() };
     };
     const smtp = await smtpSession(smtpPort);
@@ -271,7 +356,19 @@ async function run(dialect) {
     results.smtp = await scenario('smtp', bySmtp);
     smtp.close();
     const load = execSync('uptime').toString().trim();
-    return { dialect, connections: CONNECTIONS, messages: MESSAGES, clientProcesses: CLIENT_PROCESSES, observeMs: OBSERVE_MS, connectSeconds, rssBefore, rssAfter, bytesPerConnection: (rssAfter - rssBefore) / CONNECTIONS, results, load };
+    return {
+      dialect,
+      connections: CONNECTIONS,
+      messages: MESSAGES,
+      clientProcesses: CLIENT_PROCESSES,
+      observeMs: OBSERVE_MS,
+      connectSeconds,
+      rssBefore,
+      rssAfter,
+      bytesPerConnection: (rssAfter - rssBefore) / CONNECTIONS,
+      results,
+      load,
+    };
   } finally {
     for (const { child } of children) child.send({ close: true });
     await commitListener?.end();
@@ -280,7 +377,9 @@ async function run(dialect) {
     rmSync(dir, { recursive: true, force: true });
     if (dialect === 'postgres') {
       const pg = (await import('pg')).default;
-      const client = new pg.Client({ connectionString: process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL });
+      const client = new pg.Client({
+        connectionString: process.env.BENCH_POSTGRES_URL ?? process.env.TEST_POSTGRES_URL,
+      });
       await client.connect();
       await client.query('drop schema if exists bench_ws cascade');
       await client.end();
@@ -293,7 +392,9 @@ const stamp = timestamp();
 const runs = [];
 const loadBefore = execSync('uptime').toString().trim();
 for (const dialect of dialects) {
-  console.log(`${dialect}: ${CONNECTIONS} connections in ${CLIENT_PROCESSES} client processes, ${MESSAGES} messages by API and ${MESSAGES} by SMTP`);
+  console.log(
+    `${dialect}: ${CONNECTIONS} connections in ${CLIENT_PROCESSES} client processes, ${MESSAGES} messages by API and ${MESSAGES} by SMTP`,
+  );
   runs.push(await run(dialect));
 }
 const ms = (n) => n.toFixed(1);
@@ -316,6 +417,8 @@ const md = [
   '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ...rows,
   '',
-  'commit→frame: PostgreSQL, from the arrival of the delivery\'s NOTIFY at a listener of this process (PostgreSQL sends it at commit); SQLite, from the moment a read-only reader of the file, looking every ' + OBSERVE_MS + ' ms, first sees the event row; to the frame at each client. event→frame: from the received copy\'s `created_at` (taken when the message is composed or parsed, before its delivery commits) to the frame at each client. request→frame: from the start of the API request (or the end of DATA); the commit lies inside that interval. "answer": the API response (or the 250 after DATA).',
+  "commit→frame: PostgreSQL, from the arrival of the delivery's NOTIFY at a listener of this process (PostgreSQL sends it at commit); SQLite, from the moment a read-only reader of the file, looking every " +
+    OBSERVE_MS +
+    ' ms, first sees the event row; to the frame at each client. event→frame: from the received copy\'s `created_at` (taken when the message is composed or parsed, before its delivery commits) to the frame at each client. request→frame: from the start of the API request (or the end of DATA); the commit lies inside that interval. "answer": the API response (or the 250 after DATA).',
 ].join('\n');
 writeResults(`ws-${stamp}`, runs, md);

@@ -35,7 +35,9 @@ export const BUNDLE_ENTRIES: Record<string, string> = {
 
 export async function buildBundle(outDir: string = BUNDLE_OUT_DIR): Promise<void> {
   rmSync(outDir, { recursive: true, force: true });
-  const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const { dependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
   const external = Object.keys(dependencies)
     .filter((name) => !INLINED.has(name))
     .flatMap((name) => [name, `${name}/*`]);

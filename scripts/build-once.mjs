@@ -17,7 +17,15 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Written after every successful build; its time is the build's. */
 export const STAMP = 'dist/.build-stamp';
 /** What a build reads: a change to any of them after the stamp makes dist/ stale. */
-export const INPUTS = ['src', 'scripts/build-bundle.ts', 'scripts/build-admin.ts', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+export const INPUTS = [
+  'src',
+  'scripts/build-bundle.ts',
+  'scripts/build-admin.ts',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'package.json',
+  'package-lock.json',
+];
 
 function newestChange(file) {
   const stat = statSync(file);
@@ -62,4 +70,5 @@ async function main([command, entry, ...args]) {
   await import(pathToFileURL(file).href);
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main(process.argv.slice(2));
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url))
+  await main(process.argv.slice(2));

@@ -19,7 +19,8 @@ export const HOSTED_ONLY: Readonly<Record<string, string>> = {
   accounts: 'accounts at third-party mail providers, connected through the hosted service',
   providers: "the hosted service's catalogue of third-party providers to sign in to",
   'inboxes.authorize': "signs an inbox in at a third-party provider through the hosted service's sign-in flow",
-  'domains.getSetupLink': "a link into the hosted service's guided DNS setup; `domains.getZoneFile` gives the records to publish",
+  'domains.getSetupLink':
+    "a link into the hosted service's guided DNS setup; `domains.getZoneFile` gives the records to publish",
 };
 
 export const WEBSOCKET_METHOD = 'websockets.connect';
@@ -46,9 +47,14 @@ export async function surfaces(): Promise<{ current: SdkMethod[]; previous: SdkM
     const { methods, unreached } = await sdkSurface(Client);
     const rest = unreached.filter((n) => n !== WEBSOCKET_METHOD);
     if (rest.length > 0) throw new Error(`SDK methods the surface reader could not call: ${rest.join(', ')}`);
-    return unreached.includes(WEBSOCKET_METHOD) ? [...methods, { name: WEBSOCKET_METHOD, verb: 'WS', path: '/v0' }].sort((a, b) => a.name.localeCompare(b.name)) : methods;
+    return unreached.includes(WEBSOCKET_METHOD)
+      ? [...methods, { name: WEBSOCKET_METHOD, verb: 'WS', path: '/v0' }].sort((a, b) => a.name.localeCompare(b.name))
+      : methods;
   };
-  return { current: await withSocket(AgentMailClient as never), previous: await withSocket(AgentMailClient049 as never) };
+  return {
+    current: await withSocket(AgentMailClient as never),
+    previous: await withSocket(AgentMailClient049 as never),
+  };
 }
 
 function concretePath(path: string): string {
@@ -90,14 +96,25 @@ async function reaches(baseUrl: string, key: string, method: SdkMethod): Promise
 /** The table's rows, probing the server at `baseUrl` (its OpenAPI document from /v0/openapi.json) with `key`. */
 export async function compatibilityRows(baseUrl: string, key: string): Promise<CompatRow[]> {
   const { current, previous } = await surfaces();
-  const openapi = (await (await fetch(`${baseUrl}/v0/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-  const documented = new Set(Object.entries(openapi.paths).flatMap(([path, ops]) => Object.keys(ops).map((verb) => `${verb.toUpperCase()} ${normalizePath(path)}`)));
+  const openapi = (await (await fetch(`${baseUrl}/v0/openapi.json`)).json()) as {
+    paths: Record<string, Record<string, unknown>>;
+  };
+  const documented = new Set(
+    Object.entries(openapi.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((verb) => `${verb.toUpperCase()} ${normalizePath(path)}`),
+    ),
+  );
   const byName = new Map<string, { method: SdkMethod; in05: boolean; in049: boolean }>();
   for (const m of previous) byName.set(m.name, { method: m, in05: false, in049: true });
   for (const m of current) {
     const old = byName.get(m.name);
-    byName.set(m.name, { method: m, in05: true, in049: old !== undefined && old.method.verb === m.verb && old.method.path === m.path });
-    if (old && !(old.method.verb === m.verb && old.method.path === m.path)) byName.set(`${m.name} (0.4.9)`, { method: old.method, in05: false, in049: true });
+    byName.set(m.name, {
+      method: m,
+      in05: true,
+      in049: old !== undefined && old.method.verb === m.verb && old.method.path === m.path,
+    });
+    if (old && !(old.method.verb === m.verb && old.method.path === m.path))
+      byName.set(`${m.name} (0.4.9)`, { method: old.method, in05: false, in049: true });
   }
   const rows: CompatRow[] = [];
   for (const [name, { method, in05, in049 }] of [...byName.entries()].sort(([a], [b]) => a.localeCompare(b))) {
@@ -106,11 +123,27 @@ export async function compatibilityRows(baseUrl: string, key: string): Promise<C
     const inDocs = method.verb === 'WS' || documented.has(`${method.verb} ${method.path}`);
     if (hosted !== undefined) {
       if (live) throw new Error(`${name} is listed as hosted-only but the server answers it: update HOSTED_ONLY`);
-      rows.push({ name, verb: method.verb, path: method.path, in05, in049, status: 'hosted', note: `hosted service only: ${hosted}` });
+      rows.push({
+        name,
+        verb: method.verb,
+        path: method.path,
+        in05,
+        in049,
+        status: 'hosted',
+        note: `hosted service only: ${hosted}`,
+      });
     } else if (live && inDocs) {
       rows.push({ name, verb: method.verb, path: method.path, in05, in049, status: 'yes', note: '' });
     } else {
-      rows.push({ name, verb: method.verb, path: method.path, in05, in049, status: 'no', note: live ? 'answered but not documented in OpenAPI' : 'not yet' });
+      rows.push({
+        name,
+        verb: method.verb,
+        path: method.path,
+        in05,
+        in049,
+        status: 'no',
+        note: live ? 'answered but not documented in OpenAPI' : 'not yet',
+      });
     }
   }
   return rows;
@@ -149,7 +182,13 @@ async function main(): Promise<void> {
   const { loadConfig } = await import('../src/platform/config/config.js');
   const { inboxConfigSpec } = await import('../src/inbox/inbox.config.js');
   const { startInboxService } = await import('../src/inbox/service.js');
-  const config = loadConfig(inboxConfigSpec, { HOST: '127.0.0.1', INBOX_PORT: '0', INBOX_ROLES: 'api', INBOX_DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent' });
+  const config = loadConfig(inboxConfigSpec, {
+    HOST: '127.0.0.1',
+    INBOX_PORT: '0',
+    INBOX_ROLES: 'api',
+    INBOX_DATABASE_URL: 'sqlite::memory:',
+    LOG_LEVEL: 'silent',
+  });
   const service = await startInboxService(config);
   try {
     const key = await service.runtime.services.apiKeys.createKey({ name: 'compat' });

@@ -31,7 +31,11 @@ export async function generatedDocs(): Promise<Record<string, string>> {
 
 /** The inbox service's OpenAPI document, generated from its route schemas on a throw-away database. */
 async function inboxOpenApi(): Promise<object> {
-  const config = loadConfig(inboxConfigSpec, { INBOX_DATABASE_URL: 'sqlite::memory:', LOG_LEVEL: 'silent', INBOX_ROLES: 'api' });
+  const config = loadConfig(inboxConfigSpec, {
+    INBOX_DATABASE_URL: 'sqlite::memory:',
+    LOG_LEVEL: 'silent',
+    INBOX_ROLES: 'api',
+  });
   const database = await openInboxDatabase(config);
   try {
     await migrateInbox(database);

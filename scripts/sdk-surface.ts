@@ -31,7 +31,11 @@ interface Found {
 }
 
 function descriptorOf(object: object, key: string): PropertyDescriptor | undefined {
-  for (let p: object | null = Object.getPrototypeOf(object); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+  for (
+    let p: object | null = Object.getPrototypeOf(object);
+    p && p !== Object.prototype;
+    p = Object.getPrototypeOf(p)
+  ) {
     const d = Object.getOwnPropertyDescriptor(p, key);
     if (d) return d;
   }
@@ -40,7 +44,11 @@ function descriptorOf(object: object, key: string): PropertyDescriptor | undefin
 
 function keysOf(object: object): string[] {
   const keys = new Set<string>();
-  for (let p: object | null = Object.getPrototypeOf(object); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+  for (
+    let p: object | null = Object.getPrototypeOf(object);
+    p && p !== Object.prototype;
+    p = Object.getPrototypeOf(p)
+  ) {
     for (const k of Object.getOwnPropertyNames(p)) keys.add(k);
   }
   return [...keys].filter((k) => k !== 'constructor' && !k.startsWith('_'));
@@ -76,7 +84,9 @@ function* argumentVectors(arity: number): Generator<unknown[]> {
 }
 
 /** Every HTTP method of the SDK client class `Client` (constructed with `{ apiKey, baseUrl, fetch }`). */
-export async function sdkSurface(Client: new (options: never) => object): Promise<{ methods: SdkMethod[]; unreached: string[] }> {
+export async function sdkSurface(
+  Client: new (options: never) => object,
+): Promise<{ methods: SdkMethod[]; unreached: string[] }> {
   // Set by `fetch` (TypeScript cannot see a closure's writes, hence the holder object).
   const probe: { seen?: { verb: string; path: string } } = {};
   const recorded = () => probe.seen;
@@ -85,7 +95,12 @@ export async function sdkSurface(Client: new (options: never) => object): Promis
     probe.seen = { verb: (init?.method ?? 'GET').toUpperCase(), path: url.pathname };
     return new Response('{}', { status: 418, headers: { 'content-type': 'application/json' } });
   };
-  const client = new Client({ apiKey: 'sdk-surface', baseUrl: 'http://127.0.0.1:9', maxRetries: 0, fetch } as never) as Record<string, unknown>;
+  const client = new Client({
+    apiKey: 'sdk-surface',
+    baseUrl: 'http://127.0.0.1:9',
+    maxRetries: 0,
+    fetch,
+  } as never) as Record<string, unknown>;
   const found: Found[] = [];
   collect(client, '', found, 0);
   const methods: SdkMethod[] = [];
@@ -114,12 +129,16 @@ export async function sdkSurface(Client: new (options: never) => object): Promis
         const before = required.size;
         for (const m of last.matchAll(/Missing required key "([^"]+)"/g)) required.add(m[1] as string);
         if (required.size === before) break;
-        last = await attempt(args.map((a, i) => (i === bodyAt ? Object.fromEntries([...required].map((k) => [k, ARG])) : a)));
+        last = await attempt(
+          args.map((a, i) => (i === bodyAt ? Object.fromEntries([...required].map((k) => [k, ARG])) : a)),
+        );
         if (probe.seen) break;
       }
       const keys = [...required].slice(0, 4);
       for (let combo = 0; !probe.seen && combo < SHAPES.length ** keys.length; combo++) {
-        const body = Object.fromEntries(keys.map((k, i) => [k, SHAPES[Math.floor(combo / SHAPES.length ** i) % SHAPES.length]]));
+        const body = Object.fromEntries(
+          keys.map((k, i) => [k, SHAPES[Math.floor(combo / SHAPES.length ** i) % SHAPES.length]]),
+        );
         await attempt(args.map((a, i) => (i === bodyAt ? body : a)));
       }
       if (probe.seen) break;
@@ -132,7 +151,11 @@ export async function sdkSurface(Client: new (options: never) => object): Promis
     const path = seen.path
       .split('/')
       // Enum arguments are the list methods' {direction}/{type}, right after `lists`.
-      .map((segment, i, all) => (segment === ARG || (ENUMS.includes(segment) && (all[i - 1] === 'lists' || all[i - 2] === 'lists')) ? '{}' : segment))
+      .map((segment, i, all) =>
+        segment === ARG || (ENUMS.includes(segment) && (all[i - 1] === 'lists' || all[i - 2] === 'lists'))
+          ? '{}'
+          : segment,
+      )
       .join('/');
     methods.push({ name: f.name, verb: seen.verb, path });
   }

@@ -24,9 +24,20 @@ class UsageError extends Error {}
 class CommandError extends Error {}
 
 async function propertyAdminCreate(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { email: { type: 'string' }, name: { type: 'string' } }, strict: true });
+  const { values } = parseArgs({
+    args,
+    options: { email: { type: 'string' }, name: { type: 'string' } },
+    strict: true,
+  });
   if (!values.email || !values.name) throw new UsageError('property:admin:create needs --email and --name');
-  const [{ propertyConfigSpec }, { migrateProperty, openPropertyDatabase }, { ConstraintViolationError }, { createEngine }, { PAGINATION }, { propertyRegistry }] = await Promise.all([
+  const [
+    { propertyConfigSpec },
+    { migrateProperty, openPropertyDatabase },
+    { ConstraintViolationError },
+    { createEngine },
+    { PAGINATION },
+    { propertyRegistry },
+  ] = await Promise.all([
     import('./property/property.config.js'),
     import('./property/open-database.js'),
     import('./property/engine/errors.js'),
@@ -38,16 +49,25 @@ async function propertyAdminCreate(args: string[]): Promise<void> {
   const database = await openPropertyDatabase(config);
   try {
     await migrateProperty(database);
-    const engine = createEngine({ registry: propertyRegistry, db: database.db as AnyDb, pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage } });
+    const engine = createEngine({
+      registry: propertyRegistry,
+      db: database.db as AnyDb,
+      pagination: { ...PAGINATION, maximumItemsPerPage: config.maxItemsPerPage },
+    });
     const User = propertyRegistry.byShortName('User');
     if (!User) throw new Error('the User resource is not registered');
     // The command line acts as an administrator: the same validation and key issuing as the API.
     const operator = { id: 0, role: 'admin' };
-    const user = await engine.post(User, () => ({ name: values.name, email: values.email, role: 'admin' }), operator).catch((err: unknown) => {
-      if (err instanceof ConstraintViolationError) throw new CommandError(err.violations.map((v) => `${v.propertyPath}: ${v.message}`).join('; '));
-      throw err;
-    });
-    process.stdout.write(`Created admin user ${user.id} <${String(user.email)}>. Its API key is shown once; store it now:\n`);
+    const user = await engine
+      .post(User, () => ({ name: values.name, email: values.email, role: 'admin' }), operator)
+      .catch((err: unknown) => {
+        if (err instanceof ConstraintViolationError)
+          throw new CommandError(err.violations.map((v) => `${v.propertyPath}: ${v.message}`).join('; '));
+        throw err;
+      });
+    process.stdout.write(
+      `Created admin user ${user.id} <${String(user.email)}>. Its API key is shown once; store it now:\n`,
+    );
     process.stdout.write(`${String(user.apiKey)}\n`);
   } finally {
     await database.destroy();
@@ -56,7 +76,13 @@ async function propertyAdminCreate(args: string[]): Promise<void> {
 
 async function inboxKeysCreate(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { name: { type: 'string' }, org: { type: 'string' } }, strict: true });
-  const [{ inboxConfigSpec }, { migrateInbox, openInboxDatabase }, { createApiKeyService }, { systemClock }, { systemIds }] = await Promise.all([
+  const [
+    { inboxConfigSpec },
+    { migrateInbox, openInboxDatabase },
+    { createApiKeyService },
+    { systemClock },
+    { systemIds },
+  ] = await Promise.all([
     import('./inbox/inbox.config.js'),
     import('./inbox/open-database.js'),
     import('./inbox/api-keys/api-key.service.js'),
@@ -67,9 +93,19 @@ async function inboxKeysCreate(args: string[]): Promise<void> {
   const database = await openInboxDatabase(config);
   try {
     await migrateInbox(database);
-    const apiKeys = createApiKeyService({ db: database.db, commits: database.commits, clock: systemClock, ids: systemIds });
-    const created = await apiKeys.createKey({ ...(values.name ? { name: values.name } : {}), ...(values.org ? { organizationId: values.org } : {}) });
-    process.stdout.write(`Created API key ${created.apiKeyId} for organization ${created.organizationId} (default pod ${created.podId}). It is shown once; store it now:\n`);
+    const apiKeys = createApiKeyService({
+      db: database.db,
+      commits: database.commits,
+      clock: systemClock,
+      ids: systemIds,
+    });
+    const created = await apiKeys.createKey({
+      ...(values.name ? { name: values.name } : {}),
+      ...(values.org ? { organizationId: values.org } : {}),
+    });
+    process.stdout.write(
+      `Created API key ${created.apiKeyId} for organization ${created.organizationId} (default pod ${created.podId}). It is shown once; store it now:\n`,
+    );
     process.stdout.write(`${created.key}\n`);
   } finally {
     await database.destroy();
@@ -77,7 +113,12 @@ async function inboxKeysCreate(args: string[]): Promise<void> {
 }
 
 async function migrate(): Promise<void> {
-  const [{ inboxConfigSpec }, { migrateInbox, openInboxDatabase }, { propertyConfigSpec }, { migrateProperty, openPropertyDatabase }] = await Promise.all([
+  const [
+    { inboxConfigSpec },
+    { migrateInbox, openInboxDatabase },
+    { propertyConfigSpec },
+    { migrateProperty, openPropertyDatabase },
+  ] = await Promise.all([
     import('./inbox/inbox.config.js'),
     import('./inbox/open-database.js'),
     import('./property/property.config.js'),

@@ -13,7 +13,8 @@ describe('build once', () => {
   const root = mkdtempSync(path.join(tmpdir(), 'build-once-'));
   afterAll(() => rmSync(root, { recursive: true, force: true }));
   // Explicit times: no test depends on the file system's timestamp granularity.
-  const past = (file: string, secondsAgo: number) => utimesSync(file, new Date(Date.now() - secondsAgo * 1000), new Date(Date.now() - secondsAgo * 1000));
+  const past = (file: string, secondsAgo: number) =>
+    utimesSync(file, new Date(Date.now() - secondsAgo * 1000), new Date(Date.now() - secondsAgo * 1000));
   const later = (file: string) => utimesSync(file, new Date(Date.now() + 5000), new Date(Date.now() + 5000));
 
   it('is stale with no build, fresh after one, stale again when a source or setting changes', () => {

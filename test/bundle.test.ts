@@ -28,7 +28,12 @@ const freePort = () =>
   });
 
 function run(entry: string, env: NodeJS.ProcessEnv, args: string[] = []): ReturnType<typeof spawnSync> {
-  return spawnSync(process.execPath, ['scripts/build-once.mjs', 'run', entry, ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
+  return spawnSync(process.execPath, ['scripts/build-once.mjs', 'run', entry, ...args], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
 }
 
 beforeAll(() => {
@@ -61,14 +66,26 @@ describe.each(dialects)('%s: the bundle npm start runs', (dialect) => {
       INBOX_SMTP_PORT: String(ports.smtp),
       ...(pgSchema ? { INBOX_DATABASE_URL: pgSchema.url } : {}),
     };
-    child = spawn(process.execPath, ['scripts/build-once.mjs', 'run', 'bundle/main.js'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, ['scripts/build-once.mjs', 'run', 'bundle/main.js'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
     const started = Date.now();
     for (;;) {
-      const up = await Promise.all([ports.inbox, ports.property].map((p) => fetch(`http://127.0.0.1:${p}/healthz`).then((r) => r.ok, () => false)));
+      const up = await Promise.all(
+        [ports.inbox, ports.property].map((p) =>
+          fetch(`http://127.0.0.1:${p}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          ),
+        ),
+      );
       if (up.every(Boolean)) break;
-      if (child.exitCode !== null || Date.now() - started > 60_000) throw new Error(`the bundle did not start:\n${output}`);
+      if (child.exitCode !== null || Date.now() - started > 60_000)
+        throw new Error(`the bundle did not start:\n${output}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }, 90_000);
@@ -93,19 +110,42 @@ describe.each(dialects)('%s: the bundle npm start runs', (dialect) => {
 
     // A send over the off-thread JSON limit (1 MiB): parsed and composed in the worker threads.
     const big = Buffer.alloc(1536 * 1024, 7).toString('base64');
-    const sent = await client.inboxes.messages.send(inbox.inboxId, { to: inbox.inboxId, subject: 'through the bundle', text: 'big', attachments: [{ filename: 'big.bin', content: big }] });
-    const received = (await client.inboxes.messages.list(inbox.inboxId)).messages.filter((m) => m.subject === 'through the bundle');
+    const sent = await client.inboxes.messages.send(inbox.inboxId, {
+      to: inbox.inboxId,
+      subject: 'through the bundle',
+      text: 'big',
+      attachments: [{ filename: 'big.bin', content: big }],
+    });
+    const received = (await client.inboxes.messages.list(inbox.inboxId)).messages.filter(
+      (m) => m.subject === 'through the bundle',
+    );
     expect(received.map((m) => m.labels.includes('sent') || m.labels.includes('received')).every(Boolean)).toBe(true);
     const stored = await client.inboxes.messages.get(inbox.inboxId, sent.messageId);
     expect(stored.attachments?.map((a) => [a.filename, a.size])).toEqual([['big.bin', 1536 * 1024]]);
 
     // Inbound SMTP: parsed, checked (mailauth) and stored.
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: ports.smtp, secure: false, ignoreTLS: true, name: 'mta.example.org' });
-    await transport.sendMail({ from: 'alice@example.org', to: inbox.inboxId, subject: 'over smtp', text: 'hello', attachments: [{ filename: 'a.txt', content: 'attached' }] });
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: ports.smtp,
+      secure: false,
+      ignoreTLS: true,
+      name: 'mta.example.org',
+    });
+    await transport.sendMail({
+      from: 'alice@example.org',
+      to: inbox.inboxId,
+      subject: 'over smtp',
+      text: 'hello',
+      attachments: [{ filename: 'a.txt', content: 'attached' }],
+    });
     transport.close();
     const inbound = (await client.inboxes.messages.list(inbox.inboxId)).messages.find((m) => m.subject === 'over smtp');
     expect(inbound?.labels).toContain('received');
-    expect((await client.inboxes.messages.get(inbox.inboxId, inbound?.messageId as string)).attachments?.map((a) => a.filename)).toEqual(['a.txt']);
+    expect(
+      (await client.inboxes.messages.get(inbox.inboxId, inbound?.messageId as string)).attachments?.map(
+        (a) => a.filename,
+      ),
+    ).toEqual(['a.txt']);
 
     // Real-time events over the bundle's WebSocket server.
     const socket = await client.websockets.connect({ reconnectAttempts: 0 });
@@ -114,7 +154,8 @@ describe.each(dialects)('%s: the bundle npm start runs', (dialect) => {
     await socket.waitForOpen();
     socket.sendSubscribe({ type: 'subscribe', eventTypes: ['message.received'] });
     await client.inboxes.messages.send(inbox.inboxId, { to: inbox.inboxId, subject: 'live', text: 'x' });
-    for (let i = 0; i < 200 && !frames.some((f) => f.eventType === 'message.received'); i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 200 && !frames.some((f) => f.eventType === 'message.received'); i++)
+      await new Promise((r) => setTimeout(r, 25));
     socket.close();
     expect(frames.map((f) => f.type)).toContain('subscribed');
     expect(frames.some((f) => f.type === 'event' && f.eventType === 'message.received')).toBe(true);
@@ -126,7 +167,9 @@ describe.each(dialects)('%s: the bundle npm start runs', (dialect) => {
     const ui = await fetch(`http://127.0.0.1:${ports.inbox}/v0/docs/ui/swagger-ui-bundle.js`);
     expect(ui.status).toBe(200);
     expect((await ui.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
-    const entrypoint = await fetch(`http://127.0.0.1:${ports.property}/api`, { headers: { accept: 'application/ld+json' } });
+    const entrypoint = await fetch(`http://127.0.0.1:${ports.property}/api`, {
+      headers: { accept: 'application/ld+json' },
+    });
     expect(((await entrypoint.json()) as Record<string, unknown>)['@id']).toBe('/api');
     const admin = await fetch(`http://127.0.0.1:${ports.property}/admin`);
     expect(admin.status).toBe(200);

@@ -11,7 +11,10 @@ describe('checked-in API documents', () => {
     it(`${relative} is up to date`, () => {
       const path = repositoryPath(relative);
       expect(existsSync(path), `${relative} is missing: run npm run docs:generate`).toBe(true);
-      expect(readFileSync(path, 'utf8'), `${relative} differs from the generated document: run npm run docs:generate and commit the result`).toBe(expected);
+      expect(
+        readFileSync(path, 'utf8'),
+        `${relative} differs from the generated document: run npm run docs:generate and commit the result`,
+      ).toBe(expected);
     });
   }
 });

@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 
 const root = path.resolve(import.meta.dirname, '..');
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { engines: { node: string } };
-const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; engines?: { node?: string } | string[] }> };
+const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as {
+  packages: Record<string, { version?: string; engines?: { node?: string } | string[] }>;
+};
 
 /**
  * The Node versions package.json declares are the ones every installed dependency supports
@@ -16,7 +18,9 @@ describe('Node engine range', () => {
 
   it('is a valid range, and the Node running these tests is in it', () => {
     expect(semver.validRange(declared)).not.toBeNull();
-    expect(semver.satisfies(process.version, declared), `${process.version} is outside the declared ${declared}`).toBe(true);
+    expect(semver.satisfies(process.version, declared), `${process.version} is outside the declared ${declared}`).toBe(
+      true,
+    );
   });
 
   it('is supported by every installed package (the lock file, as npm ci installs it here)', () => {

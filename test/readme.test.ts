@@ -17,7 +17,9 @@ describe('README', () => {
     for (const s of settings) {
       const row = readme.split('\n').find((line) => line.startsWith(`| \`${s.variable}\` |`));
       expect(row, `README configuration table lacks ${s.variable}`).toBeDefined();
-      expect(row, `README row of ${s.variable} should show the default ${s.defaultText}`).toContain(s.defaultText.replace(/^`|`$/g, ''));
+      expect(row, `README row of ${s.variable} should show the default ${s.defaultText}`).toContain(
+        s.defaultText.replace(/^`|`$/g, ''),
+      );
     }
   });
 });

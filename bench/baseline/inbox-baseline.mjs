@@ -140,14 +140,20 @@ function openPostgres(rawUrl) {
   url.searchParams.delete('schema');
   pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
   pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
-  const pool = new pg.Pool({ connectionString: url.toString(), max: Number(env.INBOX_DATABASE_POOL_SIZE ?? 10), ...(schema ? { options: `-c search_path="${schema}"` } : {}) });
+  const pool = new pg.Pool({
+    connectionString: url.toString(),
+    max: Number(env.INBOX_DATABASE_POOL_SIZE ?? 10),
+    ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+  });
   const texts = new Map();
-  const on = (client) => async (name, params = []) => {
-    let text = texts.get(name);
-    if (text === undefined) texts.set(name, (text = statement('postgres', name)));
-    sqlLog?.push(text);
-    return (await client.query(text, params)).rows;
-  };
+  const on =
+    (client) =>
+    async (name, params = []) => {
+      let text = texts.get(name);
+      if (text === undefined) texts.set(name, (text = statement('postgres', name)));
+      sqlLog?.push(text);
+      return (await client.query(text, params)).rows;
+    };
   // PostgreSQL commits concurrent transactions in parallel: one transaction per send.
   const unit = async (work) => {
     const client = await pool.connect();
@@ -201,7 +207,9 @@ function normalizeSubject(subject) {
 /** The RFC 5322 source nodemailer writes for a short ASCII plain-text message (7bit). */
 function source({ messageId, date, from, to, subject, text }) {
   const head = `From: ${from}\r\nTo: ${to.join(', ')}\r\nSubject: ${subject}\r\nMessage-ID: ${messageId}\r\nDate: ${date.toUTCString().replace('GMT', '+0000')}\r\n`;
-  return Buffer.from(`${head}Content-Transfer-Encoding: 7bit\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${text}${text.endsWith('\n') ? '' : '\r\n'}`);
+  return Buffer.from(
+    `${head}Content-Transfer-Encoding: 7bit\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${text}${text.endsWith('\n') ? '' : '\r\n'}`,
+  );
 }
 /** What `source` can write as nodemailer would: ASCII, lines of at most 76 characters, no quoting needed. */
 const plain = (s) => /^[\x20-\x7e\n]*$/.test(s) && s.split('\n').every((l) => l.length <= 76);
@@ -241,25 +249,58 @@ const wordsOf = (text) => (text.toLowerCase().match(/[a-z0-9]+/g) ?? []).map((w)
 const distinct = (list) => [...new Set(list)];
 /** A message's search document (search-text.ts messageDocument): distinct words per field. */
 function searchDocument(subject, addresses, text) {
-  return { subject: distinct(wordsOf(subject)), addresses: distinct(addresses.flatMap(wordsOf)), body: distinct(wordsOf(text)) };
+  return {
+    subject: distinct(wordsOf(subject)),
+    addresses: distinct(addresses.flatMap(wordsOf)),
+    body: distinct(wordsOf(text)),
+  };
 }
 const sha = (s) => createHash('sha256').update(s).digest('hex');
-const scopeWords = (inbox) => `o${sha(inbox.organization_id).slice(0, 24)} p${sha(inbox.pod_id).slice(0, 24)} i${sha(inbox.inbox_id).slice(0, 24)}`;
+const scopeWords = (inbox) =>
+  `o${sha(inbox.organization_id).slice(0, 24)} p${sha(inbox.pod_id).slice(0, 24)} i${sha(inbox.inbox_id).slice(0, 24)}`;
 const threadWord = (threadId) => `t${threadId.toLowerCase().replace(/[^a-z0-9]/g, '')}`;
 const everyWord = (doc) => [...doc.subject, ...doc.addresses, ...doc.body];
 const join = (words) => words.join(' ');
 
 /** Parameters of a copy's search document: FTS5 columns of words (SQLite) or word arrays for array_to_tsvector (PostgreSQL). */
 function searchMessageParamsFor(dialect) {
-  if (dialect === 'postgres') return (pk, inbox, doc) => [pk, inbox.organization_id, inbox.pod_id, inbox.inbox_id, doc.subject, doc.addresses, everyWord(doc)];
+  if (dialect === 'postgres')
+    return (pk, inbox, doc) => [
+      pk,
+      inbox.organization_id,
+      inbox.pod_id,
+      inbox.inbox_id,
+      doc.subject,
+      doc.addresses,
+      everyWord(doc),
+    ];
   return (pk, inbox, doc) => [pk, scopeWords(inbox), join(doc.subject), join(doc.addresses), join(doc.body)];
 }
 /** Parameters of a new thread's search document, ranked by its message's key. */
 function searchThreadParamsFor(dialect) {
   if (dialect === 'postgres') {
-    return (threadId, rank, inbox, doc) => [threadId, rank, inbox.organization_id, inbox.pod_id, inbox.inbox_id, join(doc.subject), join(doc.addresses), join(doc.body), doc.subject, doc.addresses, everyWord(doc)];
+    return (threadId, rank, inbox, doc) => [
+      threadId,
+      rank,
+      inbox.organization_id,
+      inbox.pod_id,
+      inbox.inbox_id,
+      join(doc.subject),
+      join(doc.addresses),
+      join(doc.body),
+      doc.subject,
+      doc.addresses,
+      everyWord(doc),
+    ];
   }
-  return (threadId, rank, inbox, doc) => [rank, `${scopeWords(inbox)} ${threadWord(threadId)}`, join(doc.subject), join(doc.addresses), join(doc.body), threadId];
+  return (threadId, rank, inbox, doc) => [
+    rank,
+    `${scopeWords(inbox)} ${threadWord(threadId)}`,
+    join(doc.subject),
+    join(doc.addresses),
+    join(doc.body),
+    threadId,
+  ];
 }
 
 /** Fixed one-minute windows per key, as the server's memory rate limiter. */
@@ -270,7 +311,11 @@ function hit(key) {
   let w = windows.get(key);
   if (!w || w.start !== start) windows.set(key, (w = { start, count: 0 }));
   w.count++;
-  return { allowed: w.count <= RATE_LIMIT, remaining: Math.max(0, RATE_LIMIT - w.count), reset: Math.ceil((start + 60_000 - t) / 1000) };
+  return {
+    allowed: w.count <= RATE_LIMIT,
+    remaining: Math.max(0, RATE_LIMIT - w.count),
+    reset: Math.ceil((start + 60_000 - t) / 1000),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,7 +335,8 @@ function reply(res, status, body, rate) {
   res.end(text);
 }
 
-const fail = (res, status, type, message, rate) => reply(res, status, { error: { type, message, details: { code: type.toUpperCase() } } }, rate);
+const fail = (res, status, type, message, rate) =>
+  reply(res, status, { error: { type, message, details: { code: type.toUpperCase() } } }, rate);
 
 function readBody(req) {
   return new Promise((resolve, reject) => {
@@ -372,25 +418,35 @@ function createHandler(db, dialect) {
    */
   const holds = (who, wire) => who.permissions === undefined || who.permissions[wire] === true;
   /** scope.ts `inScope`: a pod key reaches its pod's inboxes, an inbox key its inbox. */
-  const reaches = (who, inbox) => inbox.organization_id === who.organization_id && (who.pod_id === null || inbox.pod_id === who.pod_id) && (who.inbox_id === null || inbox.inbox_id === who.inbox_id);
+  const reaches = (who, inbox) =>
+    inbox.organization_id === who.organization_id &&
+    (who.pod_id === null || inbox.pod_id === who.pod_id) &&
+    (who.inbox_id === null || inbox.inbox_id === who.inbox_id);
 
   async function list(req, res, inboxId, query) {
     const who = await owner(req);
     if (!who) return fail(res, 401, 'authentication_error', 'Invalid API key.');
     const rate = hit(who.id);
-    if (!holds(who, 'message_read')) throw new HttpError(501, 'not_implemented', 'The limit answers keys that may read messages only.');
+    if (!holds(who, 'message_read'))
+      throw new HttpError(501, 'not_implemented', 'The limit answers keys that may read messages only.');
     const params = new URLSearchParams(query);
     const limit = Math.min(Number(params.get('limit') ?? DEFAULT_LIMIT), MAX_LIMIT);
     const token = params.get('page_token');
     const cursor = token ? JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) : undefined;
-    if (cursor && cursor[2] !== 'desc') throw new HttpError(501, 'not_implemented', 'The limit lists newest first only.');
+    if (cursor && cursor[2] !== 'desc')
+      throw new HttpError(501, 'not_implemented', 'The limit lists newest first only.');
     const [inbox] = await q('inbox', [inboxId, who.organization_id]);
     if (!inbox || !reaches(who, inbox)) return fail(res, 404, 'not_found', `Inbox ${inboxId} not found.`, rate);
-    const rows = cursor ? await q('pageAfter', [inboxId, ...HIDDEN_LABELS, cursor[0], cursor[0], cursor[0], cursor[1], limit + 1]) : await q('page', [inboxId, ...HIDDEN_LABELS, limit + 1]);
+    const rows = cursor
+      ? await q('pageAfter', [inboxId, ...HIDDEN_LABELS, cursor[0], cursor[0], cursor[0], cursor[1], limit + 1])
+      : await q('page', [inboxId, ...HIDDEN_LABELS, limit + 1]);
     const items = rows.slice(0, limit);
     const body = { count: items.length, limit, messages: items.map((row) => listItem(row, inboxId)) };
     const last = items[items.length - 1];
-    if (rows.length > limit && last) body.next_page_token = Buffer.from(JSON.stringify([last.timestamp, Number(last.id), 'desc'])).toString('base64url');
+    if (rows.length > limit && last)
+      body.next_page_token = Buffer.from(JSON.stringify([last.timestamp, Number(last.id), 'desc'])).toString(
+        'base64url',
+      );
     reply(res, 200, body, rate);
   }
 
@@ -398,13 +454,30 @@ function createHandler(db, dialect) {
     const who = await owner(req);
     if (!who) return fail(res, 401, 'authentication_error', 'Invalid API key.');
     const rate = hit(who.id);
-    if (!holds(who, 'message_send')) throw new HttpError(501, 'not_implemented', 'The limit answers keys that may send only.');
+    if (!holds(who, 'message_send'))
+      throw new HttpError(501, 'not_implemented', 'The limit answers keys that may send only.');
     const input = JSON.parse(await readBody(req));
     const to = (typeof input.to === 'string' ? input.to.split(',') : (input.to ?? [])).map(mailbox);
     const subject = input.subject ?? '';
     const text = input.text ?? '';
-    if (!to.length || to.some((m) => !m || !DOMAINS.includes(m.address.slice(m.address.lastIndexOf('@') + 1).toLowerCase()))) throw new HttpError(501, 'not_implemented', 'The limit sends to local inboxes only.');
-    if (input.cc || input.bcc || input.reply_to || input.html || input.headers || input.attachments?.length || input.labels?.length || !plain(subject) || subject.length > 60 || !plain(text) || text.length > MAX_TEXT) {
+    if (
+      !to.length ||
+      to.some((m) => !m || !DOMAINS.includes(m.address.slice(m.address.lastIndexOf('@') + 1).toLowerCase()))
+    )
+      throw new HttpError(501, 'not_implemented', 'The limit sends to local inboxes only.');
+    if (
+      input.cc ||
+      input.bcc ||
+      input.reply_to ||
+      input.html ||
+      input.headers ||
+      input.attachments?.length ||
+      input.labels?.length ||
+      !plain(subject) ||
+      subject.length > 60 ||
+      !plain(text) ||
+      text.length > MAX_TEXT
+    ) {
       throw new HttpError(501, 'not_implemented', 'The limit sends short plain-text ASCII messages only.');
     }
     const preview = text.replace(/\s+/g, ' ').trim() || null;
@@ -412,7 +485,8 @@ function createHandler(db, dialect) {
     const [from0] = await q('inbox', [senderId, who.organization_id]);
     if (!from0 || !reaches(who, from0)) return fail(res, 404, 'not_found', `Inbox ${senderId} not found.`, rate);
     // An unverified agent sign-up mails only the human it named (decision 0018).
-    if (who.human_email !== null && to.some((m) => m.address.toLowerCase() !== who.human_email)) throw new HttpError(501, 'not_implemented', 'The limit does not refuse messages.');
+    if (who.human_email !== null && to.some((m) => m.address.toLowerCase() !== who.human_email))
+      throw new HttpError(501, 'not_implemented', 'The limit does not refuse messages.');
     const now = new Date();
     const timestamp = now.toISOString();
     const messageId = `<${uuid7(now)}@${from0.domain}>`;
@@ -423,7 +497,8 @@ function createHandler(db, dialect) {
       const addresses = [...new Set([senderId, ...to.map((m) => m.address.toLowerCase())])];
       const found = await q(`inboxes:${addresses.length}`, addresses);
       const sender = found.find((i) => i.inbox_id === senderId);
-      if (!sender || sender.organization_id !== who.organization_id) throw new HttpError(404, 'not_found', `Inbox ${senderId} not found.`);
+      if (!sender || sender.organization_id !== who.organization_id)
+        throw new HttpError(404, 'not_found', `Inbox ${senderId} not found.`);
       const others = [];
       const bounced = [];
       for (const m of to) {
@@ -431,17 +506,25 @@ function createHandler(db, dialect) {
         if (!inbox) bounced.push(m.address);
         else if (inbox.inbox_id !== senderId && !others.includes(inbox)) others.push(inbox);
       }
-      if (to.some((m) => m.address.toLowerCase() === senderId)) throw new HttpError(501, 'not_implemented', 'The limit does not send to the sending inbox.');
+      if (to.some((m) => m.address.toLowerCase() === senderId))
+        throw new HttpError(501, 'not_implemented', 'The limit does not send to the sending inbox.');
 
       // Allow and block lists (access-list.service.ts screen): whether any list applies, probed at
       // the sender's levels for sending and at the recipients' for receiving. The limit delivers
       // only where none does.
       const levels = (inbox) => ['', `pod:${inbox.pod_id}`, `inbox:${inbox.inbox_id}`];
-      const probes = [...levels(sender).map((key) => [key, 'send']), ...[...new Set(others.flatMap(levels))].map((key) => [key, 'receive'])];
+      const probes = [
+        ...levels(sender).map((key) => [key, 'send']),
+        ...[...new Set(others.flatMap(levels))].map((key) => [key, 'receive']),
+      ];
       const directions = [...new Set(probes.map(([, d]) => d))];
       const org = sender.organization_id;
-      const [present] = await q(`lists:${probes.length}x${directions.length}`, [...probes.flatMap(([key, d]) => [org, key, d, 'allow']), ...directions.flatMap((d) => [org, d, 'block'])]);
-      if (Object.values(present).some((v) => v === true || v === 1)) throw new HttpError(501, 'not_implemented', 'The limit does not screen with allow or block lists.');
+      const [present] = await q(`lists:${probes.length}x${directions.length}`, [
+        ...probes.flatMap(([key, d]) => [org, key, d, 'allow']),
+        ...directions.flatMap((d) => [org, d, 'block']),
+      ]);
+      if (Object.values(present).some((v) => v === true || v === 1))
+        throw new HttpError(501, 'not_implemented', 'The limit does not screen with allow or block lists.');
 
       const normalized = normalizeSubject(subject);
       const copies = [sender, ...others].map((inbox, i) => {
@@ -468,23 +551,71 @@ function createHandler(db, dialect) {
         return { inbox, labels, thread };
       });
       const threadValues = copies.flatMap(({ thread: t }) => [
-        t.thread_id, t.organization_id, t.inbox_id, t.subject, t.normalized_subject, JSON.stringify(t.senders), JSON.stringify(t.recipients), JSON.stringify(t.labels),
-        1, t.size, t.preview, t.last_message_id, t.timestamp, t.received_timestamp, t.sent_timestamp, t.created_at, t.updated_at,
+        t.thread_id,
+        t.organization_id,
+        t.inbox_id,
+        t.subject,
+        t.normalized_subject,
+        JSON.stringify(t.senders),
+        JSON.stringify(t.recipients),
+        JSON.stringify(t.labels),
+        1,
+        t.size,
+        t.preview,
+        t.last_message_id,
+        t.timestamp,
+        t.received_timestamp,
+        t.sent_timestamp,
+        t.created_at,
+        t.updated_at,
       ]);
       await q(`insertThreads:${copies.length}`, threadValues);
       const toJson = JSON.stringify(toList);
       const messageValues = copies.flatMap(({ inbox, labels, thread }) => [
-        inbox.organization_id, inbox.inbox_id, thread.thread_id, messageId, JSON.stringify(labels), timestamp, from, null, toJson, null, null,
-        subject, preview, text, null, null, null, null, null, raw.length, raw, null, timestamp, timestamp,
+        inbox.organization_id,
+        inbox.inbox_id,
+        thread.thread_id,
+        messageId,
+        JSON.stringify(labels),
+        timestamp,
+        from,
+        null,
+        toJson,
+        null,
+        null,
+        subject,
+        preview,
+        text,
+        null,
+        null,
+        null,
+        null,
+        null,
+        raw.length,
+        raw,
+        null,
+        timestamp,
+        timestamp,
       ]);
-      const pks = new Map((await q(`insertMessages:${copies.length}`, messageValues)).map((r) => [r.inbox_id, Number(r.id)]));
-      const labelValues = copies.flatMap(({ inbox, labels }) => labels.flatMap((label) => [pks.get(inbox.inbox_id), label]));
+      const pks = new Map(
+        (await q(`insertMessages:${copies.length}`, messageValues)).map((r) => [r.inbox_id, Number(r.id)]),
+      );
+      const labelValues = copies.flatMap(({ inbox, labels }) =>
+        labels.flatMap((label) => [pks.get(inbox.inbox_id), label]),
+      );
       await q(`insertLabels:${labelValues.length / 2}`, labelValues);
 
       const eventTime = new Date();
       const createdAt = eventTime.toISOString();
-      const ref = { inbox_id: sender.inbox_id, thread_id: copies[0].thread.thread_id, message_id: messageId, timestamp };
-      const events = [{ inbox: sender, type: 'message.sent', body: { send: { ...ref, recipients: to.map((m) => m.address) } } }];
+      const ref = {
+        inbox_id: sender.inbox_id,
+        thread_id: copies[0].thread.thread_id,
+        message_id: messageId,
+        timestamp,
+      };
+      const events = [
+        { inbox: sender, type: 'message.sent', body: { send: { ...ref, recipients: to.map((m) => m.address) } } },
+      ];
       for (const { inbox, labels, thread } of copies.slice(1)) {
         const message = {
           inbox_id: inbox.inbox_id,
@@ -505,18 +636,49 @@ function createHandler(db, dialect) {
         events.push({ inbox, type: 'message.received', body: { message, thread: threadItem(thread) } });
       }
       const delivered = to.filter((m) => !bounced.includes(m.address)).map((m) => m.address);
-      if (delivered.length) events.push({ inbox: sender, type: 'message.delivered', body: { delivery: { ...ref, recipients: delivered } } });
+      if (delivered.length)
+        events.push({
+          inbox: sender,
+          type: 'message.delivered',
+          body: { delivery: { ...ref, recipients: delivered } },
+        });
       if (bounced.length) {
-        events.push({ inbox: sender, type: 'message.bounced', body: { bounce: { ...ref, type: 'Permanent', sub_type: 'NoEmail', recipients: bounced.map((address) => ({ address, status: 'bounced' })) } } });
+        events.push({
+          inbox: sender,
+          type: 'message.bounced',
+          body: {
+            bounce: {
+              ...ref,
+              type: 'Permanent',
+              sub_type: 'NoEmail',
+              recipients: bounced.map((address) => ({ address, status: 'bounced' })),
+            },
+          },
+        });
       }
       for (const e of events) {
         e.id = `evt_${uuid7(eventTime).replace(/-/g, '')}`;
         e.payload = JSON.stringify({ type: 'event', event_type: e.type, event_id: e.id, ...e.body });
       }
-      await q(`insertEvents:${events.length}`, events.flatMap((e) => [e.id, e.inbox.organization_id, e.type, e.inbox.inbox_id, e.inbox.pod_id, e.payload, createdAt]));
+      await q(
+        `insertEvents:${events.length}`,
+        events.flatMap((e) => [
+          e.id,
+          e.inbox.organization_id,
+          e.type,
+          e.inbox.inbox_id,
+          e.inbox.pod_id,
+          e.payload,
+          createdAt,
+        ]),
+      );
       const hooks = (await q('webhooks', [sender.organization_id])).filter((h) => Boolean(h.enabled));
       const matches = (h, e) => {
-        if ((h.pod_id !== null && h.pod_id !== e.inbox.pod_id) || (h.inbox_id !== null && h.inbox_id !== e.inbox.inbox_id)) return false;
+        if (
+          (h.pod_id !== null && h.pod_id !== e.inbox.pod_id) ||
+          (h.inbox_id !== null && h.inbox_id !== e.inbox.inbox_id)
+        )
+          return false;
         const types = json(h.event_types, null);
         if (types?.length && !types.includes(e.type)) return false;
         const inboxes = json(h.inbox_ids, null);
@@ -524,10 +686,15 @@ function createHandler(db, dialect) {
         if (!inboxes?.length && !pods?.length) return true;
         return Boolean(inboxes?.includes(e.inbox.inbox_id) || pods?.includes(e.inbox.pod_id));
       };
-      const jobs = events.flatMap((e) => hooks.filter((h) => matches(h, e)).map((h) => JSON.stringify({ webhook_id: h.webhook_id, event_id: e.id })));
+      const jobs = events.flatMap((e) =>
+        hooks.filter((h) => matches(h, e)).map((h) => JSON.stringify({ webhook_id: h.webhook_id, event_id: e.id })),
+      );
       if (jobs.length) {
         const at = new Date().toISOString();
-        await q(`insertJobs:${jobs.length}`, jobs.flatMap((payload) => ['webhook.deliver', payload, 'pending', at, 0, null, null, at, at]));
+        await q(
+          `insertJobs:${jobs.length}`,
+          jobs.flatMap((payload) => ['webhook.deliver', payload, 'pending', at, 0, null, null, at, at]),
+        );
       }
       // Usage counts (usage.service.ts): per copy its message and bytes, per thread started one, per
       // event one of its type; summed per key, on one random shard, rows in key order.
@@ -546,7 +713,10 @@ function createHandler(db, dialect) {
       }
       for (const e of events) count(e.inbox, e.type, 1);
       const shard = randomInt(USAGE_SHARDS);
-      const usage = [...deltas.entries()].filter(([, d]) => d[6] !== 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, d]) => ((d[5] = shard), d));
+      const usage = [...deltas.entries()]
+        .filter(([, d]) => d[6] !== 0)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([, d]) => ((d[5] = shard), d));
       await q(`addUsage:${usage.length}`, usage.flat());
 
       // The search index (search.repository.ts indexMessages), at the end of a SQLite batch (at
@@ -556,12 +726,22 @@ function createHandler(db, dialect) {
       await afterUnits(async (afterOthers) => {
         let live = copies;
         if (afterOthers) {
-          const kept = new Set((await q(`stillStored:${copies.length}`, copies.map(({ inbox }) => pks.get(inbox.inbox_id)))).map((r) => Number(r.id)));
+          const kept = new Set(
+            (
+              await q(
+                `stillStored:${copies.length}`,
+                copies.map(({ inbox }) => pks.get(inbox.inbox_id)),
+              )
+            ).map((r) => Number(r.id)),
+          );
           live = copies.filter(({ inbox }) => kept.has(pks.get(inbox.inbox_id)));
         }
-        for (const { inbox } of live) await q('searchMessage', searchMessageParams(pks.get(inbox.inbox_id), inbox, doc));
+        for (const { inbox } of live)
+          await q('searchMessage', searchMessageParams(pks.get(inbox.inbox_id), inbox, doc));
         for (const { inbox, thread } of live) {
-          const found = await q('searchThreadFind', [dialect === 'postgres' ? thread.thread_id : `{scope}: "${threadWord(thread.thread_id)}"`]);
+          const found = await q('searchThreadFind', [
+            dialect === 'postgres' ? thread.thread_id : `{scope}: "${threadWord(thread.thread_id)}"`,
+          ]);
           if (found.length) throw new Error(`thread ${thread.thread_id} has a search document already`);
           await q('searchThread', searchThreadParams(thread.thread_id, pks.get(inbox.inbox_id), inbox, doc));
         }
@@ -581,8 +761,10 @@ function createHandler(db, dialect) {
     }
     const m = /^\/v0\/inboxes\/([^/?]+)\/messages(\/send)?(?:\?(.*))?$/.exec(req.url);
     let done;
-    if (m && req.method === 'GET' && !m[2]) done = list(req, res, decodeURIComponent(m[1]).trim().toLowerCase(), m[3] ?? '');
-    else if (m && req.method === 'POST' && m[2] && !m[3]) done = send(req, res, decodeURIComponent(m[1]).trim().toLowerCase());
+    if (m && req.method === 'GET' && !m[2])
+      done = list(req, res, decodeURIComponent(m[1]).trim().toLowerCase(), m[3] ?? '');
+    else if (m && req.method === 'POST' && m[2] && !m[3])
+      done = send(req, res, decodeURIComponent(m[1]).trim().toLowerCase());
     else return fail(res, 404, 'not_found', 'No such route.');
     done.catch((err) => {
       if (!(err instanceof HttpError)) console.error(err);

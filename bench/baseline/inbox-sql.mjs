@@ -8,15 +8,97 @@
  */
 
 const list = (names) => names.map((n) => `"${n}"`).join(', ');
-const rows = (n, width) => Array.from({ length: n }, () => `(${Array.from({ length: width }, () => '?').join(', ')})`).join(', ');
+const rows = (n, width) =>
+  Array.from({ length: n }, () => `(${Array.from({ length: width }, () => '?').join(', ')})`).join(', ');
 
 /** A list item's columns: a list knows its inbox and organization, and leaves out the bodies and the source. */
-export const LIST_COLUMNS = ['id', 'thread_id', 'message_id', 'labels', 'timestamp', 'from_address', 'reply_to', 'to_addresses', 'cc_addresses', 'bcc_addresses', 'subject', 'preview', 'in_reply_to', 'references_ids', 'headers', 'attachments', 'size', 'created_at', 'updated_at'];
-export const THREAD_COLUMNS = ['thread_id', 'organization_id', 'inbox_id', 'subject', 'normalized_subject', 'senders', 'recipients', 'labels', 'message_count', 'size', 'preview', 'last_message_id', 'timestamp', 'received_timestamp', 'sent_timestamp', 'created_at', 'updated_at'];
-export const MESSAGE_COLUMNS = ['organization_id', 'inbox_id', 'thread_id', 'message_id', 'labels', 'timestamp', 'from_address', 'reply_to', 'to_addresses', 'cc_addresses', 'bcc_addresses', 'subject', 'preview', 'text_body', 'html_body', 'in_reply_to', 'references_ids', 'headers', 'attachments', 'size', 'raw', 'source_blob', 'created_at', 'updated_at'];
-export const EVENT_COLUMNS = ['event_id', 'organization_id', 'event_type', 'inbox_id', 'pod_id', 'payload', 'created_at'];
+export const LIST_COLUMNS = [
+  'id',
+  'thread_id',
+  'message_id',
+  'labels',
+  'timestamp',
+  'from_address',
+  'reply_to',
+  'to_addresses',
+  'cc_addresses',
+  'bcc_addresses',
+  'subject',
+  'preview',
+  'in_reply_to',
+  'references_ids',
+  'headers',
+  'attachments',
+  'size',
+  'created_at',
+  'updated_at',
+];
+export const THREAD_COLUMNS = [
+  'thread_id',
+  'organization_id',
+  'inbox_id',
+  'subject',
+  'normalized_subject',
+  'senders',
+  'recipients',
+  'labels',
+  'message_count',
+  'size',
+  'preview',
+  'last_message_id',
+  'timestamp',
+  'received_timestamp',
+  'sent_timestamp',
+  'created_at',
+  'updated_at',
+];
+export const MESSAGE_COLUMNS = [
+  'organization_id',
+  'inbox_id',
+  'thread_id',
+  'message_id',
+  'labels',
+  'timestamp',
+  'from_address',
+  'reply_to',
+  'to_addresses',
+  'cc_addresses',
+  'bcc_addresses',
+  'subject',
+  'preview',
+  'text_body',
+  'html_body',
+  'in_reply_to',
+  'references_ids',
+  'headers',
+  'attachments',
+  'size',
+  'raw',
+  'source_blob',
+  'created_at',
+  'updated_at',
+];
+export const EVENT_COLUMNS = [
+  'event_id',
+  'organization_id',
+  'event_type',
+  'inbox_id',
+  'pod_id',
+  'payload',
+  'created_at',
+];
 export const USAGE_COLUMNS = ['organization_id', 'pod_id', 'inbox_id', 'metric', 'bucket', 'shard', 'value'];
-export const JOB_COLUMNS = ['queue', 'payload', 'status', 'run_at', 'attempts', 'locked_until', 'last_error', 'created_at', 'updated_at'];
+export const JOB_COLUMNS = [
+  'queue',
+  'payload',
+  'status',
+  'run_at',
+  'attempts',
+  'locked_until',
+  'last_error',
+  'created_at',
+  'updated_at',
+];
 
 /** Labels a list leaves out unless include_spam, include_blocked or include_trash ask for them (http/pagination.ts). */
 export const HIDDEN_LABELS = ['spam', 'blocked', 'trash'];
@@ -40,7 +122,8 @@ export const SQL = {
   rollbackTo: (name) => `rollback to "${name}"`,
   inboxes: (n) => `select * from "inboxes" where "inbox_id" in (${Array.from({ length: n }, () => '?').join(', ')})`,
   insertThreads: (n) => `insert into "threads" (${list(THREAD_COLUMNS)}) values ${rows(n, THREAD_COLUMNS.length)}`,
-  insertMessages: (n) => `insert into "messages" (${list(MESSAGE_COLUMNS)}) values ${rows(n, MESSAGE_COLUMNS.length)} returning "id", "inbox_id"`,
+  insertMessages: (n) =>
+    `insert into "messages" (${list(MESSAGE_COLUMNS)}) values ${rows(n, MESSAGE_COLUMNS.length)} returning "id", "inbox_id"`,
   insertLabels: (n) => `insert into "message_labels" ("message_pk", "label") values ${rows(n, 2)}`,
   insertEvents: (n) => `insert into "events" (${list(EVENT_COLUMNS)}) values ${rows(n, EVENT_COLUMNS.length)}`,
   // access-list.repository.ts listsPresent: per probed (list level, direction) whether it has an
@@ -48,15 +131,24 @@ export const SQL = {
   lists: (arg) => {
     const [pairs, directions] = arg.split('x').map(Number);
     const exists = (where) => `exists (select 1 as "one" from "access_list_entries" where ${where})`;
-    const allow = Array.from({ length: pairs }, (_, i) => `${exists('"organization_id" = ? and "scope_key" = ? and "direction" = ? and "list_type" = ?')} as "a${i}"`);
-    const block = Array.from({ length: directions }, (_, i) => `${exists('"organization_id" = ? and "direction" = ? and "list_type" = ?')} as "b${i}"`);
+    const allow = Array.from(
+      { length: pairs },
+      (_, i) =>
+        `${exists('"organization_id" = ? and "scope_key" = ? and "direction" = ? and "list_type" = ?')} as "a${i}"`,
+    );
+    const block = Array.from(
+      { length: directions },
+      (_, i) => `${exists('"organization_id" = ? and "direction" = ? and "list_type" = ?')} as "b${i}"`,
+    );
     return `select ${[...allow, ...block].join(', ')}`;
   },
   // The webhook's own scope (pod_id, inbox_id) narrows what it receives (event.service.ts webhookMatches).
-  webhooks: 'select "webhook_id", "event_types", "inbox_ids", "pod_ids", "enabled", "pod_id", "inbox_id" from "webhooks" where "organization_id" = ?',
+  webhooks:
+    'select "webhook_id", "event_types", "inbox_ids", "pod_ids", "enabled", "pod_id", "inbox_id" from "webhooks" where "organization_id" = ?',
   insertJobs: (n) => `insert into "jobs" (${list(JOB_COLUMNS)}) values ${rows(n, JOB_COLUMNS.length)}`,
   // usage.repository.ts addUsage: the unit's usage deltas and event counts, one shard, rows in key order.
-  addUsage: (n) => `insert into "usage_counts" (${list(USAGE_COLUMNS)}) values ${rows(n, USAGE_COLUMNS.length)} on conflict ("organization_id", "pod_id", "inbox_id", "metric", "bucket", "shard") do update set "value" = "usage_counts"."value" + "excluded"."value"`,
+  addUsage: (n) =>
+    `insert into "usage_counts" (${list(USAGE_COLUMNS)}) values ${rows(n, USAGE_COLUMNS.length)} on conflict ("organization_id", "pod_id", "inbox_id", "metric", "bucket", "shard") do update set "value" = "usage_counts"."value" + "excluded"."value"`,
   // search.repository.ts stillStored: before a batch's deferred search documents (group-commit.ts
   // afterUnits), which copies a later unit of the batch has not deleted.
   stillStored: (n) => `select "id" from "messages" where "id" in (${Array.from({ length: n }, () => '?').join(', ')})`,
@@ -65,7 +157,8 @@ export const SQL = {
   searchMessage: 'insert into message_search (rowid, scope, subject, addresses, body) values (?, ?, ?, ?, ?)',
   searchThreadFind: 'select rowid, subject, addresses, body from thread_search where thread_search match ?',
   searchThreadDelete: 'delete from thread_search where rowid = ?',
-  searchThread: 'insert into thread_search (rowid, scope, subject, addresses, body, thread_id) values (?, ?, ?, ?, ?, ?)',
+  searchThread:
+    'insert into thread_search (rowid, scope, subject, addresses, body, thread_id) values (?, ?, ?, ?, ?, ?)',
   // dialect.ts incrementCounter, whitespace included.
   countSend: `insert into "send_counters" ("organization_id", "day", "count")
     values (?, ?, ?)
@@ -130,7 +223,14 @@ export const PLAN = {
     'addUsage:9',
     'countSend',
   ],
-  sendSearch: ['searchMessage', 'searchMessage', 'searchThreadFind', 'searchThread', 'searchThreadFind', 'searchThread'],
+  sendSearch: [
+    'searchMessage',
+    'searchMessage',
+    'searchThreadFind',
+    'searchThread',
+    'searchThreadFind',
+    'searchThread',
+  ],
 };
 
 /**

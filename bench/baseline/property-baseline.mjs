@@ -22,19 +22,40 @@ const DOCS_REL = 'http://www.w3.org/ns/hydra/core#apiDocumentation';
 const RANGE = ['between', 'gt', 'gte', 'lt', 'lte'];
 const DATES = ['before', 'strictly_before', 'after', 'strictly_after'];
 const SEARCH_VARIABLES = [
-  ...['typ', 'bundesland', 'heizungstyp', 'verwalter'].flatMap((p) => [[p, p], [`${p}[]`, p]]),
+  ...['typ', 'bundesland', 'heizungstyp', 'verwalter'].flatMap((p) => [
+    [p, p],
+    [`${p}[]`, p],
+  ]),
   ['adresse', 'adresse'],
-  ...['kaufpreis', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'preisProQuadratmeter'].flatMap((p) => RANGE.map((op) => [`${p}[${op}]`, p])),
+  ...['kaufpreis', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'preisProQuadratmeter'].flatMap((p) =>
+    RANGE.map((op) => [`${p}[${op}]`, p]),
+  ),
   ...['createdAt', 'updatedAt'].flatMap((p) => DATES.map((op) => [`${p}[${op}]`, p])),
   ...['heizungstyp', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'kaufpreis'].map((p) => [`exists[${p}]`, p]),
-  ...['id', 'kaufpreis', 'wohnflaeche', 'zimmer', 'nutzflaeche', 'adresse', 'typ', 'preisProQuadratmeter', 'createdAt', 'updatedAt'].map((p) => [`order[${p}]`, p]),
+  ...[
+    'id',
+    'kaufpreis',
+    'wohnflaeche',
+    'zimmer',
+    'nutzflaeche',
+    'adresse',
+    'typ',
+    'preisProQuadratmeter',
+    'createdAt',
+    'updatedAt',
+  ].map((p) => [`order[${p}]`, p]),
   ['properties[]', null],
 ];
 const SEARCH = {
   '@type': 'hydra:IriTemplate',
   'hydra:template': `/api/immobilies{?${SEARCH_VARIABLES.map(([v]) => v).join(',')}}`,
   'hydra:variableRepresentation': 'BasicRepresentation',
-  'hydra:mapping': SEARCH_VARIABLES.map(([variable, property]) => ({ '@type': 'IriTemplateMapping', variable, property, required: false })),
+  'hydra:mapping': SEARCH_VARIABLES.map(([variable, property]) => ({
+    '@type': 'IriTemplateMapping',
+    variable,
+    property,
+    required: false,
+  })),
 };
 /** The cost percentages' defaults (PROPERTY_NOTAR_PERCENT, …), as the server's config has them. */
 const SAETZE = { notarProzent: 1.5, grundbuchProzent: 0.5, maklerProzent: 3.57 };
@@ -54,7 +75,11 @@ function openSqlite(file, sql) {
   db.pragma('cache_size = -32768');
   // database.ts SQLITE_TEMP_STORE.
   db.pragma('temp_store = MEMORY');
-  const statements = Object.fromEntries(Object.entries(sql).filter(([, text]) => !text.includes('…')).map(([name, text]) => [name, db.prepare(text)]));
+  const statements = Object.fromEntries(
+    Object.entries(sql)
+      .filter(([, text]) => !text.includes('…'))
+      .map(([name, text]) => [name, db.prepare(text)]),
+  );
   const query = async (name, params = []) => {
     const stmt = statements[name] ?? (statements[name] = db.prepare(name));
     if (stmt.reader) return stmt.all(params);
@@ -86,8 +111,15 @@ function openPostgres(rawUrl, sql) {
   const schema = url.searchParams.get('schema');
   url.searchParams.delete('schema');
   pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
-  const pool = new pg.Pool({ connectionString: url.toString(), max: 10, ...(schema ? { options: `-c search_path="${schema}"` } : {}) });
-  const on = (client) => async (name, params = []) => (await client.query(sql[name] ?? name, params)).rows;
+  const pool = new pg.Pool({
+    connectionString: url.toString(),
+    max: 10,
+    ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+  });
+  const on =
+    (client) =>
+    async (name, params = []) =>
+      (await client.query(sql[name] ?? name, params)).rows;
   const transaction = async (fn) => {
     const client = await pool.connect();
     const query = on(client);
@@ -134,8 +166,16 @@ function immobilie(row, embedded) {
   if (row.created_at !== null) out.createdAt = timestamp(row.created_at);
   if (row.updated_at !== null) out.updatedAt = timestamp(row.updated_at);
   const satz = row.satz ?? null;
-  const costs = kaufkosten({ kaufpreis: row.kaufpreis, wohnflaeche: row.wohnflaeche, grunderwerbsteuerSatz: satz === null ? null : Number(satz) }, SAETZE);
-  for (const name of ['preisProQuadratmeter', 'grunderwerbsteuer', 'kaufnebenkosten', 'gesamtkosten']) if (costs[name] !== undefined) out[name] = costs[name];
+  const costs = kaufkosten(
+    {
+      kaufpreis: row.kaufpreis,
+      wohnflaeche: row.wohnflaeche,
+      grunderwerbsteuerSatz: satz === null ? null : Number(satz),
+    },
+    SAETZE,
+  );
+  for (const name of ['preisProQuadratmeter', 'grunderwerbsteuer', 'kaufnebenkosten', 'gesamtkosten'])
+    if (costs[name] !== undefined) out[name] = costs[name];
   return out;
 }
 
@@ -153,7 +193,13 @@ function collection(total, rows, query) {
   } else {
     const lastPage = Math.max(1, Math.ceil(total / PAGE_SIZE));
     if (lastPage > 1) {
-      body['hydra:view'] = { '@id': link(1), '@type': 'hydra:PartialCollectionView', 'hydra:first': link(1), 'hydra:last': link(lastPage), 'hydra:next': link(2) };
+      body['hydra:view'] = {
+        '@id': link(1),
+        '@type': 'hydra:PartialCollectionView',
+        'hydra:first': link(1),
+        'hydra:last': link(lastPage),
+        'hydra:next': link(2),
+      };
     } else if (query) {
       body['hydra:view'] = { '@id': `/api/immobilies?${query}`, '@type': 'hydra:PartialCollectionView' };
     }
@@ -191,9 +237,16 @@ function rateLimitHeaders(req) {
   const t = Date.now();
   const key = req.headers['x-api-key'];
   const byAddress = countAgainst(`a:${req.socket.remoteAddress}`, t);
-  const byKey = typeof key === 'string' && key !== '' ? countAgainst(`k:${createHash('sha256').update(key).digest('hex').slice(0, 32)}`, t) : undefined;
+  const byKey =
+    typeof key === 'string' && key !== ''
+      ? countAgainst(`k:${createHash('sha256').update(key).digest('hex').slice(0, 32)}`, t)
+      : undefined;
   const tightest = byKey && byKey.remaining < byAddress.remaining ? byKey : byAddress;
-  return { 'ratelimit-limit': String(RATE_LIMIT), 'ratelimit-remaining': String(tightest.remaining), 'ratelimit-reset': String(tightest.reset) };
+  return {
+    'ratelimit-limit': String(RATE_LIMIT),
+    'ratelimit-remaining': String(tightest.remaining),
+    'ratelimit-reset': String(tightest.reset),
+  };
 }
 
 function send(req, res, status, body, headers = {}) {
@@ -231,7 +284,8 @@ function readBody(req) {
   });
 }
 
-const iriId = (iri, prefix) => (typeof iri === 'string' && iri.startsWith(prefix) ? Number(iri.slice(prefix.length)) : undefined);
+const iriId = (iri, prefix) =>
+  typeof iri === 'string' && iri.startsWith(prefix) ? Number(iri.slice(prefix.length)) : undefined;
 
 function createHandler(db) {
   /** The page's rows with their state's tax rate (`row.satz`): one query for the page's distinct states. */
@@ -261,7 +315,9 @@ function createHandler(db) {
     if (!user) return fail(res, 401);
     const all = seesAll(user);
     const owner = all ? 0 : user.id;
-    const page = (all ? db.query('pageAll', [PAGE_SIZE, 0]) : db.query('page', [user.id, PAGE_SIZE, 0])).then(withStates);
+    const page = (all ? db.query('pageAll', [PAGE_SIZE, 0]) : db.query('page', [user.id, PAGE_SIZE, 0])).then(
+      withStates,
+    );
     if (PAGE_ONLY) return send(req, res, 200, collection((await totals).get(owner) ?? 0, await page, ''));
     const [[counted], rows] = await Promise.all([db.query('counted', ['immobilie', owner]), page]);
     send(req, res, 200, collection(Number(counted?.total ?? 0), rows, ''));
@@ -273,14 +329,23 @@ function createHandler(db) {
     if (!user || seesAll(user)) return fail(res, user ? 400 : 401);
     const params = new URLSearchParams(query);
     const values = [user.id, containsPattern(dialect, params.get('adresse')), Number(params.get('kaufpreis[gte]'))];
-    const [[{ total }], rows] = await Promise.all([db.query('cappedCount', [...values, COUNT_CAP + 1]), db.query('pageFiltered', [...values, PAGE_SIZE, 0]).then(withStates)]);
+    const [[{ total }], rows] = await Promise.all([
+      db.query('cappedCount', [...values, COUNT_CAP + 1]),
+      db.query('pageFiltered', [...values, PAGE_SIZE, 0]).then(withStates),
+    ]);
     send(req, res, 200, collection(Number(total) > COUNT_CAP ? undefined : Number(total), rows, query));
   };
 
   const getBundesland = async (req, res, id) => {
     const [row] = await db.query('bundesland', [id]);
     if (!row) return fail(res, 404);
-    send(req, res, 200, { '@context': '/api/contexts/Bundesland', '@id': `/api/bundeslands/${row.id}`, '@type': 'Bundesland', ...row }, { 'content-location': `/api/bundeslands/${row.id}` });
+    send(
+      req,
+      res,
+      200,
+      { '@context': '/api/contexts/Bundesland', '@id': `/api/bundeslands/${row.id}`, '@type': 'Bundesland', ...row },
+      { 'content-location': `/api/bundeslands/${row.id}` },
+    );
   };
 
   const postImmobilie = async (req, res) => {
@@ -294,7 +359,19 @@ function createHandler(db) {
       if ((await query('bundeslandExists', [bundesland])).length === 0) return undefined;
       if (heizungstyp !== undefined && (await query('heizungstypExists', [heizungstyp])).length === 0) return undefined;
       const now = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
-      const values = [user.id, input.adresse, input.wohnflaeche ?? null, input.nutzflaeche ?? null, input.zimmer ?? null, input.typ, input.kaufpreis ?? null, bundesland, heizungstyp ?? null, now, now];
+      const values = [
+        user.id,
+        input.adresse,
+        input.wohnflaeche ?? null,
+        input.nutzflaeche ?? null,
+        input.zimmer ?? null,
+        input.typ,
+        input.kaufpreis ?? null,
+        bundesland,
+        heizungstyp ?? null,
+        now,
+        now,
+      ];
       const [{ id }] = await query('insert', values);
       return (await query('immobilie', [id]))[0];
     });
@@ -308,7 +385,8 @@ function createHandler(db) {
     const item = /^\/api\/bundeslands\/([1-9]\d{0,9})$/.exec(req.url);
     let done;
     if (req.method === 'GET' && req.url === '/api/immobilies') done = getCollection(req, res);
-    else if (req.method === 'GET' && req.url.startsWith('/api/immobilies?adresse=')) done = getFiltered(req, res, req.url.slice('/api/immobilies?'.length));
+    else if (req.method === 'GET' && req.url.startsWith('/api/immobilies?adresse='))
+      done = getFiltered(req, res, req.url.slice('/api/immobilies?'.length));
     else if (req.method === 'POST' && req.url === '/api/immobilies') done = postImmobilie(req, res);
     else if (req.method === 'GET' && item) done = getBundesland(req, res, Number(item[1]));
     else return fail(res, 404);
@@ -323,7 +401,10 @@ const url = process.env.BASELINE_DATABASE_URL ?? '';
 const dialect = /^postgres(ql)?:\/\//.test(url) ? 'postgres' : 'sqlite';
 // Used once at start by the page-only limit; never while serving.
 const STARTUP = { ownerTotals: 'select verwalter_id as owner, count(*) as total from immobilie group by verwalter_id' };
-const db = dialect === 'postgres' ? openPostgres(url, { ...sqlFor(dialect), ...STARTUP }) : openSqlite(url.replace(/^sqlite:/, ''), { ...sqlFor(dialect), ...STARTUP });
+const db =
+  dialect === 'postgres'
+    ? openPostgres(url, { ...sqlFor(dialect), ...STARTUP })
+    : openSqlite(url.replace(/^sqlite:/, ''), { ...sqlFor(dialect), ...STARTUP });
 const server = http.createServer(createHandler(db));
 server.keepAliveTimeout = 72_000; // as the property server's Fastify setting, so Keep-Alive headers match
 server.listen(Number(process.env.PORT ?? 3900), process.env.HOST ?? '127.0.0.1', () => {

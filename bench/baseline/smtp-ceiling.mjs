@@ -62,18 +62,25 @@ const server = new CeilingServer({
   disableReverseLookup: true,
   logger: false,
   onMailFrom(_address, session, callback) {
-    if (session.transaction > config.maxMessagesPerConnection) return callback(reply(421, 'Too many messages in this connection; please reconnect'));
+    if (session.transaction > config.maxMessagesPerConnection)
+      return callback(reply(421, 'Too many messages in this connection; please reconnect'));
     callback();
   },
   onData(stream, _session, callback) {
     stream.on('data', () => {});
-    stream.once('end', () => (stream.sizeExceeded ? callback(reply(552, 'Message exceeds fixed maximum message size')) : callback(null, 'OK: message discarded')));
+    stream.once('end', () =>
+      stream.sizeExceeded
+        ? callback(reply(552, 'Message exceeds fixed maximum message size'))
+        : callback(null, 'OK: message discarded'),
+    );
   },
 });
 server.on('error', () => {});
 
 server.listen(config.port, config.host, () => {
-  process.stdout.write(`SMTP ceiling: smtp://${config.host}:${config.port} (greeting delay ${config.greetingDelayMs} ms)\n`);
+  process.stdout.write(
+    `SMTP ceiling: smtp://${config.host}:${config.port} (greeting delay ${config.greetingDelayMs} ms)\n`,
+  );
 });
 
 for (const signal of ['SIGTERM', 'SIGINT']) {

@@ -22,7 +22,8 @@ export const SQL = {
    * The states of a page's properties, for their computed costs (immobilie.provider.ts, one query
    * per page): `(?…)` stands for one placeholder per distinct state id (`expandIn`).
    */
-  states: 'select "id", "name", "code", "grunderwerbsteuer_satz" from "bundesland" where "id" in (?…) order by "id" asc limit ? offset ?',
+  states:
+    'select "id", "name", "code", "grunderwerbsteuer_satz" from "bundesland" where "id" in (?…) order by "id" asc limit ? offset ?',
   begin: 'begin',
   bundeslandExists: 'select "id" from "bundesland" where "id" in (?)',
   heizungstypExists: 'select "id" from "heizungstyp" where "id" in (?)',
@@ -52,7 +53,9 @@ export const PLAN = {
 /** The statements in a dialect's placeholder syntax: `?` for SQLite, `$1, $2, …` for PostgreSQL. */
 export function sqlFor(dialect) {
   if (dialect === 'sqlite') return SQL;
-  return Object.fromEntries(Object.entries({ ...SQL, ...POSTGRES_OVERRIDES }).map(([name, text]) => [name, numbered(text)]));
+  return Object.fromEntries(
+    Object.entries({ ...SQL, ...POSTGRES_OVERRIDES }).map(([name, text]) => [name, numbered(text)]),
+  );
 }
 
 /** `?` → `$1, $2, …` (PostgreSQL); a `(?…)` list is left for `expandIn`. */
@@ -63,7 +66,9 @@ function numbered(text) {
 
 /** A statement with a `(?…)` list made of `count` placeholders, in the dialect's syntax. */
 export function expandIn(dialect, text, count) {
-  const expanded = text.replace('(?…)', `(${Array.from({ length: count }, () => '?').join(', ')})`).replace(/\$\d+/g, '?');
+  const expanded = text
+    .replace('(?…)', `(${Array.from({ length: count }, () => '?').join(', ')})`)
+    .replace(/\$\d+/g, '?');
   return dialect === 'sqlite' ? expanded : numbered(expanded);
 }
 

@@ -14,10 +14,20 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: readers });
 
 function get() {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method: 'GET', path: '/v0/inboxes', agent, headers: { authorization: `Bearer ${apiKey}` } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'GET',
+        path: '/v0/inboxes',
+        agent,
+        headers: { authorization: `Bearer ${apiKey}` },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode));
+      },
+    );
     req.on('error', reject);
     req.end();
   });

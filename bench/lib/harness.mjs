@@ -30,7 +30,8 @@ export function freePort() {
   });
 }
 
-export const exited = (child) => new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+export const exited = (child) =>
+  new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
 
 /**
  * Starts `file` under node, pinned to SERVER_CPU unless `pin` is false; resolves once it printed
@@ -38,20 +39,33 @@ export const exited = (child) => new Promise((resolve) => (child.exitCode !== nu
  */
 export async function startServer({ label, file, env, nodeArgs = [], pin = true }) {
   const argv = [...nodeArgs, file];
-  const [command, commandArgs] = pin ? ['taskset', ['-c', SERVER_CPU, process.execPath, ...argv]] : [process.execPath, argv];
-  const child = spawn(command, commandArgs, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const [command, commandArgs] = pin
+    ? ['taskset', ['-c', SERVER_CPU, process.execPath, ...argv]]
+    : [process.execPath, argv];
+  const child = spawn(command, commandArgs, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines = createInterface({ input: child.stdout });
-  const ready = await Promise.race([new Promise((resolve) => lines.once('line', () => resolve(true))), exited(child).then(() => false), sleep(60_000, false, { ref: false })]);
+  const ready = await Promise.race([
+    new Promise((resolve) => lines.once('line', () => resolve(true))),
+    exited(child).then(() => false),
+    sleep(60_000, false, { ref: false }),
+  ]);
   if (!ready) {
     child.kill('SIGKILL');
     throw new Error(`${label} server did not start`);
   }
-  lines.on('line', (line) => process.stdout.write(`  [${label}] ${line.length > 300 ? `${line.slice(0, 300)}…` : line}\n`));
+  lines.on('line', (line) =>
+    process.stdout.write(`  [${label}] ${line.length > 300 ? `${line.slice(0, 300)}…` : line}\n`),
+  );
   return {
     pid: child.pid,
     async stop() {
       child.kill('SIGTERM');
-      if ((await Promise.race([exited(child), sleep(10_000, 'timeout', { ref: false })])) === 'timeout') child.kill('SIGKILL');
+      if ((await Promise.race([exited(child), sleep(10_000, 'timeout', { ref: false })])) === 'timeout')
+        child.kill('SIGKILL');
       await exited(child);
     },
   };
@@ -127,9 +141,17 @@ export async function measure({ label, start, dialect, request, port, load, node
   const server = await start(nodeArgs);
   try {
     const spec = { url: `http://127.0.0.1:${port}${request.path}`, ...request, ...load };
-    const child = spawn('taskset', ['-c', LOAD_CPU, process.execPath, 'bench/load.mjs', JSON.stringify(spec)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn('taskset', ['-c', LOAD_CPU, process.execPath, 'bench/load.mjs', JSON.stringify(spec)], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let dbPids = [];
-    const cpu = () => ({ server: cpuSeconds([server.pid]), db: cpuSeconds(dbPids), machine: machineBusy(), wall: Date.now() / 1000 });
+    const cpu = () => ({
+      server: cpuSeconds([server.pid]),
+      db: cpuSeconds(dbPids),
+      machine: machineBusy(),
+      wall: Date.now() / 1000,
+    });
     let before;
     let after;
     let result;
@@ -143,14 +165,23 @@ export async function measure({ label, start, dialect, request, port, load, node
       }
     }
     if ((await exited(child)) !== 0 || !result) throw new Error('the load generator failed');
-    if (result.non2xx || result.errors || result.timeouts) throw new Error(`${label}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+    if (result.non2xx || result.errors || result.timeouts)
+      throw new Error(`${label}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
     // CPU in cores while autocannon measured; `otherCpu` is what neither the bench nor the database used.
     const use = (key) => (after[key] - before[key]) / (after.wall - before.wall);
     const { cpu: loadCpu, ...measured } = result;
     const otherCpu = Math.max(0, use('machine') - use('server') - use('db') - loadCpu);
     // Per request: CPU seconds in the window over the requests it served.
     const perRequestUs = (key) => ((after[key] - before[key]) / result.total) * 1e6;
-    return { ...measured, serverCpu: use('server'), dbCpu: use('db'), loadCpu, otherCpu, serverUsPerRequest: perRequestUs('server'), dbUsPerRequest: perRequestUs('db') };
+    return {
+      ...measured,
+      serverCpu: use('server'),
+      dbCpu: use('db'),
+      loadCpu,
+      otherCpu,
+      serverUsPerRequest: perRequestUs('server'),
+      dbUsPerRequest: perRequestUs('db'),
+    };
   } finally {
     await server.stop();
   }
@@ -162,7 +193,9 @@ export async function undisturbed(run) {
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     r = await run();
     if (r.otherCpu <= DISTURBED) return r;
-    console.log(`  (other processes used ${fmt(r.otherCpu * 100)} % CPU during that run of ${fmt(r.rps)} req/s; ${attempt < ATTEMPTS ? 'repeating it' : 'keeping it, marked disturbed'})`);
+    console.log(
+      `  (other processes used ${fmt(r.otherCpu * 100)} % CPU during that run of ${fmt(r.rps)} req/s; ${attempt < ATTEMPTS ? 'repeating it' : 'keeping it, marked disturbed'})`,
+    );
   }
   return { ...r, disturbed: true };
 }
@@ -170,7 +203,10 @@ export async function undisturbed(run) {
 /** One extra run under --cpu-prof (not counted): `run(nodeArgs)` measures; returns where the CPU went. */
 export async function profiled(dir, run) {
   const r = await run(['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-  const file = path.join(dir, readdirSync(dir).find((f) => f.endsWith('.cpuprofile')));
+  const file = path.join(
+    dir,
+    readdirSync(dir).find((f) => f.endsWith('.cpuprofile')),
+  );
   const top = summarizeProfile(file);
   return { r, file: path.relative(ROOT, file), top, text: formatProfile(top) };
 }
@@ -180,7 +216,8 @@ export const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-export const fmt = (n, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+export const fmt = (n, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 /** Runs ours and the limit alternately (ABBA…) `runs` times; `one(kind)` measures once. */
 export async function alternate(runs, one, log) {
@@ -191,7 +228,9 @@ export async function alternate(runs, one, log) {
       const cpus = `CPU: server ${fmt(r.serverCpu * 100)} %, autocannon ${fmt(r.loadCpu * 100)} %, postgres ${fmt(r.dbCpu * 100)} %, other ${fmt(r.otherCpu * 100)} %`;
       const latency = r.mean !== undefined ? `mean ${fmt(r.mean, 2)} ms  ` : '';
       const probe = r.probe ? `  unloaded ${fmt(r.probe.p50Us)} µs` : '';
-      console.log(`  run ${run} ${kind.padEnd(8)} ${fmt(r.rps).padStart(7)} req/s  ${latency}p99 ${r.p99} ms${probe}  ${cpus}${r.disturbed ? '  (disturbed)' : ''}`);
+      console.log(
+        `  run ${run} ${kind.padEnd(8)} ${fmt(r.rps).padStart(7)} req/s  ${latency}p99 ${r.p99} ms${probe}  ${cpus}${r.disturbed ? '  (disturbed)' : ''}`,
+      );
       out.push({ ...log, kind, run, ...r });
     }
   }
@@ -202,7 +241,12 @@ export async function alternate(runs, one, log) {
 export function medians(runs, kind) {
   const rs = runs.filter((r) => r.kind === kind);
   const med = (get) => median(rs.map(get));
-  const out = { rps: med((r) => r.rps), p99: med((r) => r.p99), cpuUs: med((r) => r.serverUsPerRequest), dbCpuUs: med((r) => r.dbUsPerRequest) };
+  const out = {
+    rps: med((r) => r.rps),
+    p99: med((r) => r.p99),
+    cpuUs: med((r) => r.serverUsPerRequest),
+    dbCpuUs: med((r) => r.dbUsPerRequest),
+  };
   if (rs.every((r) => r.mean !== undefined)) out.mean = med((r) => r.mean);
   if (rs.every((r) => r.probe)) out.probeUs = med((r) => r.probe.p50Us);
   return out;

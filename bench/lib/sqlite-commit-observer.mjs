@@ -28,7 +28,8 @@ function watch(marker) {
   while (performance.now() < until) {
     for (const row of newer.all(last)) {
       last = row.id;
-      if (row.event_type === 'message.received' && row.payload.includes(marker)) return Number(process.hrtime.bigint()) / 1e6;
+      if (row.event_type === 'message.received' && row.payload.includes(marker))
+        return Number(process.hrtime.bigint()) / 1e6;
     }
     Atomics.wait(sleeper, 0, 0, intervalMs);
   }

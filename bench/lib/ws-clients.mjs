@@ -39,7 +39,8 @@ function connect({ url, subscribe }) {
 
 process.on('message', async (m) => {
   if (m.connect) {
-    for (let i = 0; i < m.connect.count; i += 100) await Promise.all(Array.from({ length: Math.min(100, m.connect.count - i) }, () => connect(m.connect)));
+    for (let i = 0; i < m.connect.count; i += 100)
+      await Promise.all(Array.from({ length: Math.min(100, m.connect.count - i) }, () => connect(m.connect)));
     process.send({ connected: clients.length });
   } else if (m.expect) {
     const arrived = [];

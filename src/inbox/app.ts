@@ -104,16 +104,29 @@ function refuseNulInBody(body: unknown): void {
   if (!at) return;
   // The top-level field: deeper keys may be the caller's own (header names).
   const field = typeof at[0] === 'string' ? at[0] : undefined;
-  throw new ValidationError(`${field ?? 'body'}: contains a NUL character (U+0000), which no field accepts.`, field, 'NUL_CHARACTER');
+  throw new ValidationError(
+    `${field ?? 'body'}: contains a NUL character (U+0000), which no field accepts.`,
+    field,
+    'NUL_CHARACTER',
+  );
 }
 
 /** An attachment's base64 in a send-like body: decoded as it arrives. */
 function attachmentBase64At(path: JsonPath, maxRawBytes: number | undefined) {
-  return path.length === 3 && (path[0] === 'attachments' || path[0] === 'add_attachments') && typeof path[1] === 'number' && path[2] === 'content' ? createBase64Sink(maxRawBytes) : undefined;
+  return path.length === 3 &&
+    (path[0] === 'attachments' || path[0] === 'add_attachments') &&
+    typeof path[1] === 'number' &&
+    path[2] === 'content'
+    ? createBase64Sink(maxRawBytes)
+    : undefined;
 }
 
 /** Builds the inbox service's Fastify app (no listen). */
-export async function buildInboxApp(services: InboxServices, database: Pick<Database<unknown>, 'ping'>, ops: { registry?: Registry; ready?: () => Promise<Readiness>; metrics?: MetricsExposure } = {}): Promise<InboxApp> {
+export async function buildInboxApp(
+  services: InboxServices,
+  database: Pick<Database<unknown>, 'ping'>,
+  ops: { registry?: Registry; ready?: () => Promise<Readiness>; metrics?: MetricsExposure } = {},
+): Promise<InboxApp> {
   const { config } = services;
   // Attachments travel base64-encoded inside JSON: allow for that, text and html at their limits
   // (with room for JSON escapes), and 1 MiB for everything else.
@@ -145,14 +158,21 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
     bytesAt: (request) => (request.routeOptions.config?.attachmentBytes ? attachmentBase64At : undefined),
   });
   app.setErrorHandler((err, request, reply) => sendInboxError(request, reply, err));
-  app.setNotFoundHandler((request, reply) => sendInboxError(request, reply, new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]}.`, { code: 'ROUTE_NOT_FOUND' })));
+  app.setNotFoundHandler((request, reply) =>
+    sendInboxError(
+      request,
+      reply,
+      new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]}.`, { code: 'ROUTE_NOT_FOUND' }),
+    ),
+  );
   app.addSchema(ErrorResponse);
 
   const auth = bearerAuth(services.apiKeys, services.limiter);
   app.addHook('onRequest', async (request, reply) => {
     // Off: the sign-up routes answer 403 with or without a key (decision 0018).
     if (request.routeOptions.config?.agentSignup && !config.agentSignup) throw new AgentSignupDisabledError();
-    if (!request.url.startsWith('/v0') || request.routeOptions.config?.public || request.routeOptions.url === undefined) return;
+    if (!request.url.startsWith('/v0') || request.routeOptions.config?.public || request.routeOptions.url === undefined)
+      return;
     await auth(request, reply);
   });
   app.addHook('preValidation', async (request) => {
@@ -162,10 +182,16 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   });
 
   await app.register(swagger, {
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Inbox Messaging Service API', description: 'Email inboxes for software agents; compatible with the AgentMail v0 API.', version: '0.1.0' },
+      info: {
+        title: 'Inbox Messaging Service API',
+        description: 'Email inboxes for software agents; compatible with the AgentMail v0 API.',
+        version: '0.1.0',
+      },
       servers: [{ url: '/' }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key (am_…)' } } },
       security: [{ bearer: [] }],
@@ -183,18 +209,36 @@ export async function buildInboxApp(services: InboxServices, database: Pick<Data
   inboxEventRoutes(app, services.inboxEvents);
   apiKeyRoutes(app, services.apiKeys);
   agentRoutes(app, services.agent);
-  podRoutes(app, { pods: services.pods, inboxes: services.inboxes, threads: services.threads, messages: services.messages, requirePod: services.pods.requirePod });
+  podRoutes(app, {
+    pods: services.pods,
+    inboxes: services.inboxes,
+    threads: services.threads,
+    messages: services.messages,
+    requirePod: services.pods.requirePod,
+  });
   domainRoutes(app, services.domains);
   searchRoutes(app, services.search);
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   app.get('/v0/docs', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>
-    reply.header('content-type', 'text/html; charset=utf-8').header('content-security-policy', SWAGGER_UI_CSP).send(swaggerUiHtml({ title: 'Inbox Messaging Service API', openApiUrl: '/v0/openapi.json', assetsPath: '/v0/docs/ui' })),
+    reply
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('content-security-policy', SWAGGER_UI_CSP)
+      .send(
+        swaggerUiHtml({
+          title: 'Inbox Messaging Service API',
+          openApiUrl: '/v0/openapi.json',
+          assetsPath: '/v0/docs/ui',
+        }),
+      ),
   );
   app.get('/v0/docs/ui/:asset', { config: { public: true }, schema: { hide: true } }, async (request, reply) => {
     const asset = swaggerUiAsset((request.params as { asset: string }).asset);
     if (!asset) throw new NotFoundError('No such asset.');
-    return reply.header('content-type', asset.contentType).header('cache-control', 'public, max-age=86400').send(asset.body);
+    return reply
+      .header('content-type', asset.contentType)
+      .header('cache-control', 'public, max-age=86400')
+      .send(asset.body);
   });
   return app;
 }

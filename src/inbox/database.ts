@@ -6,7 +6,14 @@ import type { AccessListEntryTable } from './access-lists/access-list.table.js';
 import type { DraftAttachmentTable, DraftLabelTable, DraftTable } from './drafts/draft.table.js';
 import type { EventTable } from './events/event.table.js';
 import type { InboxTable } from './inboxes/inbox.table.js';
-import type { AttachmentTable, BlobChunkTable, BlobTable, MessageLabelTable, MessageTable, SendCounterTable } from './messages/message.table.js';
+import type {
+  AttachmentTable,
+  BlobChunkTable,
+  BlobTable,
+  MessageLabelTable,
+  MessageTable,
+  SendCounterTable,
+} from './messages/message.table.js';
 import type { DeliveryReportTable } from './smtp/inbound.table.js';
 import type { UsageCountTable } from './usage/usage.table.js';
 import type { ThreadTable } from './threads/thread.table.js';

@@ -11,11 +11,21 @@ import { distinctBodyWords, type BodyParts } from './search/search-text.js';
 async function composeTask({ input, pieces }: { input: ComposeInput; pieces: PiecesChannel }): Promise<TaskResult> {
   // Buffers arrive as plain Uint8Arrays: the same bytes, seen as Buffers again (no copy).
   const asBuffer = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
-  return { value: await composeInPieces({ ...input, attachments: input.attachments.map((a) => ({ ...a, content: asBuffer(a.content) })) }, pieces) };
+  return {
+    value: await composeInPieces(
+      { ...input, attachments: input.attachments.map((a) => ({ ...a, content: asBuffer(a.content) })) },
+      pieces,
+    ),
+  };
 }
 
 async function bodyWordsTask(input: BodyParts): Promise<TaskResult> {
   return { value: await distinctBodyWords(input) };
 }
 
-serveTasks({ compose: composeTask, parseJson: parseJsonTask, decodeBase64: decodeBase64Task, bodyWords: bodyWordsTask });
+serveTasks({
+  compose: composeTask,
+  parseJson: parseJsonTask,
+  decodeBase64: decodeBase64Task,
+  bodyWords: bodyWordsTask,
+});

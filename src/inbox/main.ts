@@ -18,7 +18,9 @@ async function main(): Promise<void> {
   }
   const service = await startInboxService(config);
   const log = pino({ level: config.logLevel, name: 'inbox' });
-  process.stdout.write(`Inbox service: ${service.url ?? '(no api role)'}/v0  (roles: ${config.roles.join(', ')}; docs: ${service.url ?? ''}/v0/docs)\n`);
+  process.stdout.write(
+    `Inbox service: ${service.url ?? '(no api role)'}/v0  (roles: ${config.roles.join(', ')}; docs: ${service.url ?? ''}/v0/docs)\n`,
+  );
   if (service.smtp) process.stdout.write(`Inbox SMTP:    smtp://${service.smtp.host}:${service.smtp.port}\n`);
   closeOnSignals([() => service.close()], log);
 }

@@ -8,7 +8,10 @@ import { createWorkerPool, taskModule, type WorkerPool } from '../platform/worke
 let pool: WorkerPool | undefined;
 
 export function inboxPool(): WorkerPool {
-  pool ??= createWorkerPool({ module: taskModule(import.meta.url, './inbox.tasks'), resourceLimits: { maxYoungGenerationSizeMb: TASK_YOUNG_GENERATION_MB } });
+  pool ??= createWorkerPool({
+    module: taskModule(import.meta.url, './inbox.tasks'),
+    resourceLimits: { maxYoungGenerationSizeMb: TASK_YOUNG_GENERATION_MB },
+  });
   return pool;
 }
 

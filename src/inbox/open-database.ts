@@ -11,7 +11,14 @@ import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
 
 export async function openInboxDatabase(config: InboxConfig): Promise<Database<InboxDatabase>> {
   // FULL: a message the API or SMTP acknowledged survives power loss, not only a process crash.
-  return openDatabase<InboxDatabase>({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'inbox.db', poolSize: config.databasePoolSize, sqliteSynchronous: 'FULL', verifyStatementCache: config.verifyStatementCache });
+  return openDatabase<InboxDatabase>({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    defaultFile: 'inbox.db',
+    poolSize: config.databasePoolSize,
+    sqliteSynchronous: 'FULL',
+    verifyStatementCache: config.verifyStatementCache,
+  });
 }
 
 export async function migrateInbox(database: Database<InboxDatabase>): Promise<string[]> {

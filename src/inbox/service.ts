@@ -69,16 +69,49 @@ export interface InboxRuntime {
 }
 
 /** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
-export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabase>, options: { clock?: Clock; ids?: Ids; redis?: SharedRedis; registry?: Registry; wakeups?: JobWakeups; jobPollMs?: number; publishEvents?: PublishEvents; keyChanged?: (trx: Db, apiKeyId: string) => Promise<void>; log: { warn(o: object, m: string): void; error(o: object, m: string): void } }): InboxRuntime {
+export function createInboxServices(
+  config: InboxConfig,
+  db: Kysely<InboxDatabase>,
+  options: {
+    clock?: Clock;
+    ids?: Ids;
+    redis?: SharedRedis;
+    registry?: Registry;
+    wakeups?: JobWakeups;
+    jobPollMs?: number;
+    publishEvents?: PublishEvents;
+    keyChanged?: (trx: Db, apiKeyId: string) => Promise<void>;
+    log: { warn(o: object, m: string): void; error(o: object, m: string): void };
+  },
+): InboxRuntime {
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? systemIds;
   // Shared through Redis when configured (per process while it is down), else per process.
-  const limiter = options.redis ? sharedRateLimiter(options.redis, config.rateLimitPerMinute, 'inbox:rl', options.registry ? { registry: options.registry } : {}) : memoryRateLimiter(config.rateLimitPerMinute);
-  const events = createEventService({ clock, ids, ...(options.publishEvents ? { publish: options.publishEvents } : {}) });
+  const limiter = options.redis
+    ? sharedRateLimiter(
+        options.redis,
+        config.rateLimitPerMinute,
+        'inbox:rl',
+        options.registry ? { registry: options.registry } : {},
+      )
+    : memoryRateLimiter(config.rateLimitPerMinute);
+  const events = createEventService({
+    clock,
+    ids,
+    ...(options.publishEvents ? { publish: options.publishEvents } : {}),
+  });
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
   const search = createSearchService({ db });
-  const delivery = createDelivery({ commits, clock, ids, events, sendLimitPerDay: config.sendLimitPerDay, lists: createListScreen(), storeHooks: [search.indexHook] });
+  const delivery = createDelivery({
+    commits,
+    clock,
+    ids,
+    events,
+    sendLimitPerDay: config.sendLimitPerDay,
+    lists: createListScreen(),
+    storeHooks: [search.indexHook],
+  });
   const domains = createDomains(config, { db, commits, clock, ids });
   const inboxes = createInboxService({
     db,
@@ -86,7 +119,16 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     ids,
     domains: config.domains,
     customDomain: domains.inboxDomain,
-    lifecycle: inboxLifecycle({ commits, clock, dropLists: (trx, inbox) => deleteEntriesOfScope(trx, inbox.organizationId, scopeKeyOf({ kind: 'inbox', podId: inbox.podId, inboxId: inbox.inboxId })) }),
+    lifecycle: inboxLifecycle({
+      commits,
+      clock,
+      dropLists: (trx, inbox) =>
+        deleteEntriesOfScope(
+          trx,
+          inbox.organizationId,
+          scopeKeyOf({ kind: 'inbox', podId: inbox.podId, inboxId: inbox.inboxId }),
+        ),
+    }),
   });
   // The rules of an outgoing message, for sends and drafts alike.
   const outgoing = {
@@ -131,7 +173,13 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
     ids,
     limiter,
     events,
-    apiKeys: createApiKeyService({ db, commits, clock, ids, ...(options.keyChanged ? { keyChanged: options.keyChanged } : {}) }),
+    apiKeys: createApiKeyService({
+      db,
+      commits,
+      clock,
+      ids,
+      ...(options.keyChanged ? { keyChanged: options.keyChanged } : {}),
+    }),
     pods: createPodService({ db, commits, clock, ids }),
     inboxes,
     domains,
@@ -147,7 +195,9 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
       enabled: config.agentSignup,
       domain: inboxes.localDomains[0] as string,
       senderUsername: config.agentSignupSender,
-      limiter: options.redis ? sharedRateLimiter(options.redis, config.agentSignupPerHour, 'inbox:signup', { windowMs: 3600e3 }) : memoryRateLimiter(config.agentSignupPerHour, 3600e3),
+      limiter: options.redis
+        ? sharedRateLimiter(options.redis, config.agentSignupPerHour, 'inbox:signup', { windowMs: 3600e3 })
+        : memoryRateLimiter(config.agentSignupPerHour, 3600e3),
       messages,
     }),
     threads: createThreadService({ db, commits, clock }),
@@ -159,13 +209,31 @@ export function createInboxServices(config: InboxConfig, db: Kysely<InboxDatabas
   };
   const queues: Record<string, QueueDefinition<never>> = {};
   queues[DRAFT_SEND_QUEUE] = draftSendQueue(drafts);
-  const webhookClient = createWebhookClient({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivate });
+  const webhookClient = createWebhookClient({
+    timeoutMs: config.webhookTimeoutMs,
+    allowPrivate: config.webhookAllowPrivate,
+  });
   queues[WEBHOOK_DELIVERY_QUEUE] = webhookDeliveryQueue({ db, clock, client: webhookClient, log: options.log });
   // Checks the relay and DKIM settings in every role: a bad one stops the process at boot.
-  const outbound = createOutboundMail(config, { db, commits, clock, events, log: options.log, notifyJobs: () => runner.notify(), domainKeys: domains.signingKey });
+  const outbound = createOutboundMail(config, {
+    db,
+    commits,
+    clock,
+    events,
+    log: options.log,
+    notifyJobs: () => runner.notify(),
+    domainKeys: domains.signingKey,
+  });
   queues[OUTBOUND_MAIL_QUEUE] = outbound.queue;
   const blobSweeper = createBlobSweeper(commits, clock);
-  const runner = createJobRunner({ db, clock, queues, log: options.log, ...(options.wakeups ? { wakeups: options.wakeups } : {}), ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}) });
+  const runner = createJobRunner({
+    db,
+    clock,
+    queues,
+    log: options.log,
+    ...(options.wakeups ? { wakeups: options.wakeups } : {}),
+    ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}),
+  });
   return { services, runner, sweepBlobs: blobSweeper.sweep, closeOutbound: () => outbound.close() };
 }
 
@@ -184,7 +252,11 @@ export interface RunningInboxService {
 }
 
 /** The `smtp` role: the inbound SMTP listener over the same services as the API. */
-function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolver: DnsResolver | undefined): Promise<RunningSmtpServer> {
+function startInboundSmtp(
+  config: InboxConfig,
+  runtime: InboxRuntime,
+  dnsResolver: DnsResolver | undefined,
+): Promise<RunningSmtpServer> {
   const { services } = runtime;
   const hostname = config.smtpHostname ?? os.hostname();
   const resolver = dnsResolver ?? createDnsResolver(config.smtpDnsServers, config.smtpAuthTimeoutMs);
@@ -222,7 +294,10 @@ function startInboundSmtp(config: InboxConfig, runtime: InboxRuntime, dnsResolve
  * Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker, smtp).
  * `dnsResolver` replaces DNS for SPF/DKIM/DMARC (tests).
  */
-export async function startInboxService(config: InboxConfig, options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver; jobPollMs?: number; blobSweepMs?: number } = {}): Promise<RunningInboxService> {
+export async function startInboxService(
+  config: InboxConfig,
+  options: { clock?: Clock; ids?: Ids; dnsResolver?: DnsResolver; jobPollMs?: number; blobSweepMs?: number } = {},
+): Promise<RunningInboxService> {
   const database = await openInboxDatabase(config);
   let redis: SharedRedis | undefined;
   let feed: EventFeed | undefined;
@@ -233,7 +308,11 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
     // Workers log through the API's logger when the process has one, else through their own.
     let own: Logger | undefined;
     const logger = () => app?.log ?? (own ??= pino(loggerOptions(config.logLevel, 'inbox-worker')));
-    const log = { info: (o: object, m: string) => logger().info(o, m), warn: (o: object, m: string) => logger().warn(o, m), error: (o: object, m: string) => logger().error(o, m) };
+    const log = {
+      info: (o: object, m: string) => logger().info(o, m),
+      warn: (o: object, m: string) => logger().warn(o, m),
+      error: (o: object, m: string) => logger().error(o, m),
+    };
     const registry = newMetricsRegistry();
     if (config.redisUrl) {
       redis = connectRedis({ url: config.redisUrl, log, registry });
@@ -245,29 +324,52 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
       return shared ? { database: 'ok', redis: shared.state() === 'ok' ? 'ok' : 'degraded' } : { database: 'ok' };
     };
     // Work enqueued by any process (an smtp-only one, say) wakes the workers of every process.
-    const wakeups: JobWakeups = { notify: () => database.notify(JOBS_TOPIC), listen: (onWake) => database.listen(JOBS_TOPIC, onWake) };
+    const wakeups: JobWakeups = {
+      notify: () => database.notify(JOBS_TOPIC),
+      listen: (onWake) => database.listen(JOBS_TOPIC, onWake),
+    };
     // Events are announced in their writers' transactions by every role; the API role pushes them to WebSocket clients.
     feed = createEventFeed(database, log);
-    const runtime = createInboxServices(config, database.db, { ...options, log, registry, wakeups, publishEvents: feed.publish, keyChanged: (trx, apiKeyId) => database.notifyIn(trx, KEYS_TOPIC, apiKeyId), ...(redis ? { redis } : {}) });
+    const runtime = createInboxServices(config, database.db, {
+      ...options,
+      log,
+      registry,
+      wakeups,
+      publishEvents: feed.publish,
+      keyChanged: (trx, apiKeyId) => database.notifyIn(trx, KEYS_TOPIC, apiKeyId),
+      ...(redis ? { redis } : {}),
+    });
     const hasApi = config.roles.includes('api');
     // A process without the API still answers health checks and serves metrics, on INBOX_PORT.
     const managementPort = config.managementPort ?? (hasApi ? undefined : config.port);
     let url: string | undefined;
     let realtime: RealtimeServer | undefined;
     if (hasApi) {
-      app = (await buildInboxApp(runtime.services, database, { registry, ready, metrics: metricsExposure(config.metricsToken, 'api', managementPort !== undefined) })) as unknown as FastifyInstance;
+      app = (await buildInboxApp(runtime.services, database, {
+        registry,
+        ready,
+        metrics: metricsExposure(config.metricsToken, 'api', managementPort !== undefined),
+      })) as unknown as FastifyInstance;
       const { services } = runtime;
-      const ws = attachRealtime(app.server, { db: services.db, apiKeys: services.apiKeys, limiter: services.limiter, feed, log, registry }, {
-        maxConnections: config.wsMaxConnections,
-        maxConnectionsPerKey: config.wsMaxConnectionsPerKey,
-        pingIntervalMs: config.wsPingIntervalMs,
-        idleTimeoutMs: Math.max(config.wsIdleTimeoutMs, config.wsPingIntervalMs),
-        maxBufferedBytes: config.wsMaxBufferedBytes,
-      });
+      const ws = attachRealtime(
+        app.server,
+        { db: services.db, apiKeys: services.apiKeys, limiter: services.limiter, feed, log, registry },
+        {
+          maxConnections: config.wsMaxConnections,
+          maxConnectionsPerKey: config.wsMaxConnectionsPerKey,
+          pingIntervalMs: config.wsPingIntervalMs,
+          idleTimeoutMs: Math.max(config.wsIdleTimeoutMs, config.wsPingIntervalMs),
+          maxBufferedBytes: config.wsMaxBufferedBytes,
+        },
+      );
       realtime = ws;
       stopKeyWatch = await database.listen(KEYS_TOPIC, (apiKeyId) => {
         if (apiKeyId) ws.dropKey(apiKeyId);
-        else log.warn({}, 'realtime: the key-change signal was interrupted; WebSockets of keys deleted meanwhile close at the next heartbeat, those of keys whose permissions changed when they reconnect');
+        else
+          log.warn(
+            {},
+            'realtime: the key-change signal was interrupted; WebSockets of keys deleted meanwhile close at the next heartbeat, those of keys whose permissions changed when they reconnect',
+          );
       });
       // Before the HTTP server closes: it would otherwise wait for the upgraded sockets.
       app.addHook('preClose', async () => ws.close());
@@ -281,7 +383,14 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
     let sweeping: Promise<unknown> | undefined;
     try {
       if (managementPort !== undefined) {
-        management = buildManagementApp({ name: 'inbox', logLevel: config.logLevel, registry, ready, metrics: metricsExposure(config.metricsToken, 'management', true), renderError: (err, request, reply) => sendInboxError(request, reply, err) });
+        management = buildManagementApp({
+          name: 'inbox',
+          logLevel: config.logLevel,
+          registry,
+          ready,
+          metrics: metricsExposure(config.metricsToken, 'management', true),
+          renderError: (err, request, reply) => sendInboxError(request, reply, err),
+        });
         managementUrl = await management.listen({ host: config.host, port: managementPort });
       }
       if (config.roles.includes('worker')) {
@@ -342,10 +451,18 @@ export async function startInboxService(config: InboxConfig, options: { clock?: 
 export function perProcessStateWarnings(config: InboxConfig, dialect: Dialect): { fields: object; message: string }[] {
   const warnings: { fields: object; message: string }[] = [];
   if (dialect === 'postgres' && config.roles.includes('api') && !config.redisUrl) {
-    warnings.push({ fields: { setting: 'INBOX_RATE_LIMIT_PER_MINUTE', limit: config.rateLimitPerMinute }, message: 'no REDIS_URL on a shared PostgreSQL database: the API rate limit is counted per process, so N instances together allow N times the limit' });
+    warnings.push({
+      fields: { setting: 'INBOX_RATE_LIMIT_PER_MINUTE', limit: config.rateLimitPerMinute },
+      message:
+        'no REDIS_URL on a shared PostgreSQL database: the API rate limit is counted per process, so N instances together allow N times the limit',
+    });
   }
   if (dialect === 'sqlite' && !['api', 'worker', 'smtp'].every((role) => config.roles.includes(role))) {
-    warnings.push({ fields: { roles: config.roles }, message: 'roles split across processes on SQLite: SQLite serves one process; jobs enqueued by another process are noticed only at the next poll, and writers wait for each other' });
+    warnings.push({
+      fields: { roles: config.roles },
+      message:
+        'roles split across processes on SQLite: SQLite serves one process; jobs enqueued by another process are noticed only at the next poll, and writers wait for each other',
+    });
   }
   return warnings;
 }

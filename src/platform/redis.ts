@@ -59,8 +59,16 @@ export function connectRedis(options: SharedRedisOptions): SharedRedis {
     retryStrategy: (times) => Math.min(times * 100, 2_000),
   });
   const registers = options.registry ? [options.registry] : [];
-  const up = new Gauge({ name: 'redis_up', help: '1 while Redis answers, 0 while shared state falls back to per-process state', registers });
-  const unavailable = new Counter({ name: 'redis_unavailable_total', help: 'Redis commands not run or failed because Redis was unavailable', registers });
+  const up = new Gauge({
+    name: 'redis_up',
+    help: '1 while Redis answers, 0 while shared state falls back to per-process state',
+    registers,
+  });
+  const unavailable = new Counter({
+    name: 'redis_unavailable_total',
+    help: 'Redis commands not run or failed because Redis was unavailable',
+    registers,
+  });
 
   let down = true; // until the first `ready`
   let everReady = false;
@@ -73,7 +81,11 @@ export function connectRedis(options: SharedRedisOptions): SharedRedis {
     down = true;
     nextProbe = Date.now() + probeMs;
     up.set(0);
-    if (!closing) log.warn({ redis: target, reason }, 'Redis unavailable: shared state falls back to per-process state until it returns');
+    if (!closing)
+      log.warn(
+        { redis: target, reason },
+        'Redis unavailable: shared state falls back to per-process state until it returns',
+      );
   };
   const goUp = () => {
     if (!down) return;
@@ -91,7 +103,10 @@ export function connectRedis(options: SharedRedisOptions): SharedRedis {
   client.on('error', (err: Error) => {
     if (everReady || startWarned || closing) return;
     startWarned = true;
-    log.warn({ redis: target, reason: err.message }, 'Redis unavailable at start: shared state falls back to per-process state until it answers');
+    log.warn(
+      { redis: target, reason: err.message },
+      'Redis unavailable at start: shared state falls back to per-process state until it answers',
+    );
   });
 
   return {

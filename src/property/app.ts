@@ -37,11 +37,19 @@ export interface PropertyAppDeps {
 
 /** What the resources' hooks read from the configuration (see resources/immobilie.provider.ts). */
 export function propertyHookSettings(config: PropertyConfig): Readonly<Record<string, unknown>> {
-  const kosten: KostenSaetze = { notarProzent: config.notarPercent, grundbuchProzent: config.grundbuchPercent, maklerProzent: config.maklerPercent };
+  const kosten: KostenSaetze = {
+    notarProzent: config.notarPercent,
+    grundbuchProzent: config.grundbuchPercent,
+    maklerProzent: config.maklerPercent,
+  };
   return { [KOSTEN_SETTINGS]: kosten };
 }
 
-export const PAGINATION = { pageParameter: 'page', itemsPerPageParameter: 'itemsPerPage', defaultItemsPerPage: 30 } as const;
+export const PAGINATION = {
+  pageParameter: 'page',
+  itemsPerPageParameter: 'itemsPerPage',
+  defaultItemsPerPage: 30,
+} as const;
 
 /** The engine's pagination settings from the configuration. */
 export function paginationOptions(config: PropertyConfig): PaginationOptions {
@@ -66,12 +74,21 @@ function httpOptions(config: PropertyConfig) {
 }
 
 /** The service's error mapper for listeners other than the API (the management port). */
-export function propertyErrorRenderer(config: PropertyConfig): (err: Error, request: FastifyRequest, reply: FastifyReply) => unknown {
+export function propertyErrorRenderer(
+  config: PropertyConfig,
+): (err: Error, request: FastifyRequest, reply: FastifyReply) => unknown {
   const http = httpOptions(config);
   return (err, request, reply) => sendError(request, reply, err, http);
 }
 
-export async function buildPropertyApp({ config, database, registry, ready, metrics, rateLimits }: PropertyAppDeps): Promise<FastifyInstance> {
+export async function buildPropertyApp({
+  config,
+  database,
+  registry,
+  ready,
+  metrics,
+  rateLimits,
+}: PropertyAppDeps): Promise<FastifyInstance> {
   const http = httpOptions(config);
   const app = buildHttpApp({
     name: 'property',
@@ -90,7 +107,10 @@ export async function buildPropertyApp({ config, database, registry, ready, metr
     },
   });
   const User = propertyRegistry.byShortName('User');
-  registerRateLimits(app, rateLimits ?? createPropertyRateLimits(config), { prefix: propertyRegistry.prefix, registrationPath: User?.path ?? `${propertyRegistry.prefix}/users` });
+  registerRateLimits(app, rateLimits ?? createPropertyRateLimits(config), {
+    prefix: propertyRegistry.prefix,
+    registrationPath: User?.path ?? `${propertyRegistry.prefix}/users`,
+  });
   const db = database.db as AnyDb;
   const engine = createEngine({
     registry: propertyRegistry,
@@ -101,7 +121,15 @@ export async function buildPropertyApp({ config, database, registry, ready, metr
   const cors: CorsPolicy = {
     origins: config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'X-API-KEY', 'Accept', 'If-None-Match', 'If-Match', 'X-Request-Id'],
+    allowedHeaders: [
+      'Content-Type',
+      'Authorization',
+      'X-API-KEY',
+      'Accept',
+      'If-None-Match',
+      'If-Match',
+      'X-Request-Id',
+    ],
     exposedHeaders: ['Link', 'Location', 'Content-Location', 'ETag', 'Accept-Patch', 'X-Request-Id'],
     maxAgeSeconds: 3600,
   };
@@ -116,9 +144,18 @@ export async function buildPropertyApp({ config, database, registry, ready, metr
     ...http,
     registry: propertyRegistry,
     maximumItemsPerPage: config.maxItemsPerPage,
-    clientPagination: { clientEnabled: config.paginationClientEnabled, clientPartial: config.paginationClientPartial, unpaginatedMaximum: config.maxUnpaginatedItems },
+    clientPagination: {
+      clientEnabled: config.paginationClientEnabled,
+      clientPartial: config.paginationClientPartial,
+      unpaginatedMaximum: config.maxUnpaginatedItems,
+    },
   });
-  registerAdminRoutes(app, { path: '/admin', entrypoint: propertyRegistry.prefix, title: propertyRegistry.title, directory: config.adminDir });
+  registerAdminRoutes(app, {
+    path: '/admin',
+    entrypoint: propertyRegistry.prefix,
+    title: propertyRegistry.title,
+    directory: config.adminDir,
+  });
   await registerCorsPreflight(app, cors);
   return app;
 }

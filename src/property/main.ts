@@ -18,7 +18,9 @@ async function main(): Promise<void> {
   }
   const service = await startPropertyService(config);
   const log = pino({ level: config.logLevel, name: 'property' });
-  log.info(`property service listening on ${service.url}/api (docs: ${service.url}/api/docs.html, database: ${service.database.description})`);
+  log.info(
+    `property service listening on ${service.url}/api (docs: ${service.url}/api/docs.html, database: ${service.database.description})`,
+  );
   process.stdout.write(`Property service: ${service.url}/api\n`);
   closeOnSignals([() => service.close()], log);
 }

@@ -9,7 +9,13 @@ import { PROPERTY_MIGRATION_TABLE, propertyMigrations } from './migrations/index
  */
 
 export async function openPropertyDatabase(config: PropertyConfig): Promise<Database<unknown>> {
-  return openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, defaultFile: 'property.db', poolSize: config.databasePoolSize, verifyStatementCache: config.verifyStatementCache });
+  return openDatabase({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    defaultFile: 'property.db',
+    poolSize: config.databasePoolSize,
+    verifyStatementCache: config.verifyStatementCache,
+  });
 }
 
 export async function migrateProperty(database: Database<unknown>): Promise<string[]> {

@@ -37,16 +37,32 @@ export async function startPropertyService(config: PropertyConfig): Promise<Runn
       return shared ? { database: 'ok', redis: shared.state() === 'ok' ? 'ok' : 'degraded' } : { database: 'ok' };
     };
     const hasManagementPort = config.managementPort !== undefined;
-    const app = await buildPropertyApp({ config, database, registry, ready, metrics: metricsExposure(config.metricsToken, 'api', hasManagementPort), rateLimits });
+    const app = await buildPropertyApp({
+      config,
+      database,
+      registry,
+      ready,
+      metrics: metricsExposure(config.metricsToken, 'api', hasManagementPort),
+      rateLimits,
+    });
     const url = await app.listen({ host: config.host, port: config.port });
     let management: FastifyInstance | undefined;
     let managementUrl: string | undefined;
     if (config.managementPort !== undefined) {
-      management = buildManagementApp({ name: 'property', logLevel: config.logLevel, registry, ready, metrics: metricsExposure(config.metricsToken, 'management', true), renderError: propertyErrorRenderer(config) });
-      managementUrl = await management.listen({ host: config.host, port: config.managementPort }).catch(async (err: unknown) => {
-        await app.close();
-        throw err;
+      management = buildManagementApp({
+        name: 'property',
+        logLevel: config.logLevel,
+        registry,
+        ready,
+        metrics: metricsExposure(config.metricsToken, 'management', true),
+        renderError: propertyErrorRenderer(config),
       });
+      managementUrl = await management
+        .listen({ host: config.host, port: config.managementPort })
+        .catch(async (err: unknown) => {
+          await app.close();
+          throw err;
+        });
     }
     return {
       app,

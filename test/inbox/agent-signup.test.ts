@@ -10,7 +10,9 @@ import { call, expectError, parseRaw, unique } from './fixtures.js';
  * outbound path to a real SMTP relay, and the test reads it there as the human would.
  */
 
-async function sdkError(promise: Promise<unknown>): Promise<{ statusCode: number | undefined; body: { error: { type: string; details: { code: string } } } }> {
+async function sdkError(
+  promise: Promise<unknown>,
+): Promise<{ statusCode: number | undefined; body: { error: { type: string; details: { code: string } } } }> {
   try {
     await promise;
   } catch (err) {
@@ -29,10 +31,17 @@ describe.each(dialects)('agent sign-up (%s)', (dialect) => {
     afterAll(async () => server?.close());
 
     it('answers 403 to sign-up and verify, with or without a key', async () => {
-      const signUp = await sdkError(server.client('am_none').agent.signUp({ humanEmail: 'h@example.org', username: unique('off') }));
+      const signUp = await sdkError(
+        server.client('am_none').agent.signUp({ humanEmail: 'h@example.org', username: unique('off') }),
+      );
       expect(signUp.statusCode).toBe(403);
       expect(signUp.body.error).toMatchObject({ type: 'permission_error', details: { code: 'AGENT_SIGNUP_DISABLED' } });
-      expectError(await call(server.url, undefined, 'POST', '/v0/agent/verify', { otp_code: '123456' }), 403, 'permission_error', 'AGENT_SIGNUP_DISABLED');
+      expectError(
+        await call(server.url, undefined, 'POST', '/v0/agent/verify', { otp_code: '123456' }),
+        403,
+        'permission_error',
+        'AGENT_SIGNUP_DISABLED',
+      );
       const { key } = await server.createKey();
       const verify = await sdkError(server.client(key).agent.verify({ otpCode: '123456' }));
       expect(verify.statusCode).toBe(403);
@@ -46,7 +55,16 @@ describe.each(dialects)('agent sign-up (%s)', (dialect) => {
     const clock = fixedClock(new Date('2026-11-20T10:00:00.000Z'));
     beforeAll(async () => {
       relay = await startSmtpRelay();
-      server = await startInboxServer({ dialect, clock, env: { INBOX_AGENT_SIGNUP: 'true', INBOX_SMTP_RELAY_URL: relay.url(), INBOX_SMTP_RELAY_TIMEOUT_MS: '5000', INBOX_AGENT_SIGNUP_PER_HOUR: '1000' } });
+      server = await startInboxServer({
+        dialect,
+        clock,
+        env: {
+          INBOX_AGENT_SIGNUP: 'true',
+          INBOX_SMTP_RELAY_URL: relay.url(),
+          INBOX_SMTP_RELAY_TIMEOUT_MS: '5000',
+          INBOX_AGENT_SIGNUP_PER_HOUR: '1000',
+        },
+      });
     });
     afterAll(async () => {
       await server?.close();
@@ -70,28 +88,76 @@ describe.each(dialects)('agent sign-up (%s)', (dialect) => {
       const username = unique('agent');
       const before = relay.received.length;
       const result = await server.client('am_unused').agent.signUp({ humanEmail: human, username });
-      expect(result).toEqual({ organizationId: expect.stringMatching(/^org_/), inboxId: `${username}@inbox.test`, apiKey: expect.stringMatching(/^am_/) });
+      expect(result).toEqual({
+        organizationId: expect.stringMatching(/^org_/),
+        inboxId: `${username}@inbox.test`,
+        apiKey: expect.stringMatching(/^am_/),
+      });
       const code = await codeFor(human, before + 1);
       // Stored hashed, never as the code itself.
-      const row = await server.service.runtime.services.db.selectFrom('agent_signups').selectAll().where('organization_id', '=', result.organizationId).executeTakeFirstOrThrow();
+      const row = await server.service.runtime.services.db
+        .selectFrom('agent_signups')
+        .selectAll()
+        .where('organization_id', '=', result.organizationId)
+        .executeTakeFirstOrThrow();
       expect(row.code_hash).toMatch(/^[0-9a-f]{64}$/);
       expect(row.code_hash).not.toContain(code);
 
       const agent = server.client(result.apiKey);
-      expect(await agent.auth.me()).toEqual({ scopeType: 'organization', scopeId: result.organizationId, organizationId: result.organizationId, apiKeyId: expect.stringMatching(/^key_/) });
-      expect(await agent.organizations.get()).toEqual({ organizationId: result.organizationId, inboxCount: 1, domainCount: 0, inboxLimit: 1, createdAt: expect.any(Date), updatedAt: expect.any(Date) });
+      expect(await agent.auth.me()).toEqual({
+        scopeType: 'organization',
+        scopeId: result.organizationId,
+        organizationId: result.organizationId,
+        apiKeyId: expect.stringMatching(/^key_/),
+      });
+      expect(await agent.organizations.get()).toEqual({
+        organizationId: result.organizationId,
+        inboxCount: 1,
+        domainCount: 0,
+        inboxLimit: 1,
+        createdAt: expect.any(Date),
+        updatedAt: expect.any(Date),
+      });
       // Limited: no second inbox, no keys, mail only to the human.
-      expectError(await call(server.url, result.apiKey, 'POST', '/v0/inboxes', { username: unique('second') }), 403, 'permission_error', 'ORGANIZATION_NOT_VERIFIED');
-      expectError(await call(server.url, result.apiKey, 'POST', '/v0/api-keys', { name: 'more' }), 403, 'permission_error', 'ORGANIZATION_NOT_VERIFIED');
-      expectError(await call(server.url, result.apiKey, 'POST', `/v0/inboxes/${result.inboxId}/messages/send`, { to: 'someone@example.net', subject: 's', text: 't' }), 403, 'permission_error', 'MESSAGE_REJECTED', 'to');
+      expectError(
+        await call(server.url, result.apiKey, 'POST', '/v0/inboxes', { username: unique('second') }),
+        403,
+        'permission_error',
+        'ORGANIZATION_NOT_VERIFIED',
+      );
+      expectError(
+        await call(server.url, result.apiKey, 'POST', '/v0/api-keys', { name: 'more' }),
+        403,
+        'permission_error',
+        'ORGANIZATION_NOT_VERIFIED',
+      );
+      expectError(
+        await call(server.url, result.apiKey, 'POST', `/v0/inboxes/${result.inboxId}/messages/send`, {
+          to: 'someone@example.net',
+          subject: 's',
+          text: 't',
+        }),
+        403,
+        'permission_error',
+        'MESSAGE_REJECTED',
+        'to',
+      );
       await agent.inboxes.messages.send(result.inboxId, { to: human, subject: 'hello human', text: 'hi' });
       await relay.waitFor(before + 2);
 
       // A wrong code counts; the right one verifies.
-      const wrong = await call(server.url, result.apiKey, 'POST', '/v0/agent/verify', { otp_code: code === '000000' ? '111111' : '000000' });
+      const wrong = await call(server.url, result.apiKey, 'POST', '/v0/agent/verify', {
+        otp_code: code === '000000' ? '111111' : '000000',
+      });
       expectError(wrong, 400, 'validation_error', 'INVALID_OTP_CODE', 'otp_code');
       expect(wrong.body.error.details.remaining_attempts).toBe(9);
-      expectError(await call(server.url, result.apiKey, 'POST', '/v0/agent/verify', { otp_code: '12ab' }), 400, 'validation_error', 'INVALID_OTP_CODE', 'otp_code');
+      expectError(
+        await call(server.url, result.apiKey, 'POST', '/v0/agent/verify', { otp_code: '12ab' }),
+        400,
+        'validation_error',
+        'INVALID_OTP_CODE',
+        'otp_code',
+      );
       expect(await agent.agent.verify({ otpCode: code })).toEqual({ verified: true });
       expect(await agent.agent.verify({ otpCode: code })).toEqual({ verified: true });
 
@@ -101,7 +167,12 @@ describe.each(dialects)('agent sign-up (%s)', (dialect) => {
       await agent.apiKeys.create({ name: 'more' });
       expect((await agent.organizations.get()).inboxLimit).toBeUndefined();
       // The username is taken now, for everyone.
-      expectError(await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { human_email: human, username }), 409, 'conflict', 'ADDRESS_TAKEN');
+      expectError(
+        await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { human_email: human, username }),
+        409,
+        'conflict',
+        'ADDRESS_TAKEN',
+      );
     });
 
     it('limits the attempts, expires codes, and a new sign-up with the same human rotates the key', async () => {
@@ -110,45 +181,124 @@ describe.each(dialects)('agent sign-up (%s)', (dialect) => {
       const first = await server.client('am_unused').agent.signUp({ humanEmail: human, username });
       const code = await codeFor(human, relay.received.length + 1);
       const wrongCode = code === '999999' ? '888888' : '999999';
-      for (let i = 0; i < 10; i += 1) expect((await call(server.url, first.apiKey, 'POST', '/v0/agent/verify', { otp_code: wrongCode })).status).toBe(400);
+      for (let i = 0; i < 10; i += 1)
+        expect((await call(server.url, first.apiKey, 'POST', '/v0/agent/verify', { otp_code: wrongCode })).status).toBe(
+          400,
+        );
       // Even the right code is refused now.
-      expectError(await call(server.url, first.apiKey, 'POST', '/v0/agent/verify', { otp_code: code }), 403, 'permission_error', 'OTP_ATTEMPTS_EXHAUSTED');
+      expectError(
+        await call(server.url, first.apiKey, 'POST', '/v0/agent/verify', { otp_code: code }),
+        403,
+        'permission_error',
+        'OTP_ATTEMPTS_EXHAUSTED',
+      );
 
       // A day later the code has expired; signing up again (same human, same username) gives a new key and code.
       clock.advance(24 * 3600e3 + 1);
-      expectError(await call(server.url, first.apiKey, 'POST', '/v0/agent/verify', { otp_code: code }), 403, 'permission_error', 'OTP_EXPIRED');
+      expectError(
+        await call(server.url, first.apiKey, 'POST', '/v0/agent/verify', { otp_code: code }),
+        403,
+        'permission_error',
+        'OTP_EXPIRED',
+      );
       const count = relay.received.length;
       const again = await server.client('am_unused').agent.signUp({ humanEmail: human, username });
       expect(again.organizationId).toBe(first.organizationId);
       expect(again.apiKey).not.toBe(first.apiKey);
-      expectError(await call(server.url, first.apiKey, 'GET', '/v0/auth/me'), 401, 'authentication_error', 'INVALID_API_KEY');
+      expectError(
+        await call(server.url, first.apiKey, 'GET', '/v0/auth/me'),
+        401,
+        'authentication_error',
+        'INVALID_API_KEY',
+      );
       const second = await codeFor(human, count + 1);
       expect(await server.client(again.apiKey).agent.verify({ otpCode: second })).toEqual({ verified: true });
       // Another human cannot take the username over.
-      expectError(await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { human_email: 'other@example.org', username }), 409, 'conflict', 'ADDRESS_TAKEN');
+      expectError(
+        await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { human_email: 'other@example.org', username }),
+        409,
+        'conflict',
+        'ADDRESS_TAKEN',
+      );
     });
 
     it('refuses bad input in the spec error format, and verify of an organization that never signed up', async () => {
-      expectError(await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { human_email: 'not an address', username: unique('a') }), 400, 'validation_error', 'INVALID_EMAIL', 'human_email');
-      expectError(await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { human_email: 'h@example.org', username: '.bad.' }), 400, 'validation_error', 'INVALID_USERNAME', 'username');
-      expectError(await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { username: unique('a') }), 400, 'validation_error', 'REQUIRED', undefined);
-      expectError(await call(server.url, undefined, 'POST', '/v0/agent/verify', { otp_code: '123456' }), 401, 'authentication_error', 'MISSING_API_KEY');
+      expectError(
+        await call(server.url, undefined, 'POST', '/v0/agent/sign-up', {
+          human_email: 'not an address',
+          username: unique('a'),
+        }),
+        400,
+        'validation_error',
+        'INVALID_EMAIL',
+        'human_email',
+      );
+      expectError(
+        await call(server.url, undefined, 'POST', '/v0/agent/sign-up', {
+          human_email: 'h@example.org',
+          username: '.bad.',
+        }),
+        400,
+        'validation_error',
+        'INVALID_USERNAME',
+        'username',
+      );
+      expectError(
+        await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { username: unique('a') }),
+        400,
+        'validation_error',
+        'REQUIRED',
+        undefined,
+      );
+      expectError(
+        await call(server.url, undefined, 'POST', '/v0/agent/verify', { otp_code: '123456' }),
+        401,
+        'authentication_error',
+        'MISSING_API_KEY',
+      );
       const { key } = await server.createKey();
-      expectError(await call(server.url, key, 'POST', '/v0/agent/verify', { otp_code: '123456' }), 403, 'permission_error', 'NOT_AGENT_ORGANIZATION');
+      expectError(
+        await call(server.url, key, 'POST', '/v0/agent/verify', { otp_code: '123456' }),
+        403,
+        'permission_error',
+        'NOT_AGENT_ORGANIZATION',
+      );
       // The service's sender inbox belongs to no key.
-      expectError(await call(server.url, key, 'GET', '/v0/inboxes/no-reply@inbox.test'), 404, 'not_found', 'INBOX_NOT_FOUND');
+      expectError(
+        await call(server.url, key, 'GET', '/v0/inboxes/no-reply@inbox.test'),
+        404,
+        'not_found',
+        'INBOX_NOT_FOUND',
+      );
     });
   });
 
   it('limits sign-ups per client address', async () => {
-    const server = await startInboxServer({ dialect, env: { INBOX_AGENT_SIGNUP: 'true', INBOX_AGENT_SIGNUP_PER_HOUR: '1' } });
+    const server = await startInboxServer({
+      dialect,
+      env: { INBOX_AGENT_SIGNUP: 'true', INBOX_AGENT_SIGNUP_PER_HOUR: '1' },
+    });
     try {
       // The first is let through (and fails on the missing relay: nothing is kept), the second is over the limit.
-      const first = await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { human_email: 'h@example.org', username: unique('r') });
+      const first = await call(server.url, undefined, 'POST', '/v0/agent/sign-up', {
+        human_email: 'h@example.org',
+        username: unique('r'),
+      });
       expect(first.status).toBe(400);
       const username = unique('r');
-      expectError(await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { human_email: 'h@example.org', username }), 429, 'rate_limit_exceeded', 'RATE_LIMIT_EXCEEDED');
-      expect(await server.service.runtime.services.db.selectFrom('inboxes').select('inbox_id').where('inbox_id', '=', `${username}@inbox.test`).executeTakeFirst()).toBeUndefined();
+      expectError(
+        await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { human_email: 'h@example.org', username }),
+        429,
+        'rate_limit_exceeded',
+        'RATE_LIMIT_EXCEEDED',
+      );
+      expect(
+        await server.service.runtime.services.db
+          .selectFrom('inboxes')
+          .select('inbox_id')
+          .where('inbox_id', '=', `${username}@inbox.test`)
+          .executeTakeFirst(),
+      ).toBeUndefined();
       expect(await server.service.runtime.services.db.selectFrom('agent_signups').selectAll().execute()).toEqual([]);
     } finally {
       await server.close();

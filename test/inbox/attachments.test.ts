@@ -12,7 +12,10 @@ function tamper(downloadUrl: string, part: 'payload' | 'signature'): string {
   const token = u.pathname.split('/').pop() as string;
   const [payload, signature] = token.split('.') as [string, string];
   const flip = (s: string) => s.slice(0, 5) + (s[5] === 'A' ? 'B' : 'A') + s.slice(6);
-  u.pathname = u.pathname.replace(token, part === 'payload' ? `${flip(payload)}.${signature}` : `${payload}.${flip(signature)}`);
+  u.pathname = u.pathname.replace(
+    token,
+    part === 'payload' ? `${flip(payload)}.${signature}` : `${payload}.${flip(signature)}`,
+  );
   return u.toString();
 }
 
@@ -44,11 +47,17 @@ describe.each(dialects)('%s: attachments and raw messages', (dialect) => {
     await server?.close();
   });
 
-  const attachmentsOf = async (inbox: string) => (await org.client.inboxes.messages.get(inbox, sent.messageId)).attachments ?? [];
+  const attachmentsOf = async (inbox: string) =>
+    (await org.client.inboxes.messages.get(inbox, sent.messageId)).attachments ?? [];
 
   it('answers an attachment with its metadata and an absolute, signed, short-lived download_url', async () => {
     const [report] = await attachmentsOf(sender);
-    const res = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(sender)}/messages/${enc(sent.messageId)}/attachments/${report?.attachmentId}`);
+    const res = await call(
+      server.url,
+      org.key,
+      'GET',
+      `/v0/inboxes/${enc(sender)}/messages/${enc(sent.messageId)}/attachments/${report?.attachmentId}`,
+    );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       attachment_id: report?.attachmentId,
@@ -63,7 +72,9 @@ describe.each(dialects)('%s: attachments and raw messages', (dialect) => {
     const download = await fetch(res.body.download_url);
     expect(download.status).toBe(200);
     expect(download.headers.get('content-type')).toBe('application/pdf');
-    expect(download.headers.get('content-disposition')).toBe(`attachment; filename="report.pdf"; filename*=UTF-8''report.pdf`);
+    expect(download.headers.get('content-disposition')).toBe(
+      `attachment; filename="report.pdf"; filename*=UTF-8''report.pdf`,
+    );
     expect(download.headers.get('x-content-type-options')).toBe('nosniff');
     expect(Buffer.from(await download.arrayBuffer()).equals(pdf)).toBe(true);
   });
@@ -72,12 +83,19 @@ describe.each(dialects)('%s: attachments and raw messages', (dialect) => {
     for (const inbox of [sender, rcpt]) {
       const [, page] = await attachmentsOf(inbox);
       const got = await org.client.inboxes.messages.getAttachment(inbox, sent.messageId, page?.attachmentId as string);
-      expect(got).toMatchObject({ filename: 'Übersicht "Q3".html', contentType: 'text/html', contentDisposition: 'attachment', size: 25 });
+      expect(got).toMatchObject({
+        filename: 'Übersicht "Q3".html',
+        contentType: 'text/html',
+        contentDisposition: 'attachment',
+        size: 25,
+      });
       expect(got.expiresAt).toEqual(new Date('2030-06-01T10:15:00.000Z'));
       const download = await fetch(got.downloadUrl, { headers: { authorization: 'Bearer wrong' } });
       expect(download.status).toBe(200);
       // Never rendered in our origin: always an attachment, sandboxed, with a safe ASCII name.
-      expect(download.headers.get('content-disposition')).toBe(`attachment; filename="_bersicht _Q3_.html"; filename*=UTF-8''%C3%9Cbersicht%20%22Q3%22.html`);
+      expect(download.headers.get('content-disposition')).toBe(
+        `attachment; filename="_bersicht _Q3_.html"; filename*=UTF-8''%C3%9Cbersicht%20%22Q3%22.html`,
+      );
       expect(download.headers.get('content-security-policy')).toContain('sandbox');
       expect(await download.text()).toBe('<script>alert(1)</script>');
     }
@@ -85,7 +103,9 @@ describe.each(dialects)('%s: attachments and raw messages', (dialect) => {
     expect(inline).toMatchObject({ contentId: 'pic@att', contentDisposition: 'inline', contentType: 'image/png' });
     expect(inline?.filename).toBeUndefined();
     const pic = await org.client.inboxes.messages.getAttachment(sender, sent.messageId, inline?.attachmentId as string);
-    expect((await fetch(pic.downloadUrl)).headers.get('content-disposition')).toMatch(/^attachment; filename="attachment"/);
+    expect((await fetch(pic.downloadUrl)).headers.get('content-disposition')).toMatch(
+      /^attachment; filename="attachment"/,
+    );
   });
 
   it('answers the raw source as message/rfc822 through a signed link', async () => {
@@ -107,16 +127,30 @@ describe.each(dialects)('%s: attachments and raw messages', (dialect) => {
   it('refuses altered and made-up tokens with 404, in the error envelope', async () => {
     const [report] = await attachmentsOf(sender);
     const got = await org.client.inboxes.messages.getAttachment(sender, sent.messageId, report?.attachmentId as string);
-    for (const bad of [tamper(got.downloadUrl, 'signature'), tamper(got.downloadUrl, 'payload'), `${server.url}/v0/downloads/garbage`, `${server.url}/v0/downloads/a.b.c`, `${got.downloadUrl}x`]) {
+    for (const bad of [
+      tamper(got.downloadUrl, 'signature'),
+      tamper(got.downloadUrl, 'payload'),
+      `${server.url}/v0/downloads/garbage`,
+      `${server.url}/v0/downloads/a.b.c`,
+      `${got.downloadUrl}x`,
+    ]) {
       const res = await call(server.url, undefined, 'GET', new URL(bad).pathname);
       expectError(res, 404, 'not_found', 'DOWNLOAD_LINK_INVALID');
     }
     // The payload names the attachment: a link to one is no link to another of the same message.
     const raw = await org.client.inboxes.messages.getRaw(sender, sent.messageId);
-    const [payloadA, sigA] = (new URL(got.downloadUrl).pathname.split('/').pop() as string).split('.') as [string, string];
+    const [payloadA, sigA] = (new URL(got.downloadUrl).pathname.split('/').pop() as string).split('.') as [
+      string,
+      string,
+    ];
     const [payloadR] = (new URL(raw.downloadUrl).pathname.split('/').pop() as string).split('.') as [string, string];
     expect(payloadA).not.toBe(payloadR);
-    expectError(await call(server.url, undefined, 'GET', `/v0/downloads/${payloadR}.${sigA}`), 404, 'not_found', 'DOWNLOAD_LINK_INVALID');
+    expectError(
+      await call(server.url, undefined, 'GET', `/v0/downloads/${payloadR}.${sigA}`),
+      404,
+      'not_found',
+      'DOWNLOAD_LINK_INVALID',
+    );
   });
 
   it('answers 410 once the link has expired (INBOX_DOWNLOAD_URL_TTL_SECONDS, 900 by default)', async () => {
@@ -124,16 +158,41 @@ describe.each(dialects)('%s: attachments and raw messages', (dialect) => {
     clock.advance(899_000);
     expect((await fetch(raw.downloadUrl)).status).toBe(200);
     clock.advance(1_000);
-    expectError(await call(server.url, undefined, 'GET', new URL(raw.downloadUrl).pathname), 410, 'gone', 'DOWNLOAD_LINK_EXPIRED');
+    expectError(
+      await call(server.url, undefined, 'GET', new URL(raw.downloadUrl).pathname),
+      410,
+      'gone',
+      'DOWNLOAD_LINK_EXPIRED',
+    );
     // A tampered expired link is still just invalid.
-    expectError(await call(server.url, undefined, 'GET', new URL(tamper(raw.downloadUrl, 'signature')).pathname), 404, 'not_found', 'DOWNLOAD_LINK_INVALID');
+    expectError(
+      await call(server.url, undefined, 'GET', new URL(tamper(raw.downloadUrl, 'signature')).pathname),
+      404,
+      'not_found',
+      'DOWNLOAD_LINK_INVALID',
+    );
   });
 
   it('answers 404 for unknown attachments and for another organization', async () => {
-    expectError(await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(sender)}/messages/${enc(sent.messageId)}/attachments/nope`), 404, 'not_found', 'ATTACHMENT_NOT_FOUND', 'attachment_id');
+    expectError(
+      await call(
+        server.url,
+        org.key,
+        'GET',
+        `/v0/inboxes/${enc(sender)}/messages/${enc(sent.messageId)}/attachments/nope`,
+      ),
+      404,
+      'not_found',
+      'ATTACHMENT_NOT_FOUND',
+      'attachment_id',
+    );
     const [report] = await attachmentsOf(sender);
     const stranger = await organization(server, [unique('x')]);
-    for (const path of [`/v0/inboxes/${enc(sender)}/messages/${enc(sent.messageId)}/attachments/${report?.attachmentId}`, `/v0/inboxes/${enc(sender)}/messages/${enc(sent.messageId)}/raw`, `/v0/threads/${sent.threadId}/attachments/${report?.attachmentId}`]) {
+    for (const path of [
+      `/v0/inboxes/${enc(sender)}/messages/${enc(sent.messageId)}/attachments/${report?.attachmentId}`,
+      `/v0/inboxes/${enc(sender)}/messages/${enc(sent.messageId)}/raw`,
+      `/v0/threads/${sent.threadId}/attachments/${report?.attachmentId}`,
+    ]) {
       expect((await call(server.url, stranger.key, 'GET', path)).status).toBe(404);
     }
   });
@@ -145,7 +204,10 @@ describe.each(dialects)('%s: attachments and raw messages', (dialect) => {
     const raw = await org.client.inboxes.messages.getRaw(sender, sent.messageId);
     const token = new URL(raw.downloadUrl).pathname.split('/').pop() as string;
     const log = { warn() {}, error() {} };
-    const second = createInboxServices(server.service.runtime.services.config, server.service.runtime.services.db, { clock, log });
+    const second = createInboxServices(server.service.runtime.services.config, server.service.runtime.services.db, {
+      clock,
+      log,
+    });
     const file = await second.services.messages.download(token);
     expect(file.kind).toBe('raw');
     expect(file.content.length).toBe(raw.size);
@@ -155,7 +217,10 @@ describe.each(dialects)('%s: attachments and raw messages', (dialect) => {
 describe.each(dialects)('%s: download links with INBOX_PUBLIC_URL', (dialect) => {
   let server: InboxTestServer;
   beforeAll(async () => {
-    server = await startInboxServer({ dialect, env: { INBOX_PUBLIC_URL: 'https://mail.example.org/api/', INBOX_DOWNLOAD_URL_TTL_SECONDS: '60' } });
+    server = await startInboxServer({
+      dialect,
+      env: { INBOX_PUBLIC_URL: 'https://mail.example.org/api/', INBOX_DOWNLOAD_URL_TTL_SECONDS: '60' },
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -163,7 +228,10 @@ describe.each(dialects)('%s: download links with INBOX_PUBLIC_URL', (dialect) =>
 
   it('builds links on the public URL and with the configured lifetime', async () => {
     const org = await organization(server, [unique('p'), unique('q')]);
-    const sent = await org.client.inboxes.messages.send(org.inboxes[0] as string, { to: org.inboxes[1] as string, text: 'x' });
+    const sent = await org.client.inboxes.messages.send(org.inboxes[0] as string, {
+      to: org.inboxes[1] as string,
+      text: 'x',
+    });
     const before = Date.now();
     const raw = await org.client.inboxes.messages.getRaw(org.inboxes[0] as string, sent.messageId);
     expect(raw.downloadUrl).toMatch(/^https:\/\/mail\.example\.org\/api\/v0\/downloads\/[^/]+$/);

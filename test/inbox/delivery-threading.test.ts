@@ -15,7 +15,10 @@ describe.each(dialects)('%s: one threading rule for API sends and inbound SMTP',
 
   beforeAll(async () => {
     // A relay URL lets inboxes answer external senders; without the worker role nothing is sent.
-    server = await startInboxServer({ dialect, env: { INBOX_ROLES: 'api,smtp', INBOX_SMTP_RELAY_URL: 'smtp://127.0.0.1:9' } });
+    server = await startInboxServer({
+      dialect,
+      env: { INBOX_ROLES: 'api,smtp', INBOX_SMTP_RELAY_URL: 'smtp://127.0.0.1:9' },
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -26,7 +29,8 @@ describe.each(dialects)('%s: one threading rule for API sends and inbound SMTP',
     expect(r.status).toBe(200);
     return r.body as { message_id: string; thread_id: string };
   };
-  const threadOf = async (key: string, inbox: string, messageId: string) => (await getMessage(server, key, inbox, messageId)).body.thread_id as string;
+  const threadOf = async (key: string, inbox: string, messageId: string) =>
+    (await getMessage(server, key, inbox, messageId)).body.thread_id as string;
 
   it('API sends: a reply-prefixed subject from a participant joins the thread on both sides; a stranger or an unprefixed subject starts one', async () => {
     const org = await organization(server, [unique('ta'), unique('tb'), unique('tc')]);
@@ -55,7 +59,13 @@ describe.each(dialects)('%s: one threading rule for API sends and inbound SMTP',
     const one = await send(org.key, a, { to: b, subject: 'Topic one', text: '1' });
     const two = await send(org.key, a, { to: b, subject: 'Topic two', text: '2' });
     // A reply to the second names it; its subject says "one".
-    const reply = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(b)}/messages/${enc(two.message_id)}/reply`, { text: 'r' });
+    const reply = await call(
+      server.url,
+      org.key,
+      'POST',
+      `/v0/inboxes/${enc(b)}/messages/${enc(two.message_id)}/reply`,
+      { text: 'r' },
+    );
     expect(reply.status).toBe(200);
     expect(await threadOf(org.key, a, reply.body.message_id)).toBe(two.thread_id);
     expect(await threadOf(org.key, a, reply.body.message_id)).not.toBe(one.thread_id);
@@ -65,13 +75,31 @@ describe.each(dialects)('%s: one threading rule for API sends and inbound SMTP',
     const org = await organization(server, [unique('mx')]);
     const inbox = org.inboxes[0] as string;
     const partner = 'partner@sender.example';
-    const received = await deliver(smtpPort(server), { from: partner, to: [inbox], message: simpleMessage({ from: partner, to: inbox, subject: 'Delivery dates', messageId: `<${unique('d')}@sender.example>` }) });
+    const received = await deliver(smtpPort(server), {
+      from: partner,
+      to: [inbox],
+      message: simpleMessage({
+        from: partner,
+        to: inbox,
+        subject: 'Delivery dates',
+        messageId: `<${unique('d')}@sender.example>`,
+      }),
+    });
     const start = await threadOf(org.key, inbox, storedMessageId(received.data));
     // The API send names no message; its subject and the partner's part in the thread place it.
     const ours = await send(org.key, inbox, { to: partner, subject: 'Re: Delivery dates', text: 'next week' });
     expect(ours.thread_id).toBe(start);
     // The partner's client drops the headers too.
-    const back = await deliver(smtpPort(server), { from: partner, to: [inbox], message: simpleMessage({ from: partner, to: inbox, subject: 'AW: Delivery dates', messageId: `<${unique('e')}@sender.example>` }) });
+    const back = await deliver(smtpPort(server), {
+      from: partner,
+      to: [inbox],
+      message: simpleMessage({
+        from: partner,
+        to: inbox,
+        subject: 'AW: Delivery dates',
+        messageId: `<${unique('e')}@sender.example>`,
+      }),
+    });
     expect(await threadOf(org.key, inbox, storedMessageId(back.data))).toBe(start);
     const thread = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/threads/${enc(start)}`);
     expect(thread.body).toMatchObject({ message_count: 3, subject: 'Delivery dates' });

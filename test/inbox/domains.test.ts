@@ -28,8 +28,13 @@ function publish(dns: TestDnsServer, domain: Wire, which: (r: Wire) => boolean =
   }
 }
 
-const statuses = (d: Wire) => Object.fromEntries((d.records as Wire[]).map((r) => [`${r.type} ${r.name}${r.value.startsWith('v=spf1') ? ' spf' : ''}`, r.reason ? `${r.status}:${r.reason}` : r.status]));
-
+const statuses = (d: Wire) =>
+  Object.fromEntries(
+    (d.records as Wire[]).map((r) => [
+      `${r.type} ${r.name}${r.value.startsWith('v=spf1') ? ' spf' : ''}`,
+      r.reason ? `${r.status}:${r.reason}` : r.status,
+    ]),
+  );
 
 async function sdkError(promise: Promise<unknown>): Promise<{ statusCode: number | undefined; body: Wire }> {
   try {
@@ -51,7 +56,14 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     relay = await startSmtpRelay();
     server = await startInboxServer({
       dialect,
-      env: { INBOX_DNS_SERVERS: dns.address, INBOX_SMTP_HOSTNAME: MX_HOST, INBOX_SMTP_RELAY_URL: relay.url(), INBOX_DOMAIN_KEY_SECRET: 'a-test-secret-of-at-least-32-characters!', INBOX_SMTP_GREETING_DELAY_MS: '0', INBOX_DOMAIN_SPF_INCLUDE: 'relay.example' },
+      env: {
+        INBOX_DNS_SERVERS: dns.address,
+        INBOX_SMTP_HOSTNAME: MX_HOST,
+        INBOX_SMTP_RELAY_URL: relay.url(),
+        INBOX_DOMAIN_KEY_SECRET: 'a-test-secret-of-at-least-32-characters!',
+        INBOX_SMTP_GREETING_DELAY_MS: '0',
+        INBOX_DOMAIN_SPF_INCLUDE: 'relay.example',
+      },
     });
   });
   afterAll(async () => {
@@ -78,7 +90,12 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
       records: [
         { type: 'MX', name, value: MX_HOST, priority: 10, status: 'MISSING' },
         { type: 'TXT', name, value: 'v=spf1 mx include:relay.example ~all', status: 'MISSING' },
-        { type: 'TXT', name: `${selector}._domainkey.${name}`, value: expect.stringMatching(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/]{300,}={0,2}$/), status: 'MISSING' },
+        {
+          type: 'TXT',
+          name: `${selector}._domainkey.${name}`,
+          value: expect.stringMatching(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/]{300,}={0,2}$/),
+          status: 'MISSING',
+        },
         { type: 'TXT', name: `_dmarc.${name}`, value: 'v=DMARC1; p=none', status: 'MISSING' },
       ],
       created_at: isoTimestamp,
@@ -86,9 +103,33 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     });
     // Through the SDK: the same domain, parsed by its schemas.
     const got = await org.client.domains.get(name);
-    expect(got).toEqual({ domainId: name, domain: name, status: 'NOT_STARTED', feedbackEnabled: true, subdomainsEnabled: false, trackingEnabled: false, records: created.body.records, createdAt: new Date(created.body.created_at), updatedAt: new Date(created.body.updated_at) });
+    expect(got).toEqual({
+      domainId: name,
+      domain: name,
+      status: 'NOT_STARTED',
+      feedbackEnabled: true,
+      subdomainsEnabled: false,
+      trackingEnabled: false,
+      records: created.body.records,
+      createdAt: new Date(created.body.created_at),
+      updatedAt: new Date(created.body.updated_at),
+    });
     const list = await org.client.domains.list();
-    expect(list).toEqual({ count: 1, limit: 50, domains: [{ domainId: name, domain: name, feedbackEnabled: true, subdomainsEnabled: false, trackingEnabled: false, createdAt: got.createdAt, updatedAt: got.updatedAt }] });
+    expect(list).toEqual({
+      count: 1,
+      limit: 50,
+      domains: [
+        {
+          domainId: name,
+          domain: name,
+          feedbackEnabled: true,
+          subdomainsEnabled: false,
+          trackingEnabled: false,
+          createdAt: got.createdAt,
+          updatedAt: got.updatedAt,
+        },
+      ],
+    });
     // The previous SDK line reads it too.
     expect(await server.client049(org.key).domains.get(name)).toMatchObject({ domainId: name, status: 'NOT_STARTED' });
 
@@ -111,7 +152,11 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     );
 
     // The private key is stored encrypted, never as PEM.
-    const row = await server.service.database.db.selectFrom('domains').select(['dkim_private_key']).where('domain', '=', name).executeTakeFirstOrThrow();
+    const row = await server.service.database.db
+      .selectFrom('domains')
+      .select(['dkim_private_key'])
+      .where('domain', '=', name)
+      .executeTakeFirstOrThrow();
     expect(row.dkim_private_key).toMatch(/^v1:env:/);
     expect(row.dkim_private_key).not.toContain('PRIVATE KEY');
   });
@@ -136,16 +181,30 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     expect(partial.status).toBe(200);
     expect(partial.body.status).toBe('INVALID');
     expect(partial.body.reason).toBe('dns_records_invalid');
-    expect(statuses(partial.body)).toEqual({ [`MX ${name}`]: 'VALID', [`TXT ${name} spf`]: 'VALID', [`TXT ${dkimName}`]: 'INVALID:value_mismatch', [`TXT _dmarc.${name}`]: 'MISSING' });
+    expect(statuses(partial.body)).toEqual({
+      [`MX ${name}`]: 'VALID',
+      [`TXT ${name} spf`]: 'VALID',
+      [`TXT ${dkimName}`]: 'INVALID:value_mismatch',
+      [`TXT _dmarc.${name}`]: 'MISSING',
+    });
     now = await org.client.domains.get(name);
     expect(now.status).toBe('INVALID');
-    expect(now.records[2]).toEqual({ type: 'TXT', name: dkimName, value: (domain.records as Wire[])[2]?.value, status: 'INVALID', reason: 'value_mismatch' });
+    expect(now.records[2]).toEqual({
+      type: 'TXT',
+      name: dkimName,
+      value: (domain.records as Wire[])[2]?.value,
+      status: 'INVALID',
+      reason: 'value_mismatch',
+    });
 
     // Our key beside the stale one: duplicate; a second MX elsewhere: duplicate too.
     publish(dns, domain, (r) => r.name === dkimName);
     dns.add(name, { type: 'MX', priority: 20, exchange: 'mx.elsewhere.example' });
     const dup = await call(server.url, org.key, 'POST', `/v0/domains/${name}/verify`);
-    expect(statuses(dup.body)).toMatchObject({ [`MX ${name}`]: 'INVALID:duplicate_records', [`TXT ${dkimName}`]: 'INVALID:duplicate_records' });
+    expect(statuses(dup.body)).toMatchObject({
+      [`MX ${name}`]: 'INVALID:duplicate_records',
+      [`TXT ${dkimName}`]: 'INVALID:duplicate_records',
+    });
 
     dns.remove(dkimName);
     dns.remove(name, 'MX');
@@ -156,7 +215,9 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     expect(now.reason).toBeUndefined();
     expect(now.records.map((r) => r.status)).toEqual(['VALID', 'VALID', 'VALID', 'VALID']);
     // Each record was looked up on the loopback server.
-    expect(dns.queries.map((q) => `${q.type} ${q.name}`)).toEqual(expect.arrayContaining([`MX ${name}`, `TXT ${name}`, `TXT ${dkimName}`, `TXT _dmarc.${name}`]));
+    expect(dns.queries.map((q) => `${q.type} ${q.name}`)).toEqual(
+      expect.arrayContaining([`MX ${name}`, `TXT ${name}`, `TXT ${dkimName}`, `TXT _dmarc.${name}`]),
+    );
   });
 
   it('verify falls back to TCP for answers too big for a datagram', async () => {
@@ -196,7 +257,10 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     expect((await org.client.inboxes.create({ username: 'plain' })).inboxId).toBe('plain@inbox.test');
     const foreign = await call(server.url, other.key, 'POST', '/v0/inboxes', { username: 'agent2', domain: name });
     expectError(foreign, 403, 'permission_error', 'DOMAIN_NOT_OWNED', 'domain');
-    const unknown = await call(server.url, org.key, 'POST', '/v0/inboxes', { username: 'agent3', domain: 'nobody.example' });
+    const unknown = await call(server.url, org.key, 'POST', '/v0/inboxes', {
+      username: 'agent3',
+      domain: 'nobody.example',
+    });
     expectError(unknown, 400, 'validation_error', 'DOMAIN_NOT_ALLOWED', 'domain');
     // Subdomains need subdomains_enabled and the wildcard MX.
     const sub = await call(server.url, org.key, 'POST', '/v0/inboxes', { username: 'agent4', domain: `eu.${name}` });
@@ -209,7 +273,9 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     dns.add(`*.${name}`, { type: 'MX', priority: 10, exchange: MX_HOST });
     await org.client.domains.verify(name);
     expect((await org.client.domains.get(name)).status).toBe('VERIFIED');
-    expect((await org.client.inboxes.create({ username: 'agent4', domain: `eu.${name}` })).inboxId).toBe(`agent4@eu.${name}`);
+    expect((await org.client.inboxes.create({ username: 'agent4', domain: `eu.${name}` })).inboxId).toBe(
+      `agent4@eu.${name}`,
+    );
 
     // A domain with inboxes is not deleted; without, it is.
     const busy = await call(server.url, org.key, 'DELETE', `/v0/domains/${name}`);
@@ -220,7 +286,14 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
   });
 
   it('without a relay, mail to a verified custom domain is delivered here; other domains are refused EXTERNAL_DELIVERY_DISABLED', async () => {
-    const alone = await startInboxServer({ dialect, env: { INBOX_DNS_SERVERS: dns.address, INBOX_SMTP_HOSTNAME: MX_HOST, INBOX_DOMAIN_KEY_SECRET: 'a-test-secret-of-at-least-32-characters!' } });
+    const alone = await startInboxServer({
+      dialect,
+      env: {
+        INBOX_DNS_SERVERS: dns.address,
+        INBOX_SMTP_HOSTNAME: MX_HOST,
+        INBOX_DOMAIN_KEY_SECRET: 'a-test-secret-of-at-least-32-characters!',
+      },
+    });
     try {
       const org = await organization(alone, [unique('sender')]);
       const name = `${unique('norelay')}.example`;
@@ -228,10 +301,22 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
       publish(dns, domain);
       await org.client.domains.verify(name);
       const target = await org.client.inboxes.create({ username: 'desk', domain: name });
-      const sent = await org.client.inboxes.messages.send(org.inboxes[0] as string, { to: [target.inboxId], subject: 'local', text: 'no relay needed' });
-      expect((await org.client.inboxes.messages.list(target.inboxId)).messages.map((m) => m.subject)).toEqual(['local']);
+      const sent = await org.client.inboxes.messages.send(org.inboxes[0] as string, {
+        to: [target.inboxId],
+        subject: 'local',
+        text: 'no relay needed',
+      });
+      expect((await org.client.inboxes.messages.list(target.inboxId)).messages.map((m) => m.subject)).toEqual([
+        'local',
+      ]);
       expect(sent.messageId).toBeTruthy();
-      const refused = await call(alone.url, org.key, 'POST', `/v0/inboxes/${enc(org.inboxes[0] as string)}/messages/send`, { to: 'someone@elsewhere.example', text: 'x' });
+      const refused = await call(
+        alone.url,
+        org.key,
+        'POST',
+        `/v0/inboxes/${enc(org.inboxes[0] as string)}/messages/send`,
+        { to: 'someone@elsewhere.example', text: 'x' },
+      );
       expectError(refused, 400, 'validation_error', 'EXTERNAL_DELIVERY_DISABLED', 'to');
     } finally {
       await alone.close();
@@ -252,25 +337,89 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     expect((await first.client.domains.get(name)).status).toBe('VERIFIED');
     const late = await call(server.url, second.key, 'POST', `/v0/domains/${name}/verify`);
     expectError(late, 409, 'conflict', 'DOMAIN_TAKEN', 'domain');
-    expect(await second.client.domains.get(name)).toMatchObject({ status: 'FAILED', reason: 'domain_claimed_by_another_organization' });
+    expect(await second.client.domains.get(name)).toMatchObject({
+      status: 'FAILED',
+      reason: 'domain_claimed_by_another_organization',
+    });
     const third = await organization(server);
-    expectError(await call(server.url, third.key, 'POST', '/v0/domains', { domain: name }), 409, 'conflict', 'DOMAIN_TAKEN', 'domain');
+    expectError(
+      await call(server.url, third.key, 'POST', '/v0/domains', { domain: name }),
+      409,
+      'conflict',
+      'DOMAIN_TAKEN',
+      'domain',
+    );
     // The same organization twice.
-    expectError(await call(server.url, first.key, 'POST', '/v0/domains', { domain: name }), 409, 'conflict', 'DOMAIN_EXISTS', 'domain');
+    expectError(
+      await call(server.url, first.key, 'POST', '/v0/domains', { domain: name }),
+      409,
+      'conflict',
+      'DOMAIN_EXISTS',
+      'domain',
+    );
   });
 
   it('refuses bad names, configured domains, tracking and empty updates in the spec error format; takes IDN names in their ASCII form', async () => {
     const org = await organization(server);
-    for (const bad of ['', 'localhost', 'a..b.example', '-a.example', 'a-.example', '1.2.3.4', 'user@x.example', 'https://x.example', 'x.example:25', 'ex ample.example', 'xn--zz.example', `${'a'.repeat(64)}.example`, `${`${'a'.repeat(62)}.`.repeat(4)}example`, 'a_b.example']) {
+    for (const bad of [
+      '',
+      'localhost',
+      'a..b.example',
+      '-a.example',
+      'a-.example',
+      '1.2.3.4',
+      'user@x.example',
+      'https://x.example',
+      'x.example:25',
+      'ex ample.example',
+      'xn--zz.example',
+      `${'a'.repeat(64)}.example`,
+      `${`${'a'.repeat(62)}.`.repeat(4)}example`,
+      'a_b.example',
+    ]) {
       const res = await call(server.url, org.key, 'POST', '/v0/domains', { domain: bad });
       expect({ bad, status: res.status }).toEqual({ bad, status: 400 });
       expectError(res, 400, 'validation_error', bad === '' ? 'INVALID_VALUE' : 'INVALID_DOMAIN', 'domain');
     }
-    expectError(await call(server.url, org.key, 'POST', '/v0/domains', { domain: 'nul\u0000.example' }), 400, 'validation_error', 'NUL_CHARACTER', 'domain');
-    expectError(await call(server.url, org.key, 'POST', '/v0/domains', {}), 400, 'validation_error', 'REQUIRED', 'domain');
-    expectError(await call(server.url, org.key, 'POST', '/v0/domains', { domain: 42 }), 400, 'validation_error', 'INVALID_VALUE', 'domain');
-    for (const reserved of ['inbox.test', 'sub.agents.test', 'INBOX.TEST.']) expectError(await call(server.url, org.key, 'POST', '/v0/domains', { domain: reserved }), 400, 'validation_error', 'DOMAIN_RESERVED', 'domain');
-    expectError(await call(server.url, org.key, 'POST', '/v0/domains', { domain: `${unique('t')}.example`, tracking_enabled: true }), 400, 'validation_error', 'TRACKING_NOT_SUPPORTED', 'tracking_enabled');
+    expectError(
+      await call(server.url, org.key, 'POST', '/v0/domains', { domain: 'nul\u0000.example' }),
+      400,
+      'validation_error',
+      'NUL_CHARACTER',
+      'domain',
+    );
+    expectError(
+      await call(server.url, org.key, 'POST', '/v0/domains', {}),
+      400,
+      'validation_error',
+      'REQUIRED',
+      'domain',
+    );
+    expectError(
+      await call(server.url, org.key, 'POST', '/v0/domains', { domain: 42 }),
+      400,
+      'validation_error',
+      'INVALID_VALUE',
+      'domain',
+    );
+    for (const reserved of ['inbox.test', 'sub.agents.test', 'INBOX.TEST.'])
+      expectError(
+        await call(server.url, org.key, 'POST', '/v0/domains', { domain: reserved }),
+        400,
+        'validation_error',
+        'DOMAIN_RESERVED',
+        'domain',
+      );
+    expectError(
+      await call(server.url, org.key, 'POST', '/v0/domains', {
+        domain: `${unique('t')}.example`,
+        tracking_enabled: true,
+      }),
+      400,
+      'validation_error',
+      'TRACKING_NOT_SUPPORTED',
+      'tracking_enabled',
+    );
 
     const idn = `bücher-${unique('x')}.example`;
     const created = await org.client.domains.create({ domain: idn });
@@ -278,15 +427,50 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     expect(created.domainId).toBe(ascii);
     expect(ascii.startsWith('xn--')).toBe(true);
     expect((await call(server.url, org.key, 'GET', `/v0/domains/${enc(idn)}`)).body.domain_id).toBe(ascii);
-    expectError(await call(server.url, org.key, 'POST', '/v0/domains', { domain: ascii }), 409, 'conflict', 'DOMAIN_EXISTS', 'domain');
+    expectError(
+      await call(server.url, org.key, 'POST', '/v0/domains', { domain: ascii }),
+      409,
+      'conflict',
+      'DOMAIN_EXISTS',
+      'domain',
+    );
 
-    expectError(await call(server.url, org.key, 'PATCH', `/v0/domains/${ascii}`, {}), 400, 'validation_error', 'EMPTY_UPDATE');
-    expectError(await call(server.url, org.key, 'PATCH', `/v0/domains/${ascii}`, { tracking_enabled: true }), 400, 'validation_error', 'TRACKING_NOT_SUPPORTED', 'tracking_enabled');
-    expectError(await call(server.url, org.key, 'PATCH', `/v0/domains/${ascii}`, { feedback_enabled: 'no' }), 400, 'validation_error', 'INVALID_VALUE', 'feedback_enabled');
+    expectError(
+      await call(server.url, org.key, 'PATCH', `/v0/domains/${ascii}`, {}),
+      400,
+      'validation_error',
+      'EMPTY_UPDATE',
+    );
+    expectError(
+      await call(server.url, org.key, 'PATCH', `/v0/domains/${ascii}`, { tracking_enabled: true }),
+      400,
+      'validation_error',
+      'TRACKING_NOT_SUPPORTED',
+      'tracking_enabled',
+    );
+    expectError(
+      await call(server.url, org.key, 'PATCH', `/v0/domains/${ascii}`, { feedback_enabled: 'no' }),
+      400,
+      'validation_error',
+      'INVALID_VALUE',
+      'feedback_enabled',
+    );
     const updated = await org.client.domains.update(ascii, { feedbackEnabled: false });
     expect(updated).toMatchObject({ feedbackEnabled: false, status: 'NOT_STARTED' });
-    expectError(await call(server.url, org.key, 'GET', '/v0/domains?page_token=nope'), 400, 'validation_error', 'INVALID_PAGE_TOKEN', 'page_token');
-    expectError(await call(server.url, org.key, 'GET', '/v0/domains?limit=0'), 400, 'validation_error', 'INVALID_VALUE', 'limit');
+    expectError(
+      await call(server.url, org.key, 'GET', '/v0/domains?page_token=nope'),
+      400,
+      'validation_error',
+      'INVALID_PAGE_TOKEN',
+      'page_token',
+    );
+    expectError(
+      await call(server.url, org.key, 'GET', '/v0/domains?limit=0'),
+      400,
+      'validation_error',
+      'INVALID_VALUE',
+      'limit',
+    );
     // The SDK's create maps 400 to its ValidationError.
     expect((await sdkError(org.client.domains.create({ domain: 'not a domain' }))).statusCode).toBe(400);
   });
@@ -294,7 +478,8 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
   it('pages through domains with cursors, newest first or oldest first', async () => {
     const org = await organization(server);
     const names = [];
-    for (let i = 0; i < 3; i++) names.push((await org.client.domains.create({ domain: `${unique(`p${i}`)}.example` })).domainId);
+    for (let i = 0; i < 3; i++)
+      names.push((await org.client.domains.create({ domain: `${unique(`p${i}`)}.example` })).domainId);
     const first = await org.client.domains.list({ limit: 2 });
     expect(first.domains.map((d) => d.domainId)).toEqual([names[2], names[1]]);
     expect(first.nextPageToken).toBeDefined();
@@ -316,9 +501,21 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
       ['POST', `/v0/domains/${name}/verify`],
       ['GET', `/v0/domains/${name}/zone-file`],
     ];
-    for (const [method, path, body] of routes) expectError(await call(server.url, other.key, method, path, body), 404, 'not_found', 'DOMAIN_NOT_FOUND', 'domain_id');
+    for (const [method, path, body] of routes)
+      expectError(
+        await call(server.url, other.key, method, path, body),
+        404,
+        'not_found',
+        'DOMAIN_NOT_FOUND',
+        'domain_id',
+      );
     expect((await other.client.domains.list()).domains).toEqual([]);
-    expectError(await call(server.url, org.key, 'GET', `/v0/domains/${enc('bad name')}`), 404, 'not_found', 'DOMAIN_NOT_FOUND');
+    expectError(
+      await call(server.url, org.key, 'GET', `/v0/domains/${enc('bad name')}`),
+      404,
+      'not_found',
+      'DOMAIN_NOT_FOUND',
+    );
 
     // Pod routes: the organization's pods only; a pod shows only its own domains.
     const podA = (await org.client.pods.create({ name: 'a' })).podId;
@@ -329,17 +526,40 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     expect((await org.client.pods.domains.list(podB)).domains.map((d) => d.domainId)).toEqual([inPod]);
     expect((await org.client.pods.domains.list(podA)).domains).toEqual([]);
     expect((await org.client.pods.domains.get(podB, inPod)).podId).toBe(podB);
-    expectError(await call(server.url, org.key, 'GET', `/v0/pods/${podA}/domains/${inPod}`), 404, 'not_found', 'DOMAIN_NOT_FOUND');
-    expectError(await call(server.url, org.key, 'GET', `/v0/pods/${podB}/domains/${name}`), 404, 'not_found', 'DOMAIN_NOT_FOUND');
+    expectError(
+      await call(server.url, org.key, 'GET', `/v0/pods/${podA}/domains/${inPod}`),
+      404,
+      'not_found',
+      'DOMAIN_NOT_FOUND',
+    );
+    expectError(
+      await call(server.url, org.key, 'GET', `/v0/pods/${podB}/domains/${name}`),
+      404,
+      'not_found',
+      'DOMAIN_NOT_FOUND',
+    );
     // The organization's routes see the pod's domain.
     expect((await org.client.domains.list()).domains.map((d) => d.domainId).sort()).toEqual([name, inPod].sort());
-    for (const path of [`/v0/pods/${podB}/domains`, `/v0/pods/${podB}/domains/${inPod}`, `/v0/pods/nope/domains`]) expectError(await call(server.url, other.key, 'GET', path), 404, 'not_found', 'POD_NOT_FOUND', 'pod_id');
+    for (const path of [`/v0/pods/${podB}/domains`, `/v0/pods/${podB}/domains/${inPod}`, `/v0/pods/nope/domains`])
+      expectError(await call(server.url, other.key, 'GET', path), 404, 'not_found', 'POD_NOT_FOUND', 'pod_id');
     // A pod's verified domain takes inboxes of that pod only.
     publish(dns, (await call(server.url, org.key, 'GET', `/v0/pods/${podB}/domains/${inPod}`)).body as Wire);
     await org.client.pods.domains.verify(podB, inPod);
     expect((await org.client.pods.domains.get(podB, inPod)).status).toBe('VERIFIED');
-    expectError(await call(server.url, org.key, 'POST', '/v0/inboxes', { username: 'x', domain: inPod }), 400, 'validation_error', 'DOMAIN_NOT_ALLOWED', 'domain');
-    expectError(await call(server.url, org.key, 'POST', `/v0/pods/${podA}/inboxes`, { username: 'x', domain: inPod }), 400, 'validation_error', 'DOMAIN_NOT_ALLOWED', 'domain');
+    expectError(
+      await call(server.url, org.key, 'POST', '/v0/inboxes', { username: 'x', domain: inPod }),
+      400,
+      'validation_error',
+      'DOMAIN_NOT_ALLOWED',
+      'domain',
+    );
+    expectError(
+      await call(server.url, org.key, 'POST', `/v0/pods/${podA}/inboxes`, { username: 'x', domain: inPod }),
+      400,
+      'validation_error',
+      'DOMAIN_NOT_ALLOWED',
+      'domain',
+    );
     const podInbox = await org.client.pods.inboxes.create(podB, { username: 'x', domain: inPod });
     expect(podInbox).toMatchObject({ inboxId: `x@${inPod}`, podId: podB });
     await org.client.inboxes.delete(podInbox.inboxId);
@@ -360,12 +580,23 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     const a = server.client(podKey);
     expect((await a.domains.list()).domains).toEqual([]);
     for (const id of [orgWide, inB]) {
-      for (const [method, path, body] of [['GET', `/v0/domains/${id}`], ['PATCH', `/v0/domains/${id}`, { feedback_enabled: false }], ['DELETE', `/v0/domains/${id}`], ['POST', `/v0/domains/${id}/verify`], ['GET', `/v0/domains/${id}/zone-file`]] as const) {
+      for (const [method, path, body] of [
+        ['GET', `/v0/domains/${id}`],
+        ['PATCH', `/v0/domains/${id}`, { feedback_enabled: false }],
+        ['DELETE', `/v0/domains/${id}`],
+        ['POST', `/v0/domains/${id}/verify`],
+        ['GET', `/v0/domains/${id}/zone-file`],
+      ] as const) {
         expectError(await call(server.url, podKey, method, path, body), 404, 'not_found', 'DOMAIN_NOT_FOUND');
       }
     }
     expectError(await call(server.url, podKey, 'GET', `/v0/pods/${podB}/domains`), 404, 'not_found', 'POD_NOT_FOUND');
-    expectError(await call(server.url, podKey, 'POST', `/v0/pods/${podB}/domains`, { domain: `${unique('x')}.example` }), 404, 'not_found', 'POD_NOT_FOUND');
+    expectError(
+      await call(server.url, podKey, 'POST', `/v0/pods/${podB}/domains`, { domain: `${unique('x')}.example` }),
+      404,
+      'not_found',
+      'POD_NOT_FOUND',
+    );
     // What a pod key adds belongs to its pod.
     const mine = await a.domains.create({ domain: `${unique('mine')}.example` });
     expect(mine.podId).toBe(podA);
@@ -376,8 +607,18 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     const inbox = await org.client.pods.inboxes.create(podA, { username: unique('scoped') });
     const inboxKey = secretOf(await org.client.inboxes.apiKeys.create(inbox.inboxId, { name: 'inbox' }));
     expect((await server.client(inboxKey).domains.list()).domains).toEqual([]);
-    expectError(await call(server.url, inboxKey, 'GET', `/v0/domains/${mine.domainId}`), 404, 'not_found', 'DOMAIN_NOT_FOUND');
-    expectError(await call(server.url, inboxKey, 'POST', '/v0/domains', { domain: `${unique('i')}.example` }), 403, 'permission_error', 'PERMISSION_DENIED');
+    expectError(
+      await call(server.url, inboxKey, 'GET', `/v0/domains/${mine.domainId}`),
+      404,
+      'not_found',
+      'DOMAIN_NOT_FOUND',
+    );
+    expectError(
+      await call(server.url, inboxKey, 'POST', '/v0/domains', { domain: `${unique('i')}.example` }),
+      403,
+      'permission_error',
+      'PERMISSION_DENIED',
+    );
 
     // Permissions: read only; create only.
     const reader = secretOf(await org.client.apiKeys.create({ name: 'reader', permissions: { domainRead: true } }));
@@ -390,37 +631,58 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
       ['DELETE', `/v0/domains/${orgWide}`],
       ['POST', `/v0/pods/${podB}/domains/${inB}/verify`],
     ];
-    for (const [method, path, body] of denied) expectError(await call(server.url, reader, method, path, body), 403, 'permission_error', 'PERMISSION_DENIED');
+    for (const [method, path, body] of denied)
+      expectError(await call(server.url, reader, method, path, body), 403, 'permission_error', 'PERMISSION_DENIED');
     const creator = secretOf(await org.client.apiKeys.create({ name: 'creator', permissions: { domainCreate: true } }));
-    expect((await call(server.url, creator, 'POST', '/v0/domains', { domain: `${unique('c')}.example` })).status).toBe(201);
-    for (const path of ['/v0/domains', `/v0/domains/${orgWide}`, `/v0/domains/${orgWide}/zone-file`]) expectError(await call(server.url, creator, 'GET', path), 403, 'permission_error', 'PERMISSION_DENIED');
+    expect((await call(server.url, creator, 'POST', '/v0/domains', { domain: `${unique('c')}.example` })).status).toBe(
+      201,
+    );
+    for (const path of ['/v0/domains', `/v0/domains/${orgWide}`, `/v0/domains/${orgWide}/zone-file`])
+      expectError(await call(server.url, creator, 'GET', path), 403, 'permission_error', 'PERMISSION_DENIED');
   });
 
-  it('accepts inbound SMTP for verified domains only, and signs outbound mail with the domain\'s own DKIM key', async () => {
+  it("accepts inbound SMTP for verified domains only, and signs outbound mail with the domain's own DKIM key", async () => {
     const org = await organization(server);
     const name = `${unique('mail')}.example`;
     const domain = (await call(server.url, org.key, 'POST', '/v0/domains', { domain: name })).body as Wire;
     const port = server.service.smtp?.port as number;
-    const message = (to: string) => `From: Someone <someone@sender.example>\r\nTo: ${to}\r\nSubject: Hello custom domain\r\nMessage-ID: <${unique('m')}@sender.example>\r\n\r\nHi.\r\n`;
+    const message = (to: string) =>
+      `From: Someone <someone@sender.example>\r\nTo: ${to}\r\nSubject: Hello custom domain\r\nMessage-ID: <${unique('m')}@sender.example>\r\n\r\nHi.\r\n`;
 
     // Not verified: not a domain of this server.
-    const refused = await deliver(port, { from: 'someone@sender.example', to: [`agent@${name}`], message: message(`agent@${name}`) });
+    const refused = await deliver(port, {
+      from: 'someone@sender.example',
+      to: [`agent@${name}`],
+      message: message(`agent@${name}`),
+    });
     expect(refused.rcpt[0]?.code).toBe(554);
 
     publish(dns, domain);
     await org.client.domains.verify(name);
     const inbox = await org.client.inboxes.create({ username: 'agent', domain: name });
-    const accepted = await deliver(port, { from: 'someone@sender.example', to: [`Agent@${name.toUpperCase()}`], message: message(inbox.inboxId) });
+    const accepted = await deliver(port, {
+      from: 'someone@sender.example',
+      to: [`Agent@${name.toUpperCase()}`],
+      message: message(inbox.inboxId),
+    });
     expect(accepted.rcpt[0]?.code).toBe(250);
     expect(accepted.data?.code).toBe(250);
     const received = await org.client.inboxes.messages.list(inbox.inboxId);
     expect(received.messages.map((m) => m.subject)).toEqual(['Hello custom domain']);
-    const unknownUser = await deliver(port, { from: 'someone@sender.example', to: [`nobody@${name}`], message: message(`nobody@${name}`) });
+    const unknownUser = await deliver(port, {
+      from: 'someone@sender.example',
+      to: [`nobody@${name}`],
+      message: message(`nobody@${name}`),
+    });
     expect(unknownUser.rcpt[0]?.code).toBe(550);
 
     // Outbound: signed d=<domain>, s=<its selector>, verified by mailauth through the loopback DNS server.
     const before = relay.received.length;
-    await org.client.inboxes.messages.send(inbox.inboxId, { to: ['partner@elsewhere.example'], subject: 'Signed', text: 'With our own key.' });
+    await org.client.inboxes.messages.send(inbox.inboxId, {
+      to: ['partner@elsewhere.example'],
+      subject: 'Signed',
+      text: 'With our own key.',
+    });
     await relay.waitFor(before + 1);
     const relayed = relay.received[before];
     expect(relayed?.mailFrom).toBe(inbox.inboxId);
@@ -428,18 +690,33 @@ describe.each(dialects)('%s: custom domains', (dialect) => {
     const resolver = createDnsResolver([dns.address], 4000);
     const verdict = await dkimVerify(relayed?.raw ?? Buffer.alloc(0), { resolver: resolver as never });
     expect(verdict.results).toHaveLength(1);
-    expect(verdict.results[0]).toMatchObject({ signingDomain: name, selector, status: { result: 'pass', aligned: name } });
+    expect(verdict.results[0]).toMatchObject({
+      signingDomain: name,
+      selector,
+      status: { result: 'pass', aligned: name },
+    });
 
     // A mail of the configured domain is not signed with a custom key (no INBOX_DKIM_* here).
     const plain = await org.client.inboxes.create({ username: unique('plain') });
-    await org.client.inboxes.messages.send(plain.inboxId, { to: ['partner@elsewhere.example'], subject: 'Plain', text: 'No key.' });
+    await org.client.inboxes.messages.send(plain.inboxId, {
+      to: ['partner@elsewhere.example'],
+      subject: 'Plain',
+      text: 'No key.',
+    });
     await relay.waitFor(before + 2);
     expect((relay.received[before + 1] as { raw: Buffer }).raw.toString('utf8')).not.toMatch(/^DKIM-Signature:/im);
 
     // Mail to a verified custom domain stays here: delivered in the sending transaction, not relayed.
-    await org.client.inboxes.messages.send(plain.inboxId, { to: [`AGENT@${name.toUpperCase()}`], subject: 'Local leg', text: 'Stays here.' });
-    expect((await org.client.inboxes.messages.list(inbox.inboxId)).messages.map((m) => m.subject)).toEqual(['Local leg', 'Signed', 'Hello custom domain']);
+    await org.client.inboxes.messages.send(plain.inboxId, {
+      to: [`AGENT@${name.toUpperCase()}`],
+      subject: 'Local leg',
+      text: 'Stays here.',
+    });
+    expect((await org.client.inboxes.messages.list(inbox.inboxId)).messages.map((m) => m.subject)).toEqual([
+      'Local leg',
+      'Signed',
+      'Hello custom domain',
+    ]);
     expect(relay.received).toHaveLength(before + 2);
   });
 });
-

@@ -2,7 +2,12 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SECRET_SEGMENT_SHOWN } from '../../src/platform/log/logger.js';
-import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestDatabase } from '../support/inbox-server.js';
+import {
+  createInboxTestDatabase,
+  dialects,
+  startInboxServer,
+  type InboxTestDatabase,
+} from '../support/inbox-server.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -27,9 +32,17 @@ describe.each(dialects)('%s: download tokens in the logs', (dialect) => {
       const { key } = await setup.createKey();
       const client = setup.client(key);
       const inbox = await client.inboxes.create({ username: 'logs' });
-      const sent = await client.inboxes.messages.send(inbox.inboxId, { to: inbox.inboxId, text: 'x', attachments: [{ filename: 'a.txt', content: 'QUJD' }] });
+      const sent = await client.inboxes.messages.send(inbox.inboxId, {
+        to: inbox.inboxId,
+        text: 'x',
+        attachments: [{ filename: 'a.txt', content: 'QUJD' }],
+      });
       const message = await client.inboxes.messages.get(inbox.inboxId, sent.messageId);
-      const attachment = await client.inboxes.messages.getAttachment(inbox.inboxId, sent.messageId, message.attachments?.[0]?.attachmentId as string);
+      const attachment = await client.inboxes.messages.getAttachment(
+        inbox.inboxId,
+        sent.messageId,
+        message.attachments?.[0]?.attachmentId as string,
+      );
       downloadPath = new URL(attachment.downloadUrl).pathname;
     } finally {
       await setup.close();
@@ -39,7 +52,17 @@ describe.each(dialects)('%s: download tokens in the logs', (dialect) => {
 
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/inbox/main.ts'], {
       cwd: root,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST: '127.0.0.1', INBOX_PORT: '0', INBOX_ROLES: 'api', DATA_DIR: database.dataDir, INBOX_DATABASE_URL: database.url, INBOX_DOMAINS: 'inbox.test', LOG_LEVEL: 'info' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        HOST: '127.0.0.1',
+        INBOX_PORT: '0',
+        INBOX_ROLES: 'api',
+        DATA_DIR: database.dataDir,
+        INBOX_DATABASE_URL: database.url,
+        INBOX_DOMAINS: 'inbox.test',
+        LOG_LEVEL: 'info',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -50,7 +73,8 @@ describe.each(dialects)('%s: download tokens in the logs', (dialect) => {
       const deadline = Date.now() + 90_000;
       let m: RegExpExecArray | null;
       while (!(m = /Inbox service: (http:\/\/\S+)\/v0/.exec(output))) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the inbox service did not start:\n${output}`);
+        if (Date.now() > deadline || child.exitCode !== null)
+          throw new Error(`the inbox service did not start:\n${output}`);
         await new Promise((r) => setTimeout(r, 50));
       }
       const base = (m[1] as string).replace('localhost', '127.0.0.1');
@@ -71,7 +95,8 @@ describe.each(dialects)('%s: download tokens in the logs', (dialect) => {
     expect(lines.length).toBeGreaterThanOrEqual(3);
     expect(output).toContain(`"url":"/v0/downloads/${token.slice(0, SECRET_SEGMENT_SHOWN)}…"`);
     // Neither the token nor its signature half (nor a long piece of either) is anywhere.
-    for (const piece of [token, ...token.split('.'), token.slice(SECRET_SEGMENT_SHOWN, SECRET_SEGMENT_SHOWN + 12)]) expect(output).not.toContain(piece);
+    for (const piece of [token, ...token.split('.'), token.slice(SECRET_SEGMENT_SHOWN, SECRET_SEGMENT_SHOWN + 12)])
+      expect(output).not.toContain(piece);
     // Two service starts, one of them a process compiling TypeScript as it loads: room on a busy machine.
   }, 120_000);
 });

@@ -23,10 +23,15 @@ describe.each(dialects)('%s: hostile input', (dialect) => {
     server = await startInboxServer({ dialect, env: { REQUEST_TIMEOUT_MS: '1500' } });
     key = (await server.createKey()).key;
     inbox = (await call(server, key, 'POST', '/v0/inboxes', { username: 'hostile' })).body?.inbox_id as string;
-    const sent = await call(server, key, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { to: inbox, subject: 'hi', text: 'hello' });
+    const sent = await call(server, key, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, {
+      to: inbox,
+      subject: 'hi',
+      text: 'hello',
+    });
     messageId = sent.body?.message_id as string;
     threadId = sent.body?.thread_id as string;
-    webhookId = (await call(server, key, 'POST', '/v0/webhooks', { url: 'http://127.0.0.1:9/hook' })).body?.webhook_id as string;
+    webhookId = (await call(server, key, 'POST', '/v0/webhooks', { url: 'http://127.0.0.1:9/hook' })).body
+      ?.webhook_id as string;
   });
   afterAll(() => server.close());
 
@@ -44,17 +49,34 @@ describe.each(dialects)('%s: hostile input', (dialect) => {
     ])('in the path: %s %s → 404', async (method, path) => {
       const res = await call(server, key, method, path, method === 'PATCH' ? { display_name: 'x' } : undefined);
       expect(res.status).toBe(404);
-      expect(res.body).toEqual({ error: { type: 'not_found', message: expect.any(String), details: { code: 'NUL_CHARACTER' } } });
+      expect(res.body).toEqual({
+        error: { type: 'not_found', message: expect.any(String), details: { code: 'NUL_CHARACTER' } },
+      });
     });
 
     it('in path ids of routes with data behind them → 404; in their query → 400', async () => {
-      for (const path of [`/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}%00`, `/v0/inboxes/${enc(inbox)}/threads/${enc(threadId)}%00`, `/v0/inboxes/${enc(inbox)}%00/messages`, `/v0/webhooks/${webhookId}%00/deliveries`]) {
+      for (const path of [
+        `/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}%00`,
+        `/v0/inboxes/${enc(inbox)}/threads/${enc(threadId)}%00`,
+        `/v0/inboxes/${enc(inbox)}%00/messages`,
+        `/v0/webhooks/${webhookId}%00/deliveries`,
+      ]) {
         const res = await call(server, key, 'GET', path);
         expect([path, res.status, res.body?.error?.details]).toEqual([path, 404, { code: 'NUL_CHARACTER' }]);
       }
-      for (const path of ['/v0/inboxes?page_token=a%00', `/v0/inboxes/${enc(inbox)}/messages?labels=%5B%22a%00%22%5D`, `/v0/inboxes/${enc(inbox)}/threads?labels=x%00`, `/v0/webhooks/${webhookId}/deliveries?event_id=e%00`, '/v0/threads?before=2026%00']) {
+      for (const path of [
+        '/v0/inboxes?page_token=a%00',
+        `/v0/inboxes/${enc(inbox)}/messages?labels=%5B%22a%00%22%5D`,
+        `/v0/inboxes/${enc(inbox)}/threads?labels=x%00`,
+        `/v0/webhooks/${webhookId}/deliveries?event_id=e%00`,
+        '/v0/threads?before=2026%00',
+      ]) {
         const res = await call(server, key, 'GET', path);
-        expect([path, res.status, res.body?.error]).toEqual([path, 400, { type: 'validation_error', message: expect.stringContaining('NUL'), details: { code: 'NUL_CHARACTER' } }]);
+        expect([path, res.status, res.body?.error]).toEqual([
+          path,
+          400,
+          { type: 'validation_error', message: expect.stringContaining('NUL'), details: { code: 'NUL_CHARACTER' } },
+        ]);
       }
     });
 
@@ -87,8 +109,13 @@ describe.each(dialects)('%s: hostile input', (dialect) => {
     });
 
     it('in updates: message labels, inbox display_name', async () => {
-      const labels = await call(server, key, 'PATCH', `/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}`, { add_labels: ['ok', 'bad\u0000'] });
-      expect([labels.status, labels.body?.error?.details]).toEqual([400, { field: 'add_labels', code: 'NUL_CHARACTER' }]);
+      const labels = await call(server, key, 'PATCH', `/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}`, {
+        add_labels: ['ok', 'bad\u0000'],
+      });
+      expect([labels.status, labels.body?.error?.details]).toEqual([
+        400,
+        { field: 'add_labels', code: 'NUL_CHARACTER' },
+      ]);
       const name = await call(server, key, 'PATCH', `/v0/inboxes/${enc(inbox)}`, { display_name: '\u0000' });
       expect([name.status, name.body?.error?.details]).toEqual([400, { field: 'display_name', code: 'NUL_CHARACTER' }]);
       const stored = await call(server, key, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}`);
@@ -112,57 +139,117 @@ describe.each(dialects)('%s: hostile input', (dialect) => {
       ['inboxes', () => '/v0/inboxes', 'string'],
       ['webhooks', () => '/v0/webhooks', 'string'],
     ])('whose tiebreaker has the wrong type answer 400 INVALID_PAGE_TOKEN: %s', async (_name, path, tiebreak) => {
-      const wrong = tiebreak === 'integer' ? ['x', '1; drop table messages', 'abc', 1.5, 1e300, null, [1], { a: 1 }] : [1, null, [1], { a: 1 }];
+      const wrong =
+        tiebreak === 'integer'
+          ? ['x', '1; drop table messages', 'abc', 1.5, 1e300, null, [1], { a: 1 }]
+          : [1, null, [1], { a: 1 }];
       for (const t of wrong) {
-        const res = await call(server, key, 'GET', `${path()}?page_token=${token(['2026-01-01T00:00:00.000Z', t, 'desc'])}`);
-        expect([t, res.status, res.body?.error]).toEqual([t, 400, { type: 'validation_error', message: expect.any(String), details: { field: 'page_token', code: 'INVALID_PAGE_TOKEN' } }]);
+        const res = await call(
+          server,
+          key,
+          'GET',
+          `${path()}?page_token=${token(['2026-01-01T00:00:00.000Z', t, 'desc'])}`,
+        );
+        expect([t, res.status, res.body?.error]).toEqual([
+          t,
+          400,
+          {
+            type: 'validation_error',
+            message: expect.any(String),
+            details: { field: 'page_token', code: 'INVALID_PAGE_TOKEN' },
+          },
+        ]);
       }
       // A well-formed token of the right type is still a page.
-      const ok = await call(server, key, 'GET', `${path()}?page_token=${token(['2999-01-01T00:00:00.000Z', tiebreak === 'integer' ? 999 : 'zzz', 'desc'])}`);
+      const ok = await call(
+        server,
+        key,
+        'GET',
+        `${path()}?page_token=${token(['2999-01-01T00:00:00.000Z', tiebreak === 'integer' ? 999 : 'zzz', 'desc'])}`,
+      );
       expect(ok.status).toBe(200);
     });
   });
 
   describe('sent headers and attachments', () => {
-    const send = (body: Record<string, unknown>) => call(server, key, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { to: inbox, text: 'x', ...body });
+    const send = (body: Record<string, unknown>) =>
+      call(server, key, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { to: inbox, text: 'x', ...body });
 
-    it.each(['DKIM-Signature', 'Authentication-Results', 'Received', 'received-spf', 'ARC-Seal', 'ARC-Message-Signature', 'arc-authentication-results', 'Resent-From', 'Resent-Message-ID', 'Delivered-To', 'X-Original-To', 'Disposition-Notification-To', 'Return-Receipt-To'])(
-      'refuses the trace or authentication header %s',
-      async (name) => {
-        const res = await send({ headers: { [name]: 'v=1; a=rsa-sha256; d=bank.example' } });
-        expect(res.status).toBe(400);
-        expect(res.body?.error).toMatchObject({ type: 'validation_error', details: { field: 'headers', code: 'FORBIDDEN_HEADER' } });
-        expect(res.body?.error.message).toContain(name);
-      },
-    );
+    it.each([
+      'DKIM-Signature',
+      'Authentication-Results',
+      'Received',
+      'received-spf',
+      'ARC-Seal',
+      'ARC-Message-Signature',
+      'arc-authentication-results',
+      'Resent-From',
+      'Resent-Message-ID',
+      'Delivered-To',
+      'X-Original-To',
+      'Disposition-Notification-To',
+      'Return-Receipt-To',
+    ])('refuses the trace or authentication header %s', async (name) => {
+      const res = await send({ headers: { [name]: 'v=1; a=rsa-sha256; d=bank.example' } });
+      expect(res.status).toBe(400);
+      expect(res.body?.error).toMatchObject({
+        type: 'validation_error',
+        details: { field: 'headers', code: 'FORBIDDEN_HEADER' },
+      });
+      expect(res.body?.error.message).toContain(name);
+    });
 
     it('still accepts custom X- headers', async () => {
       expect((await send({ headers: { 'X-Campaign': 'spring', 'X-Originally-From': 'x' } })).status).toBe(200);
     });
 
-    it.each(['text/plain; name="a\r\nX-Evil: 1"', 'text/plain; name="a\nb"', 'text/plain; name="a\rb"', 'text/plain;\r\n charset=utf-8', 'text/plain; name="\u0007"'])('refuses the attachment content_type %j', async (contentType) => {
+    it.each([
+      'text/plain; name="a\r\nX-Evil: 1"',
+      'text/plain; name="a\nb"',
+      'text/plain; name="a\rb"',
+      'text/plain;\r\n charset=utf-8',
+      'text/plain; name="\u0007"',
+    ])('refuses the attachment content_type %j', async (contentType) => {
       const res = await send({ attachments: [{ filename: 'a.txt', content: 'QUJD', content_type: contentType }] });
       expect(res.status).toBe(400);
-      expect(res.body?.error).toMatchObject({ type: 'validation_error', details: { field: 'attachments', code: 'INVALID_ATTACHMENT' } });
+      expect(res.body?.error).toMatchObject({
+        type: 'validation_error',
+        details: { field: 'attachments', code: 'INVALID_ATTACHMENT' },
+      });
     });
 
     it('accepts quoted parameters without line breaks', async () => {
-      const res = await send({ attachments: [{ filename: 'a.txt', content: 'QUJD', content_type: 'text/plain; charset="utf-8"; name="a b.txt"' }] });
+      const res = await send({
+        attachments: [
+          { filename: 'a.txt', content: 'QUJD', content_type: 'text/plain; charset="utf-8"; name="a b.txt"' },
+        ],
+      });
       expect(res.status).toBe(200);
     });
   });
 
   describe('bytes that never become a request answer in the inbox error format', () => {
-    const request = (line: Buffer | string, headers = '') => Buffer.concat([Buffer.from(line), Buffer.from(` HTTP/1.1\r\nHost: x\r\n${headers}Connection: close\r\n\r\n`)]);
+    const request = (line: Buffer | string, headers = '') =>
+      Buffer.concat([Buffer.from(line), Buffer.from(` HTTP/1.1\r\nHost: x\r\n${headers}Connection: close\r\n\r\n`)]);
 
     it.each([
-      ['raw non-ASCII bytes in the request line', request(Buffer.concat([Buffer.from('GET /v0/inboxes/'), Buffer.from([0xff, 0xc3, 0xa4])])), 400, 'validation_error'],
+      [
+        'raw non-ASCII bytes in the request line',
+        request(Buffer.concat([Buffer.from('GET /v0/inboxes/'), Buffer.from([0xff, 0xc3, 0xa4])])),
+        400,
+        'validation_error',
+      ],
       ['a control character in a header', request('GET /v0/inboxes', 'X-A: a\u0001b\r\n'), 400, 'validation_error'],
       ['a request line that is not HTTP', Buffer.from('HELLO WORLD\r\n\r\n'), 400, 'validation_error'],
       ['a 17 KB URL', request(`GET /v0/inboxes?x=${'a'.repeat(17 * 1024)}`), 431, 'validation_error'],
       ['20 KB of headers', request('GET /v0/inboxes', `X-Big: ${'a'.repeat(20 * 1024)}\r\n`), 431, 'validation_error'],
       ['a malformed percent escape', request('GET /v0/inboxes/%E0%A4%A'), 400, 'validation_error'],
-      ['a path parameter over 1000 characters', request(`GET /v0/inboxes/${'a'.repeat(2000)}`), 414, 'validation_error'],
+      [
+        'a path parameter over 1000 characters',
+        request(`GET /v0/inboxes/${'a'.repeat(2000)}`),
+        414,
+        'validation_error',
+      ],
     ])('%s → %i', async (_name, bytes, status, type) => {
       const res = await socketExchange(server.url, bytes);
       expect({ status: res.status, contentType: res.headers['content-type'], body: res.body }).toEqual({
@@ -175,7 +262,16 @@ describe.each(dialects)('%s: hostile input', (dialect) => {
     it('a body trickled a byte at a time is cut off at REQUEST_TIMEOUT_MS with 408, and nothing is stored', async () => {
       const head = `POST /v0/inboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"username":"slowpoke"`;
       const res = await socketExchange(server.url, Buffer.from(head), { trickle: { everyMs: 200 }, timeoutMs: 15_000 });
-      expect({ status: res.status, body: res.body }).toEqual({ status: 408, body: { error: { type: 'request_timeout', message: expect.stringContaining('1500 ms'), details: { code: 'REQUEST_TIMEOUT' } } } });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 408,
+        body: {
+          error: {
+            type: 'request_timeout',
+            message: expect.stringContaining('1500 ms'),
+            details: { code: 'REQUEST_TIMEOUT' },
+          },
+        },
+      });
       expect(res.headers.connection).toBe('close');
       expect(res.closedAfterMs).toBeGreaterThanOrEqual(1400);
       const list = await call(server, key, 'GET', '/v0/inboxes?limit=100');

@@ -28,34 +28,58 @@ describe.each(dialects)('%s: an internationalized local domain', (dialect) => {
       expect(reply.status, domain).toBe(201);
       expect((reply.body as { inbox_id: string }).inbox_id).toBe(`${username}@bücher.test`);
     }
-    expectError(await call(server.url, org.key, 'POST', '/v0/inboxes', { username: unique('agent'), domain: 'xn--other-kva.test' }), 400, 'validation_error', 'DOMAIN_NOT_ALLOWED', 'domain');
+    expectError(
+      await call(server.url, org.key, 'POST', '/v0/inboxes', {
+        username: unique('agent'),
+        domain: 'xn--other-kva.test',
+      }),
+      400,
+      'validation_error',
+      'DOMAIN_NOT_ALLOWED',
+      'domain',
+    );
   });
 
   it('delivers locally to an address written in either spelling, and bounces an unknown one locally', async () => {
     const username = unique('reader');
-    expect((await call(server.url, org.key, 'POST', '/v0/inboxes', { username, domain: 'bücher.test' })).status).toBe(201);
+    expect((await call(server.url, org.key, 'POST', '/v0/inboxes', { username, domain: 'bücher.test' })).status).toBe(
+      201,
+    );
     const inboxId = `${username}@bücher.test`;
     for (const to of [`${username}@xn--bcher-kva.test`, `${username.toUpperCase()}@BÜCHER.test`, inboxId]) {
-      const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to, subject: `to ${to}`, text: 'Hallo' });
+      const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, {
+        to,
+        subject: `to ${to}`,
+        text: 'Hallo',
+      });
       expect(sent.status, to).toBe(200);
     }
     const list = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inboxId)}/messages`);
     expect(list.status).toBe(200);
     const messages = (list.body as { messages: { subject: string; labels: string[] }[] }).messages;
-    expect(messages.map((m) => m.subject).sort()).toEqual([`to ${inboxId}`, `to ${username}@xn--bcher-kva.test`, `to ${username.toUpperCase()}@BÜCHER.test`].sort());
+    expect(messages.map((m) => m.subject).sort()).toEqual(
+      [`to ${inboxId}`, `to ${username}@xn--bcher-kva.test`, `to ${username.toUpperCase()}@BÜCHER.test`].sort(),
+    );
     expect(messages.every((m) => m.labels.includes('received'))).toBe(true);
 
     // Nobody there: a local bounce, not "external delivery disabled".
     const nobody = `${unique('nobody')}@xn--bcher-kva.test`;
-    const bounced = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to: nobody, text: 'anyone?' });
+    const bounced = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, {
+      to: nobody,
+      text: 'anyone?',
+    });
     expect(bounced.status).toBe(200);
     const bounces = await eventsOf(server, { type: 'message.bounced', inboxId: sender });
-    expect(bounces.some((e) => (e.bounce.recipients as { address: string }[]).some((r) => r.address === nobody))).toBe(true);
+    expect(bounces.some((e) => (e.bounce.recipients as { address: string }[]).some((r) => r.address === nobody))).toBe(
+      true,
+    );
   });
 
   it('names one inbox once however its address is spelled across to, cc and bcc (one copy, no 500)', async () => {
     const username = unique('twice');
-    expect((await call(server.url, org.key, 'POST', '/v0/inboxes', { username, domain: 'bücher.test' })).status).toBe(201);
+    expect((await call(server.url, org.key, 'POST', '/v0/inboxes', { username, domain: 'bücher.test' })).status).toBe(
+      201,
+    );
     const inboxId = `${username}@bücher.test`;
     const reader = unique('reader');
     expect((await call(server.url, org.key, 'POST', '/v0/inboxes', { username: reader })).status).toBe(201);
@@ -70,15 +94,31 @@ describe.each(dialects)('%s: an internationalized local domain', (dialect) => {
     expect(sent.status).toBe(200);
     for (const id of [inboxId, `${reader}@inbox.test`]) {
       const list = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(id)}/messages`);
-      expect((list.body as { messages: { subject: string }[] }).messages.filter((m) => m.subject === 'spelled many ways'), id).toHaveLength(1);
+      expect(
+        (list.body as { messages: { subject: string }[] }).messages.filter((m) => m.subject === 'spelled many ways'),
+        id,
+      ).toHaveLength(1);
     }
     // The headers keep what the sender wrote (one copy was delivered all the same).
-    const copy = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(sender)}/messages/${enc((sent.body as { message_id: string }).message_id)}`);
+    const copy = await call(
+      server.url,
+      org.key,
+      'GET',
+      `/v0/inboxes/${enc(sender)}/messages/${enc((sent.body as { message_id: string }).message_id)}`,
+    );
     expect((copy.body as { to: string[] }).to).toEqual([inboxId, `${username}@xn--bcher-kva.test`]);
     // A fullwidth domain is stored as the domain the mail went to.
     expect((copy.body as { bcc: string[] }).bcc).toEqual([`${reader}@inbox.test`, `${username}@bücher.test`]);
-    const alone = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to: `${reader}@ｉｎｂｏｘ.test`, text: 'fullwidth' });
-    const stored = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(sender)}/messages/${enc((alone.body as { message_id: string }).message_id)}`);
+    const alone = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, {
+      to: `${reader}@ｉｎｂｏｘ.test`,
+      text: 'fullwidth',
+    });
+    const stored = await call(
+      server.url,
+      org.key,
+      'GET',
+      `/v0/inboxes/${enc(sender)}/messages/${enc((alone.body as { message_id: string }).message_id)}`,
+    );
     expect((stored.body as { to: string[] }).to).toEqual([`${reader}@inbox.test`]);
   });
 
@@ -86,7 +126,11 @@ describe.each(dialects)('%s: an internationalized local domain', (dialect) => {
     const username = unique('writer');
     const created = await call(server.url, org.key, 'POST', '/v0/inboxes', { username, domain: 'bücher.test' });
     const inboxId = (created.body as { inbox_id: string }).inbox_id;
-    const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(inboxId)}/messages/send`, { to: sender, subject: 'from the IDN inbox', text: 'Grüße' });
+    const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(inboxId)}/messages/send`, {
+      to: sender,
+      subject: 'from the IDN inbox',
+      text: 'Grüße',
+    });
     expect(sent.status).toBe(200);
     const { message_id: messageId } = sent.body as { message_id: string };
     expect(messageId).toMatch(/@xn--bcher-kva\.test>$/);

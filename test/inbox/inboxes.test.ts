@@ -30,7 +30,9 @@ describe.each(dialects)('%s: inboxes', (dialect) => {
     ])('%s → 401 authentication_error', async (_name, header, code) => {
       const res = await fetch(`${server.url}/v0/inboxes`, { headers: header ? { authorization: header } : {} });
       expect(res.status).toBe(401);
-      expect(await res.json()).toEqual({ error: { type: 'authentication_error', message: expect.any(String), details: { code } } });
+      expect(await res.json()).toEqual({
+        error: { type: 'authentication_error', message: expect.any(String), details: { code } },
+      });
     });
 
     it('keys are am_ + at least 32 random bytes, and are not stored in clear', async () => {
@@ -63,9 +65,22 @@ describe.each(dialects)('%s: inboxes', (dialect) => {
     });
 
     it('answers the wire shape with 201, lower-casing the address', async () => {
-      const res = await call(server, key, 'POST', '/v0/inboxes', { username: 'Sales.Team', domain: 'Agents.Test', display_name: 'Sales', client_id: 'create-1' });
+      const res = await call(server, key, 'POST', '/v0/inboxes', {
+        username: 'Sales.Team',
+        domain: 'Agents.Test',
+        display_name: 'Sales',
+        client_id: 'create-1',
+      });
       expect(res.status).toBe(201);
-      expect(res.body).toEqual({ pod_id: podId, inbox_id: 'sales.team@agents.test', email: 'sales.team@agents.test', display_name: 'Sales', client_id: 'create-1', created_at: expect.stringMatching(ISO), updated_at: expect.stringMatching(ISO) });
+      expect(res.body).toEqual({
+        pod_id: podId,
+        inbox_id: 'sales.team@agents.test',
+        email: 'sales.team@agents.test',
+        display_name: 'Sales',
+        client_id: 'create-1',
+        created_at: expect.stringMatching(ISO),
+        updated_at: expect.stringMatching(ISO),
+      });
     });
 
     it('a repeated client_id returns the first inbox with 200, whatever else the body says', async () => {
@@ -74,7 +89,10 @@ describe.each(dialects)('%s: inboxes', (dialect) => {
       expect([first.status, again.status]).toEqual([201, 200]);
       expect(again.body).toEqual(first.body);
       // client_ids are per organization
-      const other = await call(server, otherKey, 'POST', '/v0/inboxes', { username: 'idem-other', client_id: 'idem-1' });
+      const other = await call(server, otherKey, 'POST', '/v0/inboxes', {
+        username: 'idem-other',
+        client_id: 'idem-1',
+      });
       expect(other.status).toBe(201);
     });
 
@@ -83,7 +101,13 @@ describe.each(dialects)('%s: inboxes', (dialect) => {
       for (const k of [key, otherKey]) {
         const res = await call(server, k, 'POST', '/v0/inboxes', { username: 'TAKEN' });
         expect(res.status).toBe(409);
-        expect(res.body).toEqual({ error: { type: 'conflict', message: expect.stringContaining('taken@inbox.test'), details: { field: 'username', code: 'ADDRESS_TAKEN' } } });
+        expect(res.body).toEqual({
+          error: {
+            type: 'conflict',
+            message: expect.stringContaining('taken@inbox.test'),
+            details: { field: 'username', code: 'ADDRESS_TAKEN' },
+          },
+        });
       }
     });
 
@@ -105,8 +129,18 @@ describe.each(dialects)('%s: inboxes', (dialect) => {
     it('malformed JSON and wrong media types are refused in the error envelope', async () => {
       const bad = await call(server, key, 'POST', '/v0/inboxes', '{"username":');
       expect(bad.status).toBe(400);
-      expect(bad.body).toEqual({ error: { type: 'validation_error', message: 'The request body is not valid JSON.', details: { code: 'INVALID_JSON' } } });
-      const res = await fetch(`${server.url}/v0/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' }, body: 'x' });
+      expect(bad.body).toEqual({
+        error: {
+          type: 'validation_error',
+          message: 'The request body is not valid JSON.',
+          details: { code: 'INVALID_JSON' },
+        },
+      });
+      const res = await fetch(`${server.url}/v0/inboxes`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' },
+        body: 'x',
+      });
       expect(res.status).toBe(415);
       expect(((await res.json()) as { error: { type: string } }).error.type).toBe('unsupported_media_type');
     });
@@ -133,7 +167,9 @@ describe.each(dialects)('%s: inboxes', (dialect) => {
       expect(patched.body?.updated_at > created.body?.updated_at).toBe(true);
       const cleared = await call(server, key, 'PATCH', '/v0/inboxes/patchme@inbox.test', { display_name: null });
       expect(cleared.body).not.toHaveProperty('display_name');
-      expect((await call(server, otherKey, 'PATCH', '/v0/inboxes/patchme@inbox.test', { display_name: 'x' })).status).toBe(404);
+      expect(
+        (await call(server, otherKey, 'PATCH', '/v0/inboxes/patchme@inbox.test', { display_name: 'x' })).status,
+      ).toBe(404);
       expect((await call(server, key, 'PATCH', '/v0/inboxes/patchme@inbox.test', {})).status).toBe(400);
     });
 
@@ -165,12 +201,20 @@ describe.each(dialects)('%s: inboxes', (dialect) => {
       expect(asc.inboxes.map((i) => i.inboxId)).toEqual([...seen].reverse());
       expect(asc.nextPageToken).toBeUndefined();
       // other organizations' inboxes never show
-      expect((await server.client(otherKey).inboxes.list({ limit: 100 })).inboxes.some((i) => i.inboxId.startsWith('page-'))).toBe(false);
+      expect(
+        (await server.client(otherKey).inboxes.list({ limit: 100 })).inboxes.some((i) => i.inboxId.startsWith('page-')),
+      ).toBe(false);
     });
 
     it('clamps limit to 100, and refuses bad limits and forged tokens', async () => {
       expect((await call(server, key, 'GET', '/v0/inboxes?limit=1000')).body?.limit).toBe(100);
-      for (const q of ['limit=0', 'limit=-1', 'limit=abc', 'page_token=not-a-token', `page_token=${Buffer.from('["x",1,"sideways"]').toString('base64url')}`]) {
+      for (const q of [
+        'limit=0',
+        'limit=-1',
+        'limit=abc',
+        'page_token=not-a-token',
+        `page_token=${Buffer.from('["x",1,"sideways"]').toString('base64url')}`,
+      ]) {
         const res = await call(server, key, 'GET', `/v0/inboxes?${q}`);
         expect(res.status, q).toBe(400);
         expect(res.body?.error.type).toBe('validation_error');
@@ -193,10 +237,14 @@ describe.each(dialects)('%s: inboxes', (dialect) => {
         expect(last?.headers.get('ratelimit-limit')).toBe('3');
         expect(last?.headers.get('ratelimit-remaining')).toBe('0');
         expect(Number(last?.headers.get('retry-after'))).toBeGreaterThan(0);
-        expect(await last?.json()).toMatchObject({ error: { type: 'rate_limit_exceeded', details: { code: 'RATE_LIMIT_EXCEEDED' } } });
+        expect(await last?.json()).toMatchObject({
+          error: { type: 'rate_limit_exceeded', details: { code: 'RATE_LIMIT_EXCEEDED' } },
+        });
         // another key has its own budget
         const k2 = await limited.createKey({ organizationId: k.organizationId });
-        expect((await fetch(`${limited.url}/v0/inboxes`, { headers: { authorization: `Bearer ${k2.key}` } })).status).toBe(200);
+        expect(
+          (await fetch(`${limited.url}/v0/inboxes`, { headers: { authorization: `Bearer ${k2.key}` } })).status,
+        ).toBe(200);
       } finally {
         await limited.close();
       }
@@ -205,10 +253,18 @@ describe.each(dialects)('%s: inboxes', (dialect) => {
 
   describe('documentation and operations', () => {
     it('serves OpenAPI 3.1 and the docs page without a key; unknown routes are 404 in the envelope', async () => {
-      const doc = (await (await fetch(`${server.url}/v0/openapi.json`)).json()) as { openapi: string; paths: Record<string, unknown>; components: { securitySchemes: Record<string, unknown> } };
+      const doc = (await (await fetch(`${server.url}/v0/openapi.json`)).json()) as {
+        openapi: string;
+        paths: Record<string, unknown>;
+        components: { securitySchemes: Record<string, unknown> };
+      };
       expect(doc.openapi).toBe('3.1.0');
       expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v0/inboxes', '/v0/inboxes/{inbox_id}']));
-      expect(doc.components.securitySchemes.bearer).toEqual({ type: 'http', scheme: 'bearer', description: expect.any(String) });
+      expect(doc.components.securitySchemes.bearer).toEqual({
+        type: 'http',
+        scheme: 'bearer',
+        description: expect.any(String),
+      });
       const page = await fetch(`${server.url}/v0/docs`);
       expect(page.headers.get('content-type')).toContain('text/html');
       const missing = await call(server, key, 'GET', '/v0/nothing-here');

@@ -2,7 +2,13 @@ import { channel } from 'node:diagnostics_channel';
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import type { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LARGE_STRING_BYTES, OFFLOAD_BASE64_CHARS, OFFLOAD_COMPOSE_BYTES, OFFLOAD_JSON_BYTES, OFFLOAD_WORDS_CHARS } from '../../src/inbox/offload.js';
+import {
+  LARGE_STRING_BYTES,
+  OFFLOAD_BASE64_CHARS,
+  OFFLOAD_COMPOSE_BYTES,
+  OFFLOAD_JSON_BYTES,
+  OFFLOAD_WORDS_CHARS,
+} from '../../src/inbox/offload.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { b64, call, enc, organization, unique } from './fixtures.js';
 
@@ -73,13 +79,21 @@ function killDuring(task: Task): Promise<{ thread: Watched; answered: boolean; b
       onPost(thread, before) {
         const repliesAtPost = thread.replies;
         if (repliesAtPost === 0) {
-          reject(new Error(`the ${task} task went to a thread that had not answered before (still starting up); warm the pool first`));
+          reject(
+            new Error(
+              `the ${task} task went to a thread that had not answered before (still starting up); warm the pool first`,
+            ),
+          );
           return;
         }
         const poll = () => {
           const busyMs = thread.worker.performance.eventLoopUtilization(before).active;
           if (thread.replies > repliesAtPost || thread.exited) {
-            reject(new Error(`the ${task} thread ${thread.exited ? 'exited' : 'answered'} before it was killed (busy ${busyMs.toFixed(1)} ms)`));
+            reject(
+              new Error(
+                `the ${task} thread ${thread.exited ? 'exited' : 'answered'} before it was killed (busy ${busyMs.toFixed(1)} ms)`,
+              ),
+            );
           } else if (busyMs >= BUSY_BEFORE_KILL_MS) {
             thread.worker.once('exit', () => resolve({ thread, answered: thread.replies > repliesAtPost, busyMs }));
             void thread.worker.terminate();
@@ -130,90 +144,158 @@ describe.each(dialects)('%s: a large send whose worker thread dies', (dialect) =
   /** Everything a send leaves behind, for the organization and its inboxes, read from the database. */
   async function traces(organizationId: string, inboxes: readonly string[]) {
     const db = server.service.database.db;
-    const count = async (q: { executeTakeFirstOrThrow(): Promise<{ n: number | string | bigint }> }) => Number((await q.executeTakeFirstOrThrow()).n);
+    const count = async (q: { executeTakeFirstOrThrow(): Promise<{ n: number | string | bigint }> }) =>
+      Number((await q.executeTakeFirstOrThrow()).n);
     return {
-      messages: await count(db.selectFrom('messages').select((eb) => eb.fn.countAll().as('n')).where('inbox_id', 'in', inboxes)),
+      messages: await count(
+        db
+          .selectFrom('messages')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('inbox_id', 'in', inboxes),
+      ),
       // Blobs belong to no inbox: every piece in the database (the suite's sends run one at a time).
       blobChunks: await count(db.selectFrom('blob_chunks').select((eb) => eb.fn.countAll().as('n'))),
-      threads: await count(db.selectFrom('threads').select((eb) => eb.fn.countAll().as('n')).where('organization_id', '=', organizationId)),
-      events: await count(db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).where('organization_id', '=', organizationId)),
+      threads: await count(
+        db
+          .selectFrom('threads')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('organization_id', '=', organizationId),
+      ),
+      events: await count(
+        db
+          .selectFrom('events')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('organization_id', '=', organizationId),
+      ),
       // Rows and their sum: creating the inboxes counted inbox_count already.
-      usage: await count(db.selectFrom('usage_counts').select((eb) => eb.fn.countAll().as('n')).where('organization_id', '=', organizationId)),
-      usageTotal: await count(db.selectFrom('usage_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('value'), eb.val(0)).as('n')).where('organization_id', '=', organizationId)),
-      sendCounters: await count(db.selectFrom('send_counters').select((eb) => eb.fn.countAll().as('n')).where('organization_id', '=', organizationId)),
+      usage: await count(
+        db
+          .selectFrom('usage_counts')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('organization_id', '=', organizationId),
+      ),
+      usageTotal: await count(
+        db
+          .selectFrom('usage_counts')
+          .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('value'), eb.val(0)).as('n'))
+          .where('organization_id', '=', organizationId),
+      ),
+      sendCounters: await count(
+        db
+          .selectFrom('send_counters')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('organization_id', '=', organizationId),
+      ),
     };
   }
 
   const tasks: readonly Task[] = ['parseJson', 'decodeBase64', 'compose', 'bodyWords'];
 
-  it.each(tasks)('answers 500 internal_error when the thread running %s dies, stores and counts nothing, keeps serving, and the next large send runs on a new thread', async (task) => {
-    const org = await organization(server, [unique('big'), unique('peer')]);
-    const [from, to] = org.inboxes as [string, string];
-    const sendPath = `/v0/inboxes/${enc(from)}/messages/send`;
+  it.each(tasks)(
+    'answers 500 internal_error when the thread running %s dies, stores and counts nothing, keeps serving, and the next large send runs on a new thread',
+    async (task) => {
+      const org = await organization(server, [unique('big'), unique('peer')]);
+      const [from, to] = org.inboxes as [string, string];
+      const sendPath = `/v0/inboxes/${enc(from)}/messages/send`;
 
-    // A large send in another organization first: the pool then has a thread that has started up
-    // and answered, so the thread killed below is killed while busy with the task itself.
-    const warm = await organization(server, [unique('warm'), unique('peer')]);
-    const warmed = await call(server.url, warm.key, 'POST', `/v0/inboxes/${enc(warm.inboxes[0] as string)}/messages/send`, largeSend(warm.inboxes[1] as string, 'warm-up'));
-    expect(warmed.status).toBe(200);
+      // A large send in another organization first: the pool then has a thread that has started up
+      // and answered, so the thread killed below is killed while busy with the task itself.
+      const warm = await organization(server, [unique('warm'), unique('peer')]);
+      const warmed = await call(
+        server.url,
+        warm.key,
+        'POST',
+        `/v0/inboxes/${enc(warm.inboxes[0] as string)}/messages/send`,
+        largeSend(warm.inboxes[1] as string, 'warm-up'),
+      );
+      expect(warmed.status).toBe(200);
 
-    const before = await traces(org.organizationId, [from, to]);
-    expect(before).toMatchObject({ messages: 0, threads: 0, sendCounters: 0 });
-    const killed = killDuring(task);
-    const failed = await call(server.url, org.key, 'POST', sendPath, largeSend(to, 'doomed'));
-    const { thread, answered, busyMs } = await Promise.race([killed, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no ${task} task was posted to a thread (answered ${failed.status})`)), 5_000).unref())]);
-    expect(answered, `the ${task} thread answered before it died`).toBe(false);
-    expect(busyMs).toBeGreaterThanOrEqual(BUSY_BEFORE_KILL_MS);
-    expect(thread.posted.at(-1)).toBe(task);
+      const before = await traces(org.organizationId, [from, to]);
+      expect(before).toMatchObject({ messages: 0, threads: 0, sendCounters: 0 });
+      const killed = killDuring(task);
+      const failed = await call(server.url, org.key, 'POST', sendPath, largeSend(to, 'doomed'));
+      const { thread, answered, busyMs } = await Promise.race([
+        killed,
+        new Promise<never>((_, reject) =>
+          setTimeout(
+            () => reject(new Error(`no ${task} task was posted to a thread (answered ${failed.status})`)),
+            5_000,
+          ).unref(),
+        ),
+      ]);
+      expect(answered, `the ${task} thread answered before it died`).toBe(false);
+      expect(busyMs).toBeGreaterThanOrEqual(BUSY_BEFORE_KILL_MS);
+      expect(thread.posted.at(-1)).toBe(task);
 
-    // The service's error body for an unexpected failure: 500, internal_error, the request id, no internals.
-    expect(failed.status).toBe(500);
-    expect(failed.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(Object.keys(failed.body)).toEqual(['error']);
-    expect(failed.body.error).toEqual({ type: 'internal_error', message: 'Internal server error.', request_id: failed.headers.get('x-request-id') });
-    expect(failed.body.error.request_id).toEqual(expect.any(String));
+      // The service's error body for an unexpected failure: 500, internal_error, the request id, no internals.
+      expect(failed.status).toBe(500);
+      expect(failed.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(Object.keys(failed.body)).toEqual(['error']);
+      expect(failed.body.error).toEqual({
+        type: 'internal_error',
+        message: 'Internal server error.',
+        request_id: failed.headers.get('x-request-id'),
+      });
+      expect(failed.body.error.request_id).toEqual(expect.any(String));
 
-    // Nothing of it stored or counted, in the database and through the API.
-    expect(await traces(org.organizationId, [from, to])).toEqual(before);
-    for (const inbox of [from, to]) {
-      const messages = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages`);
-      expect(messages.status).toBe(200);
-      expect(messages.body.count).toBe(0);
-      const threads = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/threads`);
-      expect(threads.status).toBe(200);
-      expect(threads.body.count).toBe(0);
-    }
+      // Nothing of it stored or counted, in the database and through the API.
+      expect(await traces(org.organizationId, [from, to])).toEqual(before);
+      for (const inbox of [from, to]) {
+        const messages = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages`);
+        expect(messages.status).toBe(200);
+        expect(messages.body.count).toBe(0);
+        const threads = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/threads`);
+        expect(threads.status).toBe(200);
+        expect(threads.body.count).toBe(0);
+      }
 
-    // The server goes on answering: a read and a small send (no worker thread).
-    expect((await call(server.url, org.key, 'GET', '/v0/inboxes')).status).toBe(200);
-    const small = await call(server.url, org.key, 'POST', sendPath, JSON.stringify({ to, subject: 'small', text: 'still here' }));
-    expect(small.status).toBe(200);
+      // The server goes on answering: a read and a small send (no worker thread).
+      expect((await call(server.url, org.key, 'GET', '/v0/inboxes')).status).toBe(200);
+      const small = await call(
+        server.url,
+        org.key,
+        'POST',
+        sendPath,
+        JSON.stringify({ to, subject: 'small', text: 'still here' }),
+      );
+      expect(small.status).toBe(200);
 
-    // The next large send succeeds, its tasks on a thread other than the dead one.
-    const postsBefore = new Map(watched.map((w) => [w, w.posted.length]));
-    const next = await call(server.url, org.key, 'POST', sendPath, largeSend(to, 'after'));
-    expect(next.status).toBe(200);
-    const postedSince = (w: Watched) => w.posted.slice(postsBefore.get(w) ?? 0).filter((t) => tasks.includes(t));
-    const ranOn = watched.filter((w) => postedSince(w).length > 0);
-    expect(ranOn.length).toBeGreaterThan(0);
-    expect(ranOn).not.toContain(thread);
-    // Every task again (parseJson twice: the text and the base64), none on the dead thread.
-    expect([...new Set(ranOn.flatMap(postedSince))].sort()).toEqual([...tasks].sort());
-    const got = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(next.body.message_id)}`);
-    expect(got.status).toBe(200);
-    expect(got.body.subject).toBe('after');
-    expect(got.body.attachments).toHaveLength(1);
-    expect(got.body.attachments[0].size).toBe(5 * 1024 * 1024);
-    const list = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages`);
-    expect((list.body.messages as { subject: string }[]).map((m) => m.subject).sort()).toEqual(['after', 'small']);
-  });
+      // The next large send succeeds, its tasks on a thread other than the dead one.
+      const postsBefore = new Map(watched.map((w) => [w, w.posted.length]));
+      const next = await call(server.url, org.key, 'POST', sendPath, largeSend(to, 'after'));
+      expect(next.status).toBe(200);
+      const postedSince = (w: Watched) => w.posted.slice(postsBefore.get(w) ?? 0).filter((t) => tasks.includes(t));
+      const ranOn = watched.filter((w) => postedSince(w).length > 0);
+      expect(ranOn.length).toBeGreaterThan(0);
+      expect(ranOn).not.toContain(thread);
+      // Every task again (parseJson twice: the text and the base64), none on the dead thread.
+      expect([...new Set(ranOn.flatMap(postedSince))].sort()).toEqual([...tasks].sort());
+      const got = await call(
+        server.url,
+        org.key,
+        'GET',
+        `/v0/inboxes/${enc(to)}/messages/${enc(next.body.message_id)}`,
+      );
+      expect(got.status).toBe(200);
+      expect(got.body.subject).toBe('after');
+      expect(got.body.attachments).toHaveLength(1);
+      expect(got.body.attachments[0].size).toBe(5 * 1024 * 1024);
+      const list = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages`);
+      expect((list.body.messages as { subject: string }[]).map((m) => m.subject).sort()).toEqual(['after', 'small']);
+    },
+  );
 
   it('decodes a large attachment whose base64 is one unbroken string as the body arrives: no thread decodes it, and the bytes are the same', async () => {
     const org = await organization(server, [unique('oneline'), unique('peer')]);
     const [from, to] = org.inboxes as [string, string];
     const file = Buffer.alloc(3 * 1024 * 1024 + 1);
     for (let i = 0; i < file.length; i++) file[i] = (i * 2654435761) >>> 24;
-    const body = JSON.stringify({ to, subject: 'one line', text: 'short', attachments: [{ filename: 'd.bin', content: b64(file) }] });
+    const body = JSON.stringify({
+      to,
+      subject: 'one line',
+      text: 'short',
+      attachments: [{ filename: 'd.bin', content: b64(file) }],
+    });
     expect(body.length).toBeGreaterThanOrEqual(OFFLOAD_JSON_BYTES);
     const postsBefore = new Map(watched.map((w) => [w, w.posted.length]));
     const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(from)}/messages/send`, body);
@@ -225,7 +307,12 @@ describe.each(dialects)('%s: a large send whose worker thread dies', (dialect) =
     const got = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(sent.body.message_id)}`);
     const [attachment] = got.body.attachments as { attachment_id: string; size: number }[];
     expect(attachment?.size).toBe(file.length);
-    const link = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(to)}/messages/${enc(sent.body.message_id)}/attachments/${enc(attachment?.attachment_id ?? '')}`);
+    const link = await call(
+      server.url,
+      org.key,
+      'GET',
+      `/v0/inboxes/${enc(to)}/messages/${enc(sent.body.message_id)}/attachments/${enc(attachment?.attachment_id ?? '')}`,
+    );
     expect(Buffer.from(await (await fetch(link.body.download_url)).arrayBuffer()).equals(file)).toBe(true);
   });
 });

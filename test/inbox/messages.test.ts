@@ -4,7 +4,20 @@ import { fixedClock } from '../../src/platform/clock.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { b64, call, enc, eventsOf, expectError, isoTimestamp, organization, parseRaw, unique } from './fixtures.js';
 
-const MESSAGE_KEYS = ['inbox_id', 'thread_id', 'message_id', 'labels', 'timestamp', 'from', 'to', 'subject', 'preview', 'size', 'updated_at', 'created_at'];
+const MESSAGE_KEYS = [
+  'inbox_id',
+  'thread_id',
+  'message_id',
+  'labels',
+  'timestamp',
+  'from',
+  'to',
+  'subject',
+  'preview',
+  'size',
+  'updated_at',
+  'created_at',
+];
 
 describe.each(dialects)('%s: messages', (dialect) => {
   let server: InboxTestServer;
@@ -20,7 +33,10 @@ describe.each(dialects)('%s: messages', (dialect) => {
 
   describe('send', () => {
     it('answers message_id and thread_id on the SDK path, which resolve in the sender inbox as its sent copy', async () => {
-      const org = await organization(server, [{ username: unique('alice'), displayName: 'Alice Agent' }, unique('bob')]);
+      const org = await organization(server, [
+        { username: unique('alice'), displayName: 'Alice Agent' },
+        unique('bob'),
+      ]);
       const [alice, bob] = org.inboxes as [string, string];
       const sent = await org.client.inboxes.messages.send(alice, { to: bob, subject: 'Hello', text: 'Hi Bob' });
       expect(sent.messageId).toMatch(/^<[0-9a-f-]{36}@inbox\.test>$/);
@@ -50,7 +66,10 @@ describe.each(dialects)('%s: messages', (dialect) => {
     it('serves the spec path POST /messages with the same handler', async () => {
       const org = await organization(server, [unique('spec'), unique('peer')]);
       const [from, to] = org.inboxes as [string, string];
-      const res = await call(url, org.key, 'POST', `/v0/inboxes/${enc(from)}/messages`, { to: [to], text: 'via the spec path' });
+      const res = await call(url, org.key, 'POST', `/v0/inboxes/${enc(from)}/messages`, {
+        to: [to],
+        text: 'via the spec path',
+      });
       expect(res.status).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(['message_id', 'thread_id']);
       const got = await org.client.inboxes.messages.get(from, res.body.message_id);
@@ -61,7 +80,14 @@ describe.each(dialects)('%s: messages', (dialect) => {
     it('delivers a copy to each local recipient inbox at once: received and unread, its own thread, no bcc', async () => {
       const org = await organization(server, [unique('s'), unique('to'), unique('cc'), unique('bcc')]);
       const [sender, to, cc, bcc] = org.inboxes as [string, string, string, string];
-      const sent = await org.client.inboxes.messages.send(sender, { to: `Tom <${to}>`, cc: [cc], bcc, subject: 'Team', text: 'Hello all', html: '<p>Hello all</p>' });
+      const sent = await org.client.inboxes.messages.send(sender, {
+        to: `Tom <${to}>`,
+        cc: [cc],
+        bcc,
+        subject: 'Team',
+        text: 'Hello all',
+        html: '<p>Hello all</p>',
+      });
 
       const own = await org.client.inboxes.messages.get(sender, sent.messageId);
       expect(own.bcc).toEqual([bcc]);
@@ -78,7 +104,13 @@ describe.each(dialects)('%s: messages', (dialect) => {
         const full = await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(sent.messageId)}`);
         expect(full.body.bcc).toBeUndefined();
         expect(full.body.html).toBe('<p>Hello all</p>');
-        const raw = await parseRaw(Buffer.from(await (await fetch((await org.client.inboxes.messages.getRaw(inbox, sent.messageId)).downloadUrl)).arrayBuffer()));
+        const raw = await parseRaw(
+          Buffer.from(
+            await (
+              await fetch((await org.client.inboxes.messages.getRaw(inbox, sent.messageId)).downloadUrl)
+            ).arrayBuffer(),
+          ),
+        );
         expect(raw.headers.has('bcc')).toBe(false);
         expect(raw.text?.trim()).toBe('Hello all');
         expect(raw.bcc).toBeUndefined();
@@ -88,7 +120,12 @@ describe.each(dialects)('%s: messages', (dialect) => {
     it('delivers once per inbox however often and however cased the address appears', async () => {
       const org = await organization(server, [unique('s'), unique('r')]);
       const [sender, rcpt] = org.inboxes as [string, string];
-      await org.client.inboxes.messages.send(sender, { to: [rcpt.toUpperCase()], cc: rcpt, bcc: [`Again <${rcpt}>`], text: 'once' });
+      await org.client.inboxes.messages.send(sender, {
+        to: [rcpt.toUpperCase()],
+        cc: rcpt,
+        bcc: [`Again <${rcpt}>`],
+        text: 'once',
+      });
       expect((await org.client.inboxes.messages.list(rcpt)).count).toBe(1);
     });
 
@@ -107,7 +144,10 @@ describe.each(dialects)('%s: messages', (dialect) => {
     it('delivers across organizations, and the copy belongs to the recipient organization only', async () => {
       const a = await organization(server, [unique('a')]);
       const b = await organization(server, [unique('b')]);
-      const sent = await a.client.inboxes.messages.send(a.inboxes[0] as string, { to: b.inboxes[0] as string, text: 'cross' });
+      const sent = await a.client.inboxes.messages.send(a.inboxes[0] as string, {
+        to: b.inboxes[0] as string,
+        text: 'cross',
+      });
       const copy = await b.client.inboxes.messages.get(b.inboxes[0] as string, sent.messageId);
       expect(copy.labels).toEqual(['received', 'unread']);
       expect((await call(url, a.key, 'GET', `/v0/threads/${copy.threadId}`)).status).toBe(404);
@@ -117,13 +157,25 @@ describe.each(dialects)('%s: messages', (dialect) => {
     it('keeps the client labels on the sender copy only', async () => {
       const org = await organization(server, [unique('s'), unique('r')]);
       const [sender, rcpt] = org.inboxes as [string, string];
-      const sent = await org.client.inboxes.messages.send(sender, { to: rcpt, text: 'x', labels: ['campaign-7', 'important', 'important'] });
-      expect((await org.client.inboxes.messages.get(sender, sent.messageId)).labels).toEqual(['sent', 'campaign-7', 'important']);
+      const sent = await org.client.inboxes.messages.send(sender, {
+        to: rcpt,
+        text: 'x',
+        labels: ['campaign-7', 'important', 'important'],
+      });
+      expect((await org.client.inboxes.messages.get(sender, sent.messageId)).labels).toEqual([
+        'sent',
+        'campaign-7',
+        'important',
+      ]);
       expect((await org.client.inboxes.messages.get(rcpt, sent.messageId)).labels).toEqual(['received', 'unread']);
     });
 
     it('composes a real MIME message: headers, alternatives, attachments, custom headers, no Bcc', async () => {
-      const org = await organization(server, [{ username: unique('mime'), displayName: 'Müller, Jürgen' }, unique('r'), unique('c')]);
+      const org = await organization(server, [
+        { username: unique('mime'), displayName: 'Müller, Jürgen' },
+        unique('r'),
+        unique('c'),
+      ]);
       const [sender, rcpt, cc] = org.inboxes as [string, string, string];
       const pdf = Buffer.alloc(3000, 0x25);
       const sent = await org.client.inboxes.messages.send(sender, {
@@ -137,7 +189,13 @@ describe.each(dialects)('%s: messages', (dialect) => {
         headers: { 'X-Campaign': 'q3', 'List-Unsubscribe': '<mailto:u@inbox.test>' },
         attachments: [
           { filename: 'bericht.pdf', contentType: 'application/pdf', content: b64(pdf) },
-          { filename: 'logo.png', contentType: 'image/png', contentId: 'logo@mime', content: b64('png-bytes'), contentDisposition: 'inline' },
+          {
+            filename: 'logo.png',
+            contentType: 'image/png',
+            contentId: 'logo@mime',
+            content: b64('png-bytes'),
+            contentDisposition: 'inline',
+          },
         ],
       });
       const raw = await org.client.inboxes.messages.getRaw(sender, sent.messageId);
@@ -147,15 +205,21 @@ describe.each(dialects)('%s: messages', (dialect) => {
       expect(mail.messageId).toBe(sent.messageId);
       expect(mail.subject).toBe('Grüße zum Bericht');
       expect(mail.from?.value).toEqual([{ name: 'Müller, Jürgen', address: sender }]);
-      expect(mail.to && !Array.isArray(mail.to) ? mail.to.value : []).toEqual([{ name: 'Rita Receiver', address: rcpt }]);
+      expect(mail.to && !Array.isArray(mail.to) ? mail.to.value : []).toEqual([
+        { name: 'Rita Receiver', address: rcpt },
+      ]);
       expect(mail.cc && !Array.isArray(mail.cc) ? mail.cc.value : []).toEqual([{ name: '', address: cc }]);
       expect(mail.replyTo?.value).toEqual([{ name: '', address: 'desk@inbox.test' }]);
       expect(mail.headers.has('bcc')).toBe(false);
       expect(bytes.toString('latin1')).not.toContain('hidden@inbox.test');
-      expect(mail.date?.toISOString().slice(0, 16)).toBe((await org.client.inboxes.messages.get(sender, sent.messageId)).timestamp.toISOString().slice(0, 16));
+      expect(mail.date?.toISOString().slice(0, 16)).toBe(
+        (await org.client.inboxes.messages.get(sender, sent.messageId)).timestamp.toISOString().slice(0, 16),
+      );
       expect(mail.headers.get('mime-version')).toBe('1.0');
       expect(mail.headers.get('x-campaign')).toBe('q3');
-      expect(String(mail.headers.get('content-type') && (mail.headers.get('content-type') as { value: string }).value)).toBe('multipart/mixed');
+      expect(
+        String(mail.headers.get('content-type') && (mail.headers.get('content-type') as { value: string }).value),
+      ).toBe('multipart/mixed');
       expect(mail.text?.trim()).toBe('Anbei der Bericht.');
       expect(mail.html).toContain('<b>Bericht</b>');
       expect(mail.attachments.map((a) => [a.filename, a.contentType, a.contentDisposition, a.size])).toEqual([
@@ -172,9 +236,21 @@ describe.each(dialects)('%s: messages', (dialect) => {
     it('answers with the wire shape of an attachment in the message', async () => {
       const org = await organization(server, [unique('s'), unique('r')]);
       const [sender, rcpt] = org.inboxes as [string, string];
-      const sent = await org.client.inboxes.messages.send(sender, { to: rcpt, text: 'x', attachments: [{ filename: 'a.txt', content: b64('hello') }] });
+      const sent = await org.client.inboxes.messages.send(sender, {
+        to: rcpt,
+        text: 'x',
+        attachments: [{ filename: 'a.txt', content: b64('hello') }],
+      });
       const got = await call(url, org.key, 'GET', `/v0/inboxes/${enc(sender)}/messages/${enc(sent.messageId)}`);
-      expect(got.body.attachments).toEqual([{ attachment_id: expect.any(String), filename: 'a.txt', size: 5, content_type: 'text/plain', content_disposition: 'attachment' }]);
+      expect(got.body.attachments).toEqual([
+        {
+          attachment_id: expect.any(String),
+          filename: 'a.txt',
+          size: 5,
+          content_type: 'text/plain',
+          content_disposition: 'attachment',
+        },
+      ]);
     });
   });
 
@@ -206,7 +282,9 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const err = await org.client.inboxes.messages.send(sender, { to: 'nope', text: 'x' }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AgentMail.ValidationError);
       expect((err as AgentMailError).statusCode).toBe(400);
-      expect((err as AgentMailError).body).toMatchObject({ error: { type: 'validation_error', details: { field: 'to', code: 'INVALID_EMAIL' } } });
+      expect((err as AgentMailError).body).toMatchObject({
+        error: { type: 'validation_error', details: { field: 'to', code: 'INVALID_EMAIL' } },
+      });
     });
 
     it.each([
@@ -216,15 +294,50 @@ describe.each(dialects)('%s: messages', (dialect) => {
       ['MISSING_CONTENT', 'text', { to: 'a@inbox.test' }],
       ['MISSING_CONTENT', 'text', { to: 'a@inbox.test', text: '', html: '' }],
       ['INVALID_SUBJECT', 'subject', { to: 'a@inbox.test', text: 'x', subject: 'two\nlines' }],
-      ['ATTACHMENT_URL_NOT_SUPPORTED', 'attachments', { to: 'a@inbox.test', attachments: [{ url: 'http://127.0.0.1/x.pdf', filename: 'x.pdf' }] }],
+      [
+        'ATTACHMENT_URL_NOT_SUPPORTED',
+        'attachments',
+        { to: 'a@inbox.test', attachments: [{ url: 'http://127.0.0.1/x.pdf', filename: 'x.pdf' }] },
+      ],
       ['INVALID_ATTACHMENT', 'attachments', { to: 'a@inbox.test', attachments: [{ filename: 'x.txt' }] }],
-      ['INVALID_ATTACHMENT', 'attachments', { to: 'a@inbox.test', attachments: [{ filename: 'x.txt', content: 'not base64!' }] }],
-      ['INVALID_ATTACHMENT', 'attachments', { to: 'a@inbox.test', attachments: [{ filename: 'x.txt', content: 'QUJDRA=' }] }],
-      ['INVALID_ATTACHMENT', 'attachments', { to: 'a@inbox.test', attachments: [{ filename: '../etc/passwd', content: 'QUJD' }] }],
-      ['INVALID_ATTACHMENT', 'attachments', { to: 'a@inbox.test', attachments: [{ filename: 'a\r\nb.txt', content: 'QUJD' }] }],
-      ['INVALID_ATTACHMENT', 'attachments', { to: 'a@inbox.test', attachments: [{ filename: 'a.txt', content: 'QUJD', content_type: 'text/plain\r\nX-Evil: 1' }] }],
-      ['INVALID_ATTACHMENT', 'attachments', { to: 'a@inbox.test', attachments: [{ filename: 'a.txt', content: 'QUJD', content_type: 'nonsense' }] }],
-      ['INVALID_ATTACHMENT', 'attachments', { to: 'a@inbox.test', attachments: [{ content: 'QUJD', content_id: '<a b>' }] }],
+      [
+        'INVALID_ATTACHMENT',
+        'attachments',
+        { to: 'a@inbox.test', attachments: [{ filename: 'x.txt', content: 'not base64!' }] },
+      ],
+      [
+        'INVALID_ATTACHMENT',
+        'attachments',
+        { to: 'a@inbox.test', attachments: [{ filename: 'x.txt', content: 'QUJDRA=' }] },
+      ],
+      [
+        'INVALID_ATTACHMENT',
+        'attachments',
+        { to: 'a@inbox.test', attachments: [{ filename: '../etc/passwd', content: 'QUJD' }] },
+      ],
+      [
+        'INVALID_ATTACHMENT',
+        'attachments',
+        { to: 'a@inbox.test', attachments: [{ filename: 'a\r\nb.txt', content: 'QUJD' }] },
+      ],
+      [
+        'INVALID_ATTACHMENT',
+        'attachments',
+        {
+          to: 'a@inbox.test',
+          attachments: [{ filename: 'a.txt', content: 'QUJD', content_type: 'text/plain\r\nX-Evil: 1' }],
+        },
+      ],
+      [
+        'INVALID_ATTACHMENT',
+        'attachments',
+        { to: 'a@inbox.test', attachments: [{ filename: 'a.txt', content: 'QUJD', content_type: 'nonsense' }] },
+      ],
+      [
+        'INVALID_ATTACHMENT',
+        'attachments',
+        { to: 'a@inbox.test', attachments: [{ content: 'QUJD', content_id: '<a b>' }] },
+      ],
       ['INVALID_HEADER', 'headers', { to: 'a@inbox.test', text: 'x', headers: { 'X-Evil': 'a\r\nBcc: x@inbox.test' } }],
       ['INVALID_HEADER', 'headers', { to: 'a@inbox.test', text: 'x', headers: { 'Bad Name': 'v' } }],
       ['INVALID_HEADER', 'headers', { to: 'a@inbox.test', text: 'x', headers: { 'X-Colon:': 'v' } }],
@@ -243,15 +356,32 @@ describe.each(dialects)('%s: messages', (dialect) => {
 
     it('refuses more than INBOX_MAX_RECIPIENTS (50) distinct recipients across to, cc and bcc', async () => {
       const many = Array.from({ length: 51 }, (_, i) => `r${i}@inbox.test`);
-      expectError(await send({ to: many.slice(0, 20), cc: many.slice(20, 40), bcc: many.slice(40), text: 'x' }), 400, 'validation_error', 'TOO_MANY_RECIPIENTS', 'to');
+      expectError(
+        await send({ to: many.slice(0, 20), cc: many.slice(20, 40), bcc: many.slice(40), text: 'x' }),
+        400,
+        'validation_error',
+        'TOO_MANY_RECIPIENTS',
+        'to',
+      );
       // 50 is fine (they bounce, but the send is accepted).
       expect((await send({ to: many.slice(0, 30), bcc: many.slice(30, 50), text: 'x' })).status).toBe(200);
     });
 
     it('answers schema violations in the envelope too', async () => {
-      expectError(await send({ to: rcpt, text: 'x', attachments: 'nope' }), 400, 'validation_error', 'INVALID_VALUE', 'attachments');
+      expectError(
+        await send({ to: rcpt, text: 'x', attachments: 'nope' }),
+        400,
+        'validation_error',
+        'INVALID_VALUE',
+        'attachments',
+      );
       expectError(await send({ to: rcpt, text: 'x', headers: { 'X-N': 5 } }), 400, 'validation_error', 'INVALID_VALUE');
-      expectError(await call(url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, '{"to":'), 400, 'validation_error', 'INVALID_JSON');
+      expectError(
+        await call(url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, '{"to":'),
+        400,
+        'validation_error',
+        'INVALID_JSON',
+      );
     });
 
     it('stores nothing for a refused send', async () => {
@@ -273,9 +403,21 @@ describe.each(dialects)('%s: messages', (dialect) => {
     it('counts the decoded bytes of all attachments against INBOX_MAX_ATTACHMENT_BYTES', async () => {
       const org = await organization(small, [unique('s'), unique('r')]);
       const [sender, rcpt] = org.inboxes as [string, string];
-      const ok = await call(small.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to: rcpt, attachments: [{ filename: 'a', content: b64(Buffer.alloc(600)) }, { filename: 'b', content: b64(Buffer.alloc(400)) }] });
+      const ok = await call(small.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, {
+        to: rcpt,
+        attachments: [
+          { filename: 'a', content: b64(Buffer.alloc(600)) },
+          { filename: 'b', content: b64(Buffer.alloc(400)) },
+        ],
+      });
       expect(ok.status).toBe(200);
-      const res = await call(small.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to: rcpt, attachments: [{ filename: 'a', content: b64(Buffer.alloc(600)) }, { filename: 'b', content: b64(Buffer.alloc(401)) }] });
+      const res = await call(small.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, {
+        to: rcpt,
+        attachments: [
+          { filename: 'a', content: b64(Buffer.alloc(600)) },
+          { filename: 'b', content: b64(Buffer.alloc(401)) },
+        ],
+      });
       expectError(res, 400, 'validation_error', 'ATTACHMENTS_TOO_LARGE', 'attachments');
     });
   });
@@ -284,11 +426,19 @@ describe.each(dialects)('%s: messages', (dialect) => {
     it('are refused with EXTERNAL_DELIVERY_DISABLED while no relay is configured, and nothing is stored or counted', async () => {
       const org = await organization(server, [unique('ext'), unique('local')]);
       const [sender, local] = org.inboxes as [string, string];
-      const res = await call(url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to: local, cc: ['someone@example.org'], text: 'x' });
+      const res = await call(url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, {
+        to: local,
+        cc: ['someone@example.org'],
+        text: 'x',
+      });
       expectError(res, 400, 'validation_error', 'EXTERNAL_DELIVERY_DISABLED', 'cc');
       expect((await org.client.inboxes.messages.list(sender)).count).toBe(0);
       expect((await org.client.inboxes.messages.list(local)).count).toBe(0);
-      const counters = await server.service.runtime.services.db.selectFrom('send_counters').selectAll().where('organization_id', '=', org.organizationId).execute();
+      const counters = await server.service.runtime.services.db
+        .selectFrom('send_counters')
+        .selectAll()
+        .where('organization_id', '=', org.organizationId)
+        .execute();
       expect(counters).toEqual([]);
     });
 
@@ -297,8 +447,16 @@ describe.each(dialects)('%s: messages', (dialect) => {
       try {
         const org = await organization(relay, [unique('ext'), unique('local')]);
         const [sender, local] = org.inboxes as [string, string];
-        const sent = await org.client.inboxes.messages.send(sender, { to: ['Ext <Someone@Example.org>', local], bcc: 'x@other.example', text: 'x' });
-        const jobs = await relay.service.runtime.services.db.selectFrom('jobs').selectAll().where('queue', '=', 'mail.outbound').execute();
+        const sent = await org.client.inboxes.messages.send(sender, {
+          to: ['Ext <Someone@Example.org>', local],
+          bcc: 'x@other.example',
+          text: 'x',
+        });
+        const jobs = await relay.service.runtime.services.db
+          .selectFrom('jobs')
+          .selectAll()
+          .where('queue', '=', 'mail.outbound')
+          .execute();
         expect(jobs).toHaveLength(1);
         expect(JSON.parse((jobs[0] as { payload: string }).payload)).toEqual({
           message_pk: expect.any(Number),
@@ -320,12 +478,26 @@ describe.each(dialects)('%s: messages', (dialect) => {
 
   describe('events', () => {
     it('records message.sent, message.received per recipient inbox and message.delivered, in the wire shapes of AgentMail', async () => {
-      const org = await organization(server, [{ username: unique('ev'), displayName: 'Eve' }, unique('r1'), unique('r2')]);
+      const org = await organization(server, [
+        { username: unique('ev'), displayName: 'Eve' },
+        unique('r1'),
+        unique('r2'),
+      ]);
       const [sender, r1, r2] = org.inboxes as [string, string, string];
-      const sent = await org.client.inboxes.messages.send(sender, { to: r1, cc: r2, subject: 'Events', text: 'payload' });
+      const sent = await org.client.inboxes.messages.send(sender, {
+        to: r1,
+        cc: r2,
+        subject: 'Events',
+        text: 'payload',
+      });
       const ref = { inbox_id: sender, thread_id: sent.threadId, message_id: sent.messageId, timestamp: isoTimestamp };
       const [s] = await eventsOf(server, { type: 'message.sent', inboxId: sender });
-      expect(s).toMatchObject({ type: 'event', event_type: 'message.sent', event_id: expect.stringMatching(/^evt_[0-9a-f]{32}$/), send: { ...ref, recipients: [r1, r2] } });
+      expect(s).toMatchObject({
+        type: 'event',
+        event_type: 'message.sent',
+        event_id: expect.stringMatching(/^evt_[0-9a-f]{32}$/),
+        send: { ...ref, recipients: [r1, r2] },
+      });
       const [d] = await eventsOf(server, { type: 'message.delivered', inboxId: sender });
       expect(d).toMatchObject({ event_type: 'message.delivered', delivery: { ...ref, recipients: [r1, r2] } });
       for (const inbox of [r1, r2]) {
@@ -349,7 +521,15 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const [bounce] = await eventsOf(server, { type: 'message.bounced', inboxId: sender });
       expect(bounce).toMatchObject({
         event_type: 'message.bounced',
-        bounce: { inbox_id: sender, thread_id: sent.threadId, message_id: sent.messageId, timestamp: isoTimestamp, type: 'Permanent', sub_type: 'NoEmail', recipients: [{ address: ghost, status: '5.1.1', diagnostic_code: 'smtp; 550 5.1.1 no such mailbox' }] },
+        bounce: {
+          inbox_id: sender,
+          thread_id: sent.threadId,
+          message_id: sent.messageId,
+          timestamp: isoTimestamp,
+          type: 'Permanent',
+          sub_type: 'NoEmail',
+          recipients: [{ address: ghost, status: '5.1.1', diagnostic_code: 'smtp; 550 5.1.1 no such mailbox' }],
+        },
       });
       expect(await eventsOf(server, { type: 'message.delivered', inboxId: sender })).toEqual([]);
       expect((await org.client.inboxes.messages.get(sender, sent.messageId)).labels).toEqual(['sent']);
@@ -360,8 +540,12 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const [sender, real] = org.inboxes as [string, string];
       const ghost = `${unique('ghost')}@inbox.test`;
       await org.client.inboxes.messages.send(sender, { to: [real, ghost], text: 'partly' });
-      expect((await eventsOf(server, { type: 'message.delivered', inboxId: sender }))[0].delivery.recipients).toEqual([real]);
-      expect((await eventsOf(server, { type: 'message.bounced', inboxId: sender }))[0].bounce.recipients).toEqual([{ address: ghost, status: '5.1.1', diagnostic_code: 'smtp; 550 5.1.1 no such mailbox' }]);
+      expect((await eventsOf(server, { type: 'message.delivered', inboxId: sender }))[0].delivery.recipients).toEqual([
+        real,
+      ]);
+      expect((await eventsOf(server, { type: 'message.bounced', inboxId: sender }))[0].bounce.recipients).toEqual([
+        { address: ghost, status: '5.1.1', diagnostic_code: 'smtp; 550 5.1.1 no such mailbox' },
+      ]);
     });
   });
 
@@ -374,7 +558,11 @@ describe.each(dialects)('%s: messages', (dialect) => {
       org = await organization(server, [unique('list'), unique('src')]);
       inbox = org.inboxes[0] as string;
       for (let i = 0; i < 7; i++) {
-        const sent = await org.client.inboxes.messages.send(org.inboxes[1] as string, { to: inbox, subject: `m${i}`, text: `body ${i}` });
+        const sent = await org.client.inboxes.messages.send(org.inboxes[1] as string, {
+          to: inbox,
+          subject: `m${i}`,
+          text: `body ${i}`,
+        });
         ids.push(sent.messageId);
       }
     });
@@ -409,17 +597,44 @@ describe.each(dialects)('%s: messages', (dialect) => {
     it('lists oldest first with ascending, and pages that way too', async () => {
       const first = await org.client.inboxes.messages.list(inbox, { limit: 4, ascending: true });
       expect(first.messages.map((m) => m.messageId)).toEqual(ids.slice(0, 4));
-      const second = await org.client.inboxes.messages.list(inbox, { limit: 4, pageToken: first.nextPageToken as string });
+      const second = await org.client.inboxes.messages.list(inbox, {
+        limit: 4,
+        pageToken: first.nextPageToken as string,
+      });
       expect(second.messages.map((m) => m.messageId)).toEqual(ids.slice(4));
       expect(second.nextPageToken).toBeUndefined();
     });
 
     it('caps limit at 100 and refuses bad limits and tokens', async () => {
       expect((await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?limit=1000`)).body.limit).toBe(100);
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?limit=0`), 400, 'validation_error', 'INVALID_VALUE', 'limit');
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?page_token=garbage`), 400, 'validation_error', 'INVALID_PAGE_TOKEN', 'page_token');
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?labels=${enc('["x",1]')}`), 400, 'validation_error', 'INVALID_LABELS', 'labels');
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?before=yesterday`), 400, 'validation_error', 'INVALID_VALUE', 'before');
+      expectError(
+        await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?limit=0`),
+        400,
+        'validation_error',
+        'INVALID_VALUE',
+        'limit',
+      );
+      expectError(
+        await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?page_token=garbage`),
+        400,
+        'validation_error',
+        'INVALID_PAGE_TOKEN',
+        'page_token',
+      );
+      expectError(
+        await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?labels=${enc('["x",1]')}`),
+        400,
+        'validation_error',
+        'INVALID_LABELS',
+        'labels',
+      );
+      expectError(
+        await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?before=yesterday`),
+        400,
+        'validation_error',
+        'INVALID_VALUE',
+        'before',
+      );
     });
 
     it('filters by before and after (exclusive)', async () => {
@@ -428,14 +643,24 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const mid = times[3] as Date;
       const before = await org.client.inboxes.messages.list(inbox, { before: mid, ascending: true });
       expect(before.messages.every((m) => m.timestamp < mid)).toBe(true);
-      expect(before.messages.map((m) => m.messageId)).toEqual(all.messages.filter((m) => m.timestamp < mid).map((m) => m.messageId));
+      expect(before.messages.map((m) => m.messageId)).toEqual(
+        all.messages.filter((m) => m.timestamp < mid).map((m) => m.messageId),
+      );
       const after = await org.client.inboxes.messages.list(inbox, { after: mid });
-      expect(after.messages.map((m) => m.messageId).sort()).toEqual(all.messages.filter((m) => m.timestamp > mid).map((m) => m.messageId).sort());
+      expect(after.messages.map((m) => m.messageId).sort()).toEqual(
+        all.messages
+          .filter((m) => m.timestamp > mid)
+          .map((m) => m.messageId)
+          .sort(),
+      );
     });
 
     it('filters by labels (a JSON array; messages having all of them) after PATCH add_labels/remove_labels', async () => {
       const [m0, m1, m2] = ids as [string, string, string];
-      const updated = await org.client.inboxes.messages.update(inbox, m0, { addLabels: ['work', 'urgent'], removeLabels: ['unread'] });
+      const updated = await org.client.inboxes.messages.update(inbox, m0, {
+        addLabels: ['work', 'urgent'],
+        removeLabels: ['unread'],
+      });
       expect(updated.labels).toEqual(['received', 'work', 'urgent']);
       const full = await server.client049(org.key).inboxes.messages.get(inbox, m0); // 0.5's update answer names only id and labels
       expect(full.updatedAt.getTime()).toBeGreaterThanOrEqual(full.createdAt.getTime());
@@ -450,10 +675,16 @@ describe.each(dialects)('%s: messages', (dialect) => {
       expect(unread.count).toBe(6);
       // A bare label and a repeated parameter work too.
       expect((await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?labels=work`)).body.count).toBe(2);
-      expect((await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?labels=work&labels=urgent`)).body.count).toBe(1);
+      expect(
+        (await call(url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages?labels=work&labels=urgent`)).body.count,
+      ).toBe(1);
       // Paging keeps the filter.
       const p1 = await org.client.inboxes.messages.list(inbox, { labels: ['unread'], limit: 4 });
-      const p2 = await org.client.inboxes.messages.list(inbox, { labels: ['unread'], limit: 4, pageToken: p1.nextPageToken as string });
+      const p2 = await org.client.inboxes.messages.list(inbox, {
+        labels: ['unread'],
+        limit: 4,
+        pageToken: p1.nextPageToken as string,
+      });
       expect(p1.count + p2.count).toBe(6);
     });
   });
@@ -461,21 +692,64 @@ describe.each(dialects)('%s: messages', (dialect) => {
   describe('get and update', () => {
     it('finds a message by its id with or without angle brackets', async () => {
       const org = await organization(server, [unique('g'), unique('h')]);
-      const sent = await org.client.inboxes.messages.send(org.inboxes[0] as string, { to: org.inboxes[1] as string, text: 'x' });
+      const sent = await org.client.inboxes.messages.send(org.inboxes[0] as string, {
+        to: org.inboxes[1] as string,
+        text: 'x',
+      });
       const bare = sent.messageId.slice(1, -1);
       const res = await call(url, org.key, 'GET', `/v0/inboxes/${enc(org.inboxes[0] as string)}/messages/${enc(bare)}`);
       expect(res.body.message_id).toBe(sent.messageId);
       // The inbox address is case-insensitive.
-      expect((await call(url, org.key, 'GET', `/v0/inboxes/${enc((org.inboxes[0] as string).toUpperCase())}/messages/${enc(sent.messageId)}`)).status).toBe(200);
+      expect(
+        (
+          await call(
+            url,
+            org.key,
+            'GET',
+            `/v0/inboxes/${enc((org.inboxes[0] as string).toUpperCase())}/messages/${enc(sent.messageId)}`,
+          )
+        ).status,
+      ).toBe(200);
     });
 
     it('answers 404 for unknown messages and inboxes, with their codes', async () => {
       const org = await organization(server, [unique('nf')]);
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(org.inboxes[0] as string)}/messages/${enc('<nope@inbox.test>')}`), 404, 'not_found', 'MESSAGE_NOT_FOUND', 'message_id');
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc('nobody@inbox.test')}/messages/${enc('<nope@inbox.test>')}`), 404, 'not_found', 'INBOX_NOT_FOUND');
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc('nobody@inbox.test')}/messages`), 404, 'not_found', 'INBOX_NOT_FOUND');
-      expectError(await call(url, org.key, 'POST', `/v0/inboxes/${enc('nobody@inbox.test')}/messages/send`, { to: 'a@inbox.test', text: 'x' }), 404, 'not_found', 'INBOX_NOT_FOUND');
-      const err = await org.client.inboxes.messages.get(org.inboxes[0] as string, '<nope@inbox.test>').catch((e: unknown) => e);
+      expectError(
+        await call(
+          url,
+          org.key,
+          'GET',
+          `/v0/inboxes/${enc(org.inboxes[0] as string)}/messages/${enc('<nope@inbox.test>')}`,
+        ),
+        404,
+        'not_found',
+        'MESSAGE_NOT_FOUND',
+        'message_id',
+      );
+      expectError(
+        await call(url, org.key, 'GET', `/v0/inboxes/${enc('nobody@inbox.test')}/messages/${enc('<nope@inbox.test>')}`),
+        404,
+        'not_found',
+        'INBOX_NOT_FOUND',
+      );
+      expectError(
+        await call(url, org.key, 'GET', `/v0/inboxes/${enc('nobody@inbox.test')}/messages`),
+        404,
+        'not_found',
+        'INBOX_NOT_FOUND',
+      );
+      expectError(
+        await call(url, org.key, 'POST', `/v0/inboxes/${enc('nobody@inbox.test')}/messages/send`, {
+          to: 'a@inbox.test',
+          text: 'x',
+        }),
+        404,
+        'not_found',
+        'INBOX_NOT_FOUND',
+      );
+      const err = await org.client.inboxes.messages
+        .get(org.inboxes[0] as string, '<nope@inbox.test>')
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AgentMail.NotFoundError);
     });
 
@@ -484,10 +758,33 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const [sender, rcpt] = org.inboxes as [string, string];
       const sent = await org.client.inboxes.messages.send(sender, { to: rcpt, text: 'x' });
       const path = `/v0/inboxes/${enc(rcpt)}/messages/${enc(sent.messageId)}`;
-      expectError(await call(url, org.key, 'PATCH', path, { remove_labels: ['received'] }), 400, 'validation_error', 'RESERVED_LABEL', 'remove_labels');
-      expectError(await call(url, org.key, 'PATCH', path, { add_labels: ['sent'] }), 400, 'validation_error', 'RESERVED_LABEL', 'add_labels');
-      expectError(await call(url, org.key, 'PATCH', path, { add_labels: ['a'], remove_labels: ['a'] }), 400, 'validation_error', 'CONFLICTING_LABELS');
-      expectError(await call(url, org.key, 'PATCH', path, { add_labels: ['\u0007'] }), 400, 'validation_error', 'INVALID_LABEL', 'add_labels');
+      expectError(
+        await call(url, org.key, 'PATCH', path, { remove_labels: ['received'] }),
+        400,
+        'validation_error',
+        'RESERVED_LABEL',
+        'remove_labels',
+      );
+      expectError(
+        await call(url, org.key, 'PATCH', path, { add_labels: ['sent'] }),
+        400,
+        'validation_error',
+        'RESERVED_LABEL',
+        'add_labels',
+      );
+      expectError(
+        await call(url, org.key, 'PATCH', path, { add_labels: ['a'], remove_labels: ['a'] }),
+        400,
+        'validation_error',
+        'CONFLICTING_LABELS',
+      );
+      expectError(
+        await call(url, org.key, 'PATCH', path, { add_labels: ['\u0007'] }),
+        400,
+        'validation_error',
+        'INVALID_LABEL',
+        'add_labels',
+      );
       const same = await call(url, org.key, 'PATCH', path, {});
       expect(same.status).toBe(200);
       expect(same.body.labels).toEqual(['received', 'unread']);
@@ -497,10 +794,15 @@ describe.each(dialects)('%s: messages', (dialect) => {
 
   describe('reply', () => {
     it('answers the sender in the same thread on both sides, with In-Reply-To, References and Re:', async () => {
-      const org = await organization(server, [{ username: unique('ann'), displayName: 'Ann' }, { username: unique('ben'), displayName: 'Ben' }]);
+      const org = await organization(server, [
+        { username: unique('ann'), displayName: 'Ann' },
+        { username: unique('ben'), displayName: 'Ben' },
+      ]);
       const [ann, ben] = org.inboxes as [string, string];
       const first = await org.client.inboxes.messages.send(ann, { to: ben, subject: 'Plan', text: 'Shall we?' });
-      const reply = await org.client.inboxes.messages.reply(ben, first.messageId, { text: 'Yes.\n\nOn Monday, Ann wrote:\n> Shall we?' });
+      const reply = await org.client.inboxes.messages.reply(ben, first.messageId, {
+        text: 'Yes.\n\nOn Monday, Ann wrote:\n> Shall we?',
+      });
       const benCopy = await org.client.inboxes.messages.get(ben, first.messageId);
       expect(reply.threadId).toBe(benCopy.threadId);
 
@@ -544,14 +846,19 @@ describe.each(dialects)('%s: messages', (dialect) => {
       expect((await org.client.inboxes.messages.get(a, followUp.messageId)).to).toEqual([b]);
       const answer = await org.client.inboxes.messages.reply(b, first.messageId, { text: 'to the desk' });
       expect((await org.client.inboxes.messages.get(b, answer.messageId)).to).toEqual([desk]);
-      expect((await org.client.inboxes.messages.list(desk)).messages.map((m) => m.messageId)).toContain(answer.messageId);
+      expect((await org.client.inboxes.messages.list(desk)).messages.map((m) => m.messageId)).toContain(
+        answer.messageId,
+      );
     });
 
     it('reply-all answers the sender and every other to and cc recipient, never the inbox itself', async () => {
       const org = await organization(server, [unique('s'), unique('me'), unique('o1'), unique('o2')]);
       const [s, me, o1, o2] = org.inboxes as [string, string, string, string];
       const first = await org.client.inboxes.messages.send(s, { to: [me, o1], cc: o2, subject: 'All', text: 'hi all' });
-      const viaEndpoint = await org.client.inboxes.messages.replyAll(me, first.messageId, { text: 'hello everyone', labels: ['answered'] });
+      const viaEndpoint = await org.client.inboxes.messages.replyAll(me, first.messageId, {
+        text: 'hello everyone',
+        labels: ['answered'],
+      });
       const mine = await org.client.inboxes.messages.get(me, viaEndpoint.messageId);
       expect(mine.to).toEqual([s, o1]);
       expect(mine.cc).toEqual([o2]);
@@ -572,10 +879,38 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const org = await organization(server, [unique('r'), unique('q')]);
       const [r, q] = org.inboxes as [string, string];
       const first = await org.client.inboxes.messages.send(r, { to: q, text: 'x' });
-      expectError(await call(url, org.key, 'POST', `/v0/inboxes/${enc(q)}/messages/${enc(first.messageId)}/reply`, {}), 400, 'validation_error', 'MISSING_CONTENT');
-      expectError(await call(url, org.key, 'POST', `/v0/inboxes/${enc(q)}/messages/${enc(first.messageId)}/reply`, { text: 'x', cc: 'bad' }), 400, 'validation_error', 'INVALID_EMAIL', 'cc');
-      expectError(await call(url, org.key, 'POST', `/v0/inboxes/${enc(q)}/messages/${enc('<none@inbox.test>')}/reply`, { text: 'x' }), 404, 'not_found', 'MESSAGE_NOT_FOUND');
-      expectError(await call(url, org.key, 'POST', `/v0/inboxes/${enc(q)}/messages/${enc('<none@inbox.test>')}/reply-all`, { text: 'x' }), 404, 'not_found', 'MESSAGE_NOT_FOUND');
+      expectError(
+        await call(url, org.key, 'POST', `/v0/inboxes/${enc(q)}/messages/${enc(first.messageId)}/reply`, {}),
+        400,
+        'validation_error',
+        'MISSING_CONTENT',
+      );
+      expectError(
+        await call(url, org.key, 'POST', `/v0/inboxes/${enc(q)}/messages/${enc(first.messageId)}/reply`, {
+          text: 'x',
+          cc: 'bad',
+        }),
+        400,
+        'validation_error',
+        'INVALID_EMAIL',
+        'cc',
+      );
+      expectError(
+        await call(url, org.key, 'POST', `/v0/inboxes/${enc(q)}/messages/${enc('<none@inbox.test>')}/reply`, {
+          text: 'x',
+        }),
+        404,
+        'not_found',
+        'MESSAGE_NOT_FOUND',
+      );
+      expectError(
+        await call(url, org.key, 'POST', `/v0/inboxes/${enc(q)}/messages/${enc('<none@inbox.test>')}/reply-all`, {
+          text: 'x',
+        }),
+        404,
+        'not_found',
+        'MESSAGE_NOT_FOUND',
+      );
     });
   });
 
@@ -608,7 +943,11 @@ describe.each(dialects)('%s: messages', (dialect) => {
       expect(got.html).toContain('Subject: Quarterly &#60;numbers&#62;<br>');
       expect(got.html).toContain('<p>See the <b>report</b>.</p>');
       expect(got.attachments?.map((a) => [a.filename, a.contentType, a.size])).toEqual([['q3.csv', 'text/csv', 8]]);
-      const link = await org.client.inboxes.messages.getAttachment(fc, fwd.messageId, got.attachments?.[0]?.attachmentId as string);
+      const link = await org.client.inboxes.messages.getAttachment(
+        fc,
+        fwd.messageId,
+        got.attachments?.[0]?.attachmentId as string,
+      );
       expect(await (await fetch(link.downloadUrl)).text()).toBe('a,b\n1,2\n');
 
       // The recipient starts a thread of its own; the sender's copy names the original.
@@ -619,11 +958,20 @@ describe.each(dialects)('%s: messages', (dialect) => {
       expect(mine.references).toEqual([first.messageId]);
     });
 
-    it('keeps a given subject and adds the caller\'s attachments before the original\'s', async () => {
+    it("keeps a given subject and adds the caller's attachments before the original's", async () => {
       const org = await organization(server, [unique('ga'), unique('gb')]);
       const [ga, gb] = org.inboxes as [string, string];
-      const first = await org.client.inboxes.messages.send(ga, { to: gb, subject: 'Fwd: already', text: 'x', attachments: [{ filename: 'one.txt', content: b64('1') }] });
-      const fwd = await org.client.inboxes.messages.forward(gb, first.messageId, { to: ga, subject: 'Have a look', attachments: [{ filename: 'mine.txt', content: b64('2') }] });
+      const first = await org.client.inboxes.messages.send(ga, {
+        to: gb,
+        subject: 'Fwd: already',
+        text: 'x',
+        attachments: [{ filename: 'one.txt', content: b64('1') }],
+      });
+      const fwd = await org.client.inboxes.messages.forward(gb, first.messageId, {
+        to: ga,
+        subject: 'Have a look',
+        attachments: [{ filename: 'mine.txt', content: b64('2') }],
+      });
       const got = await org.client.inboxes.messages.get(ga, fwd.messageId);
       expect(got.subject).toBe('Have a look');
       expect(got.attachments?.map((a) => a.filename)).toEqual(['mine.txt', 'one.txt']);
@@ -637,11 +985,46 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const [ha, hb] = org.inboxes as [string, string];
       const first = await org.client.inboxes.messages.send(ha, { to: hb, text: 'x' });
       const path = `/v0/inboxes/${enc(hb)}/messages/${enc(first.messageId)}/forward`;
-      expectError(await call(url, org.key, 'POST', path, { text: 'no recipient' }), 400, 'validation_error', 'MISSING_RECIPIENT', 'to');
-      expectError(await call(url, org.key, 'POST', path, { to: 'not-an-address' }), 400, 'validation_error', 'INVALID_EMAIL', 'to');
-      expectError(await call(url, org.key, 'POST', path, { to: ha, attachments: [{ content: '!!' }] }), 400, 'validation_error', 'INVALID_ATTACHMENT');
-      expectError(await call(url, org.key, 'POST', `/v0/inboxes/${enc(hb)}/messages/${enc('<none@inbox.test>')}/forward`, { to: ha }), 404, 'not_found', 'MESSAGE_NOT_FOUND');
-      expectError(await call(url, org.key, 'POST', `/v0/inboxes/${enc(`nobody@${hb.split('@')[1]}`)}/messages/${enc(first.messageId)}/forward`, { to: ha }), 404, 'not_found', 'INBOX_NOT_FOUND');
+      expectError(
+        await call(url, org.key, 'POST', path, { text: 'no recipient' }),
+        400,
+        'validation_error',
+        'MISSING_RECIPIENT',
+        'to',
+      );
+      expectError(
+        await call(url, org.key, 'POST', path, { to: 'not-an-address' }),
+        400,
+        'validation_error',
+        'INVALID_EMAIL',
+        'to',
+      );
+      expectError(
+        await call(url, org.key, 'POST', path, { to: ha, attachments: [{ content: '!!' }] }),
+        400,
+        'validation_error',
+        'INVALID_ATTACHMENT',
+      );
+      expectError(
+        await call(url, org.key, 'POST', `/v0/inboxes/${enc(hb)}/messages/${enc('<none@inbox.test>')}/forward`, {
+          to: ha,
+        }),
+        404,
+        'not_found',
+        'MESSAGE_NOT_FOUND',
+      );
+      expectError(
+        await call(
+          url,
+          org.key,
+          'POST',
+          `/v0/inboxes/${enc(`nobody@${hb.split('@')[1]}`)}/messages/${enc(first.messageId)}/forward`,
+          { to: ha },
+        ),
+        404,
+        'not_found',
+        'INBOX_NOT_FOUND',
+      );
       const other = await organization(server, [unique('hx')]);
       expectError(await call(url, other.key, 'POST', path, { to: ha }), 404, 'not_found', 'INBOX_NOT_FOUND');
       expectError(await call(url, undefined, 'POST', path, { to: ha }), 401, 'authentication_error', 'MISSING_API_KEY');
@@ -653,7 +1036,11 @@ describe.each(dialects)('%s: messages', (dialect) => {
       const owner = await organization(server, [unique('own'), unique('peer')]);
       const other = await organization(server, [unique('oth')]);
       const [inbox, peer] = owner.inboxes as [string, string];
-      const sent = await owner.client.inboxes.messages.send(inbox, { to: peer, text: 'private', attachments: [{ filename: 'a.txt', content: b64('a') }] });
+      const sent = await owner.client.inboxes.messages.send(inbox, {
+        to: peer,
+        text: 'private',
+        attachments: [{ filename: 'a.txt', content: b64('a') }],
+      });
       const got = await owner.client.inboxes.messages.get(inbox, sent.messageId);
       const att = got.attachments?.[0]?.attachmentId as string;
       const m = `/v0/inboxes/${enc(inbox)}/messages/${enc(sent.messageId)}`;
@@ -669,15 +1056,35 @@ describe.each(dialects)('%s: messages', (dialect) => {
         ['POST', `/v0/inboxes/${enc(inbox)}/messages`, { to: peer, text: 'x' }],
       ] as const) {
         const res = await call(url, other.key, method, path, body);
-        expect({ method, path, status: res.status, type: res.body.error?.type }).toEqual({ method, path, status: 404, type: 'not_found' });
+        expect({ method, path, status: res.status, type: res.body.error?.type }).toEqual({
+          method,
+          path,
+          status: 404,
+          type: 'not_found',
+        });
       }
       // Nor does another organization's message id resolve through its own inbox.
-      expectError(await call(url, other.key, 'GET', `/v0/inboxes/${enc(other.inboxes[0] as string)}/messages/${enc(sent.messageId)}`), 404, 'not_found', 'MESSAGE_NOT_FOUND');
+      expectError(
+        await call(
+          url,
+          other.key,
+          'GET',
+          `/v0/inboxes/${enc(other.inboxes[0] as string)}/messages/${enc(sent.messageId)}`,
+        ),
+        404,
+        'not_found',
+        'MESSAGE_NOT_FOUND',
+      );
       expect((await owner.client.inboxes.messages.get(inbox, sent.messageId)).labels).toEqual(['sent']);
     });
 
     it('answers 401 without a key', async () => {
-      expectError(await call(url, undefined, 'GET', `/v0/inboxes/${enc('a@inbox.test')}/messages`), 401, 'authentication_error', 'MISSING_API_KEY');
+      expectError(
+        await call(url, undefined, 'GET', `/v0/inboxes/${enc('a@inbox.test')}/messages`),
+        401,
+        'authentication_error',
+        'MISSING_API_KEY',
+      );
     });
   });
 });
@@ -697,11 +1104,18 @@ describe.each(dialects)('%s: daily send limit', (dialect) => {
   it('answers 429 SEND_LIMIT_EXCEEDED with Retry-After until UTC midnight, per organization, and stores nothing', async () => {
     const org = await organization(server, [unique('q'), unique('r')]);
     const [sender, rcpt] = org.inboxes as [string, string];
-    const send = () => call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to: rcpt, text: 'x' });
+    const send = () =>
+      call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to: rcpt, text: 'x' });
     for (let i = 0; i < 2; i++) expect((await send()).status).toBe(200);
     // A reply counts as a sent message too.
     const first = (await org.client.inboxes.messages.list(rcpt)).messages[0] as AgentMail.MessageItem;
-    expect((await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(rcpt)}/messages/${enc(first.messageId)}/reply`, { text: 'r' })).status).toBe(200);
+    expect(
+      (
+        await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(rcpt)}/messages/${enc(first.messageId)}/reply`, {
+          text: 'r',
+        })
+      ).status,
+    ).toBe(200);
 
     const refused = await send();
     expectError(refused, 429, 'rate_limit_exceeded', 'SEND_LIMIT_EXCEEDED');
@@ -713,7 +1127,14 @@ describe.each(dialects)('%s: daily send limit', (dialect) => {
 
     // Another organization has its own quota.
     const other = await organization(server, [unique('o')]);
-    expect((await call(server.url, other.key, 'POST', `/v0/inboxes/${enc(other.inboxes[0] as string)}/messages/send`, { to: rcpt, text: 'x' })).status).toBe(200);
+    expect(
+      (
+        await call(server.url, other.key, 'POST', `/v0/inboxes/${enc(other.inboxes[0] as string)}/messages/send`, {
+          to: rcpt,
+          text: 'x',
+        })
+      ).status,
+    ).toBe(200);
 
     // The next UTC day starts afresh.
     clock.advance(61_000);
@@ -723,7 +1144,11 @@ describe.each(dialects)('%s: daily send limit', (dialect) => {
   it('counts concurrent sends exactly: the limit holds, and refused sends leave nothing behind', async () => {
     const org = await organization(server, [unique('c'), unique('d')]);
     const [sender, rcpt] = org.inboxes as [string, string];
-    const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to: rcpt, text: `n${i}` })));
+    const replies = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        call(server.url, org.key, 'POST', `/v0/inboxes/${enc(sender)}/messages/send`, { to: rcpt, text: `n${i}` }),
+      ),
+    );
     expect(replies.map((r) => r.status).sort()).toEqual([200, 200, 200, ...Array.from({ length: 9 }, () => 429)]);
     expect((await org.client.inboxes.messages.list(sender)).count).toBe(3);
     expect((await org.client.inboxes.messages.list(rcpt)).count).toBe(3);

@@ -15,7 +15,10 @@ describe.each(dialects)('%s: the inbox API while Redis is down', (dialect) => {
   let server: InboxTestServer;
   beforeAll(async () => {
     redis = await privateRedis();
-    server = await startInboxServer({ dialect, env: { REDIS_URL: redis.url, INBOX_RATE_LIMIT_PER_MINUTE: '1000', INBOX_MANAGEMENT_PORT: '0' } });
+    server = await startInboxServer({
+      dialect,
+      env: { REDIS_URL: redis.url, INBOX_RATE_LIMIT_PER_MINUTE: '1000', INBOX_MANAGEMENT_PORT: '0' },
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -33,7 +36,12 @@ describe.each(dialects)('%s: the inbox API while Redis is down', (dialect) => {
     const client = server.client(key);
     await client.inboxes.create({ username: 'redis-outage' });
     expect(await readyz()).toEqual({ status: 200, body: { status: 'ready', checks: { database: 'ok', redis: 'ok' } } });
-    const metric = async (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(await (await fetch(`${server.service.managementUrl}/metrics`)).text())?.[1] ?? 'NaN');
+    const metric = async (name: string) =>
+      Number(
+        new RegExp(`^${name} (\\d+)`, 'm').exec(
+          await (await fetch(`${server.service.managementUrl}/metrics`)).text(),
+        )?.[1] ?? 'NaN',
+      );
     expect(await metric('redis_up')).toBe(1);
     expect(await metric('rate_limit_fallback_total')).toBe(0);
 
@@ -47,10 +55,16 @@ describe.each(dialects)('%s: the inbox API while Redis is down', (dialect) => {
     expect(res.headers.get('ratelimit-limit')).toBe('1000');
     expect(await metric('redis_up')).toBe(0);
     expect(await metric('rate_limit_fallback_total')).toBeGreaterThanOrEqual(6);
-    expect(await readyz()).toEqual({ status: 200, body: { status: 'degraded', checks: { database: 'ok', redis: 'degraded' } } });
+    expect(await readyz()).toEqual({
+      status: 200,
+      body: { status: 'degraded', checks: { database: 'ok', redis: 'degraded' } },
+    });
 
     await redis.start();
-    await until(async () => (await client.inboxes.list(), (await readyz()).body as { status: string }).status === 'ready', 'Redis to be used again');
+    await until(
+      async () => (await client.inboxes.list(), (await readyz()).body as { status: string }).status === 'ready',
+      'Redis to be used again',
+    );
     expect(await readyz()).toEqual({ status: 200, body: { status: 'ready', checks: { database: 'ok', redis: 'ok' } } });
   });
 });

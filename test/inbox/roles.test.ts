@@ -3,7 +3,13 @@ import { loadConfig } from '../../src/platform/config/config.js';
 import { inboxConfigSpec } from '../../src/inbox/inbox.config.js';
 import { perProcessStateWarnings } from '../../src/inbox/service.js';
 import { createHook, newTenant } from '../support/inbox-webhooks.js';
-import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestDatabase, type InboxTestServer } from '../support/inbox-server.js';
+import {
+  createInboxTestDatabase,
+  dialects,
+  startInboxServer,
+  type InboxTestDatabase,
+  type InboxTestServer,
+} from '../support/inbox-server.js';
 import { deliver, storedMessageId } from '../support/smtp-client.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { simpleMessage, smtpPort } from './smtp-inbound.helpers.js';
@@ -57,10 +63,17 @@ describe.each(dialects)('%s: one role per process', (dialect) => {
   it('mail taken by the smtp-only process wakes the worker of another process through the database, not a poll', async () => {
     const tenant = await newTenant(api, 'woken');
     await createHook(api, receiver, tenant, '/received', { event_types: ['message.received'] });
-    const result = await deliver(smtpPort(smtp), { from: 'someone@example.org', to: [tenant.inboxId], message: simpleMessage({ to: tenant.inboxId, subject: 'wake up' }) });
+    const result = await deliver(smtpPort(smtp), {
+      from: 'someone@example.org',
+      to: [tenant.inboxId],
+      message: simpleMessage({ to: tenant.inboxId, subject: 'wake up' }),
+    });
     const messageId = storedMessageId(result.data);
     await receiver.waitFor(1, 10_000);
-    const body = JSON.parse(receiver.received[0]?.body ?? '{}') as { event_type: string; message: { message_id: string } };
+    const body = JSON.parse(receiver.received[0]?.body ?? '{}') as {
+      event_type: string;
+      message: { message_id: string };
+    };
     expect([body.event_type, body.message.message_id]).toEqual(['message.received', messageId]);
   });
 
@@ -68,7 +81,9 @@ describe.each(dialects)('%s: one role per process', (dialect) => {
     const tenant = await newTenant(api, 'sender');
     const before = receiver.received.length;
     await createHook(api, receiver, tenant, '/sent', { event_types: ['message.sent'] });
-    await api.client(tenant.key).inboxes.messages.send(tenant.inboxId, { to: [tenant.inboxId], subject: 'to myself', text: 'hi' });
+    await api
+      .client(tenant.key)
+      .inboxes.messages.send(tenant.inboxId, { to: [tenant.inboxId], subject: 'to myself', text: 'hi' });
     await receiver.waitFor(before + 1, 10_000);
     expect(receiver.received.slice(before).map((r) => r.path)).toContain('/sent');
   });
@@ -77,11 +92,14 @@ describe.each(dialects)('%s: one role per process', (dialect) => {
 describe('warnings at start about limits kept per process', () => {
   const config = (env: Record<string, string>) => loadConfig(inboxConfigSpec, env);
   it('warns on PostgreSQL with the API and no Redis, and on SQLite with the roles split; not otherwise', () => {
-    const messages = (env: Record<string, string>, dialect: 'sqlite' | 'postgres') => perProcessStateWarnings(config(env), dialect).map((w) => w.message);
+    const messages = (env: Record<string, string>, dialect: 'sqlite' | 'postgres') =>
+      perProcessStateWarnings(config(env), dialect).map((w) => w.message);
     expect(messages({}, 'postgres')).toEqual([expect.stringMatching(/rate limit is counted per process/)]);
     expect(messages({ REDIS_URL: 'redis://127.0.0.1:6379' }, 'postgres')).toEqual([]);
     expect(messages({ INBOX_ROLES: 'worker' }, 'postgres')).toEqual([]);
     expect(messages({}, 'sqlite')).toEqual([]);
-    expect(messages({ INBOX_ROLES: 'api,worker' }, 'sqlite')).toEqual([expect.stringMatching(/roles split across processes on SQLite/)]);
+    expect(messages({ INBOX_ROLES: 'api,worker' }, 'sqlite')).toEqual([
+      expect.stringMatching(/roles split across processes on SQLite/),
+    ]);
   });
 });

@@ -86,7 +86,13 @@ function routes(f: Fixture): Route[] {
  * The fixture's identifiers that must never appear in an answer to another scope. a2 received
  * the message from a1: keys reaching a2 legitimately see a1's address and the Message-ID in a2's copy.
  */
-const secrets = (f: Fixture, sawTheMail: boolean) => [...(sawTheMail ? [] : [f.a1, f.messageId.replace(/[<>]/g, '')]), f.p1, f.threadId, f.webhookId, f.p1KeyId];
+const secrets = (f: Fixture, sawTheMail: boolean) => [
+  ...(sawTheMail ? [] : [f.a1, f.messageId.replace(/[<>]/g, '')]),
+  f.p1,
+  f.threadId,
+  f.webhookId,
+  f.p1KeyId,
+];
 
 function expectNothingOf(f: Fixture, reply: Reply, sawTheMail: boolean): void {
   const text = reply.bytes.toString();
@@ -104,9 +110,17 @@ describe.each(dialects)('scope isolation of every route (%s)', (dialect) => {
     const p2 = await org.client.pods.create({ name: 'p2' });
     const a1 = (await org.client.pods.inboxes.create(p1.podId, { username: unique('a1') })).inboxId;
     const a2 = (await org.client.pods.inboxes.create(p2.podId, { username: unique('a2') })).inboxId;
-    const sent = await org.client.inboxes.messages.send(a1, { to: a2, subject: 'private', text: 'secret', attachments: [{ filename: 'a.txt', contentType: 'text/plain', content: b64('attached') }] });
+    const sent = await org.client.inboxes.messages.send(a1, {
+      to: a2,
+      subject: 'private',
+      text: 'secret',
+      attachments: [{ filename: 'a.txt', contentType: 'text/plain', content: b64('attached') }],
+    });
     const message = await org.client.inboxes.messages.get(a1, sent.messageId);
-    const webhook = await org.client.webhooks.create({ url: 'https://example.org/hook', eventTypes: ['message.received'] });
+    const webhook = await org.client.webhooks.create({
+      url: 'https://example.org/hook',
+      eventTypes: ['message.received'],
+    });
     const p1Key = bearerKey(await org.client.pods.apiKeys.create(p1.podId, { name: 'p1' }));
     const p2Key = bearerKey(await org.client.pods.apiKeys.create(p2.podId, { name: 'p2' }));
     const a2Key = bearerKey(await org.client.inboxes.apiKeys.create(a2, { name: 'a2' }));
@@ -136,7 +150,10 @@ describe.each(dialects)('scope isolation of every route (%s)', (dialect) => {
     it(`${who}: 404 on every route of another scope, and nothing changes`, async () => {
       for (const [method, path, body] of routes(f)) {
         const reply = await call(server.url, f[who], method, path, body);
-        expect({ route: `${method} ${path}`, status: reply.status }).toEqual({ route: `${method} ${path}`, status: 404 });
+        expect({ route: `${method} ${path}`, status: reply.status }).toEqual({
+          route: `${method} ${path}`,
+          status: 404,
+        });
         // The error envelope and nothing else (its message may repeat the path the caller sent).
         expectError(reply, 404, 'not_found', reply.body.error.details.code);
       }
@@ -171,20 +188,34 @@ describe.each(dialects)('scope isolation of every route (%s)', (dialect) => {
         if (key === f.p1Key && path.startsWith('/v0/webhooks/')) continue;
         if (key === f.p1Key && path === `/v0/api-keys/${f.p1KeyId}`) continue;
         const reply = await call(server.url, key, method, path);
-        expect({ route: `${method} ${path}`, status: reply.status }).toEqual({ route: `${method} ${path}`, status: 200 });
+        expect({ route: `${method} ${path}`, status: reply.status }).toEqual({
+          route: `${method} ${path}`,
+          status: 200,
+        });
       }
     }
     const listed = await call(server.url, f.p1Key, 'GET', '/v0/threads');
     expect(listed.body.threads.map((t: { inbox_id: string }) => t.inbox_id)).toEqual([f.a1]);
-    expect((await call(server.url, f.p1Key, 'GET', '/v0/inboxes')).body.inboxes.map((i: { inbox_id: string }) => i.inbox_id)).toEqual([f.a1]);
-    expect((await call(server.url, f.p1Key, 'GET', '/v0/pods')).body.pods.map((p: { pod_id: string }) => p.pod_id)).toEqual([f.p1]);
+    expect(
+      (await call(server.url, f.p1Key, 'GET', '/v0/inboxes')).body.inboxes.map((i: { inbox_id: string }) => i.inbox_id),
+    ).toEqual([f.a1]);
+    expect(
+      (await call(server.url, f.p1Key, 'GET', '/v0/pods')).body.pods.map((p: { pod_id: string }) => p.pod_id),
+    ).toEqual([f.p1]);
     // An inbox key sees its inbox only, and no pod.
-    expect((await call(server.url, f.a2Key, 'GET', '/v0/inboxes')).body.inboxes.map((i: { inbox_id: string }) => i.inbox_id)).toEqual([f.a2]);
+    expect(
+      (await call(server.url, f.a2Key, 'GET', '/v0/inboxes')).body.inboxes.map((i: { inbox_id: string }) => i.inbox_id),
+    ).toEqual([f.a2]);
     expect((await call(server.url, f.a2Key, 'GET', '/v0/pods')).body.pods).toEqual([]);
     // A pod key creates inboxes in its pod only.
     const made = await call(server.url, f.p1Key, 'POST', '/v0/inboxes', { username: unique('p1new') });
     expect(made.body.pod_id).toBe(f.p1);
-    expectError(await call(server.url, f.a2Key, 'POST', '/v0/inboxes', { username: unique('a2new') }), 403, 'permission_error', 'OUT_OF_SCOPE');
+    expectError(
+      await call(server.url, f.a2Key, 'POST', '/v0/inboxes', { username: unique('a2new') }),
+      403,
+      'permission_error',
+      'OUT_OF_SCOPE',
+    );
   });
 
   it('webhooks of a scoped key: seen only in its scope, and hearing only its scope', async () => {
@@ -193,17 +224,47 @@ describe.each(dialects)('scope isolation of every route (%s)', (dialect) => {
     const id = hook.body.webhook_id as string;
     expect((await call(server.url, f.orgKey, 'GET', `/v0/webhooks/${id}`)).status).toBe(200);
     expectError(await call(server.url, f.p1Key, 'GET', `/v0/webhooks/${id}`), 404, 'not_found', 'WEBHOOK_NOT_FOUND');
-    expect((await call(server.url, f.p2Key, 'GET', '/v0/webhooks')).body.webhooks.map((w: { webhook_id: string }) => w.webhook_id)).toEqual([id]);
+    expect(
+      (await call(server.url, f.p2Key, 'GET', '/v0/webhooks')).body.webhooks.map(
+        (w: { webhook_id: string }) => w.webhook_id,
+      ),
+    ).toEqual([id]);
     // Filters outside the scope are refused.
-    expectError(await call(server.url, f.p2Key, 'POST', '/v0/webhooks', { url: 'https://example.org/x', inbox_ids: [f.a1] }), 400, 'validation_error', 'UNKNOWN_INBOX_ID', 'inbox_ids');
-    expectError(await call(server.url, f.p2Key, 'POST', '/v0/webhooks', { url: 'https://example.org/x', pod_ids: [f.p1] }), 400, 'validation_error', 'UNKNOWN_POD_ID', 'pod_ids');
+    expectError(
+      await call(server.url, f.p2Key, 'POST', '/v0/webhooks', { url: 'https://example.org/x', inbox_ids: [f.a1] }),
+      400,
+      'validation_error',
+      'UNKNOWN_INBOX_ID',
+      'inbox_ids',
+    );
+    expectError(
+      await call(server.url, f.p2Key, 'POST', '/v0/webhooks', { url: 'https://example.org/x', pod_ids: [f.p1] }),
+      400,
+      'validation_error',
+      'UNKNOWN_POD_ID',
+      'pod_ids',
+    );
     // Mail from a1 (P1) to a2 (P2): the P2 webhook hears a2's events only.
-    await call(server.url, f.orgKey, 'POST', `/v0/inboxes/${enc(f.a1)}/messages/send`, { to: f.a2, subject: 'to p2', text: 'x' });
+    await call(server.url, f.orgKey, 'POST', `/v0/inboxes/${enc(f.a1)}/messages/send`, {
+      to: f.a2,
+      subject: 'to p2',
+      text: 'x',
+    });
     const db = server.service.runtime.services.db;
     const jobs = await db.selectFrom('jobs').select('payload').where('queue', '=', 'webhook.deliver').execute();
-    const mine = jobs.map((j) => JSON.parse(j.payload) as { webhook_id: string; event_id: string }).filter((j) => j.webhook_id === id);
+    const mine = jobs
+      .map((j) => JSON.parse(j.payload) as { webhook_id: string; event_id: string })
+      .filter((j) => j.webhook_id === id);
     expect(mine.length).toBeGreaterThan(0);
-    const events = await db.selectFrom('events').select(['event_id', 'inbox_id']).where('event_id', 'in', mine.map((j) => j.event_id)).execute();
+    const events = await db
+      .selectFrom('events')
+      .select(['event_id', 'inbox_id'])
+      .where(
+        'event_id',
+        'in',
+        mine.map((j) => j.event_id),
+      )
+      .execute();
     expect(new Set(events.map((e) => e.inbox_id))).toEqual(new Set([f.a2]));
   });
 

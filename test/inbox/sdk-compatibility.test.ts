@@ -13,9 +13,21 @@ describe('the SDK surface reader', () => {
     // agentmail 0.5.27 has 141 methods (140 HTTP + the WebSocket), 0.4.9 has 93.
     expect(current.length).toBe(141);
     expect(previous.length).toBe(93);
-    expect(current.find((m) => m.name === 'inboxes.messages.send')).toEqual({ name: 'inboxes.messages.send', verb: 'POST', path: '/v0/inboxes/{}/messages/send' });
-    expect(current.find((m) => m.name === 'inboxes.lists.get')).toEqual({ name: 'inboxes.lists.get', verb: 'GET', path: '/v0/inboxes/{}/lists/{}/{}/{}' });
-    expect(current.find((m) => m.name === 'websockets.connect')).toEqual({ name: 'websockets.connect', verb: 'WS', path: '/v0' });
+    expect(current.find((m) => m.name === 'inboxes.messages.send')).toEqual({
+      name: 'inboxes.messages.send',
+      verb: 'POST',
+      path: '/v0/inboxes/{}/messages/send',
+    });
+    expect(current.find((m) => m.name === 'inboxes.lists.get')).toEqual({
+      name: 'inboxes.lists.get',
+      verb: 'GET',
+      path: '/v0/inboxes/{}/lists/{}/{}/{}',
+    });
+    expect(current.find((m) => m.name === 'websockets.connect')).toEqual({
+      name: 'websockets.connect',
+      verb: 'WS',
+      path: '/v0',
+    });
   });
 });
 
@@ -37,7 +49,13 @@ describe.each(dialects)('%s: README Compatibility table', (dialect) => {
   it('names nothing hosted-only or missing that answers with anything but the error envelope', async () => {
     for (const row of rows.filter((r) => r.status !== 'yes' && r.verb !== 'WS')) {
       const path = row.path.replaceAll('{}', row.path.includes('/lists/') ? 'send' : 'x');
-      const reply = await call(server.url, key, row.verb, path, row.verb === 'GET' || row.verb === 'DELETE' ? undefined : {});
+      const reply = await call(
+        server.url,
+        key,
+        row.verb,
+        path,
+        row.verb === 'GET' || row.verb === 'DELETE' ? undefined : {},
+      );
       expect(reply.status, `${row.name}`).toBeGreaterThanOrEqual(400);
       expect(Object.keys(reply.body), `${row.name}`).toEqual(['error']);
     }
@@ -52,7 +70,12 @@ describe.each(dialects)('%s: README Compatibility table', (dialect) => {
 describe('the strict wire-shape check', () => {
   it('fails on a missing required field, a wrong type and an unknown key, and passes a complete body', () => {
     expect(() => expectWireShape('pods.Pod', { pod_id: 'p' })).toThrow(/Missing required key/);
-    const pod = { pod_id: 'p', name: 'n', updated_at: '2026-01-01T00:00:00.000Z', created_at: '2026-01-01T00:00:00.000Z' };
+    const pod = {
+      pod_id: 'p',
+      name: 'n',
+      updated_at: '2026-01-01T00:00:00.000Z',
+      created_at: '2026-01-01T00:00:00.000Z',
+    };
     expect(() => expectWireShape('pods.Pod', { ...pod, name: 3 })).toThrow(/Expected string/);
     expect(() => expectWireShape('pods.Pod', { ...pod, extra: true })).toThrow(/extra/);
     expectWireShape('pods.Pod', { ...pod, extra: true }, { allowExtraKeys: true });

@@ -34,7 +34,11 @@ async function fakeDns(name: string, rrtype: string): Promise<unknown> {
 }
 
 async function signed(message: string, domain: string): Promise<string> {
-  const key = { signingDomain: domain, selector: 'sel', privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
+  const key = {
+    signingDomain: domain,
+    selector: 'sel',
+    privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+  };
   // mailauth signs for each entry of signatureData (its types also ask for the fields on top).
   const { signatures, errors } = await dkimSign(message, { ...key, signatureData: [key] });
   if (errors.length) throw errors[0];
@@ -48,7 +52,11 @@ describe.each(dialects)('%s: inbound SMTP authentication results', (dialect) => 
   let port: number;
 
   beforeAll(async () => {
-    server = await startInboxServer({ dialect, env: { INBOX_SMTP_VERIFY_AUTH: 'true', INBOX_SMTP_HOSTNAME: 'mx.inbox.test' }, dnsResolver: fakeDns });
+    server = await startInboxServer({
+      dialect,
+      env: { INBOX_SMTP_VERIFY_AUTH: 'true', INBOX_SMTP_HOSTNAME: 'mx.inbox.test' },
+      dnsResolver: fakeDns,
+    });
     org = await organization(server, [unique('auth')]);
     inbox = org.inboxes[0] as string;
     port = smtpPort(server);
@@ -65,7 +73,15 @@ describe.each(dialects)('%s: inbound SMTP authentication results', (dialect) => 
   }
 
   it('passes a DKIM-signed message from an SPF-authorized address with a DMARC policy: no auth label, the verdict in Authentication-Results', async () => {
-    const message = await signed(simpleMessage({ from: 'Signer <news@signed.example>', to: inbox, subject: 'Signed', messageId: `<signed.${unique('s')}@signed.example>` }), 'signed.example');
+    const message = await signed(
+      simpleMessage({
+        from: 'Signer <news@signed.example>',
+        to: inbox,
+        subject: 'Signed',
+        messageId: `<signed.${unique('s')}@signed.example>`,
+      }),
+      'signed.example',
+    );
     const m = await receive('bounce@signed.example', message);
     expect(m.labels).toEqual(['received', 'unread']);
     const results = m.headers['Authentication-Results'] as string;
@@ -75,23 +91,34 @@ describe.each(dialects)('%s: inbound SMTP authentication results', (dialect) => 
     expect(results).toMatch(/dmarc=pass [^;]*header\.from=signed\.example/);
     expect(m.headers['Received-SPF']).toMatch(/^pass /);
     const raw = (await downloadRaw(server, org.key, inbox, m.message_id)).toString('latin1');
-    expect(raw).toMatch(/^Return-Path: <bounce@signed\.example>\r\nReceived: [^]*?\r\nReceived-SPF: pass [^]*?\r\nAuthentication-Results: mx\.inbox\.test;\r\n dkim=pass/);
+    expect(raw).toMatch(
+      /^Return-Path: <bounce@signed\.example>\r\nReceived: [^]*?\r\nReceived-SPF: pass [^]*?\r\nAuthentication-Results: mx\.inbox\.test;\r\n dkim=pass/,
+    );
   });
 
   it('labels mail from a domain with p=reject that fails DMARC `unauthenticated` and `spam`', async () => {
-    const m = await receive('ceo@bank.example', simpleMessage({ from: 'Bank <ceo@bank.example>', to: inbox, subject: 'Urgent wire transfer' }));
+    const m = await receive(
+      'ceo@bank.example',
+      simpleMessage({ from: 'Bank <ceo@bank.example>', to: inbox, subject: 'Urgent wire transfer' }),
+    );
     expect(m.labels).toEqual(['received', 'unread', 'unauthenticated', 'spam']);
     expect(m.headers['Authentication-Results']).toMatch(/spf=fail/);
     expect(m.headers['Authentication-Results']).toMatch(/dmarc=fail/);
   });
 
   it('does not call spam what a policy only samples (pct below 100): `unauthenticated` only', async () => {
-    const m = await receive('a@testing.example', simpleMessage({ from: 'a@testing.example', to: inbox, subject: 'Sampled' }));
+    const m = await receive(
+      'a@testing.example',
+      simpleMessage({ from: 'a@testing.example', to: inbox, subject: 'Sampled' }),
+    );
     expect(m.labels).toEqual(['received', 'unread', 'unauthenticated']);
   });
 
   it('counts a broken DKIM signature as a failure: a body changed after signing is `unauthenticated`', async () => {
-    const message = await signed(simpleMessage({ from: 'news@signed.example', to: inbox, subject: 'Tampered', body: 'original body' }), 'signed.example');
+    const message = await signed(
+      simpleMessage({ from: 'news@signed.example', to: inbox, subject: 'Tampered', body: 'original body' }),
+      'signed.example',
+    );
     // Sent from an address SPF does not cover, so only DKIM could have passed DMARC.
     const m = await receive('other@unknown.example', message.replace('original body', 'changed body'));
     expect(m.labels).toEqual(['received', 'unread', 'unauthenticated', 'spam']);
@@ -99,12 +126,18 @@ describe.each(dialects)('%s: inbound SMTP authentication results', (dialect) => 
   });
 
   it('accepts an aligned DKIM pass as authentication when the domain publishes no DMARC record', async () => {
-    const message = await signed(simpleMessage({ from: 'hello@nodmarc.example', to: inbox, subject: 'No DMARC' }), 'nodmarc.example');
+    const message = await signed(
+      simpleMessage({ from: 'hello@nodmarc.example', to: inbox, subject: 'No DMARC' }),
+      'nodmarc.example',
+    );
     const m = await receive('hello@nodmarc.example', message);
     expect(m.labels).toEqual(['received', 'unread']);
     expect(m.headers['Authentication-Results']).toMatch(/dmarc=none/);
     // Without DMARC and without a signature nothing proves the From domain.
-    const unsigned = await receive('hello@nodmarc.example', simpleMessage({ from: 'hello@nodmarc.example', to: inbox, subject: 'No DMARC, unsigned' }));
+    const unsigned = await receive(
+      'hello@nodmarc.example',
+      simpleMessage({ from: 'hello@nodmarc.example', to: inbox, subject: 'No DMARC, unsigned' }),
+    );
     expect(unsigned.labels).toEqual(['received', 'unread', 'unauthenticated']);
   });
 
@@ -113,7 +146,8 @@ describe.each(dialects)('%s: inbound SMTP authentication results', (dialect) => 
       from: 'ceo@bank.example',
       to: inbox,
       subject: 'Forged verdict',
-      headers: 'Authentication-Results: mx.inbox.test; dkim=pass header.d=bank.example; dmarc=pass\r\nAuthentication-Results: relay.elsewhere.example; spf=pass smtp.mailfrom=ceo@bank.example',
+      headers:
+        'Authentication-Results: mx.inbox.test; dkim=pass header.d=bank.example; dmarc=pass\r\nAuthentication-Results: relay.elsewhere.example; spf=pass smtp.mailfrom=ceo@bank.example',
     });
     const m = await receive('ceo@bank.example', forged);
     const values = (m.headers['Authentication-Results'] as string).split('\n');
@@ -128,17 +162,27 @@ describe.each(dialects)('%s: inbound SMTP authentication results', (dialect) => 
 describe.each(dialects)('%s: inbound SMTP authentication without DNS', (dialect) => {
   it('answers 250 within the time budget when DNS does not answer, with temperror results and `unauthenticated`', async () => {
     const silentDns = () => new Promise<never>(() => undefined);
-    const server = await startInboxServer({ dialect, env: { INBOX_SMTP_VERIFY_AUTH: 'true', INBOX_SMTP_AUTH_TIMEOUT_MS: '400', INBOX_SMTP_HOSTNAME: 'mx.inbox.test' }, dnsResolver: silentDns });
+    const server = await startInboxServer({
+      dialect,
+      env: { INBOX_SMTP_VERIFY_AUTH: 'true', INBOX_SMTP_AUTH_TIMEOUT_MS: '400', INBOX_SMTP_HOSTNAME: 'mx.inbox.test' },
+      dnsResolver: silentDns,
+    });
     try {
       const org = await organization(server, [unique('nodns')]);
       const inbox = org.inboxes[0] as string;
       const started = Date.now();
-      const result = await deliver(smtpPort(server), { from: 'a@sender.example', to: [inbox], message: simpleMessage({ to: inbox, subject: 'DNS is down' }) });
+      const result = await deliver(smtpPort(server), {
+        from: 'a@sender.example',
+        to: [inbox],
+        message: simpleMessage({ to: inbox, subject: 'DNS is down' }),
+      });
       expect(result.data?.code).toBe(250);
       expect(Date.now() - started).toBeLessThan(3_000);
       const m = (await getMessage(server, org.key, inbox, storedMessageId(result.data))).body;
       expect(m.labels).toEqual(['received', 'unread', 'unauthenticated']);
-      expect(m.headers['Authentication-Results']).toBe('mx.inbox.test; dkim=temperror (DNS lookups took over 400 ms); spf=temperror (DNS lookups took over 400 ms); dmarc=temperror (DNS lookups took over 400 ms)');
+      expect(m.headers['Authentication-Results']).toBe(
+        'mx.inbox.test; dkim=temperror (DNS lookups took over 400 ms); spf=temperror (DNS lookups took over 400 ms); dmarc=temperror (DNS lookups took over 400 ms)',
+      );
     } finally {
       await server.close();
     }

@@ -22,8 +22,15 @@ const cases: Record<string, Case> = {
   '01-plain-ascii.eml': {
     from: 'bounces@sender.example',
     check(m) {
-      expect(m).toMatchObject({ message_id: '<plain-ascii.1@sender.example>', from: 'Alice Example <alice@sender.example>', to: ['Corpus <corpus@inbox.test>'], subject: 'Plain ASCII message' });
-      expect(m.text).toContain('\n.a line that starts with a dot must survive dot-stuffing.\n..and one with two dots.\n');
+      expect(m).toMatchObject({
+        message_id: '<plain-ascii.1@sender.example>',
+        from: 'Alice Example <alice@sender.example>',
+        to: ['Corpus <corpus@inbox.test>'],
+        subject: 'Plain ASCII message',
+      });
+      expect(m.text).toContain(
+        '\n.a line that starts with a dot must survive dot-stuffing.\n..and one with two dots.\n',
+      );
       expect(m.html).toBeUndefined();
       // The message's own Return-Path is replaced by ours, from the envelope.
       expect(m.headers['Return-Path']).toBe('<bounces@sender.example>');
@@ -31,9 +38,18 @@ const cases: Record<string, Case> = {
   },
   '02-multipart-alternative.eml': {
     check(m) {
-      expect(m).toMatchObject({ from: '"Bob, the builder" <bob@sender.example>', cc: ['Carol <carol@elsewhere.example>'], reply_to: ['replies@sender.example'], subject: 'Alternative bodies' });
-      expect(m.text).toContain('Hello agent, the meeting moved to Thursday = 10:00. This line is long enough to need a soft line break');
-      expect(m.html).toContain('<p style="color: #333333; font-family: Arial, Helvetica, sans-serif">Hello <b>agent</b>, the meeting moved to Thursday = 10:00.');
+      expect(m).toMatchObject({
+        from: '"Bob, the builder" <bob@sender.example>',
+        cc: ['Carol <carol@elsewhere.example>'],
+        reply_to: ['replies@sender.example'],
+        subject: 'Alternative bodies',
+      });
+      expect(m.text).toContain(
+        'Hello agent, the meeting moved to Thursday = 10:00. This line is long enough to need a soft line break',
+      );
+      expect(m.html).toContain(
+        '<p style="color: #333333; font-family: Arial, Helvetica, sans-serif">Hello <b>agent</b>, the meeting moved to Thursday = 10:00.',
+      );
       expect(m.attachments).toBeUndefined();
     },
   },
@@ -42,8 +58,19 @@ const cases: Record<string, Case> = {
       expect(m.text).toContain('See the logo and the attached report.');
       expect(m.html).toContain('<img src="cid:logo.png@sender.example" alt="logo">');
       expect(m.attachments).toEqual([
-        expect.objectContaining({ filename: 'logo.png', content_type: 'image/png', content_disposition: 'inline', content_id: 'logo.png@sender.example', size: 70 }),
-        expect.objectContaining({ filename: 'report.pdf', content_type: 'application/pdf', content_disposition: 'attachment', size: pdfBytes.length }),
+        expect.objectContaining({
+          filename: 'logo.png',
+          content_type: 'image/png',
+          content_disposition: 'inline',
+          content_id: 'logo.png@sender.example',
+          size: 70,
+        }),
+        expect.objectContaining({
+          filename: 'report.pdf',
+          content_type: 'application/pdf',
+          content_disposition: 'attachment',
+          size: pdfBytes.length,
+        }),
       ]);
       expect((await read.attachment(m.attachments[1].attachment_id)).equals(pdfBytes)).toBe(true);
       expect((await read.attachment(m.attachments[0].attachment_id)).subarray(1, 4).toString()).toBe('PNG');
@@ -78,7 +105,11 @@ const cases: Record<string, Case> = {
   },
   '08-encoded-words.eml': {
     check(m) {
-      expect(m).toMatchObject({ from: 'Élodie Dupont <elodie@sender.example>', to: ['Zürich Team <corpus@inbox.test>', '"Other, Person" <other@elsewhere.example>'], subject: '📧 Newsletter für décembre' });
+      expect(m).toMatchObject({
+        from: 'Élodie Dupont <elodie@sender.example>',
+        to: ['Zürich Team <corpus@inbox.test>', '"Other, Person" <other@elsewhere.example>'],
+        subject: '📧 Newsletter für décembre',
+      });
       expect(m.text).toContain('Bonjour à tous — voici la lettre de décembre. 📧');
       // Headers are kept as the wire carries them; the fields above are decoded.
       expect(m.headers.Subject).toMatch(/^=\?UTF-8\?B\?8J\+TpyBOZXdzbGV0dGVy\?=/);
@@ -86,12 +117,16 @@ const cases: Record<string, Case> = {
   },
   '09-long-folded-headers.eml': {
     check(m) {
-      expect(m.subject).toBe('This subject is deliberately very long so that it has to be folded over several physical lines by the sending mail user agent, as RFC 5322 allows for any header field');
+      expect(m.subject).toBe(
+        'This subject is deliberately very long so that it has to be folded over several physical lines by the sending mail user agent, as RFC 5322 allows for any header field',
+      );
       expect(m.to).toHaveLength(9);
       expect(m.to[8]).toBe('corpus@inbox.test');
       expect(m.in_reply_to).toBe('<ref12.thread@sender.example>');
       expect(m.references).toEqual(Array.from({ length: 12 }, (_, i) => `<ref${i + 1}.thread@sender.example>`));
-      expect(m.headers['X-Long-Custom-Header']).toBe('one two three four five six seven eight nine ten eleven\ttwelve thirteen fourteen');
+      expect(m.headers['X-Long-Custom-Header']).toBe(
+        'one two three four five six seven eight nine ten eleven\ttwelve thirteen fourteen',
+      );
     },
   },
   '10-missing-message-id.eml': {
@@ -107,7 +142,11 @@ const cases: Record<string, Case> = {
     from: 'jörg@bücher.example',
     mailParams: 'BODY=8BITMIME SMTPUTF8',
     check(m) {
-      expect(m).toMatchObject({ message_id: '<smtputf8.11@bücher.example>', from: 'Jörg Grün <jörg@bücher.example>', subject: 'Ünïcödé subject without encoded words ✓' });
+      expect(m).toMatchObject({
+        message_id: '<smtputf8.11@bücher.example>',
+        from: 'Jörg Grün <jörg@bücher.example>',
+        subject: 'Ünïcödé subject without encoded words ✓',
+      });
       expect(m.text).toContain('Grüße von jörg@bücher.example — 日本語も大丈夫。');
       expect(m.headers['Return-Path']).toBe('<jörg@bücher.example>');
       expect(m.headers.Received).toMatch(/with UTF8SMTP/);
@@ -116,9 +155,18 @@ const cases: Record<string, Case> = {
   '12-base64-attachment-rfc2231.eml': {
     async check(m, read) {
       expect(m.attachments).toEqual([
-        expect.objectContaining({ filename: '€-Rechnung März.pdf', content_type: 'application/pdf', content_disposition: 'attachment', size: pdfBytes.length }),
+        expect.objectContaining({
+          filename: '€-Rechnung März.pdf',
+          content_type: 'application/pdf',
+          content_disposition: 'attachment',
+          size: pdfBytes.length,
+        }),
         // A path in a file name is dropped: only the last segment is kept.
-        expect.objectContaining({ filename: 'passwd.csv', content_type: 'text/csv', content_disposition: 'attachment' }),
+        expect.objectContaining({
+          filename: 'passwd.csv',
+          content_type: 'text/csv',
+          content_disposition: 'attachment',
+        }),
       ]);
       expect((await read.attachment(m.attachments[0].attachment_id)).equals(pdfBytes)).toBe(true);
     },
@@ -134,7 +182,9 @@ const cases: Record<string, Case> = {
   '14-forwarded-rfc822.eml': {
     async check(m, read) {
       expect(m.text).toContain('Forwarding the message below.');
-      expect(m.attachments).toEqual([expect.objectContaining({ content_type: 'message/rfc822', content_disposition: 'attachment' })]);
+      expect(m.attachments).toEqual([
+        expect.objectContaining({ content_type: 'message/rfc822', content_disposition: 'attachment' }),
+      ]);
       expect((await read.attachment(m.attachments[0].attachment_id)).toString()).toContain('Subject: The original');
     },
   },
@@ -161,23 +211,40 @@ describe.each(dialects)('%s: inbound SMTP, a corpus of real-world mail', (dialec
   });
 
   it('has a case for every file of test/fixtures/eml/', () => {
-    expect(readdirSync(new URL('../fixtures/eml/', import.meta.url)).filter((f) => f.endsWith('.eml')).sort()).toEqual(Object.keys(cases).sort());
+    expect(
+      readdirSync(new URL('../fixtures/eml/', import.meta.url))
+        .filter((f) => f.endsWith('.eml'))
+        .sort(),
+    ).toEqual(Object.keys(cases).sort());
   });
 
   it.each(Object.entries(cases))('%s is stored and reads back through the API', async (file, c) => {
     const source = fixture(file);
-    const result = await deliver(smtpPort(server), { from: c.from ?? 'sender@sender.example', to: [inbox], message: source, ...(c.mailParams ? { mailParams: c.mailParams } : {}) });
+    const result = await deliver(smtpPort(server), {
+      from: c.from ?? 'sender@sender.example',
+      to: [inbox],
+      message: source,
+      ...(c.mailParams ? { mailParams: c.mailParams } : {}),
+    });
     expect(result.data?.code, result.data?.text).toBe(250);
     const id = storedMessageId(result.data);
     const got = await getMessage(server, org.key, inbox, id);
     expect(got.status).toBe(200);
     expect(got.body).toMatchObject({ inbox_id: inbox, message_id: id, labels: ['received', 'unread'] });
-    const read = { attachment: (aid: string) => downloadAttachment(server, org.key, inbox, id, aid), raw: () => downloadRaw(server, org.key, inbox, id) };
+    const read = {
+      attachment: (aid: string) => downloadAttachment(server, org.key, inbox, id, aid),
+      raw: () => downloadRaw(server, org.key, inbox, id),
+    };
     await c.check(got.body, read);
     // The stored source is the message as received (CRLF line ends), after our trace fields.
     const raw = await read.raw();
-    const body = source.toString('latin1').replace(/\r?\n/g, '\r\n').replace(/^Return-Path: [^\r\n]*\r\n/, '');
+    const body = source
+      .toString('latin1')
+      .replace(/\r?\n/g, '\r\n')
+      .replace(/^Return-Path: [^\r\n]*\r\n/, '');
     expect(raw.toString('latin1').endsWith(body.endsWith('\r\n') ? body : `${body}\r\n`)).toBe(true);
-    expect(raw.toString('latin1')).toMatch(/^Return-Path: <[^>]*>\r\nReceived: from sender\.example \(\[127\.0\.0\.1\]\)\r\n\tby mx\.inbox\.test with \S+ id \S+\r\n\tfor <[^>]+>;\r\n\t.+\r\n/);
+    expect(raw.toString('latin1')).toMatch(
+      /^Return-Path: <[^>]*>\r\nReceived: from sender\.example \(\[127\.0\.0\.1\]\)\r\n\tby mx\.inbox\.test with \S+ id \S+\r\n\tfor <[^>]+>;\r\n\t.+\r\n/,
+    );
   });
 });

@@ -64,16 +64,72 @@ describe.each(dialects)('%s: NUL characters in inbound SMTP mail', (dialect) => 
     ].join('\r\n');
 
   const cases: [string, () => string][] = [
-    ['a raw NUL in the subject', () => simpleMessage({ to: agent, subject: `a${NUL}b`, messageId: `<${unique('s')}@sender.example>` })],
-    ['a NUL in an encoded-word subject', () => simpleMessage({ to: agent, subject: `=?utf-8?B?${b64(`x${NUL}y`)}?=`, messageId: `<${unique('s')}@sender.example>` })],
-    ['a NUL in the sender display name (encoded word)', () => simpleMessage({ to: agent, from: `=?utf-8?B?${b64(`Ev${NUL}il`)}?= <sender@sender.example>`, messageId: `<${unique('s')}@sender.example>` })],
-    ['a raw NUL in the sender display name', () => simpleMessage({ to: agent, from: `"Ev${NUL}il" <sender@sender.example>`, messageId: `<${unique('s')}@sender.example>` })],
-    ['a raw NUL in a plain-text body', () => simpleMessage({ to: agent, body: `line one${NUL}line two`, messageId: `<${unique('s')}@sender.example>` })],
-    ['a quoted-printable =00 in a plain-text body', () => simpleMessage({ to: agent, body: 'before=00after', headers: 'Content-Transfer-Encoding: quoted-printable', messageId: `<${unique('s')}@sender.example>` })],
-    ['a NUL in a Message-ID, In-Reply-To and References', () => simpleMessage({ to: agent, messageId: `<id${NUL}x@sender.example>`, headers: `In-Reply-To: <p${NUL}q@x.example>\r\nReferences: <r${NUL}s@x.example>` })],
-    ['a NUL in a custom header', () => simpleMessage({ to: agent, headers: `X-Custom: v${NUL}w`, messageId: `<${unique('s')}@sender.example>` })],
-    ['NULs in base64 text and html parts and an attachment file name', () => multipart({ text: `te${NUL}xt`, html: `<p>ht${NUL}ml</p>`, filename: `fi${NUL}le.bin` })],
-    ['a NUL in an encoded attachment file name and a content-type parameter', () => multipart({ filename: `=?utf-8?B?${b64(`r${NUL}.pdf`)}?=`, headers: `Content-Language: de${NUL}` })],
+    [
+      'a raw NUL in the subject',
+      () => simpleMessage({ to: agent, subject: `a${NUL}b`, messageId: `<${unique('s')}@sender.example>` }),
+    ],
+    [
+      'a NUL in an encoded-word subject',
+      () =>
+        simpleMessage({
+          to: agent,
+          subject: `=?utf-8?B?${b64(`x${NUL}y`)}?=`,
+          messageId: `<${unique('s')}@sender.example>`,
+        }),
+    ],
+    [
+      'a NUL in the sender display name (encoded word)',
+      () =>
+        simpleMessage({
+          to: agent,
+          from: `=?utf-8?B?${b64(`Ev${NUL}il`)}?= <sender@sender.example>`,
+          messageId: `<${unique('s')}@sender.example>`,
+        }),
+    ],
+    [
+      'a raw NUL in the sender display name',
+      () =>
+        simpleMessage({
+          to: agent,
+          from: `"Ev${NUL}il" <sender@sender.example>`,
+          messageId: `<${unique('s')}@sender.example>`,
+        }),
+    ],
+    [
+      'a raw NUL in a plain-text body',
+      () => simpleMessage({ to: agent, body: `line one${NUL}line two`, messageId: `<${unique('s')}@sender.example>` }),
+    ],
+    [
+      'a quoted-printable =00 in a plain-text body',
+      () =>
+        simpleMessage({
+          to: agent,
+          body: 'before=00after',
+          headers: 'Content-Transfer-Encoding: quoted-printable',
+          messageId: `<${unique('s')}@sender.example>`,
+        }),
+    ],
+    [
+      'a NUL in a Message-ID, In-Reply-To and References',
+      () =>
+        simpleMessage({
+          to: agent,
+          messageId: `<id${NUL}x@sender.example>`,
+          headers: `In-Reply-To: <p${NUL}q@x.example>\r\nReferences: <r${NUL}s@x.example>`,
+        }),
+    ],
+    [
+      'a NUL in a custom header',
+      () => simpleMessage({ to: agent, headers: `X-Custom: v${NUL}w`, messageId: `<${unique('s')}@sender.example>` }),
+    ],
+    [
+      'NULs in base64 text and html parts and an attachment file name',
+      () => multipart({ text: `te${NUL}xt`, html: `<p>ht${NUL}ml</p>`, filename: `fi${NUL}le.bin` }),
+    ],
+    [
+      'a NUL in an encoded attachment file name and a content-type parameter',
+      () => multipart({ filename: `=?utf-8?B?${b64(`r${NUL}.pdf`)}?=`, headers: `Content-Language: de${NUL}` }),
+    ],
     ['a delivery report whose envelope id and returned Message-ID hold a NUL', () => report()],
   ];
 

@@ -26,29 +26,80 @@ async function follow(reply: Reply): Promise<Buffer> {
   return Buffer.from(await res.arrayBuffer());
 }
 
-export async function downloadAttachment(server: InboxTestServer, key: string, inboxId: string, messageId: string, attachmentId: string): Promise<Buffer> {
-  return follow(await call(server.url, key, 'GET', `/v0/inboxes/${enc(inboxId)}/messages/${enc(messageId)}/attachments/${enc(attachmentId)}`));
+export async function downloadAttachment(
+  server: InboxTestServer,
+  key: string,
+  inboxId: string,
+  messageId: string,
+  attachmentId: string,
+): Promise<Buffer> {
+  return follow(
+    await call(
+      server.url,
+      key,
+      'GET',
+      `/v0/inboxes/${enc(inboxId)}/messages/${enc(messageId)}/attachments/${enc(attachmentId)}`,
+    ),
+  );
 }
 
-export async function downloadRaw(server: InboxTestServer, key: string, inboxId: string, messageId: string): Promise<Buffer> {
+export async function downloadRaw(
+  server: InboxTestServer,
+  key: string,
+  inboxId: string,
+  messageId: string,
+): Promise<Buffer> {
   return follow(await call(server.url, key, 'GET', `/v0/inboxes/${enc(inboxId)}/messages/${enc(messageId)}/raw`));
 }
 
 /** Rows of the inbox in each table that inbound delivery writes: nothing may be half-stored. */
-export async function storedRows(server: InboxTestServer, inboxId: string): Promise<{ messages: number; threads: number; events: number; labels: number; attachments: number }> {
+export async function storedRows(
+  server: InboxTestServer,
+  inboxId: string,
+): Promise<{ messages: number; threads: number; events: number; labels: number; attachments: number }> {
   const db = server.service.database.db;
-  const count = async (q: { executeTakeFirstOrThrow(): Promise<{ n: string | number | bigint }> }) => Number((await q.executeTakeFirstOrThrow()).n);
+  const count = async (q: { executeTakeFirstOrThrow(): Promise<{ n: string | number | bigint }> }) =>
+    Number((await q.executeTakeFirstOrThrow()).n);
   return {
-    messages: await count(db.selectFrom('messages').select((eb) => eb.fn.countAll().as('n')).where('inbox_id', '=', inboxId)),
-    threads: await count(db.selectFrom('threads').select((eb) => eb.fn.countAll().as('n')).where('inbox_id', '=', inboxId)),
-    events: await count(db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).where('inbox_id', '=', inboxId)),
-    labels: await count(db.selectFrom('message_labels').innerJoin('messages', 'messages.id', 'message_labels.message_pk').select((eb) => eb.fn.countAll().as('n')).where('messages.inbox_id', '=', inboxId)),
-    attachments: await count(db.selectFrom('attachments').innerJoin('messages', 'messages.id', 'attachments.message_pk').select((eb) => eb.fn.countAll().as('n')).where('messages.inbox_id', '=', inboxId)),
+    messages: await count(
+      db
+        .selectFrom('messages')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('inbox_id', '=', inboxId),
+    ),
+    threads: await count(
+      db
+        .selectFrom('threads')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('inbox_id', '=', inboxId),
+    ),
+    events: await count(
+      db
+        .selectFrom('events')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('inbox_id', '=', inboxId),
+    ),
+    labels: await count(
+      db
+        .selectFrom('message_labels')
+        .innerJoin('messages', 'messages.id', 'message_labels.message_pk')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('messages.inbox_id', '=', inboxId),
+    ),
+    attachments: await count(
+      db
+        .selectFrom('attachments')
+        .innerJoin('messages', 'messages.id', 'attachments.message_pk')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('messages.inbox_id', '=', inboxId),
+    ),
   };
 }
 
 /** A small RFC 5322 message. */
-export function simpleMessage(o: { from?: string; to?: string; subject?: string; messageId?: string; body?: string; headers?: string } = {}): string {
+export function simpleMessage(
+  o: { from?: string; to?: string; subject?: string; messageId?: string; body?: string; headers?: string } = {},
+): string {
   return [
     `From: ${o.from ?? 'Sender <sender@sender.example>'}`,
     `To: ${o.to ?? 'agent@inbox.test'}`,

@@ -10,7 +10,14 @@ import { createHook } from '../support/inbox-webhooks.js';
 import { deliver, SmtpTestClient, storedMessageId, transact } from '../support/smtp-client.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
 import { call, enc, eventsOf, organization, unique } from './fixtures.js';
-import { downloadAttachment, downloadRaw, getMessage, simpleMessage, smtpPort, storedRows } from './smtp-inbound.helpers.js';
+import {
+  downloadAttachment,
+  downloadRaw,
+  getMessage,
+  simpleMessage,
+  smtpPort,
+  storedRows,
+} from './smtp-inbound.helpers.js';
 
 /** The SMTP face of inbound mail: what a foreign server sees, and what the API then shows. */
 describe.each(dialects)('%s: inbound SMTP', (dialect) => {
@@ -34,7 +41,13 @@ describe.each(dialects)('%s: inbound SMTP', (dialect) => {
     try {
       const tenant = { key: org.key, organizationId: org.organizationId, podId: '', inboxId: agent };
       await createHook(server, receiver, tenant, '/inbound', { inbox_ids: [agent], event_types: ['message.received'] });
-      const transport = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, name: 'mta.sender.example' });
+      const transport = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port,
+        secure: false,
+        ignoreTLS: true,
+        name: 'mta.sender.example',
+      });
       const pdf = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(3000, 0x5a)]);
       const info = await transport.sendMail({
         from: 'Erika Mustermann <erika@sender.example>',
@@ -61,23 +74,54 @@ describe.each(dialects)('%s: inbound SMTP', (dialect) => {
         text: 'Hello, the report is attached.',
         html: '<p>Hello, the report is <b>attached</b>.</p>',
         preview: 'Hello, the report is attached.',
-        attachments: [{ filename: 'report.pdf', content_type: 'application/pdf', content_disposition: 'attachment', size: pdf.length }],
+        attachments: [
+          {
+            filename: 'report.pdf',
+            content_type: 'application/pdf',
+            content_disposition: 'attachment',
+            size: pdf.length,
+          },
+        ],
       });
-      expect(got.body.headers).toMatchObject({ 'Return-Path': '<erika@sender.example>', Subject: 'Quarterly report', 'Message-ID': '<quarterly.1@sender.example>' });
+      expect(got.body.headers).toMatchObject({
+        'Return-Path': '<erika@sender.example>',
+        Subject: 'Quarterly report',
+        'Message-ID': '<quarterly.1@sender.example>',
+      });
       // Unfolded as RFC 5322 says: the line breaks go, the tabs that began the continuation lines stay.
-      expect(got.body.headers.Received).toMatch(/^from mta\.sender\.example \(\[127\.0\.0\.1\]\)\tby \S+ with ESMTP id \S+\tfor <[^>]+>;\t\w{3}, \d{1,2} \w{3} \d{4} [\d:]{8} \+0000$/);
+      expect(got.body.headers.Received).toMatch(
+        /^from mta\.sender\.example \(\[127\.0\.0\.1\]\)\tby \S+ with ESMTP id \S+\tfor <[^>]+>;\t\w{3}, \d{1,2} \w{3} \d{4} [\d:]{8} \+0000$/,
+      );
       // Verification is off in this suite: no verdict is claimed.
       expect(got.body.headers['Authentication-Results']).toBeUndefined();
 
-      const file = await downloadAttachment(server, org.key, agent, got.body.message_id, got.body.attachments[0].attachment_id);
+      const file = await downloadAttachment(
+        server,
+        org.key,
+        agent,
+        got.body.message_id,
+        got.body.attachments[0].attachment_id,
+      );
       expect(file.equals(pdf)).toBe(true);
       const raw = await downloadRaw(server, org.key, agent, got.body.message_id);
-      expect(raw.toString('latin1')).toMatch(/^Return-Path: <erika@sender\.example>\r\nReceived: from mta\.sender\.example /);
+      expect(raw.toString('latin1')).toMatch(
+        /^Return-Path: <erika@sender\.example>\r\nReceived: from mta\.sender\.example /,
+      );
       expect(raw.toString('latin1')).toContain('Message-ID: <quarterly.1@sender.example>');
       expect(got.body.size).toBe(raw.length);
 
-      const thread = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(agent)}/threads/${enc(got.body.thread_id)}`);
-      expect(thread.body).toMatchObject({ message_count: 1, subject: 'Quarterly report', labels: ['received', 'unread'], messages: [{ message_id: '<quarterly.1@sender.example>' }] });
+      const thread = await call(
+        server.url,
+        org.key,
+        'GET',
+        `/v0/inboxes/${enc(agent)}/threads/${enc(got.body.thread_id)}`,
+      );
+      expect(thread.body).toMatchObject({
+        message_count: 1,
+        subject: 'Quarterly report',
+        labels: ['received', 'unread'],
+        messages: [{ message_id: '<quarterly.1@sender.example>' }],
+      });
 
       await receiver.waitFor(1, 10_000);
       const [delivery] = receiver.received;
@@ -86,7 +130,13 @@ describe.each(dialects)('%s: inbound SMTP', (dialect) => {
       expect(event).toMatchObject({
         type: 'event',
         event_type: 'message.received',
-        message: { inbox_id: agent, message_id: '<quarterly.1@sender.example>', labels: ['received', 'unread'], subject: 'Quarterly report', text: 'Hello, the report is attached.' },
+        message: {
+          inbox_id: agent,
+          message_id: '<quarterly.1@sender.example>',
+          labels: ['received', 'unread'],
+          subject: 'Quarterly report',
+          text: 'Hello, the report is attached.',
+        },
         thread: { inbox_id: agent, thread_id: got.body.thread_id, message_count: 1 },
       });
     } finally {
@@ -100,7 +150,11 @@ describe.each(dialects)('%s: inbound SMTP', (dialect) => {
     const result = await deliver(port, {
       from: 'sender@sender.example',
       to: [agent, `nobody-${unique('x')}@inbox.test`, 'someone@not-ours.example', peer.toUpperCase()],
-      message: simpleMessage({ to: `${agent}, ${peer}`, subject: 'Several recipients', messageId: `<several.${unique('m')}@sender.example>` }),
+      message: simpleMessage({
+        to: `${agent}, ${peer}`,
+        subject: 'Several recipients',
+        messageId: `<several.${unique('m')}@sender.example>`,
+      }),
     });
     expect(result.rcpt.map((r) => r.code)).toEqual([250, 550, 554, 250]);
     expect(result.rcpt[1]?.text).toMatch(/No such user/);
@@ -108,7 +162,10 @@ describe.each(dialects)('%s: inbound SMTP', (dialect) => {
     expect(result.data?.code).toBe(250);
     const id = storedMessageId(result.data);
     expect((await getMessage(server, org.key, agent, id)).body.labels).toEqual(['received', 'unread']);
-    expect((await getMessage(server, other.key, peer, id)).body).toMatchObject({ inbox_id: peer, subject: 'Several recipients' });
+    expect((await getMessage(server, other.key, peer, id)).body).toMatchObject({
+      inbox_id: peer,
+      subject: 'Several recipients',
+    });
     // Another organization's copy is not visible with this key.
     expect((await getMessage(server, org.key, peer, id)).status).toBe(404);
   });
@@ -127,7 +184,15 @@ describe.each(dialects)('%s: inbound SMTP', (dialect) => {
 
   it('accepts the null sender (bounces) and records it as an empty Return-Path', async () => {
     const messageId = `<bounce.${unique('b')}@mailer.example>`;
-    const result = await deliver(port, { from: '', to: [agent], message: simpleMessage({ from: 'Mail Delivery System <MAILER-DAEMON@mailer.example>', subject: 'Undelivered Mail Returned to Sender', messageId }) });
+    const result = await deliver(port, {
+      from: '',
+      to: [agent],
+      message: simpleMessage({
+        from: 'Mail Delivery System <MAILER-DAEMON@mailer.example>',
+        subject: 'Undelivered Mail Returned to Sender',
+        messageId,
+      }),
+    });
     expect(result.data?.code).toBe(250);
     const got = await getMessage(server, org.key, agent, messageId);
     expect(got.body.headers['Return-Path']).toBe('<>');
@@ -137,8 +202,16 @@ describe.each(dialects)('%s: inbound SMTP', (dialect) => {
   it('stores a retried message once: the same Message-ID to the same inbox is answered 250 again without a second copy', async () => {
     const messageId = `<retry.${unique('r')}@sender.example>`;
     const inbox = (await organization(server, [unique('retry')])).inboxes[0] as string;
-    const first = await deliver(port, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox, messageId }) });
-    const second = await deliver(port, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox, messageId }) });
+    const first = await deliver(port, {
+      from: 'sender@sender.example',
+      to: [inbox],
+      message: simpleMessage({ to: inbox, messageId }),
+    });
+    const second = await deliver(port, {
+      from: 'sender@sender.example',
+      to: [inbox],
+      message: simpleMessage({ to: inbox, messageId }),
+    });
     expect([first.data?.code, second.data?.code]).toEqual([250, 250]);
     expect(storedMessageId(second.data)).toBe(messageId);
     expect(await storedRows(server, inbox)).toMatchObject({ messages: 1, threads: 1, events: 1 });
@@ -150,19 +223,57 @@ describe.each(dialects)('%s: inbound SMTP', (dialect) => {
     // mailparser is lenient: each of these parses into something and is stored (250). Input it
     // cannot take apart at all (over 1000 MIME parts) is answered 554 (next test).
     const junk: { name: string; code: number; message: Buffer }[] = [
-      { name: 'binary garbage with NULs', code: 250, message: Buffer.from([0x00, 0x01, 0x02, 0xff, 0xfe, 0x0d, 0x0a, 0x80, 0x00, 0x41]) },
-      { name: 'NULs in header and body', code: 250, message: Buffer.from('Subject: nul\0in\0header\r\nFrom: a\0b@sender.example\r\n\r\nbody with \0 NUL bytes and \x1b escapes\r\n', 'latin1') },
+      {
+        name: 'binary garbage with NULs',
+        code: 250,
+        message: Buffer.from([0x00, 0x01, 0x02, 0xff, 0xfe, 0x0d, 0x0a, 0x80, 0x00, 0x41]),
+      },
+      {
+        name: 'NULs in header and body',
+        code: 250,
+        message: Buffer.from(
+          'Subject: nul\0in\0header\r\nFrom: a\0b@sender.example\r\n\r\nbody with \0 NUL bytes and \x1b escapes\r\n',
+          'latin1',
+        ),
+      },
       { name: 'no header section', code: 250, message: Buffer.from('no header section at all, just text\r\n') },
-      { name: 'a 100,000-character line', code: 250, message: Buffer.from(`Subject: long line\r\n\r\n${'x'.repeat(100_000)}\r\n`) },
-      { name: 'bare LF, unknown charset, broken base64', code: 250, message: Buffer.from('Subject: bare LF\nContent-Type: multipart/mixed; boundary=zz\n\n--zz\nContent-Type: text/plain; charset=does-not-exist\nContent-Transfer-Encoding: base64\n\n@@@@\n--zz--\n') },
-      { name: 'broken addresses, encoded words and ids', code: 250, message: Buffer.from('From: <<<>>>@@@\r\nTo: ,,,;;;\r\nSubject: =?UTF-8?B?!!!?= =?bogus?Q?x?=\r\nMessage-ID: not an id\r\nReferences: <a@b> garbage <c@d\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<p>=ZZ=\r\n') },
-      { name: '200 nested multiparts, never closed', code: 250, message: Buffer.from(`Content-Type: multipart/mixed; boundary=a\r\n\r\n${'--a\r\nContent-Type: multipart/mixed; boundary=a\r\n\r\n'.repeat(200)}`) },
+      {
+        name: 'a 100,000-character line',
+        code: 250,
+        message: Buffer.from(`Subject: long line\r\n\r\n${'x'.repeat(100_000)}\r\n`),
+      },
+      {
+        name: 'bare LF, unknown charset, broken base64',
+        code: 250,
+        message: Buffer.from(
+          'Subject: bare LF\nContent-Type: multipart/mixed; boundary=zz\n\n--zz\nContent-Type: text/plain; charset=does-not-exist\nContent-Transfer-Encoding: base64\n\n@@@@\n--zz--\n',
+        ),
+      },
+      {
+        name: 'broken addresses, encoded words and ids',
+        code: 250,
+        message: Buffer.from(
+          'From: <<<>>>@@@\r\nTo: ,,,;;;\r\nSubject: =?UTF-8?B?!!!?= =?bogus?Q?x?=\r\nMessage-ID: not an id\r\nReferences: <a@b> garbage <c@d\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<p>=ZZ=\r\n',
+        ),
+      },
+      {
+        name: '200 nested multiparts, never closed',
+        code: 250,
+        message: Buffer.from(
+          `Content-Type: multipart/mixed; boundary=a\r\n\r\n${'--a\r\nContent-Type: multipart/mixed; boundary=a\r\n\r\n'.repeat(200)}`,
+        ),
+      },
     ];
     const { client } = await SmtpTestClient.connect(port);
     try {
       await client.command('EHLO sender.example');
       for (const { name, code, message } of junk) {
-        const result = await transact(client, { from: 'fuzz@sender.example', to: [inbox], message, mailParams: 'BODY=8BITMIME' });
+        const result = await transact(client, {
+          from: 'fuzz@sender.example',
+          to: [inbox],
+          message,
+          mailParams: 'BODY=8BITMIME',
+        });
         expect(result.data?.code, name).toBe(code);
         if (result.data?.code === 250) {
           const got = await getMessage(server, owner.key, inbox, storedMessageId(result.data));
@@ -173,13 +284,19 @@ describe.each(dialects)('%s: inbound SMTP', (dialect) => {
       client.close();
     }
     expect(await storedRows(server, inbox)).toMatchObject({ messages: junk.filter((j) => j.code === 250).length });
-    const after = await deliver(port, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox, subject: 'Still alive' }) });
+    const after = await deliver(port, {
+      from: 'sender@sender.example',
+      to: [inbox],
+      message: simpleMessage({ to: inbox, subject: 'Still alive' }),
+    });
     expect(after.data?.code).toBe(250);
   });
 
   it('answers 554 to a message mailparser cannot take apart (over 1000 MIME parts) and stores nothing', async () => {
     const inbox = (await organization(server, [unique('parts')])).inboxes[0] as string;
-    const parts = Array.from({ length: 1001 }, (_, i) => `--p\r\nContent-Type: text/plain\r\n\r\npart ${i}\r\n`).join('');
+    const parts = Array.from({ length: 1001 }, (_, i) => `--p\r\nContent-Type: text/plain\r\n\r\npart ${i}\r\n`).join(
+      '',
+    );
     const message = `From: a@sender.example\r\nSubject: parts\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=p\r\n\r\n${parts}--p--\r\n`;
     const result = await deliver(port, { from: 'a@sender.example', to: [inbox], message });
     expect(result.data?.code).toBe(554);
@@ -198,7 +315,10 @@ describe.each(dialects)('%s: inbound SMTP', (dialect) => {
     client.close();
     await new Promise((r) => setTimeout(r, 300));
     expect(await storedRows(server, inbox)).toMatchObject({ messages: 0, threads: 0, events: 0 });
-    expect((await deliver(port, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox }) })).data?.code).toBe(250);
+    expect(
+      (await deliver(port, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox }) })).data
+        ?.code,
+    ).toBe(250);
   });
 });
 
@@ -210,7 +330,12 @@ describe.each(dialects)('%s: inbound SMTP limits', (dialect) => {
   beforeAll(async () => {
     server = await startInboxServer({
       dialect,
-      env: { INBOX_SMTP_MAX_MESSAGE_BYTES: '4096', INBOX_SMTP_MAX_RECIPIENTS: '2', INBOX_SMTP_MAX_MESSAGES_PER_CONNECTION: '2', INBOX_SMTP_MAX_CONNECTIONS: '3' },
+      env: {
+        INBOX_SMTP_MAX_MESSAGE_BYTES: '4096',
+        INBOX_SMTP_MAX_RECIPIENTS: '2',
+        INBOX_SMTP_MAX_MESSAGES_PER_CONNECTION: '2',
+        INBOX_SMTP_MAX_CONNECTIONS: '3',
+      },
     });
     org = await organization(server, [unique('a'), unique('b'), unique('c')]);
     port = smtpPort(server);
@@ -230,10 +355,18 @@ describe.each(dialects)('%s: inbound SMTP limits', (dialect) => {
       expect(ehlo.text).toMatch(/PIPELINING/);
       expect(ehlo.text).not.toMatch(/AUTH|STARTTLS/);
       expect((await client.command('MAIL FROM:<sender@sender.example> SIZE=5000')).code).toBe(552);
-      const big = await transact(client, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox, subject: 'too big', body: 'y'.repeat(6000) }) });
+      const big = await transact(client, {
+        from: 'sender@sender.example',
+        to: [inbox],
+        message: simpleMessage({ to: inbox, subject: 'too big', body: 'y'.repeat(6000) }),
+      });
       expect(big.data?.code).toBe(552);
       expect(await storedRows(server, inbox)).toMatchObject({ messages: 0 });
-      const small = await transact(client, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox, subject: 'small' }) });
+      const small = await transact(client, {
+        from: 'sender@sender.example',
+        to: [inbox],
+        message: simpleMessage({ to: inbox, subject: 'small' }),
+      });
       expect(small.data?.code).toBe(250);
     } finally {
       client.close();
@@ -242,7 +375,15 @@ describe.each(dialects)('%s: inbound SMTP limits', (dialect) => {
 
   it('answers 452 to recipients beyond INBOX_SMTP_MAX_RECIPIENTS and delivers to those accepted (RFC 5321 §4.5.3.1.10)', async () => {
     const [a, b, c] = org.inboxes as [string, string, string];
-    const result = await deliver(port, { from: 'sender@sender.example', to: [a, b, c], message: simpleMessage({ to: `${a}, ${b}, ${c}`, subject: 'three', messageId: `<three.${unique('t')}@sender.example>` }) });
+    const result = await deliver(port, {
+      from: 'sender@sender.example',
+      to: [a, b, c],
+      message: simpleMessage({
+        to: `${a}, ${b}, ${c}`,
+        subject: 'three',
+        messageId: `<three.${unique('t')}@sender.example>`,
+      }),
+    });
     expect(result.rcpt.map((r) => r.code)).toEqual([250, 250, 452]);
     expect(result.data?.code).toBe(250);
     const id = storedMessageId(result.data);
@@ -256,7 +397,16 @@ describe.each(dialects)('%s: inbound SMTP limits', (dialect) => {
     const { client } = await SmtpTestClient.connect(port);
     try {
       await client.command('EHLO sender.example');
-      for (let i = 0; i < 2; i++) expect((await transact(client, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox, subject: `n${i}` }) })).data?.code).toBe(250);
+      for (let i = 0; i < 2; i++)
+        expect(
+          (
+            await transact(client, {
+              from: 'sender@sender.example',
+              to: [inbox],
+              message: simpleMessage({ to: inbox, subject: `n${i}` }),
+            })
+          ).data?.code,
+        ).toBe(250);
       const third = await client.command('MAIL FROM:<sender@sender.example>');
       expect(third.code).toBe(421);
       await client.closed;
@@ -285,9 +435,34 @@ describe.each(dialects)('%s: inbound SMTP sessions', (dialect) => {
     const dir = mkdtempSync(path.join(tmpdir(), 'smtp-tls-'));
     const key = path.join(dir, 'key.pem');
     const cert = path.join(dir, 'cert.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=mx.inbox.test'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=mx.inbox.test',
+      ],
+      { stdio: 'ignore' },
+    );
     // The key as a path, the certificate as PEM text: both forms are accepted.
-    const server = await startInboxServer({ dialect, env: { INBOX_SMTP_TLS_KEY: key, INBOX_SMTP_TLS_CERT: readFileSync(cert, 'utf8'), INBOX_SMTP_HOSTNAME: 'mx.inbox.test' } });
+    const server = await startInboxServer({
+      dialect,
+      env: {
+        INBOX_SMTP_TLS_KEY: key,
+        INBOX_SMTP_TLS_CERT: readFileSync(cert, 'utf8'),
+        INBOX_SMTP_HOSTNAME: 'mx.inbox.test',
+      },
+    });
     try {
       const org = await organization(server, [unique('tls')]);
       const inbox = org.inboxes[0] as string;
@@ -300,7 +475,11 @@ describe.each(dialects)('%s: inbound SMTP sessions', (dialect) => {
         expect(socket?.getPeerCertificate().subject.CN).toBe('mx.inbox.test');
         const ehlo = await client.command('EHLO sender.example');
         expect(ehlo.text).not.toMatch(/STARTTLS/);
-        const result = await transact(client, { from: 'sender@sender.example', to: [inbox], message: simpleMessage({ to: inbox, subject: 'over TLS' }) });
+        const result = await transact(client, {
+          from: 'sender@sender.example',
+          to: [inbox],
+          message: simpleMessage({ to: inbox, subject: 'over TLS' }),
+        });
         const got = await getMessage(server, org.key, inbox, storedMessageId(result.data));
         expect(got.body.headers.Received).toMatch(/by mx\.inbox\.test with ESMTPS id/);
       } finally {
@@ -348,7 +527,11 @@ describe.each(dialects)('%s: inbound SMTP sessions', (dialect) => {
       await new Promise((r) => setTimeout(r, 700));
       throw Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
     };
-    const first = await startInboxServer({ database, env: { INBOX_SMTP_VERIFY_AUTH: 'true', INBOX_SMTP_AUTH_TIMEOUT_MS: '3000' }, dnsResolver: slowDns });
+    const first = await startInboxServer({
+      database,
+      env: { INBOX_SMTP_VERIFY_AUTH: 'true', INBOX_SMTP_AUTH_TIMEOUT_MS: '3000' },
+      dnsResolver: slowDns,
+    });
     let closing: Promise<void> | undefined;
     let second: InboxTestServer | undefined;
     try {
@@ -386,11 +569,18 @@ describe.each(dialects)('%s: inbound SMTP sessions', (dialect) => {
 describe.each(dialects)('%s: inbound SMTP and delivery status notifications', (dialect) => {
   it('turns a report about mail an inbox sent into message.bounced instead of storing it, once however often it arrives; other reports are stored, and every reply reads the same', async () => {
     // Sends to other domains are queued for the relay; without the worker role nothing leaves.
-    const server = await startInboxServer({ dialect, env: { INBOX_ROLES: 'api,smtp', INBOX_SMTP_RELAY_URL: 'smtp://127.0.0.1:9' } });
+    const server = await startInboxServer({
+      dialect,
+      env: { INBOX_ROLES: 'api,smtp', INBOX_SMTP_RELAY_URL: 'smtp://127.0.0.1:9' },
+    });
     try {
       const org = await organization(server, [unique('dsn'), unique('peer')]);
       const [inbox, peer] = org.inboxes as [string, string];
-      const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(inbox)}/messages`, { to: ['gone@remote.example', 'other@remote.example', peer], subject: 'Outbound check', text: 'hello' });
+      const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(inbox)}/messages`, {
+        to: ['gone@remote.example', 'other@remote.example', peer],
+        subject: 'Outbound check',
+        text: 'hello',
+      });
       expect(sent.status).toBe(200);
       const messageId = sent.body.message_id as string;
       const fixture = (name: string, failed: string, reportId: string) =>
@@ -401,8 +591,10 @@ describe.each(dialects)('%s: inbound SMTP and delivery status notifications', (d
           .replaceAll('{{OTHER}}', 'other@remote.example')
           .replaceAll('{{ENVID}}', messageId.slice(1, -1))
           .replaceAll('{{MESSAGE_ID}}', messageId);
-      const send = (message: string) => deliver(smtpPort(server), { from: '', to: [inbox], message, mailParams: 'BODY=8BITMIME' });
-      const bounces = async () => (await eventsOf(server, { type: 'message.bounced', inboxId: inbox })).map((e) => e.bounce);
+      const send = (message: string) =>
+        deliver(smtpPort(server), { from: '', to: [inbox], message, mailParams: 'BODY=8BITMIME' });
+      const bounces = async () =>
+        (await eventsOf(server, { type: 'message.bounced', inboxId: inbox })).map((e) => e.bounce);
       const replies: string[] = [];
 
       const report = fixture('postfix-user-unknown.eml', 'gone@remote.example', '<report.1@relay.example.net>');
@@ -413,15 +605,24 @@ describe.each(dialects)('%s: inbound SMTP and delivery status notifications', (d
         replies.push(result.data?.text ?? '');
       }
       expect(await bounces()).toHaveLength(1);
-      expect((await bounces())[0]).toMatchObject({ message_id: messageId, type: 'Permanent', recipients: [{ address: 'gone@remote.example', status: '5.1.1' }] });
+      expect((await bounces())[0]).toMatchObject({
+        message_id: messageId,
+        type: 'Permanent',
+        recipients: [{ address: 'gone@remote.example', status: '5.1.1' }],
+      });
       // Only the sent copy: the report was not stored.
       expect(await storedRows(server, inbox)).toMatchObject({ messages: 1 });
 
       // Reports that bounce nothing are mail for the inbox: a delay, one about a message it never
       // sent, and one claiming a local recipient failed (local mail never went through the relay).
       const others = [
-        fixture('delayed.eml', 'gone@remote.example', '').replace(/^To: /m, 'Message-ID: <report.2@relay.example.net>\r\nTo: '),
-        fixture('postfix-user-unknown.eml', 'gone@remote.example', '<report.3@relay.example.net>').replaceAll(messageId, '<someone-else@remote.example>').replaceAll(messageId.slice(1, -1), 'someone-else@remote.example'),
+        fixture('delayed.eml', 'gone@remote.example', '').replace(
+          /^To: /m,
+          'Message-ID: <report.2@relay.example.net>\r\nTo: ',
+        ),
+        fixture('postfix-user-unknown.eml', 'gone@remote.example', '<report.3@relay.example.net>')
+          .replaceAll(messageId, '<someone-else@remote.example>')
+          .replaceAll(messageId.slice(1, -1), 'someone-else@remote.example'),
         fixture('postfix-user-unknown.eml', peer, '<report.4@relay.example.net>'),
       ];
       for (const message of others) {
@@ -431,7 +632,8 @@ describe.each(dialects)('%s: inbound SMTP and delivery status notifications', (d
       }
       expect(await bounces()).toHaveLength(1);
       expect(await storedRows(server, inbox)).toMatchObject({ messages: 4 });
-      for (const id of ['<report.2@relay.example.net>', '<report.3@relay.example.net>', '<report.4@relay.example.net>']) expect((await getMessage(server, org.key, inbox, id)).status).toBe(200);
+      for (const id of ['<report.2@relay.example.net>', '<report.3@relay.example.net>', '<report.4@relay.example.net>'])
+        expect((await getMessage(server, org.key, inbox, id)).status).toBe(200);
 
       // Stored, already held, or turned into bounces: one text, so that a reply tells nothing about an inbox.
       for (const text of replies) expect(text).toMatch(/^OK: message accepted as <[^<>]+>$/);

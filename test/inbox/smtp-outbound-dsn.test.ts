@@ -34,11 +34,18 @@ describe.each(dialects)('%s: delivery status notifications', (dialect) => {
   beforeAll(async () => {
     relay = await startSmtpRelay();
     receiver = await startWebhookReceiver();
-    server = await startInboxServer({ dialect, env: { INBOX_SMTP_RELAY_URL: relay.url(), INBOX_SMTP_RELAY_TIMEOUT_MS: '5000' } });
+    server = await startInboxServer({
+      dialect,
+      env: { INBOX_SMTP_RELAY_URL: relay.url(), INBOX_SMTP_RELAY_TIMEOUT_MS: '5000' },
+    });
     org = await organization(server, [{ username: unique('dsn'), displayName: 'Outbound Agent' }, unique('other')]);
     sender = org.inboxes[0] as string;
     await hookAll(server, receiver, org.key, '/all');
-    sent = await org.client.inboxes.messages.send(sender, { to: [FAILED, OTHER], subject: 'Outbound check', text: 'Hello over SMTP.' });
+    sent = await org.client.inboxes.messages.send(sender, {
+      to: [FAILED, OTHER],
+      subject: 'Outbound check',
+      text: 'Hello over SMTP.',
+    });
     await relay.waitFor(1);
     await receiver.waitFor(2);
     vars = { SENDER: sender, FAILED, OTHER, ENVID: sent.messageId.slice(1, -1), MESSAGE_ID: sent.messageId };
@@ -52,12 +59,17 @@ describe.each(dialects)('%s: delivery status notifications', (dialect) => {
   /** Hands a report to the function the inbound pipeline calls, in a transaction, and wakes the webhooks. */
   async function handle(raw: Buffer, options: { inboxId?: string } = {}): Promise<boolean> {
     const { services, runner } = server.service.runtime;
-    const handled = await services.db.transaction().execute((trx) => handleDeliveryStatusNotification(trx, { events: services.events, clock: services.clock }, raw, options));
+    const handled = await services.db
+      .transaction()
+      .execute((trx) =>
+        handleDeliveryStatusNotification(trx, { events: services.events, clock: services.clock }, raw, options),
+      );
     runner.notify();
     return handled;
   }
 
-  const bounces = async () => (await eventsOf(server, { type: 'message.bounced', inboxId: sender })).map((e) => e.bounce);
+  const bounces = async () =>
+    (await eventsOf(server, { type: 'message.bounced', inboxId: sender })).map((e) => e.bounce);
 
   it('turns a Postfix report (ENVID, returned headers, CRLF) into message.bounced for the sender, delivered to its webhook', async () => {
     const before = receiver.received.length;
@@ -72,14 +84,24 @@ describe.each(dialects)('%s: delivery status notifications', (dialect) => {
       timestamp: isoTimestamp,
       type: 'Permanent',
       sub_type: 'NoEmail',
-      recipients: [{ address: FAILED, status: '5.1.1', diagnostic_code: `smtp; 550 5.1.1 <${FAILED}>: Recipient address rejected: User unknown` }],
+      recipients: [
+        {
+          address: FAILED,
+          status: '5.1.1',
+          diagnostic_code: `smtp; 550 5.1.1 <${FAILED}>: Recipient address rejected: User unknown`,
+        },
+      ],
     });
   });
 
   it('matches by ENVID alone when the returned Message-ID is unknown, and by Message-ID alone without an ENVID', async () => {
     const count = (await bounces()).length;
-    expect(await handle(fixture('postfix-user-unknown.eml', { ...vars, MESSAGE_ID: '<unknown@elsewhere.example>' }))).toBe(true);
-    expect(await handle(fixture('postfix-user-unknown.eml', { ...vars, ENVID: 'unknown@elsewhere.example' }))).toBe(true);
+    expect(
+      await handle(fixture('postfix-user-unknown.eml', { ...vars, MESSAGE_ID: '<unknown@elsewhere.example>' })),
+    ).toBe(true);
+    expect(await handle(fixture('postfix-user-unknown.eml', { ...vars, ENVID: 'unknown@elsewhere.example' }))).toBe(
+      true,
+    );
     expect((await bounces()).length).toBe(count + 2);
   });
 
@@ -92,19 +114,48 @@ describe.each(dialects)('%s: delivery status notifications', (dialect) => {
       originalFrom: sender,
       notified: [sender],
       recipients: [
-        { address: FAILED, originalAddress: undefined, action: 'failed', status: '5.2.2', diagnosticCode: 'smtp; 552 5.2.2 Mailbox full – quota exceeded' },
+        {
+          address: FAILED,
+          originalAddress: undefined,
+          action: 'failed',
+          status: '5.2.2',
+          diagnosticCode: 'smtp; 552 5.2.2 Mailbox full – quota exceeded',
+        },
         { address: OTHER, originalAddress: undefined, action: 'delayed', status: '4.4.1', diagnosticCode: undefined },
       ],
     });
     expect(await handle(raw)).toBe(true);
-    expect((await bounces()).at(-1)).toMatchObject({ type: 'Permanent', sub_type: 'MailboxFull', recipients: [{ address: FAILED, status: '5.2.2', diagnostic_code: 'smtp; 552 5.2.2 Mailbox full – quota exceeded' }] });
+    expect((await bounces()).at(-1)).toMatchObject({
+      type: 'Permanent',
+      sub_type: 'MailboxFull',
+      recipients: [
+        { address: FAILED, status: '5.2.2', diagnostic_code: 'smtp; 552 5.2.2 Mailbox full – quota exceeded' },
+      ],
+    });
   });
 
   it('reports a remote that gave up after its own retries (4.x.x, failed) as Transient, also from a report nested in a forward with a base64 status and an xtext ENVID', async () => {
-    const status = [`Reporting-MTA: dns; relay.example.net`, `Original-Envelope-Id: ${vars.ENVID?.replace('@', '+40')}`, '', `Final-Recipient: rfc822; ${OTHER}`, 'Action: failed', 'Status: 4.4.7', 'Diagnostic-Code: X-Postfix; delivery temporarily suspended', ''].join('\r\n');
-    const raw = fixture('gave-up-after-retries.eml', { ...vars, MESSAGE_ID: '<not-ours@example.org>', STATUS_BASE64: Buffer.from(status).toString('base64').replace(/.{76}/g, '$&\n') });
+    const status = [
+      `Reporting-MTA: dns; relay.example.net`,
+      `Original-Envelope-Id: ${vars.ENVID?.replace('@', '+40')}`,
+      '',
+      `Final-Recipient: rfc822; ${OTHER}`,
+      'Action: failed',
+      'Status: 4.4.7',
+      'Diagnostic-Code: X-Postfix; delivery temporarily suspended',
+      '',
+    ].join('\r\n');
+    const raw = fixture('gave-up-after-retries.eml', {
+      ...vars,
+      MESSAGE_ID: '<not-ours@example.org>',
+      STATUS_BASE64: Buffer.from(status).toString('base64').replace(/.{76}/g, '$&\n'),
+    });
     expect(await handle(raw)).toBe(true);
-    expect((await bounces()).at(-1)).toMatchObject({ type: 'Transient', sub_type: 'General', recipients: [{ address: OTHER, status: '4.4.7', diagnostic_code: 'X-Postfix; delivery temporarily suspended' }] });
+    expect((await bounces()).at(-1)).toMatchObject({
+      type: 'Transient',
+      sub_type: 'General',
+      recipients: [{ address: OTHER, status: '4.4.7', diagnostic_code: 'X-Postfix; delivery temporarily suspended' }],
+    });
   });
 
   it('leaves a delay report and one about a recipient the message never had to the caller (no event: ordinary mail)', async () => {
@@ -115,7 +166,10 @@ describe.each(dialects)('%s: delivery status notifications', (dialect) => {
   });
 
   it('reads a report in time linear in its size: 100,000 header lines, a status part past 64 KiB, at most 1000 recipient groups', () => {
-    const groups = Array.from({ length: 5000 }, (_, i) => `Final-Recipient: rfc822; r${i}@x.example\r\nAction: failed\r\nStatus: 5.1.1\r\n`).join('\r\n');
+    const groups = Array.from(
+      { length: 5000 },
+      (_, i) => `Final-Recipient: rfc822; r${i}@x.example\r\nAction: failed\r\nStatus: 5.1.1\r\n`,
+    ).join('\r\n');
     const raw = Buffer.from(
       `From: MAILER-DAEMON@relay.example.net\r\nTo: ${sender}\r\n${'X-A: b\r\n'.repeat(100_000)}Content-Type: multipart/report; report-type=delivery-status; boundary="B"\r\n\r\n` +
         `--B\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; relay.example.net\r\n${'X-B: c\r\n'.repeat(20_000)}\r\n${groups}\r\n--B--\r\n`,
@@ -126,14 +180,20 @@ describe.each(dialects)('%s: delivery status notifications', (dialect) => {
     // The 64 KiB of the status part hold its per-message group (160 kB of X-B lines, cut) and nothing else.
     expect(dsn).toMatchObject({ reportingMta: 'relay.example.net', notified: [sender], recipients: [] });
     const short = Array.from({ length: 1400 }, (_, i) => `Final-Recipient: r${i}@x\r\nAction: failed\r\n`).join('\r\n');
-    const many = Buffer.from(`To: ${sender}\r\nContent-Type: multipart/report; report-type=delivery-status; boundary="B"\r\n\r\n--B\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; relay.example.net\r\n\r\n${short}\r\n--B--\r\n`);
+    const many = Buffer.from(
+      `To: ${sender}\r\nContent-Type: multipart/report; report-type=delivery-status; boundary="B"\r\n\r\n--B\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; relay.example.net\r\n\r\n${short}\r\n--B--\r\n`,
+    );
     expect(parseDeliveryStatusNotification(many)?.recipients).toHaveLength(1000);
   });
 
   it('leaves ordinary mail, reports about messages we did not send, and reports to another inbox to the caller', async () => {
     const count = (await bounces()).length;
     expect(await handle(fixture('ordinary-reply.eml', vars))).toBe(false);
-    expect(await handle(fixture('postfix-user-unknown.eml', { ...vars, ENVID: 'nope@inbox.test', MESSAGE_ID: '<nope@inbox.test>' }))).toBe(false);
+    expect(
+      await handle(
+        fixture('postfix-user-unknown.eml', { ...vars, ENVID: 'nope@inbox.test', MESSAGE_ID: '<nope@inbox.test>' }),
+      ),
+    ).toBe(false);
     expect(await handle(fixture('postfix-user-unknown.eml', vars), { inboxId: org.inboxes[1] as string })).toBe(false);
     // A report whose addresses name another inbox than the sender's matches nothing, even with our ENVID.
     expect(await handle(fixture('postfix-user-unknown.eml', { ...vars, SENDER: 'nobody@inbox.test' }))).toBe(false);

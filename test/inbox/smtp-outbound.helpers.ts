@@ -6,7 +6,12 @@ import { call, enc } from './fixtures.js';
 /** Helpers of the outbound suites: webhooks for every event, the outbound jobs, polling. */
 
 /** A webhook for every event type of the organization of `key`; returns its path on the receiver. */
-export async function hookAll(server: InboxTestServer, receiver: WebhookReceiver, key: string, path: string): Promise<string> {
+export async function hookAll(
+  server: InboxTestServer,
+  receiver: WebhookReceiver,
+  key: string,
+  path: string,
+): Promise<string> {
   const res = await call(server.url, key, 'POST', '/v0/webhooks', { url: receiver.url(path) });
   expect(res.status).toBe(201);
   receiver.trust(path, res.body.secret as string);
@@ -18,10 +23,12 @@ export type Event = Record<string, any>;
 
 /** The events a receiver got on `path`, each verified with both signature libraries. */
 export function delivered(receiver: WebhookReceiver, path: string, type?: string): Event[] {
-  const events = receiver.received.filter((r) => r.path === path).map((r) => {
-    expect({ svix: r.svix, standard: r.standard }).toEqual({ svix: true, standard: true });
-    return JSON.parse(r.body) as Event;
-  });
+  const events = receiver.received
+    .filter((r) => r.path === path)
+    .map((r) => {
+      expect({ svix: r.svix, standard: r.standard }).toEqual({ svix: true, standard: true });
+      return JSON.parse(r.body) as Event;
+    });
   return type ? events.filter((e) => e.event_type === type) : events;
 }
 
@@ -36,8 +43,18 @@ export interface OutboundJobRow {
 }
 
 export async function outboundJobs(server: InboxTestServer): Promise<OutboundJobRow[]> {
-  const rows = await server.service.database.db.selectFrom('jobs').select(['id', 'status', 'attempts', 'run_at', 'locked_until', 'last_error', 'payload']).where('queue', '=', 'mail.outbound').orderBy('id').execute();
-  return rows.map((r) => ({ ...r, id: Number(r.id), attempts: Number(r.attempts), payload: JSON.parse(r.payload) as Event }));
+  const rows = await server.service.database.db
+    .selectFrom('jobs')
+    .select(['id', 'status', 'attempts', 'run_at', 'locked_until', 'last_error', 'payload'])
+    .where('queue', '=', 'mail.outbound')
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({
+    ...r,
+    id: Number(r.id),
+    attempts: Number(r.attempts),
+    payload: JSON.parse(r.payload) as Event,
+  }));
 }
 
 const ORDER = ['message.sent', 'message.received', 'message.delivered', 'message.bounced', 'message.rejected'];
@@ -45,11 +62,18 @@ const ORDER = ['message.sent', 'message.received', 'message.delivered', 'message
 /** Events in the order of their cause: by timestamp, then sent, received, delivered, bounced (webhook jobs run in parallel). */
 export function inOrder(events: Event[]): Event[] {
   const at = (e: Event) => String((e.send ?? e.delivery ?? e.bounce ?? e.reject ?? e.message)?.timestamp ?? '');
-  return [...events].sort((a, b) => at(a).localeCompare(at(b)) || ORDER.indexOf(a.event_type as string) - ORDER.indexOf(b.event_type as string));
+  return [...events].sort(
+    (a, b) =>
+      at(a).localeCompare(at(b)) || ORDER.indexOf(a.event_type as string) - ORDER.indexOf(b.event_type as string),
+  );
 }
 
 /** Polls `check` until it returns a value other than undefined/false. */
-export async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string, timeoutMs = 10_000): Promise<T> {
+export async function until<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -60,14 +84,21 @@ export async function until<T>(check: () => Promise<T | undefined | false> | T |
 }
 
 /** The stored source of a message, through the API's signed download link. */
-export async function rawSource(server: InboxTestServer, key: string, inboxId: string, messageId: string): Promise<Buffer> {
+export async function rawSource(
+  server: InboxTestServer,
+  key: string,
+  inboxId: string,
+  messageId: string,
+): Promise<Buffer> {
   const link = await call(server.url, key, 'GET', `/v0/inboxes/${enc(inboxId)}/messages/${enc(messageId)}/raw`);
   expect(link.status).toBe(200);
   return Buffer.from(await (await fetch(link.body.download_url as string)).arrayBuffer());
 }
 
 /** A mailauth `resolver` that answers TXT queries from `records` (name → text) and nothing else. */
-export function txtResolver(records: Readonly<Record<string, string>>): (name: string, rrtype: string) => Promise<string[][]> {
+export function txtResolver(
+  records: Readonly<Record<string, string>>,
+): (name: string, rrtype: string) => Promise<string[][]> {
   return async (name, rrtype) => {
     const text = records[name.toLowerCase().replace(/\.$/, '')];
     if (rrtype === 'TXT' && text !== undefined) return [[text]];

@@ -3,7 +3,25 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { b64, call, enc, expectError, isoTimestamp, organization, unique } from './fixtures.js';
 
-const ITEM_KEYS = ['inbox_id', 'thread_id', 'labels', 'timestamp', 'received_timestamp', 'sent_timestamp', 'senders', 'recipients', 'participants', 'subject', 'preview', 'last_message_id', 'last_message_at', 'message_count', 'size', 'updated_at', 'created_at'];
+const ITEM_KEYS = [
+  'inbox_id',
+  'thread_id',
+  'labels',
+  'timestamp',
+  'received_timestamp',
+  'sent_timestamp',
+  'senders',
+  'recipients',
+  'participants',
+  'subject',
+  'preview',
+  'last_message_id',
+  'last_message_at',
+  'message_count',
+  'size',
+  'updated_at',
+  'created_at',
+];
 
 describe.each(dialects)('%s: threads', (dialect) => {
   let server: InboxTestServer;
@@ -26,9 +44,19 @@ describe.each(dialects)('%s: threads', (dialect) => {
     let reply: { messageId: string; threadId: string };
 
     beforeAll(async () => {
-      org = await organization(server, [{ username: unique('ann'), displayName: 'Ann' }, unique('ben'), unique('carl')]);
+      org = await organization(server, [
+        { username: unique('ann'), displayName: 'Ann' },
+        unique('ben'),
+        unique('carl'),
+      ]);
       [ann, ben, carl] = org.inboxes as [string, string, string];
-      first = await org.client.inboxes.messages.send(ann, { to: ben, cc: `Carl C <${carl}>`, subject: 'Budget', text: 'Numbers attached', attachments: [{ filename: 'q3.csv', content: b64('a,b\n1,2\n') }] });
+      first = await org.client.inboxes.messages.send(ann, {
+        to: ben,
+        cc: `Carl C <${carl}>`,
+        subject: 'Budget',
+        text: 'Numbers attached',
+        attachments: [{ filename: 'q3.csv', content: b64('a,b\n1,2\n') }],
+      });
       reply = await org.client.inboxes.messages.reply(ben, first.messageId, { text: 'Looks good', replyAll: true });
     });
 
@@ -55,9 +83,20 @@ describe.each(dialects)('%s: threads', (dialect) => {
         size: m1.size + m2.size,
         updated_at: m2.timestamp,
         created_at: m1.timestamp,
-        attachments: [{ attachment_id: expect.any(String), filename: 'q3.csv', size: 8, content_type: 'text/csv', content_disposition: 'attachment' }],
+        attachments: [
+          {
+            attachment_id: expect.any(String),
+            filename: 'q3.csv',
+            size: 8,
+            content_type: 'text/csv',
+            content_disposition: 'attachment',
+          },
+        ],
         count: 2,
-        messages: [expect.objectContaining({ message_id: first.messageId, text: 'Numbers attached' }), expect.objectContaining({ message_id: reply.messageId, in_reply_to: first.messageId })],
+        messages: [
+          expect.objectContaining({ message_id: first.messageId, text: 'Numbers attached' }),
+          expect.objectContaining({ message_id: reply.messageId, in_reply_to: first.messageId }),
+        ],
       });
       expect(m1.timestamp <= m2.timestamp).toBe(true);
 
@@ -78,7 +117,10 @@ describe.each(dialects)('%s: threads', (dialect) => {
     });
 
     it('follows label changes of its messages: the union of their labels', async () => {
-      await org.client.inboxes.messages.update(ann, reply.messageId, { addLabels: ['follow-up'], removeLabels: ['unread'] });
+      await org.client.inboxes.messages.update(ann, reply.messageId, {
+        addLabels: ['follow-up'],
+        removeLabels: ['unread'],
+      });
       let thread = await org.client.inboxes.threads.get(ann, first.threadId);
       expect(thread.labels).toEqual(['sent', 'received', 'follow-up']);
       await org.client.inboxes.messages.update(ann, reply.messageId, { removeLabels: ['follow-up'] });
@@ -87,15 +129,33 @@ describe.each(dialects)('%s: threads', (dialect) => {
     });
 
     it('serves thread attachments through the inbox and the organization routes', async () => {
-      const thread = await org.client.inboxes.threads.get(carl, (await org.client.inboxes.threads.list(carl)).threads[0]?.threadId as string);
+      const thread = await org.client.inboxes.threads.get(
+        carl,
+        (await org.client.inboxes.threads.list(carl)).threads[0]?.threadId as string,
+      );
       const attachmentId = thread.attachments?.[0]?.attachmentId as string;
       const viaInbox = await org.client.inboxes.threads.getAttachment(carl, thread.threadId, attachmentId);
       expect(viaInbox).toMatchObject({ attachmentId, filename: 'q3.csv', size: 8 });
       expect(Buffer.from(await (await fetch(viaInbox.downloadUrl)).arrayBuffer()).toString()).toBe('a,b\n1,2\n');
       const viaOrg = await org.client.threads.getAttachment(thread.threadId, attachmentId);
       expect(viaOrg.filename).toBe('q3.csv');
-      expectError(await call(url, org.key, 'GET', `/v0/threads/${thread.threadId}/attachments/nope`), 404, 'not_found', 'ATTACHMENT_NOT_FOUND');
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(ann)}/threads/${thread.threadId}/attachments/${attachmentId}`), 404, 'not_found', 'ATTACHMENT_NOT_FOUND');
+      expectError(
+        await call(url, org.key, 'GET', `/v0/threads/${thread.threadId}/attachments/nope`),
+        404,
+        'not_found',
+        'ATTACHMENT_NOT_FOUND',
+      );
+      expectError(
+        await call(
+          url,
+          org.key,
+          'GET',
+          `/v0/inboxes/${enc(ann)}/threads/${thread.threadId}/attachments/${attachmentId}`,
+        ),
+        404,
+        'not_found',
+        'ATTACHMENT_NOT_FOUND',
+      );
     });
   });
 
@@ -108,11 +168,21 @@ describe.each(dialects)('%s: threads', (dialect) => {
     beforeAll(async () => {
       org = await organization(server, [unique('lst'), unique('pen'), unique('pal')]);
       [inbox, other] = org.inboxes as [string, string];
-      for (let i = 0; i < 5; i++) threads.push((await org.client.inboxes.messages.send(inbox, { to: other, subject: `t${i}`, text: `thread ${i}` })).threadId);
+      for (let i = 0; i < 5; i++)
+        threads.push(
+          (await org.client.inboxes.messages.send(inbox, { to: other, subject: `t${i}`, text: `thread ${i}` }))
+            .threadId,
+        );
       // The first thread gets new activity: it moves to the top.
-      const firstMessage = (await org.client.inboxes.threads.get(inbox, threads[0] as string)).messages[0]?.messageId as string;
-      await org.client.inboxes.messages.send(org.inboxes[2] as string, { to: inbox, subject: 'unrelated', text: 'other' });
-      const theirs = (await org.client.inboxes.messages.list(other, { ascending: true })).messages[0]?.messageId as string;
+      const firstMessage = (await org.client.inboxes.threads.get(inbox, threads[0] as string)).messages[0]
+        ?.messageId as string;
+      await org.client.inboxes.messages.send(org.inboxes[2] as string, {
+        to: inbox,
+        subject: 'unrelated',
+        text: 'other',
+      });
+      const theirs = (await org.client.inboxes.messages.list(other, { ascending: true })).messages[0]
+        ?.messageId as string;
       expect(theirs).toBe(firstMessage);
       await org.client.inboxes.messages.reply(other, theirs, { text: 'bump' });
     });
@@ -129,7 +199,9 @@ describe.each(dialects)('%s: threads', (dialect) => {
         expect(t.timestamp).toEqual(isoTimestamp);
         expect(t.last_message_at).toBe(t.timestamp);
       }
-      expect(res.body.threads.slice(2).map((t: { thread_id: string }) => t.thread_id)).toEqual([...threads.slice(1)].reverse());
+      expect(res.body.threads.slice(2).map((t: { thread_id: string }) => t.thread_id)).toEqual(
+        [...threads.slice(1)].reverse(),
+      );
     });
 
     it('pages by keyset, both ways', async () => {
@@ -162,7 +234,10 @@ describe.each(dialects)('%s: threads', (dialect) => {
 
     it('lists the threads of every inbox of the organization at /v0/threads, and only those', async () => {
       const stranger = await organization(server, [unique('str'), unique('stb')]);
-      await stranger.client.inboxes.messages.send(stranger.inboxes[0] as string, { to: stranger.inboxes[1] as string, text: 'theirs' });
+      await stranger.client.inboxes.messages.send(stranger.inboxes[0] as string, {
+        to: stranger.inboxes[1] as string,
+        text: 'theirs',
+      });
       const all = await org.client.threads.list({ limit: 100 });
       const inboxes = new Set(all.threads.map((t) => t.inboxId));
       expect([...inboxes].sort()).toEqual([...org.inboxes].sort());
@@ -183,14 +258,20 @@ describe.each(dialects)('%s: threads', (dialect) => {
       const org = await organization(server, [unique('da'), unique('db')]);
       const [da, dbx] = org.inboxes as [string, string];
       const kept = await org.client.inboxes.messages.send(da, { to: dbx, subject: 'kept', text: 'stay' });
-      const gone = await org.client.inboxes.messages.send(da, { to: dbx, subject: 'gone', text: 'bye', attachments: [{ filename: 'a.txt', content: b64('x') }] });
+      const gone = await org.client.inboxes.messages.send(da, {
+        to: dbx,
+        subject: 'gone',
+        text: 'bye',
+        attachments: [{ filename: 'a.txt', content: b64('x') }],
+      });
       const goneAtB = (await org.client.inboxes.messages.get(dbx, gone.messageId)).threadId;
 
       await org.client.inboxes.threads.delete(dbx, goneAtB);
       const trashed = await org.client.inboxes.threads.get(dbx, goneAtB);
       expect(trashed.labels).toContain('trash');
       expect(trashed.messages.every((m) => m.labels.includes('trash'))).toBe(true);
-      const listIds = async (path: string) => ((await call(url, org.key, 'GET', path)).body.threads as { thread_id: string }[]).map((t) => t.thread_id);
+      const listIds = async (path: string) =>
+        ((await call(url, org.key, 'GET', path)).body.threads as { thread_id: string }[]).map((t) => t.thread_id);
       const atB = (await org.client.inboxes.messages.get(dbx, kept.messageId)).threadId;
       expect(await listIds(`/v0/inboxes/${enc(dbx)}/threads`)).toEqual([atB]);
       expect(await listIds(`/v0/inboxes/${enc(dbx)}/threads?include_trash=true`)).toEqual([goneAtB, atB]);
@@ -207,9 +288,21 @@ describe.each(dialects)('%s: threads', (dialect) => {
       // Deleting a thread in the trash removes it with its messages.
       const second = await call(url, org.key, 'DELETE', `/v0/threads/${goneAtB}`);
       expect(second.status).toBe(204);
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(dbx)}/threads/${goneAtB}`), 404, 'not_found', 'THREAD_NOT_FOUND');
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(dbx)}/messages/${enc(gone.messageId)}`), 404, 'not_found', 'MESSAGE_NOT_FOUND');
-      expect((await org.client.inboxes.messages.list(dbx, { includeTrash: true })).messages.map((m) => m.messageId)).toEqual([kept.messageId]);
+      expectError(
+        await call(url, org.key, 'GET', `/v0/inboxes/${enc(dbx)}/threads/${goneAtB}`),
+        404,
+        'not_found',
+        'THREAD_NOT_FOUND',
+      );
+      expectError(
+        await call(url, org.key, 'GET', `/v0/inboxes/${enc(dbx)}/messages/${enc(gone.messageId)}`),
+        404,
+        'not_found',
+        'MESSAGE_NOT_FOUND',
+      );
+      expect(
+        (await org.client.inboxes.messages.list(dbx, { includeTrash: true })).messages.map((m) => m.messageId),
+      ).toEqual([kept.messageId]);
       expect((await org.client.inboxes.messages.get(da, gone.messageId)).messageId).toBe(gone.messageId);
     });
 
@@ -231,13 +324,48 @@ describe.each(dialects)('%s: threads', (dialect) => {
     it('answers 404 for unknown threads, other inboxes and other organizations, 400 for a bad flag, 401 without a key', async () => {
       const a = await organization(server, [unique('xa'), unique('xb')]);
       const b = await organization(server, [unique('xc')]);
-      const sent = await a.client.inboxes.messages.send(a.inboxes[0] as string, { to: a.inboxes[1] as string, text: 'x' });
-      expectError(await call(url, a.key, 'DELETE', `/v0/threads/00000000-0000-0000-0000-000000000000`), 404, 'not_found', 'THREAD_NOT_FOUND', 'thread_id');
-      expectError(await call(url, a.key, 'DELETE', `/v0/inboxes/${enc(a.inboxes[1] as string)}/threads/${sent.threadId}`), 404, 'not_found', 'THREAD_NOT_FOUND');
-      expectError(await call(url, b.key, 'DELETE', `/v0/threads/${sent.threadId}`), 404, 'not_found', 'THREAD_NOT_FOUND');
-      expectError(await call(url, b.key, 'DELETE', `/v0/inboxes/${enc(a.inboxes[0] as string)}/threads/${sent.threadId}`), 404, 'not_found', 'INBOX_NOT_FOUND');
-      expectError(await call(url, a.key, 'DELETE', `/v0/threads/${sent.threadId}?permanent=perhaps`), 400, 'validation_error', 'INVALID_VALUE', 'permanent');
-      expectError(await call(url, undefined, 'DELETE', `/v0/threads/${sent.threadId}`), 401, 'authentication_error', 'MISSING_API_KEY');
+      const sent = await a.client.inboxes.messages.send(a.inboxes[0] as string, {
+        to: a.inboxes[1] as string,
+        text: 'x',
+      });
+      expectError(
+        await call(url, a.key, 'DELETE', `/v0/threads/00000000-0000-0000-0000-000000000000`),
+        404,
+        'not_found',
+        'THREAD_NOT_FOUND',
+        'thread_id',
+      );
+      expectError(
+        await call(url, a.key, 'DELETE', `/v0/inboxes/${enc(a.inboxes[1] as string)}/threads/${sent.threadId}`),
+        404,
+        'not_found',
+        'THREAD_NOT_FOUND',
+      );
+      expectError(
+        await call(url, b.key, 'DELETE', `/v0/threads/${sent.threadId}`),
+        404,
+        'not_found',
+        'THREAD_NOT_FOUND',
+      );
+      expectError(
+        await call(url, b.key, 'DELETE', `/v0/inboxes/${enc(a.inboxes[0] as string)}/threads/${sent.threadId}`),
+        404,
+        'not_found',
+        'INBOX_NOT_FOUND',
+      );
+      expectError(
+        await call(url, a.key, 'DELETE', `/v0/threads/${sent.threadId}?permanent=perhaps`),
+        400,
+        'validation_error',
+        'INVALID_VALUE',
+        'permanent',
+      );
+      expectError(
+        await call(url, undefined, 'DELETE', `/v0/threads/${sent.threadId}`),
+        401,
+        'authentication_error',
+        'MISSING_API_KEY',
+      );
       expect((await a.client.threads.get(sent.threadId)).threadId).toBe(sent.threadId);
     });
 
@@ -251,16 +379,32 @@ describe.each(dialects)('%s: threads', (dialect) => {
       await org.client.inboxes.messages.update(sb, junk.messageId, { addLabels: ['spam'] });
       await org.client.inboxes.messages.update(sb, reply.messageId, { addLabels: ['spam'] });
       await org.client.inboxes.messages.update(sb, blockedOne.messageId, { addLabels: ['blocked'] });
-      const ids = async (query: string) => ((await call(url, org.key, 'GET', `/v0/inboxes/${enc(sb)}/messages${query}`)).body.messages as { message_id: string }[]).map((m) => m.message_id);
+      const ids = async (query: string) =>
+        (
+          (await call(url, org.key, 'GET', `/v0/inboxes/${enc(sb)}/messages${query}`)).body.messages as {
+            message_id: string;
+          }[]
+        ).map((m) => m.message_id);
       expect(await ids('')).toEqual([first.messageId]);
       expect(await ids('?include_spam=true')).toEqual([reply.messageId, junk.messageId, first.messageId]);
-      expect(await ids('?include_spam=true&include_blocked=true')).toEqual([reply.messageId, blockedOne.messageId, junk.messageId, first.messageId]);
+      expect(await ids('?include_spam=true&include_blocked=true')).toEqual([
+        reply.messageId,
+        blockedOne.messageId,
+        junk.messageId,
+        first.messageId,
+      ]);
       expect(await ids(`?labels=${enc('["blocked"]')}`)).toEqual([blockedOne.messageId]);
       const threads = await org.client.inboxes.threads.list(sb);
       const firstThread = (await org.client.inboxes.messages.get(sb, first.messageId)).threadId;
       expect(threads.threads.map((t) => t.threadId)).toEqual([firstThread]);
       expect((await org.client.inboxes.threads.list(sb, { includeSpam: true, includeBlocked: true })).count).toBe(3);
-      expectError(await call(url, org.key, 'GET', `/v0/inboxes/${enc(sb)}/messages?include_spam=maybe`), 400, 'validation_error', 'INVALID_VALUE', 'include_spam');
+      expectError(
+        await call(url, org.key, 'GET', `/v0/inboxes/${enc(sb)}/messages?include_spam=maybe`),
+        400,
+        'validation_error',
+        'INVALID_VALUE',
+        'include_spam',
+      );
     });
   });
 
@@ -268,12 +412,36 @@ describe.each(dialects)('%s: threads', (dialect) => {
     it('answers 404 for unknown threads, other inboxes’ threads and other organizations’ threads', async () => {
       const a = await organization(server, [unique('a'), unique('b')]);
       const b = await organization(server, [unique('c')]);
-      const sent = await a.client.inboxes.messages.send(a.inboxes[0] as string, { to: a.inboxes[1] as string, text: 'x' });
-      expectError(await call(url, a.key, 'GET', `/v0/threads/00000000-0000-0000-0000-000000000000`), 404, 'not_found', 'THREAD_NOT_FOUND', 'thread_id');
-      expectError(await call(url, a.key, 'GET', `/v0/inboxes/${enc(a.inboxes[1] as string)}/threads/${sent.threadId}`), 404, 'not_found', 'THREAD_NOT_FOUND');
+      const sent = await a.client.inboxes.messages.send(a.inboxes[0] as string, {
+        to: a.inboxes[1] as string,
+        text: 'x',
+      });
+      expectError(
+        await call(url, a.key, 'GET', `/v0/threads/00000000-0000-0000-0000-000000000000`),
+        404,
+        'not_found',
+        'THREAD_NOT_FOUND',
+        'thread_id',
+      );
+      expectError(
+        await call(url, a.key, 'GET', `/v0/inboxes/${enc(a.inboxes[1] as string)}/threads/${sent.threadId}`),
+        404,
+        'not_found',
+        'THREAD_NOT_FOUND',
+      );
       expectError(await call(url, b.key, 'GET', `/v0/threads/${sent.threadId}`), 404, 'not_found', 'THREAD_NOT_FOUND');
-      expectError(await call(url, b.key, 'GET', `/v0/inboxes/${enc(a.inboxes[0] as string)}/threads/${sent.threadId}`), 404, 'not_found', 'INBOX_NOT_FOUND');
-      expectError(await call(url, b.key, 'GET', `/v0/inboxes/${enc(a.inboxes[0] as string)}/threads`), 404, 'not_found', 'INBOX_NOT_FOUND');
+      expectError(
+        await call(url, b.key, 'GET', `/v0/inboxes/${enc(a.inboxes[0] as string)}/threads/${sent.threadId}`),
+        404,
+        'not_found',
+        'INBOX_NOT_FOUND',
+      );
+      expectError(
+        await call(url, b.key, 'GET', `/v0/inboxes/${enc(a.inboxes[0] as string)}/threads`),
+        404,
+        'not_found',
+        'INBOX_NOT_FOUND',
+      );
       expect((await b.client.threads.list()).count).toBe(0);
       const err = await b.client.threads.get(sent.threadId).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AgentMail.NotFoundError);
@@ -281,9 +449,25 @@ describe.each(dialects)('%s: threads', (dialect) => {
 
     it('refuses bad list parameters', async () => {
       const a = await organization(server, [unique('p')]);
-      expectError(await call(url, a.key, 'GET', `/v0/threads?page_token=nope`), 400, 'validation_error', 'INVALID_PAGE_TOKEN');
-      expectError(await call(url, a.key, 'GET', `/v0/inboxes/${enc(a.inboxes[0] as string)}/threads?labels=${enc('{"a":1}')}`), 400, 'validation_error', 'INVALID_LABELS');
-      expectError(await call(url, a.key, 'GET', `/v0/threads?after=soon`), 400, 'validation_error', 'INVALID_VALUE', 'after');
+      expectError(
+        await call(url, a.key, 'GET', `/v0/threads?page_token=nope`),
+        400,
+        'validation_error',
+        'INVALID_PAGE_TOKEN',
+      );
+      expectError(
+        await call(url, a.key, 'GET', `/v0/inboxes/${enc(a.inboxes[0] as string)}/threads?labels=${enc('{"a":1}')}`),
+        400,
+        'validation_error',
+        'INVALID_LABELS',
+      );
+      expectError(
+        await call(url, a.key, 'GET', `/v0/threads?after=soon`),
+        400,
+        'validation_error',
+        'INVALID_VALUE',
+        'after',
+      );
     });
   });
 });

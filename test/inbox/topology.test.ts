@@ -30,10 +30,15 @@ interface Instance {
   output: string;
 }
 
-async function until(check: () => boolean | Promise<boolean>, what: string | (() => string), ms: number): Promise<void> {
+async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string | (() => string),
+  ms: number,
+): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'string' ? what : what()}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'string' ? what : what()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -69,7 +74,11 @@ describe.skipIf(!enabled)('postgres + redis: 3 api+worker, 1 smtp, 1 worker; one
     const smtpPort = roles.includes('smtp') ? await sparePort() : 0;
     // One process per instance (node with tsx's loader), so that SIGKILL hits the service itself:
     // the tsx command would run it as a child of its own, which outlives a SIGKILL of the parent.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/inbox/main.ts'], { cwd: root, env: env(roles, port, smtpPort), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/inbox/main.ts'], {
+      cwd: root,
+      env: env(roles, port, smtpPort),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const instance: Instance = { name, child, port, smtpPort, output: '' };
     child.stdout?.on('data', (d: Buffer) => (instance.output += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (instance.output += d.toString()));
@@ -98,8 +107,18 @@ describe.skipIf(!enabled)('postgres + redis: 3 api+worker, 1 smtp, 1 worker; one
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
     // The schema is created and migrated by the instances themselves, all at once.
-    await Promise.all([start('api-1', 'api,worker'), start('api-2', 'api,worker'), start('api-3', 'api,worker'), start('smtp', 'smtp'), start('worker', 'worker')]);
-    await until(async () => (await Promise.all(instances.map(healthy))).every(Boolean), () => `every instance to be ready:\n${instances.map((i) => `${i.name}: ${i.output}`).join('\n')}`, 200_000);
+    await Promise.all([
+      start('api-1', 'api,worker'),
+      start('api-2', 'api,worker'),
+      start('api-3', 'api,worker'),
+      start('smtp', 'smtp'),
+      start('worker', 'worker'),
+    ]);
+    await until(
+      async () => (await Promise.all(instances.map(healthy))).every(Boolean),
+      () => `every instance to be ready:\n${instances.map((i) => `${i.name}: ${i.output}`).join('\n')}`,
+      200_000,
+    );
   }, 240_000);
 
   afterAll(async () => {
@@ -118,7 +137,11 @@ describe.skipIf(!enabled)('postgres + redis: 3 api+worker, 1 smtp, 1 worker; one
 
   it('stores every acknowledged send and delivers every event; duplicates only for deliveries in flight at the kill', async () => {
     // An organization, two inboxes and a webhook for every event, as an operator's first steps would.
-    const config = loadConfig(inboxConfigSpec, { INBOX_DATABASE_URL: schema?.url ?? '', INBOX_DATABASE_POOL_SIZE: '2', INBOX_DOMAINS: 'topology.test' });
+    const config = loadConfig(inboxConfigSpec, {
+      INBOX_DATABASE_URL: schema?.url ?? '',
+      INBOX_DATABASE_POOL_SIZE: '2',
+      INBOX_DOMAINS: 'topology.test',
+    });
     const database = await openInboxDatabase(config);
     try {
       await migrateInbox(database);
@@ -126,7 +149,11 @@ describe.skipIf(!enabled)('postgres + redis: 3 api+worker, 1 smtp, 1 worker; one
       const { key } = await services.apiKeys.createKey({});
       const api = instances.filter((i) => i.name.startsWith('api'));
       const call = async (i: Instance, method: string, url: string, body?: unknown) => {
-        const res = await fetch(`http://127.0.0.1:${i.port}${url}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+        const res = await fetch(`http://127.0.0.1:${i.port}${url}`, {
+          method,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          ...(body ? { body: JSON.stringify(body) } : {}),
+        });
         return { status: res.status, body: (await res.json()) as Record<string, string> };
       };
       const a = (await call(api[1] as Instance, 'POST', '/v0/inboxes', { username: 'alpha' })).body.inbox_id as string;
@@ -142,7 +169,11 @@ describe.skipIf(!enabled)('postgres + redis: 3 api+worker, 1 smtp, 1 worker; one
         while (!stop) {
           const target = api[n++ % api.length] as Instance;
           try {
-            const res = await call(target, 'POST', `/v0/inboxes/${encodeURIComponent(a)}/messages/send`, { to: [b], subject: `load ${n}`, text: 'x' });
+            const res = await call(target, 'POST', `/v0/inboxes/${encodeURIComponent(a)}/messages/send`, {
+              to: [b],
+              subject: `load ${n}`,
+              text: 'x',
+            });
             if (res.status === 200) acknowledged.push(res.body.message_id as string);
           } catch {
             // The killed instance: no answer, so nothing was acknowledged.
@@ -152,7 +183,11 @@ describe.skipIf(!enabled)('postgres + redis: 3 api+worker, 1 smtp, 1 worker; one
       const smtp = instances.find((i) => i.name === 'smtp') as Instance;
       const mailer = async () => {
         for (let m = 0; !stop; m++) {
-          const result = await deliver(smtp.smtpPort, { from: 'outside@example.org', to: [b], message: simpleMessage({ to: b, subject: `smtp ${m}` }) });
+          const result = await deliver(smtp.smtpPort, {
+            from: 'outside@example.org',
+            to: [b],
+            message: simpleMessage({ to: b, subject: `smtp ${m}` }),
+          });
           smtpStored.push(storedMessageId(result.data));
         }
       };
@@ -166,34 +201,55 @@ describe.skipIf(!enabled)('postgres + redis: 3 api+worker, 1 smtp, 1 worker; one
       expect(await exited).toBe('SIGKILL');
       // What was claimed at the kill: the only deliveries that may arrive twice.
       const inFlight = new Set(
-        (await database.db.selectFrom('jobs').select('payload').where('queue', '=', 'webhook.deliver').where('status', '=', 'pending').where('locked_until', 'is not', null).execute()).map((r) => (JSON.parse(r.payload) as { event_id: string }).event_id),
+        (
+          await database.db
+            .selectFrom('jobs')
+            .select('payload')
+            .where('queue', '=', 'webhook.deliver')
+            .where('status', '=', 'pending')
+            .where('locked_until', 'is not', null)
+            .execute()
+        ).map((r) => (JSON.parse(r.payload) as { event_id: string }).event_id),
       );
       let takeoverMs = 0;
-      const takenOver = until(() => [...inFlight].every((id) => received.includes(id)), 'the deliveries in flight at the kill', 120_000).then(() => (takeoverMs = Date.now() - killedAt));
+      const takenOver = until(
+        () => [...inFlight].every((id) => received.includes(id)),
+        'the deliveries in flight at the kill',
+        120_000,
+      ).then(() => (takeoverMs = Date.now() - killedAt));
       await until(() => acknowledged.length >= 100, 'more sends after the kill', 30_000);
       stop = true;
       await load;
 
       // Every acknowledged message is stored.
-      const stored = new Set((await database.db.selectFrom('messages').select('message_id').execute()).map((r) => r.message_id));
+      const stored = new Set(
+        (await database.db.selectFrom('messages').select('message_id').execute()).map((r) => r.message_id),
+      );
       expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
       expect(smtpStored.filter((id) => !stored.has(id))).toEqual([]);
 
       // Every event is delivered, the dead worker's too (its leases run out and another worker takes them).
       const events = (await database.db.selectFrom('events').select('event_id').execute()).map((r) => r.event_id);
       expect(events.length).toBeGreaterThanOrEqual(acknowledged.length + smtpStored.length);
-      await until(() => events.every((id) => received.includes(id)), () => `every event to reach the webhook (${events.filter((id) => !received.includes(id)).length} missing)`, 90_000);
+      await until(
+        () => events.every((id) => received.includes(id)),
+        () => `every event to reach the webhook (${events.filter((id) => !received.includes(id)).length} missing)`,
+        90_000,
+      );
       await takenOver;
       const allMs = Date.now() - killedAt;
       const counts = new Map<string, number>();
       for (const id of received) counts.set(id, (counts.get(id) ?? 0) + 1);
       const duplicates = [...counts].filter(([, c]) => c > 1).map(([id]) => id);
       expect(duplicates.filter((id) => !inFlight.has(id))).toEqual([]);
-      process.stdout.write(`topology: ${acknowledged.length} API sends and ${smtpStored.length} SMTP messages acknowledged and stored; ${events.length} events delivered; ${inFlight.size} in flight at the kill, ${duplicates.length} delivered twice; those in flight delivered ${takeoverMs} ms after the kill, all ${allMs} ms after it\n`);
+      process.stdout.write(
+        `topology: ${acknowledged.length} API sends and ${smtpStored.length} SMTP messages acknowledged and stored; ${events.length} events delivered; ${inFlight.size} in flight at the kill, ${duplicates.length} delivered twice; those in flight delivered ${takeoverMs} ms after the kill, all ${allMs} ms after it\n`,
+      );
       // The survivors are still healthy, and their logs are JSON.
       for (const i of instances.filter((x) => x !== victim)) {
         expect(await healthy(i)).toBe(true);
-        for (const line of i.output.split('\n').filter((l) => l.startsWith('{'))) expect(() => JSON.parse(line) as unknown).not.toThrow();
+        for (const line of i.output.split('\n').filter((l) => l.startsWith('{')))
+          expect(() => JSON.parse(line) as unknown).not.toThrow();
       }
     } finally {
       await database.destroy();

@@ -49,7 +49,11 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     expect(more).toHaveLength(0);
     expect(req?.method).toBe('POST');
     expect(req?.body).toBe(await storedPayload(server, eventId));
-    expect(JSON.parse(req?.body ?? '')).toMatchObject({ type: 'event', event_type: 'message.received', event_id: eventId });
+    expect(JSON.parse(req?.body ?? '')).toMatchObject({
+      type: 'event',
+      event_type: 'message.received',
+      event_id: eventId,
+    });
     const h = req?.headers ?? {};
     expect(h['content-type']).toBe('application/json');
     expect(h['user-agent']).toMatch(/^inbox-service-webhooks\//);
@@ -65,7 +69,19 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     expect(log.body).toEqual({
       count: 1,
       limit: 50,
-      deliveries: [{ webhook_id: hook.webhook_id, event_id: eventId, event_type: 'message.received', attempt: 1, outcome: 'delivered', status_code: 200, duration_ms: expect.any(Number), response: 'thanks', created_at: clock.now().toISOString() }],
+      deliveries: [
+        {
+          webhook_id: hook.webhook_id,
+          event_id: eventId,
+          event_type: 'message.received',
+          attempt: 1,
+          outcome: 'delivered',
+          status_code: 200,
+          duration_ms: expect.any(Number),
+          response: 'thanks',
+          created_at: clock.now().toISOString(),
+        },
+      ],
     });
     expect(await jobStates(server, hook.webhook_id)).toEqual(['done']);
     expect(await drain()).toBe(0);
@@ -76,7 +92,11 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     if (!v6) return context.skip();
     try {
       const tenant = await newTenant(server);
-      const res = await fetch(`${server.url}/v0/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: `http://[::1]:${v6.port}/v6?x=1` }) });
+      const res = await fetch(`${server.url}/v0/webhooks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: `http://[::1]:${v6.port}/v6?x=1` }),
+      });
       const hook = (await res.json()) as { secret: string };
       v6.trust('/v6', hook.secret);
       await emit(server, tenant);
@@ -106,13 +126,29 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     const sdk = server.client(tenant.key);
     const inboxB = (await sdk.inboxes.create()).inboxId;
     const podB = '0f0f0f0f-0000-4000-8000-000000000001';
-    await insertPod(server.service.database.db, { id: podB, organizationId: tenant.organizationId, name: 'b', createdAt: clock.now().toISOString() });
-    const paths = { all: nextPath(), sent: nextPath(), inboxB: nextPath(), podB: nextPath(), either: nextPath(), disabled: nextPath() };
+    await insertPod(server.service.database.db, {
+      id: podB,
+      organizationId: tenant.organizationId,
+      name: 'b',
+      createdAt: clock.now().toISOString(),
+    });
+    const paths = {
+      all: nextPath(),
+      sent: nextPath(),
+      inboxB: nextPath(),
+      podB: nextPath(),
+      either: nextPath(),
+      disabled: nextPath(),
+    };
     await createHook(server, receiver, tenant, paths.all);
     await createHook(server, receiver, tenant, paths.sent, { event_types: ['message.sent'] });
     await createHook(server, receiver, tenant, paths.inboxB, { inbox_ids: [inboxB] });
     await createHook(server, receiver, tenant, paths.podB, { pod_ids: [podB] });
-    await createHook(server, receiver, tenant, paths.either, { inbox_ids: [inboxB], pod_ids: [podB], event_types: ['message.received'] });
+    await createHook(server, receiver, tenant, paths.either, {
+      inbox_ids: [inboxB],
+      pod_ids: [podB],
+      event_types: ['message.received'],
+    });
     await createHook(server, receiver, tenant, paths.disabled, { enabled: false });
 
     const e1 = await emit(server, tenant, 'message.received'); // inbox A, default pod
@@ -122,7 +158,10 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     await emit(server, await newTenant(server), 'message.received');
     await drain();
 
-    const got = (p: string) => at(p).map((r) => r.headers['svix-id']).sort();
+    const got = (p: string) =>
+      at(p)
+        .map((r) => r.headers['svix-id'])
+        .sort();
     expect(got(paths.all)).toEqual([e1, e2, e3].sort());
     expect(got(paths.sent)).toEqual([e2]);
     expect(got(paths.inboxB)).toEqual([e2]);
@@ -140,11 +179,20 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     await emit(server, tenant);
     const sdk = server.client(tenant.key);
     await sdk.webhooks.delete(deleted.webhook_id);
-    await fetch(`${server.url}/v0/webhooks/${disabled.webhook_id}`, { method: 'PATCH', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ enabled: false }) });
-    await fetch(`${server.url}/v0/webhooks/${filtered.webhook_id}`, { method: 'PATCH', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ event_types: ['message.bounced'] }) });
+    await fetch(`${server.url}/v0/webhooks/${disabled.webhook_id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ enabled: false }),
+    });
+    await fetch(`${server.url}/v0/webhooks/${filtered.webhook_id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ event_types: ['message.bounced'] }),
+    });
     expect(await drain()).toBe(3);
     expect([...at(pDeleted), ...at(pDisabled), ...at(pFiltered)]).toEqual([]);
-    for (const hook of [deleted, disabled, filtered]) expect(await jobStates(server, hook.webhook_id)).toEqual(['done']);
+    for (const hook of [deleted, disabled, filtered])
+      expect(await jobStates(server, hook.webhook_id)).toEqual(['done']);
     clock.advance(86_400_000);
     expect(await drain()).toBe(0);
   });
@@ -180,7 +228,9 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     expect(stamps[1]).toBe(Math.floor((t0 + 5_600) / 1000));
     expect(stamps[2]).toBe(Math.floor((t0 + 336_600) / 1000));
     const log = await deliveryLog(server, tenant.key, hook.webhook_id, '?ascending=true');
-    expect(log.body.deliveries.map((d: Record<string, unknown>) => [d.attempt, d.outcome, d.status_code, d.error ?? null])).toEqual([
+    expect(
+      log.body.deliveries.map((d: Record<string, unknown>) => [d.attempt, d.outcome, d.status_code, d.error ?? null]),
+    ).toEqual([
       [1, 'retrying', 500, 'the receiver answered 500'],
       [2, 'retrying', 503, 'the receiver answered 503'],
       [3, 'delivered', 204, null],
@@ -207,7 +257,10 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     await createHook(server, receiver, tenant, pSeconds);
     await createHook(server, receiver, tenant, pDate);
     receiver.script(pSeconds, { status: 429, headers: { 'retry-after': '120' } });
-    receiver.script(pDate, { status: 503, headers: { 'retry-after': new Date(clock.now().getTime() + 600_000).toUTCString() } });
+    receiver.script(pDate, {
+      status: 503,
+      headers: { 'retry-after': new Date(clock.now().getTime() + 600_000).toUTCString() },
+    });
     await emit(server, tenant);
     await drain();
     clock.advance(60_000);
@@ -265,7 +318,11 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     await emit(server, tenant);
     await drain();
     const sdk = server.client(tenant.key);
-    const disabled = (await (await fetch(`${server.url}/v0/webhooks/${hook.webhook_id}`, { headers: { authorization: `Bearer ${tenant.key}` } })).json()) as Record<string, unknown>;
+    const disabled = (await (
+      await fetch(`${server.url}/v0/webhooks/${hook.webhook_id}`, {
+        headers: { authorization: `Bearer ${tenant.key}` },
+      })
+    ).json()) as Record<string, unknown>;
     expect(disabled).toMatchObject({ enabled: false, disabled_reason: expect.stringContaining('410') });
     await emit(server, tenant);
     clock.advance(86_400_000);
@@ -273,7 +330,11 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     expect(at(p)).toHaveLength(1);
     expect(await jobStates(server, hook.webhook_id)).toEqual(['dead']);
 
-    const res = await fetch(`${server.url}/v0/webhooks/${hook.webhook_id}`, { method: 'PATCH', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ enabled: true }) });
+    const res = await fetch(`${server.url}/v0/webhooks/${hook.webhook_id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ enabled: true }),
+    });
     const enabled = (await res.json()) as Record<string, unknown>;
     expect(enabled.enabled).toBe(true);
     expect(enabled.disabled_reason).toBeUndefined();
@@ -299,7 +360,10 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     await drain();
     expect(at(p)).toHaveLength(8);
     const log = await deliveryLog(server, tenant.key, hook.webhook_id);
-    expect(log.body.deliveries.map((d: { outcome: string }) => d.outcome)).toEqual(['failed', ...Array<string>(7).fill('retrying')]);
+    expect(log.body.deliveries.map((d: { outcome: string }) => d.outcome)).toEqual([
+      'failed',
+      ...Array<string>(7).fill('retrying'),
+    ]);
     expect(log.body.deliveries.map((d: { attempt: number }) => d.attempt)).toEqual([8, 7, 6, 5, 4, 3, 2, 1]);
     expect(await jobStates(server, hook.webhook_id)).toEqual(['dead']);
   });
@@ -309,7 +373,11 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     const closed = await startWebhookReceiver();
     const port = closed.port;
     await closed.stop();
-    const res = await fetch(`${server.url}/v0/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: `http://127.0.0.1:${port}/gone` }) });
+    const res = await fetch(`${server.url}/v0/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `http://127.0.0.1:${port}/gone` }),
+    });
     const hook = (await res.json()) as { webhook_id: string };
     await emit(server, tenant);
     await drain();
@@ -359,12 +427,19 @@ describe.each(dialects)('%s: webhook delivery', (dialect) => {
     }
     const first = await deliveryLog(server, tenant.key, hook.webhook_id, '?limit=2');
     expect(first.body.deliveries.map((d: { event_id: string }) => d.event_id)).toEqual([events[2], events[1]]);
-    const second = await deliveryLog(server, tenant.key, hook.webhook_id, `?limit=2&page_token=${encodeURIComponent(first.body.next_page_token as string)}`);
+    const second = await deliveryLog(
+      server,
+      tenant.key,
+      hook.webhook_id,
+      `?limit=2&page_token=${encodeURIComponent(first.body.next_page_token as string)}`,
+    );
     expect(second.body.deliveries.map((d: { event_id: string }) => d.event_id)).toEqual([events[0]]);
     expect(second.body.next_page_token).toBeUndefined();
     const one = await deliveryLog(server, tenant.key, hook.webhook_id, `?event_id=${events[1] as string}`);
     expect(one.body.deliveries.map((d: { event_id: string }) => d.event_id)).toEqual([events[1]]);
-    const listToken = (await (await fetch(`${server.url}/v0/webhooks?limit=1`, { headers: { authorization: `Bearer ${tenant.key}` } })).json()) as { next_page_token?: string };
+    const listToken = (await (
+      await fetch(`${server.url}/v0/webhooks?limit=1`, { headers: { authorization: `Bearer ${tenant.key}` } })
+    ).json()) as { next_page_token?: string };
     expect(listToken.next_page_token).toBeUndefined();
 
     const other = await newTenant(server);

@@ -13,14 +13,23 @@ describe.each(dialects)('%s: message events reach webhooks', (dialect) => {
       const tenant = await newTenant(server, 'sender');
       const sdk = server.client(tenant.key);
       const recipient = (await sdk.inboxes.create({ username: 'recipient' })).inboxId;
-      await createHook(server, receiver, tenant, '/recipient', { inbox_ids: [recipient], event_types: ['message.received'] });
-      await createHook(server, receiver, tenant, '/sender', { inbox_ids: [tenant.inboxId], event_types: ['message.received'] });
-
-      const sent = await sdk.inboxes.messages.send(tenant.inboxId, { to: [recipient], subject: 'Webhook check', text: 'Hello from the sender.' }).catch((err: unknown) => {
-        // Until the messages feature is in, the route does not exist: nothing to check yet.
-        if (err instanceof AgentMail.NotFoundError && JSON.stringify(err.body).includes('ROUTE_NOT_FOUND')) return undefined;
-        throw err;
+      await createHook(server, receiver, tenant, '/recipient', {
+        inbox_ids: [recipient],
+        event_types: ['message.received'],
       });
+      await createHook(server, receiver, tenant, '/sender', {
+        inbox_ids: [tenant.inboxId],
+        event_types: ['message.received'],
+      });
+
+      const sent = await sdk.inboxes.messages
+        .send(tenant.inboxId, { to: [recipient], subject: 'Webhook check', text: 'Hello from the sender.' })
+        .catch((err: unknown) => {
+          // Until the messages feature is in, the route does not exist: nothing to check yet.
+          if (err instanceof AgentMail.NotFoundError && JSON.stringify(err.body).includes('ROUTE_NOT_FOUND'))
+            return undefined;
+          throw err;
+        });
       if (!sent) return context.skip();
 
       await receiver.waitFor(1, 5_000);
@@ -30,9 +39,23 @@ describe.each(dialects)('%s: message events reach webhooks', (dialect) => {
       expect(receiver.received.filter((r) => r.path === '/sender')).toHaveLength(0);
       const [delivery] = toRecipient;
       expect(delivery).toMatchObject({ svix: true, standard: true, status: 200 });
-      const event = JSON.parse(delivery?.body ?? '{}') as { type: string; event_type: string; event_id: string; message: Record<string, unknown>; thread: Record<string, unknown> };
-      expect(event).toMatchObject({ type: 'event', event_type: 'message.received', event_id: delivery?.headers['svix-id'] });
-      expect(event.message).toMatchObject({ inbox_id: recipient, subject: 'Webhook check', text: expect.stringContaining('Hello from the sender.') });
+      const event = JSON.parse(delivery?.body ?? '{}') as {
+        type: string;
+        event_type: string;
+        event_id: string;
+        message: Record<string, unknown>;
+        thread: Record<string, unknown>;
+      };
+      expect(event).toMatchObject({
+        type: 'event',
+        event_type: 'message.received',
+        event_id: delivery?.headers['svix-id'],
+      });
+      expect(event.message).toMatchObject({
+        inbox_id: recipient,
+        subject: 'Webhook check',
+        text: expect.stringContaining('Hello from the sender.'),
+      });
       expect(event.thread).toMatchObject({ inbox_id: recipient });
     } finally {
       await receiver.stop();

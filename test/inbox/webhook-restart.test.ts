@@ -19,7 +19,11 @@ describe.each(dialects)('%s: webhook deliveries across a restart', (dialect) => 
       const all = await createHook(first, receiver, tenant, '/all');
       const received = await createHook(first, receiver, tenant, '/received', { event_types: ['message.received'] });
       await receiver.stop();
-      const events = [await emit(first, tenant, 'message.received'), await emit(first, tenant, 'message.sent'), await emit(first, tenant, 'message.received')];
+      const events = [
+        await emit(first, tenant, 'message.received'),
+        await emit(first, tenant, 'message.sent'),
+        await emit(first, tenant, 'message.received'),
+      ];
       expect(await first.service.runtime.runner.drain()).toBe(5);
       expect(receiver.received).toHaveLength(0);
       await first.close();
@@ -35,7 +39,8 @@ describe.each(dialects)('%s: webhook deliveries across a restart', (dialect) => 
         await second.close();
       }
 
-      const ids = (path: string) => receiver.received.filter((r) => r.path === path).map((r) => r.headers['svix-id'] as string);
+      const ids = (path: string) =>
+        receiver.received.filter((r) => r.path === path).map((r) => r.headers['svix-id'] as string);
       expect(ids('/all').sort()).toEqual([...events].sort());
       expect(ids('/received').sort()).toEqual([events[0], events[2]].sort());
       expect(receiver.received.every((r) => r.status === 200 && r.svix === true && r.standard === true)).toBe(true);
@@ -48,7 +53,9 @@ describe.each(dialects)('%s: webhook deliveries across a restart', (dialect) => 
         expect(await jobStates(third, all.webhook_id)).toEqual(['done', 'done', 'done']);
         expect(await jobStates(third, received.webhook_id)).toEqual(['done', 'done']);
         const log = await deliveryLog(third, tenant.key, received.webhook_id);
-        const attempts = (log.body.deliveries as Record<string, unknown>[]).map((d) => [d.attempt, d.event_id, d.outcome, d.status_code ?? null]).sort((x, y) => String(x).localeCompare(String(y)));
+        const attempts = (log.body.deliveries as Record<string, unknown>[])
+          .map((d) => [d.attempt, d.event_id, d.outcome, d.status_code ?? null])
+          .sort((x, y) => String(x).localeCompare(String(y)));
         const [e0, e2] = [events[0], events[2]].sort();
         expect(attempts).toEqual([
           [1, e0, 'retrying', null],
@@ -77,7 +84,11 @@ describe.each(dialects)('%s: webhook deliveries across a restart', (dialect) => 
       const hook = await createHook(first, receiver, tenant, '/private');
       await first.close();
 
-      const second = await startInboxServer({ database, clock, env: { INBOX_ROLES: 'api', INBOX_WEBHOOK_ALLOW_PRIVATE: 'false' } });
+      const second = await startInboxServer({
+        database,
+        clock,
+        env: { INBOX_ROLES: 'api', INBOX_WEBHOOK_ALLOW_PRIVATE: 'false' },
+      });
       try {
         await emit(second, tenant);
         await second.service.runtime.runner.drain();
@@ -86,7 +97,11 @@ describe.each(dialects)('%s: webhook deliveries across a restart', (dialect) => 
         expect(receiver.received).toHaveLength(0);
         const [entry, ...rest] = (await deliveryLog(second, tenant.key, hook.webhook_id)).body.deliveries;
         expect(rest).toHaveLength(0);
-        expect(entry).toMatchObject({ attempt: 1, outcome: 'failed', error: expect.stringMatching(/^refused: 127\.0\.0\.1 is a private/) });
+        expect(entry).toMatchObject({
+          attempt: 1,
+          outcome: 'failed',
+          error: expect.stringMatching(/^refused: 127\.0\.0\.1 is a private/),
+        });
         expect(await jobStates(second, hook.webhook_id)).toEqual(['dead']);
       } finally {
         await second.close();
@@ -108,14 +123,25 @@ describe.each(dialects)('%s: webhook egress checks at delivery time', (dialect) 
 
     const clock = fixedClock(new Date());
     // Listening on every interface: if the check were missing, the request would arrive.
-    const receiver = await startWebhookReceiver({ now: () => clock.now().getTime(), host: addresses[0]?.family === 6 ? '::' : '0.0.0.0' });
-    const strict = await startInboxServer({ dialect, clock, env: { INBOX_ROLES: 'api', INBOX_WEBHOOK_ALLOW_PRIVATE: 'false' } });
+    const receiver = await startWebhookReceiver({
+      now: () => clock.now().getTime(),
+      host: addresses[0]?.family === 6 ? '::' : '0.0.0.0',
+    });
+    const strict = await startInboxServer({
+      dialect,
+      clock,
+      env: { INBOX_ROLES: 'api', INBOX_WEBHOOK_ALLOW_PRIVATE: 'false' },
+    });
     const lax = await startInboxServer({ dialect, clock, env: { INBOX_ROLES: 'api' } });
     try {
       const url = `http://${name}:${receiver.port}/named`;
       for (const server of [strict, lax]) {
         const tenant = await newTenant(server);
-        const res = await fetch(`${server.url}/v0/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ url }) });
+        const res = await fetch(`${server.url}/v0/webhooks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ url }),
+        });
         expect(res.status).toBe(201);
         const hook = (await res.json()) as { webhook_id: string; secret: string };
         receiver.trust('/named', hook.secret);
@@ -124,7 +150,10 @@ describe.each(dialects)('%s: webhook egress checks at delivery time', (dialect) 
         const [entry] = (await deliveryLog(server, tenant.key, hook.webhook_id)).body.deliveries;
         if (server === strict) {
           expect(receiver.received).toHaveLength(0);
-          expect(entry).toMatchObject({ outcome: 'failed', error: expect.stringContaining(`refused: ${name} resolves to a private`) });
+          expect(entry).toMatchObject({
+            outcome: 'failed',
+            error: expect.stringContaining(`refused: ${name} resolves to a private`),
+          });
           expect(await jobStates(server, hook.webhook_id)).toEqual(['dead']);
         } else {
           expect(receiver.received).toHaveLength(1);

@@ -5,9 +5,19 @@ import { signatureHeaders } from '../../src/inbox/webhooks/webhook.client.js';
 
 describe('webhook signing', () => {
   it('matches the test vector of the Svix documentation', () => {
-    const headers = signatureHeaders('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}');
+    const headers = signatureHeaders(
+      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      1614265330,
+      '{"test": 2432232314}',
+    );
     expect(headers['svix-signature']).toBe('v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
-    expect(headers).toMatchObject({ 'svix-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'svix-timestamp': '1614265330', 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330' });
+    expect(headers).toMatchObject({
+      'svix-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      'svix-timestamp': '1614265330',
+      'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      'webhook-timestamp': '1614265330',
+    });
   });
 
   it('signs the UTF-8 bytes of the body, as both libraries compute them', () => {
@@ -16,6 +26,12 @@ describe('webhook signing', () => {
     const at = new Date();
     const headers = signatureHeaders(secret, 'evt_1', Math.floor(at.getTime() / 1000), body);
     expect(headers['svix-signature']).toBe(new SvixWebhook(secret).sign('evt_1', at, body));
-    expect(() => new StandardWebhook(secret).verify(body, { 'webhook-id': 'evt_1', 'webhook-timestamp': headers['webhook-timestamp'] as string, 'webhook-signature': headers['webhook-signature'] as string })).not.toThrow();
+    expect(() =>
+      new StandardWebhook(secret).verify(body, {
+        'webhook-id': 'evt_1',
+        'webhook-timestamp': headers['webhook-timestamp'] as string,
+        'webhook-signature': headers['webhook-signature'] as string,
+      }),
+    ).not.toThrow();
   });
 });

@@ -36,7 +36,9 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
 
   describe('create', () => {
     it('through the SDK: an ep_ id, a whsec_ secret the svix library accepts, enabled by default', async () => {
-      const hook = await server.client(key).webhooks.create({ url: hookUrl(), eventTypes: ['message.received'], inboxIds: [inboxA] });
+      const hook = await server
+        .client(key)
+        .webhooks.create({ url: hookUrl(), eventTypes: ['message.received'], inboxIds: [inboxA] });
       expect(hook.webhookId).toMatch(/^ep_[0-9a-f]{32}$/);
       expect(hook.secret).toMatch(SECRET);
       expect(Buffer.from(hook.secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
@@ -48,7 +50,14 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
 
     it('answers 201 with the wire shape; every webhook has its own secret', async () => {
       const url = hookUrl();
-      const res = await call(server, key, 'POST', '/v0/webhooks', { url, event_types: ['message.sent', 'message.received', 'message.sent'], inbox_ids: [inboxB.toUpperCase()], pod_ids: [podId], client_id: 'wire-1', enabled: true });
+      const res = await call(server, key, 'POST', '/v0/webhooks', {
+        url,
+        event_types: ['message.sent', 'message.received', 'message.sent'],
+        inbox_ids: [inboxB.toUpperCase()],
+        pod_ids: [podId],
+        client_id: 'wire-1',
+        enabled: true,
+      });
       expect(res.status).toBe(201);
       expect(res.body).toEqual({
         webhook_id: expect.stringMatching(/^ep_/),
@@ -65,7 +74,14 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
       const again = await call(server, key, 'POST', '/v0/webhooks', { url });
       expect(again.body?.secret).not.toBe(res.body?.secret);
       // Omitted filters are absent on the wire (= all), not empty lists.
-      expect(Object.keys(again.body ?? {}).sort()).toEqual(['created_at', 'enabled', 'secret', 'updated_at', 'url', 'webhook_id']);
+      expect(Object.keys(again.body ?? {}).sort()).toEqual([
+        'created_at',
+        'enabled',
+        'secret',
+        'updated_at',
+        'url',
+        'webhook_id',
+      ]);
     });
 
     it('accepts enabled: false (which the SDK cannot send) and treats empty event_types as all', async () => {
@@ -77,16 +93,26 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
 
     it('a repeated client_id returns the first webhook with 200, whatever else the body says; client_ids are per organization', async () => {
       const first = await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), client_id: 'idem-hook' });
-      const again = await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), client_id: 'idem-hook', event_types: ['message.sent'] });
+      const again = await call(server, key, 'POST', '/v0/webhooks', {
+        url: hookUrl(),
+        client_id: 'idem-hook',
+        event_types: ['message.sent'],
+      });
       expect([first.status, again.status]).toEqual([201, 200]);
       expect(again.body).toEqual(first.body);
-      const viaSdk = await server.client(key).webhooks.create({ url: hookUrl(), eventTypes: [], clientId: 'idem-hook' });
+      const viaSdk = await server
+        .client(key)
+        .webhooks.create({ url: hookUrl(), eventTypes: [], clientId: 'idem-hook' });
       expect(viaSdk.webhookId).toBe(first.body?.webhook_id);
-      expect((await call(server, otherKey, 'POST', '/v0/webhooks', { url: hookUrl(), client_id: 'idem-hook' })).status).toBe(201);
+      expect(
+        (await call(server, otherKey, 'POST', '/v0/webhooks', { url: hookUrl(), client_id: 'idem-hook' })).status,
+      ).toBe(201);
     });
 
     it('concurrent creates with one client_id make one webhook', async () => {
-      const results = await Promise.all([1, 2, 3, 4].map(() => call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), client_id: 'race-hook' })));
+      const results = await Promise.all(
+        [1, 2, 3, 4].map(() => call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), client_id: 'race-hook' })),
+      );
       expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 201]);
       expect(new Set(results.map((r) => r.body?.webhook_id)).size).toBe(1);
     });
@@ -102,35 +128,79 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
       ['a user name in the url', { url: 'https://user@hooks.example.com/x' }, 'url', 'INVALID_URL'],
       ['a newline inside the url', { url: 'https://hooks.exa\nmple.com/x' }, 'url', 'INVALID_URL'],
       ['a url over 2048 characters', { url: `https://hooks.example.com/${'x'.repeat(2030)}` }, 'url', 'INVALID_VALUE'],
-      ['an unknown event type', { url: 'https://hooks.example.com/', event_types: ['message.received', 'message.exploded'] }, 'event_types', 'INVALID_EVENT_TYPE'],
-      ['a non-string event type', { url: 'https://hooks.example.com/', event_types: [5] }, 'event_types', 'INVALID_VALUE'],
-      ['an unknown inbox', { url: 'https://hooks.example.com/', inbox_ids: ['nobody@inbox.test'] }, 'inbox_ids', 'UNKNOWN_INBOX_ID'],
-      ['an unknown pod', { url: 'https://hooks.example.com/', pod_ids: ['00000000-0000-0000-0000-000000000000'] }, 'pod_ids', 'UNKNOWN_POD_ID'],
-      ['11 inbox ids', { url: 'https://hooks.example.com/', inbox_ids: Array.from({ length: 11 }, (_, i) => `x${i}@inbox.test`) }, 'inbox_ids', 'TOO_MANY_IDS'],
-      ['11 pod ids', { url: 'https://hooks.example.com/', pod_ids: Array.from({ length: 11 }, (_, i) => `pod-${i}`) }, 'pod_ids', 'TOO_MANY_IDS'],
+      [
+        'an unknown event type',
+        { url: 'https://hooks.example.com/', event_types: ['message.received', 'message.exploded'] },
+        'event_types',
+        'INVALID_EVENT_TYPE',
+      ],
+      [
+        'a non-string event type',
+        { url: 'https://hooks.example.com/', event_types: [5] },
+        'event_types',
+        'INVALID_VALUE',
+      ],
+      [
+        'an unknown inbox',
+        { url: 'https://hooks.example.com/', inbox_ids: ['nobody@inbox.test'] },
+        'inbox_ids',
+        'UNKNOWN_INBOX_ID',
+      ],
+      [
+        'an unknown pod',
+        { url: 'https://hooks.example.com/', pod_ids: ['00000000-0000-0000-0000-000000000000'] },
+        'pod_ids',
+        'UNKNOWN_POD_ID',
+      ],
+      [
+        '11 inbox ids',
+        { url: 'https://hooks.example.com/', inbox_ids: Array.from({ length: 11 }, (_, i) => `x${i}@inbox.test`) },
+        'inbox_ids',
+        'TOO_MANY_IDS',
+      ],
+      [
+        '11 pod ids',
+        { url: 'https://hooks.example.com/', pod_ids: Array.from({ length: 11 }, (_, i) => `pod-${i}`) },
+        'pod_ids',
+        'TOO_MANY_IDS',
+      ],
       ['a string for enabled', { url: 'https://hooks.example.com/', enabled: 'yes' }, 'enabled', 'INVALID_VALUE'],
       ['an empty client_id', { url: 'https://hooks.example.com/', client_id: '' }, 'client_id', 'INVALID_VALUE'],
     ])('%s → 400 validation_error', async (_name, body, field, code) => {
       const res = await call(server, key, 'POST', '/v0/webhooks', body);
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: { type: 'validation_error', message: expect.any(String), details: { field, code } } });
+      expect(res.body).toEqual({
+        error: { type: 'validation_error', message: expect.any(String), details: { field, code } },
+      });
     });
 
-    it('another organization\'s inbox or pod is refused like an unknown one', async () => {
-      const inbox = await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), inbox_ids: [inboxA, foreignInbox] });
-      expect(inbox.body?.error).toMatchObject({ details: { field: 'inbox_ids', code: 'UNKNOWN_INBOX_ID' }, message: expect.stringContaining(foreignInbox) });
+    it("another organization's inbox or pod is refused like an unknown one", async () => {
+      const inbox = await call(server, key, 'POST', '/v0/webhooks', {
+        url: hookUrl(),
+        inbox_ids: [inboxA, foreignInbox],
+      });
+      expect(inbox.body?.error).toMatchObject({
+        details: { field: 'inbox_ids', code: 'UNKNOWN_INBOX_ID' },
+        message: expect.stringContaining(foreignInbox),
+      });
       const pod = await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), pod_ids: [otherPodId] });
       expect(pod.body?.error).toMatchObject({ details: { field: 'pod_ids', code: 'UNKNOWN_POD_ID' } });
     });
 
     it('ten ids are fine, and duplicates count once', async () => {
-      const res = await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), inbox_ids: [...Array<string>(12).fill(inboxA), inboxB] });
+      const res = await call(server, key, 'POST', '/v0/webhooks', {
+        url: hookUrl(),
+        inbox_ids: [...Array<string>(12).fill(inboxA), inboxB],
+      });
       expect(res.status).toBe(201);
       expect(res.body?.inbox_ids).toEqual([inboxA, inboxB]);
     });
 
     it('the SDK surfaces a refusal as ValidationError', async () => {
-      const err = await server.client(key).webhooks.create({ url: 'ftp://x.example.com/', eventTypes: ['message.received'] }).catch((e: unknown) => e);
+      const err = await server
+        .client(key)
+        .webhooks.create({ url: 'ftp://x.example.com/', eventTypes: ['message.received'] })
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(AgentMail.ValidationError);
       expect((err as AgentMailError).statusCode).toBe(400);
     });
@@ -148,7 +218,14 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
     beforeAll(async () => {
       listKey = (await server.createKey()).key;
       created = [];
-      for (let i = 0; i < 5; i++) created.push((await server.client(listKey).webhooks.create({ url: `https://hooks.example.com/list/${i}`, eventTypes: ['message.received'] })).webhookId);
+      for (let i = 0; i < 5; i++)
+        created.push(
+          (
+            await server
+              .client(listKey)
+              .webhooks.create({ url: `https://hooks.example.com/list/${i}`, eventTypes: ['message.received'] })
+          ).webhookId,
+        );
     });
 
     it('pages newest first with next_page_token, through the SDK', async () => {
@@ -170,13 +247,28 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
 
     it('ascending=true pages oldest first; the wire shape has count, limit, webhooks', async () => {
       const first = await call(server, listKey, 'GET', '/v0/webhooks?ascending=true&limit=3');
-      expect(first.body).toEqual({ count: 3, limit: 3, next_page_token: expect.any(String), webhooks: expect.any(Array) });
-      const second = await call(server, listKey, 'GET', `/v0/webhooks?limit=3&page_token=${encodeURIComponent(first.body?.next_page_token as string)}`);
+      expect(first.body).toEqual({
+        count: 3,
+        limit: 3,
+        next_page_token: expect.any(String),
+        webhooks: expect.any(Array),
+      });
+      const second = await call(
+        server,
+        listKey,
+        'GET',
+        `/v0/webhooks?limit=3&page_token=${encodeURIComponent(first.body?.next_page_token as string)}`,
+      );
       expect(second.body?.next_page_token).toBeUndefined();
-      expect([...(first.body?.webhooks as { webhook_id: string }[]), ...(second.body?.webhooks as { webhook_id: string }[])].map((w) => w.webhook_id)).toEqual(created);
+      expect(
+        [
+          ...(first.body?.webhooks as { webhook_id: string }[]),
+          ...(second.body?.webhooks as { webhook_id: string }[]),
+        ].map((w) => w.webhook_id),
+      ).toEqual(created);
     });
 
-    it('defaults to 50 and caps limit at 100; only the caller\'s webhooks', async () => {
+    it("defaults to 50 and caps limit at 100; only the caller's webhooks", async () => {
       const all = await call(server, listKey, 'GET', '/v0/webhooks');
       expect([all.body?.count, all.body?.limit]).toEqual([5, 50]);
       expect((await call(server, listKey, 'GET', '/v0/webhooks?limit=1000')).body?.limit).toBe(100);
@@ -200,35 +292,84 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
       const hook = await server.client(key).webhooks.create({ url: hookUrl(), eventTypes: ['message.received'] });
       const got = await server.client(key).webhooks.get(hook.webhookId);
       expect(got).toEqual(hook);
-      await expect(server.client(otherKey).webhooks.get(hook.webhookId)).rejects.toBeInstanceOf(AgentMail.NotFoundError);
+      await expect(server.client(otherKey).webhooks.get(hook.webhookId)).rejects.toBeInstanceOf(
+        AgentMail.NotFoundError,
+      );
       const res = await call(server, otherKey, 'GET', `/v0/webhooks/${hook.webhookId}`);
-      expect(res.body).toEqual({ error: { type: 'not_found', message: expect.any(String), details: { field: 'webhook_id', code: 'WEBHOOK_NOT_FOUND' } } });
+      expect(res.body).toEqual({
+        error: {
+          type: 'not_found',
+          message: expect.any(String),
+          details: { field: 'webhook_id', code: 'WEBHOOK_NOT_FOUND' },
+        },
+      });
       expect((await call(server, key, 'GET', '/v0/webhooks/ep_missing')).status).toBe(404);
     });
 
     it('PUT replaces every setting, resets omitted ones to their defaults, keeps id, secret and created_at', async () => {
-      const created = (await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), event_types: ['message.sent'], inbox_ids: [inboxA], client_id: 'put-1' })).body as Record<string, unknown>;
+      const created = (
+        await call(server, key, 'POST', '/v0/webhooks', {
+          url: hookUrl(),
+          event_types: ['message.sent'],
+          inbox_ids: [inboxA],
+          client_id: 'put-1',
+        })
+      ).body as Record<string, unknown>;
       await new Promise((r) => setTimeout(r, 5));
       const url = hookUrl();
-      const replaced = await call(server, key, 'PUT', `/v0/webhooks/${created.webhook_id as string}`, { url, enabled: false, pod_ids: [podId] });
+      const replaced = await call(server, key, 'PUT', `/v0/webhooks/${created.webhook_id as string}`, {
+        url,
+        enabled: false,
+        pod_ids: [podId],
+      });
       expect(replaced.status).toBe(200);
-      expect(replaced.body).toEqual({ webhook_id: created.webhook_id, url, pod_ids: [podId], secret: created.secret, enabled: false, created_at: created.created_at, updated_at: expect.stringMatching(ISO) });
+      expect(replaced.body).toEqual({
+        webhook_id: created.webhook_id,
+        url,
+        pod_ids: [podId],
+        secret: created.secret,
+        enabled: false,
+        created_at: created.created_at,
+        updated_at: expect.stringMatching(ISO),
+      });
       expect(replaced.body?.updated_at > (created.created_at as string)).toBe(true);
-      expect(await call(server, key, 'GET', `/v0/webhooks/${created.webhook_id as string}`)).toMatchObject({ body: replaced.body });
+      expect(await call(server, key, 'GET', `/v0/webhooks/${created.webhook_id as string}`)).toMatchObject({
+        body: replaced.body,
+      });
       // The client_id was released by the replacement.
-      expect((await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), client_id: 'put-1' })).status).toBe(201);
+      expect((await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), client_id: 'put-1' })).status).toBe(
+        201,
+      );
     });
 
     it('PUT validates like create, refuses a client_id of another webhook with 409, and is scoped to the organization', async () => {
-      const a = (await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), client_id: 'put-a' })).body as { webhook_id: string };
+      const a = (await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), client_id: 'put-a' })).body as {
+        webhook_id: string;
+      };
       const b = (await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl() })).body as { webhook_id: string };
-      expect((await call(server, key, 'PUT', `/v0/webhooks/${b.webhook_id}`, { url: hookUrl(), client_id: 'put-a' })).body).toEqual({
-        error: { type: 'conflict', message: expect.any(String), details: { field: 'client_id', code: 'CLIENT_ID_TAKEN' } },
+      expect(
+        (await call(server, key, 'PUT', `/v0/webhooks/${b.webhook_id}`, { url: hookUrl(), client_id: 'put-a' })).body,
+      ).toEqual({
+        error: {
+          type: 'conflict',
+          message: expect.any(String),
+          details: { field: 'client_id', code: 'CLIENT_ID_TAKEN' },
+        },
       });
-      expect((await call(server, key, 'PUT', `/v0/webhooks/${a.webhook_id}`, { url: hookUrl(), client_id: 'put-a' })).status).toBe(200);
-      expect((await call(server, key, 'PUT', `/v0/webhooks/${b.webhook_id}`, { event_types: ['message.sent'] })).body?.error.details).toEqual({ field: 'url', code: 'REQUIRED' });
-      expect((await call(server, key, 'PUT', `/v0/webhooks/${b.webhook_id}`, { url: 'gopher://x' })).body?.error.details).toEqual({ field: 'url', code: 'INVALID_URL' });
-      expect((await call(server, key, 'PUT', `/v0/webhooks/${b.webhook_id}`, { url: hookUrl(), inbox_ids: [foreignInbox] })).body?.error.details).toEqual({ field: 'inbox_ids', code: 'UNKNOWN_INBOX_ID' });
+      expect(
+        (await call(server, key, 'PUT', `/v0/webhooks/${a.webhook_id}`, { url: hookUrl(), client_id: 'put-a' })).status,
+      ).toBe(200);
+      expect(
+        (await call(server, key, 'PUT', `/v0/webhooks/${b.webhook_id}`, { event_types: ['message.sent'] })).body?.error
+          .details,
+      ).toEqual({ field: 'url', code: 'REQUIRED' });
+      expect(
+        (await call(server, key, 'PUT', `/v0/webhooks/${b.webhook_id}`, { url: 'gopher://x' })).body?.error.details,
+      ).toEqual({ field: 'url', code: 'INVALID_URL' });
+      expect(
+        (await call(server, key, 'PUT', `/v0/webhooks/${b.webhook_id}`, { url: hookUrl(), inbox_ids: [foreignInbox] }))
+          .body?.error.details,
+      ).toEqual({ field: 'inbox_ids', code: 'UNKNOWN_INBOX_ID' });
       const foreign = await call(server, otherKey, 'PUT', `/v0/webhooks/${b.webhook_id}`, { url: hookUrl() });
       expect(foreign.status).toBe(404);
       expect((await call(server, key, 'GET', `/v0/webhooks/${b.webhook_id}`)).body?.url).not.toBe(hookUrl());
@@ -238,8 +379,17 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
       const sdk = server.client(key);
       const hook = await sdk.webhooks.create({ url: hookUrl(), eventTypes: ['message.received'], inboxIds: [inboxA] });
       const added = await sdk.webhooks.update(hook.webhookId, { addInboxIds: [inboxB, inboxA], addPodIds: [podId] });
-      expect(added).toMatchObject({ webhookId: hook.webhookId, inboxIds: [inboxA, inboxB], podIds: [podId], secret: hook.secret, eventTypes: ['message.received'] });
-      const removed = await sdk.webhooks.update(hook.webhookId, { removeInboxIds: [inboxA, 'never@inbox.test'], removePodIds: [podId] });
+      expect(added).toMatchObject({
+        webhookId: hook.webhookId,
+        inboxIds: [inboxA, inboxB],
+        podIds: [podId],
+        secret: hook.secret,
+        eventTypes: ['message.received'],
+      });
+      const removed = await sdk.webhooks.update(hook.webhookId, {
+        removeInboxIds: [inboxA, 'never@inbox.test'],
+        removePodIds: [podId],
+      });
       expect(removed.inboxIds).toEqual([inboxB]);
       expect(removed.podIds).toBeUndefined();
       // Removing the last inbox widens the webhook to every inbox: the filter is gone.
@@ -249,21 +399,45 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
     });
 
     it('PATCH also replaces event_types and enabled; it checks added ids only, and the total', async () => {
-      const hook = (await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), inbox_ids: [inboxA] })).body as { webhook_id: string };
+      const hook = (await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), inbox_ids: [inboxA] })).body as {
+        webhook_id: string;
+      };
       const path = `/v0/webhooks/${hook.webhook_id}`;
-      expect((await call(server, key, 'PATCH', path, { event_types: ['message.bounced'], enabled: false })).body).toMatchObject({ event_types: ['message.bounced'], enabled: false, inbox_ids: [inboxA] });
-      expect((await call(server, key, 'PATCH', path, { enabled: true, event_types: [] })).body).toMatchObject({ enabled: true, inbox_ids: [inboxA] });
+      expect(
+        (await call(server, key, 'PATCH', path, { event_types: ['message.bounced'], enabled: false })).body,
+      ).toMatchObject({ event_types: ['message.bounced'], enabled: false, inbox_ids: [inboxA] });
+      expect((await call(server, key, 'PATCH', path, { enabled: true, event_types: [] })).body).toMatchObject({
+        enabled: true,
+        inbox_ids: [inboxA],
+      });
       expect((await call(server, key, 'GET', path)).body?.event_types).toBeUndefined();
-      expect((await call(server, key, 'PATCH', path, { add_inbox_ids: [foreignInbox] })).body?.error.details).toEqual({ field: 'add_inbox_ids', code: 'UNKNOWN_INBOX_ID' });
-      expect((await call(server, key, 'PATCH', path, { add_pod_ids: ['nope'] })).body?.error.details).toEqual({ field: 'add_pod_ids', code: 'UNKNOWN_POD_ID' });
-      expect((await call(server, key, 'PATCH', path, { event_types: ['nope'] })).body?.error.details).toEqual({ field: 'event_types', code: 'INVALID_EVENT_TYPE' });
+      expect((await call(server, key, 'PATCH', path, { add_inbox_ids: [foreignInbox] })).body?.error.details).toEqual({
+        field: 'add_inbox_ids',
+        code: 'UNKNOWN_INBOX_ID',
+      });
+      expect((await call(server, key, 'PATCH', path, { add_pod_ids: ['nope'] })).body?.error.details).toEqual({
+        field: 'add_pod_ids',
+        code: 'UNKNOWN_POD_ID',
+      });
+      expect((await call(server, key, 'PATCH', path, { event_types: ['nope'] })).body?.error.details).toEqual({
+        field: 'event_types',
+        code: 'INVALID_EVENT_TYPE',
+      });
       // Ten inboxes in all: the eleventh is one too many, even when added one at a time.
       const sdk = server.client(key);
       const more: string[] = [];
       for (let i = 0; i < 10; i++) more.push((await sdk.inboxes.create({ username: `patch-many-${i}` })).inboxId);
-      expect((await call(server, key, 'PATCH', path, { add_inbox_ids: more.slice(0, 9) })).body?.inbox_ids).toHaveLength(10);
-      expect((await call(server, key, 'PATCH', path, { add_inbox_ids: [more[9]] })).body?.error.details).toEqual({ field: 'add_inbox_ids', code: 'TOO_MANY_IDS' });
-      expect((await call(server, key, 'PATCH', path, { add_inbox_ids: [more[9]], remove_inbox_ids: [inboxA] })).body?.inbox_ids).toHaveLength(10);
+      expect(
+        (await call(server, key, 'PATCH', path, { add_inbox_ids: more.slice(0, 9) })).body?.inbox_ids,
+      ).toHaveLength(10);
+      expect((await call(server, key, 'PATCH', path, { add_inbox_ids: [more[9]] })).body?.error.details).toEqual({
+        field: 'add_inbox_ids',
+        code: 'TOO_MANY_IDS',
+      });
+      expect(
+        (await call(server, key, 'PATCH', path, { add_inbox_ids: [more[9]], remove_inbox_ids: [inboxA] })).body
+          ?.inbox_ids,
+      ).toHaveLength(10);
     });
 
     it('concurrent PATCHes lose no id', async () => {
@@ -275,16 +449,20 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
       expect([...((await sdk.webhooks.get(hook.webhookId)).inboxIds ?? [])].sort()).toEqual([...ids].sort());
     });
 
-    it('PATCH of another organization\'s webhook is 404 and changes nothing', async () => {
+    it("PATCH of another organization's webhook is 404 and changes nothing", async () => {
       const hook = await server.client(key).webhooks.create({ url: hookUrl(), eventTypes: [], inboxIds: [inboxA] });
-      await expect(server.client(otherKey).webhooks.update(hook.webhookId, { removeInboxIds: [inboxA] })).rejects.toBeInstanceOf(AgentMail.NotFoundError);
+      await expect(
+        server.client(otherKey).webhooks.update(hook.webhookId, { removeInboxIds: [inboxA] }),
+      ).rejects.toBeInstanceOf(AgentMail.NotFoundError);
       expect((await server.client(key).webhooks.get(hook.webhookId)).inboxIds).toEqual([inboxA]);
     });
 
     it('DELETE through the SDK; afterwards 404; another organization cannot delete', async () => {
       const sdk = server.client(key);
       const hook = await sdk.webhooks.create({ url: hookUrl(), eventTypes: [] });
-      await expect(server.client(otherKey).webhooks.delete(hook.webhookId)).rejects.toBeInstanceOf(AgentMail.NotFoundError);
+      await expect(server.client(otherKey).webhooks.delete(hook.webhookId)).rejects.toBeInstanceOf(
+        AgentMail.NotFoundError,
+      );
       const res = await call(server, key, 'DELETE', `/v0/webhooks/${hook.webhookId}`);
       expect([res.status, res.body]).toEqual([204, undefined]);
       await expect(sdk.webhooks.get(hook.webhookId)).rejects.toBeInstanceOf(AgentMail.NotFoundError);
@@ -294,14 +472,21 @@ describe.each(dialects)('%s: webhooks', (dialect) => {
 
     it('pod filters accept every pod of the organization', async () => {
       const second = '11111111-2222-3333-4444-555555555555';
-      await insertPod(server.service.database.db, { id: second, organizationId, name: 'second', createdAt: new Date().toISOString() });
+      await insertPod(server.service.database.db, {
+        id: second,
+        organizationId,
+        name: 'second',
+        createdAt: new Date().toISOString(),
+      });
       const res = await call(server, key, 'POST', '/v0/webhooks', { url: hookUrl(), pod_ids: [podId, second] });
       expect(res.body?.pod_ids).toEqual([podId, second]);
     });
   });
 
   it('the OpenAPI document lists the webhook operations, including the delivery log', async () => {
-    const doc = (await (await fetch(`${server.url}/v0/openapi.json`)).json()) as { paths: Record<string, Record<string, { summary?: string }>> };
+    const doc = (await (await fetch(`${server.url}/v0/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { summary?: string }>>;
+    };
     expect(Object.keys(doc.paths['/v0/webhooks'] ?? {}).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/v0/webhooks/{webhook_id}'] ?? {}).sort()).toEqual(['delete', 'get', 'patch', 'put']);
     expect(doc.paths['/v0/webhooks/{webhook_id}/deliveries']?.get?.summary).toMatch(/not AgentMail/);
@@ -344,14 +529,28 @@ describe.each(dialects)('%s: webhook URLs without INBOX_WEBHOOK_ALLOW_PRIVATE', 
   ])('%s → 400 WEBHOOK_URL_NOT_ALLOWED', async (url) => {
     const res = await call(server, key, 'POST', '/v0/webhooks', { url });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: { type: 'validation_error', message: expect.any(String), details: { field: 'url', code: 'WEBHOOK_URL_NOT_ALLOWED' } } });
+    expect(res.body).toEqual({
+      error: {
+        type: 'validation_error',
+        message: expect.any(String),
+        details: { field: 'url', code: 'WEBHOOK_URL_NOT_ALLOWED' },
+      },
+    });
   });
 
   it('public addresses and names are accepted; PUT applies the same rule', async () => {
-    for (const url of ['https://hooks.example.com/x', 'http://8.8.8.8/x', 'http://[2606:4700:4700::1111]/x', 'http://172.32.0.1/x', 'https://localhost.example.com/x']) {
+    for (const url of [
+      'https://hooks.example.com/x',
+      'http://8.8.8.8/x',
+      'http://[2606:4700:4700::1111]/x',
+      'http://172.32.0.1/x',
+      'https://localhost.example.com/x',
+    ]) {
       expect((await call(server, key, 'POST', '/v0/webhooks', { url })).status, url).toBe(201);
     }
-    const hook = (await call(server, key, 'POST', '/v0/webhooks', { url: 'https://hooks.example.com/y' })).body as { webhook_id: string };
+    const hook = (await call(server, key, 'POST', '/v0/webhooks', { url: 'https://hooks.example.com/y' })).body as {
+      webhook_id: string;
+    };
     const res = await call(server, key, 'PUT', `/v0/webhooks/${hook.webhook_id}`, { url: 'http://192.168.1.1/' });
     expect(res.body?.error.details).toEqual({ field: 'url', code: 'WEBHOOK_URL_NOT_ALLOWED' });
   });

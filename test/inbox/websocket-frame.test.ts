@@ -15,7 +15,15 @@ describe('realtime: prepared text frames', () => {
   it('read by a ws client as the frames ws.send would write, in order, beside ws.send and ping', async () => {
     const http = createServer();
     const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
-    const texts = ['{"a":1}', 'é'.repeat(100), 'x'.repeat(125), 'y'.repeat(126), 'z'.repeat(65_535), 'w'.repeat(65_536), JSON.stringify({ big: 'v'.repeat(300 * 1024) })];
+    const texts = [
+      '{"a":1}',
+      'é'.repeat(100),
+      'x'.repeat(125),
+      'y'.repeat(126),
+      'z'.repeat(65_535),
+      'w'.repeat(65_536),
+      JSON.stringify({ big: 'v'.repeat(300 * 1024) }),
+    ];
     http.on('upgrade', (request, socket: Duplex, head) =>
       wss.handleUpgrade(request, socket, head, (ws) => {
         for (const [i, text] of texts.entries()) {
@@ -27,7 +35,9 @@ describe('realtime: prepared text frames', () => {
     );
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     try {
-      const client = new WebSocket(`ws://127.0.0.1:${(http.address() as AddressInfo).port}/`, { perMessageDeflate: false });
+      const client = new WebSocket(`ws://127.0.0.1:${(http.address() as AddressInfo).port}/`, {
+        perMessageDeflate: false,
+      });
       const received: { text: string; binary: boolean }[] = [];
       let pings = 0;
       client.on('ping', () => pings++);
@@ -38,7 +48,12 @@ describe('realtime: prepared text frames', () => {
           if (received.length === texts.length * 2) resolve();
         });
       });
-      expect(received).toEqual(texts.flatMap((text, i) => [{ text, binary: false }, { text: `sent ${i}`, binary: false }]));
+      expect(received).toEqual(
+        texts.flatMap((text, i) => [
+          { text, binary: false },
+          { text: `sent ${i}`, binary: false },
+        ]),
+      );
       expect(pings).toBe(texts.length);
       client.close();
     } finally {

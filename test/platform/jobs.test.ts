@@ -6,7 +6,16 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fixedClock } from '../../src/platform/clock.js';
 import { openDatabase, type Database } from '../../src/platform/db/database.js';
 import { migrateToLatest } from '../../src/platform/db/migrate.js';
-import { cancelJob, createJobRunner, enqueue, GiveUpJob, jobCounts, RetryJob, scheduleBackoff, type Job } from '../../src/platform/jobs/jobs.js';
+import {
+  cancelJob,
+  createJobRunner,
+  enqueue,
+  GiveUpJob,
+  jobCounts,
+  RetryJob,
+  scheduleBackoff,
+  type Job,
+} from '../../src/platform/jobs/jobs.js';
 import { createJobsTable, type JobsDatabase } from '../../src/platform/jobs/jobs.table.js';
 import { dialects, freshPostgresSchema } from '../support/dialects.js';
 
@@ -20,7 +29,12 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
   beforeAll(async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'jobs-'));
     const pg = dialect === 'postgres' ? freshPostgresSchema() : undefined;
-    database = await openDatabase<JobsDatabase>({ url: pg ? pg.url : `sqlite:${path.join(dir, 'jobs.db')}`, dataDir: dir, defaultFile: 'x.db', poolSize: 4 });
+    database = await openDatabase<JobsDatabase>({
+      url: pg ? pg.url : `sqlite:${path.join(dir, 'jobs.db')}`,
+      dataDir: dir,
+      defaultFile: 'x.db',
+      poolSize: 4,
+    });
     db = database.db;
     await migrateToLatest(db, { '0001_jobs': { up: createJobsTable } }, 'test_migrations');
     cleanup = async () => {
@@ -37,7 +51,12 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
   it('runs an enqueued job once, with its payload, and marks it done', async () => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
     const seen: Job<{ n: number }>[] = [];
-    const runner = createJobRunner({ db, clock, log: silent, queues: { q: { handle: async (job: Job<{ n: number }>) => void seen.push(job), backoff: () => undefined } } });
+    const runner = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      queues: { q: { handle: async (job: Job<{ n: number }>) => void seen.push(job), backoff: () => undefined } },
+    });
     await enqueue(db, clock, 'q', { n: 7 });
     expect(await runner.drain()).toBe(1);
     expect(await runner.drain()).toBe(0);
@@ -81,7 +100,11 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     release();
     expect(await drained).toBe(1);
     const rows = await db.selectFrom('jobs').select(['id', 'status', 'last_error']).orderBy('id').execute();
-    expect(rows.map((r) => [r.status, r.last_error])).toEqual([['done', null], ['done', 'cancelled'], ['done', null]]);
+    expect(rows.map((r) => [r.status, r.last_error])).toEqual([
+      ['done', null],
+      ['done', 'cancelled'],
+      ['done', null],
+    ]);
   });
 
   it('retries on the backoff schedule, honours RetryJob.notBefore, and dead-letters at the end', async () => {
@@ -96,7 +119,9 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
         q: {
           handle: async (job) => {
             attempts.push(job.attempt);
-            throw job.attempt === 2 ? new RetryJob('slow down', new Date(clock.now().getTime() + 60_000)) : new Error(`failure ${job.attempt}`);
+            throw job.attempt === 2
+              ? new RetryJob('slow down', new Date(clock.now().getTime() + 60_000))
+              : new Error(`failure ${job.attempt}`);
           },
           backoff: scheduleBackoff([1_000, 2_000], 0),
           onDead: async (_job, err) => void dead.push(err.message),
@@ -132,7 +157,8 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
         q: {
           handle: async (job) => {
             attempts.push(job.attempt);
-            if (job.attempt === 1) throw new RetryJob('the handler knows best', { at: new Date(clock.now().getTime() + 10_000) });
+            if (job.attempt === 1)
+              throw new RetryJob('the handler knows best', { at: new Date(clock.now().getTime() + 10_000) });
           },
           backoff: () => 3600_000,
         },
@@ -161,12 +187,26 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
       await crashed; // the process dies here, before the runner records anything
     };
     await enqueue(db, clock, 'q', {});
-    const dying = createJobRunner({ db, clock, log: silent, leaseMs: 1_000, queues: { q: { handle, backoff: () => 1 } } }).drain();
-    for (let i = 0; i < 200 && (await jobCounts(db)).find((c) => c.queue === 'q')?.status !== 'done'; i++) await new Promise((r) => setTimeout(r, 5));
+    const dying = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      leaseMs: 1_000,
+      queues: { q: { handle, backoff: () => 1 } },
+    }).drain();
+    for (let i = 0; i < 200 && (await jobCounts(db)).find((c) => c.queue === 'q')?.status !== 'done'; i++)
+      await new Promise((r) => setTimeout(r, 5));
     clock.advance(60_000); // long past the lease
-    expect(await createJobRunner({ db, clock, log: silent, queues: { q: { handle, backoff: () => 1 } } }).drain()).toBe(0);
+    expect(await createJobRunner({ db, clock, log: silent, queues: { q: { handle, backoff: () => 1 } } }).drain()).toBe(
+      0,
+    );
     expect(runs).toBe(1);
-    expect(await jobCounts(db)).toEqual(expect.arrayContaining([{ queue: 'q', status: 'done', n: 1 }, { queue: 'effects', status: 'pending', n: 1 }]));
+    expect(await jobCounts(db)).toEqual(
+      expect.arrayContaining([
+        { queue: 'q', status: 'done', n: 1 },
+        { queue: 'effects', status: 'pending', n: 1 },
+      ]),
+    );
     release();
     await dying;
   });
@@ -195,7 +235,11 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     await enqueue(db, clock, 'q', {});
     await rolledBack.drain();
     let row = await db.selectFrom('jobs').selectAll().where('queue', '=', 'q').executeTakeFirstOrThrow();
-    expect([row.status, row.last_error, row.run_at]).toEqual(['pending', 'the commit failed', '2026-01-01T00:00:05.000Z']);
+    expect([row.status, row.last_error, row.run_at]).toEqual([
+      'pending',
+      'the commit failed',
+      '2026-01-01T00:00:05.000Z',
+    ]);
     expect(await jobCounts(db)).toEqual([{ queue: 'q', status: 'pending', n: 1 }]);
 
     // A run whose lease ran out while it worked: another run took the job, so the slow one's end is refused.
@@ -219,9 +263,28 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
       },
     };
     const first = createJobRunner({ db, clock, log: silent, leaseMs: 1_000, queues }).drain();
-    for (let i = 0; i < 200 && (await db.selectFrom('jobs').select('attempts').executeTakeFirstOrThrow()).attempts === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    for (
+      let i = 0;
+      i < 200 && (await db.selectFrom('jobs').select('attempts').executeTakeFirstOrThrow()).attempts === 0;
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 5));
     clock.advance(2_000);
-    const second = createJobRunner({ db, clock, log: silent, leaseMs: 1_000, queues: { q: { ...queues.q, handle: async (job: Job) => { await new Promise((r) => setTimeout(r, 5)); await queues.q.handle(job); } } } });
+    const second = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      leaseMs: 1_000,
+      queues: {
+        q: {
+          ...queues.q,
+          handle: async (job: Job) => {
+            await new Promise((r) => setTimeout(r, 5));
+            await queues.q.handle(job);
+          },
+        },
+      },
+    });
     const secondRun = second.drain();
     for (let i = 0; i < 200 && !ends.length; i++) await new Promise((r) => setTimeout(r, 5));
     release();
@@ -264,7 +327,12 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
       [1, { tries: 2 }],
       [2, { tries: 2 }],
     ]);
-    expect(await jobCounts(db)).toEqual(expect.arrayContaining([{ queue: 'q', status: 'dead', n: 1 }, { queue: 'obituary', status: 'pending', n: 1 }]));
+    expect(await jobCounts(db)).toEqual(
+      expect.arrayContaining([
+        { queue: 'q', status: 'dead', n: 1 },
+        { queue: 'obituary', status: 'pending', n: 1 },
+      ]),
+    );
 
     // A hook that fails leaves nothing of its own, and the job is dead all the same.
     await db.deleteFrom('jobs').execute();
@@ -285,7 +353,14 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
       log: silent,
       pollMs: 60_000,
       queues: {
-        slow: { handle: async () => { slowRuns++; await hanging; }, backoff: () => undefined, concurrency: 2 },
+        slow: {
+          handle: async () => {
+            slowRuns++;
+            await hanging;
+          },
+          backoff: () => undefined,
+          concurrency: 2,
+        },
         fast: { handle: async (job) => void fast.push(job.id), backoff: () => undefined },
       },
     });
@@ -306,7 +381,20 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
   it('gives up at once on GiveUpJob', async () => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
     let runs = 0;
-    const runner = createJobRunner({ db, clock, log: silent, queues: { q: { handle: async () => { runs++; throw new GiveUpJob('permanent'); }, backoff: () => 1 } } });
+    const runner = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      queues: {
+        q: {
+          handle: async () => {
+            runs++;
+            throw new GiveUpJob('permanent');
+          },
+          backoff: () => 1,
+        },
+      },
+    });
     await enqueue(db, clock, 'q', {});
     await runner.drain();
     clock.advance(10_000);
@@ -319,9 +407,18 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
     await enqueue(db, clock, 'q', {});
     // A worker claimed it and vanished: the lease is set, the job still pending.
-    await db.updateTable('jobs').set({ locked_until: new Date(clock.now().getTime() + 30_000).toISOString(), attempts: 1 }).execute();
+    await db
+      .updateTable('jobs')
+      .set({ locked_until: new Date(clock.now().getTime() + 30_000).toISOString(), attempts: 1 })
+      .execute();
     let runs = 0;
-    const runner = createJobRunner({ db, clock, log: silent, leaseMs: 30_000, queues: { q: { handle: async () => void runs++, backoff: () => undefined } } });
+    const runner = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      leaseMs: 30_000,
+      queues: { q: { handle: async () => void runs++, backoff: () => undefined } },
+    });
     expect(await runner.drain()).toBe(0);
     clock.advance(30_001);
     expect(await runner.drain()).toBe(1);
@@ -336,13 +433,31 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     const blocked = new Promise<void>((resolve) => (release = resolve));
     let runs = 0;
     const queues = {
-      short: { handle: async () => { runs++; await blocked; }, backoff: () => undefined, leaseMs: 10_000 },
-      long: { handle: async () => { runs++; await blocked; }, backoff: () => undefined, leaseMs: 120_000 },
+      short: {
+        handle: async () => {
+          runs++;
+          await blocked;
+        },
+        backoff: () => undefined,
+        leaseMs: 10_000,
+      },
+      long: {
+        handle: async () => {
+          runs++;
+          await blocked;
+        },
+        backoff: () => undefined,
+        leaseMs: 120_000,
+      },
     };
     const slow = createJobRunner({ db, clock, log: silent, leaseMs: 60_000, heartbeatMs: 10, queues });
     const running = slow.drain();
     for (let i = 0; i < 100 && runs < 2; i++) await new Promise((r) => setTimeout(r, 5));
-    const leaseOf = async (queue: string) => Date.parse((await db.selectFrom('jobs').select('locked_until').where('queue', '=', queue).executeTakeFirstOrThrow()).locked_until as string) - clock.now().getTime();
+    const leaseOf = async (queue: string) =>
+      Date.parse(
+        (await db.selectFrom('jobs').select('locked_until').where('queue', '=', queue).executeTakeFirstOrThrow())
+          .locked_until as string,
+      ) - clock.now().getTime();
     expect([await leaseOf('short'), await leaseOf('long')]).toEqual([10_000, 120_000]);
     // Ten minutes pass while the worker is alive: each heartbeat moves its leases on.
     for (let minute = 0; minute < 10; minute++) {
@@ -356,18 +471,39 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     release();
     await running;
     expect(runs).toBe(2);
-    expect(await jobCounts(db)).toEqual(expect.arrayContaining([{ queue: 'short', status: 'done', n: 1 }, { queue: 'long', status: 'done', n: 1 }]));
+    expect(await jobCounts(db)).toEqual(
+      expect.arrayContaining([
+        { queue: 'short', status: 'done', n: 1 },
+        { queue: 'long', status: 'done', n: 1 },
+      ]),
+    );
   });
 
-  it('takes over a dead worker\'s job one lease of its queue after the last heartbeat, and fences the dead run', async () => {
+  it("takes over a dead worker's job one lease of its queue after the last heartbeat, and fences the dead run", async () => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
     await enqueue(db, clock, 'hooks', {});
     // A worker claimed it, renewed it once, and died: nothing renews it any more.
-    const dead = createJobRunner({ db, clock, log: silent, heartbeatMs: 3_600_000, queues: { hooks: { handle: () => new Promise<void>(() => {}), backoff: () => undefined, leaseMs: 15_000 } } });
+    const dead = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      heartbeatMs: 3_600_000,
+      queues: { hooks: { handle: () => new Promise<void>(() => {}), backoff: () => undefined, leaseMs: 15_000 } },
+    });
     void dead.drain();
-    for (let i = 0; i < 200 && (await db.selectFrom('jobs').select('attempts').executeTakeFirstOrThrow()).attempts === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    for (
+      let i = 0;
+      i < 200 && (await db.selectFrom('jobs').select('attempts').executeTakeFirstOrThrow()).attempts === 0;
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 5));
     let runs = 0;
-    const alive = createJobRunner({ db, clock, log: silent, queues: { hooks: { handle: async () => void runs++, backoff: () => undefined, leaseMs: 15_000 } } });
+    const alive = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      queues: { hooks: { handle: async () => void runs++, backoff: () => undefined, leaseMs: 15_000 } },
+    });
     clock.advance(14_999);
     expect(await alive.drain()).toBe(0);
     clock.advance(2);
@@ -385,13 +521,31 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
       await new Promise((r) => setTimeout(r, 5));
     };
     for (let i = 0; i < 40; i++) await enqueue(db, clock, 'q', { i });
-    const a = createJobRunner({ db, clock, log: silent, batchSize: 5, queues: { q: { handle, backoff: () => undefined } } });
-    const b = createJobRunner({ db, clock, log: silent, batchSize: 5, queues: { q: { handle, backoff: () => undefined } } });
+    const a = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      batchSize: 5,
+      queues: { q: { handle, backoff: () => undefined } },
+    });
+    const b = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      batchSize: 5,
+      queues: { q: { handle, backoff: () => undefined } },
+    });
     await Promise.all([a.drain(), b.drain()]);
     expect(runs.size).toBe(40);
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
 
-    const loop = createJobRunner({ db, clock, log: silent, pollMs: 60_000, queues: { q: { handle, backoff: () => undefined } } });
+    const loop = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      pollMs: 60_000,
+      queues: { q: { handle, backoff: () => undefined } },
+    });
     loop.start();
     await enqueue(db, clock, 'q', { late: true });
     loop.notify();

@@ -55,13 +55,22 @@ describe.each(dialects)('%s: signals inside a transaction', (dialect) => {
       await expect.poll(() => heard.includes('third'), { timeout: 5_000 }).toBe(true);
       if (dialect === 'postgres') expect(heard).toEqual(['first', 'second', 'third']);
       // SQLite signals once the transaction ended, whatever its outcome: listeners read committed rows, not the signal.
-      else expect(heard.filter((h) => !['rolled back', 'savepoint undone'].includes(h))).toEqual(['first', 'second', 'third']);
+      else
+        expect(heard.filter((h) => !['rolled back', 'savepoint undone'].includes(h))).toEqual([
+          'first',
+          'second',
+          'third',
+        ]);
     } finally {
       await stop();
     }
   });
 
   it('refuses a payload PostgreSQL would refuse', async () => {
-    await expect(database.db.transaction().execute((trx) => database.notifyIn(trx, 'topic_in', 'x'.repeat(NOTIFY_PAYLOAD_LIMIT + 1)))).rejects.toThrow(/exceeds/);
+    await expect(
+      database.db
+        .transaction()
+        .execute((trx) => database.notifyIn(trx, 'topic_in', 'x'.repeat(NOTIFY_PAYLOAD_LIMIT + 1))),
+    ).rejects.toThrow(/exceeds/);
   });
 });

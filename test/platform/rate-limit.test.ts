@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { memoryRateLimiter, sharedRateLimiter, type RateLimiter } from '../../src/platform/http/rate-limit.js';
 import { connectRedis } from '../../src/platform/redis.js';
 
-const backends: [string, (limit: number, now: () => number) => RateLimiter | Promise<RateLimiter>][] = [['memory', (limit, now) => memoryRateLimiter(limit, 60_000, now)]];
+const backends: [string, (limit: number, now: () => number) => RateLimiter | Promise<RateLimiter>][] = [
+  ['memory', (limit, now) => memoryRateLimiter(limit, 60_000, now)],
+];
 if (process.env.TEST_REDIS_URL) {
   const url = process.env.TEST_REDIS_URL;
   backends.push([

@@ -7,12 +7,20 @@ import { privateRedis, type PrivateRedis } from '../support/redis-server.js';
 /** Lines ioredis writes itself (to the console) when no one listens for its errors. */
 function captureConsole(): { lines: string[]; restore(): void } {
   const lines: string[] = [];
-  const original = { error: console.error, warn: console.warn, log: console.log, write: process.stderr.write.bind(process.stderr) };
+  const original = {
+    error: console.error,
+    warn: console.warn,
+    log: console.log,
+    write: process.stderr.write.bind(process.stderr),
+  };
   const keep = (...args: unknown[]) => void lines.push(args.map(String).join(' '));
   console.error = keep;
   console.warn = keep;
   console.log = keep;
-  process.stderr.write = ((chunk: string | Uint8Array) => (lines.push(String(chunk)), true)) as typeof process.stderr.write;
+  process.stderr.write = ((chunk: string | Uint8Array) => (
+    lines.push(String(chunk)),
+    true
+  )) as typeof process.stderr.write;
   return {
     lines,
     restore() {
@@ -42,11 +50,19 @@ describe('Redis down: shared rate limits fall back to per-process counting and r
 
   it('counts across instances in Redis, falls back per process while it is stopped or frozen, logs each change once as JSON-able objects, and recovers', async () => {
     const logs: { level: string; o: object; msg: string }[] = [];
-    const log = { warn: (o: object, msg: string) => void logs.push({ level: 'warn', o, msg }), info: (o: object, msg: string) => void logs.push({ level: 'info', o, msg }) };
+    const log = {
+      warn: (o: object, msg: string) => void logs.push({ level: 'warn', o, msg }),
+      info: (o: object, msg: string) => void logs.push({ level: 'info', o, msg }),
+    };
     const registry = new Registry();
     // A command timeout generous enough for a loaded CI machine (the service's default is 50 ms).
     const a = connectRedis({ url: redis.url, log, registry, probeMs: 200, commandTimeoutMs: 500 });
-    const b = connectRedis({ url: redis.url, log: { warn: () => {}, info: () => {} }, probeMs: 200, commandTimeoutMs: 500 });
+    const b = connectRedis({
+      url: redis.url,
+      log: { warn: () => {}, info: () => {} },
+      probeMs: 200,
+      commandTimeoutMs: 500,
+    });
     expect(await a.connected()).toBe(true);
     expect(await b.connected()).toBe(true);
     const prefix = `rl:${Math.random()}`;
@@ -67,16 +83,25 @@ describe('Redis down: shared rate limits fall back to per-process counting and r
       expect((await second.hit('outage')).allowed).toBe(true); // the other process counts its own
       expect(a.state()).toBe('down');
       expect(await registry.getSingleMetricAsString('redis_up')).toMatch(/redis_up 0/);
-      expect(await registry.getSingleMetricAsString('rate_limit_fallback_total')).toMatch(/rate_limit_fallback_total [1-9]/);
+      expect(await registry.getSingleMetricAsString('rate_limit_fallback_total')).toMatch(
+        /rate_limit_fallback_total [1-9]/,
+      );
       expect(logs.filter((l) => l.level === 'warn')).toHaveLength(1);
       expect(logs[0]?.msg).toMatch(/Redis unavailable/);
 
       // Back: the count is shared again.
       await redis.start();
       await until(async () => (await first.hit('probe'), a.state() === 'ok'), 'Redis to be used again');
-      expect(logs.filter((l) => l.level === 'info').map((l) => l.msg)).toEqual([expect.stringMatching(/Redis is back/)]);
+      expect(logs.filter((l) => l.level === 'info').map((l) => l.msg)).toEqual([
+        expect.stringMatching(/Redis is back/),
+      ]);
       await until(async () => (await second.hit('probe'), b.state() === 'ok'), 'the second instance to reconnect');
-      const again = [await first.hit('again'), await second.hit('again'), await first.hit('again'), await second.hit('again')];
+      const again = [
+        await first.hit('again'),
+        await second.hit('again'),
+        await first.hit('again'),
+        await second.hit('again'),
+      ];
       expect(again.map((r) => r.allowed)).toEqual([true, true, true, false]);
 
       // Frozen: the socket stays open and nothing answers; the command timeout and the circuit keep hits answering.

@@ -33,7 +33,8 @@ describe.each(dialects)('%s: several instances starting at once on an empty data
           await database.destroy();
         }
       });
-      for (const result of await Promise.allSettled(starts)) if (result.status === 'rejected') failures.push(`trial ${trial}: ${String((result.reason as Error).message)}`);
+      for (const result of await Promise.allSettled(starts))
+        if (result.status === 'rejected') failures.push(`trial ${trial}: ${String((result.reason as Error).message)}`);
       await pg?.drop();
       rmSync(dir, { recursive: true, force: true });
     }
@@ -46,8 +47,16 @@ describe.each(dialects)('%s: several instances starting at once on an empty data
       const dir = mkdtempSync(path.join(tmpdir(), 'schema-race-'));
       const pg = dialect === 'postgres' ? freshPostgresSchema() : undefined;
       const url = pg ? pg.url : `sqlite:${path.join(dir, 'race.db')}`;
-      const inbox = loadConfig(inboxConfigSpec, { DATA_DIR: dir, INBOX_DATABASE_URL: url, INBOX_DATABASE_POOL_SIZE: '2' });
-      const property = loadConfig(propertyConfigSpec, { DATA_DIR: dir, PROPERTY_DATABASE_URL: url.replace('race.db', 'race-property.db'), PROPERTY_DATABASE_POOL_SIZE: '2' });
+      const inbox = loadConfig(inboxConfigSpec, {
+        DATA_DIR: dir,
+        INBOX_DATABASE_URL: url,
+        INBOX_DATABASE_POOL_SIZE: '2',
+      });
+      const property = loadConfig(propertyConfigSpec, {
+        DATA_DIR: dir,
+        PROPERTY_DATABASE_URL: url.replace('race.db', 'race-property.db'),
+        PROPERTY_DATABASE_POOL_SIZE: '2',
+      });
       const starts = [
         ...[0, 1, 2].map(async () => {
           const database = await openInboxDatabase(inbox);
@@ -66,7 +75,8 @@ describe.each(dialects)('%s: several instances starting at once on an empty data
           }
         }),
       ];
-      for (const result of await Promise.allSettled(starts)) if (result.status === 'rejected') failures.push(`trial ${trial}: ${String((result.reason as Error).message)}`);
+      for (const result of await Promise.allSettled(starts))
+        if (result.status === 'rejected') failures.push(`trial ${trial}: ${String((result.reason as Error).message)}`);
       await pg?.drop();
       rmSync(dir, { recursive: true, force: true });
     }

@@ -16,19 +16,32 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
 
   it('commits megabytes without checkpointing them, and the checkpoint thread copies them into the file', async () => {
     const file = path.join(dir, 'c.db');
-    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({ url: `sqlite:${file}`, dataDir: dir, defaultFile: 'c.db', sqliteSynchronous: 'FULL' });
+    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({
+      url: `sqlite:${file}`,
+      dataDir: dir,
+      defaultFile: 'c.db',
+      sqliteSynchronous: 'FULL',
+    });
     try {
       await sql`create table blobs (id integer primary key, content blob not null)`.execute(database.db);
       const before = statSync(file).size;
       // 8 MiB: 2,000 pages, twice SQLite's automatic checkpoint threshold.
-      await database.commits.run((trx) => trx.insertInto('blobs').values({ id: 1, content: Buffer.alloc(8 * 2 ** 20, 7) }).execute());
+      await database.commits.run((trx) =>
+        trx
+          .insertInto('blobs')
+          .values({ id: 1, content: Buffer.alloc(8 * 2 ** 20, 7) })
+          .execute(),
+      );
       expect(statSync(file).size - before).toBeLessThan(2 ** 20);
       expect(statSync(`${file}-wal`).size).toBeGreaterThan(8 * 2 ** 20);
       const deadline = Date.now() + 20_000;
       while (statSync(file).size < 8 * 2 ** 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       expect(statSync(file).size).toBeGreaterThan(8 * 2 ** 20);
       // The data reads back through the service's connection.
-      const row = await database.db.selectFrom('blobs').select(sql<number>`length(content)`.as('n')).executeTakeFirstOrThrow();
+      const row = await database.db
+        .selectFrom('blobs')
+        .select(sql<number>`length(content)`.as('n'))
+        .executeTakeFirstOrThrow();
       expect(row.n).toBe(8 * 2 ** 20);
     } finally {
       await database.destroy();
@@ -37,19 +50,33 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
   it('checkpoints in the commit again, as SQLite does by default, once the checkpoint thread fails', async () => {
     const file = path.join(dir, 'f.db');
     const moved = path.join(dir, 'f-moved.db');
-    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({ url: `sqlite:${file}`, dataDir: dir, defaultFile: 'f.db' });
+    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({
+      url: `sqlite:${file}`,
+      dataDir: dir,
+      defaultFile: 'f.db',
+    });
     try {
       await sql`create table blobs (id integer primary key, content blob not null)`.execute(database.db);
       // The thread opens the file by its name: gone from there, its checkpoint fails. The service's
       // connection keeps the file it opened, now under another name.
       renameSync(file, moved);
-      await database.commits.run((trx) => trx.insertInto('blobs').values({ id: 1, content: Buffer.alloc(8 * 2 ** 20, 7) }).execute());
+      await database.commits.run((trx) =>
+        trx
+          .insertInto('blobs')
+          .values({ id: 1, content: Buffer.alloc(8 * 2 ** 20, 7) })
+          .execute(),
+      );
       expect(statSync(moved).size).toBeLessThan(2 ** 20);
       // After the failure a commit past SQLite's threshold copies the WAL itself.
       const deadline = Date.now() + 20_000;
       for (let id = 2; statSync(moved).size < 8 * 2 ** 20 && Date.now() < deadline; id++) {
         await new Promise((r) => setTimeout(r, 50));
-        await database.commits.run((trx) => trx.insertInto('blobs').values({ id, content: Buffer.alloc(16, 1) }).execute());
+        await database.commits.run((trx) =>
+          trx
+            .insertInto('blobs')
+            .values({ id, content: Buffer.alloc(16, 1) })
+            .execute(),
+        );
       }
       expect(statSync(moved).size).toBeGreaterThan(8 * 2 ** 20);
     } finally {
@@ -59,7 +86,12 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
 
   it('keeps the WAL bounded under writes that never pause: it starts over instead of growing with everything written', async () => {
     const file = path.join(dir, 'steady.db');
-    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({ url: `sqlite:${file}`, dataDir: dir, defaultFile: 'steady.db', sqliteSynchronous: 'NORMAL' });
+    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({
+      url: `sqlite:${file}`,
+      dataDir: dir,
+      defaultFile: 'steady.db',
+      sqliteSynchronous: 'NORMAL',
+    });
     try {
       await sql`create table blobs (id integer primary key, content blob not null)`.execute(database.db);
       const content = Buffer.alloc(128 * 1024, 7);

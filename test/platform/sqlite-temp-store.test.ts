@@ -28,13 +28,21 @@ describe.runIf(process.platform === 'linux')('sqlite: savepoint journals in memo
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('a batch whose units each change every page of a table opens no temporary file', async () => {
-    const database = await openDatabase<{ rows: { id: number; v: string } }>({ url: `sqlite:${path.join(dir, 't.db')}`, dataDir: dir, defaultFile: 't.db', sqliteSynchronous: 'FULL' });
+    const database = await openDatabase<{ rows: { id: number; v: string } }>({
+      url: `sqlite:${path.join(dir, 't.db')}`,
+      dataDir: dir,
+      defaultFile: 't.db',
+      sqliteSynchronous: 'FULL',
+    });
     try {
       await sql`create table rows (id integer primary key, v text not null)`.execute(database.db);
       // 3,000 rows of 300 bytes: over 200 pages of 4 KiB.
       await database.commits.run(async (trx) => {
         for (let id = 0; id < 3000; id += 500) {
-          await trx.insertInto('rows').values(Array.from({ length: 500 }, (_, i) => ({ id: id + i, v: 'a'.repeat(300) }))).execute();
+          await trx
+            .insertInto('rows')
+            .values(Array.from({ length: 500 }, (_, i) => ({ id: id + i, v: 'a'.repeat(300) })))
+            .execute();
         }
       });
       const units = 20;
@@ -53,7 +61,11 @@ describe.runIf(process.platform === 'linux')('sqlite: savepoint journals in memo
       // One transaction for all: they ran as one batch.
       expect(transactions.size).toBe(1);
       expect(seen).toEqual([]);
-      const changed = await database.db.selectFrom('rows').select(sql<number>`count(*)`.as('n')).where('v', 'like', 'b%').executeTakeFirstOrThrow();
+      const changed = await database.db
+        .selectFrom('rows')
+        .select(sql<number>`count(*)`.as('n'))
+        .where('v', 'like', 'b%')
+        .executeTakeFirstOrThrow();
       expect(Number(changed.n)).toBe(3000);
     } finally {
       await database.destroy();

@@ -23,7 +23,10 @@ describe('pieces from a worker thread', () => {
       const got: Buffer[] = [];
       for await (const piece of piecesOf(pool, 'pieces', { sizes }, 64)) got.push(piece);
       const total = sizes.reduce((a, b) => a + b, 0);
-      expect(got.slice(0, -1).every((p) => p.length === 64), JSON.stringify(sizes)).toBe(true);
+      expect(
+        got.slice(0, -1).every((p) => p.length === 64),
+        JSON.stringify(sizes),
+      ).toBe(true);
       expect(got.length, JSON.stringify(sizes)).toBe(Math.ceil(total / 64));
       expect(Buffer.concat(got).equals(pattern(total)), JSON.stringify(sizes)).toBe(true);
     }
@@ -36,7 +39,9 @@ describe('pieces from a worker thread', () => {
   it('runs at most PIECES_WINDOW pieces ahead of the caller', async () => {
     pool = createWorkerPool({ module, size: 1 });
     const made = new Int32Array(new SharedArrayBuffer(4));
-    const pieces = piecesOf(pool, 'pieces', { sizes: Array.from({ length: 40 }, () => 64), made }, 64)[Symbol.asyncIterator]();
+    const pieces = piecesOf(pool, 'pieces', { sizes: Array.from({ length: 40 }, () => 64), made }, 64)[
+      Symbol.asyncIterator
+    ]();
     expect((await pieces.next()).done).toBe(false);
     // Time for the task to run as far as it may: PIECES_WINDOW pieces sent (the caller is done
     // with a piece when it asks for the next, so the one it holds counts), and one more made that

@@ -43,7 +43,13 @@ serveTasks({
   /** This thread's niceness (Linux: field 19 of /proc/thread-self/stat), or null elsewhere. */
   niceness: () => {
     try {
-      return { value: Number(readFileSync('/proc/thread-self/stat', 'utf8').replace(/^.*\) /, '').split(' ')[16]) };
+      return {
+        value: Number(
+          readFileSync('/proc/thread-self/stat', 'utf8')
+            .replace(/^.*\) /, '')
+            .split(' ')[16],
+        ),
+      };
     } catch {
       return { value: null };
     }
@@ -55,5 +61,7 @@ serveTasks({
   },
   die: () => process.exit(3),
   /** Sends the chunks of its input on the channel (platform/workers/pieces.ts); its value: the bytes sent. */
-  pieces: async (input: PiecesInput & { pieces: PiecesChannel }) => ({ value: await sendPieces(input.pieces, chunks(input)) }),
+  pieces: async (input: PiecesInput & { pieces: PiecesChannel }) => ({
+    value: await sendPieces(input.pieces, chunks(input)),
+  }),
 });

@@ -61,7 +61,8 @@ describe('worker pool', () => {
       channel('worker_threads').unsubscribe(onStarted);
     }
     expect(started.length).toBeGreaterThan(0);
-    for (const worker of started) expect(worker.resourceLimits?.maxYoungGenerationSizeMb).toBe(TASK_YOUNG_GENERATION_MB);
+    for (const worker of started)
+      expect(worker.resourceLimits?.maxYoungGenerationSizeMb).toBe(TASK_YOUNG_GENERATION_MB);
   });
 
   it('fails a task whose input cannot be handed over, and runs the next on the same thread', async () => {

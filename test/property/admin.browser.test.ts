@@ -16,9 +16,21 @@ import { dialects, startPropertyServer, type Account, type PropertyTestServer } 
 
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`admin.browser.test: browser parts skipped, ${CHROMIUM} not found (Debian: apt-get install -y chromium)`);
+if (!hasChromium)
+  console.warn(
+    `admin.browser.test: browser parts skipped, ${CHROMIUM} not found (Debian: apt-get install -y chromium)`,
+  );
 
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'];
+const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const SCREENSHOTS = process.env.ADMIN_TEST_SCREENSHOTS;
 
 /**
@@ -26,8 +38,12 @@ const SCREENSHOTS = process.env.ADMIN_TEST_SCREENSHOTS;
  * branch. Until Immobilie has its computed fields these checks cannot run; once it has them they
  * are required. Checked against that branch's API before this test was committed.
  */
-const calculator = propertyRegistry.byShortName('Immobilie')?.fields.some((field) => field.name === 'kaufnebenkosten') ?? false;
-if (!calculator) console.warn('admin.browser.test: Immobilie has no computed costs yet; the show-page costs and state names are not checked'); // a directory: the test leaves PNGs of each screen there
+const calculator =
+  propertyRegistry.byShortName('Immobilie')?.fields.some((field) => field.name === 'kaufnebenkosten') ?? false;
+if (!calculator)
+  console.warn(
+    'admin.browser.test: Immobilie has no computed costs yet; the show-page costs and state names are not checked',
+  ); // a directory: the test leaves PNGs of each screen there
 
 /** The values of `typ` as the Hydra docs list them (owl:oneOf), labelled as api-doc-parser labels enums. */
 const TYPES = ['Wohnung', 'Haus', 'Grundstueck', 'Gewerbe', 'Buero'];
@@ -37,7 +53,8 @@ const plain = (text: string) => text.replace(/[\u00a0\u202f]/g, ' ').trim();
 /** The admin's list of a resource, by URL (react-admin may add list parameters after `?`). */
 const LIST = (resource: string) => new RegExp(`#/${resource}(\\?.*)?$`);
 /** An amount as de-DE writes euros, for comparing with the screen. */
-const euro = (value: number) => plain(new Intl.NumberFormat('de-DE', { style: 'currency', currency: 'EUR' }).format(value));
+const euro = (value: number) =>
+  plain(new Intl.NumberFormat('de-DE', { style: 'currency', currency: 'EUR' }).format(value));
 
 interface Recorded {
   method: string;
@@ -83,17 +100,32 @@ async function shot(page: Page, name: string) {
   if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
-async function api(server: PropertyTestServer, key: string | undefined, method: string, pathname: string, body?: unknown) {
+async function api(
+  server: PropertyTestServer,
+  key: string | undefined,
+  method: string,
+  pathname: string,
+  body?: unknown,
+) {
   const headers: Record<string, string> = { accept: 'application/ld+json' };
   if (key) headers['x-api-key'] = key;
-  if (body !== undefined) headers['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/ld+json';
-  const response = await fetch(`${server.url}${pathname}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (body !== undefined)
+    headers['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/ld+json';
+  const response = await fetch(`${server.url}${pathname}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await response.text();
   return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
 }
 
 async function createProperty(server: PropertyTestServer, account: Account, fields: Record<string, unknown>) {
-  const created = await api(server, account.key, 'POST', '/api/immobilies', { typ: 'wohnung', bundesland: '/api/bundeslands/1', ...fields });
+  const created = await api(server, account.key, 'POST', '/api/immobilies', {
+    typ: 'wohnung',
+    bundesland: '/api/bundeslands/1',
+    ...fields,
+  });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   return created.body as Record<string, unknown> & { '@id': string };
 }
@@ -177,8 +209,22 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
     async () => {
       const admin = await server.createAccount('admin');
       const owner = await server.createAccount('user');
-      const leipzig = await createProperty(server, owner, { adresse: 'Lindenweg 4, 04109 Leipzig', typ: 'haus', bundesland: '/api/bundeslands/13', wohnflaeche: 92.5, zimmer: 4, kaufpreis: 420000 });
-      await createProperty(server, admin, { adresse: 'Hauptstraße 1, 80331 München', typ: 'wohnung', bundesland: '/api/bundeslands/2', wohnflaeche: 61, zimmer: 2, kaufpreis: 689000.5 });
+      const leipzig = await createProperty(server, owner, {
+        adresse: 'Lindenweg 4, 04109 Leipzig',
+        typ: 'haus',
+        bundesland: '/api/bundeslands/13',
+        wohnflaeche: 92.5,
+        zimmer: 4,
+        kaufpreis: 420000,
+      });
+      await createProperty(server, admin, {
+        adresse: 'Hauptstraße 1, 80331 München',
+        typ: 'wohnung',
+        bundesland: '/api/bundeslands/2',
+        wohnflaeche: 61,
+        zimmer: 2,
+        kaufpreis: 689000.5,
+      });
 
       const context = await (browser as Browser).newContext({ viewport: { width: 1280, height: 900 } });
       const page = await context.newPage();
@@ -191,7 +237,9 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       // One way to the login screen: the page, then `#/login` (the redirect once looped, pushing
       // `#/login` until Chromium's cap of 50 history entries, and the form came seconds late).
       await new Promise((resolve) => setTimeout(resolve, 500)); // a loop would keep pushing meanwhile
-      expect(await page.evaluate(() => (globalThis as unknown as { history: { length: number } }).history.length)).toBeLessThanOrEqual(3);
+      expect(
+        await page.evaluate(() => (globalThis as unknown as { history: { length: number } }).history.length),
+      ).toBeLessThanOrEqual(3);
       await page.locator('input[name="apiKey"]').fill('not-a-key');
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByText('This API key is not valid.').waitFor();
@@ -203,7 +251,9 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
 
       // The list: both properties (an admin sees all), prices in euros the German way.
       // The state is a reference, fetched after the rows: wait for its label (its name, with the calculator's Hydra docs).
-      await expect.poll(async () => (await listRows(page)).find((r) => r.includes('Lindenweg 4')), { timeout: 15_000 }).toContain(calculator ? 'Sachsen' : '/api/bundeslands/13');
+      await expect
+        .poll(async () => (await listRows(page)).find((r) => r.includes('Lindenweg 4')), { timeout: 15_000 })
+        .toContain(calculator ? 'Sachsen' : '/api/bundeslands/13');
       let rows = await listRows(page);
       await shot(page, `${dialect}-02-list`);
       expect(rows).toHaveLength(2);
@@ -224,13 +274,18 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       await expect.poll(async () => (await listRows(page)).length, { timeout: 10_000 }).toBe(1);
       rows = await listRows(page);
       expect(rows[0]).toContain('Lindenweg 4');
-      expect(seen.api((r) => r.method === 'GET' && new URL(r.url).searchParams.get('typ') === 'haus').length).toBeGreaterThan(0);
+      expect(
+        seen.api((r) => r.method === 'GET' && new URL(r.url).searchParams.get('typ') === 'haus').length,
+      ).toBeGreaterThan(0);
       await shot(page, `${dialect}-03-filtered`);
 
       // Show: the computed costs as the API computes them.
       await page.mouse.move(1, 1); // away from the column headers, whose sort tooltips cover the rows
       await page.locator('[role="tooltip"]').waitFor({ state: 'detached' });
-      await page.locator('.RaDatagrid-tbody tr', { hasText: 'Lindenweg 4' }).getByRole('link', { name: 'Show' }).click();
+      await page
+        .locator('.RaDatagrid-tbody tr', { hasText: 'Lindenweg 4' })
+        .getByRole('link', { name: 'Show' })
+        .click();
       await page.getByText('Kaufnebenkosten').waitFor();
       await shot(page, `${dialect}-04-show`);
       expect(await shownValue(page, 'Kaufpreis')).toBe('420.000,00 €');
@@ -242,9 +297,14 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
         expect(await shownValue(page, 'Grunderwerbsteuer')).toBe(euro(fresh.grunderwerbsteuer as number));
         expect(await shownValue(page, 'Gesamtkosten')).toBe(euro(fresh.gesamtkosten as number));
         for (const part of ['grunderwerbsteuer', 'notar', 'grundbuch', 'summe']) {
-          expect(plain(await page.locator(`.kaufnebenkosten tr[data-cost="${part}"] td`).last().innerText()), part).toBe(euro(costs[part] as number));
+          expect(
+            plain(await page.locator(`.kaufnebenkosten tr[data-cost="${part}"] td`).last().innerText()),
+            part,
+          ).toBe(euro(costs[part] as number));
         }
-        expect(await page.locator('.kaufnebenkosten tr[data-cost="makler"]').count()).toBe(costs.makler === undefined ? 0 : 1);
+        expect(await page.locator('.kaufnebenkosten tr[data-cost="makler"]').count()).toBe(
+          costs.makler === undefined ? 0 : 1,
+        );
       }
 
       // Create, picking the federal state by its name.
@@ -257,13 +317,23 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       await page.locator('input[name="zimmer"]').fill('3');
       await page.locator('input[name="kaufpreis"]').fill('300000');
       await shot(page, `${dialect}-05-create`);
-      const posted = page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/api/immobilies');
+      const posted = page.waitForResponse(
+        (r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/api/immobilies',
+      );
       await page.getByRole('button', { name: 'Save' }).click();
       const postResponse = await posted;
       expect(postResponse.status()).toBe(201);
       const createdIri = ((await postResponse.json()) as { '@id': string })['@id'];
       const created = (await api(server, admin.key, 'GET', createdIri)).body as Record<string, unknown>;
-      expect(created).toMatchObject({ adresse: 'Am Markt 3, 01067 Dresden', typ: 'wohnung', bundesland: '/api/bundeslands/13', wohnflaeche: 80, zimmer: 3, kaufpreis: 300000, verwalter: admin.iri });
+      expect(created).toMatchObject({
+        adresse: 'Am Markt 3, 01067 Dresden',
+        typ: 'wohnung',
+        bundesland: '/api/bundeslands/13',
+        wohnflaeche: 80,
+        zimmer: 3,
+        kaufpreis: 300000,
+        verwalter: admin.iri,
+      });
 
       // Edit: a PATCH with the merge-patch content type and the key, answered 200.
       await page.goto(`${server.url}/admin#/immobilies/${encodeURIComponent(createdIri)}`);
@@ -271,14 +341,18 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       await expect.poll(() => page.locator('input[name="kaufpreis"]').inputValue()).toBe('300000');
       await page.locator('input[name="kaufpreis"]').fill('315000');
       await shot(page, `${dialect}-06-edit`);
-      const patched = page.waitForResponse((r) => r.request().method() !== 'GET' && new URL(r.url()).pathname === createdIri);
+      const patched = page.waitForResponse(
+        (r) => r.request().method() !== 'GET' && new URL(r.url()).pathname === createdIri,
+      );
       await page.getByRole('button', { name: 'Save' }).click();
       const patchResponse = await patched;
       expect(patchResponse.request().method()).toBe('PATCH');
       expect(patchResponse.request().headers()['content-type']).toBe('application/merge-patch+json');
       expect(patchResponse.request().headers()['x-api-key']).toBe(admin.key);
       expect(patchResponse.status()).toBe(200);
-      expect(((await api(server, admin.key, 'GET', createdIri)).body as Record<string, unknown>).kaufpreis).toBe(315000);
+      expect(((await api(server, admin.key, 'GET', createdIri)).body as Record<string, unknown>).kaufpreis).toBe(
+        315000,
+      );
       // The save redirects to the list once the response is handled. Going on before that redirect
       // lets it land after the next navigation and take the edit form away mid-click (a CI run
       // timed out on the detached Delete button), so wait for the list first.
@@ -289,7 +363,10 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       // taken from the edit form.
       await page.goto(`${server.url}/admin#/immobilies/${encodeURIComponent(createdIri)}`);
       await expect.poll(() => page.locator('form input[name="kaufpreis"]').inputValue()).toBe('315000');
-      const deleting = page.waitForResponse((r) => r.request().method() === 'DELETE' && new URL(r.url()).pathname === createdIri, { timeout: 20_000 });
+      const deleting = page.waitForResponse(
+        (r) => r.request().method() === 'DELETE' && new URL(r.url()).pathname === createdIri,
+        { timeout: 20_000 },
+      );
       await page.locator('form').getByRole('button', { name: 'Delete' }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
       const deleted = await deleting;
@@ -300,9 +377,16 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       // A user's role is a select of the roles the docs list; saving sends the value, answered 200.
       await page.goto(`${server.url}/admin#/users/${encodeURIComponent(owner.iri)}`);
       await expect.poll(() => controlOf(page, 'role').locator('input[name="role"]').inputValue()).toBe('user');
-      expect(await choose(page, 'role', 'Technical'), 'role is a select of the allowed values').toEqual(['User', 'Admin', 'Moderator', 'Technical']);
+      expect(await choose(page, 'role', 'Technical'), 'role is a select of the allowed values').toEqual([
+        'User',
+        'Admin',
+        'Moderator',
+        'Technical',
+      ]);
       await shot(page, `${dialect}-06b-user-role`);
-      const rolePatched = page.waitForResponse((r) => r.request().method() === 'PATCH' && new URL(r.url()).pathname === owner.iri);
+      const rolePatched = page.waitForResponse(
+        (r) => r.request().method() === 'PATCH' && new URL(r.url()).pathname === owner.iri,
+      );
       await page.getByRole('button', { name: 'Save' }).click();
       const roleResponse = await rolePatched;
       expect(roleResponse.status()).toBe(200);
@@ -310,8 +394,14 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       expect(((await api(server, admin.key, 'GET', owner.iri)).body as Record<string, unknown>).role).toBe('technical');
 
       // Every API request carried the key; none was answered 415.
-      const apiCalls = seen.api((r) => !r.url.includes('/api/docs') && new URL(r.url).pathname !== '/api' && !r.url.includes('/api/contexts/'));
-      expect(apiCalls.filter((r) => r.headers['x-api-key'] !== admin.key && r.headers['x-api-key'] !== 'not-a-key').map((r) => r.url)).toEqual([]);
+      const apiCalls = seen.api(
+        (r) => !r.url.includes('/api/docs') && new URL(r.url).pathname !== '/api' && !r.url.includes('/api/contexts/'),
+      );
+      expect(
+        apiCalls
+          .filter((r) => r.headers['x-api-key'] !== admin.key && r.headers['x-api-key'] !== 'not-a-key')
+          .map((r) => r.url),
+      ).toEqual([]);
       expect(seen.requests.filter((r) => r.status === 415).map((r) => r.url)).toEqual([]);
 
       // Log out: back to the login screen and the key is gone from the session.
@@ -321,7 +411,10 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       expect(await sessionEntries(page)).toBe(0);
 
       expect(seen.foreign(server.url), 'requests that left the server').toEqual([]);
-      expect(seen.problems.filter((p) => !/status of 401/.test(p)), 'errors in the page (a CSP violation shows up here)').toEqual([]);
+      expect(
+        seen.problems.filter((p) => !/status of 401/.test(p)),
+        'errors in the page (a CSP violation shows up here)',
+      ).toEqual([]);
       await context.close();
     },
     180_000,
@@ -359,10 +452,15 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
       await page.getByRole('button', { name: 'Refresh' }).click();
       await page.locator('input[name="apiKey"]').waitFor({ timeout: 15_000 });
       expect(await sessionEntries(page)).toBe(0);
-      expect(seen.requests.some((r) => r.status === 401 && new URL(r.url).pathname.startsWith('/api/immobilies'))).toBe(true);
+      expect(seen.requests.some((r) => r.status === 401 && new URL(r.url).pathname.startsWith('/api/immobilies'))).toBe(
+        true,
+      );
 
       expect(seen.foreign(server.url), 'requests that left the server').toEqual([]);
-      expect(seen.problems.filter((p) => !/status of 401/.test(p)), 'errors in the page').toEqual([]);
+      expect(
+        seen.problems.filter((p) => !/status of 401/.test(p)),
+        'errors in the page',
+      ).toEqual([]);
       await context.close();
     },
     120_000,

@@ -1,4 +1,10 @@
-import { parseHydraDocumentation, parseOpenApi3Documentation, type Api, type Field, type Resource } from '@api-platform/api-doc-parser';
+import {
+  parseHydraDocumentation,
+  parseOpenApi3Documentation,
+  type Api,
+  type Field,
+  type Resource,
+} from '@api-platform/api-doc-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { api as request } from '../support/http.js';
@@ -35,7 +41,13 @@ interface ExpectedResource {
 const CRUD = ['list', 'create', 'show', 'edit', 'edit', 'delete'];
 const CRUD_METHODS = ['GET', 'POST', 'GET', 'PUT', 'PATCH', 'DELETE'];
 const SCHEMA_NAME = 'https://schema.org/name';
-const computed = (name: string, type?: string): ExpectedField => ({ name, required: false, ...(type ? { type } : {}), readable: true, writable: false });
+const computed = (name: string, type?: string): ExpectedField => ({
+  name,
+  required: false,
+  ...(type ? { type } : {}),
+  readable: true,
+  writable: false,
+});
 
 const EXPECTED: readonly ExpectedResource[] = [
   {
@@ -117,11 +129,14 @@ const EXPECTED: readonly ExpectedResource[] = [
 ];
 
 /** api-doc-parser skips mappings without a property (the property filter's `properties[]`). */
-const IMMOBILIE_PARAMETERS = IMMOBILIE_SEARCH_VARIABLES.filter(([, property]) => property !== null).map(([variable]) => variable);
+const IMMOBILIE_PARAMETERS = IMMOBILIE_SEARCH_VARIABLES.filter(([, property]) => property !== null).map(
+  ([variable]) => variable,
+);
 
 function resourceNamed(api: Api, name: string): Resource {
   const resource = api.resources?.find((r) => r.name === name);
-  if (!resource) throw new Error(`resource ${name} not found; got ${(api.resources ?? []).map((r) => r.name).join(', ')}`);
+  if (!resource)
+    throw new Error(`resource ${name} not found; got ${(api.resources ?? []).map((r) => r.name).join(', ')}`);
   return resource;
 }
 
@@ -153,7 +168,9 @@ describe.each(dialects)('%s: api-doc-parser', (dialect) => {
       const parsed = await parseHydraDocumentation(`${server.url}/api`, options).catch((failure: unknown) => {
         // The parser throws a plain object ({ api, error, response, status }); show what went wrong.
         const detail = failure as { error?: unknown; status?: number };
-        throw new Error(`parseHydraDocumentation failed (status ${String(detail.status)}): ${String(detail.error ?? failure)}`);
+        throw new Error(
+          `parseHydraDocumentation failed (status ${String(detail.status)}): ${String(detail.error ?? failure)}`,
+        );
       });
       expect(parsed.status).toBe(200);
       api = parsed.api;
@@ -178,13 +195,22 @@ describe.each(dialects)('%s: api-doc-parser', (dialect) => {
         const field = resource.fields?.find((f) => f.name === want.name) as Field;
         expect({ field: want.name, required: field.required }).toEqual({ field: want.name, required: want.required });
         if (want.type) expect({ field: want.name, type: field.type }).toEqual({ field: want.name, type: want.type });
-        expect({ field: want.name, reference: referenceName(field) }).toEqual({ field: want.name, reference: want.reference });
+        expect({ field: want.name, reference: referenceName(field) }).toEqual({
+          field: want.name,
+          reference: want.reference,
+        });
         if (want.reference) expect(field.maxCardinality).toBe(1);
         // Labels: the admin shows the field whose id is schema.org name instead of the IRI.
         if (want.iri) expect({ field: want.name, id: field.id }).toEqual({ field: want.name, id: want.iri });
         else expect(field.id).not.toBe(SCHEMA_NAME);
-        expect({ field: want.name, readable: readable.has(want.name) }).toEqual({ field: want.name, readable: want.readable ?? true });
-        expect({ field: want.name, writable: writable.has(want.name) }).toEqual({ field: want.name, writable: want.writable ?? true });
+        expect({ field: want.name, readable: readable.has(want.name) }).toEqual({
+          field: want.name,
+          readable: want.readable ?? true,
+        });
+        expect({ field: want.name, writable: writable.has(want.name) }).toEqual({
+          field: want.name,
+          writable: want.writable ?? true,
+        });
       }
     });
 
@@ -215,11 +241,24 @@ describe.each(dialects)('%s: api-doc-parser', (dialect) => {
   });
 
   it('describes the enums typ and role by their values (owl:oneOf) in the Hydra documentation', async () => {
-    const docs = (await request(server.url, '/api/docs.jsonld')).body as { 'hydra:supportedClass': { '@id': string; 'hydra:supportedProperty': { 'hydra:title': string; 'hydra:property': { range: unknown } }[] }[] };
+    const docs = (await request(server.url, '/api/docs.jsonld')).body as {
+      'hydra:supportedClass': {
+        '@id': string;
+        'hydra:supportedProperty': { 'hydra:title': string; 'hydra:property': { range: unknown } }[];
+      }[];
+    };
     const rangeOf = (cls: string, field: string) =>
-      docs['hydra:supportedClass'].find((c) => c['@id'] === `#${cls}`)?.['hydra:supportedProperty'].find((p) => p['hydra:title'] === field)?.['hydra:property'].range;
-    expect(rangeOf('Immobilie', 'typ')).toEqual(['xmls:string', { '@type': 'rdfs:Datatype', 'owl:oneOf': { '@list': ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'] } }]);
-    expect(rangeOf('User', 'role')).toEqual(['xmls:string', { '@type': 'rdfs:Datatype', 'owl:oneOf': { '@list': ['user', 'admin', 'moderator', 'technical'] } }]);
+      docs['hydra:supportedClass']
+        .find((c) => c['@id'] === `#${cls}`)
+        ?.['hydra:supportedProperty'].find((p) => p['hydra:title'] === field)?.['hydra:property'].range;
+    expect(rangeOf('Immobilie', 'typ')).toEqual([
+      'xmls:string',
+      { '@type': 'rdfs:Datatype', 'owl:oneOf': { '@list': ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'] } },
+    ]);
+    expect(rangeOf('User', 'role')).toEqual([
+      'xmls:string',
+      { '@type': 'rdfs:Datatype', 'owl:oneOf': { '@list': ['user', 'admin', 'moderator', 'technical'] } },
+    ]);
   });
 
   it('serves the OpenAPI document as YAML too (docs.yaml, docs.yamlopenapi), as API Platform does', async () => {
@@ -260,21 +299,38 @@ describe.each(dialects)('%s: api-doc-parser', (dialect) => {
         const resource = resourceNamed(api, expected.name);
         // The parser looks collection operations up under `/<name>`, without the /api prefix,
         // so it only ever finds the item operations of an API Platform document.
-        expect((resource.operations ?? []).map((o) => `${o.type} ${String(o.method)}`)).toEqual(['show GET', 'edit PUT', 'edit PATCH', 'delete DELETE']);
+        expect((resource.operations ?? []).map((o) => `${o.type} ${String(o.method)}`)).toEqual([
+          'show GET',
+          'edit PUT',
+          'edit PATCH',
+          'delete DELETE',
+        ]);
         const names = (resource.fields ?? []).map((f) => f.name);
         expect(names).toEqual(['id', ...expected.fields.map((f) => f.name)]);
         const writable = new Set((resource.writableFields ?? []).map((f) => f.name));
         for (const want of expected.fields) {
           const field = resource.fields?.find((f) => f.name === want.name) as Field;
           expect({ field: want.name, required: field.required }).toEqual({ field: want.name, required: want.required });
-          expect({ field: want.name, writable: writable.has(want.name) }).toEqual({ field: want.name, writable: want.writable ?? true });
+          expect({ field: want.name, writable: writable.has(want.name) }).toEqual({
+            field: want.name,
+            writable: want.writable ?? true,
+          });
         }
       }
       // Enums: HydraAdmin and OpenApiAdmin offer a select for fields with `enum`.
-      expect(Object.values(resourceNamed(api, 'immobilies').fields?.find((f) => f.name === 'typ')?.enum ?? {})).toEqual(['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero']);
-      expect(Object.values(resourceNamed(api, 'users').fields?.find((f) => f.name === 'role')?.enum ?? {})).toEqual(['user', 'admin', 'moderator', 'technical']);
+      expect(Object.values(resourceNamed(api, 'immobilies').fields?.find((f) => f.name === 'typ')?.enum ?? {})).toEqual(
+        ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'],
+      );
+      expect(Object.values(resourceNamed(api, 'users').fields?.find((f) => f.name === 'role')?.enum ?? {})).toEqual([
+        'user',
+        'admin',
+        'moderator',
+        'technical',
+      ]);
       // References are guessed from field names that match a resource title.
-      expect(referenceName(resourceNamed(api, 'immobilies').fields?.find((f) => f.name === 'bundesland') as Field)).toBe('bundeslands');
+      expect(
+        referenceName(resourceNamed(api, 'immobilies').fields?.find((f) => f.name === 'bundesland') as Field),
+      ).toBe('bundeslands');
       expect(resourceNamed(api, 'users').fields?.find((f) => f.name === 'email')?.type).toBe('email');
     });
   });
@@ -297,11 +353,18 @@ describe.each(dialects)('%s: api-doc-parser reads the filters', (dialect) => {
   });
 
   const parametersOf = async (name: string) =>
-    (await (resourceNamed(api, name).getParameters as () => Promise<{ variable: string; range: string | null; required: boolean }[]>)()).map((p) => ({
+    (
+      await (
+        resourceNamed(api, name).getParameters as () => Promise<
+          { variable: string; range: string | null; required: boolean }[]
+        >
+      )()
+    ).map((p) => ({
       variable: p.variable,
       range: p.range,
     }));
-  const rangeOf = (resource: string, field: string) => resourceNamed(api, resource).fields?.find((f) => f.name === field)?.range ?? null;
+  const rangeOf = (resource: string, field: string) =>
+    resourceNamed(api, resource).fields?.find((f) => f.name === field)?.range ?? null;
 
   it('finds range, date, exists and order parameters of immobilies typed by their field', async () => {
     const parameters = await parametersOf('immobilies');
@@ -316,9 +379,23 @@ describe.each(dialects)('%s: api-doc-parser reads the filters', (dialect) => {
   });
 
   it('finds the search and order parameters of the reference data and users', async () => {
-    expect((await parametersOf('bundeslands')).map((p) => p.variable)).toEqual(['name', 'code', 'order[id]', 'order[name]', 'order[code]']);
+    expect((await parametersOf('bundeslands')).map((p) => p.variable)).toEqual([
+      'name',
+      'code',
+      'order[id]',
+      'order[name]',
+      'order[code]',
+    ]);
     expect((await parametersOf('heizungstyps')).map((p) => p.variable)).toEqual(['name', 'order[id]', 'order[name]']);
-    expect((await parametersOf('users')).map((p) => p.variable)).toEqual(['name', 'email', 'role', 'role[]', 'order[id]', 'order[name]', 'order[email]']);
+    expect((await parametersOf('users')).map((p) => p.variable)).toEqual([
+      'name',
+      'email',
+      'role',
+      'role[]',
+      'order[id]',
+      'order[name]',
+      'order[email]',
+    ]);
   });
 
   it('reads createdAt and updatedAt as readable, not writable date-times', () => {

@@ -14,7 +14,8 @@ import { createImmobilie, expectHydraError, expectViolationAt, immobilieBody, ty
 function annuity(loan: number, zins: number, tilgung: number) {
   const i = zins / 100 / 12;
   const rate = Math.round(((loan * (zins + tilgung)) / 100 / 12) * 100) / 100;
-  const balanceAfter = (months: number) => (i === 0 ? loan - rate * months : loan * (1 + i) ** months - (rate * ((1 + i) ** months - 1)) / i);
+  const balanceAfter = (months: number) =>
+    i === 0 ? loan - rate * months : loan * (1 + i) ** months - (rate * ((1 + i) ** months - 1)) / i;
   const months = i === 0 ? Math.ceil(loan / rate) : Math.ceil(-Math.log(1 - (i * loan) / rate) / Math.log(1 + i));
   return { rate, balanceAfter, months };
 }
@@ -30,7 +31,12 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
   beforeAll(async () => {
     server = await startPropertyServer({ dialect });
     url = server.url;
-    [user, technical, admin, other] = await Promise.all([server.createAccount('user'), server.createAccount('technical'), server.createAccount('admin'), server.createAccount('user')]);
+    [user, technical, admin, other] = await Promise.all([
+      server.createAccount('user'),
+      server.createAccount('technical'),
+      server.createAccount('admin'),
+      server.createAccount('user'),
+    ]);
   });
   afterAll(async () => {
     await server?.close();
@@ -41,20 +47,35 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
       // 0.1 EUR in Bayern (3.5 %): tax 0.0035 → 0.00; notary 0.0015 → 0.00; land registry 0.0005 → 0.00.
       // 333333.33 EUR in NRW (6.5 %): 21666.66645 → 21666.67; notary 4999.99995 → 5000.00;
       // land registry 1666.66665 → 1666.67; broker 11900.0 (3.57 % = 11899.9998…) → 11900.00.
-      const item = await createImmobilie(url, user.key, { kaufpreis: 333333.33, wohnflaeche: 3, bundesland: '/api/bundeslands/10' });
+      const item = await createImmobilie(url, user.key, {
+        kaufpreis: 333333.33,
+        wohnflaeche: 3,
+        bundesland: '/api/bundeslands/10',
+      });
       expect(item.preisProQuadratmeter).toBe(111111.11);
       expect(item.grunderwerbsteuer).toBe(21666.67);
-      expect(item.kaufnebenkosten).toEqual({ grunderwerbsteuer: 21666.67, notar: 5000, grundbuch: 1666.67, makler: 11900, summe: 40233.34 });
+      expect(item.kaufnebenkosten).toEqual({
+        grunderwerbsteuer: 21666.67,
+        notar: 5000,
+        grundbuch: 1666.67,
+        makler: 11900,
+        summe: 40233.34,
+      });
       expect(item.gesamtkosten).toBe(373566.67);
       // Half a cent rounds up: 0.15 EUR/m² × … 1.005 / 1 → 1.01 (binary 1.005 would round down).
-      const half = await createImmobilie(url, user.key, { kaufpreis: 1.005, wohnflaeche: 1, bundesland: '/api/bundeslands/2' });
+      const half = await createImmobilie(url, user.key, {
+        kaufpreis: 1.005,
+        wohnflaeche: 1,
+        bundesland: '/api/bundeslands/2',
+      });
       expect(half.preisProQuadratmeter).toBe(1.01);
       expect(half.gesamtkosten).toBe(1.01 + (half.kaufnebenkosten as { summe: number }).summe);
     });
 
     it('absent inputs give absent results, never NaN or a division by zero', async () => {
       const noPrice = await createImmobilie(url, user.key, { kaufpreis: undefined });
-      for (const key of ['preisProQuadratmeter', 'grunderwerbsteuer', 'kaufnebenkosten', 'gesamtkosten']) expect(noPrice).not.toHaveProperty(key);
+      for (const key of ['preisProQuadratmeter', 'grunderwerbsteuer', 'kaufnebenkosten', 'gesamtkosten'])
+        expect(noPrice).not.toHaveProperty(key);
       const zeroArea = await createImmobilie(url, user.key, { wohnflaeche: 0 });
       expect(zeroArea).not.toHaveProperty('preisProQuadratmeter');
       expect(zeroArea.grunderwerbsteuer).toBe(23100);
@@ -70,13 +91,34 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
     it("follows its state's rate, which technical may edit (PATCH) and a user may not; no rate, no tax", async () => {
       const item = await createImmobilie(url, user.key, { bundesland: '/api/bundeslands/16' });
       expect(item.grunderwerbsteuer).toBe(21000); // Thüringen 5.0 %
-      expect((await api(url, '/api/bundeslands/16', { method: 'PATCH', key: user.key, body: { grunderwerbsteuerSatz: 1 } })).status).toBe(403);
-      const changed = await api(url, '/api/bundeslands/16', { method: 'PATCH', key: technical.key, body: { grunderwerbsteuerSatz: 6.5 } });
+      expect(
+        (await api(url, '/api/bundeslands/16', { method: 'PATCH', key: user.key, body: { grunderwerbsteuerSatz: 1 } }))
+          .status,
+      ).toBe(403);
+      const changed = await api(url, '/api/bundeslands/16', {
+        method: 'PATCH',
+        key: technical.key,
+        body: { grunderwerbsteuerSatz: 6.5 },
+      });
       expect(changed.status).toBe(200);
       expect((changed.body as Item).grunderwerbsteuerSatz).toBe(6.5);
-      expect((await api(url, item['@id'], { key: user.key })).body).toMatchObject({ grunderwerbsteuer: 27300, gesamtkosten: 420000 + 27300 + 6300 + 2100 + 14994 });
-      expectViolationAt(await api(url, '/api/bundeslands/16', { method: 'PATCH', key: technical.key, body: { grunderwerbsteuerSatz: 101 } }), 'grunderwerbsteuerSatz');
-      const cleared = await api(url, '/api/bundeslands/16', { method: 'PATCH', key: admin.key, body: { grunderwerbsteuerSatz: null } });
+      expect((await api(url, item['@id'], { key: user.key })).body).toMatchObject({
+        grunderwerbsteuer: 27300,
+        gesamtkosten: 420000 + 27300 + 6300 + 2100 + 14994,
+      });
+      expectViolationAt(
+        await api(url, '/api/bundeslands/16', {
+          method: 'PATCH',
+          key: technical.key,
+          body: { grunderwerbsteuerSatz: 101 },
+        }),
+        'grunderwerbsteuerSatz',
+      );
+      const cleared = await api(url, '/api/bundeslands/16', {
+        method: 'PATCH',
+        key: admin.key,
+        body: { grunderwerbsteuerSatz: null },
+      });
       expect(cleared.status).toBe(200);
       const after = (await api(url, item['@id'], { key: user.key })).body as Item;
       expect(after).not.toHaveProperty('grunderwerbsteuer');
@@ -86,7 +128,11 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
     });
 
     it('computed fields are read-only: values sent for them are ignored', async () => {
-      const res = await api(url, '/api/immobilies', { method: 'POST', key: user.key, body: immobilieBody({ grunderwerbsteuer: 1, gesamtkosten: 2 } as never) });
+      const res = await api(url, '/api/immobilies', {
+        method: 'POST',
+        key: user.key,
+        body: immobilieBody({ grunderwerbsteuer: 1, gesamtkosten: 2 } as never),
+      });
       expect(res.status).toBe(201);
       expect((res.body as Item).grunderwerbsteuer).toBe(23100);
     });
@@ -100,60 +146,108 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
   });
 
   describe('financing (non-persisted resource)', () => {
-    const post = (body: unknown, key: string | null = user.key) => api(url, '/api/finanzierungsrechners', { method: 'POST', key: key ?? undefined, body });
+    const post = (body: unknown, key: string | null = user.key) =>
+      api(url, '/api/finanzierungsrechners', { method: 'POST', key: key ?? undefined, body });
 
     it.each([
       [400000, 80000, 3.8, 2, 10],
       [250000, 50000, 4.25, 1.5, 15],
       [99999.99, 0, 0, 5, 5],
-    ])('price %s, equity %s, %s %% interest, %s %% repayment, %s years fixed: matches the closed-form annuity', async (kaufpreis, eigenkapital, zinssatz, tilgungssatz, zinsbindungJahre) => {
-      const res = await post({ kaufpreis, eigenkapital, zinssatz, tilgungssatz, zinsbindungJahre });
-      expect(res.status, res.text).toBe(200);
-      expect(res.headers.get('location')).toBeNull();
-      const body = res.body as Record<string, unknown>;
-      expect(body['@type']).toBe('Finanzierungsrechner');
-      expect(body['@id']).toMatch(/^\/\.well-known\/genid\/[0-9a-f]+$/);
-      const loan = kaufpreis - eigenkapital;
-      const ref = annuity(loan, zinssatz, tilgungssatz);
-      expect(body.darlehensbetrag).toBeCloseTo(loan, 2);
-      expect(body.monatsrate).toBeCloseTo(ref.rate, 2);
-      // Monthly rounding of interest to the cent moves the debt by well under a cent a month.
-      expect(Math.abs((body.restschuldNachZinsbindung as number) - ref.balanceAfter(zinsbindungJahre * 12))).toBeLessThan(zinsbindungJahre * 12 * 0.01);
-      expect(body.laufzeitMonate).toBe(ref.months);
-      expect(body.abbezahltImJahr).toBe(Math.ceil(ref.months / 12));
-      const plan = body.tilgungsplan as { jahr: number; zinsen: number; tilgung: number; restschuld: number }[];
-      expect(plan).toHaveLength(Math.ceil(ref.months / 12));
-      expect(plan.at(-1)?.restschuld).toBe(0);
-      const repaid = plan.reduce((sum, y) => sum + Math.round(y.tilgung * 100), 0);
-      expect(repaid).toBe(Math.round(loan * 100));
-      for (const year of plan.slice(0, 3)) {
-        expect(Math.abs(year.restschuld - ref.balanceAfter(year.jahr * 12))).toBeLessThan(year.jahr * 12 * 0.01);
-        expect(year.zinsen + year.tilgung).toBeCloseTo(ref.rate * 12, 1);
-      }
-    });
+    ])(
+      'price %s, equity %s, %s %% interest, %s %% repayment, %s years fixed: matches the closed-form annuity',
+      async (kaufpreis, eigenkapital, zinssatz, tilgungssatz, zinsbindungJahre) => {
+        const res = await post({ kaufpreis, eigenkapital, zinssatz, tilgungssatz, zinsbindungJahre });
+        expect(res.status, res.text).toBe(200);
+        expect(res.headers.get('location')).toBeNull();
+        const body = res.body as Record<string, unknown>;
+        expect(body['@type']).toBe('Finanzierungsrechner');
+        expect(body['@id']).toMatch(/^\/\.well-known\/genid\/[0-9a-f]+$/);
+        const loan = kaufpreis - eigenkapital;
+        const ref = annuity(loan, zinssatz, tilgungssatz);
+        expect(body.darlehensbetrag).toBeCloseTo(loan, 2);
+        expect(body.monatsrate).toBeCloseTo(ref.rate, 2);
+        // Monthly rounding of interest to the cent moves the debt by well under a cent a month.
+        expect(
+          Math.abs((body.restschuldNachZinsbindung as number) - ref.balanceAfter(zinsbindungJahre * 12)),
+        ).toBeLessThan(zinsbindungJahre * 12 * 0.01);
+        expect(body.laufzeitMonate).toBe(ref.months);
+        expect(body.abbezahltImJahr).toBe(Math.ceil(ref.months / 12));
+        const plan = body.tilgungsplan as { jahr: number; zinsen: number; tilgung: number; restschuld: number }[];
+        expect(plan).toHaveLength(Math.ceil(ref.months / 12));
+        expect(plan.at(-1)?.restschuld).toBe(0);
+        const repaid = plan.reduce((sum, y) => sum + Math.round(y.tilgung * 100), 0);
+        expect(repaid).toBe(Math.round(loan * 100));
+        for (const year of plan.slice(0, 3)) {
+          expect(Math.abs(year.restschuld - ref.balanceAfter(year.jahr * 12))).toBeLessThan(year.jahr * 12 * 0.01);
+          expect(year.zinsen + year.tilgung).toBeCloseTo(ref.rate * 12, 1);
+        }
+      },
+    );
 
     it('takes the price from a property the caller may see, and no other', async () => {
       const own = await createImmobilie(url, user.key, { kaufpreis: 300000 });
-      const res = await post({ immobilie: own['@id'], eigenkapital: 60000, zinssatz: 3, tilgungssatz: 2, zinsbindungJahre: 10 });
+      const res = await post({
+        immobilie: own['@id'],
+        eigenkapital: 60000,
+        zinssatz: 3,
+        tilgungssatz: 2,
+        zinsbindungJahre: 10,
+      });
       expect(res.status, res.text).toBe(200);
       expect((res.body as Record<string, unknown>).darlehensbetrag).toBe(240000);
       expect((res.body as Record<string, unknown>).monatsrate).toBe(1000);
       const foreign = await createImmobilie(url, other.key, { kaufpreis: 300000 });
-      expectViolationAt(await post({ immobilie: foreign['@id'], eigenkapital: 1, zinssatz: 3, tilgungssatz: 2, zinsbindungJahre: 10 }), 'immobilie');
-      expectViolationAt(await post({ immobilie: '/api/immobilies/999999', eigenkapital: 1, zinssatz: 3, tilgungssatz: 2, zinsbindungJahre: 10 }), 'immobilie');
+      expectViolationAt(
+        await post({ immobilie: foreign['@id'], eigenkapital: 1, zinssatz: 3, tilgungssatz: 2, zinsbindungJahre: 10 }),
+        'immobilie',
+      );
+      expectViolationAt(
+        await post({
+          immobilie: '/api/immobilies/999999',
+          eigenkapital: 1,
+          zinssatz: 3,
+          tilgungssatz: 2,
+          zinsbindungJahre: 10,
+        }),
+        'immobilie',
+      );
     });
 
     it('answers violations for bad input, 401 without a key, 405 for other methods, and stores nothing', async () => {
-      expectViolationAt(await post({ eigenkapital: 1, zinssatz: 3, tilgungssatz: 2, zinsbindungJahre: 10 }), 'kaufpreis');
-      expectViolationAt(await post({ kaufpreis: 100, eigenkapital: 100, zinssatz: 3, tilgungssatz: 2, zinsbindungJahre: 10 }), 'eigenkapital');
-      expectViolationAt(await post({ kaufpreis: 100, eigenkapital: 1, zinssatz: 3, tilgungssatz: 0, zinsbindungJahre: 10 }), 'tilgungssatz');
-      expectViolationAt(await post({ kaufpreis: 100, eigenkapital: 1, zinssatz: 3, tilgungssatz: 2, zinsbindungJahre: 0 }), 'zinsbindungJahre');
-      expectViolationAt(await post({ kaufpreis: 100, eigenkapital: 1, zinssatz: 'x', tilgungssatz: 2, zinsbindungJahre: 5 }), 'zinssatz');
+      expectViolationAt(
+        await post({ eigenkapital: 1, zinssatz: 3, tilgungssatz: 2, zinsbindungJahre: 10 }),
+        'kaufpreis',
+      );
+      expectViolationAt(
+        await post({ kaufpreis: 100, eigenkapital: 100, zinssatz: 3, tilgungssatz: 2, zinsbindungJahre: 10 }),
+        'eigenkapital',
+      );
+      expectViolationAt(
+        await post({ kaufpreis: 100, eigenkapital: 1, zinssatz: 3, tilgungssatz: 0, zinsbindungJahre: 10 }),
+        'tilgungssatz',
+      );
+      expectViolationAt(
+        await post({ kaufpreis: 100, eigenkapital: 1, zinssatz: 3, tilgungssatz: 2, zinsbindungJahre: 0 }),
+        'zinsbindungJahre',
+      );
+      expectViolationAt(
+        await post({ kaufpreis: 100, eigenkapital: 1, zinssatz: 'x', tilgungssatz: 2, zinsbindungJahre: 5 }),
+        'zinssatz',
+      );
       const missing = await post({});
       expect(missing.status).toBe(400);
-      expect((missing.body as { violations: { propertyPath: string }[] }).violations.map((v) => v.propertyPath).sort()).toEqual(['eigenkapital', 'tilgungssatz', 'zinsbindungJahre', 'zinssatz']);
-      expectHydraError(await post({ kaufpreis: 1, eigenkapital: 0, zinssatz: 1, tilgungssatz: 1, zinsbindungJahre: 1 }, null), 401);
-      expectHydraError(await api(url, '/api/finanzierungsrechners', { key: user.key }), 405, 'Method Not Allowed (Allow: POST)');
+      expect(
+        (missing.body as { violations: { propertyPath: string }[] }).violations.map((v) => v.propertyPath).sort(),
+      ).toEqual(['eigenkapital', 'tilgungssatz', 'zinsbindungJahre', 'zinssatz']);
+      expectHydraError(
+        await post({ kaufpreis: 1, eigenkapital: 0, zinssatz: 1, tilgungssatz: 1, zinsbindungJahre: 1 }, null),
+        401,
+      );
+      expectHydraError(
+        await api(url, '/api/finanzierungsrechners', { key: user.key }),
+        405,
+        'Method Not Allowed (Allow: POST)',
+      );
       expect((await api(url, '/api/finanzierungsrechners/1', { key: user.key })).status).toBe(404);
     });
   });
@@ -161,18 +255,37 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
   describe('PUT and PATCH on every writable resource', () => {
     it('PUT replaces an Immobilie (absent optional fields reset, verwalter kept) and answers its costs', async () => {
       const created = await createImmobilie(url, user.key);
-      const res = await api(url, created['@id'], { method: 'PUT', key: user.key, body: { adresse: 'Neu 1', typ: 'wohnung', bundesland: '/api/bundeslands/2', kaufpreis: 100000 } });
+      const res = await api(url, created['@id'], {
+        method: 'PUT',
+        key: user.key,
+        body: { adresse: 'Neu 1', typ: 'wohnung', bundesland: '/api/bundeslands/2', kaufpreis: 100000 },
+      });
       expect(res.status, res.text).toBe(200);
       const body = res.body as Item;
       expect(body).toMatchObject({ adresse: 'Neu 1', typ: 'wohnung', verwalter: user.iri, grunderwerbsteuer: 3500 });
       expect(body).not.toHaveProperty('wohnflaeche');
       expect(body).not.toHaveProperty('heizungstyp');
-      expectViolationAt(await api(url, created['@id'], { method: 'PUT', key: user.key, body: { typ: 'haus', bundesland: '/api/bundeslands/2' } }), 'adresse');
+      expectViolationAt(
+        await api(url, created['@id'], {
+          method: 'PUT',
+          key: user.key,
+          body: { typ: 'haus', bundesland: '/api/bundeslands/2' },
+        }),
+        'adresse',
+      );
     });
 
     it('PATCH on Heizungstyp and User changes only what is sent', async () => {
-      const h = await api(url, '/api/heizungstyps', { method: 'POST', key: admin.key, body: { name: `Ofen ${dialect}` } });
-      const patched = await api(url, (h.body as Item)['@id'], { method: 'PATCH', key: technical.key, body: { name: `Kachelofen ${dialect}` } });
+      const h = await api(url, '/api/heizungstyps', {
+        method: 'POST',
+        key: admin.key,
+        body: { name: `Ofen ${dialect}` },
+      });
+      const patched = await api(url, (h.body as Item)['@id'], {
+        method: 'PATCH',
+        key: technical.key,
+        body: { name: `Kachelofen ${dialect}` },
+      });
       expect(patched.status).toBe(200);
       expect((patched.body as Item).name).toBe(`Kachelofen ${dialect}`);
       const me = await api(url, user.iri, { method: 'PATCH', key: user.key, body: { name: 'Neuer Name' } });
@@ -188,20 +301,57 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
       const ld = await api(url, created['@id'], { key: user.key });
       const json = await api(url, created['@id'], { key: user.key, accept: 'application/json' });
       const etag = ld.headers.get('etag') as string;
-      const ok = await api(url, created['@id'], { method: 'PATCH', key: user.key, body: { zimmer: 9 }, headers: { 'if-match': etag } });
+      const ok = await api(url, created['@id'], {
+        method: 'PATCH',
+        key: user.key,
+        body: { zimmer: 9 },
+        headers: { 'if-match': etag },
+      });
       expect(ok.status).toBe(200);
       for (const stale of [etag, json.headers.get('etag') as string, '"nope"', `W/${etag}`]) {
-        const res = await api(url, created['@id'], { method: 'PATCH', key: user.key, body: { zimmer: 1 }, headers: { 'if-match': stale } });
+        const res = await api(url, created['@id'], {
+          method: 'PATCH',
+          key: user.key,
+          body: { zimmer: 1 },
+          headers: { 'if-match': stale },
+        });
         expectHydraError(res, 412);
       }
-      expectHydraError(await api(url, created['@id'], { method: 'PUT', key: user.key, body: immobilieBody(), headers: { 'if-match': etag } }), 412);
-      expectHydraError(await api(url, created['@id'], { method: 'DELETE', key: user.key, headers: { 'if-match': etag } }), 412);
+      expectHydraError(
+        await api(url, created['@id'], {
+          method: 'PUT',
+          key: user.key,
+          body: immobilieBody(),
+          headers: { 'if-match': etag },
+        }),
+        412,
+      );
+      expectHydraError(
+        await api(url, created['@id'], { method: 'DELETE', key: user.key, headers: { 'if-match': etag } }),
+        412,
+      );
       expect(((await api(url, created['@id'], { key: user.key })).body as Item).zimmer).toBe(9);
-      const currentJson = (await api(url, created['@id'], { key: user.key, accept: 'application/json' })).headers.get('etag') as string;
-      expect((await api(url, created['@id'], { method: 'PATCH', key: user.key, body: { zimmer: 2 }, headers: { 'if-match': `"x", ${currentJson}` } })).status).toBe(200);
-      expect((await api(url, created['@id'], { method: 'DELETE', key: user.key, headers: { 'if-match': '*' } })).status).toBe(204);
+      const currentJson = (await api(url, created['@id'], { key: user.key, accept: 'application/json' })).headers.get(
+        'etag',
+      ) as string;
+      expect(
+        (
+          await api(url, created['@id'], {
+            method: 'PATCH',
+            key: user.key,
+            body: { zimmer: 2 },
+            headers: { 'if-match': `"x", ${currentJson}` },
+          })
+        ).status,
+      ).toBe(200);
+      expect(
+        (await api(url, created['@id'], { method: 'DELETE', key: user.key, headers: { 'if-match': '*' } })).status,
+      ).toBe(204);
       // Existence and access still come first: 404, not 412, for what the caller cannot see.
-      expectHydraError(await api(url, created['@id'], { method: 'PATCH', key: user.key, body: {}, headers: { 'if-match': '"x"' } }), 404);
+      expectHydraError(
+        await api(url, created['@id'], { method: 'PATCH', key: user.key, body: {}, headers: { 'if-match': '"x"' } }),
+        404,
+      );
     });
   });
 
@@ -214,7 +364,9 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
       ] as const) {
         const first = await api(url, path, { method: 'POST', key, body });
         const id = (first.body as Item).id;
-        expect((await api(url, (first.body as Item)['@id'], { method: 'DELETE', key: key ?? admin.key })).status).toBe(204);
+        expect((await api(url, (first.body as Item)['@id'], { method: 'DELETE', key: key ?? admin.key })).status).toBe(
+          204,
+        );
         const again = await api(url, path, { method: 'POST', key, body });
         expect(again.status, again.text).toBe(201);
         expect((again.body as Item).id, path).toBeGreaterThan(id);
@@ -224,7 +376,11 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
     it('of two simultaneous DELETEs of one property, one answers 204 and the other 404', async () => {
       for (let round = 0; round < 5; round++) {
         const item = await createImmobilie(url, user.key);
-        const statuses = (await Promise.all([1, 2].map(() => api(url, item['@id'], { method: 'DELETE', key: user.key })))).map((r) => r.status).sort();
+        const statuses = (
+          await Promise.all([1, 2].map(() => api(url, item['@id'], { method: 'DELETE', key: user.key })))
+        )
+          .map((r) => r.status)
+          .sort();
         expect(statuses).toEqual([204, 404]);
       }
     });
@@ -233,23 +389,40 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
   describe('e-mail uniqueness regardless of case', () => {
     it('A@x.de, a@x.de and A@X.DE are one account; a user may change the case of their own address', async () => {
       const local = `Case-${dialect}-${Date.now()}`;
-      const first = await api(url, '/api/users', { method: 'POST', body: { name: 'Case', email: `${local}@Example.org` } });
+      const first = await api(url, '/api/users', {
+        method: 'POST',
+        body: { name: 'Case', email: `${local}@Example.org` },
+      });
       expect(first.status).toBe(201);
       for (const email of [`${local.toLowerCase()}@example.org`, `${local.toUpperCase()}@EXAMPLE.ORG`]) {
         const res = await api(url, '/api/users', { method: 'POST', body: { name: 'Case', email } });
         expect(res.status, email).toBe(400);
-        expect((res.body as { violations: unknown[] }).violations).toEqual([expect.objectContaining({ propertyPath: 'email', message: 'This value is already used.' })]);
+        expect((res.body as { violations: unknown[] }).violations).toEqual([
+          expect.objectContaining({ propertyPath: 'email', message: 'This value is already used.' }),
+        ]);
       }
       const me = first.body as Item & { apiKey: string };
-      const own = await api(url, me['@id'], { method: 'PATCH', key: me.apiKey, body: { email: `${local.toLowerCase()}@example.org` } });
+      const own = await api(url, me['@id'], {
+        method: 'PATCH',
+        key: me.apiKey,
+        body: { email: `${local.toLowerCase()}@example.org` },
+      });
       expect(own.status, own.text).toBe(200);
-      const clash = await api(url, user.iri, { method: 'PATCH', key: user.key, body: { email: `${local.toUpperCase()}@example.org` } });
+      const clash = await api(url, user.iri, {
+        method: 'PATCH',
+        key: user.key,
+        body: { email: `${local.toUpperCase()}@example.org` },
+      });
       expectViolationAt(clash, 'email');
     });
 
     it('concurrent registrations differing only in case create one account', async () => {
       const local = `race-${dialect}-${Date.now()}`;
-      const results = await Promise.all([`${local}@x.de`, `${local.toUpperCase()}@x.de`, `${local}@X.DE`].map((email) => api(url, '/api/users', { method: 'POST', body: { name: 'Race', email } })));
+      const results = await Promise.all(
+        [`${local}@x.de`, `${local.toUpperCase()}@x.de`, `${local}@X.DE`].map((email) =>
+          api(url, '/api/users', { method: 'POST', body: { name: 'Race', email } }),
+        ),
+      );
       expect(results.map((r) => r.status).sort()).toEqual([201, 400, 400]);
     });
   });

@@ -26,13 +26,18 @@ interface CliResult {
 function runCli(args: readonly string[], env: Readonly<Record<string, string>>): Promise<CliResult> {
   const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
   return new Promise((resolve, reject) => {
-    execFile(TSX, ['src/cli.ts', ...args], { cwd: ROOT, env: childEnv, timeout: 60_000, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error && typeof error.code !== 'number') {
-        reject(error);
-        return;
-      }
-      resolve({ code: error ? (error.code as number) : 0, stdout, stderr });
-    });
+    execFile(
+      TSX,
+      ['src/cli.ts', ...args],
+      { cwd: ROOT, env: childEnv, timeout: 60_000, maxBuffer: 4 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error && typeof error.code !== 'number') {
+          reject(error);
+          return;
+        }
+        resolve({ code: error ? (error.code as number) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -58,7 +63,11 @@ describe.each(dialects)('%s: command line', (dialect) => {
       databaseUrl = u.toString();
     }
     // The inbox database (also migrated by `migrate`) goes to the temporary DATA_DIR.
-    env = { DATA_DIR: dataDir, PROPERTY_DATABASE_URL: databaseUrl, INBOX_DATABASE_URL: `sqlite:${path.join(dataDir, 'inbox.db')}` };
+    env = {
+      DATA_DIR: dataDir,
+      PROPERTY_DATABASE_URL: databaseUrl,
+      INBOX_DATABASE_URL: `sqlite:${path.join(dataDir, 'inbox.db')}`,
+    };
   });
 
   afterAll(async () => {
@@ -125,10 +134,16 @@ describe.each(dialects)('%s: command line', (dialect) => {
     expect(users.text).not.toContain(adminKey);
 
     // Only an admin may create another admin, and only admin or technical write reference data.
-    const created = await api(url, '/api/users', { method: 'POST', key: adminKey, body: { name: 'Second Admin', email: uniqueEmail('second'), role: 'admin' } });
+    const created = await api(url, '/api/users', {
+      method: 'POST',
+      key: adminKey,
+      body: { name: 'Second Admin', email: uniqueEmail('second'), role: 'admin' },
+    });
     expect(created.status).toBe(201);
     expect((created.body as Item).role).toBe('admin');
-    expect((await api(url, '/api/heizungstyps', { method: 'POST', key: adminKey, body: { name: 'CLI-Heizung' } })).status).toBe(201);
+    expect(
+      (await api(url, '/api/heizungstyps', { method: 'POST', key: adminKey, body: { name: 'CLI-Heizung' } })).status,
+    ).toBe(201);
 
     // The seed data is there: the CLI ran the same migrations as the server.
     expect((await api(url, '/api/bundeslands')).body).toMatchObject({ 'hydra:totalItems': 16 });

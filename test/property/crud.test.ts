@@ -12,7 +12,9 @@ import {
   immobilieBody,
   members,
   uniqueEmail,
-  type Item, TIMESTAMP } from './fixtures.js';
+  type Item,
+  TIMESTAMP,
+} from './fixtures.js';
 
 type Server = Awaited<ReturnType<typeof startPropertyServer>>;
 type Account = Awaited<ReturnType<Server['createAccount']>>;
@@ -37,7 +39,27 @@ const BUNDESLAENDER = [
   ['Thüringen', 'TH', 5],
 ] as const;
 
-const IMMOBILIE_KEYS = ['@context', '@id', '@type', 'id', 'verwalter', 'adresse', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'typ', 'kaufpreis', 'bundesland', 'heizungstyp', 'createdAt', 'updatedAt', 'preisProQuadratmeter', 'grunderwerbsteuer', 'kaufnebenkosten', 'gesamtkosten'];
+const IMMOBILIE_KEYS = [
+  '@context',
+  '@id',
+  '@type',
+  'id',
+  'verwalter',
+  'adresse',
+  'wohnflaeche',
+  'nutzflaeche',
+  'zimmer',
+  'typ',
+  'kaufpreis',
+  'bundesland',
+  'heizungstyp',
+  'createdAt',
+  'updatedAt',
+  'preisProQuadratmeter',
+  'grunderwerbsteuer',
+  'kaufnebenkosten',
+  'gesamtkosten',
+];
 
 /** The computed costs of immobilieBody() (420,000 EUR, 92.5 m², Sachsen at 5.5 %), worked out by hand. */
 const COSTS_SACHSEN = {
@@ -133,17 +155,35 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       const bundesland = await api(url, '/api/contexts/Bundesland');
       expect(bundesland.status).toBe(200);
       expect(bundesland.body).toEqual({
-        '@context': { '@vocab': `${docsUrl(url)}#`, hydra: 'http://www.w3.org/ns/hydra/core#', name: 'https://schema.org/name', code: 'Bundesland/code', grunderwerbsteuerSatz: 'Bundesland/grunderwerbsteuerSatz' },
+        '@context': {
+          '@vocab': `${docsUrl(url)}#`,
+          hydra: 'http://www.w3.org/ns/hydra/core#',
+          name: 'https://schema.org/name',
+          code: 'Bundesland/code',
+          grunderwerbsteuerSatz: 'Bundesland/grunderwerbsteuerSatz',
+        },
       });
       const heizungstyp = await api(url, '/api/contexts/Heizungstyp');
       expect(heizungstyp.status).toBe(200);
       expect(heizungstyp.body).toEqual({
-        '@context': { '@vocab': `${docsUrl(url)}#`, hydra: 'http://www.w3.org/ns/hydra/core#', name: 'https://schema.org/name' },
+        '@context': {
+          '@vocab': `${docsUrl(url)}#`,
+          hydra: 'http://www.w3.org/ns/hydra/core#',
+          name: 'https://schema.org/name',
+        },
       });
     });
 
     it('every context document has @vocab = the absolute docs URL + #', async () => {
-      for (const shortName of ['Entrypoint', 'Immobilie', 'Bundesland', 'Heizungstyp', 'User', 'Error', 'ConstraintViolationList']) {
+      for (const shortName of [
+        'Entrypoint',
+        'Immobilie',
+        'Bundesland',
+        'Heizungstyp',
+        'User',
+        'Error',
+        'ConstraintViolationList',
+      ]) {
         const res = await api(url, `/api/contexts/${shortName}`);
         expect(res.status, shortName).toBe(200);
         expect(res.headers.get('content-type'), shortName).toBe(JSONLD);
@@ -156,7 +196,9 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
     it('the Error and ConstraintViolationList contexts hold only @vocab and hydra', async () => {
       for (const shortName of ['Error', 'ConstraintViolationList']) {
         const res = await api(url, `/api/contexts/${shortName}`);
-        expect(res.body, shortName).toEqual({ '@context': { '@vocab': `${docsUrl(url)}#`, hydra: 'http://www.w3.org/ns/hydra/core#' } });
+        expect(res.body, shortName).toEqual({
+          '@context': { '@vocab': `${docsUrl(url)}#`, hydra: 'http://www.w3.org/ns/hydra/core#' },
+        });
       }
     });
 
@@ -182,7 +224,14 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
         '@id': '/api/bundeslands',
         '@type': 'hydra:Collection',
         'hydra:totalItems': 16,
-        'hydra:member': BUNDESLAENDER.map(([name, code, grunderwerbsteuerSatz], i) => ({ '@id': `/api/bundeslands/${i + 1}`, '@type': 'Bundesland', id: i + 1, name, code, grunderwerbsteuerSatz })),
+        'hydra:member': BUNDESLAENDER.map(([name, code, grunderwerbsteuerSatz], i) => ({
+          '@id': `/api/bundeslands/${i + 1}`,
+          '@type': 'Bundesland',
+          id: i + 1,
+          name,
+          code,
+          grunderwerbsteuerSatz,
+        })),
         'hydra:search': expect.objectContaining({ '@type': 'hydra:IriTemplate' }),
       });
     });
@@ -196,10 +245,14 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       expect(body['@type']).toBe('hydra:Collection');
       expect(body['hydra:totalItems']).toBe(8);
       expect(body).not.toHaveProperty('hydra:view');
-      expect(body['hydra:search']).toMatchObject({ 'hydra:template': '/api/heizungstyps{?name,order[id],order[name],properties[]}' });
+      expect(body['hydra:search']).toMatchObject({
+        'hydra:template': '/api/heizungstyps{?name,order[id],order[name],properties[]}',
+      });
       const items = members(res);
       expect(items.map((m) => Object.keys(m))).toEqual(Array.from({ length: 8 }, () => ['@id', '@type', 'id', 'name']));
-      expect(items.map((m) => [m['@id'], m['@type'], m.id])).toEqual(Array.from({ length: 8 }, (_, i) => [`/api/heizungstyps/${i + 1}`, 'Heizungstyp', i + 1]));
+      expect(items.map((m) => [m['@id'], m['@type'], m.id])).toEqual(
+        Array.from({ length: 8 }, (_, i) => [`/api/heizungstyps/${i + 1}`, 'Heizungstyp', i + 1]),
+      );
       const names = items.map((m) => m.name as string);
       expect(names.every((n) => typeof n === 'string' && n.length > 0)).toBe(true);
       expect(new Set(names).size).toBe(8);
@@ -209,13 +262,27 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       const res = await api(url, '/api/bundeslands/13');
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe(JSONLD);
-      expect(res.body).toEqual({ '@context': '/api/contexts/Bundesland', '@id': '/api/bundeslands/13', '@type': 'Bundesland', id: 13, name: 'Sachsen', code: 'SN', grunderwerbsteuerSatz: 5.5 });
+      expect(res.body).toEqual({
+        '@context': '/api/contexts/Bundesland',
+        '@id': '/api/bundeslands/13',
+        '@type': 'Bundesland',
+        id: 13,
+        name: 'Sachsen',
+        code: 'SN',
+        grunderwerbsteuerSatz: 5.5,
+      });
     });
 
     it('GET /api/heizungstyps/1 has @context, @id, @type, id and name', async () => {
       const res = await api(url, '/api/heizungstyps/1');
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ '@context': '/api/contexts/Heizungstyp', '@id': '/api/heizungstyps/1', '@type': 'Heizungstyp', id: 1, name: expect.any(String) });
+      expect(res.body).toEqual({
+        '@context': '/api/contexts/Heizungstyp',
+        '@id': '/api/heizungstyps/1',
+        '@type': 'Heizungstyp',
+        id: 1,
+        name: expect.any(String),
+      });
     });
 
     it('unknown reference-data ids answer 404', async () => {
@@ -255,7 +322,11 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
     });
 
     it('GET returns the stored item', async () => {
-      const created = await createImmobilie(url, user.key, { adresse: 'Am Markt 1', typ: 'wohnung', bundesland: '/api/bundeslands/2' });
+      const created = await createImmobilie(url, user.key, {
+        adresse: 'Am Markt 1',
+        typ: 'wohnung',
+        bundesland: '/api/bundeslands/2',
+      });
       const res = await api(url, created['@id'], { key: user.key });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe(JSONLD);
@@ -267,7 +338,13 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       const res = await api(url, '/api/immobilies', {
         method: 'POST',
         key: user.key,
-        body: { adresse: 'Nur Pflichtfelder 1', typ: 'grundstueck', bundesland: '/api/bundeslands/1', heizungstyp: null, kaufpreis: null },
+        body: {
+          adresse: 'Nur Pflichtfelder 1',
+          typ: 'grundstueck',
+          bundesland: '/api/bundeslands/1',
+          heizungstyp: null,
+          kaufpreis: null,
+        },
       });
       expect(res.status).toBe(201);
       const item = res.body as Item;
@@ -307,7 +384,11 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
     });
 
     it('unknown and read-only keys in the body are ignored', async () => {
-      const res = await api(url, '/api/immobilies', { method: 'POST', key: user.key, body: immobilieBody({ id: 424242, '@id': '/api/immobilies/424242', foo: 'bar' }) });
+      const res = await api(url, '/api/immobilies', {
+        method: 'POST',
+        key: user.key,
+        body: immobilieBody({ id: 424242, '@id': '/api/immobilies/424242', foo: 'bar' }),
+      });
       expect(res.status).toBe(201);
       const item = res.body as Item;
       expect(item.id).not.toBe(424242);
@@ -318,7 +399,11 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
 
     it('PATCH changes only the sent keys, answers 200 with Content-Location, and GET shows the change', async () => {
       const created = await createImmobilie(url, user.key);
-      const res = await api(url, created['@id'], { method: 'PATCH', key: user.key, body: { zimmer: 5, kaufpreis: 399999.5 } });
+      const res = await api(url, created['@id'], {
+        method: 'PATCH',
+        key: user.key,
+        body: { zimmer: 5, kaufpreis: 399999.5 },
+      });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe(JSONLD);
       expect(res.headers.get('content-location')).toBe(created['@id']);
@@ -329,7 +414,13 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
         kaufpreis: 399999.5,
         preisProQuadratmeter: 4324.32,
         grunderwerbsteuer: 21999.97,
-        kaufnebenkosten: { grunderwerbsteuer: 21999.97, notar: 5999.99, grundbuch: 2000, makler: 14279.98, summe: 44279.94 },
+        kaufnebenkosten: {
+          grunderwerbsteuer: 21999.97,
+          notar: 5999.99,
+          grundbuch: 2000,
+          makler: 14279.98,
+          summe: 44279.94,
+        },
         gesamtkosten: 444279.44,
         updatedAt: (res.body as Item).updatedAt,
       };
@@ -342,7 +433,11 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
 
     it('PATCH with an explicit null clears an optional field (heizungstyp, nutzflaeche)', async () => {
       const created = await createImmobilie(url, user.key);
-      const res = await api(url, created['@id'], { method: 'PATCH', key: user.key, body: { heizungstyp: null, nutzflaeche: null } });
+      const res = await api(url, created['@id'], {
+        method: 'PATCH',
+        key: user.key,
+        body: { heizungstyp: null, nutzflaeche: null },
+      });
       expect(res.status).toBe(200);
       const { heizungstyp: _h, nutzflaeche: _n, ...rest } = created;
       const expected = { ...rest, updatedAt: (res.body as Item).updatedAt };
@@ -354,7 +449,16 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
 
     it('PATCH sets relations by IRI and an empty patch changes nothing', async () => {
       const created = await createImmobilie(url, user.key, { heizungstyp: undefined });
-      const set = await api(url, created['@id'], { method: 'PATCH', key: user.key, body: { heizungstyp: '/api/heizungstyps/3', bundesland: '/api/bundeslands/7', typ: 'buero', adresse: 'Neue Straße 2' } });
+      const set = await api(url, created['@id'], {
+        method: 'PATCH',
+        key: user.key,
+        body: {
+          heizungstyp: '/api/heizungstyps/3',
+          bundesland: '/api/bundeslands/7',
+          typ: 'buero',
+          adresse: 'Neue Straße 2',
+        },
+      });
       expect(set.status).toBe(200);
       // updatedAt moves with the change (to the second); the empty patch below keeps it.
       // Hessen taxes at 6.0 %: the costs follow the state.
@@ -383,22 +487,41 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       expect(res.text).toBe('');
       expectHydraError(await api(url, created['@id'], { key: user.key }), 404, NOT_FOUND);
       expectHydraError(await api(url, created['@id'], { method: 'DELETE', key: user.key }), 404, NOT_FOUND);
-      expectHydraError(await api(url, created['@id'], { method: 'PATCH', key: user.key, body: { zimmer: 1 } }), 404, NOT_FOUND);
+      expectHydraError(
+        await api(url, created['@id'], { method: 'PATCH', key: user.key, body: { zimmer: 1 } }),
+        404,
+        NOT_FOUND,
+      );
     });
 
     it('an unknown id answers 404 for GET, PATCH and DELETE', async () => {
       expectHydraError(await api(url, '/api/immobilies/999999', { key: admin.key }), 404, NOT_FOUND);
-      expectHydraError(await api(url, '/api/immobilies/999999', { method: 'PATCH', key: admin.key, body: { zimmer: 1 } }), 404, NOT_FOUND);
+      expectHydraError(
+        await api(url, '/api/immobilies/999999', { method: 'PATCH', key: admin.key, body: { zimmer: 1 } }),
+        404,
+        NOT_FOUND,
+      );
       expectHydraError(await api(url, '/api/immobilies/999999', { method: 'DELETE', key: admin.key }), 404, NOT_FOUND);
     });
   });
 
   describe('Bundesland and Heizungstyp', () => {
     it('POST, GET, PUT (full replacement), DELETE a Bundesland', async () => {
-      const created = await api(url, '/api/bundeslands', { method: 'POST', key: admin.key, body: { name: 'Testland', code: 'TL' } });
+      const created = await api(url, '/api/bundeslands', {
+        method: 'POST',
+        key: admin.key,
+        body: { name: 'Testland', code: 'TL' },
+      });
       expect(created.status).toBe(201);
       const item = created.body as Item;
-      expect(item).toEqual({ '@context': '/api/contexts/Bundesland', '@id': `/api/bundeslands/${item.id}`, '@type': 'Bundesland', id: item.id, name: 'Testland', code: 'TL' });
+      expect(item).toEqual({
+        '@context': '/api/contexts/Bundesland',
+        '@id': `/api/bundeslands/${item.id}`,
+        '@type': 'Bundesland',
+        id: item.id,
+        name: 'Testland',
+        code: 'TL',
+      });
       expect(item.id).toBeGreaterThan(16);
       expect(created.headers.get('location')).toBe(item['@id']);
       expect(created.headers.get('content-location')).toBe(item['@id']);
@@ -418,22 +541,48 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
 
     it('PUT with the same name and a new code changes only the code', async () => {
       const created = await createItem(url, '/api/bundeslands', technical.key, { name: 'Kurzland', code: 'KL' });
-      const put = await api(url, created['@id'], { method: 'PUT', key: technical.key, body: { name: 'Kurzland', code: 'KZ' } });
+      const put = await api(url, created['@id'], {
+        method: 'PUT',
+        key: technical.key,
+        body: { name: 'Kurzland', code: 'KZ' },
+      });
       expect(put.status).toBe(200);
       expect(put.body).toEqual({ ...created, code: 'KZ' });
     });
 
     it('PUT on an unknown id answers 404 (no upsert)', async () => {
-      expectHydraError(await api(url, '/api/bundeslands/9999', { method: 'PUT', key: admin.key, body: { name: 'Nirgendwo', code: 'NW' } }), 404, NOT_FOUND);
-      expectHydraError(await api(url, '/api/heizungstyps/9999', { method: 'PUT', key: admin.key, body: { name: 'Nichts' } }), 404, NOT_FOUND);
+      expectHydraError(
+        await api(url, '/api/bundeslands/9999', {
+          method: 'PUT',
+          key: admin.key,
+          body: { name: 'Nirgendwo', code: 'NW' },
+        }),
+        404,
+        NOT_FOUND,
+      );
+      expectHydraError(
+        await api(url, '/api/heizungstyps/9999', { method: 'PUT', key: admin.key, body: { name: 'Nichts' } }),
+        404,
+        NOT_FOUND,
+      );
       expectHydraError(await api(url, '/api/bundeslands/9999', { method: 'DELETE', key: admin.key }), 404, NOT_FOUND);
     });
 
     it('POST, PUT, DELETE a Heizungstyp (technical)', async () => {
-      const created = await api(url, '/api/heizungstyps', { method: 'POST', key: technical.key, body: { name: 'Infrarotheizung' } });
+      const created = await api(url, '/api/heizungstyps', {
+        method: 'POST',
+        key: technical.key,
+        body: { name: 'Infrarotheizung' },
+      });
       expect(created.status).toBe(201);
       const item = created.body as Item;
-      expect(item).toEqual({ '@context': '/api/contexts/Heizungstyp', '@id': `/api/heizungstyps/${item.id}`, '@type': 'Heizungstyp', id: item.id, name: 'Infrarotheizung' });
+      expect(item).toEqual({
+        '@context': '/api/contexts/Heizungstyp',
+        '@id': `/api/heizungstyps/${item.id}`,
+        '@type': 'Heizungstyp',
+        id: item.id,
+        name: 'Infrarotheizung',
+      });
       expect(created.headers.get('location')).toBe(item['@id']);
 
       const put = await api(url, item['@id'], { method: 'PUT', key: technical.key, body: { name: 'Infrarot' } });
@@ -533,7 +682,14 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
     });
 
     it('an apiKey sent in the body is ignored: the server issues its own', async () => {
-      const res = await api(url, '/api/users', { method: 'POST', body: { name: 'Chooser', email: uniqueEmail('chooser'), apiKey: 'prop_chosen_by_client_000000000000000000000000' } });
+      const res = await api(url, '/api/users', {
+        method: 'POST',
+        body: {
+          name: 'Chooser',
+          email: uniqueEmail('chooser'),
+          apiKey: 'prop_chosen_by_client_000000000000000000000000',
+        },
+      });
       expect(res.status).toBe(201);
       const item = res.body as Item & { apiKey: string };
       expect(item.apiKey).not.toBe('prop_chosen_by_client_000000000000000000000000');
@@ -542,8 +698,10 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
     });
 
     it('two registrations get different keys', async () => {
-      const a = (await api(url, '/api/users', { method: 'POST', body: { name: 'A', email: uniqueEmail('a') } })).body as { apiKey: string };
-      const b = (await api(url, '/api/users', { method: 'POST', body: { name: 'B', email: uniqueEmail('b') } })).body as { apiKey: string };
+      const a = (await api(url, '/api/users', { method: 'POST', body: { name: 'A', email: uniqueEmail('a') } }))
+        .body as { apiKey: string };
+      const b = (await api(url, '/api/users', { method: 'POST', body: { name: 'B', email: uniqueEmail('b') } }))
+        .body as { apiKey: string };
       expect(a.apiKey).not.toBe(b.apiKey);
     });
 
@@ -553,7 +711,15 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
       const res = await api(url, account.iri, { method: 'PUT', key: account.key, body: { name: 'Renamed', email } });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-location')).toBe(account.iri);
-      expect(res.body).toEqual({ '@context': '/api/contexts/User', '@id': account.iri, '@type': 'User', id: account.id, name: 'Renamed', email, role: 'technical' });
+      expect(res.body).toEqual({
+        '@context': '/api/contexts/User',
+        '@id': account.iri,
+        '@type': 'User',
+        id: account.id,
+        name: 'Renamed',
+        email,
+        role: 'technical',
+      });
       expect((await api(url, account.iri, { key: account.key })).body).toEqual(res.body);
     });
 

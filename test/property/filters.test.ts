@@ -27,17 +27,79 @@ type Account = Awaited<ReturnType<Server['createAccount']>>;
 type Body = Record<string, unknown>;
 
 const TYPE_ERROR = 'ba785a8c-82cb-4283-967c-3cf342181b40';
-const typeViolation = (propertyPath: string, message: string): Violation => ({ propertyPath, message, code: TYPE_ERROR });
-const dateViolation = (propertyPath: string): Violation => ({ propertyPath, message: 'This value is not a valid datetime.', code: '1a9da513-2640-4f84-9b6a-4d99dcddc628' });
+const typeViolation = (propertyPath: string, message: string): Violation => ({
+  propertyPath,
+  message,
+  code: TYPE_ERROR,
+});
+const dateViolation = (propertyPath: string): Violation => ({
+  propertyPath,
+  message: 'This value is not a valid datetime.',
+  code: '1a9da513-2640-4f84-9b6a-4d99dcddc628',
+});
 
 /** The owner's rows; price per m² in the comment (null: no area, or an area of 0). */
 const ROWS = [
-  { adresse: 'Lindenweg 4, 04109 Leipzig', typ: 'haus', kaufpreis: 300000, wohnflaeche: 100, nutzflaeche: 20, zimmer: 4, bundesland: 13, heizungstyp: 2 }, // 3000
-  { adresse: 'Karl-Liebknecht-Straße 10, 04107 Leipzig', typ: 'wohnung', kaufpreis: 150000, wohnflaeche: 60, nutzflaeche: null, zimmer: 2, bundesland: 13, heizungstyp: null }, // 2500
-  { adresse: 'Hauptstraße 1, 80331 München', typ: 'haus', kaufpreis: 900000, wohnflaeche: 150, nutzflaeche: 30, zimmer: 6, bundesland: 2, heizungstyp: 3 }, // 6000
-  { adresse: 'Gartenweg 2, 01067 Dresden', typ: 'grundstueck', kaufpreis: 50000, wohnflaeche: null, nutzflaeche: null, zimmer: null, bundesland: 13, heizungstyp: null }, // null
-  { adresse: 'Am Markt 3, 99084 Erfurt', typ: 'buero', kaufpreis: null, wohnflaeche: 200, nutzflaeche: 50, zimmer: 8, bundesland: 16, heizungstyp: 1 }, // null
-  { adresse: 'Uferpromenade 7, 04109 LEIPZIG', typ: 'wohnung', kaufpreis: 200000, wohnflaeche: 0, nutzflaeche: 10, zimmer: 1, bundesland: 13, heizungstyp: null }, // null (÷0)
+  {
+    adresse: 'Lindenweg 4, 04109 Leipzig',
+    typ: 'haus',
+    kaufpreis: 300000,
+    wohnflaeche: 100,
+    nutzflaeche: 20,
+    zimmer: 4,
+    bundesland: 13,
+    heizungstyp: 2,
+  }, // 3000
+  {
+    adresse: 'Karl-Liebknecht-Straße 10, 04107 Leipzig',
+    typ: 'wohnung',
+    kaufpreis: 150000,
+    wohnflaeche: 60,
+    nutzflaeche: null,
+    zimmer: 2,
+    bundesland: 13,
+    heizungstyp: null,
+  }, // 2500
+  {
+    adresse: 'Hauptstraße 1, 80331 München',
+    typ: 'haus',
+    kaufpreis: 900000,
+    wohnflaeche: 150,
+    nutzflaeche: 30,
+    zimmer: 6,
+    bundesland: 2,
+    heizungstyp: 3,
+  }, // 6000
+  {
+    adresse: 'Gartenweg 2, 01067 Dresden',
+    typ: 'grundstueck',
+    kaufpreis: 50000,
+    wohnflaeche: null,
+    nutzflaeche: null,
+    zimmer: null,
+    bundesland: 13,
+    heizungstyp: null,
+  }, // null
+  {
+    adresse: 'Am Markt 3, 99084 Erfurt',
+    typ: 'buero',
+    kaufpreis: null,
+    wohnflaeche: 200,
+    nutzflaeche: 50,
+    zimmer: 8,
+    bundesland: 16,
+    heizungstyp: 1,
+  }, // null
+  {
+    adresse: 'Uferpromenade 7, 04109 LEIPZIG',
+    typ: 'wohnung',
+    kaufpreis: 200000,
+    wohnflaeche: 0,
+    nutzflaeche: 10,
+    zimmer: 1,
+    bundesland: 13,
+    heizungstyp: null,
+  }, // null (÷0)
 ] as const;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -52,14 +114,20 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
   let p: number[] = [];
   let foreign: number;
 
-  const list = (query: string, key = owner.key, accept?: string) => api(url, `/api/immobilies${query}`, { key, accept });
+  const list = (query: string, key = owner.key, accept?: string) =>
+    api(url, `/api/immobilies${query}`, { key, accept });
   const pick = (...n: number[]) => n.map((i) => p[i - 1] as number);
   const total = (res: { body: unknown }) => (res.body as Body)['hydra:totalItems'];
 
   beforeAll(async () => {
     server = await startPropertyServer({
       dialect,
-      env: { PROPERTY_PAGINATION_CLIENT_ENABLED: 'true', PROPERTY_PAGINATION_CLIENT_PARTIAL: 'true', PROPERTY_PAGINATION_MAX_UNPAGINATED: '6', PROPERTY_COUNT_CAP: '3' },
+      env: {
+        PROPERTY_PAGINATION_CLIENT_ENABLED: 'true',
+        PROPERTY_PAGINATION_CLIENT_PARTIAL: 'true',
+        PROPERTY_PAGINATION_MAX_UNPAGINATED: '6',
+        PROPERTY_COUNT_CAP: '3',
+      },
     });
     url = server.url;
     admin = await server.createAccount('admin');
@@ -75,7 +143,14 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
       });
       p.push(item.id);
     }
-    foreign = (await createImmobilie(url, other.key, { adresse: 'Fremdweg 1, 04109 Leipzig', typ: 'haus', kaufpreis: 1, bundesland: '/api/bundeslands/13' })).id;
+    foreign = (
+      await createImmobilie(url, other.key, {
+        adresse: 'Fremdweg 1, 04109 Leipzig',
+        typ: 'haus',
+        kaufpreis: 1,
+        bundesland: '/api/bundeslands/13',
+      })
+    ).id;
   });
   afterAll(async () => {
     await server?.close();
@@ -153,13 +228,17 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
   describe('unusable values of declared filters answer 400 with one violation each', () => {
     it('numbers, between, booleans, dates, choices and IRIs', async () => {
       expectViolations(await list('?kaufpreis[gte]=abc'), [violation.type('kaufpreis[gte]', 'float')]);
-      expectViolations(await list('?zimmer[between]=1..'), [typeViolation('zimmer[between]', 'This value should be two numbers separated by "..".')]);
+      expectViolations(await list('?zimmer[between]=1..'), [
+        typeViolation('zimmer[between]', 'This value should be two numbers separated by "..".'),
+      ]);
       expectViolations(await list('?exists[heizungstyp]=maybe'), [violation.type('exists[heizungstyp]', 'bool')]);
       expectViolations(await list('?createdAt[after]=yesterday'), [dateViolation('createdAt[after]')]);
       expectViolations(await list('?updatedAt[before]=2026-02-30'), [dateViolation('updatedAt[before]')]);
       expectViolations(await list('?typ=castle'), [violation.choice('typ')]);
       expectViolations(await list('?heizungstyp=warm'), [violation.invalidIri('heizungstyp', 'warm')]);
-      expectViolations(await list('?order[preisProQuadratmeter]=up'), [violation.choice('order[preisProQuadratmeter]')]);
+      expectViolations(await list('?order[preisProQuadratmeter]=up'), [
+        violation.choice('order[preisProQuadratmeter]'),
+      ]);
     });
 
     it('every unusable value is reported at once; plain JSON clients get problem+json', async () => {
@@ -186,10 +265,20 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
     });
 
     it('heizungstyps?name= is ipartial; users?name= is iword_start and email ipartial', async () => {
-      expect(members(await api(url, '/api/heizungstyps?name=WÄRME')).map((m) => m.name)).toEqual(['Wärmepumpe', 'Fernwärme', 'Blockheizkraftwerk (Kraft-Wärme-Kopplung)']);
+      expect(members(await api(url, '/api/heizungstyps?name=WÄRME')).map((m) => m.name)).toEqual([
+        'Wärmepumpe',
+        'Fernwärme',
+        'Blockheizkraftwerk (Kraft-Wärme-Kopplung)',
+      ]);
       const named = await api(url, `/api/users?name=${encodeURIComponent('moderator')}`, { key: admin.key });
       expect(ids(members(named))).toEqual([moderator.id]);
-      expect(ids(members(await api(url, `/api/users?email=${encodeURIComponent(other.email.toUpperCase())}`, { key: admin.key })))).toEqual([other.id]);
+      expect(
+        ids(
+          members(
+            await api(url, `/api/users?email=${encodeURIComponent(other.email.toUpperCase())}`, { key: admin.key }),
+          ),
+        ),
+      ).toEqual([other.id]);
     });
 
     it('order on reference data', async () => {
@@ -215,14 +304,27 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
 
   describe('timestamps and date filters', () => {
     it('createdAt and updatedAt are set by the server, read-only, and change with writes only', async () => {
-      const created = await createImmobilie(url, other.key, { adresse: 'Zeitweg 1', createdAt: '2000-01-01T00:00:00+00:00' } as never);
+      const created = await createImmobilie(url, other.key, {
+        adresse: 'Zeitweg 1',
+        createdAt: '2000-01-01T00:00:00+00:00',
+      } as never);
       expect(created.createdAt).toMatch(TIMESTAMP);
       expect(created.createdAt).not.toBe('2000-01-01T00:00:00+00:00');
       expect(created.updatedAt).toBe(created.createdAt);
       await sleep(1100);
-      const unchanged = await api(url, created['@id'], { method: 'PATCH', key: other.key, body: { adresse: 'Zeitweg 1' }, contentType: 'application/merge-patch+json' });
+      const unchanged = await api(url, created['@id'], {
+        method: 'PATCH',
+        key: other.key,
+        body: { adresse: 'Zeitweg 1' },
+        contentType: 'application/merge-patch+json',
+      });
       expect((unchanged.body as Item).updatedAt).toBe(created.updatedAt);
-      const changed = await api(url, created['@id'], { method: 'PATCH', key: other.key, body: { adresse: 'Zeitweg 2', updatedAt: '2000-01-01' }, contentType: 'application/merge-patch+json' });
+      const changed = await api(url, created['@id'], {
+        method: 'PATCH',
+        key: other.key,
+        body: { adresse: 'Zeitweg 2', updatedAt: '2000-01-01' },
+        contentType: 'application/merge-patch+json',
+      });
       expect(changed.status).toBe(200);
       const after = changed.body as Item;
       expect(after.createdAt).toBe(created.createdAt);
@@ -249,8 +351,16 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
         { '@id': `/api/immobilies/${pick(1)[0]}`, '@type': 'Immobilie', adresse: ROWS[0].adresse, kaufpreis: 300000 },
         { '@id': `/api/immobilies/${pick(3)[0]}`, '@type': 'Immobilie', adresse: ROWS[2].adresse, kaufpreis: 900000 },
       ]);
-      const item = await api(url, `/api/immobilies/${p[0]}?properties[]=typ&properties[]=bundesland`, { key: owner.key });
-      expect(item.body).toEqual({ '@context': '/api/contexts/Immobilie', '@id': `/api/immobilies/${p[0]}`, '@type': 'Immobilie', typ: 'haus', bundesland: '/api/bundeslands/13' });
+      const item = await api(url, `/api/immobilies/${p[0]}?properties[]=typ&properties[]=bundesland`, {
+        key: owner.key,
+      });
+      expect(item.body).toEqual({
+        '@context': '/api/contexts/Immobilie',
+        '@id': `/api/immobilies/${p[0]}`,
+        '@type': 'Immobilie',
+        typ: 'haus',
+        bundesland: '/api/bundeslands/13',
+      });
       const json = await list('?properties[]=zimmer&itemsPerPage=2', owner.key, 'application/json');
       expect(json.body).toEqual([{ zimmer: 4 }, { zimmer: 2 }]);
     });
@@ -262,12 +372,19 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
       expect(ids(members(res))).toEqual(p);
       expect(total(res)).toBe(6);
       const view = (res.body as Body)['hydra:view'] as Body;
-      expect(view).toEqual({ '@id': '/api/immobilies?pagination=false&itemsPerPage=2', '@type': 'hydra:PartialCollectionView' });
+      expect(view).toEqual({
+        '@id': '/api/immobilies?pagination=false&itemsPerPage=2',
+        '@type': 'hydra:PartialCollectionView',
+      });
       expect((await list('?pagination=false')).body).not.toHaveProperty('hydra:view');
     });
 
     it('pagination=false beyond the hard cap answers 400', async () => {
-      expectHydraError(await list('?pagination=false', admin.key), 400, 'Pagination cannot be disabled for more than 6 items; use pages or narrow the filters.');
+      expectHydraError(
+        await list('?pagination=false', admin.key),
+        400,
+        'Pagination cannot be disabled for more than 6 items; use pages or narrow the filters.',
+      );
     });
 
     it('partial=true: no total; the view has no first or last, and next while pages come back full', async () => {
@@ -292,7 +409,9 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
       const many = await list('?typ[]=haus&typ[]=wohnung&itemsPerPage=2');
       expect(ids(members(many))).toEqual(pick(1, 2));
       expect(many.body).not.toHaveProperty('hydra:totalItems');
-      expect((many.body as Body)['hydra:view']).toMatchObject({ 'hydra:next': '/api/immobilies?typ%5B%5D=haus&typ%5B%5D=wohnung&itemsPerPage=2&page=2' });
+      expect((many.body as Body)['hydra:view']).toMatchObject({
+        'hydra:next': '/api/immobilies?typ%5B%5D=haus&typ%5B%5D=wohnung&itemsPerPage=2&page=2',
+      });
       expect((many.body as Body)['hydra:view']).not.toHaveProperty('hydra:last');
       expect(total(await list('?typ=haus'))).toBe(2);
       expect(total(await list('?itemsPerPage=2'))).toBe(6);
@@ -300,7 +419,8 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
   });
 
   describe('the subresource /api/users/{id}/immobilies', () => {
-    const sub = (userId: number, key: string | undefined, query = '') => api(url, `/api/users/${userId}/immobilies${query}`, { key });
+    const sub = (userId: number, key: string | undefined, query = '') =>
+      api(url, `/api/users/${userId}/immobilies${query}`, { key });
 
     it('lists an account’s properties like the collection, with its own @id and template', async () => {
       const res = await sub(owner.id, owner.key);
@@ -309,10 +429,14 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
       expect(body['@id']).toBe(`/api/users/${owner.id}/immobilies`);
       expect(body['hydra:totalItems']).toBe(6);
       expect(ids(members(res))).toEqual(p);
-      expect((body['hydra:search'] as Body)['hydra:template']).toBe(`/api/users/${owner.id}/immobilies{?${IMMOBILIE_SEARCH_VARIABLES.map(([v]) => v).join(',')}}`);
+      expect((body['hydra:search'] as Body)['hydra:template']).toBe(
+        `/api/users/${owner.id}/immobilies{?${IMMOBILIE_SEARCH_VARIABLES.map(([v]) => v).join(',')}}`,
+      );
       const filtered = await sub(owner.id, owner.key, '?typ=haus&itemsPerPage=1');
       expect(ids(members(filtered))).toEqual(pick(1));
-      expect((filtered.body as Body)['hydra:view']).toMatchObject({ 'hydra:next': `/api/users/${owner.id}/immobilies?typ=haus&itemsPerPage=1&page=2` });
+      expect((filtered.body as Body)['hydra:view']).toMatchObject({
+        'hydra:next': `/api/users/${owner.id}/immobilies?typ=haus&itemsPerPage=1&page=2`,
+      });
     });
 
     it('follows the access matrix: others get 404, anonymous 401, admin and moderator see any account', async () => {
@@ -337,7 +461,12 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
       expect(await all()).toBe(before + 2);
       expect(total(await list('', leaving.key))).toBe(2);
       // An admin moves one to the owner: both owners' totals follow.
-      const moved = await api(url, a['@id'], { method: 'PATCH', key: admin.key, body: { verwalter: owner.iri }, contentType: 'application/merge-patch+json' });
+      const moved = await api(url, a['@id'], {
+        method: 'PATCH',
+        key: admin.key,
+        body: { verwalter: owner.iri },
+        contentType: 'application/merge-patch+json',
+      });
       expect(moved.status).toBe(200);
       expect(total(await list('', leaving.key))).toBe(1);
       expect(total(await list(''))).toBe(7);
@@ -356,17 +485,43 @@ describe.each(dialects)('%s: filters, pagination options and totals', (dialect) 
 
   describe('documented parameters', () => {
     it('OpenAPI lists the pagination switches and every filter parameter with its schema', async () => {
-      const doc = (await api(url, '/api/docs.json', { accept: 'application/json' })).body as { paths: Record<string, Record<string, { parameters: Body[] }>> };
+      const doc = (await api(url, '/api/docs.json', { accept: 'application/json' })).body as {
+        paths: Record<string, Record<string, { parameters: Body[] }>>;
+      };
       const parameters = doc.paths['/api/immobilies']?.get?.parameters ?? [];
-      expect(parameters.map((x) => x.name)).toEqual(['page', 'itemsPerPage', 'pagination', 'partial', ...IMMOBILIE_SEARCH_VARIABLES.map(([v]) => v)]);
+      expect(parameters.map((x) => x.name)).toEqual([
+        'page',
+        'itemsPerPage',
+        'pagination',
+        'partial',
+        ...IMMOBILIE_SEARCH_VARIABLES.map(([v]) => v),
+      ]);
       const byName = new Map(parameters.map((x) => [x.name, x]));
-      expect(byName.get('kaufpreis[between]')).toMatchObject({ in: 'query', required: false, schema: { type: 'string' } });
+      expect(byName.get('kaufpreis[between]')).toMatchObject({
+        in: 'query',
+        required: false,
+        schema: { type: 'string' },
+      });
       expect(byName.get('createdAt[after]')).toMatchObject({ schema: { type: 'string' } });
       expect(byName.get('exists[heizungstyp]')).toMatchObject({ schema: { type: 'boolean' } });
-      expect(byName.get('order[preisProQuadratmeter]')).toMatchObject({ schema: { type: 'string', enum: ['asc', 'desc'] } });
-      expect(byName.get('typ[]')).toMatchObject({ schema: { type: 'array', items: { type: 'string', enum: ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'] } }, explode: true });
-      expect(byName.get('properties[]')).toMatchObject({ schema: { type: 'array', items: { type: 'string' } }, explode: true });
-      const subresource = doc.paths['/api/users/{id}/immobilies']?.get as unknown as { operationId: string; parameters: Body[] };
+      expect(byName.get('order[preisProQuadratmeter]')).toMatchObject({
+        schema: { type: 'string', enum: ['asc', 'desc'] },
+      });
+      expect(byName.get('typ[]')).toMatchObject({
+        schema: {
+          type: 'array',
+          items: { type: 'string', enum: ['wohnung', 'haus', 'grundstueck', 'gewerbe', 'buero'] },
+        },
+        explode: true,
+      });
+      expect(byName.get('properties[]')).toMatchObject({
+        schema: { type: 'array', items: { type: 'string' } },
+        explode: true,
+      });
+      const subresource = doc.paths['/api/users/{id}/immobilies']?.get as unknown as {
+        operationId: string;
+        parameters: Body[];
+      };
       expect(subresource.operationId).toBe('api_usersidimmobilies_get_collection');
       expect(subresource.parameters[0]).toMatchObject({ name: 'id', in: 'path', required: true });
     });
@@ -387,11 +542,17 @@ describe.each(dialects)('%s: client pagination off (the default)', (dialect) => 
   });
 
   it('pagination=false and partial=true are ignored, and OpenAPI does not offer them', async () => {
-    const res = await api(server.url, '/api/immobilies?pagination=false&partial=true&itemsPerPage=1', { key: owner.key });
+    const res = await api(server.url, '/api/immobilies?pagination=false&partial=true&itemsPerPage=1', {
+      key: owner.key,
+    });
     expect(members(res)).toHaveLength(1);
     expect((res.body as Body)['hydra:totalItems']).toBe(3);
-    expect((res.body as Body)['hydra:view']).toMatchObject({ 'hydra:last': '/api/immobilies?pagination=false&partial=true&itemsPerPage=1&page=3' });
-    const doc = (await api(server.url, '/api/docs.json', { accept: 'application/json' })).body as { paths: Record<string, Record<string, { parameters: Body[] }>> };
+    expect((res.body as Body)['hydra:view']).toMatchObject({
+      'hydra:last': '/api/immobilies?pagination=false&partial=true&itemsPerPage=1&page=3',
+    });
+    const doc = (await api(server.url, '/api/docs.json', { accept: 'application/json' })).body as {
+      paths: Record<string, Record<string, { parameters: Body[] }>>;
+    };
     const names = (doc.paths['/api/immobilies']?.get?.parameters ?? []).map((x) => x.name);
     expect(names).not.toContain('pagination');
     expect(names).not.toContain('partial');

@@ -11,7 +11,8 @@ export const PROBLEM = 'application/problem+json; charset=utf-8';
 export const HYDRA_DOC_REL = 'http://www.w3.org/ns/hydra/core#apiDocumentation';
 export const docsUrl = (url: string): string => `${url}/api/docs.jsonld`;
 export const docsLink = (url: string): string => `<${docsUrl(url)}>; rel="${HYDRA_DOC_REL}"`;
-export const errorLink = (url: string): string => `${docsLink(url)},<http://www.w3.org/ns/hydra/error>; rel="http://www.w3.org/ns/json-ld#error"`;
+export const errorLink = (url: string): string =>
+  `${docsLink(url)},<http://www.w3.org/ns/hydra/error>; rel="http://www.w3.org/ns/json-ld#error"`;
 
 export const NOT_FOUND = 'Not Found';
 export const NO_KEY = 'Full authentication is required to access this resource.';
@@ -39,7 +40,10 @@ export function expectHydraError(res: ApiResponse, status: number, description?:
 
 /** Asserts the problem+json error body (for Accept: application/json or application/problem+json). */
 export function expectProblem(res: ApiResponse, status: number, detail?: string): void {
-  expect({ status: res.status, contentType: res.headers.get('content-type') }).toEqual({ status, contentType: PROBLEM });
+  expect({ status: res.status, contentType: res.headers.get('content-type') }).toEqual({
+    status,
+    contentType: PROBLEM,
+  });
   expect(res.body).toEqual({
     type: 'https://tools.ietf.org/html/rfc2616#section-10',
     title: 'An error occurred',
@@ -57,31 +61,85 @@ export interface Violation {
 const TYPE = 'ba785a8c-82cb-4283-967c-3cf342181b40';
 
 export const violation = {
-  notBlank: (propertyPath: string): Violation => ({ propertyPath, message: 'This value should not be blank.', code: 'c1051bb4-d103-4f74-8988-acbcafc7fdc3' }),
-  notNull: (propertyPath: string): Violation => ({ propertyPath, message: 'This value should not be null.', code: 'ad32d13f-c3d4-423b-909a-857b961eb720' }),
-  type: (propertyPath: string, type: 'int' | 'float' | 'string' | 'bool'): Violation => ({ propertyPath, message: `This value should be of type ${type}.`, code: TYPE }),
-  choice: (propertyPath: string): Violation => ({ propertyPath, message: 'The value you selected is not a valid choice.', code: '8e179f1b-97aa-4560-a02f-2a8b42e49df7' }),
-  email: (propertyPath: string): Violation => ({ propertyPath, message: 'This value is not a valid email address.', code: 'bd79c0ab-ddba-46cc-a703-a7a4b08de310' }),
-  unique: (propertyPath: string): Violation => ({ propertyPath, message: 'This value is already used.', code: '23bd9dbf-6b9b-41cd-a99e-4844bcf3077f' }),
-  positiveOrZero: (propertyPath: string): Violation => ({ propertyPath, message: 'This value should be either positive or zero.', code: 'ea4e51d1-3342-48bd-87f1-9e672cd90cad' }),
-  lessThanOrEqual: (propertyPath: string, limit: string): Violation => ({ propertyPath, message: `This value should be less than or equal to ${limit}.`, code: '30fbb013-d015-4232-8b3b-8f3be97a7e14' }),
-  tooLong: (propertyPath: string, max: number): Violation => ({ propertyPath, message: `This value is too long. It should have ${max} characters or less.`, code: 'd94b19cc-114f-4f44-9cc4-4138e80a87b9' }),
-  invalidIri: (propertyPath: string, iri: string): Violation => ({ propertyPath, message: `Invalid IRI "${iri}".`, code: TYPE }),
-  itemNotFound: (propertyPath: string, iri: string): Violation => ({ propertyPath, message: `Item not found for "${iri}".`, code: TYPE }),
-  nested: (propertyPath: string): Violation => ({ propertyPath, message: `Nested documents for attribute "${propertyPath}" are not allowed. Use IRIs instead.`, code: TYPE }),
+  notBlank: (propertyPath: string): Violation => ({
+    propertyPath,
+    message: 'This value should not be blank.',
+    code: 'c1051bb4-d103-4f74-8988-acbcafc7fdc3',
+  }),
+  notNull: (propertyPath: string): Violation => ({
+    propertyPath,
+    message: 'This value should not be null.',
+    code: 'ad32d13f-c3d4-423b-909a-857b961eb720',
+  }),
+  type: (propertyPath: string, type: 'int' | 'float' | 'string' | 'bool'): Violation => ({
+    propertyPath,
+    message: `This value should be of type ${type}.`,
+    code: TYPE,
+  }),
+  choice: (propertyPath: string): Violation => ({
+    propertyPath,
+    message: 'The value you selected is not a valid choice.',
+    code: '8e179f1b-97aa-4560-a02f-2a8b42e49df7',
+  }),
+  email: (propertyPath: string): Violation => ({
+    propertyPath,
+    message: 'This value is not a valid email address.',
+    code: 'bd79c0ab-ddba-46cc-a703-a7a4b08de310',
+  }),
+  unique: (propertyPath: string): Violation => ({
+    propertyPath,
+    message: 'This value is already used.',
+    code: '23bd9dbf-6b9b-41cd-a99e-4844bcf3077f',
+  }),
+  positiveOrZero: (propertyPath: string): Violation => ({
+    propertyPath,
+    message: 'This value should be either positive or zero.',
+    code: 'ea4e51d1-3342-48bd-87f1-9e672cd90cad',
+  }),
+  lessThanOrEqual: (propertyPath: string, limit: string): Violation => ({
+    propertyPath,
+    message: `This value should be less than or equal to ${limit}.`,
+    code: '30fbb013-d015-4232-8b3b-8f3be97a7e14',
+  }),
+  tooLong: (propertyPath: string, max: number): Violation => ({
+    propertyPath,
+    message: `This value is too long. It should have ${max} characters or less.`,
+    code: 'd94b19cc-114f-4f44-9cc4-4138e80a87b9',
+  }),
+  invalidIri: (propertyPath: string, iri: string): Violation => ({
+    propertyPath,
+    message: `Invalid IRI "${iri}".`,
+    code: TYPE,
+  }),
+  itemNotFound: (propertyPath: string, iri: string): Violation => ({
+    propertyPath,
+    message: `Item not found for "${iri}".`,
+    code: TYPE,
+  }),
+  nested: (propertyPath: string): Violation => ({
+    propertyPath,
+    message: `Nested documents for attribute "${propertyPath}" are not allowed. Use IRIs instead.`,
+    code: TYPE,
+  }),
   syntax: (): Violation => ({ propertyPath: '', message: 'Syntax error', code: TYPE }),
   notObject: (): Violation => ({ propertyPath: '', message: 'This value should be of type object.', code: TYPE }),
 };
 
 /** A missing or null required value: the contract allows NotBlank or NotNull (strings: NotBlank). */
-export const required = (propertyPath: string): Violation[] => [violation.notBlank(propertyPath), violation.notNull(propertyPath)];
+export const required = (propertyPath: string): Violation[] => [
+  violation.notBlank(propertyPath),
+  violation.notNull(propertyPath),
+];
 
 /** `path: message` lines as API Platform joins them (no `: ` prefix for the empty root path). */
 export const describeViolations = (violations: readonly Violation[]): string =>
   violations.map((v) => (v.propertyPath ? `${v.propertyPath}: ${v.message}` : v.message)).join('\n');
 
 function expectViolationEnvelope(res: ApiResponse): Violation[] {
-  expect({ status: res.status, contentType: res.headers.get('content-type') }).toEqual({ status: 400, contentType: JSONLD });
+  expect({ status: res.status, contentType: res.headers.get('content-type') }).toEqual({
+    status: 400,
+    contentType: JSONLD,
+  });
   const body = res.body as Record<string, unknown>;
   expect(body).toEqual({
     '@context': '/api/contexts/ConstraintViolationList',
@@ -124,12 +182,17 @@ export function expectViolationAt(res: ApiResponse, propertyPath: string): void 
 export function expectViolations(res: ApiResponse, expected: readonly Violation[]): void {
   const violations = expectViolationEnvelope(res);
   const key = (v: Violation) => `${v.propertyPath}\u0001${v.message}`;
-  expect([...violations].sort((a, b) => key(a).localeCompare(key(b)))).toEqual([...expected].sort((a, b) => key(a).localeCompare(key(b))));
+  expect([...violations].sort((a, b) => key(a).localeCompare(key(b)))).toEqual(
+    [...expected].sort((a, b) => key(a).localeCompare(key(b))),
+  );
 }
 
 /** Asserts the problem+json flavour of a violation list (Accept: application/json). */
 export function expectProblemViolations(res: ApiResponse, expected: readonly Violation[]): void {
-  expect({ status: res.status, contentType: res.headers.get('content-type') }).toEqual({ status: 400, contentType: PROBLEM });
+  expect({ status: res.status, contentType: res.headers.get('content-type') }).toEqual({
+    status: 400,
+    contentType: PROBLEM,
+  });
   expect(res.body).toEqual({
     type: 'https://tools.ietf.org/html/rfc2616#section-10',
     title: 'An error occurred',
@@ -172,7 +235,12 @@ export async function createImmobilie(url: string, key: string, overrides: Immob
 }
 
 /** POSTs a body to a collection with the given key and insists on 201. */
-export async function createItem(url: string, path: string, key: string | undefined, body: Record<string, unknown>): Promise<Item> {
+export async function createItem(
+  url: string,
+  path: string,
+  key: string | undefined,
+  body: Record<string, unknown>,
+): Promise<Item> {
   const res = await api(url, path, { method: 'POST', key, body });
   expect(res.status, res.text).toBe(201);
   return res.body as Item;
@@ -194,12 +262,31 @@ export const ids = (items: readonly { id: number }[]): number[] => items.map((i)
 const RANGE = ['between', 'gt', 'gte', 'lt', 'lte'];
 const DATES = ['before', 'strictly_before', 'after', 'strictly_after'];
 export const IMMOBILIE_SEARCH_VARIABLES: readonly (readonly [string, string | null])[] = [
-  ...['typ', 'bundesland', 'heizungstyp', 'verwalter'].flatMap((p) => [[p, p], [`${p}[]`, p]] as const),
+  ...['typ', 'bundesland', 'heizungstyp', 'verwalter'].flatMap(
+    (p) =>
+      [
+        [p, p],
+        [`${p}[]`, p],
+      ] as const,
+  ),
   ['adresse', 'adresse'],
-  ...['kaufpreis', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'preisProQuadratmeter'].flatMap((p) => RANGE.map((op) => [`${p}[${op}]`, p] as const)),
+  ...['kaufpreis', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'preisProQuadratmeter'].flatMap((p) =>
+    RANGE.map((op) => [`${p}[${op}]`, p] as const),
+  ),
   ...['createdAt', 'updatedAt'].flatMap((p) => DATES.map((op) => [`${p}[${op}]`, p] as const)),
   ...['heizungstyp', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'kaufpreis'].map((p) => [`exists[${p}]`, p] as const),
-  ...['id', 'kaufpreis', 'wohnflaeche', 'zimmer', 'nutzflaeche', 'adresse', 'typ', 'preisProQuadratmeter', 'createdAt', 'updatedAt'].map((p) => [`order[${p}]`, p] as const),
+  ...[
+    'id',
+    'kaufpreis',
+    'wohnflaeche',
+    'zimmer',
+    'nutzflaeche',
+    'adresse',
+    'typ',
+    'preisProQuadratmeter',
+    'createdAt',
+    'updatedAt',
+  ].map((p) => [`order[${p}]`, p] as const),
   ['properties[]', null],
 ];
 

@@ -8,7 +8,11 @@ type Account = Awaited<ReturnType<Server['createAccount']>>;
 
 const ORIGIN = 'http://admin.example.test:8080';
 
-const tokens = (value: string | null): string[] => (value ?? '').split(',').map((t) => t.trim().toLowerCase()).filter(Boolean);
+const tokens = (value: string | null): string[] =>
+  (value ?? '')
+    .split(',')
+    .map((t) => t.trim().toLowerCase())
+    .filter(Boolean);
 
 function expectSecurityHeaders(res: ApiResponse, label: string): void {
   expect(tokens(res.headers.get('vary')), `${label}: Vary`).toContain('accept');
@@ -44,8 +48,14 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
       ['GET Immobilie', () => api(url, item['@id'], { key: user.key })],
       ['POST', () => api(url, '/api/users', { method: 'POST', body: { name: 'Linked', email: uniqueEmail() } })],
       ['PATCH', () => api(url, item['@id'], { method: 'PATCH', key: user.key, body: { zimmer: 3 } })],
-      ['PUT', () => api(url, '/api/heizungstyps/1', { method: 'PUT', key: admin.key, body: { name: 'Gasheizung neu' } })],
-      ['DELETE', async () => api(url, (await createImmobilie(url, user.key))['@id'], { method: 'DELETE', key: user.key })],
+      [
+        'PUT',
+        () => api(url, '/api/heizungstyps/1', { method: 'PUT', key: admin.key, body: { name: 'Gasheizung neu' } }),
+      ],
+      [
+        'DELETE',
+        async () => api(url, (await createImmobilie(url, user.key))['@id'], { method: 'DELETE', key: user.key }),
+      ],
     ];
 
     it.each(successes)('%s carries the apiDocumentation Link with an absolute URL', async (label, send) => {
@@ -60,12 +70,24 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
       ['404 unknown path', 404, () => api(url, '/api/nothing-here')],
       ['401', 401, () => api(url, '/api/immobilies')],
       ['401 bad key', 401, () => api(url, '/api/bundeslands', { key: 'wrong' })],
-      ['403', 403, () => api(url, '/api/bundeslands', { method: 'POST', key: user.key, body: { name: 'X', code: 'XX' } })],
-      ['400 violations', 400, () => api(url, '/api/immobilies', { method: 'POST', key: user.key, body: { adresse: '' } })],
+      [
+        '403',
+        403,
+        () => api(url, '/api/bundeslands', { method: 'POST', key: user.key, body: { name: 'X', code: 'XX' } }),
+      ],
+      [
+        '400 violations',
+        400,
+        () => api(url, '/api/immobilies', { method: 'POST', key: user.key, body: { adresse: '' } }),
+      ],
       ['400 page', 400, () => api(url, '/api/bundeslands?page=0')],
       ['405', 405, () => api(url, '/api/bundeslands/1', { method: 'POST', key: admin.key, body: {} })],
       ['406', 406, () => api(url, '/api/bundeslands/1', { accept: 'text/csv' })],
-      ['415', 415, () => api(url, item['@id'], { method: 'PATCH', key: user.key, contentType: 'application/json', body: {} })],
+      [
+        '415',
+        415,
+        () => api(url, item['@id'], { method: 'PATCH', key: user.key, contentType: 'application/json', body: {} }),
+      ],
       ['409', 409, () => api(url, '/api/bundeslands/13', { method: 'DELETE', key: admin.key })],
       ['problem+json 404', 404, () => api(url, '/api/bundeslands/999', { accept: 'application/json' })],
     ];
@@ -78,16 +100,26 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
     });
 
     it('the docs URL in Link follows the Host header of the request', async () => {
-      const res = await rawRequest(url, '/api/bundeslands/1', { headers: { host: 'props.example.test:8443', accept: 'application/ld+json' } });
+      const res = await rawRequest(url, '/api/bundeslands/1', {
+        headers: { host: 'props.example.test:8443', accept: 'application/ld+json' },
+      });
       expect(res.status).toBe(200);
-      expect(res.headers.link).toBe(`<http://props.example.test:8443/api/docs.jsonld>; rel="http://www.w3.org/ns/hydra/core#apiDocumentation"`);
-      const context = await rawRequest(url, '/api/contexts/Bundesland', { headers: { host: 'props.example.test:8443' } });
-      expect((context.body as { '@context': Record<string, unknown> })['@context']['@vocab']).toBe('http://props.example.test:8443/api/docs.jsonld#');
+      expect(res.headers.link).toBe(
+        `<http://props.example.test:8443/api/docs.jsonld>; rel="http://www.w3.org/ns/hydra/core#apiDocumentation"`,
+      );
+      const context = await rawRequest(url, '/api/contexts/Bundesland', {
+        headers: { host: 'props.example.test:8443' },
+      });
+      expect((context.body as { '@context': Record<string, unknown> })['@context']['@vocab']).toBe(
+        'http://props.example.test:8443/api/docs.jsonld#',
+      );
     });
 
     it('the Link target matches the api-doc-parser regex and the context @vocab', async () => {
       const res = await api(url, '/api/bundeslands');
-      const match = /<([^<]+)>; rel="http:\/\/www.w3.org\/ns\/hydra\/core#apiDocumentation"/.exec(res.headers.get('link') ?? '');
+      const match = /<([^<]+)>; rel="http:\/\/www.w3.org\/ns\/hydra\/core#apiDocumentation"/.exec(
+        res.headers.get('link') ?? '',
+      );
       expect(match?.[1]).toBe(`${url}/api/docs.jsonld`);
       const context = await api(url, '/api/contexts/Bundesland');
       expect((context.body as { '@context': Record<string, unknown> })['@context']['@vocab']).toBe(`${match?.[1]}#`);
@@ -122,7 +154,9 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
       expect(again.status).toBe(304);
       expect(again.text).toBe('');
       expect(again.headers.get('etag')).toBe(etag);
-      const stale = await api(url, '/api/bundeslands/3', { headers: { 'if-none-match': '"0123456789abcdef0123456789abcdef"' } });
+      const stale = await api(url, '/api/bundeslands/3', {
+        headers: { 'if-none-match': '"0123456789abcdef0123456789abcdef"' },
+      });
       expect(stale.status).toBe(200);
     });
 
@@ -130,7 +164,10 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
       const target = await createImmobilie(url, user.key);
       const before = await api(url, target['@id'], { key: user.key });
       await api(url, target['@id'], { method: 'PATCH', key: user.key, body: { zimmer: 11 } });
-      const after = await api(url, target['@id'], { key: user.key, headers: { 'if-none-match': before.headers.get('etag') ?? '' } });
+      const after = await api(url, target['@id'], {
+        key: user.key,
+        headers: { 'if-none-match': before.headers.get('etag') ?? '' },
+      });
       expect(after.status).toBe(200);
       expect(after.headers.get('etag')).not.toBe(before.headers.get('etag'));
     });
@@ -141,11 +178,17 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
       const patch = await api(url, item['@id'], { method: 'PATCH', key: user.key, body: { zimmer: 4 } });
       expect(patch.headers.get('accept-patch')).toBe('application/merge-patch+json');
       expect((await api(url, '/api/bundeslands/1')).headers.get('accept-patch')).toBe('application/merge-patch+json');
-      expect((await api(url, user.iri, { key: user.key })).headers.get('accept-patch')).toBe('application/merge-patch+json');
+      expect((await api(url, user.iri, { key: user.key })).headers.get('accept-patch')).toBe(
+        'application/merge-patch+json',
+      );
     });
 
     it('POST answers Location and Content-Location; PUT and PATCH Content-Location', async () => {
-      const post = await api(url, '/api/heizungstyps', { method: 'POST', key: admin.key, body: { name: 'Kopfheizung' } });
+      const post = await api(url, '/api/heizungstyps', {
+        method: 'POST',
+        key: admin.key,
+        body: { name: 'Kopfheizung' },
+      });
       const iri = (post.body as Item)['@id'];
       expect([post.headers.get('location'), post.headers.get('content-location')]).toEqual([iri, iri]);
       const put = await api(url, iri, { method: 'PUT', key: admin.key, body: { name: 'Kopfheizung 2' } });
@@ -168,11 +211,17 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
     it('a preflight for a PATCH with X-API-KEY is allowed from any origin', async () => {
       const res = await api(url, item['@id'], {
         method: 'OPTIONS',
-        headers: { origin: ORIGIN, 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'x-api-key, content-type' },
+        headers: {
+          origin: ORIGIN,
+          'access-control-request-method': 'PATCH',
+          'access-control-request-headers': 'x-api-key, content-type',
+        },
       });
       expect([200, 204]).toContain(res.status);
       expect([ORIGIN, '*']).toContain(res.headers.get('access-control-allow-origin'));
-      expect(tokens(res.headers.get('access-control-allow-methods'))).toEqual(expect.arrayContaining(['get', 'post', 'put', 'patch', 'delete']));
+      expect(tokens(res.headers.get('access-control-allow-methods'))).toEqual(
+        expect.arrayContaining(['get', 'post', 'put', 'patch', 'delete']),
+      );
       const allowed = tokens(res.headers.get('access-control-allow-headers'));
       expect(allowed).toEqual(expect.arrayContaining(['x-api-key', 'content-type']));
     });
@@ -180,14 +229,27 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
     it('the preflight allows X-API-KEY, Authorization, Content-Type and Accept', async () => {
       const res = await api(url, '/api/immobilies', {
         method: 'OPTIONS',
-        headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-api-key,authorization,content-type,accept' },
+        headers: {
+          origin: ORIGIN,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'x-api-key,authorization,content-type,accept',
+        },
       });
       expect([200, 204]).toContain(res.status);
-      expect(tokens(res.headers.get('access-control-allow-headers'))).toEqual(expect.arrayContaining(['x-api-key', 'authorization', 'content-type', 'accept']));
+      expect(tokens(res.headers.get('access-control-allow-headers'))).toEqual(
+        expect.arrayContaining(['x-api-key', 'authorization', 'content-type', 'accept']),
+      );
     });
 
     it('a preflight does not need an API key', async () => {
-      const res = await api(url, '/api/users', { method: 'OPTIONS', headers: { origin: 'http://elsewhere.test', 'access-control-request-method': 'GET', 'access-control-request-headers': 'x-api-key' } });
+      const res = await api(url, '/api/users', {
+        method: 'OPTIONS',
+        headers: {
+          origin: 'http://elsewhere.test',
+          'access-control-request-method': 'GET',
+          'access-control-request-headers': 'x-api-key',
+        },
+      });
       expect([200, 204]).toContain(res.status);
       expect(['http://elsewhere.test', '*']).toContain(res.headers.get('access-control-allow-origin'));
     });
@@ -196,11 +258,19 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
       const get = await api(url, '/api/bundeslands', { headers: { origin: ORIGIN } });
       expect(get.status).toBe(200);
       expect([ORIGIN, '*']).toContain(get.headers.get('access-control-allow-origin'));
-      expect(tokens(get.headers.get('access-control-expose-headers'))).toEqual(expect.arrayContaining(['link', 'location', 'content-location']));
+      expect(tokens(get.headers.get('access-control-expose-headers'))).toEqual(
+        expect.arrayContaining(['link', 'location', 'content-location']),
+      );
 
-      const post = await api(url, '/api/users', { method: 'POST', headers: { origin: ORIGIN }, body: { name: 'Cors', email: uniqueEmail() } });
+      const post = await api(url, '/api/users', {
+        method: 'POST',
+        headers: { origin: ORIGIN },
+        body: { name: 'Cors', email: uniqueEmail() },
+      });
       expect(post.status).toBe(201);
-      expect(tokens(post.headers.get('access-control-expose-headers'))).toEqual(expect.arrayContaining(['link', 'location', 'content-location']));
+      expect(tokens(post.headers.get('access-control-expose-headers'))).toEqual(
+        expect.arrayContaining(['link', 'location', 'content-location']),
+      );
     });
 
     it('error responses carry the CORS headers too, so a browser can read them', async () => {
@@ -228,7 +298,9 @@ describe('CORS with a list of allowed origins (PROPERTY_CORS_ORIGINS)', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
     expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'origin']);
-    expect(tokens(res.headers.get('access-control-expose-headers'))).toEqual(expect.arrayContaining(['link', 'location', 'content-location']));
+    expect(tokens(res.headers.get('access-control-expose-headers'))).toEqual(
+      expect.arrayContaining(['link', 'location', 'content-location']),
+    );
   });
 
   it('another origin gets no CORS headers, but Vary still names Origin', async () => {
@@ -242,10 +314,24 @@ describe('CORS with a list of allowed origins (PROPERTY_CORS_ORIGINS)', () => {
   });
 
   it('preflights follow the same list', async () => {
-    const allowed = await api(server.url, '/api/immobilies', { method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-api-key' } });
+    const allowed = await api(server.url, '/api/immobilies', {
+      method: 'OPTIONS',
+      headers: {
+        origin: ORIGIN,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'x-api-key',
+      },
+    });
     expect([200, 204]).toContain(allowed.status);
     expect(allowed.headers.get('access-control-allow-origin')).toBe(ORIGIN);
-    const refused = await api(server.url, '/api/immobilies', { method: 'OPTIONS', headers: { origin: OTHER, 'access-control-request-method': 'POST', 'access-control-request-headers': 'x-api-key' } });
+    const refused = await api(server.url, '/api/immobilies', {
+      method: 'OPTIONS',
+      headers: {
+        origin: OTHER,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'x-api-key',
+      },
+    });
     expect(refused.headers.get('access-control-allow-origin')).toBeNull();
   });
 });

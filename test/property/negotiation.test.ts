@@ -18,12 +18,22 @@ import {
   immobilieBody,
   uniqueEmail,
   violation,
-  type Item, TIMESTAMP } from './fixtures.js';
+  type Item,
+  TIMESTAMP,
+} from './fixtures.js';
 
 type Server = Awaited<ReturnType<typeof startPropertyServer>>;
 type Account = Awaited<ReturnType<Server['createAccount']>>;
 
-const SACHSEN_LD = { '@context': '/api/contexts/Bundesland', '@id': '/api/bundeslands/13', '@type': 'Bundesland', id: 13, name: 'Sachsen', code: 'SN', grunderwerbsteuerSatz: 5.5 };
+const SACHSEN_LD = {
+  '@context': '/api/contexts/Bundesland',
+  '@id': '/api/bundeslands/13',
+  '@type': 'Bundesland',
+  id: 13,
+  name: 'Sachsen',
+  code: 'SN',
+  grunderwerbsteuerSatz: 5.5,
+};
 const SACHSEN_JSON = { id: 13, name: 'Sachsen', code: 'SN', grunderwerbsteuerSatz: 5.5 };
 
 describe.each(dialects)('%s: content negotiation', (dialect) => {
@@ -81,7 +91,11 @@ describe.each(dialects)('%s: content negotiation', (dialect) => {
       expect(res.headers.get('content-type')).toBe(JSON_TYPE);
       const { '@context': _c, '@id': _i, '@type': _t, ...plain } = item;
       expect(res.body).toEqual(plain);
-      expect(plain).toMatchObject({ verwalter: user.iri, bundesland: '/api/bundeslands/13', heizungstyp: '/api/heizungstyps/2' });
+      expect(plain).toMatchObject({
+        verwalter: user.iri,
+        bundesland: '/api/bundeslands/13',
+        heizungstyp: '/api/heizungstyps/2',
+      });
     });
 
     it('Accept application/json on a collection gives a bare array', async () => {
@@ -96,7 +110,9 @@ describe.each(dialects)('%s: content negotiation', (dialect) => {
     });
 
     it('q-values are honoured', async () => {
-      const json = await api(url, '/api/bundeslands/13', { accept: 'application/ld+json;q=0.5, application/json;q=0.9' });
+      const json = await api(url, '/api/bundeslands/13', {
+        accept: 'application/ld+json;q=0.5, application/json;q=0.9',
+      });
       expect(json.headers.get('content-type')).toBe(JSON_TYPE);
       const ld = await api(url, '/api/bundeslands/13', { accept: 'application/ld+json;q=0.9, application/json;q=0.5' });
       expect(ld.headers.get('content-type')).toBe(JSONLD);
@@ -115,8 +131,16 @@ describe.each(dialects)('%s: content negotiation', (dialect) => {
     });
 
     it('406 on collections and protected items too', async () => {
-      expectHydraError(await api(url, '/api/bundeslands', { accept: 'application/xml' }), 406, NOT_ACCEPTABLE('application/xml'));
-      expectHydraError(await api(url, item['@id'], { key: user.key, accept: 'text/csv' }), 406, NOT_ACCEPTABLE('text/csv'));
+      expectHydraError(
+        await api(url, '/api/bundeslands', { accept: 'application/xml' }),
+        406,
+        NOT_ACCEPTABLE('application/xml'),
+      );
+      expectHydraError(
+        await api(url, item['@id'], { key: user.key, accept: 'text/csv' }),
+        406,
+        NOT_ACCEPTABLE('text/csv'),
+      );
     });
   });
 
@@ -151,7 +175,12 @@ describe.each(dialects)('%s: content negotiation', (dialect) => {
       const ld = await api(url, '/api/bundeslands.jsonld');
       expect(ld.status).toBe(200);
       expect(ld.headers.get('content-type')).toBe(JSONLD);
-      expect(ld.body).toMatchObject({ '@context': '/api/contexts/Bundesland', '@id': '/api/bundeslands', '@type': 'hydra:Collection', 'hydra:totalItems': 16 });
+      expect(ld.body).toMatchObject({
+        '@context': '/api/contexts/Bundesland',
+        '@id': '/api/bundeslands',
+        '@type': 'hydra:Collection',
+        'hydra:totalItems': 16,
+      });
     });
 
     it('a suffix narrows the choice: .json with Accept application/ld+json answers 406', async () => {
@@ -198,16 +227,33 @@ describe.each(dialects)('%s: content negotiation', (dialect) => {
 
     it('Accept application/problem+json alone is no output format: 406, rendered as problem+json', async () => {
       // As in API Platform, format negotiation runs before authentication.
-      expectProblem(await api(url, '/api/immobilies', { accept: 'application/problem+json' }), 406, NOT_ACCEPTABLE('application/problem+json'));
-      expectProblem(await api(url, '/api/bundeslands/999', { accept: 'application/problem+json' }), 406, NOT_ACCEPTABLE('application/problem+json'));
+      expectProblem(
+        await api(url, '/api/immobilies', { accept: 'application/problem+json' }),
+        406,
+        NOT_ACCEPTABLE('application/problem+json'),
+      );
+      expectProblem(
+        await api(url, '/api/bundeslands/999', { accept: 'application/problem+json' }),
+        406,
+        NOT_ACCEPTABLE('application/problem+json'),
+      );
     });
 
     it('Accept application/problem+json next to an output format renders the error as problem+json', async () => {
-      expectProblem(await api(url, '/api/bundeslands/999', { accept: 'application/problem+json, application/ld+json;q=0.5' }), 404, NOT_FOUND);
+      expectProblem(
+        await api(url, '/api/bundeslands/999', { accept: 'application/problem+json, application/ld+json;q=0.5' }),
+        404,
+        NOT_FOUND,
+      );
     });
 
     it('Accept application/json turns a violation list into problem+json with violations', async () => {
-      const res = await api(url, '/api/immobilies', { method: 'POST', key: user.key, accept: 'application/json', body: immobilieBody({ zimmer: 'abc' }) });
+      const res = await api(url, '/api/immobilies', {
+        method: 'POST',
+        key: user.key,
+        accept: 'application/json',
+        body: immobilieBody({ zimmer: 'abc' }),
+      });
       expectProblemViolations(res, [violation.type('zimmer', 'int')]);
     });
 
@@ -216,20 +262,37 @@ describe.each(dialects)('%s: content negotiation', (dialect) => {
       const raw = await rawRequest(url, '/api/bundeslands/999');
       expect(raw.status).toBe(404);
       expect(raw.headers['content-type']).toBe(JSONLD);
-      expect(raw.body).toEqual({ '@context': '/api/contexts/Error', '@type': 'hydra:Error', 'hydra:title': 'An error occurred', 'hydra:description': NOT_FOUND, status: 404 });
+      expect(raw.body).toEqual({
+        '@context': '/api/contexts/Error',
+        '@type': 'hydra:Error',
+        'hydra:title': 'An error occurred',
+        'hydra:description': NOT_FOUND,
+        status: 404,
+      });
     });
   });
 
   describe('input formats', () => {
     it('POST accepts application/json and answers in the negotiated output format', async () => {
-      const res = await api(url, '/api/immobilies', { method: 'POST', key: user.key, contentType: 'application/json', body: immobilieBody() });
+      const res = await api(url, '/api/immobilies', {
+        method: 'POST',
+        key: user.key,
+        contentType: 'application/json',
+        body: immobilieBody(),
+      });
       expect(res.status).toBe(201);
       expect(res.headers.get('content-type')).toBe(JSONLD);
       expect(res.body).toMatchObject({ '@type': 'Immobilie', verwalter: user.iri });
     });
 
     it('POST with Accept application/json answers a plain item, still with Location', async () => {
-      const res = await api(url, '/api/immobilies', { method: 'POST', key: user.key, accept: 'application/json', contentType: 'application/json', body: immobilieBody() });
+      const res = await api(url, '/api/immobilies', {
+        method: 'POST',
+        key: user.key,
+        accept: 'application/json',
+        contentType: 'application/json',
+        body: immobilieBody(),
+      });
       expect(res.status).toBe(201);
       expect(res.headers.get('content-type')).toBe(JSON_TYPE);
       const body = res.body as { id: number };
@@ -239,45 +302,103 @@ describe.each(dialects)('%s: content negotiation', (dialect) => {
     });
 
     it('a charset parameter on the Content-Type is ignored', async () => {
-      const post = await api(url, '/api/immobilies', { method: 'POST', key: user.key, contentType: 'application/ld+json; charset=utf-8', body: immobilieBody() });
+      const post = await api(url, '/api/immobilies', {
+        method: 'POST',
+        key: user.key,
+        contentType: 'application/ld+json; charset=utf-8',
+        body: immobilieBody(),
+      });
       expect(post.status).toBe(201);
-      const patch = await api(url, (post.body as Item)['@id'], { method: 'PATCH', key: user.key, contentType: 'application/merge-patch+json; charset=utf-8', body: { zimmer: 9 } });
+      const patch = await api(url, (post.body as Item)['@id'], {
+        method: 'PATCH',
+        key: user.key,
+        contentType: 'application/merge-patch+json; charset=utf-8',
+        body: { zimmer: 9 },
+      });
       expect(patch.status).toBe(200);
       expect(patch.body).toMatchObject({ zimmer: 9 });
     });
 
     it('PUT accepts application/ld+json and application/json', async () => {
-      const land = await api(url, '/api/bundeslands', { method: 'POST', key: admin.key, contentType: 'application/json', body: { name: 'Formatland', code: 'FL' } });
+      const land = await api(url, '/api/bundeslands', {
+        method: 'POST',
+        key: admin.key,
+        contentType: 'application/json',
+        body: { name: 'Formatland', code: 'FL' },
+      });
       expect(land.status).toBe(201);
       const iri = (land.body as Item)['@id'];
-      const putJson = await api(url, iri, { method: 'PUT', key: admin.key, contentType: 'application/json', body: { name: 'Formatland 2', code: 'F2' } });
+      const putJson = await api(url, iri, {
+        method: 'PUT',
+        key: admin.key,
+        contentType: 'application/json',
+        body: { name: 'Formatland 2', code: 'F2' },
+      });
       expect(putJson.status).toBe(200);
-      const putLd = await api(url, iri, { method: 'PUT', key: admin.key, contentType: 'application/ld+json', body: { name: 'Formatland 3', code: 'F3' } });
+      const putLd = await api(url, iri, {
+        method: 'PUT',
+        key: admin.key,
+        contentType: 'application/ld+json',
+        body: { name: 'Formatland 3', code: 'F3' },
+      });
       expect(putLd.status).toBe(200);
       expect(putLd.body).toMatchObject({ name: 'Formatland 3', code: 'F3' });
     });
 
     it('PATCH with application/json answers 415 and changes nothing', async () => {
-      const res = await api(url, item['@id'], { method: 'PATCH', key: user.key, contentType: 'application/json', body: { zimmer: 7 } });
+      const res = await api(url, item['@id'], {
+        method: 'PATCH',
+        key: user.key,
+        contentType: 'application/json',
+        body: { zimmer: 7 },
+      });
       expectHydraError(res, 415, UNSUPPORTED_PATCH('application/json'));
       expect((await api(url, item['@id'], { key: user.key })).body).toEqual(item);
     });
 
     it('PATCH with application/ld+json answers 415', async () => {
-      expectHydraError(await api(url, item['@id'], { method: 'PATCH', key: user.key, contentType: 'application/ld+json', body: { zimmer: 7 } }), 415, UNSUPPORTED_PATCH('application/ld+json'));
+      expectHydraError(
+        await api(url, item['@id'], {
+          method: 'PATCH',
+          key: user.key,
+          contentType: 'application/ld+json',
+          body: { zimmer: 7 },
+        }),
+        415,
+        UNSUPPORTED_PATCH('application/ld+json'),
+      );
     });
 
     it('PATCH with application/merge-patch+json answers 200', async () => {
       const created = await createImmobilie(url, user.key);
-      const res = await api(url, created['@id'], { method: 'PATCH', key: user.key, contentType: 'application/merge-patch+json', body: { zimmer: 7 } });
+      const res = await api(url, created['@id'], {
+        method: 'PATCH',
+        key: user.key,
+        contentType: 'application/merge-patch+json',
+        body: { zimmer: 7 },
+      });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ ...created, zimmer: 7, updatedAt: expect.stringMatching(TIMESTAMP) });
     });
 
     it('POST with text/plain or merge-patch+json answers 415', async () => {
-      expectHydraError(await api(url, '/api/immobilies', { method: 'POST', key: user.key, contentType: 'text/plain', body: immobilieBody() }), 415, UNSUPPORTED_WRITE('text/plain'));
       expectHydraError(
-        await api(url, '/api/immobilies', { method: 'POST', key: user.key, contentType: 'application/merge-patch+json', body: immobilieBody() }),
+        await api(url, '/api/immobilies', {
+          method: 'POST',
+          key: user.key,
+          contentType: 'text/plain',
+          body: immobilieBody(),
+        }),
+        415,
+        UNSUPPORTED_WRITE('text/plain'),
+      );
+      expectHydraError(
+        await api(url, '/api/immobilies', {
+          method: 'POST',
+          key: user.key,
+          contentType: 'application/merge-patch+json',
+          body: immobilieBody(),
+        }),
         415,
         UNSUPPORTED_WRITE('application/merge-patch+json'),
       );
@@ -285,21 +406,57 @@ describe.each(dialects)('%s: content negotiation', (dialect) => {
 
     it('PUT with merge-patch+json answers 415', async () => {
       expectHydraError(
-        await api(url, '/api/bundeslands/13', { method: 'PUT', key: admin.key, contentType: 'application/merge-patch+json', body: { name: 'Sachsen', code: 'SN' } }),
+        await api(url, '/api/bundeslands/13', {
+          method: 'PUT',
+          key: admin.key,
+          contentType: 'application/merge-patch+json',
+          body: { name: 'Sachsen', code: 'SN' },
+        }),
         415,
         UNSUPPORTED_WRITE('application/merge-patch+json'),
       );
     });
 
     it('a body operation without Content-Type answers 415', async () => {
-      expectHydraError(await api(url, '/api/immobilies', { method: 'POST', key: user.key, contentType: null, body: immobilieBody() }), 415, NO_CONTENT_TYPE);
-      expectHydraError(await api(url, item['@id'], { method: 'PATCH', key: user.key, contentType: null, body: { zimmer: 1 } }), 415, NO_CONTENT_TYPE);
-      expectHydraError(await api(url, '/api/bundeslands/13', { method: 'PUT', key: admin.key, contentType: null, body: { name: 'Sachsen', code: 'SN' } }), 415, NO_CONTENT_TYPE);
-      expectHydraError(await api(url, '/api/users', { method: 'POST', contentType: null, body: { name: 'X', email: uniqueEmail() } }), 415, NO_CONTENT_TYPE);
+      expectHydraError(
+        await api(url, '/api/immobilies', { method: 'POST', key: user.key, contentType: null, body: immobilieBody() }),
+        415,
+        NO_CONTENT_TYPE,
+      );
+      expectHydraError(
+        await api(url, item['@id'], { method: 'PATCH', key: user.key, contentType: null, body: { zimmer: 1 } }),
+        415,
+        NO_CONTENT_TYPE,
+      );
+      expectHydraError(
+        await api(url, '/api/bundeslands/13', {
+          method: 'PUT',
+          key: admin.key,
+          contentType: null,
+          body: { name: 'Sachsen', code: 'SN' },
+        }),
+        415,
+        NO_CONTENT_TYPE,
+      );
+      expectHydraError(
+        await api(url, '/api/users', { method: 'POST', contentType: null, body: { name: 'X', email: uniqueEmail() } }),
+        415,
+        NO_CONTENT_TYPE,
+      );
     });
 
     it('415 errors follow the Accept header', async () => {
-      expectProblem(await api(url, item['@id'], { method: 'PATCH', key: user.key, accept: 'application/json', contentType: 'application/json', body: { zimmer: 7 } }), 415, UNSUPPORTED_PATCH('application/json'));
+      expectProblem(
+        await api(url, item['@id'], {
+          method: 'PATCH',
+          key: user.key,
+          accept: 'application/json',
+          contentType: 'application/json',
+          body: { zimmer: 7 },
+        }),
+        415,
+        UNSUPPORTED_PATCH('application/json'),
+      );
     });
 
     it('a Content-Type header on a GET is ignored', async () => {

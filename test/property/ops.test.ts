@@ -42,7 +42,7 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
       }
     });
 
-    it('GET /metrics is not served on the API port without a token: 404 in the service\'s error format', async () => {
+    it("GET /metrics is not served on the API port without a token: 404 in the service's error format", async () => {
       const res = await api(url, '/metrics');
       expect(res.status).toBe(404);
       expectHydraError(res, 404, NOT_FOUND);
@@ -56,7 +56,9 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
       expect(res.text).toContain('# TYPE http_request_duration_seconds histogram');
-      expect(res.text).toMatch(/http_request_duration_seconds_count\{[^}]*method="GET"[^}]*status_code="200"[^}]*\} [1-9]/);
+      expect(res.text).toMatch(
+        /http_request_duration_seconds_count\{[^}]*method="GET"[^}]*status_code="200"[^}]*\} [1-9]/,
+      );
       expect(res.text).toMatch(/http_request_duration_seconds_count\{[^}]*status_code="401"[^}]*\} [1-9]/);
       expect(res.text).toContain('process_cpu_user_seconds_total');
     });
@@ -158,7 +160,12 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
 
     it.each(cases)('%s %s → 405 with Allow: %s', async (method, path, allow) => {
       const body = method === 'DELETE' || method === 'GET' ? undefined : { name: 'x' };
-      const res = await api(url, path, { method, key: admin.key, body, contentType: method === 'PATCH' ? 'application/merge-patch+json' : 'application/ld+json' });
+      const res = await api(url, path, {
+        method,
+        key: admin.key,
+        body,
+        contentType: method === 'PATCH' ? 'application/merge-patch+json' : 'application/ld+json',
+      });
       expectHydraError(res, 405, `Method Not Allowed (Allow: ${allow})`);
       expect(res.headers.get('allow')).toBe(allow);
       expect(res.headers.get('link')).toBe(errorLink(url));
@@ -173,10 +180,20 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
     });
 
     it('405 errors follow the Accept header', async () => {
-      const res = await api(url, '/api/bundeslands/1', { method: 'POST', key: admin.key, accept: 'application/json', body: {} });
+      const res = await api(url, '/api/bundeslands/1', {
+        method: 'POST',
+        key: admin.key,
+        accept: 'application/json',
+        body: {},
+      });
       expect(res.status).toBe(405);
       expect(res.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
-      expect(res.body).toEqual({ type: 'https://tools.ietf.org/html/rfc2616#section-10', title: 'An error occurred', detail: 'Method Not Allowed (Allow: GET, PUT, PATCH, DELETE)', status: 405 });
+      expect(res.body).toEqual({
+        type: 'https://tools.ietf.org/html/rfc2616#section-10',
+        title: 'An error occurred',
+        detail: 'Method Not Allowed (Allow: GET, PUT, PATCH, DELETE)',
+        status: 405,
+      });
     });
   });
 
@@ -206,8 +223,14 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
     });
 
     it('HEAD honours Accept and suffixes', async () => {
-      expect((await api(url, '/api/bundeslands/1', { method: 'HEAD', accept: 'application/json' })).headers.get('content-type')).toBe('application/json; charset=utf-8');
-      expect((await api(url, '/api/bundeslands/1.json', { method: 'HEAD' })).headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(
+        (await api(url, '/api/bundeslands/1', { method: 'HEAD', accept: 'application/json' })).headers.get(
+          'content-type',
+        ),
+      ).toBe('application/json; charset=utf-8');
+      expect((await api(url, '/api/bundeslands/1.json', { method: 'HEAD' })).headers.get('content-type')).toBe(
+        'application/json; charset=utf-8',
+      );
       expect((await api(url, '/api/bundeslands/1', { method: 'HEAD', accept: 'text/csv' })).status).toBe(406);
     });
 
@@ -225,7 +248,11 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
 
   describe('limits', () => {
     it('a body over the limit answers 413 with a hydra:Error', async () => {
-      const body = JSON.stringify({ adresse: 'x'.repeat(2 * 1024 * 1024), typ: 'haus', bundesland: '/api/bundeslands/1' });
+      const body = JSON.stringify({
+        adresse: 'x'.repeat(2 * 1024 * 1024),
+        typ: 'haus',
+        bundesland: '/api/bundeslands/1',
+      });
       const res = await api(url, '/api/immobilies', { method: 'POST', key: user.key, body });
       expectHydraError(res, 413);
       expect(res.headers.get('link')).toBe(errorLink(url));

@@ -1,7 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startPropertyServer } from '../support/property-server.js';
 import { api } from '../support/http.js';
-import { IMMOBILIE_SEARCH_VARIABLES, JSON_TYPE, JSONLD, TIMESTAMP, createImmobilie, createItem, expectHydraError, expectViolations, ids, members, violation, type Item } from './fixtures.js';
+import {
+  IMMOBILIE_SEARCH_VARIABLES,
+  JSON_TYPE,
+  JSONLD,
+  TIMESTAMP,
+  createImmobilie,
+  createItem,
+  expectHydraError,
+  expectViolations,
+  ids,
+  members,
+  violation,
+  type Item,
+} from './fixtures.js';
 
 type Server = Awaited<ReturnType<typeof startPropertyServer>>;
 type Account = Awaited<ReturnType<Server['createAccount']>>;
@@ -13,13 +26,23 @@ const SEARCH_3X = {
   '@type': 'hydra:IriTemplate',
   'hydra:template': TEMPLATE,
   'hydra:variableRepresentation': 'BasicRepresentation',
-  'hydra:mapping': FILTER_VARIABLES.map(([variable, property]) => ({ '@type': 'IriTemplateMapping', variable, property, required: false })),
+  'hydra:mapping': FILTER_VARIABLES.map(([variable, property]) => ({
+    '@type': 'IriTemplateMapping',
+    variable,
+    property,
+    required: false,
+  })),
 };
 const SEARCH_4X = {
   '@type': 'IriTemplate',
   template: TEMPLATE,
   variableRepresentation: 'BasicRepresentation',
-  mapping: FILTER_VARIABLES.map(([variable, property]) => ({ '@type': 'IriTemplateMapping', variable, property, required: false })),
+  mapping: FILTER_VARIABLES.map(([variable, property]) => ({
+    '@type': 'IriTemplateMapping',
+    variable,
+    property,
+    required: false,
+  })),
 };
 
 /** The owner's properties; every sort key is distinct except zimmer of #1 and #4 (a tie for multi-key ordering). */
@@ -46,9 +69,11 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
   let p: number[] = [];
   let others: number[] = [];
 
-  const list = (query: string, key = owner.key, accept?: string) => api(url, `/api/immobilies${query}`, { key, accept });
+  const list = (query: string, key = owner.key, accept?: string) =>
+    api(url, `/api/immobilies${query}`, { key, accept });
   /** Ids of the FIXTURE rows selected by `pick`, in FIXTURE (= id) order. */
-  const where = (pick: (row: (typeof FIXTURE)[number]) => boolean): number[] => FIXTURE.flatMap((row, i) => (pick(row) ? [p[i] as number] : []));
+  const where = (pick: (row: (typeof FIXTURE)[number]) => boolean): number[] =>
+    FIXTURE.flatMap((row, i) => (pick(row) ? [p[i] as number] : []));
   const sortedBy = (compare: (a: (typeof FIXTURE)[number], b: (typeof FIXTURE)[number]) => number): number[] =>
     FIXTURE.map((row, i) => ({ row, id: p[i] as number }))
       .sort((a, b) => compare(a.row, b.row))
@@ -62,11 +87,24 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
     other = await server.createAccount('user');
     p = [];
     for (const [i, row] of FIXTURE.entries()) {
-      const item = await createImmobilie(url, owner.key, { ...row, adresse: `Fixturestraße ${i + 1}`, bundesland: `/api/bundeslands/${row.bundesland}` });
+      const item = await createImmobilie(url, owner.key, {
+        ...row,
+        adresse: `Fixturestraße ${i + 1}`,
+        bundesland: `/api/bundeslands/${row.bundesland}`,
+      });
       p.push(item.id);
     }
     others = [];
-    for (const n of [1, 2]) others.push((await createImmobilie(url, other.key, { typ: 'haus', bundesland: '/api/bundeslands/3', adresse: `Fremdweg ${n}` })).id);
+    for (const n of [1, 2])
+      others.push(
+        (
+          await createImmobilie(url, other.key, {
+            typ: 'haus',
+            bundesland: '/api/bundeslands/3',
+            adresse: `Fremdweg ${n}`,
+          })
+        ).id,
+      );
   });
   afterAll(async () => {
     await server?.close();
@@ -78,7 +116,14 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe(JSONLD);
       const body = res.body as Record<string, unknown>;
-      expect(Object.keys(body)).toEqual(['@context', '@id', '@type', 'hydra:totalItems', 'hydra:member', 'hydra:search']);
+      expect(Object.keys(body)).toEqual([
+        '@context',
+        '@id',
+        '@type',
+        'hydra:totalItems',
+        'hydra:member',
+        'hydra:search',
+      ]);
       expect(body['@context']).toBe('/api/contexts/Immobilie');
       expect(body['@id']).toBe('/api/immobilies');
       expect(body['@type']).toBe('hydra:Collection');
@@ -129,7 +174,10 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
       const res = await list('?foo=bar');
       expect(res.status).toBe(200);
       expect(ids(members(res))).toEqual(p);
-      expect((res.body as Record<string, unknown>)['hydra:view']).toEqual({ '@id': '/api/immobilies?foo=bar', '@type': 'hydra:PartialCollectionView' });
+      expect((res.body as Record<string, unknown>)['hydra:view']).toEqual({
+        '@id': '/api/immobilies?foo=bar',
+        '@type': 'hydra:PartialCollectionView',
+      });
     });
 
     it('reference data and users list their own filters in hydra:search', async () => {
@@ -158,7 +206,15 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
         'hydra:last': '/api/immobilies?itemsPerPage=2&page=4',
         'hydra:next': '/api/immobilies?itemsPerPage=2&page=2',
       });
-      expect(Object.keys(body)).toEqual(['@context', '@id', '@type', 'hydra:totalItems', 'hydra:member', 'hydra:view', 'hydra:search']);
+      expect(Object.keys(body)).toEqual([
+        '@context',
+        '@id',
+        '@type',
+        'hydra:totalItems',
+        'hydra:member',
+        'hydra:view',
+        'hydra:search',
+      ]);
     });
 
     it('a middle page has previous and next', async () => {
@@ -254,7 +310,9 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
       });
       const indexed = await list('?typ[0]=haus&typ[1]=wohnung&itemsPerPage=3');
       expect(ids(members(indexed))).toEqual(ids(members(plain)));
-      expect((indexed.body as Record<string, unknown>)['hydra:view']).toEqual((plain.body as Record<string, unknown>)['hydra:view']);
+      expect((indexed.body as Record<string, unknown>)['hydra:view']).toEqual(
+        (plain.body as Record<string, unknown>)['hydra:view'],
+      );
     });
 
     it('a space in a kept parameter is encoded as %20', async () => {
@@ -298,7 +356,8 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
   describe('page size limits', () => {
     const EXTRA = 100;
     beforeAll(async () => {
-      for (let i = 1; i <= EXTRA; i++) await createItem(url, '/api/heizungstyps', admin.key, { name: `Heizung ${String(i).padStart(3, '0')}` });
+      for (let i = 1; i <= EXTRA; i++)
+        await createItem(url, '/api/heizungstyps', admin.key, { name: `Heizung ${String(i).padStart(3, '0')}` });
     });
 
     it('the default page size is 30', async () => {
@@ -328,14 +387,18 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
         'hydra:next': '/api/heizungstyps?itemsPerPage=1000&page=2',
       });
       expect(members(await api(url, '/api/heizungstyps?itemsPerPage=101'))).toHaveLength(100);
-      expect(ids(members(await api(url, '/api/heizungstyps?itemsPerPage=1000&page=2')))).toEqual(Array.from({ length: 8 }, (_, i) => i + 101));
+      expect(ids(members(await api(url, '/api/heizungstyps?itemsPerPage=1000&page=2')))).toEqual(
+        Array.from({ length: 8 }, (_, i) => i + 101),
+      );
     });
 
     it('itemsPerPage=100 is honoured exactly, also in plain JSON', async () => {
       expect(members(await api(url, '/api/heizungstyps?itemsPerPage=100'))).toHaveLength(100);
       const plain = await api(url, '/api/heizungstyps?itemsPerPage=500', { accept: 'application/json' });
       expect(plain.body).toHaveLength(100);
-      expect(await api(url, '/api/heizungstyps', { accept: 'application/json' }).then((r) => (r.body as unknown[]).length)).toBe(30);
+      expect(
+        await api(url, '/api/heizungstyps', { accept: 'application/json' }).then((r) => (r.body as unknown[]).length),
+      ).toBe(30);
     });
   });
 
@@ -351,7 +414,9 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
     });
 
     it('typ[] selects any of several values', async () => {
-      expect(ids(members(await list('?typ[]=haus&typ[]=buero')))).toEqual(where((r) => r.typ === 'haus' || r.typ === 'buero'));
+      expect(ids(members(await list('?typ[]=haus&typ[]=buero')))).toEqual(
+        where((r) => r.typ === 'haus' || r.typ === 'buero'),
+      );
       expect(ids(members(await list('?typ%5B%5D=grundstueck')))).toEqual(where((r) => r.typ === 'grundstueck'));
       expect(ids(members(await list('?typ[0]=gewerbe')))).toEqual(where((r) => r.typ === 'gewerbe'));
     });
@@ -365,7 +430,9 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
 
     it('bundesland[] takes several IRIs or ids', async () => {
       const expected = where((r) => r.bundesland === 3 || r.bundesland === 13);
-      expect(ids(members(await list('?bundesland[]=/api/bundeslands/3&bundesland[]=/api/bundeslands/13')))).toEqual(expected);
+      expect(ids(members(await list('?bundesland[]=/api/bundeslands/3&bundesland[]=/api/bundeslands/13')))).toEqual(
+        expected,
+      );
       expect(ids(members(await list('?bundesland[]=3&bundesland[]=13')))).toEqual(expected);
       expect(ids(members(await list('?bundesland[]=/api/bundeslands/3&bundesland[]=13')))).toEqual(expected);
     });
@@ -378,12 +445,18 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
 
     it('a bundesland value that is no IRI of a Bundesland answers 400', async () => {
       expectViolations(await list('?bundesland=foo'), [violation.invalidIri('bundesland', 'foo')]);
-      expectViolations(await list('?bundesland=/api/heizungstyps/1'), [violation.invalidIri('bundesland', '/api/heizungstyps/1')]);
+      expectViolations(await list('?bundesland=/api/heizungstyps/1'), [
+        violation.invalidIri('bundesland', '/api/heizungstyps/1'),
+      ]);
     });
 
     it('filters AND together', async () => {
-      expect(ids(members(await list('?typ=haus&bundesland=/api/bundeslands/5')))).toEqual(where((r) => r.typ === 'haus' && r.bundesland === 5));
-      expect(ids(members(await list('?typ=wohnung&bundesland[]=3&bundesland[]=13')))).toEqual(where((r) => r.typ === 'wohnung'));
+      expect(ids(members(await list('?typ=haus&bundesland=/api/bundeslands/5')))).toEqual(
+        where((r) => r.typ === 'haus' && r.bundesland === 5),
+      );
+      expect(ids(members(await list('?typ=wohnung&bundesland[]=3&bundesland[]=13')))).toEqual(
+        where((r) => r.typ === 'wohnung'),
+      );
       expect(ids(members(await list('?typ=buero&bundesland=3')))).toEqual([]);
     });
 
@@ -409,11 +482,15 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
 
     it('directions are case-insensitive', async () => {
       expect(ids(members(await list('?order[kaufpreis]=DESC')))).toEqual(sortedBy((a, b) => b.kaufpreis - a.kaufpreis));
-      expect(ids(members(await list('?order[wohnflaeche]=Asc')))).toEqual(sortedBy((a, b) => a.wohnflaeche - b.wohnflaeche));
+      expect(ids(members(await list('?order[wohnflaeche]=Asc')))).toEqual(
+        sortedBy((a, b) => a.wohnflaeche - b.wohnflaeche),
+      );
     });
 
     it('order[wohnflaeche], order[zimmer] and order[id]', async () => {
-      expect(ids(members(await list('?order[wohnflaeche]=desc')))).toEqual(sortedBy((a, b) => b.wohnflaeche - a.wohnflaeche));
+      expect(ids(members(await list('?order[wohnflaeche]=desc')))).toEqual(
+        sortedBy((a, b) => b.wohnflaeche - a.wohnflaeche),
+      );
       const byZimmer = members(await list('?order[zimmer]=desc')).map((m) => m.zimmer as number);
       expect(byZimmer).toEqual([...FIXTURE.map((r) => r.zimmer)].sort((a, b) => b - a));
       expect(ids(members(await list('?order[id]=desc')))).toEqual([...p].reverse());
@@ -436,7 +513,9 @@ describe.each(dialects)('%s: pagination and filters (3.x spelling)', (dialect) =
     it('ordering combines with filters and pagination', async () => {
       const expected = sortedBy((a, b) => b.kaufpreis - a.kaufpreis);
       expect(ids(members(await list('?order[kaufpreis]=desc&itemsPerPage=3&page=2')))).toEqual(expected.slice(3, 6));
-      const haus = sortedBy((a, b) => a.kaufpreis - b.kaufpreis).filter((id) => where((r) => r.typ === 'haus').includes(id));
+      const haus = sortedBy((a, b) => a.kaufpreis - b.kaufpreis).filter((id) =>
+        where((r) => r.typ === 'haus').includes(id),
+      );
       expect(ids(members(await list('?typ=haus&order[kaufpreis]=asc')))).toEqual(haus);
     });
   });
@@ -470,7 +549,14 @@ describe.each(dialects)('%s: collections in the 4.x spelling (PROPERTY_HYDRA_PRE
       '@id': '/api/immobilies',
       '@type': 'Collection',
       totalItems: 3,
-      member: [expect.objectContaining({ '@id': `/api/immobilies/${p[1]}`, '@type': 'Immobilie', id: p[1], adresse: 'Vierweg 2' })],
+      member: [
+        expect.objectContaining({
+          '@id': `/api/immobilies/${p[1]}`,
+          '@type': 'Immobilie',
+          id: p[1],
+          adresse: 'Vierweg 2',
+        }),
+      ],
       view: {
         '@id': '/api/immobilies?itemsPerPage=1&page=2',
         '@type': 'PartialCollectionView',
@@ -490,17 +576,31 @@ describe.each(dialects)('%s: collections in the 4.x spelling (PROPERTY_HYDRA_PRE
     expect(Object.keys(body)).toEqual(['@context', '@id', '@type', 'totalItems', 'member', 'search']);
     expect(body['@type']).toBe('Collection');
     expect(body.totalItems).toBe(16);
-    expect((body.member as unknown[])[0]).toEqual({ '@id': '/api/bundeslands/1', '@type': 'Bundesland', id: 1, name: 'Baden-Württemberg', code: 'BW', grunderwerbsteuerSatz: 5 });
+    expect((body.member as unknown[])[0]).toEqual({
+      '@id': '/api/bundeslands/1',
+      '@type': 'Bundesland',
+      id: 1,
+      name: 'Baden-Württemberg',
+      code: 'BW',
+      grunderwerbsteuerSatz: 5,
+    });
   });
 
   it('a filtered single page has a view with only @id and @type', async () => {
     const res = await api(url, '/api/immobilies?typ=haus', { key: owner.key });
-    expect((res.body as Record<string, unknown>).view).toEqual({ '@id': '/api/immobilies?typ=haus', '@type': 'PartialCollectionView' });
+    expect((res.body as Record<string, unknown>).view).toEqual({
+      '@id': '/api/immobilies?typ=haus',
+      '@type': 'PartialCollectionView',
+    });
     expect((res.body as Record<string, unknown>).totalItems).toBe(3);
   });
 
   it('items are unchanged', async () => {
     const res = await api(url, `/api/immobilies/${p[0]}`, { key: owner.key });
-    expect(res.body).toMatchObject({ '@context': '/api/contexts/Immobilie', '@id': `/api/immobilies/${p[0]}`, '@type': 'Immobilie' });
+    expect(res.body).toMatchObject({
+      '@context': '/api/contexts/Immobilie',
+      '@id': `/api/immobilies/${p[0]}`,
+      '@type': 'Immobilie',
+    });
   });
 });

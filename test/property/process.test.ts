@@ -16,7 +16,11 @@ interface Run {
 }
 
 function run(env: Record<string, string>): Run {
-  const child = spawn(tsx, ['src/property/main.ts'], { cwd: root, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(tsx, ['src/property/main.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
@@ -29,7 +33,8 @@ async function waitFor(r: Run, pattern: RegExp, ms = 20_000): Promise<RegExpMatc
   for (;;) {
     const m = pattern.exec(r.output());
     if (m) return m;
-    if (Date.now() > deadline || r.child.exitCode !== null) throw new Error(`did not see ${pattern} in:\n${r.output()}`);
+    if (Date.now() > deadline || r.child.exitCode !== null)
+      throw new Error(`did not see ${pattern} in:\n${r.output()}`);
     await new Promise((res) => setTimeout(res, 50));
   }
 }
@@ -46,7 +51,11 @@ describe('property service process', () => {
     const r = run({ PROPERTY_PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, LOG_LEVEL: 'info' });
     try {
       const [, url] = await waitFor(r, /Property service: (http:\/\/\S+)\/api/);
-      const created = await fetch(`${url}/api/users`, { method: 'POST', headers: { 'content-type': 'application/ld+json' }, body: JSON.stringify({ name: 'Log', email: 'log@example.org' }) });
+      const created = await fetch(`${url}/api/users`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/ld+json' },
+        body: JSON.stringify({ name: 'Log', email: 'log@example.org' }),
+      });
       expect(created.status).toBe(201);
       const { apiKey } = (await created.json()) as { apiKey: string };
       const me = await fetch(`${url}/api/users`, { headers: { 'x-api-key': apiKey } });

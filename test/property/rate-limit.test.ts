@@ -11,7 +11,9 @@ type Server = Awaited<ReturnType<typeof startPropertyServer>>;
 const backends: ['memory' | 'redis', Record<string, string>][] = [['memory', {}]];
 if (process.env.TEST_REDIS_URL) backends.push(['redis', { REDIS_URL: process.env.TEST_REDIS_URL }]);
 
-const cases = dialects.flatMap((dialect) => backends.map(([backend, env]) => [`${dialect}, ${backend}`, dialect, backend, env] as const));
+const cases = dialects.flatMap((dialect) =>
+  backends.map(([backend, env]) => [`${dialect}, ${backend}`, dialect, backend, env] as const),
+);
 
 /**
  * Budgets are fixed windows aligned to the clock (minute, hour): a test that counts requests
@@ -32,7 +34,9 @@ function expectRateLimitHeaders(res: ApiResponse, limit: number, remaining: numb
 
 function expect429(res: ApiResponse, limit: number, window: 'minute' | 'hour'): void {
   expectHydraError(res, 429);
-  expect((res.body as Record<string, string>)['hydra:description']).toMatch(new RegExp(`at most ${limit} .* per ${window}`));
+  expect((res.body as Record<string, string>)['hydra:description']).toMatch(
+    new RegExp(`at most ${limit} .* per ${window}`),
+  );
   const retryAfter = Number(res.headers.get('retry-after'));
   expect(retryAfter).toBeGreaterThan(0);
   expect(retryAfter).toBeLessThanOrEqual(window === 'hour' ? 3600 : 60);
@@ -42,7 +46,11 @@ function expect429(res: ApiResponse, limit: number, window: 'minute' | 'hour'): 
 describe.each(cases)('%s: property rate limits', (_label, dialect, backend, backendEnv) => {
   const servers: Server[] = [];
   // A fresh key prefix: other runs on the same Redis (and earlier windows) do not count.
-  const env = (limits: Record<string, string>) => ({ ...backendEnv, PROPERTY_RATE_LIMIT_REDIS_PREFIX: `test:${randomBytes(6).toString('hex')}`, ...limits });
+  const env = (limits: Record<string, string>) => ({
+    ...backendEnv,
+    PROPERTY_RATE_LIMIT_REDIS_PREFIX: `test:${randomBytes(6).toString('hex')}`,
+    ...limits,
+  });
 
   afterAll(async () => {
     for (const s of servers) await s.close();
@@ -58,7 +66,10 @@ describe.each(cases)('%s: property rate limits', (_label, dialect, backend, back
     async function threeRegistrations(): Promise<{ first: Server; second: Server; made: ApiResponse[] }> {
       for (let attempt = 1; ; attempt++) {
         const prefix = `test:${randomBytes(6).toString('hex')}`;
-        const shared = { ...env({ PROPERTY_REGISTRATION_LIMIT_PER_HOUR: '3' }), PROPERTY_RATE_LIMIT_REDIS_PREFIX: prefix };
+        const shared = {
+          ...env({ PROPERTY_REGISTRATION_LIMIT_PER_HOUR: '3' }),
+          PROPERTY_RATE_LIMIT_REDIS_PREFIX: prefix,
+        };
         const first = await startPropertyServer({ dialect, env: shared });
         const second = backend === 'redis' ? await startPropertyServer({ dialect, env: shared }) : first;
         servers.push(...new Set([first, second]));
@@ -76,7 +87,8 @@ describe.each(cases)('%s: property rate limits', (_label, dialect, backend, back
         }
       }
     }
-    const register = (server: Server, email: string, accept?: string) => api(server.url, '/api/users', { method: 'POST', body: { name: 'n', email }, ...(accept ? { accept } : {}) });
+    const register = (server: Server, email: string, accept?: string) =>
+      api(server.url, '/api/users', { method: 'POST', body: { name: 'n', email }, ...(accept ? { accept } : {}) });
 
     it('allows PROPERTY_REGISTRATION_LIMIT_PER_HOUR, then answers 429 with Retry-After and creates nothing', async () => {
       const { first, second, made } = await threeRegistrations();
@@ -94,7 +106,11 @@ describe.each(cases)('%s: property rate limits', (_label, dialect, backend, back
       expect(users.text).toContain(admin.email);
       expect(users.text).not.toContain(refusedEmail);
       // An admin's key creates accounts beyond the self-registration budget.
-      const byAdmin = await api(second.url, '/api/users', { method: 'POST', key: admin.key, body: { name: 'n', email: uniqueEmail('by-admin') } });
+      const byAdmin = await api(second.url, '/api/users', {
+        method: 'POST',
+        key: admin.key,
+        body: { name: 'n', email: uniqueEmail('by-admin') },
+      });
       expect(byAdmin.status).toBe(201);
     }, 60_000);
   });
@@ -102,7 +118,10 @@ describe.each(cases)('%s: property rate limits', (_label, dialect, backend, back
   describe('requests per key and per client address', () => {
     let server: Server;
     beforeAll(async () => {
-      server = await startPropertyServer({ dialect, env: env({ PROPERTY_RATE_LIMIT_PER_MINUTE: '4', PROPERTY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '12' }) });
+      server = await startPropertyServer({
+        dialect,
+        env: env({ PROPERTY_RATE_LIMIT_PER_MINUTE: '4', PROPERTY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '12' }),
+      });
       servers.push(server);
     });
 
@@ -121,7 +140,14 @@ describe.each(cases)('%s: property rate limits', (_label, dialect, backend, back
       expect((await api(server.url, '/api/immobilies', { key: b.key })).status).toBe(200);
       // 6 requests so far from this address; invented keys (401) and anonymous requests count too.
       const more: number[] = [];
-      for (let i = 0; i < 6; i++) more.push((await api(server.url, i % 2 ? '/api/immobilies' : '/api/bundeslands', { key: i % 2 ? `prop_${randomBytes(8).toString('hex')}` : undefined })).status);
+      for (let i = 0; i < 6; i++)
+        more.push(
+          (
+            await api(server.url, i % 2 ? '/api/immobilies' : '/api/bundeslands', {
+              key: i % 2 ? `prop_${randomBytes(8).toString('hex')}` : undefined,
+            })
+          ).status,
+        );
       expect(more).toEqual([200, 401, 200, 401, 200, 401]);
       const over = await api(server.url, '/api/bundeslands');
       expect429(over, 12, 'minute');
@@ -146,10 +172,23 @@ describe('429 in the OpenAPI document', () => {
     const refused = await api(server.url, '/api/immobilies', { key });
     expect(refused.status).toBe(429);
     const doc = (await api(server.url, '/api/docs.json')).body as {
-      paths: Record<string, Record<string, { responses: Record<string, { description: string; headers?: Record<string, { $ref: string }>; content: Record<string, unknown> }> }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            responses: Record<
+              string,
+              { description: string; headers?: Record<string, { $ref: string }>; content: Record<string, unknown> }
+            >;
+          }
+        >
+      >;
       components: { headers: Record<string, unknown> };
     };
-    const documented = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ at: `${method} ${path}`, response: op.responses['429'] })));
+    const documented = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ at: `${method} ${path}`, response: op.responses['429'] })),
+    );
     expect(documented.length).toBeGreaterThan(20);
     for (const { at, response } of documented) {
       expect(response, at).toBeDefined();
@@ -158,7 +197,12 @@ describe('429 in the OpenAPI document', () => {
         expect(refused.headers.get(header), `${at}: ${header} is documented, so a 429 sends it`).not.toBeNull();
         expect(doc.components.headers[header], header).toBeDefined();
       }
-      expect(Object.keys(response?.headers ?? {}).sort(), at).toEqual(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']);
+      expect(Object.keys(response?.headers ?? {}).sort(), at).toEqual([
+        'RateLimit-Limit',
+        'RateLimit-Remaining',
+        'RateLimit-Reset',
+        'Retry-After',
+      ]);
       expect(response?.description.includes('self-registrations per hour'), at).toBe(at === 'post /api/users');
     }
   });

@@ -21,7 +21,10 @@ describe.each(dialects)('%s: resource definitions match the migrated schema', (d
     const dir = mkdtempSync(path.join(tmpdir(), 'drift-'));
     const pg = dialect === 'postgres' ? freshPostgresSchema() : undefined;
     pgUrl = pg?.url;
-    const config = loadConfig(propertyConfigSpec, { DATA_DIR: dir, PROPERTY_DATABASE_URL: pg ? pg.url : `sqlite:${path.join(dir, 'p.db')}` });
+    const config = loadConfig(propertyConfigSpec, {
+      DATA_DIR: dir,
+      PROPERTY_DATABASE_URL: pg ? pg.url : `sqlite:${path.join(dir, 'p.db')}`,
+    });
     database = await openPropertyDatabase(config);
     await migrateProperty(database);
     cleanup = async () => {
@@ -37,13 +40,18 @@ describe.each(dialects)('%s: resource definitions match the migrated schema', (d
     for (const resource of propertyRegistry.resources.filter((r) => r.persisted)) {
       // Other suites' PostgreSQL schemas live in the same database: look only in our own.
       const ownSchema = dialect === 'postgres' ? new URL(pgUrl as string).searchParams.get('schema') : undefined;
-      const table = tables.find((t) => t.name === resource.table && (ownSchema === undefined || t.schema === ownSchema));
+      const table = tables.find(
+        (t) => t.name === resource.table && (ownSchema === undefined || t.schema === ownSchema),
+      );
       expect(table, `table ${resource.table}`).toBeDefined();
       for (const field of resource.fields.filter((f) => f.stored)) {
         const column = table?.columns.find((c) => c.name === field.column);
         expect(column, `${resource.shortName}.${field.name} → ${resource.table}.${field.column}`).toBeDefined();
         if (field.kind === 'id') continue;
-        expect(column?.isNullable, `${resource.shortName}.${field.name}: NOT NULL column must be a required field`).toBe(!field.required);
+        expect(
+          column?.isNullable,
+          `${resource.shortName}.${field.name}: NOT NULL column must be a required field`,
+        ).toBe(!field.required);
       }
     }
   });

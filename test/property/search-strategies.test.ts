@@ -16,7 +16,16 @@ import { dialects, freshPostgresSchema } from '../support/dialects.js';
  * and the same answers on both dialects, non-ASCII letters and LIKE/GLOB wildcards included.
  */
 
-const ROWS = ['Müllerstraße 5', 'Am Müllerplatz', 'MÜLLER', 'müller', 'Schulz & Söhne', 'a%b_c*d?e[f]', 'Lindenweg 4, 04109 Leipzig', 'leipziger Allee'];
+const ROWS = [
+  'Müllerstraße 5',
+  'Am Müllerplatz',
+  'MÜLLER',
+  'müller',
+  'Schulz & Söhne',
+  'a%b_c*d?e[f]',
+  'Lindenweg 4, 04109 Leipzig',
+  'leipziger Allee',
+];
 
 const Probe = defineResource({
   shortName: 'Probe',
@@ -72,15 +81,34 @@ describe.each(dialects)('%s: search strategies', (dialect) => {
     dir = mkdtempSync(path.join(tmpdir(), 'search-strategies-'));
     const pgSchema = dialect === 'postgres' ? freshPostgresSchema() : undefined;
     drop = pgSchema?.drop;
-    database = await openDatabase({ url: pgSchema?.url ?? `sqlite:${path.join(dir, 'probe.db')}`, dataDir: dir, defaultFile: 'probe.db', poolSize: 2 });
+    database = await openDatabase({
+      url: pgSchema?.url ?? `sqlite:${path.join(dir, 'probe.db')}`,
+      dataDir: dir,
+      defaultFile: 'probe.db',
+      poolSize: 2,
+    });
     const db = database.db as AnyDb;
-    await db.schema.createTable('probe').addColumn('id', dialect === 'postgres' ? 'serial' : 'integer', (c) => c.primaryKey()).addColumn('name', 'varchar(255)').execute();
+    await db.schema
+      .createTable('probe')
+      .addColumn('id', dialect === 'postgres' ? 'serial' : 'integer', (c) => c.primaryKey())
+      .addColumn('name', 'varchar(255)')
+      .execute();
     idOf = new Map();
     for (const name of ROWS) {
       const row = await db.insertInto('probe').values({ name }).returning('id').executeTakeFirstOrThrow();
       idOf.set(name, Number(row.id));
     }
-    engine = createEngine({ registry, db, pagination: { pageParameter: 'page', itemsPerPageParameter: 'itemsPerPage', defaultItemsPerPage: 30, maximumItemsPerPage: 100, countCap: 100 } });
+    engine = createEngine({
+      registry,
+      db,
+      pagination: {
+        pageParameter: 'page',
+        itemsPerPageParameter: 'itemsPerPage',
+        defaultItemsPerPage: 30,
+        maximumItemsPerPage: 100,
+        countCap: 100,
+      },
+    });
   });
   afterAll(async () => {
     await database?.destroy();

@@ -11,9 +11,19 @@ import { startPropertyServer, type PropertyTestServer } from '../support/propert
 
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`swagger-ui.browser.test: skipped, ${CHROMIUM} not found (Debian: apt-get install -y chromium)`);
+if (!hasChromium)
+  console.warn(`swagger-ui.browser.test: skipped, ${CHROMIUM} not found (Debian: apt-get install -y chromium)`);
 
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'];
+const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Expands an operation, runs it with "Try it out" → "Execute" and returns the response body shown. */
 async function execute(page: Page, operationId: string): Promise<{ status: string; body: string }> {
@@ -24,7 +34,12 @@ async function execute(page: Page, operationId: string): Promise<{ status: strin
   const live = block.locator('.live-responses-table tbody .response');
   await live.first().waitFor();
   const status = (await live.locator('.response-col_status').first().innerText()).trim();
-  const body = await block.locator('.live-responses-table .response-col_description .microlight, .live-responses-table .response-col_description pre').first().innerText();
+  const body = await block
+    .locator(
+      '.live-responses-table .response-col_description .microlight, .live-responses-table .response-col_description pre',
+    )
+    .first()
+    .innerText();
   return { status, body };
 }
 
@@ -87,7 +102,9 @@ describe('Swagger UI at /api/docs.html', () => {
       const call = requests.find((r) => new URL(r.url()).pathname === '/api/immobilies');
       expect(call?.headers()['x-api-key']).toBe(account.key);
 
-      const foreign = requests.map((r) => r.url()).filter((u) => !/^(data|blob):/.test(u) && new URL(u).host !== new URL(server.url).host);
+      const foreign = requests
+        .map((r) => r.url())
+        .filter((u) => !/^(data|blob):/.test(u) && new URL(u).host !== new URL(server.url).host);
       expect(foreign, 'requests that left the server').toEqual([]);
       expect(problems, 'errors in the page (a CSP violation shows up here)').toEqual([]);
       await page.close();

@@ -9,7 +9,8 @@ import dnsPacket, { type Answer, type Packet } from 'dns-packet';
  * an empty answer for a name without records of the type asked, SERVFAIL for names set to fail.
  */
 
-export type TestRecord = { type: 'MX'; priority: number; exchange: string } | { type: 'TXT'; value: string } | { type: 'A'; address: string };
+export type TestRecord =
+  { type: 'MX'; priority: number; exchange: string } | { type: 'TXT'; value: string } | { type: 'A'; address: string };
 
 export interface TestDnsServer {
   readonly port: number;
@@ -82,15 +83,27 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     if (!question) return dnsPacket.encode({ ...base, flags: dnsPacket.AUTHORITATIVE_ANSWER | SERVFAIL });
     queries.push({ name: key(question.name), type: question.type, transport });
     const name = key(question.name);
-    if (failing.has(name)) return dnsPacket.encode({ ...base, flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | SERVFAIL });
+    if (failing.has(name))
+      return dnsPacket.encode({
+        ...base,
+        flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | SERVFAIL,
+      });
     const records = zone.get(name);
     const flags = dnsPacket.AUTHORITATIVE_ANSWER | dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE;
     if (!records?.length) return dnsPacket.encode({ ...base, flags: flags | NXDOMAIN });
     const answers: Answer[] = [];
     for (const r of records) {
       if (r.type !== question.type) continue;
-      if (r.type === 'MX') answers.push({ type: 'MX', name: question.name, ttl: 60, class: 'IN', data: { preference: r.priority, exchange: r.exchange } });
-      else if (r.type === 'TXT') answers.push({ type: 'TXT', name: question.name, ttl: 60, class: 'IN', data: chunks(r.value) });
+      if (r.type === 'MX')
+        answers.push({
+          type: 'MX',
+          name: question.name,
+          ttl: 60,
+          class: 'IN',
+          data: { preference: r.priority, exchange: r.exchange },
+        });
+      else if (r.type === 'TXT')
+        answers.push({ type: 'TXT', name: question.name, ttl: 60, class: 'IN', data: chunks(r.value) });
       else answers.push({ type: 'A', name: question.name, ttl: 60, class: 'IN', data: r.address });
     }
     const full = dnsPacket.encode({ ...base, flags, answers });
@@ -148,7 +161,11 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     remove(name, type) {
       failing.delete(key(name));
       if (type === undefined) zone.delete(key(name));
-      else zone.set(key(name), (zone.get(key(name)) ?? []).filter((r) => r.type !== type));
+      else
+        zone.set(
+          key(name),
+          (zone.get(key(name)) ?? []).filter((r) => r.type !== type),
+        );
     },
     fail(name) {
       failing.add(key(name));

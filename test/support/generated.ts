@@ -27,4 +27,5 @@ export const emlCorpus: readonly { readonly name: string; readonly bytes: Buffer
 );
 
 /** The message with CRLF line ends, as it arrives over SMTP (the files may hold LF). */
-export const crlf = (bytes: Buffer): Buffer => Buffer.from(bytes.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
+export const crlf = (bytes: Buffer): Buffer =>
+  Buffer.from(bytes.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');

@@ -55,14 +55,24 @@ export async function api(baseUrl: string, path: string, options: ApiOptions = {
     const text = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
     // Bytes rather than a string, so that fetch adds no text/plain Content-Type of its own.
     body = new TextEncoder().encode(text);
-    const contentType = options.contentType === undefined ? (method === 'PATCH' ? 'application/merge-patch+json' : 'application/ld+json') : options.contentType;
+    const contentType =
+      options.contentType === undefined
+        ? method === 'PATCH'
+          ? 'application/merge-patch+json'
+          : 'application/ld+json'
+        : options.contentType;
     if (contentType !== null) headers['content-type'] = contentType;
   } else if (typeof options.contentType === 'string') {
     headers['content-type'] = options.contentType;
   }
   const response = await fetch(new URL(path, baseUrl), { method, headers, body, redirect: 'manual' });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: parseBody(text, response.headers.get('content-type')), text };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: parseBody(text, response.headers.get('content-type')),
+    text,
+  };
 }
 
 export interface RawResponse {
@@ -90,7 +100,10 @@ export function rawRequest(baseUrl: string, path: string, options: RawOptions = 
         method: options.method ?? 'GET',
         path,
         headers: { ...options.headers },
-        setHost: options.headers !== undefined && Object.keys(options.headers).some((h) => h.toLowerCase() === 'host') ? false : true,
+        setHost:
+          options.headers !== undefined && Object.keys(options.headers).some((h) => h.toLowerCase() === 'host')
+            ? false
+            : true,
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -125,7 +138,11 @@ export interface SocketExchange {
  * more byte every `everyMs` until the server answers or closes, or `trickle.bytes` of them went).
  * Gives up after `timeoutMs`.
  */
-export function socketExchange(baseUrl: string, bytes: Buffer, options: { trickle?: { everyMs: number; bytes?: number }; timeoutMs?: number } = {}): Promise<SocketExchange> {
+export function socketExchange(
+  baseUrl: string,
+  bytes: Buffer,
+  options: { trickle?: { everyMs: number; bytes?: number }; timeoutMs?: number } = {},
+): Promise<SocketExchange> {
   const base = new URL(baseUrl);
   const started = Date.now();
   return new Promise((resolve, reject) => {
@@ -134,7 +151,12 @@ export function socketExchange(baseUrl: string, bytes: Buffer, options: { trickl
     socket.on('data', (d: Buffer) => chunks.push(d));
     // At most `trickle.bytes` of them when given: a byte past a complete request would be the start of another.
     let trickled = 0;
-    const trickle = options.trickle ? setInterval(() => socket.writable && trickled++ < (options.trickle?.bytes ?? Infinity) && socket.write(' '), options.trickle.everyMs) : undefined;
+    const trickle = options.trickle
+      ? setInterval(
+          () => socket.writable && trickled++ < (options.trickle?.bytes ?? Infinity) && socket.write(' '),
+          options.trickle.everyMs,
+        )
+      : undefined;
     const giveUp = setTimeout(() => {
       socket.destroy();
       reject(new Error(`the server neither answered nor closed within ${options.timeoutMs ?? 10_000} ms`));
@@ -145,9 +167,16 @@ export function socketExchange(baseUrl: string, bytes: Buffer, options: { trickl
       const text = Buffer.concat(chunks).toString('latin1');
       const [head = '', ...rest] = text.split('\r\n\r\n');
       const [statusLine = '', ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
       const body = rest.join('\r\n\r\n');
-      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body: body ? (JSON.parse(Buffer.from(body, 'latin1').toString('utf8')) as unknown) : undefined, closedAfterMs: Date.now() - started });
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1] ?? 0),
+        headers,
+        body: body ? (JSON.parse(Buffer.from(body, 'latin1').toString('utf8')) as unknown) : undefined,
+        closedAfterMs: Date.now() - started,
+      });
     };
     socket.on('close', finish);
     socket.on('error', () => undefined);

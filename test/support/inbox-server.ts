@@ -62,7 +62,17 @@ export function createInboxTestDatabase(dialect: TestDialect = 'sqlite'): InboxT
  * takes a random port too, and verifies no SPF/DKIM/DMARC (no DNS here) unless `env` asks for it;
  * `dnsResolver` then answers its DNS queries. `jobPollMs` sets the job runner's fallback poll.
  */
-export async function startInboxServer(options: { dialect?: TestDialect; env?: Record<string, string>; clock?: Clock; database?: InboxTestDatabase; dnsResolver?: DnsResolver; jobPollMs?: number; blobSweepMs?: number } = {}): Promise<InboxTestServer> {
+export async function startInboxServer(
+  options: {
+    dialect?: TestDialect;
+    env?: Record<string, string>;
+    clock?: Clock;
+    database?: InboxTestDatabase;
+    dnsResolver?: DnsResolver;
+    jobPollMs?: number;
+    blobSweepMs?: number;
+  } = {},
+): Promise<InboxTestServer> {
   const database = options.database ?? createInboxTestDatabase(options.dialect ?? 'sqlite');
   const dialect = database.dialect;
   const config = loadConfig(inboxConfigSpec, {
@@ -81,7 +91,12 @@ export async function startInboxServer(options: { dialect?: TestDialect; env?: R
   });
   let service: RunningInboxService;
   try {
-    service = await startInboxService(config, { ...(options.clock ? { clock: options.clock } : {}), ...(options.dnsResolver ? { dnsResolver: options.dnsResolver } : {}), ...(options.jobPollMs ? { jobPollMs: options.jobPollMs } : {}), ...(options.blobSweepMs ? { blobSweepMs: options.blobSweepMs } : {}) });
+    service = await startInboxService(config, {
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.dnsResolver ? { dnsResolver: options.dnsResolver } : {}),
+      ...(options.jobPollMs ? { jobPollMs: options.jobPollMs } : {}),
+      ...(options.blobSweepMs ? { blobSweepMs: options.blobSweepMs } : {}),
+    });
   } catch (err) {
     if (!options.database) await database.drop();
     throw err;
@@ -102,13 +117,26 @@ export async function startInboxServer(options: { dialect?: TestDialect; env?: R
 }
 
 /** One JSON request to the inbox API with a Bearer key; the body parsed when there is one. */
-export async function callInbox(server: InboxTestServer, key: string | undefined, method: string, path: string, body?: unknown) {
+export async function callInbox(
+  server: InboxTestServer,
+  key: string | undefined,
+  method: string,
+  path: string,
+  body?: unknown,
+) {
   const res = await fetch(`${server.url}${path}`, {
     method,
-    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are inspected freely
-  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, any>) : undefined };
+  return {
+    status: res.status,
+    headers: res.headers,
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are inspected freely
+    body: text ? (JSON.parse(text) as Record<string, any>) : undefined,
+  };
 }

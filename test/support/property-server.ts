@@ -38,7 +38,9 @@ let counter = 0;
  * Starts the real property service on 127.0.0.1 and a random port, on a fresh database: a new
  * SQLite file, or a new PostgreSQL schema that is dropped on close.
  */
-export async function startPropertyServer(options: { dialect?: TestDialect; env?: Record<string, string> } = {}): Promise<PropertyTestServer> {
+export async function startPropertyServer(
+  options: { dialect?: TestDialect; env?: Record<string, string> } = {},
+): Promise<PropertyTestServer> {
   const dialect = options.dialect ?? 'sqlite';
   const dir = mkdtempSync(path.join(tmpdir(), 'property-test-'));
   const pgSchema = dialect === 'postgres' ? freshPostgresSchema() : undefined;
@@ -57,7 +59,12 @@ export async function startPropertyServer(options: { dialect?: TestDialect; env?
     ...options.env,
   });
   const service = await startPropertyService(config);
-  const engine = createEngine({ registry: propertyRegistry, db: service.database.db as AnyDb, pagination: paginationOptions(config), settings: propertyHookSettings(config) });
+  const engine = createEngine({
+    registry: propertyRegistry,
+    db: service.database.db as AnyDb,
+    pagination: paginationOptions(config),
+    settings: propertyHookSettings(config),
+  });
   const User = propertyRegistry.byShortName('User');
   if (!User) throw new Error('User resource missing');
   const url = service.url.replace('localhost', '127.0.0.1');
@@ -68,7 +75,10 @@ export async function startPropertyServer(options: { dialect?: TestDialect; env?
     async createAccount(role, accountOptions = {}) {
       const n = ++counter;
       const email = accountOptions.email ?? `${role}-${n}-${process.pid}@example.org`;
-      const item = await engine.post(User, () => ({ name: accountOptions.name ?? `${role} ${n}`, email, role }), { id: 0, role: 'admin' });
+      const item = await engine.post(User, () => ({ name: accountOptions.name ?? `${role} ${n}`, email, role }), {
+        id: 0,
+        role: 'admin',
+      });
       return { id: item.id, key: String(item.apiKey), iri: `/api/users/${item.id}`, email };
     },
     async close() {

@@ -160,7 +160,11 @@ export async function transact(client: SmtpTestClient, t: Transaction): Promise<
 }
 
 /** Connects, says EHLO, runs one transaction and QUITs: a foreign server delivering one message. */
-export async function deliver(port: number, t: Transaction, host?: string): Promise<TransactionResult & { ehlo: SmtpReply }> {
+export async function deliver(
+  port: number,
+  t: Transaction,
+  host?: string,
+): Promise<TransactionResult & { ehlo: SmtpReply }> {
   const { client } = await SmtpTestClient.connect(port, host);
   try {
     const ehlo = await client.command('EHLO sender.example');

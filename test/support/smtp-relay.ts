@@ -75,8 +75,35 @@ export function createTestCertificate(): TestCertificate {
   const dir = mkdtempSync(path.join(tmpdir(), 'relay-tls-'));
   const keyPath = path.join(dir, 'key.pem');
   const certPath = path.join(dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { stdio: 'ignore' });
-  return { keyPem: readFileSync(keyPath, 'utf8'), certPem: readFileSync(certPath, 'utf8'), certPath, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ],
+    { stdio: 'ignore' },
+  );
+  return {
+    keyPem: readFileSync(keyPath, 'utf8'),
+    certPem: readFileSync(certPath, 'utf8'),
+    certPath,
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 function smtpError(answer: RelayAnswer): Error {
@@ -84,7 +111,9 @@ function smtpError(answer: RelayAnswer): Error {
 }
 
 /** `host`: the IPv4 address to listen on and to name in `url()` (default 127.0.0.1). */
-export async function startSmtpRelay(options: { tls?: TestCertificate; implicitTls?: boolean; auth?: { user: string; pass: string }; host?: string } = {}): Promise<SmtpRelay> {
+export async function startSmtpRelay(
+  options: { tls?: TestCertificate; implicitTls?: boolean; auth?: { user: string; pass: string }; host?: string } = {},
+): Promise<SmtpRelay> {
   const host = options.host ?? '127.0.0.1';
   const received: RelayedMessage[] = [];
   const refusals: string[] = [];
@@ -111,7 +140,8 @@ export async function startSmtpRelay(options: { tls?: TestCertificate; implicitT
       onAuth(auth, _session, callback) {
         const ok = auth.username === options.auth?.user && auth.password === options.auth?.pass;
         logins.push({ user: auth.username ?? '', ok });
-        if (!ok) return callback(Object.assign(new Error('5.7.8 Authentication credentials invalid'), { responseCode: 535 }));
+        if (!ok)
+          return callback(Object.assign(new Error('5.7.8 Authentication credentials invalid'), { responseCode: 535 }));
         callback(null, { user: auth.username });
       },
       onMailFrom(address, _session, callback) {
@@ -169,7 +199,8 @@ export async function startSmtpRelay(options: { tls?: TestCertificate; implicitT
     get port() {
       return port;
     },
-    url: (o = {}) => `${scheme}://${o.user !== undefined ? `${encodeURIComponent(o.user)}:${encodeURIComponent(o.pass ?? '')}@` : ''}${host}:${port}`,
+    url: (o = {}) =>
+      `${scheme}://${o.user !== undefined ? `${encodeURIComponent(o.user)}:${encodeURIComponent(o.pass ?? '')}@` : ''}${host}:${port}`,
     received,
     refusals,
     logins,
@@ -177,7 +208,10 @@ export async function startSmtpRelay(options: { tls?: TestCertificate; implicitT
     async waitFor(n, timeoutMs = 10_000) {
       const until = Date.now() + timeoutMs;
       while (received.length < n) {
-        if (Date.now() > until) throw new Error(`expected ${n} relayed messages, got ${received.length} (refusals: ${refusals.join('; ') || 'none'})`);
+        if (Date.now() > until)
+          throw new Error(
+            `expected ${n} relayed messages, got ${received.length} (refusals: ${refusals.join('; ') || 'none'})`,
+          );
         await new Promise((r) => setTimeout(r, 10));
       }
     },

@@ -1,4 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
@@ -67,7 +73,9 @@ function atTime<T>(ms: number, fn: () => T): T {
   }
 }
 
-export async function startWebhookReceiver(options: { now?: () => number; host?: string } = {}): Promise<WebhookReceiver> {
+export async function startWebhookReceiver(
+  options: { now?: () => number; host?: string } = {},
+): Promise<WebhookReceiver> {
   const now = options.now ?? (() => Date.now());
   const host = options.host ?? '127.0.0.1';
   const secrets = new Map<string, string>();
@@ -84,13 +92,32 @@ export async function startWebhookReceiver(options: { now?: () => number; host?:
       const body = Buffer.concat(chunks).toString('utf8');
       const path = (req.url ?? '/').split('?')[0] as string;
       const secret = secrets.get(path);
-      const pick = (prefix: string) => Object.fromEntries(Object.entries(req.headers).filter(([k]) => k.startsWith(prefix)).map(([k, v]) => [k, String(v)]));
+      const pick = (prefix: string) =>
+        Object.fromEntries(
+          Object.entries(req.headers)
+            .filter(([k]) => k.startsWith(prefix))
+            .map(([k, v]) => [k, String(v)]),
+        );
       const at = now();
-      const svix = secret === undefined ? undefined : verify(() => atTime(at, () => new SvixWebhook(secret).verify(body, pick('svix-'))));
-      const standard = secret === undefined ? undefined : verify(() => atTime(at, () => new StandardWebhook(secret).verify(body, pick('webhook-'))));
+      const svix =
+        secret === undefined
+          ? undefined
+          : verify(() => atTime(at, () => new SvixWebhook(secret).verify(body, pick('svix-'))));
+      const standard =
+        secret === undefined
+          ? undefined
+          : verify(() => atTime(at, () => new StandardWebhook(secret).verify(body, pick('webhook-'))));
       const next = scripts.get(path)?.shift();
       const answer: Answer = typeof next === 'number' ? { status: next } : (next ?? {});
-      const record = { path, method: req.method ?? '', headers: req.headers, body, status: answer.hang ? undefined : (answer.status ?? 200), svix, standard };
+      const record = {
+        path,
+        method: req.method ?? '',
+        headers: req.headers,
+        body,
+        status: answer.hang ? undefined : (answer.status ?? 200),
+        svix,
+        standard,
+      };
       received.push(record);
       if (answer.hang) {
         hanging.add(() => res.destroy());
@@ -123,7 +150,11 @@ export async function startWebhookReceiver(options: { now?: () => number; host?:
     },
     received,
     trust: (path, secret) => void secrets.set(path, secret),
-    script: (path, ...answers) => void scripts.set(path, [...(scripts.get(path) ?? []), ...answers.map((a) => (typeof a === 'number' ? { status: a } : a))]),
+    script: (path, ...answers) =>
+      void scripts.set(path, [
+        ...(scripts.get(path) ?? []),
+        ...answers.map((a) => (typeof a === 'number' ? { status: a } : a)),
+      ]),
     async waitFor(n, timeoutMs = 5_000) {
       const until = Date.now() + timeoutMs;
       while (received.length < n) {

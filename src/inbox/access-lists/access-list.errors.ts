@@ -21,7 +21,11 @@ export class InvalidListEntryError extends ValidationError {
 
 export class InvalidListPathError extends ValidationError {
   constructor(field: 'direction' | 'type', value: string, allowed: readonly string[]) {
-    super(`${field}: ${JSON.stringify(value.slice(0, 50))} is not one of ${allowed.join(', ')}.`, field, field === 'direction' ? 'INVALID_DIRECTION' : 'INVALID_LIST_TYPE');
+    super(
+      `${field}: ${JSON.stringify(value.slice(0, 50))} is not one of ${allowed.join(', ')}.`,
+      field,
+      field === 'direction' ? 'INVALID_DIRECTION' : 'INVALID_LIST_TYPE',
+    );
   }
 }
 
@@ -50,7 +54,14 @@ export class RecipientBlockedError extends AppError {
   constructor(recipient: string, rule: ListRule) {
     super('validation', `Recipient ${recipient} is refused by ${describeRule(rule)}.`, {
       code: 'RECIPIENT_BLOCKED',
-      details: { code: 'RECIPIENT_BLOCKED', recipient, level: rule.level, direction: rule.direction, list_type: rule.listType, ...(rule.entry !== undefined ? { entry: rule.entry } : {}) },
+      details: {
+        code: 'RECIPIENT_BLOCKED',
+        recipient,
+        level: rule.level,
+        direction: rule.direction,
+        list_type: rule.listType,
+        ...(rule.entry !== undefined ? { entry: rule.entry } : {}),
+      },
     });
   }
 }

@@ -7,13 +7,35 @@ const EntryParam = Type.String({ minLength: 1, maxLength: 400, description: 'Ema
 
 export const ListParams = Type.Object({ direction: Direction, type: ListTypeParam });
 export const EntryParams = Type.Object({ direction: Direction, type: ListTypeParam, entry: EntryParam });
-export const PodListParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }), direction: Direction, type: ListTypeParam });
-export const PodEntryParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }), direction: Direction, type: ListTypeParam, entry: EntryParam });
-export const InboxListParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }), direction: Direction, type: ListTypeParam });
-export const InboxEntryParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }), direction: Direction, type: ListTypeParam, entry: EntryParam });
+export const PodListParams = Type.Object({
+  pod_id: Type.String({ minLength: 1, maxLength: 64 }),
+  direction: Direction,
+  type: ListTypeParam,
+});
+export const PodEntryParams = Type.Object({
+  pod_id: Type.String({ minLength: 1, maxLength: 64 }),
+  direction: Direction,
+  type: ListTypeParam,
+  entry: EntryParam,
+});
+export const InboxListParams = Type.Object({
+  inbox_id: Type.String({ minLength: 1, maxLength: 320 }),
+  direction: Direction,
+  type: ListTypeParam,
+});
+export const InboxEntryParams = Type.Object({
+  inbox_id: Type.String({ minLength: 1, maxLength: 320 }),
+  direction: Direction,
+  type: ListTypeParam,
+  entry: EntryParam,
+});
 
 export const CreateListEntryBody = Type.Object({
-  entry: Type.String({ minLength: 1, maxLength: 320, description: 'Email address, or a domain (which also covers its subdomains)' }),
+  entry: Type.String({
+    minLength: 1,
+    maxLength: 320,
+    description: 'Email address, or a domain (which also covers its subdomains)',
+  }),
   reason: Type.Optional(Type.String({ maxLength: 1000, description: 'Why the entry was added' })),
 });
 
@@ -34,9 +56,16 @@ const base = {
 };
 
 export const ListEntryResponse = Type.Object(base, { $id: 'ListEntry' });
-export const PodListEntryResponse = Type.Object({ ...base, pod_id: Type.String(), inbox_id: Type.Optional(Type.String()) }, { $id: 'PodListEntry' });
+export const PodListEntryResponse = Type.Object(
+  { ...base, pod_id: Type.String(), inbox_id: Type.Optional(Type.String()) },
+  { $id: 'PodListEntry' },
+);
 
-const page = { count: Type.Integer(), limit: Type.Optional(Type.Integer()), next_page_token: Type.Optional(Type.String()) };
+const page = {
+  count: Type.Integer(),
+  limit: Type.Optional(Type.Integer()),
+  next_page_token: Type.Optional(Type.String()),
+};
 export const ListEntriesResponse = Type.Object({ ...page, entries: Type.Array(ListEntryResponse) });
 export const PodListEntriesResponse = Type.Object({ ...page, entries: Type.Array(PodListEntryResponse) });
 

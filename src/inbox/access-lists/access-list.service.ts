@@ -11,7 +11,15 @@ import { requireScopedInbox } from '../inboxes/inbox.service.js';
 import { parseLimit } from '../lists/list-query.js';
 import { addressOf, isValidAddress } from '../mail/compose.js';
 import { addressKey, domainKey } from '../mail/domains.js';
-import { InvalidListEntryError, InvalidListPathError, ListEntryExistsError, ListEntryNotFoundError, ListNotFoundError, RecipientBlockedError, type ListRule } from './access-list.errors.js';
+import {
+  InvalidListEntryError,
+  InvalidListPathError,
+  ListEntryExistsError,
+  ListEntryNotFoundError,
+  ListNotFoundError,
+  RecipientBlockedError,
+  type ListRule,
+} from './access-list.errors.js';
 import {
   DIRECTIONS,
   LIST_TYPES,
@@ -56,7 +64,8 @@ export function candidatesOf(address: string): string[] {
 }
 
 export function parseDirection(value: string): Direction {
-  if (!(DIRECTIONS as readonly string[]).includes(value)) throw new InvalidListPathError('direction', value, DIRECTIONS);
+  if (!(DIRECTIONS as readonly string[]).includes(value))
+    throw new InvalidListPathError('direction', value, DIRECTIONS);
   return value as Direction;
 }
 
@@ -79,7 +88,11 @@ export interface AccessListServiceDeps {
 
 /** The inbox levels that screen mail of `inbox`, widest first. */
 function levelsOf(inbox: Pick<Inbox, 'podId' | 'inboxId'>): ListLevel[] {
-  return [{ kind: 'organization' }, { kind: 'pod', podId: inbox.podId }, { kind: 'inbox', podId: inbox.podId, inboxId: inbox.inboxId }];
+  return [
+    { kind: 'organization' },
+    { kind: 'pod', podId: inbox.podId },
+    { kind: 'inbox', podId: inbox.podId, inboxId: inbox.inboxId },
+  ];
 }
 
 type Match = Awaited<ReturnType<typeof matchingEntries>>[number];
@@ -89,14 +102,28 @@ type Match = Awaited<ReturnType<typeof matchingEntries>>[number];
  * entry at any level refuses it; every level with an allow list must name it (narrower levels can
  * only narrow what wider ones let through, never reopen it). Undefined: let through.
  */
-function verdict(levels: readonly ListLevel[], direction: Direction, candidates: readonly string[], matches: readonly Match[], allowPresent: ReadonlySet<string>): ListRule | undefined {
-  const at = (level: ListLevel, listType: ListType) => matches.find((m) => m.scopeKey === scopeKeyOf(level) && m.direction === direction && m.listType === listType && candidates.includes(m.entry));
+function verdict(
+  levels: readonly ListLevel[],
+  direction: Direction,
+  candidates: readonly string[],
+  matches: readonly Match[],
+  allowPresent: ReadonlySet<string>,
+): ListRule | undefined {
+  const at = (level: ListLevel, listType: ListType) =>
+    matches.find(
+      (m) =>
+        m.scopeKey === scopeKeyOf(level) &&
+        m.direction === direction &&
+        m.listType === listType &&
+        candidates.includes(m.entry),
+    );
   for (const level of levels) {
     const blocked = at(level, 'block');
     if (blocked) return { level: level.kind, direction, listType: 'block', entry: blocked.entry };
   }
   for (const level of levels) {
-    if (allowPresent.has(`${scopeKeyOf(level)}|${direction}`) && !at(level, 'allow')) return { level: level.kind, direction, listType: 'allow' };
+    if (allowPresent.has(`${scopeKeyOf(level)}|${direction}`) && !at(level, 'allow'))
+      return { level: level.kind, direction, listType: 'allow' };
   }
   return undefined;
 }
@@ -116,25 +143,39 @@ export function createListScreen() {
      * organization's lists. One presence probe per organization covers both sides, so a delivery
      * within an organization without lists spends one statement on them.
      */
-    async screen(trx: Db, send: { from: Inbox; recipients: readonly string[] } | undefined, receive: { inboxes: readonly Inbox[]; from: string; answers: readonly string[] }): Promise<Map<string, ListRule>> {
+    async screen(
+      trx: Db,
+      send: { from: Inbox; recipients: readonly string[] } | undefined,
+      receive: { inboxes: readonly Inbox[]; from: string; answers: readonly string[] },
+    ): Promise<Map<string, ListRule>> {
       const refused = new Map<string, ListRule>();
       const receiving: Direction[] = receive.answers.length ? ['receive', 'reply'] : ['receive'];
       const byOrganization = new Map<string, Inbox[]>();
       if (send?.recipients.length) byOrganization.set(send.from.organizationId, []);
-      for (const inbox of receive.inboxes) byOrganization.set(inbox.organizationId, [...(byOrganization.get(inbox.organizationId) ?? []), inbox]);
+      for (const inbox of receive.inboxes)
+        byOrganization.set(inbox.organizationId, [...(byOrganization.get(inbox.organizationId) ?? []), inbox]);
       const senderCandidates = candidatesOf(receive.from);
       for (const [organizationId, own] of byOrganization) {
         const sending = send?.recipients.length && send.from.organizationId === organizationId ? send : undefined;
         const probes = [
-          ...(sending ? levelsOf(sending.from).map((l) => ({ direction: 'send' as Direction, scopeKey: scopeKeyOf(l) })) : []),
-          ...[...new Set(own.flatMap((i) => levelsOf(i).map(scopeKeyOf)))].flatMap((scopeKey) => receiving.map((direction) => ({ direction, scopeKey }))),
+          ...(sending
+            ? levelsOf(sending.from).map((l) => ({ direction: 'send' as Direction, scopeKey: scopeKeyOf(l) }))
+            : []),
+          ...[...new Set(own.flatMap((i) => levelsOf(i).map(scopeKeyOf)))].flatMap((scopeKey) =>
+            receiving.map((direction) => ({ direction, scopeKey })),
+          ),
         ];
         const present = await listsPresent(trx, organizationId, probes);
         const listed = (d: Direction) => present.block.has(d) || [...present.allow].some((k) => k.endsWith(`|${d}`));
         if (sending && listed('send')) {
           const levels = levelsOf(sending.from);
           const candidates = new Map(sending.recipients.map((r) => [r, candidatesOf(r)]));
-          const matches = await matchingEntries(trx, organizationId, ['send'], [...new Set([...candidates.values()].flat())]);
+          const matches = await matchingEntries(
+            trx,
+            organizationId,
+            ['send'],
+            [...new Set([...candidates.values()].flat())],
+          );
           for (const [recipient, candidatesOfRecipient] of candidates) {
             const rule = verdict(levels, 'send', candidatesOfRecipient, matches, present.allow);
             if (rule) throw new RecipientBlockedError(addressOf(recipient), rule);
@@ -142,9 +183,22 @@ export function createListScreen() {
         }
         if (!own.length || !receiving.some(listed)) continue;
         const matches = await matchingEntries(trx, organizationId, receiving, senderCandidates);
-        const answering = receive.answers.length && listed('reply') ? await inboxesThatSent(trx, own.map((i) => i.inboxId), receive.answers) : new Set<string>();
+        const answering =
+          receive.answers.length && listed('reply')
+            ? await inboxesThatSent(
+                trx,
+                own.map((i) => i.inboxId),
+                receive.answers,
+              )
+            : new Set<string>();
         for (const inbox of own) {
-          const rule = verdict(levelsOf(inbox), answering.has(inbox.inboxId) ? 'reply' : 'receive', senderCandidates, matches, present.allow);
+          const rule = verdict(
+            levelsOf(inbox),
+            answering.has(inbox.inboxId) ? 'reply' : 'receive',
+            senderCandidates,
+            matches,
+            present.allow,
+          );
           if (rule) refused.set(inbox.inboxId, rule);
         }
       }
@@ -160,7 +214,11 @@ export function createAccessListService({ db, commits, clock }: AccessListServic
   /** The level a call names, checked against the key's organization and scope (404 outside it). */
   async function levelOf(owner: KeyOwner, address: ListAddress): Promise<ListLevel> {
     if (address.level === 'organization') {
-      requireInScope(owner, { organizationId: owner.organizationId, podId: null, inboxId: null }, () => new ListNotFoundError());
+      requireInScope(
+        owner,
+        { organizationId: owner.organizationId, podId: null, inboxId: null },
+        () => new ListNotFoundError(),
+      );
       return { kind: 'organization' };
     }
     if (address.level === 'pod') {
@@ -184,14 +242,21 @@ export function createAccessListService({ db, commits, clock }: AccessListServic
   };
 
   return {
-    async create(owner: KeyOwner, address: ListAddress, direction: string, type: string, input: { entry: string; reason?: string }): Promise<AccessListEntry> {
+    async create(
+      owner: KeyOwner,
+      address: ListAddress,
+      direction: string,
+      type: string,
+      input: { entry: string; reason?: string },
+    ): Promise<AccessListEntry> {
       requirePermission(owner, 'listEntryCreate');
       const d = parseDirection(direction);
       const t = parseListType(type);
       const level = await levelOf(owner, address);
       const { entry, entryType } = normalizeEntry(input.entry);
       const reason = input.reason?.trim() || null;
-      if (reason !== null && reason.length > MAX_REASON) throw new InvalidListEntryError(input.entry, `reason: at most ${MAX_REASON} characters.`);
+      if (reason !== null && reason.length > MAX_REASON)
+        throw new InvalidListEntryError(input.entry, `reason: at most ${MAX_REASON} characters.`);
       const stored: AccessListEntry = {
         organizationId: owner.organizationId,
         podId: level.kind === 'organization' ? null : level.podId,
@@ -203,11 +268,18 @@ export function createAccessListService({ db, commits, clock }: AccessListServic
         reason,
         createdAt: clock.now().toISOString(),
       };
-      if (!(await commits.run((trx) => insertEntry(trx, stored, scopeKeyOf(level))))) throw new ListEntryExistsError(entry);
+      if (!(await commits.run((trx) => insertEntry(trx, stored, scopeKeyOf(level)))))
+        throw new ListEntryExistsError(entry);
       return stored;
     },
 
-    async get(owner: KeyOwner, address: ListAddress, direction: string, type: string, entry: string): Promise<AccessListEntry> {
+    async get(
+      owner: KeyOwner,
+      address: ListAddress,
+      direction: string,
+      type: string,
+      entry: string,
+    ): Promise<AccessListEntry> {
       requirePermission(owner, 'listEntryRead');
       const d = parseDirection(direction);
       const t = parseListType(type);
@@ -217,14 +289,23 @@ export function createAccessListService({ db, commits, clock }: AccessListServic
       return found;
     },
 
-    async list(owner: KeyOwner, address: ListAddress, direction: string, type: string, query: { limit?: number; pageToken?: string }) {
+    async list(
+      owner: KeyOwner,
+      address: ListAddress,
+      direction: string,
+      type: string,
+      query: { limit?: number; pageToken?: string },
+    ) {
       requirePermission(owner, 'listEntryRead');
       const d = parseDirection(direction);
       const t = parseListType(type);
       const limit = parseLimit(query.limit);
       const cursor = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
       const level = await levelOf(owner, address);
-      const rows = await listEntries(db, owner.organizationId, scopeKeyOf(level), d, t, { limit, ...(cursor ? { after: cursor.sort } : {}) });
+      const rows = await listEntries(db, owner.organizationId, scopeKeyOf(level), d, t, {
+        limit,
+        ...(cursor ? { after: cursor.sort } : {}),
+      });
       return { limit, ...page(rows, limit, (e) => ({ sort: e.entry, tiebreak: e.entry }), 'asc') };
     },
 
@@ -233,7 +314,10 @@ export function createAccessListService({ db, commits, clock }: AccessListServic
       const d = parseDirection(direction);
       const t = parseListType(type);
       const level = await levelOf(owner, address);
-      if (!(await commits.run((trx) => deleteEntry(trx, owner.organizationId, scopeKeyOf(level), d, t, pathEntry(entry))))) throw new ListEntryNotFoundError(entry);
+      if (
+        !(await commits.run((trx) => deleteEntry(trx, owner.organizationId, scopeKeyOf(level), d, t, pathEntry(entry))))
+      )
+        throw new ListEntryNotFoundError(entry);
     },
   };
 }

@@ -6,11 +6,19 @@ import type { AgentService } from './agent.service.js';
 
 const SignUpBody = Type.Object({
   human_email: Type.String({ minLength: 1, maxLength: 320, description: 'The human who receives the 6-digit code' }),
-  username: Type.String({ minLength: 1, maxLength: 64, description: 'Local part of the new inbox (on the default domain)' }),
+  username: Type.String({
+    minLength: 1,
+    maxLength: 64,
+    description: 'Local part of the new inbox (on the default domain)',
+  }),
   source: Type.Optional(Type.String({ maxLength: 255 })),
   referrer: Type.Optional(Type.String({ maxLength: 255 })),
 });
-const SignUpResponse = Type.Object({ organization_id: Type.String(), inbox_id: Type.String(), api_key: Type.String({ description: 'Shown this once' }) });
+const SignUpResponse = Type.Object({
+  organization_id: Type.String(),
+  inbox_id: Type.String(),
+  api_key: Type.String({ description: 'Shown this once' }),
+});
 const VerifyBody = Type.Object({ otp_code: Type.String({ minLength: 1, maxLength: 32 }) });
 const VerifyResponse = Type.Object({ verified: Type.Boolean() });
 
@@ -28,16 +36,30 @@ export function agentRoutes(app: InboxApp, agent: AgentService): void {
 
   app.post('/v0/agent/sign-up', {
     config: { public: true, agentSignup: true },
-    schema: { tags, summary: 'Create an organization with an inbox and a limited API key; a code goes to the human', security: [], body: SignUpBody, response: { 200: SignUpResponse, ...forbidden, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Create an organization with an inbox and a limited API key; a code goes to the human',
+      security: [],
+      body: SignUpBody,
+      response: { 200: SignUpResponse, ...forbidden, ...errorResponses },
+    },
     handler: async (request) => {
-      const result = await agent.signUp({ humanEmail: request.body.human_email, username: request.body.username }, request.ip);
+      const result = await agent.signUp(
+        { humanEmail: request.body.human_email, username: request.body.username },
+        request.ip,
+      );
       return { organization_id: result.organizationId, inbox_id: result.inboxId, api_key: result.apiKey };
     },
   });
 
   app.post('/v0/agent/verify', {
     config: { agentSignup: true },
-    schema: { tags, summary: "Enter the code mailed to the human: lifts the organization's limits", body: VerifyBody, response: { 200: VerifyResponse, ...forbidden, ...errorResponses } },
+    schema: {
+      tags,
+      summary: "Enter the code mailed to the human: lifts the organization's limits",
+      body: VerifyBody,
+      response: { 200: VerifyResponse, ...forbidden, ...errorResponses },
+    },
     handler: async (request) => agent.verify(ownerOf(request), request.body.otp_code),
   });
 }

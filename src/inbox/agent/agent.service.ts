@@ -33,7 +33,10 @@ export const SYSTEM_ORGANIZATION_ID = 'org_system';
 
 export class AgentSignupDisabledError extends ForbiddenError {
   constructor() {
-    super('Agent sign-up is disabled on this service (INBOX_AGENT_SIGNUP=false).', { code: 'AGENT_SIGNUP_DISABLED', details: { code: 'AGENT_SIGNUP_DISABLED' } });
+    super('Agent sign-up is disabled on this service (INBOX_AGENT_SIGNUP=false).', {
+      code: 'AGENT_SIGNUP_DISABLED',
+      details: { code: 'AGENT_SIGNUP_DISABLED' },
+    });
   }
 }
 
@@ -74,7 +77,12 @@ export function createAgentService(deps: AgentServiceDeps) {
   async function ensureSender(): Promise<void> {
     const existing = await findInboxByAddress(db, senderAddress);
     if (existing) {
-      if (existing.organizationId !== SYSTEM_ORGANIZATION_ID) throw new AppError('unavailable', `The sign-up sender ${senderAddress} belongs to an organization; set INBOX_AGENT_SIGNUP_SENDER to a free username.`, { code: 'SIGNUP_SENDER_TAKEN' });
+      if (existing.organizationId !== SYSTEM_ORGANIZATION_ID)
+        throw new AppError(
+          'unavailable',
+          `The sign-up sender ${senderAddress} belongs to an organization; set INBOX_AGENT_SIGNUP_SENDER to a free username.`,
+          { code: 'SIGNUP_SENDER_TAKEN' },
+        );
       return;
     }
     const now = clock.now().toISOString();
@@ -85,9 +93,25 @@ export function createAgentService(deps: AgentServiceDeps) {
           await insertOrganization(trx, { id: SYSTEM_ORGANIZATION_ID, name: 'system', createdAt: now });
           await insertPod(trx, { id: podId, organizationId: SYSTEM_ORGANIZATION_ID, name: 'system', createdAt: now });
         } else {
-          podId = (await trx.selectFrom('pods').select('id').where('organization_id', '=', SYSTEM_ORGANIZATION_ID).executeTakeFirstOrThrow()).id;
+          podId = (
+            await trx
+              .selectFrom('pods')
+              .select('id')
+              .where('organization_id', '=', SYSTEM_ORGANIZATION_ID)
+              .executeTakeFirstOrThrow()
+          ).id;
         }
-        await insertInbox(trx, { inboxId: senderAddress, organizationId: SYSTEM_ORGANIZATION_ID, podId, username: deps.senderUsername, domain: deps.domain, displayName: 'Sign-up', clientId: null, createdAt: now, updatedAt: now });
+        await insertInbox(trx, {
+          inboxId: senderAddress,
+          organizationId: SYSTEM_ORGANIZATION_ID,
+          podId,
+          username: deps.senderUsername,
+          domain: deps.domain,
+          displayName: 'Sign-up',
+          clientId: null,
+          createdAt: now,
+          updatedAt: now,
+        });
       });
     } catch (err) {
       // Another instance made it first.
@@ -105,15 +129,28 @@ export function createAgentService(deps: AgentServiceDeps) {
 
   return {
     /** POST /v0/agent/sign-up. Again with the same human: a new key (the old stops working) and a new code. */
-    async signUp(input: { humanEmail: string; username: string }, client: string): Promise<{ organizationId: string; inboxId: string; apiKey: string }> {
+    async signUp(
+      input: { humanEmail: string; username: string },
+      client: string,
+    ): Promise<{ organizationId: string; inboxId: string; apiKey: string }> {
       requireEnabled();
       const rate = await deps.limiter.hit(`agent-signup:${client}`);
-      if (!rate.allowed) throw new AppError('rate_limited', `Too many sign-ups from this address; retry in ${rate.resetSeconds} s.`, { code: 'RATE_LIMIT_EXCEEDED', details: { code: 'RATE_LIMIT_EXCEEDED', retry_after_seconds: rate.resetSeconds } });
+      if (!rate.allowed)
+        throw new AppError('rate_limited', `Too many sign-ups from this address; retry in ${rate.resetSeconds} s.`, {
+          code: 'RATE_LIMIT_EXCEEDED',
+          details: { code: 'RATE_LIMIT_EXCEEDED', retry_after_seconds: rate.resetSeconds },
+        });
       const humanEmail = input.humanEmail.trim().toLowerCase();
-      if (!isValidAddress(humanEmail)) throw new ValidationError('human_email must be an email address.', 'human_email', 'INVALID_EMAIL');
+      if (!isValidAddress(humanEmail))
+        throw new ValidationError('human_email must be an email address.', 'human_email', 'INVALID_EMAIL');
       const username = checkUsername(input.username);
       const inboxId = `${username}@${deps.domain}`;
-      if (humanEmail === inboxId) throw new ValidationError('human_email must be the address of a human, not of the new inbox.', 'human_email', 'INVALID_EMAIL');
+      if (humanEmail === inboxId)
+        throw new ValidationError(
+          'human_email must be the address of a human, not of the new inbox.',
+          'human_email',
+          'INVALID_EMAIL',
+        );
       await ensureSender();
 
       const apiKey = newSecret(ids, API_KEY_PREFIX, 32);
@@ -124,13 +161,24 @@ export function createAgentService(deps: AgentServiceDeps) {
 
       const previous = await findAgentSignupByInbox(db, inboxId);
       if (previous) {
-        if (previous.humanEmail !== humanEmail || previous.verifiedAt !== null) throw new InboxAddressTakenError(inboxId);
+        if (previous.humanEmail !== humanEmail || previous.verifiedAt !== null)
+          throw new InboxAddressTakenError(inboxId);
         // The same agent again: rotate the key; a new code (attempts carry over until the old code's expiry).
         const expired = previous.codeExpiresAt <= at;
         await commits.run(async (trx) => {
           await deleteOrganizationKeys(trx, previous.organizationId);
-          await insertApiKey(trx, { id: `key_${ids.uuid().replace(/-/g, '')}`, organizationId: previous.organizationId, name: 'agent', keyHash: hashSecret(apiKey), keyPrefix: apiKey.slice(0, 8), createdAt: at });
-          await updateAgentSignup(trx, previous.organizationId, { codeHash: codeHash(previous.organizationId, code), ...(expired ? { codeExpiresAt: expires, attempts: 0 } : {}) });
+          await insertApiKey(trx, {
+            id: `key_${ids.uuid().replace(/-/g, '')}`,
+            organizationId: previous.organizationId,
+            name: 'agent',
+            keyHash: hashSecret(apiKey),
+            keyPrefix: apiKey.slice(0, 8),
+            createdAt: at,
+          });
+          await updateAgentSignup(trx, previous.organizationId, {
+            codeHash: codeHash(previous.organizationId, code),
+            ...(expired ? { codeExpiresAt: expires, attempts: 0 } : {}),
+          });
         });
         await mailCode(humanEmail, inboxId, code);
         return { organizationId: previous.organizationId, inboxId, apiKey };
@@ -142,9 +190,35 @@ export function createAgentService(deps: AgentServiceDeps) {
         await commits.run(async (trx) => {
           await insertOrganization(trx, { id: organizationId, name: username, createdAt: at });
           await insertPod(trx, { id: podId, organizationId, name: 'default', createdAt: at });
-          await insertInbox(trx, { inboxId, organizationId, podId, username, domain: deps.domain, displayName: null, clientId: null, createdAt: at, updatedAt: at });
-          await insertApiKey(trx, { id: `key_${ids.uuid().replace(/-/g, '')}`, organizationId, name: 'agent', keyHash: hashSecret(apiKey), keyPrefix: apiKey.slice(0, 8), createdAt: at });
-          await insertAgentSignup(trx, { organizationId, humanEmail, inboxId, codeHash: codeHash(organizationId, code), codeExpiresAt: expires, attempts: 0, verifiedAt: null, createdAt: at });
+          await insertInbox(trx, {
+            inboxId,
+            organizationId,
+            podId,
+            username,
+            domain: deps.domain,
+            displayName: null,
+            clientId: null,
+            createdAt: at,
+            updatedAt: at,
+          });
+          await insertApiKey(trx, {
+            id: `key_${ids.uuid().replace(/-/g, '')}`,
+            organizationId,
+            name: 'agent',
+            keyHash: hashSecret(apiKey),
+            keyPrefix: apiKey.slice(0, 8),
+            createdAt: at,
+          });
+          await insertAgentSignup(trx, {
+            organizationId,
+            humanEmail,
+            inboxId,
+            codeHash: codeHash(organizationId, code),
+            codeExpiresAt: expires,
+            attempts: 0,
+            verifiedAt: null,
+            createdAt: at,
+          });
         });
       } catch (err) {
         if (isUniqueViolation(err)) throw new InboxAddressTakenError(inboxId);
@@ -164,7 +238,8 @@ export function createAgentService(deps: AgentServiceDeps) {
     async verify(owner: KeyOwner, otpCode: string): Promise<{ verified: boolean }> {
       requireEnabled();
       const code = otpCode.trim();
-      if (!/^\d{6}$/.test(code)) throw new ValidationError('otp_code must be the 6 digits mailed to the human.', 'otp_code', 'INVALID_OTP_CODE');
+      if (!/^\d{6}$/.test(code))
+        throw new ValidationError('otp_code must be the 6 digits mailed to the human.', 'otp_code', 'INVALID_OTP_CODE');
       const now = clock.now().toISOString();
       const outcome = await commits.run(async (trx) => {
         const signup = await findAgentSignup(trx, owner.organizationId, { lock: true });
@@ -180,10 +255,25 @@ export function createAgentService(deps: AgentServiceDeps) {
         return { wrong: MAX_CODE_ATTEMPTS - signup.attempts - 1 };
       });
       if (outcome === 'verified') return { verified: true };
-      if (outcome === 'not_agent') throw new ForbiddenError('This organization was not created by an agent sign-up: there is nothing to verify.', { code: 'NOT_AGENT_ORGANIZATION', details: { code: 'NOT_AGENT_ORGANIZATION' } });
-      if (outcome === 'expired') throw new ForbiddenError('The code expired: sign up again with the same human_email and username for a new one.', { code: 'OTP_EXPIRED', details: { code: 'OTP_EXPIRED' } });
-      if (outcome === 'exhausted') throw new ForbiddenError(`All ${MAX_CODE_ATTEMPTS} attempts are used: wait until the code expires, then sign up again for a new one.`, { code: 'OTP_ATTEMPTS_EXHAUSTED', details: { code: 'OTP_ATTEMPTS_EXHAUSTED' } });
-      throw new AppError('validation', `Wrong code; ${outcome.wrong} attempt(s) left.`, { code: 'INVALID_OTP_CODE', details: { field: 'otp_code', code: 'INVALID_OTP_CODE', remaining_attempts: outcome.wrong } });
+      if (outcome === 'not_agent')
+        throw new ForbiddenError('This organization was not created by an agent sign-up: there is nothing to verify.', {
+          code: 'NOT_AGENT_ORGANIZATION',
+          details: { code: 'NOT_AGENT_ORGANIZATION' },
+        });
+      if (outcome === 'expired')
+        throw new ForbiddenError(
+          'The code expired: sign up again with the same human_email and username for a new one.',
+          { code: 'OTP_EXPIRED', details: { code: 'OTP_EXPIRED' } },
+        );
+      if (outcome === 'exhausted')
+        throw new ForbiddenError(
+          `All ${MAX_CODE_ATTEMPTS} attempts are used: wait until the code expires, then sign up again for a new one.`,
+          { code: 'OTP_ATTEMPTS_EXHAUSTED', details: { code: 'OTP_ATTEMPTS_EXHAUSTED' } },
+        );
+      throw new AppError('validation', `Wrong code; ${outcome.wrong} attempt(s) left.`, {
+        code: 'INVALID_OTP_CODE',
+        details: { field: 'otp_code', code: 'INVALID_OTP_CODE', remaining_attempts: outcome.wrong },
+      });
     },
   };
 }

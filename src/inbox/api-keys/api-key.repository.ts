@@ -50,7 +50,8 @@ export interface Organization {
   readonly unverified: boolean;
 }
 
-const storedPermissions = (text: string | null): Permissions | undefined => (text === null ? undefined : permissionsFromWire(JSON.parse(text) as Record<string, unknown>));
+const storedPermissions = (text: string | null): Permissions | undefined =>
+  text === null ? undefined : permissionsFromWire(JSON.parse(text) as Record<string, unknown>);
 
 /**
  * The key behind a request: one indexed read per request and no cache, so that a deleted key or
@@ -60,8 +61,19 @@ export async function findKeyOwnerByHash(db: Db, keyHash: string): Promise<KeyOw
   const [row] = await runCompiledOnce(db, 'api_keys.owner', [keyHash], () =>
     db
       .selectFrom('api_keys')
-      .leftJoin('agent_signups', (j) => j.onRef('agent_signups.organization_id', '=', 'api_keys.organization_id').on('agent_signups.verified_at', 'is', null))
-      .select(['api_keys.id', 'api_keys.organization_id', 'api_keys.pod_id', 'api_keys.inbox_id', 'api_keys.permissions', 'agent_signups.human_email'])
+      .leftJoin('agent_signups', (j) =>
+        j
+          .onRef('agent_signups.organization_id', '=', 'api_keys.organization_id')
+          .on('agent_signups.verified_at', 'is', null),
+      )
+      .select([
+        'api_keys.id',
+        'api_keys.organization_id',
+        'api_keys.pod_id',
+        'api_keys.inbox_id',
+        'api_keys.permissions',
+        'agent_signups.human_email',
+      ])
       .where('api_keys.key_hash', '=', keyHash),
   );
   if (!row) return undefined;
@@ -86,61 +98,155 @@ export async function organizationExists(db: Db, id: string): Promise<boolean> {
 }
 
 export async function findOrganization(db: Db, id: string): Promise<Organization | undefined> {
-  const row = await db.selectFrom('organizations').select(['id', 'name', 'created_at']).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('organizations')
+    .select(['id', 'name', 'created_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
   if (!row) return undefined;
-  const count = await db.selectFrom('inboxes').select((eb) => eb.fn.countAll<string | number>().as('n')).where('organization_id', '=', id).executeTakeFirstOrThrow();
-  const signup = await db.selectFrom('agent_signups').select('verified_at').where('organization_id', '=', id).executeTakeFirst();
-  return { organizationId: row.id, name: row.name, createdAt: row.created_at, inboxCount: Number(count.n), unverified: signup !== undefined && signup.verified_at === null };
+  const count = await db
+    .selectFrom('inboxes')
+    .select((eb) => eb.fn.countAll<string | number>().as('n'))
+    .where('organization_id', '=', id)
+    .executeTakeFirstOrThrow();
+  const signup = await db
+    .selectFrom('agent_signups')
+    .select('verified_at')
+    .where('organization_id', '=', id)
+    .executeTakeFirst();
+  return {
+    organizationId: row.id,
+    name: row.name,
+    createdAt: row.created_at,
+    inboxCount: Number(count.n),
+    unverified: signup !== undefined && signup.verified_at === null,
+  };
 }
 
-function podFromRow(row: { id: string; organization_id: string; name: string; client_id: string | null; created_at: string; updated_at: string | null }): Pod {
-  return { podId: row.id, organizationId: row.organization_id, name: row.name, clientId: row.client_id, createdAt: row.created_at, updatedAt: row.updated_at ?? row.created_at };
+function podFromRow(row: {
+  id: string;
+  organization_id: string;
+  name: string;
+  client_id: string | null;
+  created_at: string;
+  updated_at: string | null;
+}): Pod {
+  return {
+    podId: row.id,
+    organizationId: row.organization_id,
+    name: row.name,
+    clientId: row.client_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at ?? row.created_at,
+  };
 }
 
-export async function insertPod(db: Db, pod: { id: string; organizationId: string; name: string; createdAt: string; clientId?: string | null }): Promise<void> {
-  await db.insertInto('pods').values({ id: pod.id, organization_id: pod.organizationId, name: pod.name, created_at: pod.createdAt, client_id: pod.clientId ?? null, updated_at: pod.createdAt }).execute();
+export async function insertPod(
+  db: Db,
+  pod: { id: string; organizationId: string; name: string; createdAt: string; clientId?: string | null },
+): Promise<void> {
+  await db
+    .insertInto('pods')
+    .values({
+      id: pod.id,
+      organization_id: pod.organizationId,
+      name: pod.name,
+      created_at: pod.createdAt,
+      client_id: pod.clientId ?? null,
+      updated_at: pod.createdAt,
+    })
+    .execute();
 }
 
 export async function findPod(db: Db, organizationId: string, podId: string): Promise<Pod | undefined> {
-  const row = await db.selectFrom('pods').selectAll().where('id', '=', podId).where('organization_id', '=', organizationId).executeTakeFirst();
+  const row = await db
+    .selectFrom('pods')
+    .selectAll()
+    .where('id', '=', podId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
   return row ? podFromRow(row) : undefined;
 }
 
 export async function findPodByClientId(db: Db, organizationId: string, clientId: string): Promise<Pod | undefined> {
-  const row = await db.selectFrom('pods').selectAll().where('organization_id', '=', organizationId).where('client_id', '=', clientId).executeTakeFirst();
+  const row = await db
+    .selectFrom('pods')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
   return row ? podFromRow(row) : undefined;
 }
 
-export async function listPods(db: Db, organizationId: string, options: { podId?: string; limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Pod[]> {
+export async function listPods(
+  db: Db,
+  organizationId: string,
+  options: { podId?: string; limit: number; direction: 'asc' | 'desc'; after?: Cursor },
+): Promise<Pod[]> {
   let q = db.selectFrom('pods').selectAll().where('organization_id', '=', organizationId);
   if (options.podId !== undefined) q = q.where('id', '=', options.podId);
   const after = options.after;
   if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'id', after, options.direction));
-  const rows = await q.orderBy('created_at', options.direction).orderBy('id', options.direction).limit(options.limit + 1).execute();
+  const rows = await q
+    .orderBy('created_at', options.direction)
+    .orderBy('id', options.direction)
+    .limit(options.limit + 1)
+    .execute();
   return rows.map(podFromRow);
 }
 
 export async function podHasInboxes(db: Db, podId: string): Promise<boolean> {
-  return (await db.selectFrom('inboxes').select('inbox_id').where('pod_id', '=', podId).limit(1).executeTakeFirst()) !== undefined;
+  return (
+    (await db.selectFrom('inboxes').select('inbox_id').where('pod_id', '=', podId).limit(1).executeTakeFirst()) !==
+    undefined
+  );
 }
 
 /** Deletes the pod (its keys go with it: foreign key). */
 export async function deletePod(db: Db, organizationId: string, podId: string): Promise<boolean> {
-  const result = await db.deleteFrom('pods').where('id', '=', podId).where('organization_id', '=', organizationId).executeTakeFirst();
+  const result = await db
+    .deleteFrom('pods')
+    .where('id', '=', podId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
 
 /** The organization's default pod: its oldest one. */
 export async function findDefaultPodId(db: Db, organizationId: string): Promise<string | undefined> {
-  const row = await db.selectFrom('pods').select('id').where('organization_id', '=', organizationId).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('pods')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
   return row?.id;
 }
 
 export async function podBelongsTo(db: Db, podId: string, organizationId: string): Promise<boolean> {
-  return (await db.selectFrom('pods').select('id').where('id', '=', podId).where('organization_id', '=', organizationId).executeTakeFirst()) !== undefined;
+  return (
+    (await db
+      .selectFrom('pods')
+      .select('id')
+      .where('id', '=', podId)
+      .where('organization_id', '=', organizationId)
+      .executeTakeFirst()) !== undefined
+  );
 }
 
-function keyFromRow(row: { id: string; organization_id: string; name: string; key_prefix: string; pod_id: string | null; inbox_id: string | null; permissions: string | null; created_at: string; updated_at: string | null }): ApiKeyRecord {
+function keyFromRow(row: {
+  id: string;
+  organization_id: string;
+  name: string;
+  key_prefix: string;
+  pod_id: string | null;
+  inbox_id: string | null;
+  permissions: string | null;
+  created_at: string;
+  updated_at: string | null;
+}): ApiKeyRecord {
   return {
     apiKeyId: row.id,
     organizationId: row.organization_id,
@@ -154,11 +260,31 @@ function keyFromRow(row: { id: string; organization_id: string; name: string; ke
   };
 }
 
-const KEY_COLUMNS = ['id', 'organization_id', 'name', 'key_prefix', 'pod_id', 'inbox_id', 'permissions', 'created_at', 'updated_at'] as const;
+const KEY_COLUMNS = [
+  'id',
+  'organization_id',
+  'name',
+  'key_prefix',
+  'pod_id',
+  'inbox_id',
+  'permissions',
+  'created_at',
+  'updated_at',
+] as const;
 
 export async function insertApiKey(
   db: Db,
-  key: { id: string; organizationId: string; name: string; keyHash: string; keyPrefix: string; createdAt: string; podId?: string | null; inboxId?: string | null; permissions?: Permissions | undefined },
+  key: {
+    id: string;
+    organizationId: string;
+    name: string;
+    keyHash: string;
+    keyPrefix: string;
+    createdAt: string;
+    podId?: string | null;
+    inboxId?: string | null;
+    permissions?: Permissions | undefined;
+  },
 ): Promise<void> {
   await db
     .insertInto('api_keys')
@@ -187,7 +313,11 @@ export interface KeyFilter {
 }
 
 export async function findApiKey(db: Db, filter: KeyFilter, apiKeyId: string): Promise<ApiKeyRecord | undefined> {
-  let q = db.selectFrom('api_keys').select(KEY_COLUMNS).where('id', '=', apiKeyId).where('organization_id', '=', filter.organizationId);
+  let q = db
+    .selectFrom('api_keys')
+    .select(KEY_COLUMNS)
+    .where('id', '=', apiKeyId)
+    .where('organization_id', '=', filter.organizationId);
   if (filter.podId !== undefined) q = q.where('pod_id', '=', filter.podId);
   if (filter.inboxId !== undefined) q = q.where('inbox_id', '=', filter.inboxId);
   if (filter.podOnly) q = q.where('inbox_id', 'is', null);
@@ -195,23 +325,38 @@ export async function findApiKey(db: Db, filter: KeyFilter, apiKeyId: string): P
   return row ? keyFromRow(row) : undefined;
 }
 
-export async function listApiKeys(db: Db, filter: KeyFilter, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<ApiKeyRecord[]> {
+export async function listApiKeys(
+  db: Db,
+  filter: KeyFilter,
+  options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor },
+): Promise<ApiKeyRecord[]> {
   let q = db.selectFrom('api_keys').select(KEY_COLUMNS).where('organization_id', '=', filter.organizationId);
   if (filter.podId !== undefined) q = q.where('pod_id', '=', filter.podId);
   if (filter.inboxId !== undefined) q = q.where('inbox_id', '=', filter.inboxId);
   if (filter.podOnly) q = q.where('inbox_id', 'is', null);
   const after = options.after;
   if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'id', after, options.direction));
-  const rows = await q.orderBy('created_at', options.direction).orderBy('id', options.direction).limit(options.limit + 1).execute();
+  const rows = await q
+    .orderBy('created_at', options.direction)
+    .orderBy('id', options.direction)
+    .limit(options.limit + 1)
+    .execute();
   return rows.map(keyFromRow);
 }
 
-export async function updateApiKey(db: Db, organizationId: string, apiKeyId: string, changes: { name?: string; permissions?: Permissions; updatedAt: string }): Promise<void> {
+export async function updateApiKey(
+  db: Db,
+  organizationId: string,
+  apiKeyId: string,
+  changes: { name?: string; permissions?: Permissions; updatedAt: string },
+): Promise<void> {
   await db
     .updateTable('api_keys')
     .set({
       ...(changes.name !== undefined ? { name: changes.name } : {}),
-      ...(changes.permissions !== undefined ? { permissions: JSON.stringify(permissionsToWire(changes.permissions)) } : {}),
+      ...(changes.permissions !== undefined
+        ? { permissions: JSON.stringify(permissionsToWire(changes.permissions)) }
+        : {}),
       updated_at: changes.updatedAt,
     })
     .where('id', '=', apiKeyId)
@@ -220,7 +365,11 @@ export async function updateApiKey(db: Db, organizationId: string, apiKeyId: str
 }
 
 export async function deleteApiKey(db: Db, organizationId: string, apiKeyId: string): Promise<boolean> {
-  const result = await db.deleteFrom('api_keys').where('id', '=', apiKeyId).where('organization_id', '=', organizationId).executeTakeFirst();
+  const result = await db
+    .deleteFrom('api_keys')
+    .where('id', '=', apiKeyId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
 
@@ -229,7 +378,11 @@ export async function existingKeyIds(db: Db, apiKeyIds: readonly string[]): Prom
   const found = new Set<string>();
   // Chunks keep each statement within SQLite's and PostgreSQL's bound-parameter limits.
   for (let i = 0; i < apiKeyIds.length; i += 500) {
-    const rows = await db.selectFrom('api_keys').select('id').where('id', 'in', apiKeyIds.slice(i, i + 500)).execute();
+    const rows = await db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('id', 'in', apiKeyIds.slice(i, i + 500))
+      .execute();
     for (const row of rows) found.add(row.id);
   }
   return found;
@@ -252,15 +405,44 @@ export interface AgentSignup {
 export async function insertAgentSignup(db: Db, s: AgentSignup & { createdAt: string }): Promise<void> {
   await db
     .insertInto('agent_signups')
-    .values({ organization_id: s.organizationId, human_email: s.humanEmail, inbox_id: s.inboxId, code_hash: s.codeHash, code_expires_at: s.codeExpiresAt, attempts: s.attempts, verified_at: s.verifiedAt, created_at: s.createdAt })
+    .values({
+      organization_id: s.organizationId,
+      human_email: s.humanEmail,
+      inbox_id: s.inboxId,
+      code_hash: s.codeHash,
+      code_expires_at: s.codeExpiresAt,
+      attempts: s.attempts,
+      verified_at: s.verifiedAt,
+      created_at: s.createdAt,
+    })
     .execute();
 }
 
-function signupFromRow(row: { organization_id: string; human_email: string; inbox_id: string; code_hash: string; code_expires_at: string; attempts: number; verified_at: string | null }): AgentSignup {
-  return { organizationId: row.organization_id, humanEmail: row.human_email, inboxId: row.inbox_id, codeHash: row.code_hash, codeExpiresAt: row.code_expires_at, attempts: Number(row.attempts), verifiedAt: row.verified_at };
+function signupFromRow(row: {
+  organization_id: string;
+  human_email: string;
+  inbox_id: string;
+  code_hash: string;
+  code_expires_at: string;
+  attempts: number;
+  verified_at: string | null;
+}): AgentSignup {
+  return {
+    organizationId: row.organization_id,
+    humanEmail: row.human_email,
+    inboxId: row.inbox_id,
+    codeHash: row.code_hash,
+    codeExpiresAt: row.code_expires_at,
+    attempts: Number(row.attempts),
+    verifiedAt: row.verified_at,
+  };
 }
 
-export async function findAgentSignup(db: Db, organizationId: string, options: { lock?: boolean } = {}): Promise<AgentSignup | undefined> {
+export async function findAgentSignup(
+  db: Db,
+  organizationId: string,
+  options: { lock?: boolean } = {},
+): Promise<AgentSignup | undefined> {
   const q = db.selectFrom('agent_signups').selectAll().where('organization_id', '=', organizationId);
   const row = await (options.lock ? forUpdate(q, dialectOf(db)) : q).executeTakeFirst();
   return row ? signupFromRow(row) : undefined;
@@ -271,7 +453,11 @@ export async function findAgentSignupByInbox(db: Db, inboxId: string): Promise<A
   return row ? signupFromRow(row) : undefined;
 }
 
-export async function updateAgentSignup(db: Db, organizationId: string, changes: { codeHash?: string; codeExpiresAt?: string; attempts?: number; verifiedAt?: string }): Promise<void> {
+export async function updateAgentSignup(
+  db: Db,
+  organizationId: string,
+  changes: { codeHash?: string; codeExpiresAt?: string; attempts?: number; verifiedAt?: string },
+): Promise<void> {
   await db
     .updateTable('agent_signups')
     .set({

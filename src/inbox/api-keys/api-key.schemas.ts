@@ -3,14 +3,23 @@ import type { ApiKeyRecord, Organization } from './api-key.repository.js';
 import { PERMISSIONS, permissionsFromWire, permissionsToWire, wirePermissionName, type Permissions } from './scope.js';
 
 /** The SDK's ApiKeyPermissions on the wire (snake_case booleans); unknown names are refused. */
-export const PermissionsBody = Type.Object(Object.fromEntries(PERMISSIONS.map((p) => [wirePermissionName(p), Type.Optional(Type.Boolean())])), {
-  // An unknown permission is an error, not silently dropped (the validator strips fields of closed objects).
-  additionalProperties: Type.Never(),
-});
+export const PermissionsBody = Type.Object(
+  Object.fromEntries(PERMISSIONS.map((p) => [wirePermissionName(p), Type.Optional(Type.Boolean())])),
+  {
+    // An unknown permission is an error, not silently dropped (the validator strips fields of closed objects).
+    additionalProperties: Type.Never(),
+  },
+);
 
 export const ApiKeyIdParams = Type.Object({ api_key_id: Type.String({ minLength: 1, maxLength: 64 }) });
-export const PodApiKeyParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }), api_key_id: Type.String({ minLength: 1, maxLength: 64 }) });
-export const InboxApiKeyParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }), api_key_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const PodApiKeyParams = Type.Object({
+  pod_id: Type.String({ minLength: 1, maxLength: 64 }),
+  api_key_id: Type.String({ minLength: 1, maxLength: 64 }),
+});
+export const InboxApiKeyParams = Type.Object({
+  inbox_id: Type.String({ minLength: 1, maxLength: 320 }),
+  api_key_id: Type.String({ minLength: 1, maxLength: 64 }),
+});
 
 export const CreateApiKeyBody = Type.Object({
   name: Type.Optional(Type.String({ maxLength: 255 })),
@@ -19,7 +28,9 @@ export const CreateApiKeyBody = Type.Object({
 export const UpdateApiKeyBody = CreateApiKeyBody;
 
 export const ApiKeyListQuery = Type.Object({
-  type: Type.Optional(Type.Union([Type.Literal('bearer'), Type.Literal('public_key')], { description: 'Only bearer keys exist here' })),
+  type: Type.Optional(
+    Type.Union([Type.Literal('bearer'), Type.Literal('public_key')], { description: 'Only bearer keys exist here' }),
+  ),
   limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Items per page (default 50, at most 100)' })),
   page_token: Type.Optional(Type.String({ maxLength: 1000 })),
   ascending: Type.Optional(Type.Boolean({ description: 'Oldest first' })),
@@ -36,9 +47,16 @@ const keyFields = {
   created_at: Type.String({ format: 'date-time' }),
 };
 
-export const ApiKeyResponse = Type.Object({ type: Type.Literal('bearer'), ...keyFields, updated_at: Type.String({ format: 'date-time' }) });
+export const ApiKeyResponse = Type.Object({
+  type: Type.Literal('bearer'),
+  ...keyFields,
+  updated_at: Type.String({ format: 'date-time' }),
+});
 
-export const CreateApiKeyResponse = Type.Object({ ...keyFields, api_key: Type.String({ description: 'The secret: shown this once, stored only as a hash' }) });
+export const CreateApiKeyResponse = Type.Object({
+  ...keyFields,
+  api_key: Type.String({ description: 'The secret: shown this once, stored only as a hash' }),
+});
 
 export const ListApiKeysResponse = Type.Object({
   count: Type.Integer(),
@@ -65,7 +83,8 @@ export const OrganizationResponse = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
 });
 
-export const fromWirePermissions = (wire: Static<typeof PermissionsBody> | undefined): Permissions | undefined => (wire === undefined ? undefined : permissionsFromWire(wire));
+export const fromWirePermissions = (wire: Static<typeof PermissionsBody> | undefined): Permissions | undefined =>
+  wire === undefined ? undefined : permissionsFromWire(wire);
 
 function scopeFields(key: ApiKeyRecord) {
   return {
@@ -76,11 +95,26 @@ function scopeFields(key: ApiKeyRecord) {
 }
 
 export function toApiKeyResponse(key: ApiKeyRecord): Static<typeof ApiKeyResponse> {
-  return { type: 'bearer', api_key_id: key.apiKeyId, prefix: key.prefix, name: key.name, ...scopeFields(key), created_at: key.createdAt, updated_at: key.updatedAt };
+  return {
+    type: 'bearer',
+    api_key_id: key.apiKeyId,
+    prefix: key.prefix,
+    name: key.name,
+    ...scopeFields(key),
+    created_at: key.createdAt,
+    updated_at: key.updatedAt,
+  };
 }
 
 export function toCreateApiKeyResponse(key: ApiKeyRecord & { secret: string }): Static<typeof CreateApiKeyResponse> {
-  return { api_key_id: key.apiKeyId, api_key: key.secret, prefix: key.prefix, name: key.name, ...scopeFields(key), created_at: key.createdAt };
+  return {
+    api_key_id: key.apiKeyId,
+    api_key: key.secret,
+    prefix: key.prefix,
+    name: key.name,
+    ...scopeFields(key),
+    created_at: key.createdAt,
+  };
 }
 
 /** Unverified agent sign-ups have one inbox (decision 0018). */

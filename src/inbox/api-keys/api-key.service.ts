@@ -45,11 +45,17 @@ export interface NewApiKey extends ApiKeyRecord {
 }
 
 /** Where a key is managed: the organization's keys, one pod's, or one inbox's. */
-export type KeyPlace = { readonly level: 'organization' } | { readonly level: 'pod'; readonly podId: string } | { readonly level: 'inbox'; readonly inboxId: string };
+export type KeyPlace =
+  | { readonly level: 'organization' }
+  | { readonly level: 'pod'; readonly podId: string }
+  | { readonly level: 'inbox'; readonly inboxId: string };
 
 export class ApiKeyNotFoundError extends NotFoundError {
   constructor(apiKeyId: string) {
-    super(`API key ${apiKeyId} not found.`, { code: 'API_KEY_NOT_FOUND', details: { field: 'api_key_id', code: 'API_KEY_NOT_FOUND' } });
+    super(`API key ${apiKeyId} not found.`, {
+      code: 'API_KEY_NOT_FOUND',
+      details: { field: 'api_key_id', code: 'API_KEY_NOT_FOUND' },
+    });
   }
 }
 
@@ -75,13 +81,17 @@ export interface ApiKeyServiceDeps {
 export function checkName(name: string | undefined, field = 'name'): string | undefined {
   if (name === undefined) return undefined;
   const trimmed = name.trim();
-  if (!trimmed || trimmed.length > NAME_MAX) throw new ValidationError(`${field} must be 1-${NAME_MAX} characters.`, field, 'INVALID_NAME');
+  if (!trimmed || trimmed.length > NAME_MAX)
+    throw new ValidationError(`${field} must be 1-${NAME_MAX} characters.`, field, 'INVALID_NAME');
   return trimmed;
 }
 
 /** The pod of the request path, if the caller's key reaches it (404 otherwise: its existence is not revealed). */
 export async function podInScope(db: Db, owner: KeyOwner, podId: string): Promise<Pod> {
-  const pod = inScope(owner, { organizationId: owner.organizationId, podId }) && owner.inboxId === undefined ? await findPod(db, owner.organizationId, podId) : undefined;
+  const pod =
+    inScope(owner, { organizationId: owner.organizationId, podId }) && owner.inboxId === undefined
+      ? await findPod(db, owner.organizationId, podId)
+      : undefined;
   if (!pod) throw new PodNotFoundError(podId);
   return pod;
 }
@@ -100,8 +110,14 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     if (place.level === 'inbox') {
       const inboxId = place.inboxId.trim().toLowerCase();
       const inbox = await findInbox(db, owner.organizationId, inboxId);
-      if (!inbox || !inScope(owner, { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId })) {
-        throw new NotFoundError(`Inbox ${place.inboxId} not found.`, { code: 'INBOX_NOT_FOUND', details: { field: 'inbox_id', code: 'INBOX_NOT_FOUND' } });
+      if (
+        !inbox ||
+        !inScope(owner, { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId })
+      ) {
+        throw new NotFoundError(`Inbox ${place.inboxId} not found.`, {
+          code: 'INBOX_NOT_FOUND',
+          details: { field: 'inbox_id', code: 'INBOX_NOT_FOUND' },
+        });
       }
       return { podId: inbox.podId, inboxId: inbox.inboxId };
     }
@@ -113,8 +129,12 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     const scope = await placeScope(owner, place);
     return {
       organizationId: owner.organizationId,
-      ...(scope.podId !== undefined || owner.podId !== undefined ? { podId: (scope.podId ?? owner.podId) as string } : {}),
-      ...(scope.inboxId !== undefined || owner.inboxId !== undefined ? { inboxId: (scope.inboxId ?? owner.inboxId) as string } : {}),
+      ...(scope.podId !== undefined || owner.podId !== undefined
+        ? { podId: (scope.podId ?? owner.podId) as string }
+        : {}),
+      ...(scope.inboxId !== undefined || owner.inboxId !== undefined
+        ? { inboxId: (scope.inboxId ?? owner.inboxId) as string }
+        : {}),
       ...(place.level === 'pod' ? { podOnly: true } : {}),
     };
   }
@@ -125,9 +145,16 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     return key;
   }
 
-  function checkDelegation(owner: KeyOwner, scope: { podId?: string; inboxId?: string }, permissions: Permissions | undefined): void {
+  function checkDelegation(
+    owner: KeyOwner,
+    scope: { podId?: string; inboxId?: string },
+    permissions: Permissions | undefined,
+  ): void {
     if (!mayDelegate(owner, scope, permissions)) {
-      throw new ForbiddenError('A key cannot give another key more rights than its own: a wider scope or a permission it does not hold.', { code: 'PERMISSION_ESCALATION', details: { code: 'PERMISSION_ESCALATION' } });
+      throw new ForbiddenError(
+        'A key cannot give another key more rights than its own: a wider scope or a permission it does not hold.',
+        { code: 'PERMISSION_ESCALATION', details: { code: 'PERMISSION_ESCALATION' } },
+      );
     }
   }
 
@@ -139,7 +166,8 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
       return commits.run(async (trx) => {
         let organizationId = options.organizationId;
         if (organizationId) {
-          if (!(await organizationExists(trx, organizationId))) throw new NotFoundError(`Organization ${organizationId} does not exist.`);
+          if (!(await organizationExists(trx, organizationId)))
+            throw new NotFoundError(`Organization ${organizationId} does not exist.`);
         } else {
           organizationId = `org_${ids.uuid().replace(/-/g, '')}`;
           await insertOrganization(trx, { id: organizationId, name: options.name ?? 'default', createdAt: now });
@@ -151,7 +179,14 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
           await insertPod(trx, { id: podId, organizationId, name: 'default', createdAt: now });
         }
         const apiKeyId = newKeyId();
-        await insertApiKey(trx, { id: apiKeyId, organizationId, name: options.name ?? 'default', keyHash: hashSecret(key), keyPrefix: key.slice(0, 8), createdAt: now });
+        await insertApiKey(trx, {
+          id: apiKeyId,
+          organizationId,
+          name: options.name ?? 'default',
+          keyHash: hashSecret(key),
+          keyPrefix: key.slice(0, 8),
+          createdAt: now,
+        });
         return { key, apiKeyId, organizationId, podId };
       });
     },
@@ -165,7 +200,11 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
      * POST /v0/api-keys, /v0/pods/:pod/api-keys, /v0/inboxes/:inbox/api-keys. Without permissions
      * the new key holds the caller's; it never holds more (scope or permission: 403).
      */
-    async create(owner: KeyOwner, place: KeyPlace, input: { name?: string; permissions?: Permissions }): Promise<NewApiKey> {
+    async create(
+      owner: KeyOwner,
+      place: KeyPlace,
+      input: { name?: string; permissions?: Permissions },
+    ): Promise<NewApiKey> {
       requirePermission(owner, 'apiKeyCreate');
       const name = checkName(input.name) ?? 'default';
       const scope = await placeScope(owner, place);
@@ -174,8 +213,30 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
       checkDelegation(owner, scope, permissions);
       const secret = newSecret(ids, API_KEY_PREFIX, 32);
       const now = clock.now().toISOString();
-      const record: ApiKeyRecord = { apiKeyId: newKeyId(), organizationId: owner.organizationId, name, prefix: secret.slice(0, 8), podId: scope.podId ?? null, inboxId: scope.inboxId ?? null, permissions, createdAt: now, updatedAt: now };
-      await commits.run((trx) => insertApiKey(trx, { id: record.apiKeyId, organizationId: record.organizationId, name, keyHash: hashSecret(secret), keyPrefix: record.prefix, createdAt: now, podId: record.podId, inboxId: record.inboxId, permissions }));
+      const record: ApiKeyRecord = {
+        apiKeyId: newKeyId(),
+        organizationId: owner.organizationId,
+        name,
+        prefix: secret.slice(0, 8),
+        podId: scope.podId ?? null,
+        inboxId: scope.inboxId ?? null,
+        permissions,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await commits.run((trx) =>
+        insertApiKey(trx, {
+          id: record.apiKeyId,
+          organizationId: record.organizationId,
+          name,
+          keyHash: hashSecret(secret),
+          keyPrefix: record.prefix,
+          createdAt: now,
+          podId: record.podId,
+          inboxId: record.inboxId,
+          permissions,
+        }),
+      );
       return { ...record, secret };
     },
 
@@ -195,15 +256,36 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     },
 
     /** Renames a key or replaces its permissions (never beyond the caller's own). */
-    async update(owner: KeyOwner, place: KeyPlace, apiKeyId: string, input: { name?: string; permissions?: Permissions }): Promise<ApiKeyRecord> {
+    async update(
+      owner: KeyOwner,
+      place: KeyPlace,
+      apiKeyId: string,
+      input: { name?: string; permissions?: Permissions },
+    ): Promise<ApiKeyRecord> {
       requirePermission(owner, 'apiKeyUpdate');
       const name = checkName(input.name);
       const key = await mustFind(owner, place, apiKeyId);
-      if (input.permissions !== undefined) checkDelegation(owner, { ...(key.podId ? { podId: key.podId } : {}), ...(key.inboxId ? { inboxId: key.inboxId } : {}) }, input.permissions);
+      if (input.permissions !== undefined)
+        checkDelegation(
+          owner,
+          { ...(key.podId ? { podId: key.podId } : {}), ...(key.inboxId ? { inboxId: key.inboxId } : {}) },
+          input.permissions,
+        );
       // A limited key may not rename or narrow a key that holds more than it does either.
-      if (!mayDelegate(owner, { ...(key.podId ? { podId: key.podId } : {}), ...(key.inboxId ? { inboxId: key.inboxId } : {}) }, key.permissions)) checkDelegation(owner, {}, undefined);
+      if (
+        !mayDelegate(
+          owner,
+          { ...(key.podId ? { podId: key.podId } : {}), ...(key.inboxId ? { inboxId: key.inboxId } : {}) },
+          key.permissions,
+        )
+      )
+        checkDelegation(owner, {}, undefined);
       await commits.run(async (trx) => {
-        await updateApiKey(trx, owner.organizationId, apiKeyId, { ...(name !== undefined ? { name } : {}), ...(input.permissions !== undefined ? { permissions: input.permissions } : {}), updatedAt: clock.now().toISOString() });
+        await updateApiKey(trx, owner.organizationId, apiKeyId, {
+          ...(name !== undefined ? { name } : {}),
+          ...(input.permissions !== undefined ? { permissions: input.permissions } : {}),
+          updatedAt: clock.now().toISOString(),
+        });
         if (input.permissions !== undefined) await deps.keyChanged?.(trx, apiKeyId);
       });
       return mustFind(owner, place, apiKeyId);
@@ -213,7 +295,15 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     async delete(owner: KeyOwner, place: KeyPlace, apiKeyId: string): Promise<void> {
       requirePermission(owner, 'apiKeyDelete');
       const key = await mustFind(owner, place, apiKeyId);
-      if (key.apiKeyId !== owner.apiKeyId && !mayDelegate(owner, { ...(key.podId ? { podId: key.podId } : {}), ...(key.inboxId ? { inboxId: key.inboxId } : {}) }, key.permissions)) checkDelegation(owner, {}, undefined);
+      if (
+        key.apiKeyId !== owner.apiKeyId &&
+        !mayDelegate(
+          owner,
+          { ...(key.podId ? { podId: key.podId } : {}), ...(key.inboxId ? { inboxId: key.inboxId } : {}) },
+          key.permissions,
+        )
+      )
+        checkDelegation(owner, {}, undefined);
       const deleted = await commits.run(async (trx) => {
         const found = await deleteApiKey(trx, owner.organizationId, apiKeyId);
         if (found) await deps.keyChanged?.(trx, apiKeyId);
@@ -225,13 +315,21 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     /** GET /v0/auth/me. */
     identity(owner: KeyOwner) {
       const scopeType = scopeTypeOf(owner);
-      return { scopeType, scopeId: owner.inboxId ?? owner.podId ?? owner.organizationId, organizationId: owner.organizationId, podId: owner.podId, inboxId: owner.inboxId, apiKeyId: owner.apiKeyId };
+      return {
+        scopeType,
+        scopeId: owner.inboxId ?? owner.podId ?? owner.organizationId,
+        organizationId: owner.organizationId,
+        podId: owner.podId,
+        inboxId: owner.inboxId,
+        apiKeyId: owner.apiKeyId,
+      };
     },
 
     /** GET /v0/organizations: the key's organization (its inbox count within the organization). */
     async organization(owner: KeyOwner): Promise<Organization> {
       const org = await findOrganization(db, owner.organizationId);
-      if (!org) throw new NotFoundError(`Organization ${owner.organizationId} not found.`, { code: 'ORGANIZATION_NOT_FOUND' });
+      if (!org)
+        throw new NotFoundError(`Organization ${owner.organizationId} not found.`, { code: 'ORGANIZATION_NOT_FOUND' });
       return org;
     },
   };

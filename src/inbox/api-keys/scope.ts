@@ -84,7 +84,19 @@ export function permissionsToWire(permissions: Permissions): Record<string, bool
  * the code (POST /v0/agent/verify): create more inboxes, pods, keys, domains or list entries.
  * Its keys also send only to that human (KeyOwner.sendOnlyTo). docs/decisions/0018.
  */
-export const UNVERIFIED_DENIED: readonly Permission[] = ['inboxCreate', 'podCreate', 'podDelete', 'apiKeyCreate', 'apiKeyUpdate', 'apiKeyDelete', 'domainCreate', 'domainUpdate', 'domainDelete', 'listEntryCreate', 'listEntryDelete'];
+export const UNVERIFIED_DENIED: readonly Permission[] = [
+  'inboxCreate',
+  'podCreate',
+  'podDelete',
+  'apiKeyCreate',
+  'apiKeyUpdate',
+  'apiKeyDelete',
+  'domainCreate',
+  'domainUpdate',
+  'domainDelete',
+  'listEntryCreate',
+  'listEntryDelete',
+];
 
 /** The permissions a key holds: its own set, narrowed while its organization is unverified. */
 export function effectivePermissions(stored: Permissions | undefined, unverified: boolean): Permissions | undefined {
@@ -110,9 +122,15 @@ export function holds(owner: KeyOwner, permission: Permission): boolean {
 export function requirePermission(owner: KeyOwner, permission: Permission): void {
   if (!holds(owner, permission)) {
     if (owner.sendOnlyTo !== undefined && UNVERIFIED_DENIED.includes(permission)) {
-      throw new ForbiddenError(`This organization is not verified yet: ${permission} is allowed after POST /v0/agent/verify.`, { code: 'ORGANIZATION_NOT_VERIFIED', details: { permission } });
+      throw new ForbiddenError(
+        `This organization is not verified yet: ${permission} is allowed after POST /v0/agent/verify.`,
+        { code: 'ORGANIZATION_NOT_VERIFIED', details: { permission } },
+      );
     }
-    throw new ForbiddenError(`This API key lacks the ${permission} permission.`, { code: 'PERMISSION_DENIED', details: { permission } });
+    throw new ForbiddenError(`This API key lacks the ${permission} permission.`, {
+      code: 'PERMISSION_DENIED',
+      details: { permission },
+    });
   }
 }
 
@@ -120,14 +138,20 @@ export function requirePermission(owner: KeyOwner, permission: Permission): void
  * Lists that ask for labels hidden by default (include_spam, include_blocked, include_trash) need
  * the matching label permission (labelSpamRead, labelBlockedRead, labelTrashRead): 403 otherwise.
  */
-export function requireLabelPermissions(owner: KeyOwner, query: { includeSpam?: boolean; includeBlocked?: boolean; includeTrash?: boolean }): void {
+export function requireLabelPermissions(
+  owner: KeyOwner,
+  query: { includeSpam?: boolean; includeBlocked?: boolean; includeTrash?: boolean },
+): void {
   if (query.includeSpam) requirePermission(owner, 'labelSpamRead');
   if (query.includeBlocked) requirePermission(owner, 'labelBlockedRead');
   if (query.includeTrash) requirePermission(owner, 'labelTrashRead');
 }
 
 /** Whether a record of the organization, in pod `podId` and (if it has one) inbox `inboxId`, is in the key's scope. */
-export function inScope(owner: KeyOwner, record: { organizationId: string; podId?: string | null; inboxId?: string | null }): boolean {
+export function inScope(
+  owner: KeyOwner,
+  record: { organizationId: string; podId?: string | null; inboxId?: string | null },
+): boolean {
   if (record.organizationId !== owner.organizationId) return false;
   if (owner.podId !== undefined && record.podId !== owner.podId) return false;
   if (owner.inboxId !== undefined && record.inboxId !== owner.inboxId) return false;
@@ -135,14 +159,24 @@ export function inScope(owner: KeyOwner, record: { organizationId: string; podId
 }
 
 /** Throws a NotFoundError built by `notFound` when the record is outside the key's scope. */
-export function requireInScope(owner: KeyOwner, record: { organizationId: string; podId?: string | null; inboxId?: string | null }, notFound: () => NotFoundError): void {
+export function requireInScope(
+  owner: KeyOwner,
+  record: { organizationId: string; podId?: string | null; inboxId?: string | null },
+  notFound: () => NotFoundError,
+): void {
   if (!inScope(owner, record)) throw notFound();
 }
 
 /** 403 when a key limited to one pod or inbox asks for something wider (a new inbox of another pod, an organization key). */
 export function requireWithinScope(owner: KeyOwner, scope: { podId?: string; inboxId?: string }, what: string): void {
-  if ((owner.podId !== undefined && scope.podId !== owner.podId) || (owner.inboxId !== undefined && scope.inboxId !== owner.inboxId)) {
-    throw new ForbiddenError(`This API key is limited to ${owner.inboxId !== undefined ? `inbox ${owner.inboxId}` : `pod ${owner.podId}`}: it cannot ${what}.`, { code: 'OUT_OF_SCOPE', details: { scope_type: scopeTypeOf(owner) } });
+  if (
+    (owner.podId !== undefined && scope.podId !== owner.podId) ||
+    (owner.inboxId !== undefined && scope.inboxId !== owner.inboxId)
+  ) {
+    throw new ForbiddenError(
+      `This API key is limited to ${owner.inboxId !== undefined ? `inbox ${owner.inboxId}` : `pod ${owner.podId}`}: it cannot ${what}.`,
+      { code: 'OUT_OF_SCOPE', details: { scope_type: scopeTypeOf(owner) } },
+    );
   }
 }
 
@@ -150,7 +184,11 @@ export function requireWithinScope(owner: KeyOwner, scope: { podId?: string; inb
  * Whether `owner` may hand its rights on to a new key with `scope` and `permissions`: never wider
  * than its own scope, never a permission it does not hold.
  */
-export function mayDelegate(owner: KeyOwner, scope: { podId?: string; inboxId?: string; inboxPodId?: string }, permissions: Permissions | undefined): boolean {
+export function mayDelegate(
+  owner: KeyOwner,
+  scope: { podId?: string; inboxId?: string; inboxPodId?: string },
+  permissions: Permissions | undefined,
+): boolean {
   if (owner.podId !== undefined) {
     const pod = scope.podId ?? scope.inboxPodId;
     if (pod !== owner.podId) return false;

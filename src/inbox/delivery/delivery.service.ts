@@ -12,7 +12,13 @@ import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.
 import { normalizeSubject } from '../mail/compose.js';
 import { SendLimitExceededError } from '../messages/message.errors.js';
 import { blobIdsOf, releaseBlobs, storeBlob, storeBlobPieces, storedAsBlob } from '../messages/message-blobs.js';
-import { findThreadsHoldingMessages, incrementSendCount, insertMessages, type Message, type NewMessage } from '../messages/message.repository.js';
+import {
+  findThreadsHoldingMessages,
+  incrementSendCount,
+  insertMessages,
+  type Message,
+  type NewMessage,
+} from '../messages/message.repository.js';
 import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../outbound/outbound-job.js';
 import { findThreadsForUpdate, insertThreads, updateThread, type Thread } from '../threads/thread.repository.js';
 import { addMessageToThread, startThread } from '../threads/thread.service.js';
@@ -59,10 +65,16 @@ export type Withheld = 'duplicate' | 'report';
  * withhold a copy from some of them (inbound delivery status notifications today; allow and block
  * lists are meant to plug in here). Runs SQL on `trx` only.
  */
-export type Screen = (trx: Db, inboxes: readonly Inbox[]) => Promise<{ withheld: ReadonlyMap<string, Withheld>; jobs: number }>;
+export type Screen = (
+  trx: Db,
+  inboxes: readonly Inbox[],
+) => Promise<{ withheld: ReadonlyMap<string, Withheld>; jobs: number }>;
 
 /** Runs after the copies were stored, in the same transaction (search-index maintenance plugs in here). */
-export type AfterStore = (trx: Db, stored: readonly { inbox: Inbox; message: Message; thread: Thread }[]) => Promise<void>;
+export type AfterStore = (
+  trx: Db,
+  stored: readonly { inbox: Inbox; message: Message; thread: Thread }[],
+) => Promise<void>;
 
 /**
  * A part of every delivery in two halves: the work on the composed message that needs no database
@@ -172,7 +184,8 @@ export function createDelivery(deps: DeliveryDeps) {
     try {
       const attachments: (number | null)[] = [];
       for (const bytes of message.attachmentContents) attachments.push(await blobOf(bytes));
-      if (!composing) return { message: { ...message, blobs: { source: await blobOf(message.raw), attachments } }, afterStore };
+      if (!composing)
+        return { message: { ...message, blobs: { source: await blobOf(message.raw), attachments } }, afterStore };
       // Pieces of the source, taken as the worker thread composes them: after the hooks, which
       // need that thread too, and after the attachments' blobs, since a send moves the bytes of
       // those to the thread when the first piece is asked for (send.service.ts).
@@ -192,7 +205,10 @@ export function createDelivery(deps: DeliveryDeps) {
    * `prepared` when no copy claimed them: the unit failed, or stored no copy. A release that
    * fails leaves them to the sweep (message-blobs.ts `createBlobSweeper`).
    */
-  async function commit(prepared: PreparedMessage, unit: (trx: Db) => Promise<DeliveryResult>): Promise<DeliveryResult> {
+  async function commit(
+    prepared: PreparedMessage,
+    unit: (trx: Db) => Promise<DeliveryResult>,
+  ): Promise<DeliveryResult> {
     const blobs = blobIdsOf(prepared.message.blobs);
     let stored = 0;
     try {
@@ -211,7 +227,8 @@ export function createDelivery(deps: DeliveryDeps) {
     const found = await findInboxesByAddresses(trx, [...new Set(sender ? [sender.inboxId, ...wanted] : wanted)]);
     const byId = new Map(found.map((i) => [i.inboxId, i]));
     const from = sender ? byId.get(sender.inboxId) : undefined;
-    if (sender && (!from || from.organizationId !== sender.organizationId)) throw new InboxNotFoundError(sender.inboxId);
+    if (sender && (!from || from.organizationId !== sender.organizationId))
+      throw new InboxNotFoundError(sender.inboxId);
 
     // Each inbox once, in the order the recipients name them; a local address without one bounces.
     const recipients = new Map<string, Inbox>();
@@ -225,7 +242,15 @@ export function createDelivery(deps: DeliveryDeps) {
     let open = [...recipients.values()];
     let jobs = 0;
     if (request.foreignMessageId && open.length) {
-      const holding = new Set((await findThreadsHoldingMessages(trx, open.map((i) => i.inboxId), [message.messageId])).map((h) => h.inboxId));
+      const holding = new Set(
+        (
+          await findThreadsHoldingMessages(
+            trx,
+            open.map((i) => i.inboxId),
+            [message.messageId],
+          )
+        ).map((h) => h.inboxId),
+      );
       withheld.duplicate += holding.size;
       open = open.filter((i) => !holding.has(i.inboxId));
     }
@@ -238,38 +263,108 @@ export function createDelivery(deps: DeliveryDeps) {
     // The lists, before anything is stored: the sender's send lists refuse the whole send (400 naming the recipient and
     // the rule); copies the recipients' receive lists (reply lists for mail answering their own) refuse are kept, labelled
     // blocked, and announce nothing.
-    const send = from && sender ? { from, recipients: [...request.recipients.map((r) => r.address), ...sender.external] } : undefined;
+    const send =
+      from && sender
+        ? { from, recipients: [...request.recipients.map((r) => r.address), ...sender.external] }
+        : undefined;
     const receivers = open.filter((i) => i !== from);
-    const blocked = deps.lists && (send || receivers.length) ? await deps.lists.screen(trx, send, { inboxes: receivers, from: message.from, answers: [...(message.inReplyTo ? [message.inReplyTo] : []), ...message.references] }) : new Map<string, unknown>();
+    const blocked =
+      deps.lists && (send || receivers.length)
+        ? await deps.lists.screen(trx, send, {
+            inboxes: receivers,
+            from: message.from,
+            answers: [...(message.inReplyTo ? [message.inReplyTo] : []), ...message.references],
+          })
+        : new Map<string, unknown>();
     const selfDelivered = from !== undefined && open.some((i) => i.inboxId === from.inboxId);
     const copies: { inbox: Inbox; copy: Omit<NewMessage, 'threadId'> }[] = [];
-    const copyFor = (inbox: Inbox, labels: readonly string[], bcc: readonly string[]): Omit<NewMessage, 'threadId'> => ({ ...message, organizationId: inbox.organizationId, inboxId: inbox.inboxId, labels: [...new Set(labels)], bcc });
-    if (from && sender) copies.push({ inbox: from, copy: copyFor(from, ['sent', ...(selfDelivered ? ['received', 'unread'] : []), ...sender.labels], sender.bcc) });
-    for (const inbox of open) if (inbox !== from) copies.push({ inbox, copy: copyFor(inbox, blocked.has(inbox.inboxId) ? ['received', BLOCKED_LABEL, ...(request.labels ?? [])] : ['received', 'unread', ...(request.labels ?? [])], []) });
-    if (!copies.length) return { messageId: message.messageId, threadId: undefined, found: recipients.size, stored: 0, withheld, jobs };
+    const copyFor = (
+      inbox: Inbox,
+      labels: readonly string[],
+      bcc: readonly string[],
+    ): Omit<NewMessage, 'threadId'> => ({
+      ...message,
+      organizationId: inbox.organizationId,
+      inboxId: inbox.inboxId,
+      labels: [...new Set(labels)],
+      bcc,
+    });
+    if (from && sender)
+      copies.push({
+        inbox: from,
+        copy: copyFor(from, ['sent', ...(selfDelivered ? ['received', 'unread'] : []), ...sender.labels], sender.bcc),
+      });
+    for (const inbox of open)
+      if (inbox !== from)
+        copies.push({
+          inbox,
+          copy: copyFor(
+            inbox,
+            blocked.has(inbox.inboxId)
+              ? ['received', BLOCKED_LABEL, ...(request.labels ?? [])]
+              : ['received', 'unread', ...(request.labels ?? [])],
+            [],
+          ),
+        });
+    if (!copies.length)
+      return { messageId: message.messageId, threadId: undefined, found: recipients.size, stored: 0, withheld, jobs };
 
-    const threadIdByInbox = await chooseThreads(trx, copies.map((c) => c.inbox.inboxId), message);
-    const existing = new Map((await findThreadsForUpdate(trx, [...threadIdByInbox.values()], dialectOf(trx))).map((t) => [t.threadId, t]));
+    const threadIdByInbox = await chooseThreads(
+      trx,
+      copies.map((c) => c.inbox.inboxId),
+      message,
+    );
+    const existing = new Map(
+      (await findThreadsForUpdate(trx, [...threadIdByInbox.values()], dialectOf(trx))).map((t) => [t.threadId, t]),
+    );
     const now = clock.now();
     const created: Thread[] = [];
     const changed: Thread[] = [];
     const stored = copies.map(({ inbox, copy }) => {
       const current = existing.get(threadIdByInbox.get(inbox.inboxId) ?? '');
-      const thread = current ? addMessageToThread(current, copy) : startThread({ threadId: timeOrderedUuid(now, ids), organizationId: inbox.organizationId, inboxId: inbox.inboxId }, copy, normalizeSubject(copy.subject));
+      const thread = current
+        ? addMessageToThread(current, copy)
+        : startThread(
+            { threadId: timeOrderedUuid(now, ids), organizationId: inbox.organizationId, inboxId: inbox.inboxId },
+            copy,
+            normalizeSubject(copy.subject),
+          );
       (current ? changed : created).push(thread);
       return { inbox, thread, message: { ...copy, threadId: thread.threadId } };
     });
     await insertThreads(trx, created);
     for (const t of changed) await updateThread(trx, t);
-    const pks = await insertMessages(trx, stored.map((s) => s.message));
-    const storedMessages = stored.map((s) => ({ inbox: s.inbox, thread: s.thread, message: { ...s.message, pk: pks.get(s.inbox.inboxId) as number } }));
+    const pks = await insertMessages(
+      trx,
+      stored.map((s) => s.message),
+    );
+    const storedMessages = stored.map((s) => ({
+      inbox: s.inbox,
+      thread: s.thread,
+      message: { ...s.message, pk: pks.get(s.inbox.inboxId) as number },
+    }));
 
     const first = stored[0] as (typeof stored)[number];
     const emitted: EmitInput[] = [];
-    const ref: MessageRef | undefined = from ? { organizationId: from.organizationId, inboxId: from.inboxId, podId: from.podId, threadId: first.thread.threadId, messageId: message.messageId } : undefined;
+    const ref: MessageRef | undefined = from
+      ? {
+          organizationId: from.organizationId,
+          inboxId: from.inboxId,
+          podId: from.podId,
+          threadId: first.thread.threadId,
+          messageId: message.messageId,
+        }
+      : undefined;
     // Here only the local leg: the outbound worker emits message.sent for the other recipients
     // when the relay takes the message (docs/decisions/0006-outbound-mail.md).
-    if (ref && request.recipients.length) emitted.push(sentEvent(ref, request.recipients.map((r) => r.address), message.timestamp));
+    if (ref && request.recipients.length)
+      emitted.push(
+        sentEvent(
+          ref,
+          request.recipients.map((r) => r.address),
+          message.timestamp,
+        ),
+      );
     const counts: UsageDelta[] = [];
     for (const s of storedMessages) {
       counts.push(usageOf(s.inbox, 'message_count', now, 1), usageOf(s.inbox, 'storage_bytes', now, s.message.size));
@@ -279,7 +374,8 @@ export function createDelivery(deps: DeliveryDeps) {
         continue;
       }
       emitted.push(receivedEvent(s.inbox, s.message, s.thread));
-      for (const label of ['spam', 'unauthenticated']) if (s.message.labels.includes(label)) counts.push(countOf(s.inbox, `message.received.${label}`, now));
+      for (const label of ['spam', 'unauthenticated'])
+        if (s.message.labels.includes(label)) counts.push(countOf(s.inbox, `message.received.${label}`, now));
     }
     for (const t of created) counts.push(usageOf(byId.get(t.inboxId) as Inbox, 'thread_count', now, 1));
     if (ref) {
@@ -287,12 +383,27 @@ export function createDelivery(deps: DeliveryDeps) {
       const delivered = request.recipients.filter((r) => !bounced.includes(r.address)).map((r) => r.address);
       if (delivered.length) emitted.push(deliveredEvent(ref, delivered, message.timestamp));
       // SES's vocabulary, which AgentMail passes on: a permanent bounce, "NoEmail" = no such address.
-      if (bounced.length) emitted.push(...bouncedEvents(ref, 'Permanent', bounced.map((address) => ({ address, status: '5.1.1', diagnostic: BOUNCE_DIAGNOSTIC })), message.timestamp));
+      if (bounced.length)
+        emitted.push(
+          ...bouncedEvents(
+            ref,
+            'Permanent',
+            bounced.map((address) => ({ address, status: '5.1.1', diagnostic: BOUNCE_DIAGNOSTIC })),
+            message.timestamp,
+          ),
+        );
     }
     jobs += (await events.emitMany(trx, emitted, { counts: false })).jobs;
     await recordUsage(trx, [...counts, ...emitted.map((e) => countOf(e, e.eventType, now))]);
     if (from && sender?.external.length) {
-      const job: OutboundMailJob = { message_pk: pks.get(from.inboxId) as number, message_id: message.messageId, organization_id: from.organizationId, inbox_id: from.inboxId, thread_id: first.thread.threadId, recipients: sender.external };
+      const job: OutboundMailJob = {
+        message_pk: pks.get(from.inboxId) as number,
+        message_id: message.messageId,
+        organization_id: from.organizationId,
+        inbox_id: from.inboxId,
+        thread_id: first.thread.threadId,
+        recipients: sender.external,
+      };
       await enqueue(trx, clock, OUTBOUND_MAIL_QUEUE, job);
       jobs += 1;
     }
@@ -302,9 +413,17 @@ export function createDelivery(deps: DeliveryDeps) {
       // Counted last: in PostgreSQL the counter row stays locked until the commit, and the
       // organization's other sends wait for it; a refused send rolls all of the above back.
       const sentToday = await incrementSendCount(trx, from.organizationId, message.timestamp.slice(0, 10));
-      if (sentToday > deps.sendLimitPerDay) throw new SendLimitExceededError(deps.sendLimitPerDay, secondsUntilUtcMidnight(now));
+      if (sentToday > deps.sendLimitPerDay)
+        throw new SendLimitExceededError(deps.sendLimitPerDay, secondsUntilUtcMidnight(now));
     }
-    return { messageId: message.messageId, threadId: first.thread.threadId, found: recipients.size, stored: stored.length, withheld, jobs };
+    return {
+      messageId: message.messageId,
+      threadId: first.thread.threadId,
+      found: recipients.size,
+      stored: stored.length,
+      withheld,
+      jobs,
+    };
   }
 
   return { prepare, commit, deliver };

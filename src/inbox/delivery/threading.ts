@@ -8,7 +8,8 @@ import { participantsOf } from '../threads/thread.service.js';
 const SUBJECT_CANDIDATES = 20;
 
 /** A subject with a reply or forward prefix: only such messages may join a thread by subject. */
-const isReplySubject = (subject: string | null) => subject !== null && normalizeSubject(subject) !== subject.trim().toLowerCase();
+const isReplySubject = (subject: string | null) =>
+  subject !== null && normalizeSubject(subject) !== subject.trim().toLowerCase();
 
 /** What threading reads of a message. */
 export interface ThreadingFacts {
@@ -26,12 +27,17 @@ export interface ThreadingFacts {
  * 3. else none: the copy starts a thread.
  * Returns the chosen thread id by inbox id; inboxes without one are left out.
  */
-export async function chooseThreads(trx: Db, inboxIds: readonly string[], message: ThreadingFacts): Promise<Map<string, string>> {
+export async function chooseThreads(
+  trx: Db,
+  inboxIds: readonly string[],
+  message: ThreadingFacts,
+): Promise<Map<string, string>> {
   const chosen = new Map<string, string>();
   if (!inboxIds.length) return chosen;
   const refs = [...new Set([...(message.inReplyTo ? [message.inReplyTo] : []), ...message.references])];
   if (refs.length) {
-    for (const h of await findThreadsHoldingMessages(trx, inboxIds, refs)) if (!chosen.has(h.inboxId)) chosen.set(h.inboxId, h.threadId);
+    for (const h of await findThreadsHoldingMessages(trx, inboxIds, refs))
+      if (!chosen.has(h.inboxId)) chosen.set(h.inboxId, h.threadId);
   }
   const subject = normalizeSubject(message.subject);
   const sender = addressOf(message.from).toLowerCase();

@@ -46,7 +46,9 @@ export function expectedRecords(s: RecordSettings): ExpectedRecord[] {
   const mxHost = s.mxHost.toLowerCase().replace(/\.$/, '');
   return [
     { type: 'MX', name: s.domain, value: mxHost, priority: MX_PRIORITY, role: 'mx' },
-    ...(s.subdomainsEnabled ? [{ type: 'MX' as const, name: `*.${s.domain}`, value: mxHost, priority: MX_PRIORITY, role: 'mx' as const }] : []),
+    ...(s.subdomainsEnabled
+      ? [{ type: 'MX' as const, name: `*.${s.domain}`, value: mxHost, priority: MX_PRIORITY, role: 'mx' as const }]
+      : []),
     { type: 'TXT', name: s.domain, value: spfValue(s.spfIncludes), role: 'spf' },
     { type: 'TXT', name: `${s.selector}._domainkey.${s.domain}`, value: s.dkimValue, role: 'dkim' },
     { type: 'TXT', name: `_dmarc.${s.domain}`, value: DMARC_VALUE, role: 'dmarc' },
@@ -65,8 +67,16 @@ function quoted(value: string): string {
 
 /** The records as a BIND zone file fragment: absolute names, so it can be pasted into any zone. */
 export function zoneFile(domain: string, records: readonly ExpectedRecord[]): string {
-  const lines = [`; DNS records for ${domain}: publish them, then call POST /v0/domains/${domain}/verify.`, '$TTL 3600'];
-  for (const r of records) lines.push([`${r.name}.`, 'IN', r.type, r.type === 'MX' ? `${r.priority ?? MX_PRIORITY} ${r.value}.` : quoted(r.value)].join('\t'));
+  const lines = [
+    `; DNS records for ${domain}: publish them, then call POST /v0/domains/${domain}/verify.`,
+    '$TTL 3600',
+  ];
+  for (const r of records)
+    lines.push(
+      [`${r.name}.`, 'IN', r.type, r.type === 'MX' ? `${r.priority ?? MX_PRIORITY} ${r.value}.` : quoted(r.value)].join(
+        '\t',
+      ),
+    );
   return `${lines.join('\n')}\n`;
 }
 
@@ -90,7 +100,8 @@ async function answers<T>(lookup: Lookup, name: string, rrtype: 'MX' | 'TXT'): P
 
 const host = (name: string) => name.toLowerCase().replace(/\.$/, '');
 const tokens = (value: string) => value.toLowerCase().split(/\s+/).filter(Boolean);
-const tag = (value: string, name: string) => new RegExp(`(?:^|;)\\s*${name}\\s*=\\s*([^;]*)`, 'i').exec(value)?.[1]?.replace(/\s+/g, '');
+const tag = (value: string, name: string) =>
+  new RegExp(`(?:^|;)\\s*${name}\\s*=\\s*([^;]*)`, 'i').exec(value)?.[1]?.replace(/\s+/g, '');
 
 /** `found`: whether the expected record is there; `others`: records at the name that are not it. */
 function one(found: boolean, others: number): RecordCheck {
@@ -104,14 +115,21 @@ async function checkOne(lookup: Lookup, r: ExpectedRecord): Promise<RecordCheck>
     const ours = mx.filter((m) => host(m.exchange) === r.value).length;
     return one(ours > 0, mx.length - ours);
   }
-  const txt = (await answers<string[] | string>(lookup, r.name, 'TXT')).map((t) => (Array.isArray(t) ? t.join('') : t).trim());
+  const txt = (await answers<string[] | string>(lookup, r.name, 'TXT')).map((t) =>
+    (Array.isArray(t) ? t.join('') : t).trim(),
+  );
   if (r.role === 'spf') {
     const spf = txt.filter((t) => /^v=spf1(\s|$)/i.test(t));
     if (spf.length > 1) return { status: 'INVALID', reason: 'duplicate_records' };
     const have = new Set(tokens(spf[0] ?? ''));
     // The owner may list more senders; ours must be among them.
     // Other TXT records at the apex (site verifications) are none of our business.
-    return spf.length === 1 && tokens(r.value).slice(1, -1).every((t) => have.has(t)) ? { status: 'VALID' } : one(false, spf.length);
+    return spf.length === 1 &&
+      tokens(r.value)
+        .slice(1, -1)
+        .every((t) => have.has(t))
+      ? { status: 'VALID' }
+      : one(false, spf.length);
   }
   if (r.role === 'dkim') {
     const wanted = tag(r.value, 'p');
@@ -122,11 +140,16 @@ async function checkOne(lookup: Lookup, r: ExpectedRecord): Promise<RecordCheck>
   if (dmarc.length > 1) return { status: 'INVALID', reason: 'duplicate_records' };
   // Any policy is the owner's choice; a record without a valid one is ignored by receivers.
   const policy = tag(dmarc[0] ?? '', 'p')?.toLowerCase();
-  return dmarc.length === 1 && (policy === 'none' || policy === 'quarantine' || policy === 'reject') ? { status: 'VALID' } : one(false, txt.length);
+  return dmarc.length === 1 && (policy === 'none' || policy === 'quarantine' || policy === 'reject')
+    ? { status: 'VALID' }
+    : one(false, txt.length);
 }
 
 /** Looks every record up; a failed lookup (timeout, SERVFAIL) throws DnsLookupError. */
-export async function checkRecords(lookup: Lookup, records: readonly ExpectedRecord[]): Promise<Map<string, RecordCheck>> {
+export async function checkRecords(
+  lookup: Lookup,
+  records: readonly ExpectedRecord[],
+): Promise<Map<string, RecordCheck>> {
   const results = await Promise.all(records.map(async (r) => [checkKey(r), await checkOne(lookup, r)] as const));
   return new Map(results);
 }

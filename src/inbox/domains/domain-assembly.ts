@@ -16,9 +16,15 @@ const VERIFY_TIMEOUT_MS = 10_000;
 const KEY_SECRET_NAME = 'domain_dkim_key_encryption';
 
 /** The domain service from the settings: resolver, MX host, SPF includes, key encryption. */
-export function createDomains(config: InboxConfig, deps: { db: Kysely<InboxDatabase>; commits: GroupCommit<InboxDatabase>; clock: Clock; ids: Ids }): DomainService {
+export function createDomains(
+  config: InboxConfig,
+  deps: { db: Kysely<InboxDatabase>; commits: GroupCommit<InboxDatabase>; clock: Clock; ids: Ids },
+): DomainService {
   const secret = config.domainKeySecret;
-  if (secret !== undefined && secret.length < 32) throw new ConfigError([`INBOX_DOMAIN_KEY_SECRET must be at least 32 characters (it is ${secret.length}; value not shown)`]);
+  if (secret !== undefined && secret.length < 32)
+    throw new ConfigError([
+      `INBOX_DOMAIN_KEY_SECRET must be at least 32 characters (it is ${secret.length}; value not shown)`,
+    ]);
   const storedSecret = async (): Promise<string> => {
     await insertServiceSecretIfAbsent(deps.db, KEY_SECRET_NAME, deps.ids.token(32));
     const value = await findServiceSecret(deps.db, KEY_SECRET_NAME);

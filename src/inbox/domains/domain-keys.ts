@@ -1,4 +1,11 @@
-import { createCipheriv, createDecipheriv, createPrivateKey, generateKeyPair, hkdfSync, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createPrivateKey,
+  generateKeyPair,
+  hkdfSync,
+  randomBytes,
+} from 'node:crypto';
 import { promisify } from 'node:util';
 import { dkimDnsRecord } from '../outbound/dkim.js';
 
@@ -22,7 +29,10 @@ export interface DomainKeyPair {
 
 export async function generateDomainKey(): Promise<DomainKeyPair> {
   const { privateKey } = await generate('rsa', { modulusLength: 2048 });
-  return { privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), dnsValue: dkimDnsRecord(privateKey, 'rsa-sha256') };
+  return {
+    privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    dnsValue: dkimDnsRecord(privateKey, 'rsa-sha256'),
+  };
 }
 
 /** The `p=` tag of a DKIM record value, '' without one. */
@@ -42,12 +52,14 @@ type Source = 'env' | 'db';
  * on first use.
  */
 export function createKeySealer(secret: string | undefined, storedSecret: () => Promise<string>): KeySealer {
-  const derive = (material: string) => Buffer.from(hkdfSync('sha256', Buffer.from(material, 'utf8'), Buffer.alloc(0), 'inbox domain DKIM keys v1', 32));
+  const derive = (material: string) =>
+    Buffer.from(hkdfSync('sha256', Buffer.from(material, 'utf8'), Buffer.alloc(0), 'inbox domain DKIM keys v1', 32));
   const fromEnv = secret === undefined ? undefined : derive(secret);
   let fromDb: Promise<Buffer> | undefined;
   const keyOf = (source: Source): Promise<Buffer> => {
     if (source === 'env') {
-      if (!fromEnv) return Promise.reject(new Error('a DKIM key was sealed with INBOX_DOMAIN_KEY_SECRET, which is no longer set'));
+      if (!fromEnv)
+        return Promise.reject(new Error('a DKIM key was sealed with INBOX_DOMAIN_KEY_SECRET, which is no longer set'));
       return Promise.resolve(fromEnv);
     }
     fromDb ??= storedSecret().then(derive, (err: unknown) => {
@@ -62,11 +74,18 @@ export function createKeySealer(secret: string | undefined, storedSecret: () => 
       const iv = randomBytes(12);
       const cipher = createCipheriv('aes-256-gcm', await keyOf(source), iv);
       const body = Buffer.concat([cipher.update(pem, 'utf8'), cipher.final()]);
-      return ['v1', source, iv.toString('base64'), cipher.getAuthTag().toString('base64'), body.toString('base64')].join(':');
+      return [
+        'v1',
+        source,
+        iv.toString('base64'),
+        cipher.getAuthTag().toString('base64'),
+        body.toString('base64'),
+      ].join(':');
     },
     async open(sealed) {
       const [version, source, iv, tag, body] = sealed.split(':');
-      if (version !== 'v1' || (source !== 'env' && source !== 'db') || !iv || !tag || body === undefined) throw new Error('a stored DKIM key is not in a known format');
+      if (version !== 'v1' || (source !== 'env' && source !== 'db') || !iv || !tag || body === undefined)
+        throw new Error('a stored DKIM key is not in a known format');
       const decipher = createDecipheriv('aes-256-gcm', await keyOf(source), Buffer.from(iv, 'base64'));
       decipher.setAuthTag(Buffer.from(tag, 'base64'));
       let pem: string;

@@ -79,22 +79,38 @@ export async function insertDomain(db: Db, d: Domain): Promise<void> {
 }
 
 export async function findDomain(db: Db, organizationId: string, domain: string): Promise<Domain | undefined> {
-  const row = await db.selectFrom('domains').selectAll().where('organization_id', '=', organizationId).where('domain', '=', domain).executeTakeFirst();
+  const row = await db
+    .selectFrom('domains')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('domain', '=', domain)
+    .executeTakeFirst();
   return row ? domainFromRow(row) : undefined;
 }
 
 /** `podId`: only that pod's domains; undefined: all of the organization's. */
-export async function listDomains(db: Db, organizationId: string, options: { podId?: string; limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Domain[]> {
+export async function listDomains(
+  db: Db,
+  organizationId: string,
+  options: { podId?: string; limit: number; direction: 'asc' | 'desc'; after?: Cursor },
+): Promise<Domain[]> {
   let q = db.selectFrom('domains').selectAll().where('organization_id', '=', organizationId);
   if (options.podId !== undefined) q = q.where('pod_id', '=', options.podId);
   const after = options.after;
   if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'domain', after, options.direction));
-  const rows = await q.orderBy('created_at', options.direction).orderBy('domain', options.direction).limit(options.limit + 1).execute();
+  const rows = await q
+    .orderBy('created_at', options.direction)
+    .orderBy('domain', options.direction)
+    .limit(options.limit + 1)
+    .execute();
   return rows.map(domainFromRow);
 }
 
 /** Settings and the status they imply (a change that adds a record makes a verified domain pending again). */
-export async function updateDomain(db: Db, d: Pick<Domain, 'organizationId' | 'domain' | 'status' | 'reason' | 'updatedAt' | 'claimed'> & DomainSettings): Promise<void> {
+export async function updateDomain(
+  db: Db,
+  d: Pick<Domain, 'organizationId' | 'domain' | 'status' | 'reason' | 'updatedAt' | 'claimed'> & DomainSettings,
+): Promise<void> {
   await db
     .updateTable('domains')
     .set({
@@ -114,24 +130,42 @@ export async function updateDomain(db: Db, d: Pick<Domain, 'organizationId' | 'd
  * The outcome of a DNS check; `claimed` takes (or gives up) the domain for the organization. Taking
  * a domain another organization holds fails on the unique index (isUniqueViolation).
  */
-export async function recordCheck(db: Db, d: Pick<Domain, 'organizationId' | 'domain' | 'status' | 'reason' | 'checks' | 'checkedAt' | 'updatedAt' | 'claimed'>): Promise<void> {
+export async function recordCheck(
+  db: Db,
+  d: Pick<Domain, 'organizationId' | 'domain' | 'status' | 'reason' | 'checks' | 'checkedAt' | 'updatedAt' | 'claimed'>,
+): Promise<void> {
   await db
     .updateTable('domains')
-    .set({ status: d.status, reason: d.reason, record_checks: JSON.stringify(d.checks), claimed_domain: d.claimed ? d.domain : null, checked_at: d.checkedAt, updated_at: d.updatedAt })
+    .set({
+      status: d.status,
+      reason: d.reason,
+      record_checks: JSON.stringify(d.checks),
+      claimed_domain: d.claimed ? d.domain : null,
+      checked_at: d.checkedAt,
+      updated_at: d.updatedAt,
+    })
     .where('organization_id', '=', d.organizationId)
     .where('domain', '=', d.domain)
     .execute();
 }
 
 export async function deleteDomain(db: Db, organizationId: string, domain: string): Promise<boolean> {
-  const result = await db.deleteFrom('domains').where('organization_id', '=', organizationId).where('domain', '=', domain).executeTakeFirst();
+  const result = await db
+    .deleteFrom('domains')
+    .where('organization_id', '=', organizationId)
+    .where('domain', '=', domain)
+    .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
 
 /** The verified domains among `names` (whichever organization holds them). */
 export async function findClaimedDomains(db: Db, names: readonly string[]): Promise<Domain[]> {
   if (!names.length) return [];
-  const rows = await db.selectFrom('domains').selectAll().where('claimed_domain', 'in', [...names]).execute();
+  const rows = await db
+    .selectFrom('domains')
+    .selectAll()
+    .where('claimed_domain', 'in', [...names])
+    .execute();
   return rows.map(domainFromRow);
 }
 

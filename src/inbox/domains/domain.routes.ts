@@ -39,7 +39,8 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
       schema: {
         tags,
         summary: `Add a domain${where}`,
-        description: 'Generates the domain\'s DKIM key and answers the DNS records to publish (status NOT_STARTED until the first verify).',
+        description:
+          "Generates the domain's DKIM key and answers the DNS records to publish (status NOT_STARTED until the first verify).",
         ...(inPod ? { params: PodParams } : {}),
         body: CreateDomainBody,
         response: { 201: DomainResponse, 409: ref, ...errorResponses },
@@ -57,30 +58,67 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
     });
 
     app.get(base, {
-      schema: { tags, summary: `List domains${where}, newest first`, ...(inPod ? { params: PodParams } : {}), querystring: ListDomainsQuery, response: { 200: ListDomainsResponse, ...errorResponses } },
+      schema: {
+        tags,
+        summary: `List domains${where}, newest first`,
+        ...(inPod ? { params: PodParams } : {}),
+        querystring: ListDomainsQuery,
+        response: { 200: ListDomainsResponse, ...errorResponses },
+      },
       handler: async (request) => {
         const q = request.query;
-        const result = await domains.list(ownerOf(request), await place(request), { ...(q.limit !== undefined ? { limit: q.limit } : {}), ...(q.page_token ? { pageToken: q.page_token } : {}), ...(q.ascending !== undefined ? { ascending: q.ascending } : {}) });
-        return { count: result.items.length, limit: result.limit, ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}), domains: result.items.map(toDomainItemResponse) };
+        const result = await domains.list(ownerOf(request), await place(request), {
+          ...(q.limit !== undefined ? { limit: q.limit } : {}),
+          ...(q.page_token ? { pageToken: q.page_token } : {}),
+          ...(q.ascending !== undefined ? { ascending: q.ascending } : {}),
+        });
+        return {
+          count: result.items.length,
+          limit: result.limit,
+          ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}),
+          domains: result.items.map(toDomainItemResponse),
+        };
       },
     });
 
     app.get(`${base}/:domain_id`, {
-      schema: { tags, summary: `Get a domain${where} with its DNS records`, params, response: { 200: DomainResponse, ...errorResponses } },
-      handler: async (request) => toDomainResponse(await domains.get(ownerOf(request), await place(request), request.params.domain_id)),
+      schema: {
+        tags,
+        summary: `Get a domain${where} with its DNS records`,
+        params,
+        response: { 200: DomainResponse, ...errorResponses },
+      },
+      handler: async (request) =>
+        toDomainResponse(await domains.get(ownerOf(request), await place(request), request.params.domain_id)),
     });
 
     app.patch(`${base}/:domain_id`, {
-      schema: { tags, summary: `Update a domain${where}`, params, body: UpdateDomainBody, response: { 200: DomainResponse, ...errorResponses } },
-      handler: async (request) => toDomainResponse(await domains.update(ownerOf(request), await place(request), request.params.domain_id, {
-        ...(request.body.feedback_enabled !== undefined ? { feedbackEnabled: request.body.feedback_enabled } : {}),
-        ...(request.body.subdomains_enabled !== undefined ? { subdomainsEnabled: request.body.subdomains_enabled } : {}),
-        ...(request.body.tracking_enabled !== undefined ? { trackingEnabled: request.body.tracking_enabled } : {}),
-      })),
+      schema: {
+        tags,
+        summary: `Update a domain${where}`,
+        params,
+        body: UpdateDomainBody,
+        response: { 200: DomainResponse, ...errorResponses },
+      },
+      handler: async (request) =>
+        toDomainResponse(
+          await domains.update(ownerOf(request), await place(request), request.params.domain_id, {
+            ...(request.body.feedback_enabled !== undefined ? { feedbackEnabled: request.body.feedback_enabled } : {}),
+            ...(request.body.subdomains_enabled !== undefined
+              ? { subdomainsEnabled: request.body.subdomains_enabled }
+              : {}),
+            ...(request.body.tracking_enabled !== undefined ? { trackingEnabled: request.body.tracking_enabled } : {}),
+          }),
+        ),
     });
 
     app.delete(`${base}/:domain_id`, {
-      schema: { tags, summary: `Delete a domain${where} (refused while inboxes use it)`, params, response: { 204: Type.Null(), 409: ref, ...errorResponses } },
+      schema: {
+        tags,
+        summary: `Delete a domain${where} (refused while inboxes use it)`,
+        params,
+        response: { 204: Type.Null(), 409: ref, ...errorResponses },
+      },
       handler: async (request, reply) => {
         await domains.delete(ownerOf(request), await place(request), request.params.domain_id);
         return reply.code(204).send(null);
@@ -91,20 +129,29 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
       schema: {
         tags,
         summary: `Verify the DNS records of a domain${where}`,
-        description: 'Looks every record up in DNS now and answers the domain with the status of each; 409 when another organization verified the domain first, 503 when DNS did not answer.',
+        description:
+          'Looks every record up in DNS now and answers the domain with the status of each; 409 when another organization verified the domain first, 503 when DNS did not answer.',
         params,
         response: { 200: DomainResponse, 409: ref, 503: ref, ...errorResponses },
       },
-      handler: async (request) => toDomainResponse(await domains.verify(ownerOf(request), await place(request), request.params.domain_id)),
+      handler: async (request) =>
+        toDomainResponse(await domains.verify(ownerOf(request), await place(request), request.params.domain_id)),
     });
 
     app.get(`${base}/:domain_id/zone-file`, {
-      schema: { tags, summary: `The DNS records of a domain${where} as a BIND zone file fragment`, params, response: { 200: Type.String({ description: 'text/dns' }), ...errorResponses } },
+      schema: {
+        tags,
+        summary: `The DNS records of a domain${where} as a BIND zone file fragment`,
+        params,
+        response: { 200: Type.String({ description: 'text/dns' }), ...errorResponses },
+      },
       handler: async (request, reply) => {
         const zone = await domains.zoneFile(ownerOf(request), await place(request), request.params.domain_id);
-        return reply.header('content-type', 'text/dns; charset=utf-8').header('content-disposition', `attachment; filename="${zone.domain}.zone"`).send(zone.text);
+        return reply
+          .header('content-type', 'text/dns; charset=utf-8')
+          .header('content-disposition', `attachment; filename="${zone.domain}.zone"`)
+          .send(zone.text);
       },
     });
-
   }
 }

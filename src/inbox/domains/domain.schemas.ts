@@ -4,17 +4,38 @@ import type { DomainView } from './domain.service.js';
 
 /** Wire shapes of agentmail 0.5.27's Domain, DomainItem, ListDomainsResponse and their requests. */
 
-export const DomainIdParams = Type.Object({ domain_id: Type.String({ minLength: 1, maxLength: 260, description: 'The domain name (its ASCII or Unicode spelling)' }) });
-export const PodDomainParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }), domain_id: DomainIdParams.properties.domain_id });
+export const DomainIdParams = Type.Object({
+  domain_id: Type.String({
+    minLength: 1,
+    maxLength: 260,
+    description: 'The domain name (its ASCII or Unicode spelling)',
+  }),
+});
+export const PodDomainParams = Type.Object({
+  pod_id: Type.String({ minLength: 1, maxLength: 64 }),
+  domain_id: DomainIdParams.properties.domain_id,
+});
 export const PodParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }) });
 
-const FeedbackEnabled = Type.Boolean({ description: 'Bounce and complaint notifications reach your inboxes (default true)' });
-const SubdomainsEnabled = Type.Boolean({ description: 'Inboxes on any subdomain too; adds a wildcard MX record (default false)' });
-const TrackingEnabled = Type.Boolean({ description: 'Open tracking: not offered by this service, only false is accepted' });
+const FeedbackEnabled = Type.Boolean({
+  description: 'Bounce and complaint notifications reach your inboxes (default true)',
+});
+const SubdomainsEnabled = Type.Boolean({
+  description: 'Inboxes on any subdomain too; adds a wildcard MX record (default false)',
+});
+const TrackingEnabled = Type.Boolean({
+  description: 'Open tracking: not offered by this service, only false is accepted',
+});
 
 export const CreateDomainBody = Type.Object({
-  domain: Type.String({ minLength: 1, maxLength: 260, description: 'e.g. example.com; an internationalized name is stored in its ASCII (xn--) form' }),
-  allow_conflicting_provider: Type.Optional(Type.Boolean({ description: 'Accepted for compatibility; nothing here inspects other providers' })),
+  domain: Type.String({
+    minLength: 1,
+    maxLength: 260,
+    description: 'e.g. example.com; an internationalized name is stored in its ASCII (xn--) form',
+  }),
+  allow_conflicting_provider: Type.Optional(
+    Type.Boolean({ description: 'Accepted for compatibility; nothing here inspects other providers' }),
+  ),
   feedback_enabled: Type.Optional(FeedbackEnabled),
   subdomains_enabled: Type.Optional(SubdomainsEnabled),
   tracking_enabled: Type.Optional(TrackingEnabled),
@@ -56,8 +77,20 @@ export const DomainItemResponse = Type.Object(itemFields);
 
 export const DomainResponse = Type.Object({
   ...itemFields,
-  status: Type.Union([Type.Literal('NOT_STARTED'), Type.Literal('PENDING'), Type.Literal('INVALID'), Type.Literal('FAILED'), Type.Literal('VERIFYING'), Type.Literal('VERIFIED')]),
-  reason: Type.Optional(Type.String({ description: 'Why the domain is not VERIFIED: dns_records_missing, dns_records_invalid, domain_claimed_by_another_organization' })),
+  status: Type.Union([
+    Type.Literal('NOT_STARTED'),
+    Type.Literal('PENDING'),
+    Type.Literal('INVALID'),
+    Type.Literal('FAILED'),
+    Type.Literal('VERIFYING'),
+    Type.Literal('VERIFIED'),
+  ]),
+  reason: Type.Optional(
+    Type.String({
+      description:
+        'Why the domain is not VERIFIED: dns_records_missing, dns_records_invalid, domain_claimed_by_another_organization',
+    }),
+  ),
   records: Type.Array(VerificationRecord),
 });
 
@@ -86,6 +119,13 @@ export function toDomainResponse({ domain: d, records }: DomainView) {
     ...toDomainItemResponse(d),
     status: d.status,
     ...(d.reason !== null && d.status !== 'VERIFIED' ? { reason: d.reason } : {}),
-    records: records.map((r) => ({ type: r.type, name: r.name, value: r.value, status: r.status, ...(r.priority !== undefined ? { priority: r.priority } : {}), ...(r.reason !== undefined ? { reason: r.reason } : {}) })),
+    records: records.map((r) => ({
+      type: r.type,
+      name: r.name,
+      value: r.value,
+      status: r.status,
+      ...(r.priority !== undefined ? { priority: r.priority } : {}),
+      ...(r.reason !== undefined ? { reason: r.reason } : {}),
+    })),
   };
 }

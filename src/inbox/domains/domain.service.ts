@@ -12,7 +12,17 @@ import type { InboxDatabase } from '../database.js';
 import { parseLimit } from '../lists/list-query.js';
 import { domainKey } from '../mail/domains.js';
 import type { DomainKey } from '../outbound/dkim.js';
-import { checkKey, checkRecords, DnsLookupError, expectedRecords, statusOf, zoneFile, type ExpectedRecord, type Lookup, type RecordCheck } from './dns-records.js';
+import {
+  checkKey,
+  checkRecords,
+  DnsLookupError,
+  expectedRecords,
+  statusOf,
+  zoneFile,
+  type ExpectedRecord,
+  type Lookup,
+  type RecordCheck,
+} from './dns-records.js';
 import {
   DnsUnavailableError,
   DomainExistsError,
@@ -28,7 +38,18 @@ import {
   TrackingNotSupportedError,
 } from './domain.errors.js';
 import { generateDomainKey, type KeySealer } from './domain-keys.js';
-import { countInboxesOn, deleteDomain, findClaimedDomains, findDomain, insertDomain, listDomains, recordCheck, updateDomain, type Domain, type DomainSettings } from './domain.repository.js';
+import {
+  countInboxesOn,
+  deleteDomain,
+  findClaimedDomains,
+  findDomain,
+  insertDomain,
+  listDomains,
+  recordCheck,
+  updateDomain,
+  type Domain,
+  type DomainSettings,
+} from './domain.repository.js';
 
 /**
  * Custom domains (docs/decisions/0019-custom-domains.md): an organization adds a domain, gets the
@@ -72,15 +93,20 @@ export function parseDomainName(input: string): string {
   const trimmed = input.trim().toLowerCase().replace(/\.$/, '');
   if (!trimmed) throw new InvalidDomainNameError('is empty.');
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-  if (/[\s\u0000-\u001f\u007f]/.test(trimmed)) throw new InvalidDomainNameError('contains spaces or control characters.');
-  if (trimmed.includes('@') || trimmed.includes('/') || trimmed.includes(':')) throw new InvalidDomainNameError('is a domain name only, like example.com (no address, URL or port).');
+  if (/[\s\u0000-\u001f\u007f]/.test(trimmed))
+    throw new InvalidDomainNameError('contains spaces or control characters.');
+  if (trimmed.includes('@') || trimmed.includes('/') || trimmed.includes(':'))
+    throw new InvalidDomainNameError('is a domain name only, like example.com (no address, URL or port).');
   const ascii = domainToASCII(trimmed);
-  if (!ascii) throw new InvalidDomainNameError(`${JSON.stringify(input)} is not a valid (internationalized) domain name.`);
+  if (!ascii)
+    throw new InvalidDomainNameError(`${JSON.stringify(input)} is not a valid (internationalized) domain name.`);
   const labels = ascii.split('.');
   if (ascii.length > 253) throw new InvalidDomainNameError('is longer than 253 characters.');
   if (labels.length < 2) throw new InvalidDomainNameError('needs at least two labels, like example.com.');
-  if (!labels.every((l) => LABEL.test(l))) throw new InvalidDomainNameError('labels are letters, digits and inner hyphens, 1-63 characters each.');
-  if (/^\d+$/.test(labels[labels.length - 1] as string)) throw new InvalidDomainNameError('is an IP address, not a domain name.');
+  if (!labels.every((l) => LABEL.test(l)))
+    throw new InvalidDomainNameError('labels are letters, digits and inner hyphens, 1-63 characters each.');
+  if (/^\d+$/.test(labels[labels.length - 1] as string))
+    throw new InvalidDomainNameError('is an IP address, not a domain name.');
   return ascii;
 }
 
@@ -98,10 +124,23 @@ export function createDomainService(deps: DomainServiceDeps) {
   const pems = new Map<string, string>();
 
   const recordsOf = (d: Pick<Domain, 'domain' | 'dkimSelector' | 'dkimRecord' | 'subdomainsEnabled'>) =>
-    expectedRecords({ domain: d.domain, selector: d.dkimSelector, dkimValue: d.dkimRecord, subdomainsEnabled: d.subdomainsEnabled, mxHost: deps.mxHost, spfIncludes: deps.spfIncludes });
+    expectedRecords({
+      domain: d.domain,
+      selector: d.dkimSelector,
+      dkimValue: d.dkimRecord,
+      subdomainsEnabled: d.subdomainsEnabled,
+      mxHost: deps.mxHost,
+      spfIncludes: deps.spfIncludes,
+    });
 
   function view(domain: Domain): DomainView {
-    return { domain, records: recordsOf(domain).map((r) => ({ ...r, ...(domain.checks[checkKey(r)] ?? { status: 'MISSING' as const }) })) };
+    return {
+      domain,
+      records: recordsOf(domain).map((r) => ({
+        ...r,
+        ...(domain.checks[checkKey(r)] ?? { status: 'MISSING' as const }),
+      })),
+    };
   }
 
   /** The domain if the key may see it from `place`; else the 404 a missing one gives. */
@@ -113,18 +152,25 @@ export function createDomainService(deps: DomainServiceDeps) {
       throw new DomainNotFoundError(domainId);
     }
     const domain = await findDomain(db, owner.organizationId, key);
-    if (!domain || !inScope(owner, domain) || (place.podId !== undefined && domain.podId !== place.podId)) throw new DomainNotFoundError(domainId);
+    if (!domain || !inScope(owner, domain) || (place.podId !== undefined && domain.podId !== place.podId))
+      throw new DomainNotFoundError(domainId);
     return domain;
   }
 
   function refuseOverlap(ascii: string): void {
-    for (const c of configured) if (c === ascii || c.endsWith(`.${ascii}`) || ascii.endsWith(`.${c}`)) throw new DomainReservedError(ascii, c);
+    for (const c of configured)
+      if (c === ascii || c.endsWith(`.${ascii}`) || ascii.endsWith(`.${c}`)) throw new DomainReservedError(ascii, c);
   }
 
   /** A verified domain serving `ascii` (itself, or a parent that allows subdomains), whoever owns it. */
   async function serving(ascii: string): Promise<Domain | undefined> {
     const found = await findClaimedDomains(db, selfAndParents(ascii));
-    return found.find((d) => d.domain === ascii) ?? found.filter((d) => d.subdomainsEnabled && d.status === 'VERIFIED').sort((a, b) => b.domain.length - a.domain.length)[0];
+    return (
+      found.find((d) => d.domain === ascii) ??
+      found
+        .filter((d) => d.subdomainsEnabled && d.status === 'VERIFIED')
+        .sort((a, b) => b.domain.length - a.domain.length)[0]
+    );
   }
 
   async function privateKeyOf(d: Domain): Promise<string> {
@@ -144,13 +190,18 @@ export function createDomainService(deps: DomainServiceDeps) {
       return { podId };
     },
 
-    async create(owner: KeyOwner, place: DomainPlace, input: { domain: string } & Partial<DomainSettings>): Promise<DomainView> {
+    async create(
+      owner: KeyOwner,
+      place: DomainPlace,
+      input: { domain: string } & Partial<DomainSettings>,
+    ): Promise<DomainView> {
       requirePermission(owner, 'domainCreate');
       if (owner.inboxId !== undefined) throw new InboxKeyCannotManageDomainsError();
       const ascii = parseDomainName(input.domain);
       refuseOverlap(ascii);
       if (input.trackingEnabled) throw new TrackingNotSupportedError();
-      if ((await findClaimedDomains(db, [ascii])).some((d) => d.organizationId !== owner.organizationId)) throw new DomainTakenError(ascii);
+      if ((await findClaimedDomains(db, [ascii])).some((d) => d.organizationId !== owner.organizationId))
+        throw new DomainTakenError(ascii);
       if (await findDomain(db, owner.organizationId, ascii)) throw new DomainExistsError(ascii);
       const key = await generateDomainKey();
       const now = clock.now().toISOString();
@@ -164,7 +215,10 @@ export function createDomainService(deps: DomainServiceDeps) {
         subdomainsEnabled: input.subdomainsEnabled ?? false,
         trackingEnabled: false,
         // A selector per domain and key, so that a new key can be published beside the old one.
-        dkimSelector: `am${ids.token(6).toLowerCase().replace(/[^a-z0-9]/g, '0')}`,
+        dkimSelector: `am${ids
+          .token(6)
+          .toLowerCase()
+          .replace(/[^a-z0-9]/g, '0')}`,
         dkimRecord: key.dnsValue,
         sealedPrivateKey: await sealer.seal(key.privateKeyPem),
         checks: {},
@@ -187,7 +241,11 @@ export function createDomainService(deps: DomainServiceDeps) {
       return view(await visible(owner, place, domainId));
     },
 
-    async list(owner: KeyOwner, place: DomainPlace, query: { limit?: number; pageToken?: string; ascending?: boolean }) {
+    async list(
+      owner: KeyOwner,
+      place: DomainPlace,
+      query: { limit?: number; pageToken?: string; ascending?: boolean },
+    ) {
       requirePermission(owner, 'domainRead');
       const limit = parseLimit(query.limit);
       const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
@@ -195,14 +253,29 @@ export function createDomainService(deps: DomainServiceDeps) {
       // Domains belong to no inbox: a key limited to one sees none.
       if (owner.inboxId !== undefined) return { limit, items: [] as Domain[], nextPageToken: undefined };
       const podId = place.podId ?? owner.podId;
-      const rows = await listDomains(db, owner.organizationId, { limit, direction, ...(podId !== undefined ? { podId } : {}), ...(after ? { after } : {}) });
+      const rows = await listDomains(db, owner.organizationId, {
+        limit,
+        direction,
+        ...(podId !== undefined ? { podId } : {}),
+        ...(after ? { after } : {}),
+      });
       return { limit, ...page(rows, limit, (d) => ({ sort: d.createdAt, tiebreak: d.domain }), direction) };
     },
 
-    async update(owner: KeyOwner, place: DomainPlace, domainId: string, changes: Partial<DomainSettings>): Promise<DomainView> {
+    async update(
+      owner: KeyOwner,
+      place: DomainPlace,
+      domainId: string,
+      changes: Partial<DomainSettings>,
+    ): Promise<DomainView> {
       requirePermission(owner, 'domainUpdate');
       const current = await visible(owner, place, domainId);
-      if (changes.feedbackEnabled === undefined && changes.subdomainsEnabled === undefined && changes.trackingEnabled === undefined) throw new EmptyDomainUpdateError();
+      if (
+        changes.feedbackEnabled === undefined &&
+        changes.subdomainsEnabled === undefined &&
+        changes.trackingEnabled === undefined
+      )
+        throw new EmptyDomainUpdateError();
       if (changes.trackingEnabled) throw new TrackingNotSupportedError();
       const next = { ...current, ...changes, trackingEnabled: false, updatedAt: clock.now().toISOString() };
       // Records added or removed (the wildcard MX) change what is proven; a domain never checked
@@ -211,7 +284,11 @@ export function createDomainService(deps: DomainServiceDeps) {
       let updated: Domain = next;
       if (current.checkedAt !== null && current.status !== 'FAILED') {
         const s = statusOf(view(next).records);
-        updated = { ...next, status: s.status === 'VERIFIED' || !current.claimed ? s.status : 'PENDING', reason: s.reason ?? null };
+        updated = {
+          ...next,
+          status: s.status === 'VERIFIED' || !current.claimed ? s.status : 'PENDING',
+          reason: s.reason ?? null,
+        };
       }
       await commits.run((trx) => updateDomain(trx, updated));
       return view(updated);
@@ -242,7 +319,10 @@ export function createDomainService(deps: DomainServiceDeps) {
         checks = await Promise.race([
           checkRecords(deps.lookup, records),
           new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new DnsLookupError(`no answer within ${deps.verifyTimeoutMs} ms`)), deps.verifyTimeoutMs);
+            timer = setTimeout(
+              () => reject(new DnsLookupError(`no answer within ${deps.verifyTimeoutMs} ms`)),
+              deps.verifyTimeoutMs,
+            );
           }),
         ]);
       } catch (err) {
@@ -254,12 +334,27 @@ export function createDomainService(deps: DomainServiceDeps) {
       const outcome = statusOf([...checks.values()]);
       const now = clock.now().toISOString();
       const verified = outcome.status === 'VERIFIED';
-      const checked: Domain = { ...domain, status: outcome.status, reason: outcome.reason ?? null, checks: Object.fromEntries(checks), checkedAt: now, updatedAt: now, claimed: verified };
-      const taken: Domain = { ...checked, status: 'FAILED', reason: 'domain_claimed_by_another_organization', claimed: false };
+      const checked: Domain = {
+        ...domain,
+        status: outcome.status,
+        reason: outcome.reason ?? null,
+        checks: Object.fromEntries(checks),
+        checkedAt: now,
+        updatedAt: now,
+        claimed: verified,
+      };
+      const taken: Domain = {
+        ...checked,
+        status: 'FAILED',
+        reason: 'domain_claimed_by_another_organization',
+        claimed: false,
+      };
       let result: Domain;
       try {
         result = await commits.run(async (trx) => {
-          const elsewhere = verified && (await findClaimedDomains(trx, [domain.domain])).some((d) => d.organizationId !== domain.organizationId);
+          const elsewhere =
+            verified &&
+            (await findClaimedDomains(trx, [domain.domain])).some((d) => d.organizationId !== domain.organizationId);
           const d = elsewhere ? taken : checked;
           await recordCheck(trx, d);
           return d;

@@ -20,7 +20,9 @@ export interface DraftSendJob {
 /** Failures of our own (the database) are retried for about 15 minutes; then the draft shows send_status `failed`. */
 export const DRAFT_SEND_SCHEDULE_MS: readonly number[] = [5e3, 30e3, 2 * 60e3, 10 * 60e3];
 
-export function draftSendQueue(drafts: Pick<DraftService, 'runScheduledSend' | 'markFailed'>): QueueDefinition<DraftSendJob> {
+export function draftSendQueue(
+  drafts: Pick<DraftService, 'runScheduledSend' | 'markFailed'>,
+): QueueDefinition<DraftSendJob> {
   return {
     handle: (job) => drafts.runScheduledSend(job),
     backoff: scheduleBackoff(DRAFT_SEND_SCHEDULE_MS),

@@ -92,7 +92,9 @@ export function draftFromRow(row: DraftRow): Draft {
 }
 
 /** The columns a draft's content and state are written to (all but its identity). */
-function contentColumns(d: Omit<Draft, 'pk' | 'draftId' | 'organizationId' | 'podId' | 'inboxId' | 'clientId' | 'createdAt'>) {
+function contentColumns(
+  d: Omit<Draft, 'pk' | 'draftId' | 'organizationId' | 'podId' | 'inboxId' | 'clientId' | 'createdAt'>,
+) {
   return {
     labels: JSON.stringify(d.labels),
     reply_to: jsonOrNull(d.replyTo),
@@ -116,19 +118,39 @@ function contentColumns(d: Omit<Draft, 'pk' | 'draftId' | 'organizationId' | 'po
 }
 
 /** Stores a new draft with its label rows and attachments; returns its key. */
-export async function insertDraft(db: Db, draft: Omit<Draft, 'pk'>, attachments: readonly NewDraftAttachment[]): Promise<number> {
+export async function insertDraft(
+  db: Db,
+  draft: Omit<Draft, 'pk'>,
+  attachments: readonly NewDraftAttachment[],
+): Promise<number> {
   const row = await db
     .insertInto('drafts')
-    .values({ draft_id: draft.draftId, organization_id: draft.organizationId, pod_id: draft.podId, inbox_id: draft.inboxId, client_id: draft.clientId, created_at: draft.createdAt, ...contentColumns(draft) })
+    .values({
+      draft_id: draft.draftId,
+      organization_id: draft.organizationId,
+      pod_id: draft.podId,
+      inbox_id: draft.inboxId,
+      client_id: draft.clientId,
+      created_at: draft.createdAt,
+      ...contentColumns(draft),
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   const pk = Number(row.id);
-  if (draft.labels.length) await db.insertInto('draft_labels').values(draft.labels.map((label) => ({ draft_pk: pk, label }))).execute();
+  if (draft.labels.length)
+    await db
+      .insertInto('draft_labels')
+      .values(draft.labels.map((label) => ({ draft_pk: pk, label })))
+      .execute();
   await insertDraftAttachments(db, pk, attachments);
   return pk;
 }
 
-export async function insertDraftAttachments(db: Db, draftPk: number, attachments: readonly NewDraftAttachment[]): Promise<void> {
+export async function insertDraftAttachments(
+  db: Db,
+  draftPk: number,
+  attachments: readonly NewDraftAttachment[],
+): Promise<void> {
   if (!attachments.length) return;
   await db
     .insertInto('draft_attachments')
@@ -149,18 +171,41 @@ export async function insertDraftAttachments(db: Db, draftPk: number, attachment
 
 export async function deleteDraftAttachments(db: Db, draftPk: number, attachmentIds: readonly string[]): Promise<void> {
   if (!attachmentIds.length) return;
-  await db.deleteFrom('draft_attachments').where('draft_pk', '=', draftPk).where('attachment_id', 'in', attachmentIds).execute();
+  await db
+    .deleteFrom('draft_attachments')
+    .where('draft_pk', '=', draftPk)
+    .where('attachment_id', 'in', attachmentIds)
+    .execute();
 }
 
 /**
  * Writes a draft's content and state (`revision` as given: the caller raised it) and its label
  * rows, only if the stored revision is still `expectedRevision`; returns whether it did.
  */
-export async function updateDraft(db: Db, draft: Draft, expectedRevision: number, labelChange: { added: readonly string[]; removed: readonly string[] }): Promise<boolean> {
-  const result = await db.updateTable('drafts').set(contentColumns(draft)).where('id', '=', draft.pk).where('revision', '=', expectedRevision).executeTakeFirst();
+export async function updateDraft(
+  db: Db,
+  draft: Draft,
+  expectedRevision: number,
+  labelChange: { added: readonly string[]; removed: readonly string[] },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('drafts')
+    .set(contentColumns(draft))
+    .where('id', '=', draft.pk)
+    .where('revision', '=', expectedRevision)
+    .executeTakeFirst();
   if (result.numUpdatedRows === 0n) return false;
-  if (labelChange.removed.length) await db.deleteFrom('draft_labels').where('draft_pk', '=', draft.pk).where('label', 'in', labelChange.removed).execute();
-  if (labelChange.added.length) await db.insertInto('draft_labels').values(labelChange.added.map((label) => ({ draft_pk: draft.pk, label }))).execute();
+  if (labelChange.removed.length)
+    await db
+      .deleteFrom('draft_labels')
+      .where('draft_pk', '=', draft.pk)
+      .where('label', 'in', labelChange.removed)
+      .execute();
+  if (labelChange.added.length)
+    await db
+      .insertInto('draft_labels')
+      .values(labelChange.added.map((label) => ({ draft_pk: draft.pk, label })))
+      .execute();
   return true;
 }
 
@@ -172,8 +217,17 @@ export async function deleteDraft(db: Db, pk: number, revision?: number): Promis
 }
 
 /** A draft by its public id within `scope` (locked with `lock`). */
-export async function findDraft(db: Db, scope: DraftScope, draftId: string, options: { lock?: Dialect } = {}): Promise<Draft | undefined> {
-  let q = db.selectFrom('drafts').selectAll().where('draft_id', '=', draftId).where('organization_id', '=', scope.organizationId);
+export async function findDraft(
+  db: Db,
+  scope: DraftScope,
+  draftId: string,
+  options: { lock?: Dialect } = {},
+): Promise<Draft | undefined> {
+  let q = db
+    .selectFrom('drafts')
+    .selectAll()
+    .where('draft_id', '=', draftId)
+    .where('organization_id', '=', scope.organizationId);
   if (scope.podId !== undefined) q = q.where('pod_id', '=', scope.podId);
   if (scope.inboxId !== undefined) q = q.where('inbox_id', '=', scope.inboxId);
   if (options.lock) q = forUpdate(q, options.lock);
@@ -182,34 +236,71 @@ export async function findDraft(db: Db, scope: DraftScope, draftId: string, opti
 }
 
 export async function findDraftByClientId(db: Db, inboxId: string, clientId: string): Promise<Draft | undefined> {
-  const row = await db.selectFrom('drafts').selectAll().where('inbox_id', '=', inboxId).where('client_id', '=', clientId).executeTakeFirst();
+  const row = await db
+    .selectFrom('drafts')
+    .selectAll()
+    .where('inbox_id', '=', inboxId)
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
   return row ? draftFromRow(row) : undefined;
 }
 
 /** One page (limit + 1 rows) of the drafts in `scope` by (updated_at, id): an index range, never OFFSET. */
-export async function listDrafts(db: Db, scope: DraftScope, filter: DraftListFilter, page: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Draft[]> {
+export async function listDrafts(
+  db: Db,
+  scope: DraftScope,
+  filter: DraftListFilter,
+  page: { limit: number; direction: 'asc' | 'desc'; after?: Cursor },
+): Promise<Draft[]> {
   let q = db.selectFrom('drafts').selectAll().where('organization_id', '=', scope.organizationId);
   if (scope.podId !== undefined) q = q.where('pod_id', '=', scope.podId);
   if (scope.inboxId !== undefined) q = q.where('inbox_id', '=', scope.inboxId);
   if (filter.before) q = q.where('updated_at', '<', filter.before);
   if (filter.after) q = q.where('updated_at', '>', filter.after);
   for (const label of filter.labels) {
-    q = q.where(({ exists, selectFrom }) => exists(selectFrom('draft_labels').select('draft_labels.label').whereRef('draft_labels.draft_pk', '=', 'drafts.id').where('draft_labels.label', '=', label)));
+    q = q.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('draft_labels')
+          .select('draft_labels.label')
+          .whereRef('draft_labels.draft_pk', '=', 'drafts.id')
+          .where('draft_labels.label', '=', label),
+      ),
+    );
   }
   const cursor = page.after;
   if (cursor) q = q.where((eb) => afterKey(eb, 'updated_at', 'id', cursor, page.direction));
-  const rows = await q.orderBy('updated_at', page.direction).orderBy('id', page.direction).limit(page.limit + 1).execute();
+  const rows = await q
+    .orderBy('updated_at', page.direction)
+    .orderBy('id', page.direction)
+    .limit(page.limit + 1)
+    .execute();
   return rows.map(draftFromRow);
 }
 
-export async function findDraftAttachmentContent(db: Db, draftPk: number, attachmentId: string): Promise<{ filename: string | null; contentType: string | null; content: Buffer } | undefined> {
-  const row = await db.selectFrom('draft_attachments').select(['filename', 'content_type', 'content']).where('draft_pk', '=', draftPk).where('attachment_id', '=', attachmentId).executeTakeFirst();
+export async function findDraftAttachmentContent(
+  db: Db,
+  draftPk: number,
+  attachmentId: string,
+): Promise<{ filename: string | null; contentType: string | null; content: Buffer } | undefined> {
+  const row = await db
+    .selectFrom('draft_attachments')
+    .select(['filename', 'content_type', 'content'])
+    .where('draft_pk', '=', draftPk)
+    .where('attachment_id', '=', attachmentId)
+    .executeTakeFirst();
   return row ? { filename: row.filename, contentType: row.content_type, content: Buffer.from(row.content) } : undefined;
 }
 
 /** Every attachment of a draft with its bytes, in the draft's order. */
-export async function listDraftAttachmentContents(db: Db, draft: Draft): Promise<{ meta: AttachmentMeta; content: Buffer }[]> {
-  const rows = await db.selectFrom('draft_attachments').select(['attachment_id', 'content']).where('draft_pk', '=', draft.pk).execute();
+export async function listDraftAttachmentContents(
+  db: Db,
+  draft: Draft,
+): Promise<{ meta: AttachmentMeta; content: Buffer }[]> {
+  const rows = await db
+    .selectFrom('draft_attachments')
+    .select(['attachment_id', 'content'])
+    .where('draft_pk', '=', draft.pk)
+    .execute();
   const bytes = new Map(rows.map((r) => [r.attachment_id, Buffer.from(r.content)]));
   return draft.attachments.flatMap((meta) => {
     const content = bytes.get(meta.attachmentId);

@@ -5,7 +5,12 @@ import { ownerOf } from '../http/auth.js';
 import { errorResponses } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';
 import { requestOrigin } from '../messages/message.routes.js';
-import { AttachmentDownloadResponse, SendMessageResponse, labelList, toAttachmentResponse } from '../messages/message.schemas.js';
+import {
+  AttachmentDownloadResponse,
+  SendMessageResponse,
+  labelList,
+  toAttachmentResponse,
+} from '../messages/message.schemas.js';
 import {
   CreateDraftBody,
   DraftAttachmentParams,
@@ -53,12 +58,17 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}),
     drafts: result.items.map(toDraftItemResponse),
   });
-  const toDownload = (found: Awaited<ReturnType<DraftService['attachmentLink']>>) => ({ ...toAttachmentResponse(found.attachment), download_url: found.url, expires_at: found.expiresAt });
+  const toDownload = (found: Awaited<ReturnType<DraftService['attachmentLink']>>) => ({
+    ...toAttachmentResponse(found.attachment),
+    download_url: found.url,
+    expires_at: found.expiresAt,
+  });
 
   app.post('/v0/inboxes/:inbox_id/drafts', {
     schema: {
       tags,
-      summary: 'Create a draft (plain, a reply with in_reply_to, or a forward with forward_of); send_at schedules its send',
+      summary:
+        'Create a draft (plain, a reply with in_reply_to, or a forward with forward_of); send_at schedules its send',
       description: 'Answers 201 with the new draft; a repeated client_id answers 200 with the draft created first.',
       params: InboxDraftsParams,
       body: CreateDraftBody,
@@ -75,7 +85,13 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
   });
 
   app.get('/v0/inboxes/:inbox_id/drafts', {
-    schema: { tags, summary: 'List the drafts of an inbox, last updated first', params: InboxDraftsParams, querystring: DraftListQuerystring, response: { 200: ListDraftsResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'List the drafts of an inbox, last updated first',
+      params: InboxDraftsParams,
+      querystring: DraftListQuerystring,
+      response: { 200: ListDraftsResponse, ...errorResponses },
+    },
     handler: async (request) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftRead');
@@ -84,7 +100,12 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
   });
 
   app.get('/v0/inboxes/:inbox_id/drafts/:draft_id', {
-    schema: { tags, summary: 'Get a draft of an inbox', params: InboxDraftParams, response: { 200: DraftResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Get a draft of an inbox',
+      params: InboxDraftParams,
+      response: { 200: DraftResponse, ...errorResponses },
+    },
     handler: async (request) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftRead');
@@ -106,12 +127,19 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftUpdate');
       refuseFields(request.body, NOT_UPDATABLE);
-      return toDraftResponse(await drafts.update(owner, request.params.inbox_id, request.params.draft_id, toUpdateDraftInput(request.body)));
+      return toDraftResponse(
+        await drafts.update(owner, request.params.inbox_id, request.params.draft_id, toUpdateDraftInput(request.body)),
+      );
     },
   });
 
   app.delete('/v0/inboxes/:inbox_id/drafts/:draft_id', {
-    schema: { tags, summary: 'Delete a draft (and cancel its scheduled send)', params: InboxDraftParams, response: { 204: Type.Null(), 409: Type.Ref('ErrorResponse'), ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Delete a draft (and cancel its scheduled send)',
+      params: InboxDraftParams,
+      response: { 204: Type.Null(), 409: Type.Ref('ErrorResponse'), ...errorResponses },
+    },
     handler: async (request, reply) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftDelete');
@@ -124,7 +152,8 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     schema: {
       tags,
       summary: 'Send a draft now (as a send: same checks, same events); the draft is removed',
-      description: 'add_labels and remove_labels change the labels of the sent message. A draft changed meanwhile, or whose scheduled send has started, answers 409 and nothing is sent.',
+      description:
+        'add_labels and remove_labels change the labels of the sent message. A draft changed meanwhile, or whose scheduled send has started, answers 409 and nothing is sent.',
       params: InboxDraftParams,
       body: SendDraftBody,
       response: { 200: SendMessageResponse, 409: Type.Ref('ErrorResponse'), ...errorResponses },
@@ -142,17 +171,35 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
   });
 
   app.get('/v0/inboxes/:inbox_id/drafts/:draft_id/attachments/:attachment_id', {
-    schema: { tags, summary: 'Get an attachment of a draft: its metadata and a signed download URL', params: InboxDraftAttachmentParams, response: { 200: AttachmentDownloadResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Get an attachment of a draft: its metadata and a signed download URL',
+      params: InboxDraftAttachmentParams,
+      response: { 200: AttachmentDownloadResponse, ...errorResponses },
+    },
     handler: async (request) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftRead');
       const p = request.params;
-      return toDownload(await drafts.attachmentLink(owner, { inboxId: p.inbox_id }, p.draft_id, p.attachment_id, requestOrigin(request)));
+      return toDownload(
+        await drafts.attachmentLink(
+          owner,
+          { inboxId: p.inbox_id },
+          p.draft_id,
+          p.attachment_id,
+          requestOrigin(request),
+        ),
+      );
     },
   });
 
   app.get('/v0/drafts', {
-    schema: { tags, summary: 'List the drafts of every inbox the key sees, last updated first', querystring: DraftListQuerystring, response: { 200: ListDraftsResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'List the drafts of every inbox the key sees, last updated first',
+      querystring: DraftListQuerystring,
+      response: { 200: ListDraftsResponse, ...errorResponses },
+    },
     handler: async (request) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftRead');
@@ -161,7 +208,12 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
   });
 
   app.get('/v0/drafts/:draft_id', {
-    schema: { tags, summary: 'Get a draft of any inbox the key sees', params: DraftParams, response: { 200: DraftResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Get a draft of any inbox the key sees',
+      params: DraftParams,
+      response: { 200: DraftResponse, ...errorResponses },
+    },
     handler: async (request) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftRead');
@@ -170,7 +222,12 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
   });
 
   app.get('/v0/drafts/:draft_id/attachments/:attachment_id', {
-    schema: { tags, summary: 'Get an attachment of a draft of any inbox the key sees', params: DraftAttachmentParams, response: { 200: AttachmentDownloadResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Get an attachment of a draft of any inbox the key sees',
+      params: DraftAttachmentParams,
+      response: { 200: AttachmentDownloadResponse, ...errorResponses },
+    },
     handler: async (request) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftRead');
@@ -180,7 +237,13 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
   });
 
   app.get('/v0/pods/:pod_id/drafts', {
-    schema: { tags, summary: 'List the drafts of the inboxes of a pod, last updated first', params: PodDraftsParams, querystring: DraftListQuerystring, response: { 200: ListDraftsResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'List the drafts of the inboxes of a pod, last updated first',
+      params: PodDraftsParams,
+      querystring: DraftListQuerystring,
+      response: { 200: ListDraftsResponse, ...errorResponses },
+    },
     handler: async (request) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftRead');
@@ -189,7 +252,12 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
   });
 
   app.get('/v0/pods/:pod_id/drafts/:draft_id', {
-    schema: { tags, summary: 'Get a draft of an inbox of a pod', params: PodDraftParams, response: { 200: DraftResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Get a draft of an inbox of a pod',
+      params: PodDraftParams,
+      response: { 200: DraftResponse, ...errorResponses },
+    },
     handler: async (request) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftRead');
@@ -198,12 +266,19 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
   });
 
   app.get('/v0/pods/:pod_id/drafts/:draft_id/attachments/:attachment_id', {
-    schema: { tags, summary: 'Get an attachment of a draft of an inbox of a pod', params: PodDraftAttachmentParams, response: { 200: AttachmentDownloadResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Get an attachment of a draft of an inbox of a pod',
+      params: PodDraftAttachmentParams,
+      response: { 200: AttachmentDownloadResponse, ...errorResponses },
+    },
     handler: async (request) => {
       const owner = ownerOf(request);
       requirePermission(owner, 'draftRead');
       const p = request.params;
-      return toDownload(await drafts.attachmentLink(owner, { podId: p.pod_id }, p.draft_id, p.attachment_id, requestOrigin(request)));
+      return toDownload(
+        await drafts.attachmentLink(owner, { podId: p.pod_id }, p.draft_id, p.attachment_id, requestOrigin(request)),
+      );
     },
   });
 }

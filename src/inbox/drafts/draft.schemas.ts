@@ -1,5 +1,14 @@
 import { Type, type Static } from 'typebox';
-import { Addresses, AttachmentResponse, Labels, ListQuery, SendAttachmentBody, UpdateMessageBody, toAttachmentResponse, toSendInput } from '../messages/message.schemas.js';
+import {
+  Addresses,
+  AttachmentResponse,
+  Labels,
+  ListQuery,
+  SendAttachmentBody,
+  UpdateMessageBody,
+  toAttachmentResponse,
+  toSendInput,
+} from '../messages/message.schemas.js';
 import type { Draft } from './draft.repository.js';
 import { toPageQuery } from '../lists/list-query.js';
 import type { CreateDraftInput, DraftListQuery, UpdateDraftInput } from './draft.service.js';
@@ -14,14 +23,21 @@ const PodId = Type.String({ minLength: 1, maxLength: 64 });
 
 export const InboxDraftsParams = Type.Object({ inbox_id: InboxId });
 export const InboxDraftParams = Type.Object({ inbox_id: InboxId, draft_id: DraftId });
-export const InboxDraftAttachmentParams = Type.Object({ inbox_id: InboxId, draft_id: DraftId, attachment_id: AttachmentId });
+export const InboxDraftAttachmentParams = Type.Object({
+  inbox_id: InboxId,
+  draft_id: DraftId,
+  attachment_id: AttachmentId,
+});
 export const DraftParams = Type.Object({ draft_id: DraftId });
 export const DraftAttachmentParams = Type.Object({ draft_id: DraftId, attachment_id: AttachmentId });
 export const PodDraftsParams = Type.Object({ pod_id: PodId });
 export const PodDraftParams = Type.Object({ pod_id: PodId, draft_id: DraftId });
 export const PodDraftAttachmentParams = Type.Object({ pod_id: PodId, draft_id: DraftId, attachment_id: AttachmentId });
 
-const SendAt = Type.String({ maxLength: 64, description: 'ISO-8601 date-time: the draft is sent then by a worker (a time already past: at once)' });
+const SendAt = Type.String({
+  maxLength: 64,
+  description: 'ISO-8601 date-time: the draft is sent then by a worker (a time already past: at once)',
+});
 
 export const CreateDraftBody = Type.Object({
   labels: Type.Optional(Labels),
@@ -33,14 +49,36 @@ export const CreateDraftBody = Type.Object({
   text: Type.Optional(Type.String()),
   html: Type.Optional(Type.String()),
   attachments: Type.Optional(Type.Array(SendAttachmentBody, { maxItems: 100 })),
-  in_reply_to: Type.Optional(Type.String({ minLength: 1, maxLength: 998, description: 'A reply draft: recipients, subject and threading come from this message of the inbox' })),
-  forward_of: Type.Optional(Type.String({ minLength: 1, maxLength: 998, description: 'A forward draft: subject and threading come from this message; its body and attachments are merged in at send time' })),
-  reply_all: Type.Optional(Type.Boolean({ description: 'With in_reply_to: address the whole thread (then leave out to, cc and bcc)' })),
+  in_reply_to: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 998,
+      description: 'A reply draft: recipients, subject and threading come from this message of the inbox',
+    }),
+  ),
+  forward_of: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 998,
+      description:
+        'A forward draft: subject and threading come from this message; its body and attachments are merged in at send time',
+    }),
+  ),
+  reply_all: Type.Optional(
+    Type.Boolean({ description: 'With in_reply_to: address the whole thread (then leave out to, cc and bcc)' }),
+  ),
   send_at: Type.Optional(SendAt),
-  client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'A repeat with the same client_id in the inbox returns the draft created first' })),
+  client_id: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'A repeat with the same client_id in the inbox returns the draft created first',
+    }),
+  ),
 });
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) =>
+  Type.Optional(Type.Union([t, Type.Null()]));
 
 export const UpdateDraftBody = Type.Object({
   reply_to: Nullable(Addresses),
@@ -59,9 +97,9 @@ export const UpdateDraftBody = Type.Object({
 
 /** Fields of other draft shapes that an update cannot take: answered 400 rather than dropped. */
 export const NOT_UPDATABLE: Readonly<Record<string, string>> = {
-  in_reply_to: 'a draft\'s kind (plain, reply or forward) is fixed when it is created.',
-  forward_of: 'a draft\'s kind (plain, reply or forward) is fixed when it is created.',
-  reply_all: 'a draft\'s recipients are changed with to, cc and bcc.',
+  in_reply_to: "a draft's kind (plain, reply or forward) is fixed when it is created.",
+  forward_of: "a draft's kind (plain, reply or forward) is fixed when it is created.",
+  reply_all: "a draft's recipients are changed with to, cc and bcc.",
   labels: 'use add_labels and remove_labels.',
   attachments: 'use add_attachments and remove_attachments.',
   client_id: 'is given when the draft is created.',
@@ -75,8 +113,12 @@ export const DraftListQuerystring = Type.Object({
   limit: ListQuery.properties.limit,
   page_token: ListQuery.properties.page_token,
   labels: ListQuery.properties.labels,
-  before: Type.Optional(Type.String({ format: 'date-time', description: 'Only drafts last updated strictly before this time' })),
-  after: Type.Optional(Type.String({ format: 'date-time', description: 'Only drafts last updated strictly after this time' })),
+  before: Type.Optional(
+    Type.String({ format: 'date-time', description: 'Only drafts last updated strictly before this time' }),
+  ),
+  after: Type.Optional(
+    Type.String({ format: 'date-time', description: 'Only drafts last updated strictly after this time' }),
+  ),
   ascending: ListQuery.properties.ascending,
 });
 
@@ -119,7 +161,8 @@ export const ListDraftsResponse = Type.Object({
   drafts: Type.Array(DraftItemResponse),
 });
 
-const nonEmpty = <K extends string>(key: K, list: readonly string[]) => (list.length ? ({ [key]: [...list] } as Record<K, string[]>) : {});
+const nonEmpty = <K extends string>(key: K, list: readonly string[]) =>
+  list.length ? ({ [key]: [...list] } as Record<K, string[]>) : {};
 
 export function toDraftItemResponse(d: Draft): Static<typeof DraftItemResponse> {
   return {
@@ -164,7 +207,8 @@ export function toCreateDraftInput(b: Static<typeof CreateDraftBody>): CreateDra
 }
 
 export function toUpdateDraftInput(b: Static<typeof UpdateDraftBody>): UpdateDraftInput {
-  const added = b.add_attachments !== undefined ? toSendInput({ attachments: b.add_attachments }).attachments : undefined;
+  const added =
+    b.add_attachments !== undefined ? toSendInput({ attachments: b.add_attachments }).attachments : undefined;
   return {
     ...(b.reply_to !== undefined ? { replyTo: b.reply_to } : {}),
     ...(b.to !== undefined ? { to: b.to } : {}),

@@ -16,12 +16,31 @@ import { findScopedInbox } from '../inboxes/inbox.service.js';
 import { parseLimit, parseListFilter } from '../lists/list-query.js';
 import { formatMailbox, forwardSubject, previewOf } from '../mail/compose.js';
 import { answerHeaders, replyInput } from '../messages/answers.js';
-import { AttachmentNotFoundError, AttachmentsTooLargeError, ConflictingLabelsError } from '../messages/message.errors.js';
+import {
+  AttachmentNotFoundError,
+  AttachmentsTooLargeError,
+  ConflictingLabelsError,
+} from '../messages/message.errors.js';
 import type { AttachmentMeta } from '../messages/message.repository.js';
 import { findOwnMessage, type DownloadLink, type MessageService } from '../messages/message.service.js';
-import { checkBodySizes, createOutgoingRules, toSendAttachment, validateLabels, type OutgoingRules, type SendAttachmentInput, type SendInput } from '../messages/outgoing.js';
+import {
+  checkBodySizes,
+  createOutgoingRules,
+  toSendAttachment,
+  validateLabels,
+  type OutgoingRules,
+  type SendAttachmentInput,
+  type SendInput,
+} from '../messages/outgoing.js';
 import { DRAFT_SEND_QUEUE, type DraftSendJob } from './draft-send.worker.js';
-import { DraftBeingSentError, DraftChangedError, DraftKindError, DraftNotFoundError, DraftReservedLabelError, InvalidSendAtError } from './draft.errors.js';
+import {
+  DraftBeingSentError,
+  DraftChangedError,
+  DraftKindError,
+  DraftNotFoundError,
+  DraftReservedLabelError,
+  InvalidSendAtError,
+} from './draft.errors.js';
 import {
   deleteDraft,
   deleteDraftAttachments,
@@ -88,7 +107,8 @@ export interface DraftServiceDeps extends OutgoingRules {
 /** A send_at from the wire: a date-time a job can be scheduled at (ISO-8601 UTC, years 0001–9999). */
 function parseSendAt(value: string): string {
   const t = new Date(value);
-  if (Number.isNaN(t.getTime())) throw new InvalidSendAtError('must be an ISO-8601 date-time, e.g. 2030-01-15T09:00:00Z.');
+  if (Number.isNaN(t.getTime()))
+    throw new InvalidSendAtError('must be an ISO-8601 date-time, e.g. 2030-01-15T09:00:00Z.');
   const iso = t.toISOString();
   if (!/^\d{4}-/.test(iso) || iso < '0001') throw new InvalidSendAtError('must be between the years 0001 and 9999.');
   return iso;
@@ -102,7 +122,10 @@ function draftLabels(field: string, labels: readonly string[] | undefined): stri
 }
 
 const userLabels = (draft: Draft) => draft.labels.filter((l) => l !== SCHEDULED_LABEL);
-const withScheduled = (labels: readonly string[], status: SendStatus | null) => (status === 'scheduled' || status === 'sending' ? [...labels.filter((l) => l !== SCHEDULED_LABEL), SCHEDULED_LABEL] : labels.filter((l) => l !== SCHEDULED_LABEL));
+const withScheduled = (labels: readonly string[], status: SendStatus | null) =>
+  status === 'scheduled' || status === 'sending'
+    ? [...labels.filter((l) => l !== SCHEDULED_LABEL), SCHEDULED_LABEL]
+    : labels.filter((l) => l !== SCHEDULED_LABEL);
 
 /** The label rows to add and remove when a draft's labels go from `before` to `after`. */
 function labelChange(before: readonly string[], after: readonly string[]) {
@@ -130,10 +153,20 @@ export function createDraftService(deps: DraftServiceDeps) {
   function scopeOf(owner: KeyOwner, path: { inboxId?: string; podId?: string }): DraftScope {
     const podId = owner.podId ?? path.podId;
     const inboxId = owner.inboxId ?? path.inboxId;
-    return { organizationId: owner.organizationId, ...(podId !== undefined ? { podId } : {}), ...(inboxId !== undefined ? { inboxId } : {}) };
+    return {
+      organizationId: owner.organizationId,
+      ...(podId !== undefined ? { podId } : {}),
+      ...(inboxId !== undefined ? { inboxId } : {}),
+    };
   }
 
-  async function requireDraft(owner: KeyOwner, scope: DraftScope, draftId: string, executor: Db = db, lock = false): Promise<Draft> {
+  async function requireDraft(
+    owner: KeyOwner,
+    scope: DraftScope,
+    draftId: string,
+    executor: Db = db,
+    lock = false,
+  ): Promise<Draft> {
     const draft = await findDraft(executor, scope, draftId, lock ? { lock: dialect } : {});
     if (!draft || !inScope(owner, draft)) throw new DraftNotFoundError(draftId);
     return draft;
@@ -141,7 +174,8 @@ export function createDraftService(deps: DraftServiceDeps) {
 
   /** Where a path points: an inbox's drafts, a pod's, or the organization's. */
   async function resolve(owner: KeyOwner, path: { inboxId?: string; podId?: string }): Promise<DraftScope> {
-    if (path.inboxId !== undefined) return scopeOf(owner, { inboxId: (await requireInbox(owner, path.inboxId)).inboxId });
+    if (path.inboxId !== undefined)
+      return scopeOf(owner, { inboxId: (await requireInbox(owner, path.inboxId)).inboxId });
     if (path.podId !== undefined) {
       // The pod of the path, if the key reaches it (the pods' own guard: 404 otherwise).
       await podInScope(db, owner, path.podId);
@@ -160,7 +194,12 @@ export function createDraftService(deps: DraftServiceDeps) {
    * Sends `draft` as it stands through the one send path; `within` runs in the delivery's unit of
    * work and removes the draft (or throws, and nothing is sent).
    */
-  async function sendAsIs(owner: KeyOwner, draft: Draft, labels: readonly string[], within: (trx: Db) => Promise<void>) {
+  async function sendAsIs(
+    owner: KeyOwner,
+    draft: Draft,
+    labels: readonly string[],
+    within: (trx: Db) => Promise<void>,
+  ) {
     const attachments = await listDraftAttachmentContents(db, draft);
     const input: SendInput = {
       to: draft.to,
@@ -173,29 +212,52 @@ export function createDraftService(deps: DraftServiceDeps) {
       labels,
       attachments: attachments.map((a) => toSendAttachment(a.meta, a.content)),
     };
-    return messages.sendDraft(owner, draft.inboxId, { input, inReplyTo: draft.inReplyTo, references: draft.references, forwardOf: draft.forwardOf }, within);
+    return messages.sendDraft(
+      owner,
+      draft.inboxId,
+      { input, inReplyTo: draft.inReplyTo, references: draft.references, forwardOf: draft.forwardOf },
+      within,
+    );
   }
 
   /** Records that the scheduled send of `job` failed for good (if the draft is still that send's). */
   async function markFailed(trx: Db, job: Job<DraftSendJob>): Promise<void> {
-    const draft = await findDraft(trx, { organizationId: job.payload.organization_id }, job.payload.draft_id, { lock: dialect });
+    const draft = await findDraft(trx, { organizationId: job.payload.organization_id }, job.payload.draft_id, {
+      lock: dialect,
+    });
     if (!draft || draft.sendJobId !== job.id || draft.sendStatus !== 'sending') return;
-    const failed: Draft = { ...draft, sendStatus: 'failed', labels: withScheduled(draft.labels, 'failed'), revision: draft.revision + 1, updatedAt: clock.now().toISOString() };
+    const failed: Draft = {
+      ...draft,
+      sendStatus: 'failed',
+      labels: withScheduled(draft.labels, 'failed'),
+      revision: draft.revision + 1,
+      updatedAt: clock.now().toISOString(),
+    };
     await updateDraft(trx, failed, draft.revision, labelChange(draft.labels, failed.labels));
   }
 
   return {
     /** Creates a draft, or returns the one created before in the inbox with the same client_id. */
-    async create(owner: KeyOwner, inboxId: string, input: CreateDraftInput): Promise<{ draft: Draft; created: boolean }> {
+    async create(
+      owner: KeyOwner,
+      inboxId: string,
+      input: CreateDraftInput,
+    ): Promise<{ draft: Draft; created: boolean }> {
       const inbox = await requireInbox(owner, inboxId);
       if (input.clientId !== undefined) {
         const existing = await findDraftByClientId(db, inbox.inboxId, input.clientId);
         if (existing) return { draft: existing, created: false };
       }
       checkBodySizes(input, deps.maxBodyBytes);
-      if (input.inReplyTo !== undefined && input.forwardOf !== undefined) throw new DraftKindError('forward_of', 'in_reply_to and forward_of are mutually exclusive: a draft is a reply or a forward.');
-      if (input.replyAll && input.inReplyTo === undefined) throw new DraftKindError('reply_all', 'needs in_reply_to (the message to reply to).');
-      if (input.replyAll && (input.to !== undefined || input.cc !== undefined || input.bcc !== undefined)) throw new DraftKindError('reply_all', 'addresses the whole thread: leave out to, cc and bcc.');
+      if (input.inReplyTo !== undefined && input.forwardOf !== undefined)
+        throw new DraftKindError(
+          'forward_of',
+          'in_reply_to and forward_of are mutually exclusive: a draft is a reply or a forward.',
+        );
+      if (input.replyAll && input.inReplyTo === undefined)
+        throw new DraftKindError('reply_all', 'needs in_reply_to (the message to reply to).');
+      if (input.replyAll && (input.to !== undefined || input.cc !== undefined || input.bcc !== undefined))
+        throw new DraftKindError('reply_all', 'addresses the whole thread: leave out to, cc and bcc.');
       const labels = draftLabels('labels', input.labels);
       const sendAt = input.sendAt === undefined ? null : parseSendAt(input.sendAt);
       let fields: SendInput = { ...input, labels };
@@ -251,7 +313,11 @@ export function createDraftService(deps: DraftServiceDeps) {
       try {
         const stored = await commits.run(async (trx) => {
           const sendJobId = sendAt === null ? null : await schedule(trx, inbox.organizationId, draftId, sendAt);
-          const pk = await insertDraft(trx, { ...draft, sendJobId }, out.attachments.map((a) => ({ meta: a.meta, content: a.compose.content })));
+          const pk = await insertDraft(
+            trx,
+            { ...draft, sendJobId },
+            out.attachments.map((a) => ({ meta: a.meta, content: a.compose.content })),
+          );
           return { ...draft, sendJobId, pk };
         });
         if (sendAt !== null) deps.notifyJobs();
@@ -271,28 +337,48 @@ export function createDraftService(deps: DraftServiceDeps) {
      */
     async update(owner: KeyOwner, inboxId: string, draftId: string, change: UpdateDraftInput): Promise<Draft> {
       const inbox = await requireInbox(owner, inboxId);
-      checkBodySizes({ ...(typeof change.text === 'string' ? { text: change.text } : {}), ...(typeof change.html === 'string' ? { html: change.html } : {}) }, deps.maxBodyBytes);
+      checkBodySizes(
+        {
+          ...(typeof change.text === 'string' ? { text: change.text } : {}),
+          ...(typeof change.html === 'string' ? { html: change.html } : {}),
+        },
+        deps.maxBodyBytes,
+      );
       const add = draftLabels('add_labels', change.addLabels);
       const remove = draftLabels('remove_labels', change.removeLabels);
       const both = add.find((l) => remove.includes(l));
       if (both !== undefined) throw new ConflictingLabelsError(both);
       // New attachments are decoded and checked before the unit of work: it awaits nothing but SQL.
-      const added = change.addAttachments?.length ? (await rules.validateParts({ attachments: change.addAttachments })).attachments : [];
+      const added = change.addAttachments?.length
+        ? (await rules.validateParts({ attachments: change.addAttachments })).attachments
+        : [];
       const sendAt = change.sendAt === undefined || change.sendAt === null ? change.sendAt : parseSendAt(change.sendAt);
       const scope = scopeOf(owner, { inboxId: inbox.inboxId });
       const result = await commits.run(async (trx) => {
         const draft = await requireDraft(owner, scope, draftId, trx, true);
         if (draft.sendStatus === 'sending') throw new DraftBeingSentError(draftId);
-        const pick = <K extends 'to' | 'cc' | 'bcc' | 'replyTo'>(key: K): Addresses => (change[key] === undefined ? draft[key] : (change[key] ?? []));
+        const pick = <K extends 'to' | 'cc' | 'bcc' | 'replyTo'>(key: K): Addresses =>
+          change[key] === undefined ? draft[key] : (change[key] ?? []);
         const text = change.text === undefined ? draft.text : change.text;
         const html = change.html === undefined ? draft.html : change.html;
         const subject = change.subject === undefined ? draft.subject : change.subject;
         // The merged fields, checked by the rules of a send (but for what may still be missing).
-        const out = rules.validateFields({ to: pick('to'), cc: pick('cc'), bcc: pick('bcc'), replyTo: pick('replyTo'), ...(subject !== null ? { subject } : {}), ...(text !== null ? { text } : {}), ...(html !== null ? { html } : {}) });
+        const out = rules.validateFields({
+          to: pick('to'),
+          cc: pick('cc'),
+          bcc: pick('bcc'),
+          replyTo: pick('replyTo'),
+          ...(subject !== null ? { subject } : {}),
+          ...(text !== null ? { text } : {}),
+          ...(html !== null ? { html } : {}),
+        });
         const removeIds = change.removeAttachments ?? [];
         const missing = removeIds.find((id) => !draft.attachments.some((a) => a.attachmentId === id));
         if (missing !== undefined) throw new AttachmentNotFoundError(missing);
-        const attachments: AttachmentMeta[] = [...draft.attachments.filter((a) => !removeIds.includes(a.attachmentId)), ...added.map((a) => a.meta)];
+        const attachments: AttachmentMeta[] = [
+          ...draft.attachments.filter((a) => !removeIds.includes(a.attachmentId)),
+          ...added.map((a) => a.meta),
+        ];
         const total = attachments.reduce((sum, a) => sum + a.size, 0);
         if (total > deps.maxAttachmentBytes) throw new AttachmentsTooLargeError(total, deps.maxAttachmentBytes);
 
@@ -307,7 +393,10 @@ export function createDraftService(deps: DraftServiceDeps) {
           sendJobId = sendAt === null ? null : await schedule(trx, draft.organizationId, draft.draftId, sendAt);
           queued = sendAt !== null;
         }
-        const labels = withScheduled([...userLabels(draft).filter((l) => !remove.includes(l)), ...add.filter((l) => !draft.labels.includes(l))], sendStatus);
+        const labels = withScheduled(
+          [...userLabels(draft).filter((l) => !remove.includes(l)), ...add.filter((l) => !draft.labels.includes(l))],
+          sendStatus,
+        );
         const next: Draft = {
           ...draft,
           labels,
@@ -326,9 +415,14 @@ export function createDraftService(deps: DraftServiceDeps) {
           revision: draft.revision + 1,
           updatedAt: clock.now().toISOString(),
         };
-        if (!(await updateDraft(trx, next, draft.revision, labelChange(draft.labels, labels)))) throw new DraftChangedError(draftId);
+        if (!(await updateDraft(trx, next, draft.revision, labelChange(draft.labels, labels))))
+          throw new DraftChangedError(draftId);
         await deleteDraftAttachments(trx, draft.pk, removeIds);
-        await insertDraftAttachments(trx, draft.pk, added.map((a) => ({ meta: a.meta, content: a.compose.content })));
+        await insertDraftAttachments(
+          trx,
+          draft.pk,
+          added.map((a) => ({ meta: a.meta, content: a.compose.content })),
+        );
         return { draft: next, queued };
       });
       if (result.queued) deps.notifyJobs();
@@ -352,7 +446,12 @@ export function createDraftService(deps: DraftServiceDeps) {
      * in one unit of work, so that it is sent once (a concurrent change answers 409, nothing sent).
      * `addLabels`/`removeLabels` change the labels the sent message gets.
      */
-    async send(owner: KeyOwner, inboxId: string, draftId: string, change: { addLabels?: readonly string[]; removeLabels?: readonly string[] }): Promise<{ messageId: string; threadId: string }> {
+    async send(
+      owner: KeyOwner,
+      inboxId: string,
+      draftId: string,
+      change: { addLabels?: readonly string[]; removeLabels?: readonly string[] },
+    ): Promise<{ messageId: string; threadId: string }> {
       const inbox = await requireInbox(owner, inboxId);
       const add = draftLabels('add_labels', change.addLabels);
       const remove = draftLabels('remove_labels', change.removeLabels);
@@ -360,7 +459,10 @@ export function createDraftService(deps: DraftServiceDeps) {
       if (both !== undefined) throw new ConflictingLabelsError(both);
       const draft = await requireDraft(owner, scopeOf(owner, { inboxId: inbox.inboxId }), draftId);
       if (draft.sendStatus === 'sending') throw new DraftBeingSentError(draftId);
-      const labels = [...userLabels(draft).filter((l) => !remove.includes(l)), ...add.filter((l) => !draft.labels.includes(l))];
+      const labels = [
+        ...userLabels(draft).filter((l) => !remove.includes(l)),
+        ...add.filter((l) => !draft.labels.includes(l)),
+      ];
       const sent = await sendAsIs(owner, draft, labels, async (trx) => {
         if (await deleteDraft(trx, draft.pk, draft.revision)) {
           if (draft.sendJobId !== null) await cancelJob(trx, clock, draft.sendJobId);
@@ -384,16 +486,30 @@ export function createDraftService(deps: DraftServiceDeps) {
       const cursor = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
       const direction = cursor?.direction ?? (query.ascending ? 'asc' : 'desc');
       const scope = await resolve(owner, path);
-      const rows = await listDrafts(db, scope, { labels, ...(before ? { before } : {}), ...(after ? { after } : {}) }, { limit, direction, ...(cursor ? { after: cursor } : {}) });
+      const rows = await listDrafts(
+        db,
+        scope,
+        { labels, ...(before ? { before } : {}), ...(after ? { after } : {}) },
+        { limit, direction, ...(cursor ? { after: cursor } : {}) },
+      );
       return { limit, ...page(rows, limit, (d) => ({ sort: d.updatedAt, tiebreak: d.pk }), direction) };
     },
 
     /** Metadata and a signed download link of a draft's attachment (served like a message's). */
-    async attachmentLink(owner: KeyOwner, path: { inboxId?: string; podId?: string }, draftId: string, attachmentId: string, origin: string): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
+    async attachmentLink(
+      owner: KeyOwner,
+      path: { inboxId?: string; podId?: string },
+      draftId: string,
+      attachmentId: string,
+      origin: string,
+    ): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
       const draft = await requireDraft(owner, await resolve(owner, path), draftId);
       const attachment = draft.attachments.find((a) => a.attachmentId === attachmentId);
       if (!attachment) throw new AttachmentNotFoundError(attachmentId);
-      return { attachment, ...(await messages.downloadLink({ kind: 'draft-attachment', draftPk: draft.pk, attachmentId }, origin)) };
+      return {
+        attachment,
+        ...(await messages.downloadLink({ kind: 'draft-attachment', draftPk: draft.pk, attachmentId }, origin)),
+      };
     },
 
     /**
@@ -407,20 +523,34 @@ export function createDraftService(deps: DraftServiceDeps) {
       const { organization_id: organizationId, draft_id: draftId } = job.payload;
       const taken = await commits.run(async (trx) => {
         const draft = await findDraft(trx, { organizationId }, draftId, { lock: dialect });
-        if (!draft || draft.sendJobId !== job.id || (draft.sendStatus !== 'scheduled' && draft.sendStatus !== 'sending')) {
+        if (
+          !draft ||
+          draft.sendJobId !== job.id ||
+          (draft.sendStatus !== 'scheduled' && draft.sendStatus !== 'sending')
+        ) {
           // Deleted, rescheduled or sent meanwhile: nothing left for this job.
           await job.finish(trx, { status: 'done' });
           return undefined;
         }
         if (draft.sendStatus === 'sending') return draft;
-        const sending: Draft = { ...draft, sendStatus: 'sending', revision: draft.revision + 1, updatedAt: clock.now().toISOString() };
-        if (!(await updateDraft(trx, sending, draft.revision, { added: [], removed: [] }))) throw new DraftChangedError(draftId);
+        const sending: Draft = {
+          ...draft,
+          sendStatus: 'sending',
+          revision: draft.revision + 1,
+          updatedAt: clock.now().toISOString(),
+        };
+        if (!(await updateDraft(trx, sending, draft.revision, { added: [], removed: [] })))
+          throw new DraftChangedError(draftId);
         return sending;
       });
       if (!taken) return;
       // The organization's rights now, not a key's: an unverified agent sign-up still mails only its human.
       const signup = await findAgentSignup(db, organizationId);
-      const owner: KeyOwner = { apiKeyId: `job:${job.id}`, organizationId, ...(signup && signup.verifiedAt === null ? { sendOnlyTo: signup.humanEmail } : {}) };
+      const owner: KeyOwner = {
+        apiKeyId: `job:${job.id}`,
+        organizationId,
+        ...(signup && signup.verifiedAt === null ? { sendOnlyTo: signup.humanEmail } : {}),
+      };
       try {
         await sendAsIs(owner, taken, userLabels(taken), async (trx) => {
           if (!(await deleteDraft(trx, taken.pk, taken.revision))) throw new DraftChangedError(draftId);

@@ -15,28 +15,67 @@ export interface StoredEvent {
 export async function insertEvent(db: Db, event: StoredEvent): Promise<void> {
   await db
     .insertInto('events')
-    .values({ event_id: event.eventId, organization_id: event.organizationId, event_type: event.eventType, inbox_id: event.inboxId, pod_id: event.podId, payload: event.payload, created_at: event.createdAt })
+    .values({
+      event_id: event.eventId,
+      organization_id: event.organizationId,
+      event_type: event.eventType,
+      inbox_id: event.inboxId,
+      pod_id: event.podId,
+      payload: event.payload,
+      created_at: event.createdAt,
+    })
     .execute();
 }
 
 /** Several events in one statement. */
 export async function insertEvents(db: Db, events: readonly StoredEvent[]): Promise<void> {
   if (!events.length) return;
-  const rows = events.map((e) => ({ event_id: e.eventId, organization_id: e.organizationId, event_type: e.eventType, inbox_id: e.inboxId, pod_id: e.podId, payload: e.payload, created_at: e.createdAt }));
+  const rows = events.map((e) => ({
+    event_id: e.eventId,
+    organization_id: e.organizationId,
+    event_type: e.eventType,
+    inbox_id: e.inboxId,
+    pod_id: e.podId,
+    payload: e.payload,
+    created_at: e.createdAt,
+  }));
   await insertCompiledOnce(db, 'events.insert', rows, () => db.insertInto('events').values(rows));
 }
 
 export async function findEvent(db: Db, eventId: string): Promise<StoredEvent | undefined> {
   const row = await db.selectFrom('events').selectAll().where('event_id', '=', eventId).executeTakeFirst();
   return row
-    ? { eventId: row.event_id, organizationId: row.organization_id, eventType: row.event_type, inboxId: row.inbox_id, podId: row.pod_id, payload: row.payload, createdAt: row.created_at }
+    ? {
+        eventId: row.event_id,
+        organizationId: row.organization_id,
+        eventType: row.event_type,
+        inboxId: row.inbox_id,
+        podId: row.pod_id,
+        payload: row.payload,
+        createdAt: row.created_at,
+      }
     : undefined;
 }
 
 /** The enabled webhooks of an organization with their filters, for fan-out. */
-export async function findEnabledWebhookFilters(db: Db, organizationId: string): Promise<{ webhookId: string; eventTypes: string[] | null; inboxIds: string[] | null; podIds: string[] | null; scopePodId: string | null; scopeInboxId: string | null }[]> {
+export async function findEnabledWebhookFilters(
+  db: Db,
+  organizationId: string,
+): Promise<
+  {
+    webhookId: string;
+    eventTypes: string[] | null;
+    inboxIds: string[] | null;
+    podIds: string[] | null;
+    scopePodId: string | null;
+    scopeInboxId: string | null;
+  }[]
+> {
   const rows = await runCompiledOnce(db, 'webhooks.filters', [organizationId], () =>
-    db.selectFrom('webhooks').select(['webhook_id', 'event_types', 'inbox_ids', 'pod_ids', 'enabled', 'pod_id', 'inbox_id']).where('organization_id', '=', organizationId),
+    db
+      .selectFrom('webhooks')
+      .select(['webhook_id', 'event_types', 'inbox_ids', 'pod_ids', 'enabled', 'pod_id', 'inbox_id'])
+      .where('organization_id', '=', organizationId),
   );
   return rows
     .filter((r) => Boolean(r.enabled))
@@ -53,14 +92,37 @@ export async function findEnabledWebhookFilters(db: Db, organizationId: string):
 /** The stored payloads of `eventIds` that exist (committed ones, when read outside the writer's transaction). */
 export async function findEventPayloads(db: Db, eventIds: readonly string[]): Promise<Map<string, string>> {
   if (!eventIds.length) return new Map();
-  const rows = await db.selectFrom('events').select(['event_id', 'payload']).where('event_id', 'in', eventIds).execute();
+  const rows = await db
+    .selectFrom('events')
+    .select(['event_id', 'payload'])
+    .where('event_id', 'in', eventIds)
+    .execute();
   return new Map(rows.map((r) => [r.event_id, r.payload]));
 }
 
 /** Label changes of an inbox's messages (inboxes.events.list), by event_id (time-ordered); limit + 1 rows. */
-export async function listInboxLabelEvents(db: Db, inboxId: string, page: { limit: number; direction: 'asc' | 'desc'; after?: string }): Promise<StoredEvent[]> {
-  let q = db.selectFrom('events').selectAll().where('inbox_id', '=', inboxId).where('event_type', 'in', ['label.added', 'label.removed']);
+export async function listInboxLabelEvents(
+  db: Db,
+  inboxId: string,
+  page: { limit: number; direction: 'asc' | 'desc'; after?: string },
+): Promise<StoredEvent[]> {
+  let q = db
+    .selectFrom('events')
+    .selectAll()
+    .where('inbox_id', '=', inboxId)
+    .where('event_type', 'in', ['label.added', 'label.removed']);
   if (page.after !== undefined) q = q.where('event_id', page.direction === 'asc' ? '>' : '<', page.after);
-  const rows = await q.orderBy('event_id', page.direction).limit(page.limit + 1).execute();
-  return rows.map((row) => ({ eventId: row.event_id, organizationId: row.organization_id, eventType: row.event_type, inboxId: row.inbox_id, podId: row.pod_id, payload: row.payload, createdAt: row.created_at }));
+  const rows = await q
+    .orderBy('event_id', page.direction)
+    .limit(page.limit + 1)
+    .execute();
+  return rows.map((row) => ({
+    eventId: row.event_id,
+    organizationId: row.organization_id,
+    eventType: row.event_type,
+    inboxId: row.inbox_id,
+    podId: row.pod_id,
+    payload: row.payload,
+    createdAt: row.created_at,
+  }));
 }

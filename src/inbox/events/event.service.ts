@@ -6,7 +6,14 @@ import { countOf, recordUsage } from '../usage/usage.service.js';
 import { findEnabledWebhookFilters, insertEvent, insertEvents, type StoredEvent } from './event.repository.js';
 
 /** The event catalogue (AgentMail's EventType values this service emits). */
-export const EVENT_TYPES = ['message.received', 'message.sent', 'message.delivered', 'message.bounced', 'message.complained', 'message.rejected'] as const;
+export const EVENT_TYPES = [
+  'message.received',
+  'message.sent',
+  'message.delivered',
+  'message.bounced',
+  'message.complained',
+  'message.rejected',
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** The job queue that delivers one event to one webhook. */
@@ -31,7 +38,13 @@ export interface EmitInput {
  * A webhook of a pod or inbox scope (made with a scoped key) hears nothing outside that scope.
  */
 export function webhookMatches(
-  filter: { eventTypes: readonly string[] | null; inboxIds: readonly string[] | null; podIds: readonly string[] | null; scopePodId?: string | null; scopeInboxId?: string | null },
+  filter: {
+    eventTypes: readonly string[] | null;
+    inboxIds: readonly string[] | null;
+    podIds: readonly string[] | null;
+    scopePodId?: string | null;
+    scopeInboxId?: string | null;
+  },
   eventType: string,
   inboxId: string,
   podId: string,
@@ -62,11 +75,24 @@ export function createEventService({ clock, ids, publish }: { clock: Clock; ids:
     async emit(trx: Db, input: EmitInput): Promise<string> {
       const eventId = `evt_${ids.uuid().replace(/-/g, '')}`;
       const payload = JSON.stringify({ type: 'event', event_type: input.eventType, event_id: eventId, ...input.body });
-      const stored: StoredEvent = { eventId, organizationId: input.organizationId, eventType: input.eventType, inboxId: input.inboxId, podId: input.podId, payload, createdAt: clock.now().toISOString() };
+      const stored: StoredEvent = {
+        eventId,
+        organizationId: input.organizationId,
+        eventType: input.eventType,
+        inboxId: input.inboxId,
+        podId: input.podId,
+        payload,
+        createdAt: clock.now().toISOString(),
+      };
       await insertEvent(trx, stored);
       await publish?.(trx, [stored]);
       const hooks = await findEnabledWebhookFilters(trx, input.organizationId);
-      const jobs = hooks.filter((h) => webhookMatches(h, input.eventType, input.inboxId, input.podId)).map((h) => ({ queue: WEBHOOK_DELIVERY_QUEUE, payload: { webhook_id: h.webhookId, event_id: eventId } satisfies WebhookDeliveryJob }));
+      const jobs = hooks
+        .filter((h) => webhookMatches(h, input.eventType, input.inboxId, input.podId))
+        .map((h) => ({
+          queue: WEBHOOK_DELIVERY_QUEUE,
+          payload: { webhook_id: h.webhookId, event_id: eventId } satisfies WebhookDeliveryJob,
+        }));
       await enqueueMany(trx, clock, jobs);
       await recordUsage(trx, [countOf(input, input.eventType, clock.now())]);
       return eventId;
@@ -76,10 +102,19 @@ export function createEventService({ clock, ids, publish }: { clock: Clock; ids:
      * Label changes of stored messages (label.added, label.removed): stored for inboxes.events.list
      * in the caller's transaction, one statement; they go to no webhook and are not counted.
      */
-    async recordLabelChanges(trx: Db, inbox: { organizationId: string; podId: string; inboxId: string }, messageId: string, added: readonly string[], removed: readonly string[]): Promise<void> {
+    async recordLabelChanges(
+      trx: Db,
+      inbox: { organizationId: string; podId: string; inboxId: string },
+      messageId: string,
+      added: readonly string[],
+      removed: readonly string[],
+    ): Promise<void> {
       const now = clock.now();
       const at = now.toISOString();
-      const events: StoredEvent[] = [...added.map((label) => ['label.added', label] as const), ...removed.map((label) => ['label.removed', label] as const)].map(([eventType, label]) => ({
+      const events: StoredEvent[] = [
+        ...added.map((label) => ['label.added', label] as const),
+        ...removed.map((label) => ['label.removed', label] as const),
+      ].map(([eventType, label]) => ({
         eventId: `evt_${timeOrderedUuid(now, ids).replace(/-/g, '')}`,
         organizationId: inbox.organizationId,
         eventType,
@@ -99,26 +134,54 @@ export function createEventService({ clock, ids, publish }: { clock: Clock; ids:
      * Each event is counted for the metrics (usage/) unless `counts: false` says the caller
      * counts them with its own (delivery: one statement for the events and the stored copies).
      */
-    async emitMany(trx: Db, inputs: readonly EmitInput[], options: { counts?: boolean } = {}): Promise<{ eventIds: string[]; jobs: number }> {
+    async emitMany(
+      trx: Db,
+      inputs: readonly EmitInput[],
+      options: { counts?: boolean } = {},
+    ): Promise<{ eventIds: string[]; jobs: number }> {
       const now = clock.now();
       const createdAt = now.toISOString();
       const events: StoredEvent[] = inputs.map((input) => {
         // Time-ordered, so that a burst of sends appends to the events index instead of scattering.
         const eventId = `evt_${timeOrderedUuid(now, ids).replace(/-/g, '')}`;
-        const payload = JSON.stringify({ type: 'event', event_type: input.eventType, event_id: eventId, ...input.body });
-        return { eventId, organizationId: input.organizationId, eventType: input.eventType, inboxId: input.inboxId, podId: input.podId, payload, createdAt };
+        const payload = JSON.stringify({
+          type: 'event',
+          event_type: input.eventType,
+          event_id: eventId,
+          ...input.body,
+        });
+        return {
+          eventId,
+          organizationId: input.organizationId,
+          eventType: input.eventType,
+          inboxId: input.inboxId,
+          podId: input.podId,
+          payload,
+          createdAt,
+        };
       });
       await insertEvents(trx, events);
       if (events.length) await publish?.(trx, events);
       const hooksByOrganization = new Map<string, Awaited<ReturnType<typeof findEnabledWebhookFilters>>>();
-      for (const organizationId of new Set(inputs.map((i) => i.organizationId))) hooksByOrganization.set(organizationId, await findEnabledWebhookFilters(trx, organizationId));
+      for (const organizationId of new Set(inputs.map((i) => i.organizationId)))
+        hooksByOrganization.set(organizationId, await findEnabledWebhookFilters(trx, organizationId));
       const jobs = inputs.flatMap((input, i) =>
         (hooksByOrganization.get(input.organizationId) ?? [])
           .filter((h) => webhookMatches(h, input.eventType, input.inboxId, input.podId))
-          .map((h) => ({ queue: WEBHOOK_DELIVERY_QUEUE, payload: { webhook_id: h.webhookId, event_id: (events[i] as StoredEvent).eventId } satisfies WebhookDeliveryJob })),
+          .map((h) => ({
+            queue: WEBHOOK_DELIVERY_QUEUE,
+            payload: {
+              webhook_id: h.webhookId,
+              event_id: (events[i] as StoredEvent).eventId,
+            } satisfies WebhookDeliveryJob,
+          })),
       );
       await enqueueMany(trx, clock, jobs);
-      if (options.counts !== false) await recordUsage(trx, inputs.map((input) => countOf(input, input.eventType, now)));
+      if (options.counts !== false)
+        await recordUsage(
+          trx,
+          inputs.map((input) => countOf(input, input.eventType, now)),
+        );
       return { eventIds: events.map((e) => e.eventId), jobs: jobs.length };
     },
   };

@@ -40,12 +40,29 @@ export function inboxEventRoutes(app: InboxApp, events: InboxEventService): void
         page_token: Type.Optional(Type.String({ maxLength: 1000 })),
         ascending: Type.Optional(Type.Boolean({ description: 'Oldest first' })),
       }),
-      response: { 200: Type.Object({ count: Type.Integer(), limit: Type.Optional(Type.Integer()), next_page_token: Type.Optional(Type.String()), events: Type.Array(InboxEventResponse) }), ...errorResponses },
+      response: {
+        200: Type.Object({
+          count: Type.Integer(),
+          limit: Type.Optional(Type.Integer()),
+          next_page_token: Type.Optional(Type.String()),
+          events: Type.Array(InboxEventResponse),
+        }),
+        ...errorResponses,
+      },
     },
     handler: async (request) => {
       const q = request.query;
-      const result = await events.list(ownerOf(request), request.params.inbox_id, { ...(q.limit !== undefined ? { limit: q.limit } : {}), ...(q.page_token ? { pageToken: q.page_token } : {}), ...(q.ascending !== undefined ? { ascending: q.ascending } : {}) });
-      return { count: result.items.length, limit: result.limit, ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}), events: result.items.map(toWire) };
+      const result = await events.list(ownerOf(request), request.params.inbox_id, {
+        ...(q.limit !== undefined ? { limit: q.limit } : {}),
+        ...(q.page_token ? { pageToken: q.page_token } : {}),
+        ...(q.ascending !== undefined ? { ascending: q.ascending } : {}),
+      });
+      return {
+        count: result.items.length,
+        limit: result.limit,
+        ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}),
+        events: result.items.map(toWire),
+      };
     },
   });
 }

@@ -34,7 +34,11 @@ export function createInboxEventService({ db }: { db: Kysely<InboxDatabase> }) {
       const notFound = () => new InboxNotFoundError(inboxId);
       if (!inbox) throw notFound();
       requireInScope(owner, inbox, notFound);
-      const rows = await listInboxLabelEvents(db, inbox.inboxId, { limit, direction, ...(cursor ? { after: cursor.sort } : {}) });
+      const rows = await listInboxLabelEvents(db, inbox.inboxId, {
+        limit,
+        direction,
+        ...(cursor ? { after: cursor.sort } : {}),
+      });
       const events: InboxEvent[] = rows.map((row) => {
         const body = JSON.parse(row.payload) as { message_id: string; label: string; event_at: string };
         return {

@@ -23,7 +23,10 @@ describe('the message of a message.received payload', () => {
     ['ASCII text that fits with its extracted copy', { text: 'a'.repeat(400_000) }],
     ['ASCII text that does not fit with its extracted copy', { text: 'a'.repeat(600_000) }],
     ['text of two-byte characters between a quarter and the whole limit', { text: 'ü'.repeat(300_000) }],
-    ['text and html longer than the limit together', { text: 'a'.repeat(600_000), html: `<p>${'b'.repeat(600_000)}</p>` }],
+    [
+      'text and html longer than the limit together',
+      { text: 'a'.repeat(600_000), html: `<p>${'b'.repeat(600_000)}</p>` },
+    ],
     ['html alone longer than the limit', { html: `<p>${'ä'.repeat(LIMIT)}</p>` }],
     ['text exactly at the limit in units', { text: 'x'.repeat(LIMIT) }],
   ])('%s: bodies kept exactly when the whole message fits 1 MB', (_name, bodies) => {

@@ -40,8 +40,18 @@ export function receivedPayload(message: Message) {
 }
 
 /** message.received: a copy was stored in `inbox`, in `thread`. */
-export function receivedEvent(inbox: Pick<Inbox, 'organizationId' | 'inboxId' | 'podId'>, message: Message, thread: Thread): EmitInput {
-  return { organizationId: inbox.organizationId, inboxId: inbox.inboxId, podId: inbox.podId, eventType: 'message.received', body: { message: receivedPayload(message), thread: toThreadItemResponse(thread) } };
+export function receivedEvent(
+  inbox: Pick<Inbox, 'organizationId' | 'inboxId' | 'podId'>,
+  message: Message,
+  thread: Thread,
+): EmitInput {
+  return {
+    organizationId: inbox.organizationId,
+    inboxId: inbox.inboxId,
+    podId: inbox.podId,
+    eventType: 'message.received',
+    body: { message: receivedPayload(message), thread: toThreadItemResponse(thread) },
+  };
 }
 
 export type BounceType = 'Permanent' | 'Transient';
@@ -63,7 +73,12 @@ export function bounceSubType(status: string): string {
   return 'General';
 }
 
-const refOf = (m: MessageRef, timestamp: string) => ({ inbox_id: m.inboxId, thread_id: m.threadId, message_id: m.messageId, timestamp });
+const refOf = (m: MessageRef, timestamp: string) => ({
+  inbox_id: m.inboxId,
+  thread_id: m.threadId,
+  message_id: m.messageId,
+  timestamp,
+});
 
 function event(m: MessageRef, eventType: EmitInput['eventType'], body: Record<string, unknown>): EmitInput {
   return { organizationId: m.organizationId, inboxId: m.inboxId, podId: m.podId, eventType, body };
@@ -80,7 +95,12 @@ export function deliveredEvent(m: MessageRef, recipients: readonly string[], tim
 }
 
 /** message.bounced, one event per sub-type (the payload has one type and sub-type for all its recipients). */
-export function bouncedEvents(m: MessageRef, type: BounceType, recipients: readonly BouncedRecipient[], timestamp: string): EmitInput[] {
+export function bouncedEvents(
+  m: MessageRef,
+  type: BounceType,
+  recipients: readonly BouncedRecipient[],
+  timestamp: string,
+): EmitInput[] {
   const bySubType = new Map<string, BouncedRecipient[]>();
   for (const r of recipients) {
     const sub = bounceSubType(r.status);
@@ -88,7 +108,12 @@ export function bouncedEvents(m: MessageRef, type: BounceType, recipients: reado
   }
   return [...bySubType].map(([subType, list]) =>
     event(m, 'message.bounced', {
-      bounce: { ...refOf(m, timestamp), type, sub_type: subType, recipients: list.map((r) => ({ address: r.address, status: r.status, diagnostic_code: r.diagnostic })) },
+      bounce: {
+        ...refOf(m, timestamp),
+        type,
+        sub_type: subType,
+        recipients: list.map((r) => ({ address: r.address, status: r.status, diagnostic_code: r.diagnostic })),
+      },
     }),
   );
 }

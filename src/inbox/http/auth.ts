@@ -20,9 +20,13 @@ export function ownerOf(request: FastifyRequest): KeyOwner {
 export function bearerAuth(apiKeys: ApiKeyService, limiter: RateLimiter) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const header = request.headers.authorization;
-    if (!header) throw new UnauthenticatedError('Missing API key: send Authorization: Bearer <key>.', { code: 'MISSING_API_KEY' });
+    if (!header)
+      throw new UnauthenticatedError('Missing API key: send Authorization: Bearer <key>.', { code: 'MISSING_API_KEY' });
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m) throw new UnauthenticatedError('Malformed Authorization header: expected Bearer <key>.', { code: 'MALFORMED_API_KEY' });
+    if (!m)
+      throw new UnauthenticatedError('Malformed Authorization header: expected Bearer <key>.', {
+        code: 'MALFORMED_API_KEY',
+      });
     const owner = await apiKeys.authenticate(m[1] as string);
     if (!owner) throw new UnauthenticatedError('Invalid API key.', { code: 'INVALID_API_KEY' });
     const rate = await limiter.hit(owner.apiKeyId);
@@ -30,10 +34,14 @@ export function bearerAuth(apiKeys: ApiKeyService, limiter: RateLimiter) {
     reply.header('ratelimit-remaining', String(rate.remaining));
     reply.header('ratelimit-reset', String(rate.resetSeconds));
     if (!rate.allowed) {
-      throw new AppError('rate_limited', `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`, {
-        code: 'RATE_LIMIT_EXCEEDED',
-        details: { code: 'RATE_LIMIT_EXCEEDED', retry_after_seconds: rate.resetSeconds },
-      });
+      throw new AppError(
+        'rate_limited',
+        `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`,
+        {
+          code: 'RATE_LIMIT_EXCEEDED',
+          details: { code: 'RATE_LIMIT_EXCEEDED', retry_after_seconds: rate.resetSeconds },
+        },
+      );
     }
     owners.set(request, owner);
   };

@@ -3,9 +3,16 @@ import { Type } from 'typebox';
 export const ErrorResponse = Type.Object(
   {
     error: Type.Object({
-      type: Type.String({ description: 'validation_error, authentication_error, not_found, conflict, rate_limit_exceeded, …' }),
+      type: Type.String({
+        description: 'validation_error, authentication_error, not_found, conflict, rate_limit_exceeded, …',
+      }),
       message: Type.String(),
-      details: Type.Optional(Type.Object({ field: Type.Optional(Type.String()), code: Type.Optional(Type.String()) }, { additionalProperties: true })),
+      details: Type.Optional(
+        Type.Object(
+          { field: Type.Optional(Type.String()), code: Type.Optional(Type.String()) },
+          { additionalProperties: true },
+        ),
+      ),
       request_id: Type.Optional(Type.String()),
     }),
   },

@@ -53,7 +53,12 @@ function fieldFromInstancePath(path: string, missing?: string): string | undefin
 
 /** The body of an answer to bytes that never became a request (see buildHttpApp's clientErrorBody). */
 export function inboxClientErrorBody(status: number, message: string): { contentType: string; body: string } {
-  const error = status === 408 ? { type: 'request_timeout', code: 'REQUEST_TIMEOUT' } : status === 431 ? { type: 'validation_error', code: 'REQUEST_TOO_LARGE' } : { type: 'validation_error', code: 'MALFORMED_REQUEST' };
+  const error =
+    status === 408
+      ? { type: 'request_timeout', code: 'REQUEST_TIMEOUT' }
+      : status === 431
+        ? { type: 'validation_error', code: 'REQUEST_TOO_LARGE' }
+        : { type: 'validation_error', code: 'MALFORMED_REQUEST' };
   const body: ErrorBody = { error: { type: error.type as InboxErrorType, message, details: { code: error.code } } };
   return { contentType: 'application/json; charset=utf-8', body: JSON.stringify(body) };
 }
@@ -62,26 +67,70 @@ export function inboxClientErrorBody(status: number, message: string): { content
 export function sendInboxError(request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
   let status: number;
   let body: ErrorBody;
-  const fe = err as FastifyError & { validation?: { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }[] };
+  const fe = err as FastifyError & {
+    validation?: { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }[];
+  };
   if (err instanceof AppError) {
     const m = ERROR_BY_KIND[err.kind];
     status = m.status;
-    body = { error: { type: m.type, message: err.message, details: { ...err.details, ...(err.details.code ? {} : { code: err.code }) } } };
+    body = {
+      error: {
+        type: m.type,
+        message: err.message,
+        details: { ...err.details, ...(err.details.code ? {} : { code: err.code }) },
+      },
+    };
     if (status >= 500) request.log.error({ err }, 'request failed');
     const retryAfter = err.details.retry_after_seconds;
     if (status === 429 && typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
   } else if (fe?.validation) {
     const first = fe.validation[0];
-    const field = fieldFromInstancePath(first?.instancePath ?? '', first?.keyword === 'required' ? String(first.params.missingProperty) : undefined);
-    const code = first?.keyword === 'required' ? 'REQUIRED' : first?.keyword === 'additionalProperties' ? 'UNKNOWN_FIELD' : 'INVALID_VALUE';
+    const field = fieldFromInstancePath(
+      first?.instancePath ?? '',
+      first?.keyword === 'required' ? String(first.params.missingProperty) : undefined,
+    );
+    const code =
+      first?.keyword === 'required'
+        ? 'REQUIRED'
+        : first?.keyword === 'additionalProperties'
+          ? 'UNKNOWN_FIELD'
+          : 'INVALID_VALUE';
     const where = fe.validationContext === 'body' ? '' : ` in ${fe.validationContext}`;
     status = 400;
-    body = { error: { type: 'validation_error', message: `${field ?? 'request'}${where}: ${first?.message ?? 'is invalid'}`, details: field ? { field, code } : { code } } };
+    body = {
+      error: {
+        type: 'validation_error',
+        message: `${field ?? 'request'}${where}: ${first?.message ?? 'is invalid'}`,
+        details: field ? { field, code } : { code },
+      },
+    };
   } else if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     status = fe.statusCode;
-    const type: InboxErrorType = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status === 404 ? 'not_found' : 'validation_error';
-    const message = fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'The request body is not valid JSON.' : status === 413 ? 'The request body is too large.' : status === 414 ? 'The URL is too long.' : fe.code?.startsWith('FST_ERR_CTP') ? fe.message : 'Bad request.';
-    body = { error: { type, message, details: { code: fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ? 'INVALID_JSON' : (fe.code ?? 'BAD_REQUEST') } } };
+    const type: InboxErrorType =
+      status === 413
+        ? 'payload_too_large'
+        : status === 415
+          ? 'unsupported_media_type'
+          : status === 404
+            ? 'not_found'
+            : 'validation_error';
+    const message =
+      fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
+        ? 'The request body is not valid JSON.'
+        : status === 413
+          ? 'The request body is too large.'
+          : status === 414
+            ? 'The URL is too long.'
+            : fe.code?.startsWith('FST_ERR_CTP')
+              ? fe.message
+              : 'Bad request.';
+    body = {
+      error: {
+        type,
+        message,
+        details: { code: fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ? 'INVALID_JSON' : (fe.code ?? 'BAD_REQUEST') },
+      },
+    };
   } else {
     status = 500;
     request.log.error({ err }, 'unhandled error');

@@ -71,39 +71,76 @@ export async function findInboxByAddress(db: Db, address: string): Promise<Inbox
 
 export async function findInboxesByAddresses(db: Db, addresses: readonly string[]): Promise<Inbox[]> {
   if (!addresses.length) return [];
-  const rows = await runCompiledOnce(db, `inboxes.by-addresses:${addresses.length}`, addresses, () => db.selectFrom('inboxes').selectAll().where('inbox_id', 'in', addresses));
+  const rows = await runCompiledOnce(db, `inboxes.by-addresses:${addresses.length}`, addresses, () =>
+    db.selectFrom('inboxes').selectAll().where('inbox_id', 'in', addresses),
+  );
   return rows.map(inboxFromRow);
 }
 
-export async function findInboxByClientId(db: Db, organizationId: string, clientId: string): Promise<Inbox | undefined> {
-  const row = await db.selectFrom('inboxes').selectAll().where('organization_id', '=', organizationId).where('client_id', '=', clientId).executeTakeFirst();
+export async function findInboxByClientId(
+  db: Db,
+  organizationId: string,
+  clientId: string,
+): Promise<Inbox | undefined> {
+  const row = await db
+    .selectFrom('inboxes')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
   return row ? inboxFromRow(row) : undefined;
 }
 
-export async function listInboxes(db: Db, scope: { organizationId: string; podId?: string; inboxId?: string }, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Inbox[]> {
+export async function listInboxes(
+  db: Db,
+  scope: { organizationId: string; podId?: string; inboxId?: string },
+  options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor },
+): Promise<Inbox[]> {
   let q = db.selectFrom('inboxes').selectAll().where('organization_id', '=', scope.organizationId);
   if (scope.podId !== undefined) q = q.where('pod_id', '=', scope.podId);
   if (scope.inboxId !== undefined) q = q.where('inbox_id', '=', scope.inboxId);
   const after = options.after;
   if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'inbox_id', after, options.direction));
-  const rows = await q.orderBy('created_at', options.direction).orderBy('inbox_id', options.direction).limit(options.limit + 1).execute();
+  const rows = await q
+    .orderBy('created_at', options.direction)
+    .orderBy('inbox_id', options.direction)
+    .limit(options.limit + 1)
+    .execute();
   return rows.map(inboxFromRow);
 }
 
 /** Changes the display name and/or replaces the metadata (undefined: unchanged). */
-export async function updateInbox(db: Db, organizationId: string, inboxId: string, change: { displayName?: string | null; metadata?: InboxMetadata | null }, updatedAt: string): Promise<boolean> {
-  const set: { display_name?: string | null; search_words?: string; metadata?: string | null; updated_at: string } = { updated_at: updatedAt };
+export async function updateInbox(
+  db: Db,
+  organizationId: string,
+  inboxId: string,
+  change: { displayName?: string | null; metadata?: InboxMetadata | null },
+  updatedAt: string,
+): Promise<boolean> {
+  const set: { display_name?: string | null; search_words?: string; metadata?: string | null; updated_at: string } = {
+    updated_at: updatedAt,
+  };
   if (change.displayName !== undefined) {
     set.display_name = change.displayName;
     set.search_words = inboxSearchWords(inboxId, change.displayName);
   }
-  if (change.metadata !== undefined) set.metadata = change.metadata && Object.keys(change.metadata).length ? JSON.stringify(change.metadata) : null;
-  const result = await db.updateTable('inboxes').set(set).where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId).executeTakeFirst();
+  if (change.metadata !== undefined)
+    set.metadata = change.metadata && Object.keys(change.metadata).length ? JSON.stringify(change.metadata) : null;
+  const result = await db
+    .updateTable('inboxes')
+    .set(set)
+    .where('inbox_id', '=', inboxId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
 export async function deleteInbox(db: Db, organizationId: string, inboxId: string): Promise<boolean> {
   // Messages, threads and attachments go with it (foreign keys cascade).
-  const result = await db.deleteFrom('inboxes').where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId).executeTakeFirst();
+  const result = await db
+    .deleteFrom('inboxes')
+    .where('inbox_id', '=', inboxId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }

@@ -1,21 +1,41 @@
 import { Type, type Static } from 'typebox';
 import type { Inbox, InboxMetadata } from './inbox.repository.js';
 
-export const InboxIdParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320, description: 'The inbox address, e.g. agent@inbox.localhost' }) });
+export const InboxIdParams = Type.Object({
+  inbox_id: Type.String({ minLength: 1, maxLength: 320, description: 'The inbox address, e.g. agent@inbox.localhost' }),
+});
 
 export const CreateInboxBody = Type.Object({
-  username: Type.Optional(Type.String({ maxLength: 64, description: 'Local part of the address; random when omitted' })),
-  domain: Type.Optional(Type.String({ maxLength: 255, description: 'One of the service domains; the default domain when omitted' })),
+  username: Type.Optional(
+    Type.String({ maxLength: 64, description: 'Local part of the address; random when omitted' }),
+  ),
+  domain: Type.Optional(
+    Type.String({ maxLength: 255, description: 'One of the service domains; the default domain when omitted' }),
+  ),
   display_name: Type.Optional(Type.String({ maxLength: 255 })),
-  client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Idempotency key: a repeat returns the inbox created first' })),
-  metadata: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()]), { description: 'Up to 256 keys (1–256 characters); values: strings (≤ 256 characters), numbers, booleans' })),
+  client_id: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'Idempotency key: a repeat returns the inbox created first',
+    }),
+  ),
+  metadata: Type.Optional(
+    Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()]), {
+      description: 'Up to 256 keys (1–256 characters); values: strings (≤ 256 characters), numbers, booleans',
+    }),
+  ),
 });
 
 const MetadataValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
 
 export const UpdateInboxBody = Type.Object({
   display_name: Type.Optional(Type.Union([Type.String({ maxLength: 255 }), Type.Null()])),
-  metadata: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Union([MetadataValue, Type.Null()])), Type.Null()], { description: 'Merged into the metadata: a key set to null is removed; null clears all metadata' })),
+  metadata: Type.Optional(
+    Type.Union([Type.Record(Type.String(), Type.Union([MetadataValue, Type.Null()])), Type.Null()], {
+      description: 'Merged into the metadata: a key set to null is removed; null clears all metadata',
+    }),
+  ),
 });
 
 export const ListQuery = Type.Object({
@@ -43,7 +63,13 @@ export const ListInboxesResponse = Type.Object({
 });
 
 /** The create body as the service takes it (the same at /v0/inboxes and /v0/pods/:pod_id/inboxes). */
-export function toCreateInboxInput(b: Static<typeof CreateInboxBody>): { username?: string; domain?: string; displayName?: string; clientId?: string; metadata?: InboxMetadata } {
+export function toCreateInboxInput(b: Static<typeof CreateInboxBody>): {
+  username?: string;
+  domain?: string;
+  displayName?: string;
+  clientId?: string;
+  metadata?: InboxMetadata;
+} {
   return {
     ...(b.username !== undefined ? { username: b.username } : {}),
     ...(b.domain !== undefined ? { domain: b.domain } : {}),

@@ -9,8 +9,23 @@ import type { Db, InboxDatabase } from '../database.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { parseLimit } from '../lists/list-query.js';
 import { PodNotFoundError } from '../api-keys/api-key.service.js';
-import { DomainNotAllowedError, InboxAddressTakenError, InboxNotFoundError, InvalidUsernameError } from './inbox.errors.js';
-import { deleteInbox, findInbox, findInboxByAddress, findInboxByClientId, insertInbox, listInboxes, updateInbox, type Inbox, type InboxMetadata } from './inbox.repository.js';
+import {
+  DomainNotAllowedError,
+  InboxAddressTakenError,
+  InboxNotFoundError,
+  InvalidUsernameError,
+} from './inbox.errors.js';
+import {
+  deleteInbox,
+  findInbox,
+  findInboxByAddress,
+  findInboxByClientId,
+  insertInbox,
+  listInboxes,
+  updateInbox,
+  type Inbox,
+  type InboxMetadata,
+} from './inbox.repository.js';
 import { localDomainSet } from '../mail/domains.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 
@@ -23,11 +38,26 @@ const MAX_METADATA_LENGTH = 256;
  */
 export function validateMetadata(metadata: Readonly<Record<string, unknown>>, allowNull: boolean): void {
   const entries = Object.entries(metadata);
-  if (entries.length > MAX_METADATA_KEYS) throw new ValidationError(`metadata: at most ${MAX_METADATA_KEYS} keys.`, 'metadata', 'INVALID_METADATA');
+  if (entries.length > MAX_METADATA_KEYS)
+    throw new ValidationError(`metadata: at most ${MAX_METADATA_KEYS} keys.`, 'metadata', 'INVALID_METADATA');
   for (const [key, value] of entries) {
-    if (key.length === 0 || key.length > MAX_METADATA_LENGTH) throw new ValidationError(`metadata: keys are 1 to ${MAX_METADATA_LENGTH} characters long.`, 'metadata', 'INVALID_METADATA');
-    const ok = (typeof value === 'string' && value.length <= MAX_METADATA_LENGTH) || (typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean' || (allowNull && value === null);
-    if (!ok) throw new ValidationError(`metadata.${key.slice(0, 100)}: a value is a string of at most ${MAX_METADATA_LENGTH} characters, a number or a boolean${allowNull ? ' (null removes the key)' : ''}.`, 'metadata', 'INVALID_METADATA');
+    if (key.length === 0 || key.length > MAX_METADATA_LENGTH)
+      throw new ValidationError(
+        `metadata: keys are 1 to ${MAX_METADATA_LENGTH} characters long.`,
+        'metadata',
+        'INVALID_METADATA',
+      );
+    const ok =
+      (typeof value === 'string' && value.length <= MAX_METADATA_LENGTH) ||
+      (typeof value === 'number' && Number.isFinite(value)) ||
+      typeof value === 'boolean' ||
+      (allowNull && value === null);
+    if (!ok)
+      throw new ValidationError(
+        `metadata.${key.slice(0, 100)}: a value is a string of at most ${MAX_METADATA_LENGTH} characters, a number or a boolean${allowNull ? ' (null removes the key)' : ''}.`,
+        'metadata',
+        'INVALID_METADATA',
+      );
   }
 }
 
@@ -49,7 +79,12 @@ export function normalizeInboxId(raw: string): string {
  * The inbox `inboxId` of the key's organization if the key reaches it (its pod, its inbox), and
  * with `podId` only if it lies in that pod; undefined otherwise (the caller answers 404).
  */
-export async function findScopedInbox(db: Db, owner: KeyOwner, inboxId: string, podId?: string): Promise<Inbox | undefined> {
+export async function findScopedInbox(
+  db: Db,
+  owner: KeyOwner,
+  inboxId: string,
+  podId?: string,
+): Promise<Inbox | undefined> {
   const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(inboxId));
   if (!inbox || !inScope(owner, inbox) || (podId !== undefined && inbox.podId !== podId)) return undefined;
   return inbox;
@@ -86,7 +121,11 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
     localDomains,
 
     /** Creates an inbox, or returns the one created before with the same client_id. */
-    async create(owner: KeyOwner, input: { username?: string; domain?: string; displayName?: string; clientId?: string; metadata?: InboxMetadata }, inPod?: string): Promise<{ inbox: Inbox; created: boolean }> {
+    async create(
+      owner: KeyOwner,
+      input: { username?: string; domain?: string; displayName?: string; clientId?: string; metadata?: InboxMetadata },
+      inPod?: string,
+    ): Promise<{ inbox: Inbox; created: boolean }> {
       requirePermission(owner, 'inboxCreate');
       if (input.metadata !== undefined) validateMetadata(input.metadata, false);
       // The pod of the route, else the key's, else the organization's default pod.
@@ -95,7 +134,8 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
       if (inPod !== undefined && !(await findPod(db, owner.organizationId, inPod))) throw new PodNotFoundError(inPod);
       if (input.clientId) {
         const existing = await findInboxByClientId(db, owner.organizationId, input.clientId);
-        if (existing && inScope(owner, existing) && (inPod === undefined || existing.podId === inPod)) return { inbox: existing, created: false };
+        if (existing && inScope(owner, existing) && (inPod === undefined || existing.podId === inPod))
+          return { inbox: existing, created: false };
         if (existing) throw new InboxAddressTakenError(existing.inboxId);
       }
       // Any spelling of a local domain (Unicode or xn--, any case) names it as configured.
@@ -105,7 +145,13 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
       // A verified domain of the organization (or of the pod); a pod yet to be made has none of its own.
       if (domain === undefined && customDomain) domain = await customDomain(owner, podId ?? '', requested);
       if (domain === undefined) throw new DomainNotAllowedError(input.domain ?? requested, localDomains);
-      const username = input.username === undefined ? `agent-${ids.token(6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}` : checkUsername(input.username);
+      const username =
+        input.username === undefined
+          ? `agent-${ids
+              .token(6)
+              .toLowerCase()
+              .replace(/[^a-z0-9]/g, 'x')}`
+          : checkUsername(input.username);
       const inboxId = `${username}@${domain}`;
       const now = clock.now().toISOString();
       if (podId === undefined) {
@@ -113,7 +159,18 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
         podId = ids.uuid();
         await insertPod(db, { id: podId, organizationId: owner.organizationId, name: 'default', createdAt: now });
       }
-      const inbox: Inbox = { inboxId, organizationId: owner.organizationId, podId, username, domain, displayName: input.displayName ?? null, clientId: input.clientId ?? null, metadata: input.metadata && Object.keys(input.metadata).length ? input.metadata : null, createdAt: now, updatedAt: now };
+      const inbox: Inbox = {
+        inboxId,
+        organizationId: owner.organizationId,
+        podId,
+        username,
+        domain,
+        displayName: input.displayName ?? null,
+        clientId: input.clientId ?? null,
+        metadata: input.metadata && Object.keys(input.metadata).length ? input.metadata : null,
+        createdAt: now,
+        updatedAt: now,
+      };
       try {
         await insertInbox(db, inbox);
       } catch (err) {
@@ -123,7 +180,8 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
         // Either the address is taken, or a concurrent create with the same client_id won.
         if (input.clientId) {
           const existing = await findInboxByClientId(db, owner.organizationId, input.clientId);
-          if (existing && inScope(owner, existing) && existing.podId === podId) return { inbox: existing, created: false };
+          if (existing && inScope(owner, existing) && existing.podId === podId)
+            return { inbox: existing, created: false };
         }
         throw new InboxAddressTakenError(inboxId);
       }
@@ -144,10 +202,24 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
       const limit = parseLimit(query.limit);
       const direction = query.ascending ? 'asc' : 'desc';
       const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
-      const scope = { organizationId: owner.organizationId, ...(owner.podId !== undefined || podId !== undefined ? { podId: (owner.podId ?? podId) as string } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) };
+      const scope = {
+        organizationId: owner.organizationId,
+        ...(owner.podId !== undefined || podId !== undefined ? { podId: (owner.podId ?? podId) as string } : {}),
+        ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}),
+      };
       // A pod route of another pod than the key's lists nothing (the route checked the pod already).
-      const rows = podId !== undefined && owner.podId !== undefined && podId !== owner.podId ? [] : await listInboxes(db, scope, { limit, direction: after?.direction ?? direction, ...(after ? { after } : {}) });
-      return { limit, ...page(rows, limit, (i) => ({ sort: i.createdAt, tiebreak: i.inboxId }), after?.direction ?? direction) };
+      const rows =
+        podId !== undefined && owner.podId !== undefined && podId !== owner.podId
+          ? []
+          : await listInboxes(db, scope, {
+              limit,
+              direction: after?.direction ?? direction,
+              ...(after ? { after } : {}),
+            });
+      return {
+        limit,
+        ...page(rows, limit, (i) => ({ sort: i.createdAt, tiebreak: i.inboxId }), after?.direction ?? direction),
+      };
     },
 
     /**
@@ -155,11 +227,25 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
      * clears it all). At least one of the two is required; an empty metadata object is refused.
      * With `podId` (the pod routes), only an inbox of that pod.
      */
-    async update(owner: KeyOwner, inboxId: string, change: { displayName?: string | null; metadata?: Readonly<Record<string, string | number | boolean | null>> | null }, podId?: string): Promise<Inbox> {
+    async update(
+      owner: KeyOwner,
+      inboxId: string,
+      change: {
+        displayName?: string | null;
+        metadata?: Readonly<Record<string, string | number | boolean | null>> | null;
+      },
+      podId?: string,
+    ): Promise<Inbox> {
       requirePermission(owner, 'inboxUpdate');
-      if (change.displayName === undefined && change.metadata === undefined) throw new ValidationError('An update needs display_name or metadata.', 'display_name', 'EMPTY_UPDATE');
+      if (change.displayName === undefined && change.metadata === undefined)
+        throw new ValidationError('An update needs display_name or metadata.', 'display_name', 'EMPTY_UPDATE');
       if (change.metadata) {
-        if (!Object.keys(change.metadata).length) throw new ValidationError('metadata: an empty object changes nothing; send null to clear the metadata.', 'metadata', 'INVALID_METADATA');
+        if (!Object.keys(change.metadata).length)
+          throw new ValidationError(
+            'metadata: an empty object changes nothing; send null to clear the metadata.',
+            'metadata',
+            'INVALID_METADATA',
+          );
         validateMetadata(change.metadata, true);
       }
       const current = await findScopedInbox(db, owner, inboxId, podId);
@@ -173,18 +259,24 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
           if (value === null) delete merged[key];
           else merged[key] = value;
         }
-        if (Object.keys(merged).length > MAX_METADATA_KEYS) throw new ValidationError(`metadata: at most ${MAX_METADATA_KEYS} keys.`, 'metadata', 'INVALID_METADATA');
+        if (Object.keys(merged).length > MAX_METADATA_KEYS)
+          throw new ValidationError(`metadata: at most ${MAX_METADATA_KEYS} keys.`, 'metadata', 'INVALID_METADATA');
         metadata = merged;
       }
-      const set = { ...(change.displayName !== undefined ? { displayName: change.displayName } : {}), ...(metadata !== undefined ? { metadata } : {}) };
-      if (!(await updateInbox(db, owner.organizationId, id, set, clock.now().toISOString()))) throw new InboxNotFoundError(inboxId);
+      const set = {
+        ...(change.displayName !== undefined ? { displayName: change.displayName } : {}),
+        ...(metadata !== undefined ? { metadata } : {}),
+      };
+      if (!(await updateInbox(db, owner.organizationId, id, set, clock.now().toISOString())))
+        throw new InboxNotFoundError(inboxId);
       return (await findInbox(db, owner.organizationId, id)) as Inbox;
     },
 
     async delete(owner: KeyOwner, inboxId: string, podId?: string): Promise<void> {
       requirePermission(owner, 'inboxDelete');
       const inbox = await findScopedInbox(db, owner, inboxId, podId);
-      if (!inbox || !(await deleteInbox(db, owner.organizationId, inbox.inboxId))) throw new InboxNotFoundError(inboxId);
+      if (!inbox || !(await deleteInbox(db, owner.organizationId, inbox.inboxId)))
+        throw new InboxNotFoundError(inboxId);
       await lifecycle?.deleted(inbox);
     },
 

@@ -6,7 +6,8 @@ export const MAX_LIMIT = 100;
 
 export function parseLimit(limit: number | undefined): number {
   if (limit === undefined) return DEFAULT_LIMIT;
-  if (!Number.isInteger(limit) || limit < 1) throw new ValidationError('limit must be a positive integer.', 'limit', 'INVALID_LIMIT');
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new ValidationError('limit must be a positive integer.', 'limit', 'INVALID_LIMIT');
   return Math.min(limit, MAX_LIMIT);
 }
 
@@ -36,7 +37,14 @@ export interface PageQuerystring {
 }
 
 /** Those parameters → the services' names; absent stays absent. */
-export function toPageQuery(q: PageQuerystring): { limit?: number; pageToken?: string; labels?: string | readonly string[]; before?: string; after?: string; ascending?: boolean } {
+export function toPageQuery(q: PageQuerystring): {
+  limit?: number;
+  pageToken?: string;
+  labels?: string | readonly string[];
+  before?: string;
+  after?: string;
+  ascending?: boolean;
+} {
   return {
     ...(q.limit !== undefined ? { limit: q.limit } : {}),
     ...(q.page_token ? { pageToken: q.page_token } : {}),
@@ -80,7 +88,8 @@ export function parseStringList(field: string, raw: string | readonly string[] |
   } catch {
     parsed = undefined;
   }
-  if (!Array.isArray(parsed) || !parsed.every((l) => typeof l === 'string')) throw new ValidationError(`${field} must be a JSON array of strings, e.g. ["a"].`, field, code);
+  if (!Array.isArray(parsed) || !parsed.every((l) => typeof l === 'string'))
+    throw new ValidationError(`${field} must be a JSON array of strings, e.g. ["a"].`, field, code);
   return parsed as string[];
 }
 
@@ -91,8 +100,10 @@ function parseContains(query: ListFilterQuery): Partial<Record<ContainsField, st
   for (const field of CONTAINS_FIELDS) {
     const values = parseStringList(field, query[field], 'INVALID_FILTER');
     if (!values.length) continue;
-    if (values.length > 20) throw new ValidationError(`${field}: at most 20 values per filter.`, field, 'INVALID_FILTER');
-    if (values.some((v) => v.length === 0 || v.length > 998)) throw new ValidationError(`${field}: values are 1 to 998 characters long.`, field, 'INVALID_FILTER');
+    if (values.length > 20)
+      throw new ValidationError(`${field}: at most 20 values per filter.`, field, 'INVALID_FILTER');
+    if (values.some((v) => v.length === 0 || v.length > 998))
+      throw new ValidationError(`${field}: values are 1 to 998 characters long.`, field, 'INVALID_FILTER');
     out[field] = [...new Set(values)];
   }
   return out;
@@ -101,12 +112,14 @@ function parseContains(query: ListFilterQuery): Partial<Record<ContainsField, st
 /** The filters of message and thread lists (labels, times, hidden labels, 0.5 substring filters). */
 export function parseListFilter(query: ListFilterQuery): ListFilter {
   const labels = parseStringList('labels', query.labels, 'INVALID_LABELS');
-  if (labels.length > 20) throw new ValidationError('labels: at most 20 labels per filter.', 'labels', 'INVALID_LABELS');
+  if (labels.length > 20)
+    throw new ValidationError('labels: at most 20 labels per filter.', 'labels', 'INVALID_LABELS');
   const time = (field: 'before' | 'after') => {
     const value = query[field];
     if (value === undefined) return {};
     const t = new Date(value);
-    if (Number.isNaN(t.getTime())) throw new ValidationError(`${field} must be an ISO-8601 date-time.`, field, 'INVALID_DATE');
+    if (Number.isNaN(t.getTime()))
+      throw new ValidationError(`${field} must be an ISO-8601 date-time.`, field, 'INVALID_DATE');
     return { [field]: t.toISOString() };
   };
   const wanted = new Set(labels);

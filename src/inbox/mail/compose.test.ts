@@ -26,7 +26,14 @@ import {
  * text: nothing else): MailComposer, compiled and built, nothing of ours in between.
  */
 function nodemailerBytes(input: ComposeInput): Promise<Buffer> {
-  return new MailComposer({ messageId: input.messageId, date: input.date, from: input.from, to: [...input.to], subject: input.subject ?? '', ...(input.text !== null ? { text: input.text } : {}) })
+  return new MailComposer({
+    messageId: input.messageId,
+    date: input.date,
+    from: input.from,
+    to: [...input.to],
+    subject: input.subject ?? '',
+    ...(input.text !== null ? { text: input.text } : {}),
+  })
     .compile()
     .build();
 }
@@ -58,7 +65,15 @@ describe('composeMessage', () => {
       ...base,
       text: `${'Zeile mit Umlauten äöü und einer langen Fortsetzung ohne Umbruch '.repeat(40)}\n`.repeat(100),
       html: `<p>${'Ünïcödé '.repeat(40)}</p>\n`.repeat(200),
-      attachments: [{ filename: 'a.bin', contentType: 'application/octet-stream', contentDisposition: 'attachment', contentId: null, content }],
+      attachments: [
+        {
+          filename: 'a.bin',
+          contentType: 'application/octet-stream',
+          contentDisposition: 'attachment',
+          contentId: null,
+          content,
+        },
+      ],
     };
     const raw = await composeMessage(big);
     expect(raw).toBeInstanceOf(Buffer);
@@ -69,7 +84,11 @@ describe('composeMessage', () => {
 
   it('composes a large message of every kind of attachment, in pieces, to the bytes MailComposer builds', async () => {
     const bytes = (n: number, seed: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * seed) & 0xff));
-    const attachment = (contentType: string, content: Buffer, more: Partial<ComposeInput['attachments'][number]> = {}) => ({ filename: 'f', contentType, contentDisposition: 'attachment' as const, contentId: null, content, ...more });
+    const attachment = (
+      contentType: string,
+      content: Buffer,
+      more: Partial<ComposeInput['attachments'][number]> = {},
+    ) => ({ filename: 'f', contentType, contentDisposition: 'attachment' as const, contentId: null, content, ...more });
     const big: ComposeInput = {
       ...base,
       text: 'Grüße\n'.repeat(30_000),
@@ -99,7 +118,13 @@ describe('composeMessage', () => {
       return Buffer.concat(got);
     };
     const own = (n: number) => Buffer.from(Buffer.allocUnsafeSlow(n).fill(5));
-    const file = (content: Buffer) => ({ filename: 'f.bin', contentType: 'application/octet-stream', contentDisposition: 'attachment' as const, contentId: null, content });
+    const file = (content: Buffer) => ({
+      filename: 'f.bin',
+      contentType: 'application/octet-stream',
+      contentDisposition: 'attachment' as const,
+      contentId: null,
+      content,
+    });
     const large = (c: Buffer) => c.length >= 150_000;
     const text = 'ä'.repeat(OFFLOAD_COMPOSE_BYTES);
     // Moved: empty here once the pieces were asked for, and still in the message.
@@ -115,9 +140,26 @@ describe('composeMessage', () => {
   });
 
   it('composes small messages of every shape through MailComposer', async () => {
-    for (const other of [{ text: 'Grüße', html: '<p>x</p>' }, { html: '<b>only</b>' }, { text: 'x', attachments: [{ filename: null, contentType: 'text/plain', contentDisposition: 'inline' as const, contentId: 'c@x', content: Buffer.from('a\r\nb') }] }]) {
+    for (const other of [
+      { text: 'Grüße', html: '<p>x</p>' },
+      { html: '<b>only</b>' },
+      {
+        text: 'x',
+        attachments: [
+          {
+            filename: null,
+            contentType: 'text/plain',
+            contentDisposition: 'inline' as const,
+            contentId: 'c@x',
+            content: Buffer.from('a\r\nb'),
+          },
+        ],
+      },
+    ]) {
       const mail = { ...base, ...other };
-      expect(boundaries(await composeMessage(mail)), JSON.stringify(other)).toBe(boundaries(await composeWithNodemailer(mail)));
+      expect(boundaries(await composeMessage(mail)), JSON.stringify(other)).toBe(
+        boundaries(await composeWithNodemailer(mail)),
+      );
     }
   });
 });
@@ -129,14 +171,43 @@ describe('composePlainText', () => {
     const items = r() < 0.8 ? common : awkward;
     return items[Math.floor(r() * items.length)] as T;
   };
-  const names = [['', 'Agent', 'Agent Smith', 'support_bot 2', 'A'], ['Doe, Jane', 'Jürgen', ' padded ', 'two  spaces', 'quote"d', 'x'.repeat(60)]] as const;
-  const addresses = [['a@x.test', 'agent.smith@mail.example.org', "o'brien+tag@sub.example.co.uk", 'b@x.test'], ['UPPER@Example.ORG', `${'l'.repeat(60)}@x.test`]] as const;
+  const names = [
+    ['', 'Agent', 'Agent Smith', 'support_bot 2', 'A'],
+    ['Doe, Jane', 'Jürgen', ' padded ', 'two  spaces', 'quote"d', 'x'.repeat(60)],
+  ] as const;
+  const addresses = [
+    ['a@x.test', 'agent.smith@mail.example.org', "o'brien+tag@sub.example.co.uk", 'b@x.test'],
+    ['UPPER@Example.ORG', `${'l'.repeat(60)}@x.test`],
+  ] as const;
   const subjects = [
     [null, '', 'Hi', 'Hello there', 'Re: hello', 'Status: 3/4 done (75%), next #5!'],
-    [' leading space', 'trailing ', 'Grüße', '=?utf-8?q?x?=', 'tab\there', 'x'.repeat(66), 'x'.repeat(67), 'x'.repeat(68), 'x'.repeat(120), 'semi; colon: "quotes" <angle> (paren)'],
+    [
+      ' leading space',
+      'trailing ',
+      'Grüße',
+      '=?utf-8?q?x?=',
+      'tab\there',
+      'x'.repeat(66),
+      'x'.repeat(67),
+      'x'.repeat(68),
+      'x'.repeat(120),
+      'semi; colon: "quotes" <angle> (paren)',
+    ],
   ] as const;
   const lines = [
-    ['Hi,', '', 'this is a test.', 'x'.repeat(76), '  indented', 'tab\tin', 'trailing  ', '> quoted', '.', 'From here', '=3D not qp'],
+    [
+      'Hi,',
+      '',
+      'this is a test.',
+      'x'.repeat(76),
+      '  indented',
+      'tab\tin',
+      'trailing  ',
+      '> quoted',
+      '.',
+      'From here',
+      '=3D not qp',
+    ],
     ['x'.repeat(77), 'ünïcode', 'ctrl\u0001char', 'del\u007f'],
   ] as const;
   const breaks = [['\n', '\r\n'], ['\r']] as const;
@@ -144,9 +215,12 @@ describe('composePlainText', () => {
   function input(r: () => number): ComposeInput {
     const mailbox = (): Mailbox => ({ name: pick(r, ...names), address: pick(r, ...addresses) });
     const count = r() < 0.7 ? 1 : 2 + Math.floor(r() * 3);
-    const body = Array.from({ length: 1 + Math.floor(r() * 5) }, () => pick(r, ...lines)).join(pick(r, ...breaks)) + (r() < 0.5 ? pick(r, ...breaks) : '');
+    const body =
+      Array.from({ length: 1 + Math.floor(r() * 5) }, () => pick(r, ...lines)).join(pick(r, ...breaks)) +
+      (r() < 0.5 ? pick(r, ...breaks) : '');
     return {
-      messageId: r() < 0.9 ? `<${Math.floor(r() * 1e9)}.${Math.floor(r() * 1e9)}@x.test>` : `<${'m'.repeat(70)}@x.test>`,
+      messageId:
+        r() < 0.9 ? `<${Math.floor(r() * 1e9)}.${Math.floor(r() * 1e9)}@x.test>` : `<${'m'.repeat(70)}@x.test>`,
       date: new Date(Math.floor(r() * 4e12)),
       from: mailbox(),
       to: Array.from({ length: count }, mailbox),
@@ -208,7 +282,17 @@ describe('composePlainText', () => {
       { cc: [{ name: '', address: 'c@y.test' }] },
       { inReplyTo: '<0@x.test>' },
       { headers: { 'X-Tag': 'a' } },
-      { attachments: [{ filename: 'a.txt', contentType: 'text/plain', contentDisposition: 'attachment' as const, contentId: null, content: Buffer.from('a') }] },
+      {
+        attachments: [
+          {
+            filename: 'a.txt',
+            contentType: 'text/plain',
+            contentDisposition: 'attachment' as const,
+            contentId: null,
+            content: Buffer.from('a'),
+          },
+        ],
+      },
       { from: { name: 'Doe, Jane', address: 'agent@x.test' } },
     ]) {
       const mail = { ...base, ...other };
@@ -236,12 +320,31 @@ describe('addresses', () => {
     expect(parseMailbox(input)).toEqual(expected);
   });
 
-  it.each(['', 'plain', 'a@', '@b.org', 'a@b', 'a..b@c.org', '.a@c.org', 'a@-b.org', 'a@b..org', 'a@b.123', 'a b@c.org', 'Jane <a@b.org', 'Jane a@b.org>', 'x@y.org\r\nBcc: z@w.org', `${'a'.repeat(65)}@b.org`, 'Ja"ne <a@b.org>', 'a@bü cher.test', 'a@-bücher.test', 'a@x。-bücher.test', 'a@bücher-.test', 'a@bücher.123'])(
-    'refuses %j',
-    (input) => {
-      expect(parseMailbox(input)).toBeUndefined();
-    },
-  );
+  it.each([
+    '',
+    'plain',
+    'a@',
+    '@b.org',
+    'a@b',
+    'a..b@c.org',
+    '.a@c.org',
+    'a@-b.org',
+    'a@b..org',
+    'a@b.123',
+    'a b@c.org',
+    'Jane <a@b.org',
+    'Jane a@b.org>',
+    'x@y.org\r\nBcc: z@w.org',
+    `${'a'.repeat(65)}@b.org`,
+    'Ja"ne <a@b.org>',
+    'a@bü cher.test',
+    'a@-bücher.test',
+    'a@x。-bücher.test',
+    'a@bücher-.test',
+    'a@bücher.123',
+  ])('refuses %j', (input) => {
+    expect(parseMailbox(input)).toBeUndefined();
+  });
 
   it('accepts a one-label domain only when it is local', () => {
     expect(isValidAddress('a@localhost')).toBe(false);
@@ -249,7 +352,11 @@ describe('addresses', () => {
   });
 
   it('splits lists at commas outside quotes and brackets', () => {
-    expect(splitAddressList('a@x.org, "Doe, J" <j@x.org>; b@x.org,')).toEqual(['a@x.org', '"Doe, J" <j@x.org>', 'b@x.org']);
+    expect(splitAddressList('a@x.org, "Doe, J" <j@x.org>; b@x.org,')).toEqual([
+      'a@x.org',
+      '"Doe, J" <j@x.org>',
+      'b@x.org',
+    ]);
   });
 
   it('quotes display names with specials', () => {
@@ -273,7 +380,28 @@ describe('derived texts', () => {
       return Array.from(source.replace(/\s+/g, ' ').trim()).slice(0, 200).join('') || null;
     };
     const r = prng(20261123);
-    const pieces = ['<p>', '</p>', '<br>', ' ', '\n\t ', '&amp;', '&#x41;', '&#128512;', '&nosuch;', 'Grüße', '😀', 'word', 'x'.repeat(300), '<b class="a">', '<script>var a = "<p>hidden</p>";</script>', '<style>p { color: red }</style>', '<head><title>t</title></head>', '<header>shown</header>', '\u00a0', '\u2028'];
+    const pieces = [
+      '<p>',
+      '</p>',
+      '<br>',
+      ' ',
+      '\n\t ',
+      '&amp;',
+      '&#x41;',
+      '&#128512;',
+      '&nosuch;',
+      'Grüße',
+      '😀',
+      'word',
+      'x'.repeat(300),
+      '<b class="a">',
+      '<script>var a = "<p>hidden</p>";</script>',
+      '<style>p { color: red }</style>',
+      '<head><title>t</title></head>',
+      '<header>shown</header>',
+      '\u00a0',
+      '\u2028',
+    ];
     const fill = (length: number) => {
       let out = '';
       while (out.length < length) out += pieces[Math.floor(r() * pieces.length)] as string;
@@ -282,7 +410,15 @@ describe('derived texts', () => {
     for (let i = 0; i < 300; i++) {
       // Something that straddles the first prefix's end (16 KiB), or the second's (64 KiB).
       const at = (r() < 0.5 ? 16 * 1024 : 64 * 1024) - Math.floor(r() * (r() < 0.5 ? 12 : 400));
-      const straddling = ['<script>' + 'secret '.repeat(200) + '</script>', '<span title="x">', '&#x1F600;', '&amp;', ' '.repeat(500), '<style>', '<SCRIPT type="x">a</script >'][Math.floor(r() * 7)] as string;
+      const straddling = [
+        '<script>' + 'secret '.repeat(200) + '</script>',
+        '<span title="x">',
+        '&#x1F600;',
+        '&amp;',
+        ' '.repeat(500),
+        '<style>',
+        '<SCRIPT type="x">a</script >',
+      ][Math.floor(r() * 7)] as string;
       const sparse = r() < 0.5;
       const head = sparse ? ' '.repeat(at - 50) + fill(50) : fill(at);
       const html = head.slice(0, at) + straddling + fill(Math.floor(r() * 70_000));
@@ -300,7 +436,9 @@ describe('derived texts', () => {
   });
 
   it('cuts quoted history from replies', () => {
-    expect(extractNewText('Thanks!\n\nOn Mon, 1 Jan 2024 at 10:00, Bob <b@x.org> wrote:\n> hi\n> there')).toBe('Thanks!');
+    expect(extractNewText('Thanks!\n\nOn Mon, 1 Jan 2024 at 10:00, Bob <b@x.org> wrote:\n> hi\n> there')).toBe(
+      'Thanks!',
+    );
     expect(extractNewText('Sure.\n> earlier\n> lines\n')).toBe('Sure.');
     expect(extractNewText('No quotes here')).toBe('No quotes here');
     expect(extractNewHtml('<p>Yes</p><div class="gmail_quote">old</div>')).toBe('<p>Yes</p>');

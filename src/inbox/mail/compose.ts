@@ -38,7 +38,12 @@ export function isValidAddress(address: string, singleLabelDomains: readonly str
     if (!domain) return false;
     // Labels neither begin nor end with a hyphen in their Unicode form either (the conversion
     // alone lets `-ü` pass, and UTS 46 takes 。．｡ as dots, so the labels are read after it).
-    if (domainToUnicode(domain).split('.').some((l) => l.startsWith('-') || l.endsWith('-'))) return false;
+    if (
+      domainToUnicode(domain)
+        .split('.')
+        .some((l) => l.startsWith('-') || l.endsWith('-'))
+    )
+      return false;
   }
   if (domain.length > 253) return false;
   const labels = domain.split('.');
@@ -184,14 +189,23 @@ export async function composeMessage(input: ComposeInput): Promise<Buffer> {
  * Attachment contents for which `move` holds, and that own their ArrayBuffer, are moved to the
  * thread when the first piece is asked for, not copied: they are empty from then on.
  */
-export async function composeSource(input: ComposeInput, pieceBytes: number, move: (content: Buffer) => boolean = () => false): Promise<Buffer | AsyncIterable<Buffer>> {
+export async function composeSource(
+  input: ComposeInput,
+  pieceBytes: number,
+  move: (content: Buffer) => boolean = () => false,
+): Promise<Buffer | AsyncIterable<Buffer>> {
   const plain = composePlainText(input);
   if (plain) return plain;
-  const size = (input.text?.length ?? 0) + (input.html?.length ?? 0) + input.attachments.reduce((n, a) => n + a.content.length, 0);
+  const size =
+    (input.text?.length ?? 0) + (input.html?.length ?? 0) + input.attachments.reduce((n, a) => n + a.content.length, 0);
   if (size < OFFLOAD_COMPOSE_BYTES) return composeWithNodemailer(input);
   // Moving a buffer empties every view of it: never one that an attachment kept here also uses.
   const kept = new Set(input.attachments.filter((a) => !move(a.content)).map((a) => a.content.buffer));
-  const moved = new Set(input.attachments.flatMap((a) => (move(a.content) ? [ownBuffer(a.content)] : [])).filter((b): b is ArrayBuffer => b !== undefined && !kept.has(b)));
+  const moved = new Set(
+    input.attachments
+      .flatMap((a) => (move(a.content) ? [ownBuffer(a.content)] : []))
+      .filter((b): b is ArrayBuffer => b !== undefined && !kept.has(b)),
+  );
   return piecesOf(inboxPool(), 'compose', { input }, pieceBytes, [...moved]);
 }
 
@@ -226,7 +240,8 @@ const alwaysBase64 = (contentType: string) => !/^(text|multipart|message)\//i.te
 function inSlices(bytes: Buffer): Readable {
   return Readable.from(
     (function* () {
-      for (let at = 0; at < bytes.length; at += ATTACHMENT_SLICE_BYTES) yield bytes.subarray(at, at + ATTACHMENT_SLICE_BYTES);
+      for (let at = 0; at < bytes.length; at += ATTACHMENT_SLICE_BYTES)
+        yield bytes.subarray(at, at + ATTACHMENT_SLICE_BYTES);
     })(),
     { objectMode: false },
   );
@@ -286,24 +301,49 @@ const PLAIN_TEXT_MAX = 64 * 1024;
  */
 export function composePlainText(input: ComposeInput): Buffer | undefined {
   const text = input.text;
-  if (text === null || text === '' || input.html !== null || input.attachments.length || input.cc.length || input.replyTo.length) return undefined;
+  if (
+    text === null ||
+    text === '' ||
+    input.html !== null ||
+    input.attachments.length ||
+    input.cc.length ||
+    input.replyTo.length
+  )
+    return undefined;
   if (input.inReplyTo || input.references.length) return undefined;
   for (const _ in input.headers) return undefined;
   if (text.length > PLAIN_TEXT_MAX || !PLAIN_TEXT.test(text) || LONG_LINE.test(text)) return undefined;
   const subject = input.subject ?? '';
   if (subject !== '' && !isPlainValue(subject)) return undefined;
   // nodemailer brackets a bare id; only a bracketed one is written as it is.
-  if (!isPlainValue(input.messageId) || !input.messageId.startsWith('<') || !input.messageId.endsWith('>') || !input.to.length) return undefined;
+  if (
+    !isPlainValue(input.messageId) ||
+    !input.messageId.startsWith('<') ||
+    !input.messageId.endsWith('>') ||
+    !input.to.length
+  )
+    return undefined;
   let from: string | undefined;
   const to: string[] = [];
   for (const m of [input.from, ...input.to]) {
-    if (!PLAIN_NAME.test(m.name) || !PLAIN_ADDRESS.test(m.address) || m.address.includes('<') || m.address.includes('>')) return undefined;
+    if (
+      !PLAIN_NAME.test(m.name) ||
+      !PLAIN_ADDRESS.test(m.address) ||
+      m.address.includes('<') ||
+      m.address.includes('>')
+    )
+      return undefined;
     const formatted = m.name ? `${m.name} <${m.address}>` : m.address;
     if (from === undefined) from = formatted;
     else if (to.includes(formatted)) return undefined;
     else to.push(formatted);
   }
-  const lines = [`From: ${from as string}`, `To: ${to.join(', ')}`, ...(subject ? [`Subject: ${subject}`] : []), `Message-ID: ${input.messageId}`];
+  const lines = [
+    `From: ${from as string}`,
+    `To: ${to.join(', ')}`,
+    ...(subject ? [`Subject: ${subject}`] : []),
+    `Message-ID: ${input.messageId}`,
+  ];
   for (const line of lines) if (line.length > HEADER_LINE) return undefined;
   lines.push(
     `Date: ${input.date.toUTCString().replace(/GMT/, '+0000')}`,
@@ -312,7 +352,10 @@ export function composePlainText(input: ComposeInput): Buffer | undefined {
     'Content-Type: text/plain; charset=utf-8',
   );
   const last = text.charCodeAt(text.length - 1);
-  return Buffer.from(`${lines.join('\r\n')}\r\n\r\n${text}${last === 0x0a ? '' : last === 0x0d ? '\n' : '\r\n'}`, 'latin1');
+  return Buffer.from(
+    `${lines.join('\r\n')}\r\n\r\n${text}${last === 0x0a ? '' : last === 0x0d ? '\n' : '\r\n'}`,
+    'latin1',
+  );
 }
 
 const PREVIEW_LENGTH = 200;
@@ -447,7 +490,15 @@ export function escapeHtml(text: string): string {
  * The forwarded-message block that mail clients put under a forward (Gmail's wording, which
  * other clients and parsers recognise), as text and as HTML.
  */
-export function forwardedBlock(original: { from: string; timestamp: string; subject: string | null; to: readonly string[]; cc: readonly string[]; text: string | null; html: string | null }): { text: string; html: string } {
+export function forwardedBlock(original: {
+  from: string;
+  timestamp: string;
+  subject: string | null;
+  to: readonly string[];
+  cc: readonly string[];
+  text: string | null;
+  html: string | null;
+}): { text: string; html: string } {
   const fields: [string, string][] = [
     ['From', original.from],
     ['Date', new Date(original.timestamp).toUTCString()],
@@ -491,6 +542,7 @@ export const SUBJECT_KEY_CHARS = 255;
 export function subjectKey(normalized: string | null): string | null {
   if (normalized === null || normalized.length <= SUBJECT_KEY_CHARS) return normalized;
   let end = 0;
-  for (let n = 0; n < SUBJECT_KEY_CHARS && end < normalized.length; n++) end += (normalized.codePointAt(end) as number) > 0xffff ? 2 : 1;
+  for (let n = 0; n < SUBJECT_KEY_CHARS && end < normalized.length; n++)
+    end += (normalized.codePointAt(end) as number) > 0xffff ? 2 : 1;
   return normalized.slice(0, end);
 }

@@ -1,4 +1,11 @@
-import { addressOf, escapeHtml, forwardedBlock, forwardSubject, htmlToPlainText, replySubject } from '../mail/compose.js';
+import {
+  addressOf,
+  escapeHtml,
+  forwardedBlock,
+  forwardSubject,
+  htmlToPlainText,
+  replySubject,
+} from '../mail/compose.js';
 import type { Message } from './message.repository.js';
 import type { ReplyInput, SendAttachmentInput, SendInput } from './outgoing.js';
 
@@ -23,7 +30,10 @@ function uniqueByAddress(list: readonly string[]): string[] {
 /** In-Reply-To and References of an answer to `parent`: they make it join the thread on both sides. */
 export function answerHeaders(parent: Message | undefined): { inReplyTo: string | null; references: string[] } {
   if (!parent) return { inReplyTo: null, references: [] };
-  return { inReplyTo: parent.messageId, references: [...new Set([...parent.references, parent.messageId])].slice(-MAX_REFERENCES) };
+  return {
+    inReplyTo: parent.messageId,
+    references: [...new Set([...parent.references, parent.messageId])].slice(-MAX_REFERENCES),
+  };
 }
 
 /**
@@ -41,7 +51,9 @@ export function replyInput(parent: Message, input: ReplyInput): SendInput {
   if (!to.length) to = [parent.from];
   to = uniqueByAddress(to);
   const inTo = new Set(to.map((e) => addressOf(e).toLowerCase()));
-  const cc = input.replyAll ? uniqueByAddress(notOwn(parent.cc)).filter((e) => !inTo.has(addressOf(e).toLowerCase())) : [];
+  const cc = input.replyAll
+    ? uniqueByAddress(notOwn(parent.cc)).filter((e) => !inTo.has(addressOf(e).toLowerCase()))
+    : [];
   return { ...input, to: input.to ?? to, cc: input.cc ?? cc, subject: replySubject(parent.subject) };
 }
 
@@ -52,7 +64,8 @@ export function replyInput(parent: Message, input: ReplyInput): SendInput {
 export function forwardInput(original: Message, input: SendInput, carried: readonly SendAttachmentInput[]): SendInput {
   const block = forwardedBlock(original);
   const own = input.text ?? (input.html !== undefined ? htmlToPlainText(input.html) : '');
-  const ownHtml = input.html ?? (input.text !== undefined ? `<div>${escapeHtml(input.text).replace(/\n/g, '<br>')}</div>` : '');
+  const ownHtml =
+    input.html ?? (input.text !== undefined ? `<div>${escapeHtml(input.text).replace(/\n/g, '<br>')}</div>` : '');
   return {
     ...input,
     subject: input.subject ?? forwardSubject(original.subject),

@@ -49,13 +49,16 @@ export interface MessageBlobs {
 }
 
 /** Ids of the blobs in `blobs`. */
-export const blobIdsOf = (blobs: MessageBlobs | undefined): number[] => (blobs ? [blobs.source, ...blobs.attachments].filter((id): id is number => id !== null) : []);
+export const blobIdsOf = (blobs: MessageBlobs | undefined): number[] =>
+  blobs ? [blobs.source, ...blobs.attachments].filter((id): id is number => id !== null) : [];
 
 /**
  * Where `storeBlobPieces` put bytes: a new unclaimed blob of `size` bytes, or (bytes read from pieces
  * that came to fewer than CHUNK_BYTES) nowhere: they go into their own column.
  */
-export type StoredBytes = { readonly blob: number; readonly size: number } | { readonly blob: null; readonly bytes: Buffer; readonly size: number };
+export type StoredBytes =
+  | { readonly blob: number; readonly size: number }
+  | { readonly blob: null; readonly bytes: Buffer; readonly size: number };
 
 /** Writes `bytes` (at least CHUNK_BYTES: `storedAsBlob`) as a new unclaimed blob (`storeBlobPieces`); returns its id. */
 export async function storeBlob(commits: GroupCommit<InboxDatabase>, clock: Clock, bytes: Buffer): Promise<number> {
@@ -72,7 +75,11 @@ export async function storeBlob(commits: GroupCommit<InboxDatabase>, clock: Cloc
  * unit also records the size. Pieces that end before CHUNK_BYTES are returned as bytes, and
  * nothing is written.
  */
-export async function storeBlobPieces(commits: GroupCommit<InboxDatabase>, clock: Clock, source: AsyncIterable<Buffer>): Promise<StoredBytes> {
+export async function storeBlobPieces(
+  commits: GroupCommit<InboxDatabase>,
+  clock: Clock,
+  source: AsyncIterable<Buffer>,
+): Promise<StoredBytes> {
   const created = clock.now().toISOString();
   const pieces = source[Symbol.asyncIterator]();
   let id: number | undefined;
@@ -98,12 +105,25 @@ export async function storeBlobPieces(commits: GroupCommit<InboxDatabase>, clock
       await nextTurn();
       id = await commits.run(async (trx) => {
         const row = { state: BLOB_UNCLAIMED, size: last ? size : 0, created_at: created };
-        const blob = id ?? Number((await insertCompiledOnce(trx, 'blobs.insert', [row], () => trx.insertInto('blobs').values(row).returning('id')))[0]?.id);
+        const blob =
+          id ??
+          Number(
+            (
+              await insertCompiledOnce(trx, 'blobs.insert', [row], () =>
+                trx.insertInto('blobs').values(row).returning('id'),
+              )
+            )[0]?.id,
+          );
         for (const [i, bytes] of unit.entries()) {
           const piece = { blob_id: blob, seq: seq + i, bytes };
-          await insertCompiledOnce(trx, 'blob_chunks.insert', [piece], () => trx.insertInto('blob_chunks').values(piece));
+          await insertCompiledOnce(trx, 'blob_chunks.insert', [piece], () =>
+            trx.insertInto('blob_chunks').values(piece),
+          );
         }
-        if (last && id !== undefined) await runCompiledOnce(trx, 'blobs.set_size', [size, blob], () => trx.updateTable('blobs').set({ size }).where('id', '=', blob));
+        if (last && id !== undefined)
+          await runCompiledOnce(trx, 'blobs.set_size', [size, blob], () =>
+            trx.updateTable('blobs').set({ size }).where('id', '=', blob),
+          );
         return blob;
       });
     }
@@ -133,7 +153,12 @@ export class BlobGoneError extends Error {
 /** Marks the blobs of a delivery as named by its copies (inside its unit of work). */
 export async function claimBlobs(trx: Db, ids: readonly number[]): Promise<void> {
   if (!ids.length) return;
-  const result = await trx.updateTable('blobs').set({ state: BLOB_CLAIMED }).where('id', 'in', ids).where('state', '=', BLOB_UNCLAIMED).executeTakeFirst();
+  const result = await trx
+    .updateTable('blobs')
+    .set({ state: BLOB_CLAIMED })
+    .where('id', 'in', ids)
+    .where('state', '=', BLOB_UNCLAIMED)
+    .executeTakeFirst();
   if (Number(result.numUpdatedRows) !== new Set(ids).size) throw new BlobGoneError(ids);
 }
 
@@ -142,14 +167,22 @@ export async function claimBlobs(trx: Db, ids: readonly number[]): Promise<void>
  * pieces do not add up to its size (swept while this read ran: the message is gone too).
  */
 export async function readBlob(db: Db, id: number): Promise<Buffer | undefined> {
-  const blob = await runCompiledOnce(db, 'blobs.size', [id, BLOB_CLAIMED], () => db.selectFrom('blobs').select('size').where('id', '=', id).where('state', '=', BLOB_CLAIMED));
+  const blob = await runCompiledOnce(db, 'blobs.size', [id, BLOB_CLAIMED], () =>
+    db.selectFrom('blobs').select('size').where('id', '=', id).where('state', '=', BLOB_CLAIMED),
+  );
   if (!blob[0]) return undefined;
   const pieces: Buffer[] = [];
   let length = 0;
   for (let from = 0; ; from += PIECES_PER_READ) {
     if (from) await nextTurn();
     const rows = await runCompiledOnce(db, 'blob_chunks.read', [id, from, PIECES_PER_READ], () =>
-      db.selectFrom('blob_chunks').select('bytes').where('blob_id', '=', id).where('seq', '>=', from).orderBy('seq').limit(PIECES_PER_READ),
+      db
+        .selectFrom('blob_chunks')
+        .select('bytes')
+        .where('blob_id', '=', id)
+        .where('seq', '>=', from)
+        .orderBy('seq')
+        .limit(PIECES_PER_READ),
     );
     for (const r of rows) {
       // Both drivers hand back a Buffer of its own: the concatenation below is the one copy.
@@ -172,8 +205,17 @@ async function deleteBlobs(commits: GroupCommit<InboxDatabase>, doom: (trx: Db) 
     for (;;) {
       await nextTurn();
       const left = await commits.run(async (trx) => {
-        const seqs = (await trx.selectFrom('blob_chunks').select('seq').where('blob_id', '=', id).orderBy('seq').limit(PIECES_PER_DELETE).execute()).map((r) => r.seq);
-        if (seqs.length) await trx.deleteFrom('blob_chunks').where('blob_id', '=', id).where('seq', 'in', seqs).execute();
+        const seqs = (
+          await trx
+            .selectFrom('blob_chunks')
+            .select('seq')
+            .where('blob_id', '=', id)
+            .orderBy('seq')
+            .limit(PIECES_PER_DELETE)
+            .execute()
+        ).map((r) => r.seq);
+        if (seqs.length)
+          await trx.deleteFrom('blob_chunks').where('blob_id', '=', id).where('seq', 'in', seqs).execute();
         else await trx.deleteFrom('blobs').where('id', '=', id).execute();
         return seqs.length;
       });
@@ -187,7 +229,13 @@ async function deleteBlobs(commits: GroupCommit<InboxDatabase>, doom: (trx: Db) 
 export async function releaseBlobs(commits: GroupCommit<InboxDatabase>, ids: readonly number[]): Promise<number> {
   if (!ids.length) return 0;
   return deleteBlobs(commits, async (trx) => {
-    const rows = await trx.updateTable('blobs').set({ state: BLOB_DOOMED }).where('id', 'in', ids).where('state', '=', BLOB_UNCLAIMED).returning('id').execute();
+    const rows = await trx
+      .updateTable('blobs')
+      .set({ state: BLOB_DOOMED })
+      .where('id', 'in', ids)
+      .where('state', '=', BLOB_UNCLAIMED)
+      .returning('id')
+      .execute();
     return rows.map((r) => Number(r.id));
   });
 }
@@ -212,19 +260,63 @@ export function createBlobSweeper(commits: GroupCommit<InboxDatabase>, clock: Cl
       const now = clock.now().getTime();
       let next = 0;
       const swept = await deleteBlobs(commits, async (trx) => {
-        const window = (await trx.selectFrom('blobs').select('id').where('state', '=', BLOB_CLAIMED).where('id', '>', after).orderBy('id').limit(SCAN_PER_SWEEP).execute()).map((r) => Number(r.id));
+        const window = (
+          await trx
+            .selectFrom('blobs')
+            .select('id')
+            .where('state', '=', BLOB_CLAIMED)
+            .where('id', '>', after)
+            .orderBy('id')
+            .limit(SCAN_PER_SWEEP)
+            .execute()
+        ).map((r) => Number(r.id));
         next = window.length < SCAN_PER_SWEEP ? 0 : (window.at(-1) as number);
         const unreferenced = () =>
           trx
             .selectFrom('blobs')
             .select('id')
-            .where(({ not, exists, selectFrom }) => not(exists(selectFrom('messages').select(sql.lit(1).as('one')).whereRef('messages.source_blob', '=', 'blobs.id'))))
-            .where(({ not, exists, selectFrom }) => not(exists(selectFrom('attachments').select(sql.lit(1).as('one')).whereRef('attachments.content_blob', '=', 'blobs.id'))));
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom('messages').select(sql.lit(1).as('one')).whereRef('messages.source_blob', '=', 'blobs.id'),
+                ),
+              ),
+            )
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom('attachments')
+                    .select(sql.lit(1).as('one'))
+                    .whereRef('attachments.content_blob', '=', 'blobs.id'),
+                ),
+              ),
+            );
         const found: [number, { id: number | string | bigint }[]][] = [
-          [BLOB_CLAIMED, window.length ? await unreferenced().where('id', 'in', window).limit(SWEEP_BATCH).execute() : []],
+          [
+            BLOB_CLAIMED,
+            window.length ? await unreferenced().where('id', 'in', window).limit(SWEEP_BATCH).execute() : [],
+          ],
           // No copy names an unclaimed blob: the claim and the copies commit together.
-          [BLOB_UNCLAIMED, await trx.selectFrom('blobs').select('id').where('state', '=', BLOB_UNCLAIMED).where('created_at', '<', new Date(now - UNCLAIMED_GRACE_MS).toISOString()).limit(SWEEP_BATCH).execute()],
-          [BLOB_DOOMED, await trx.selectFrom('blobs').select('id').where('state', '=', BLOB_DOOMED).where('created_at', '<', new Date(now - DOOMED_GRACE_MS).toISOString()).limit(SWEEP_BATCH).execute()],
+          [
+            BLOB_UNCLAIMED,
+            await trx
+              .selectFrom('blobs')
+              .select('id')
+              .where('state', '=', BLOB_UNCLAIMED)
+              .where('created_at', '<', new Date(now - UNCLAIMED_GRACE_MS).toISOString())
+              .limit(SWEEP_BATCH)
+              .execute(),
+          ],
+          [
+            BLOB_DOOMED,
+            await trx
+              .selectFrom('blobs')
+              .select('id')
+              .where('state', '=', BLOB_DOOMED)
+              .where('created_at', '<', new Date(now - DOOMED_GRACE_MS).toISOString())
+              .limit(SWEEP_BATCH)
+              .execute(),
+          ],
         ];
         // Doomed in the transaction that found them unneeded, and only if still in the state they
         // were found in: on PostgreSQL a delivery may have claimed an old unclaimed one meanwhile
@@ -232,7 +324,17 @@ export function createBlobSweeper(commits: GroupCommit<InboxDatabase>, clock: Cl
         const ids: number[] = [];
         for (const [state, rows] of found) {
           if (!rows.length) continue;
-          const doomed = await trx.updateTable('blobs').set({ state: BLOB_DOOMED }).where('id', 'in', rows.map((r) => Number(r.id))).where('state', '=', state).returning('id').execute();
+          const doomed = await trx
+            .updateTable('blobs')
+            .set({ state: BLOB_DOOMED })
+            .where(
+              'id',
+              'in',
+              rows.map((r) => Number(r.id)),
+            )
+            .where('state', '=', state)
+            .returning('id')
+            .execute();
           ids.push(...doomed.map((r) => Number(r.id)));
         }
         return ids;

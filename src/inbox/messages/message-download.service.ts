@@ -54,7 +54,11 @@ export function createDownloadLinks({ db, clock, ids, ttlSeconds }: DownloadLink
     async sign(target: DownloadTarget): Promise<{ token: string; expiresAt: string }> {
       const expires = Math.floor(clock.now().getTime() / 1000) + ttlSeconds;
       const fields =
-        target.kind === 'attachment' ? ['a', target.messagePk, target.attachmentId, expires] : target.kind === 'draft-attachment' ? ['d', target.draftPk, target.attachmentId, expires] : ['r', target.messagePk, expires];
+        target.kind === 'attachment'
+          ? ['a', target.messagePk, target.attachmentId, expires]
+          : target.kind === 'draft-attachment'
+            ? ['d', target.draftPk, target.attachmentId, expires]
+            : ['r', target.messagePk, expires];
       const payload = Buffer.from(JSON.stringify(fields)).toString('base64url');
       const signature = mac(await signingKey(), payload).toString('base64url');
       return { token: `${payload}.${signature}`, expiresAt: new Date(expires * 1000).toISOString() };
@@ -66,7 +70,12 @@ export function createDownloadLinks({ db, clock, ids, ttlSeconds }: DownloadLink
       if (!payload || !signature || extra !== undefined) throw new DownloadLinkInvalidError();
       const expected = mac(await signingKey(), payload);
       const given = Buffer.from(signature, 'base64url');
-      if (given.length !== expected.length || !timingSafeEqual(given, expected) || given.toString('base64url') !== signature) throw new DownloadLinkInvalidError();
+      if (
+        given.length !== expected.length ||
+        !timingSafeEqual(given, expected) ||
+        given.toString('base64url') !== signature
+      )
+        throw new DownloadLinkInvalidError();
       let fields: unknown;
       try {
         fields = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
@@ -76,9 +85,12 @@ export function createDownloadLinks({ db, clock, ids, ttlSeconds }: DownloadLink
       if (!Array.isArray(fields)) throw new DownloadLinkInvalidError();
       const expires = fields[fields.length - 1];
       let target: DownloadTarget;
-      if (fields[0] === 'a' && fields.length === 4 && Number.isInteger(fields[1]) && typeof fields[2] === 'string') target = { kind: 'attachment', messagePk: fields[1] as number, attachmentId: fields[2] };
-      else if (fields[0] === 'd' && fields.length === 4 && Number.isInteger(fields[1]) && typeof fields[2] === 'string') target = { kind: 'draft-attachment', draftPk: fields[1] as number, attachmentId: fields[2] };
-      else if (fields[0] === 'r' && fields.length === 3 && Number.isInteger(fields[1])) target = { kind: 'raw', messagePk: fields[1] as number };
+      if (fields[0] === 'a' && fields.length === 4 && Number.isInteger(fields[1]) && typeof fields[2] === 'string')
+        target = { kind: 'attachment', messagePk: fields[1] as number, attachmentId: fields[2] };
+      else if (fields[0] === 'd' && fields.length === 4 && Number.isInteger(fields[1]) && typeof fields[2] === 'string')
+        target = { kind: 'draft-attachment', draftPk: fields[1] as number, attachmentId: fields[2] };
+      else if (fields[0] === 'r' && fields.length === 3 && Number.isInteger(fields[1]))
+        target = { kind: 'raw', messagePk: fields[1] as number };
       else throw new DownloadLinkInvalidError();
       if (typeof expires !== 'number' || expires * 1000 <= clock.now().getTime()) throw new DownloadLinkExpiredError();
       return target;

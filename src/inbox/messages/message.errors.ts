@@ -6,7 +6,11 @@ export type AddressField = 'to' | 'cc' | 'bcc' | 'reply_to';
 
 export class InvalidRecipientError extends ValidationError {
   constructor(field: AddressField, value: string) {
-    super(`${field}: "${value.length > 100 ? `${value.slice(0, 100)}…` : value}" is not a valid email address (expected addr@domain or Name <addr@domain>).`, field, 'INVALID_EMAIL');
+    super(
+      `${field}: "${value.length > 100 ? `${value.slice(0, 100)}…` : value}" is not a valid email address (expected addr@domain or Name <addr@domain>).`,
+      field,
+      'INVALID_EMAIL',
+    );
   }
 }
 
@@ -18,13 +22,21 @@ export class MissingRecipientError extends ValidationError {
 
 export class TooManyRecipientsError extends ValidationError {
   constructor(count: number, max: number) {
-    super(`A message may have at most ${max} recipients across to, cc and bcc; this one has ${count}.`, 'to', 'TOO_MANY_RECIPIENTS');
+    super(
+      `A message may have at most ${max} recipients across to, cc and bcc; this one has ${count}.`,
+      'to',
+      'TOO_MANY_RECIPIENTS',
+    );
   }
 }
 
 export class ExternalDeliveryDisabledError extends ValidationError {
   constructor(field: AddressField, address: string, localDomains: readonly string[]) {
-    super(`${field}: ${address} is not on a local domain (${localDomains.join(', ')}), and no SMTP relay is configured (INBOX_SMTP_RELAY_URL).`, field, 'EXTERNAL_DELIVERY_DISABLED');
+    super(
+      `${field}: ${address} is not on a local domain (${localDomains.join(', ')}), and no SMTP relay is configured (INBOX_SMTP_RELAY_URL).`,
+      field,
+      'EXTERNAL_DELIVERY_DISABLED',
+    );
   }
 }
 
@@ -36,19 +48,31 @@ export class InvalidAttachmentError extends ValidationError {
 
 export class AttachmentUrlNotSupportedError extends ValidationError {
   constructor(index: number) {
-    super(`attachments[${index}]: attachments by url are not supported (this service never fetches URLs); send the file as base64 in content.`, 'attachments', 'ATTACHMENT_URL_NOT_SUPPORTED');
+    super(
+      `attachments[${index}]: attachments by url are not supported (this service never fetches URLs); send the file as base64 in content.`,
+      'attachments',
+      'ATTACHMENT_URL_NOT_SUPPORTED',
+    );
   }
 }
 
 export class AttachmentsTooLargeError extends ValidationError {
   constructor(size: number, max: number) {
-    super(`The attachments total ${size} bytes; at most ${max} bytes are allowed per message.`, 'attachments', 'ATTACHMENTS_TOO_LARGE');
+    super(
+      `The attachments total ${size} bytes; at most ${max} bytes are allowed per message.`,
+      'attachments',
+      'ATTACHMENTS_TOO_LARGE',
+    );
   }
 }
 
 export class BodyTooLargeError extends ValidationError {
   constructor(field: 'text' | 'html', size: number, max: number) {
-    super(`${field} is ${size} bytes long (UTF-8); at most ${max} bytes are allowed per message.`, field, 'BODY_TOO_LARGE');
+    super(
+      `${field} is ${size} bytes long (UTF-8); at most ${max} bytes are allowed per message.`,
+      field,
+      'BODY_TOO_LARGE',
+    );
   }
 }
 
@@ -78,7 +102,11 @@ export class InvalidLabelError extends ValidationError {
 
 export class ReservedLabelError extends ValidationError {
   constructor(field: string, label: string) {
-    super(`${field}: the label "${label}" is set by the service (it records whether a message was sent or received) and cannot be given or removed.`, field, 'RESERVED_LABEL');
+    super(
+      `${field}: the label "${label}" is set by the service (it records whether a message was sent or received) and cannot be given or removed.`,
+      field,
+      'RESERVED_LABEL',
+    );
   }
 }
 
@@ -102,22 +130,32 @@ export class InvalidSubjectError extends ValidationError {
 
 export class SendLimitExceededError extends AppError {
   constructor(limit: number, retryAfterSeconds: number) {
-    super('rate_limited', `The organization has sent its ${limit} messages for today (UTC); retry in ${retryAfterSeconds} s.`, {
-      code: 'SEND_LIMIT_EXCEEDED',
-      details: { code: 'SEND_LIMIT_EXCEEDED', limit, retry_after_seconds: retryAfterSeconds },
-    });
+    super(
+      'rate_limited',
+      `The organization has sent its ${limit} messages for today (UTC); retry in ${retryAfterSeconds} s.`,
+      {
+        code: 'SEND_LIMIT_EXCEEDED',
+        details: { code: 'SEND_LIMIT_EXCEEDED', limit, retry_after_seconds: retryAfterSeconds },
+      },
+    );
   }
 }
 
 export class MessageNotFoundError extends NotFoundError {
   constructor(messageId: string) {
-    super(`Message ${messageId} not found.`, { code: 'MESSAGE_NOT_FOUND', details: { field: 'message_id', code: 'MESSAGE_NOT_FOUND' } });
+    super(`Message ${messageId} not found.`, {
+      code: 'MESSAGE_NOT_FOUND',
+      details: { field: 'message_id', code: 'MESSAGE_NOT_FOUND' },
+    });
   }
 }
 
 export class AttachmentNotFoundError extends NotFoundError {
   constructor(attachmentId: string) {
-    super(`Attachment ${attachmentId} not found.`, { code: 'ATTACHMENT_NOT_FOUND', details: { field: 'attachment_id', code: 'ATTACHMENT_NOT_FOUND' } });
+    super(`Attachment ${attachmentId} not found.`, {
+      code: 'ATTACHMENT_NOT_FOUND',
+      details: { field: 'attachment_id', code: 'ATTACHMENT_NOT_FOUND' },
+    });
   }
 }
 

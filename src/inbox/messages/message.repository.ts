@@ -1,6 +1,12 @@
 import type { SelectQueryBuilder } from 'kysely';
 import type { Dialect } from '../../platform/db/database.js';
-import { asciiLower, containsAsciiCaseless, dialectOf, forUpdate, incrementCounter } from '../../platform/db/dialect.js';
+import {
+  asciiLower,
+  containsAsciiCaseless,
+  dialectOf,
+  forUpdate,
+  incrementCounter,
+} from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db, InboxDatabase } from '../database.js';
@@ -181,12 +187,20 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
   const large = messages.some((m) => (m.text?.length ?? 0) + (m.html?.length ?? 0) >= CHUNK_BYTES);
   for (const chunk of large ? values.map((v) => [v]) : chunksOf(values)) {
     if (large) await nextTurn();
-    rows.push(...(await insertCompiledOnce(db, 'messages.insert', chunk, () => db.insertInto('messages').values(chunk).returning(['id', 'inbox_id']))));
+    rows.push(
+      ...(await insertCompiledOnce(db, 'messages.insert', chunk, () =>
+        db.insertInto('messages').values(chunk).returning(['id', 'inbox_id']),
+      )),
+    );
   }
   // RETURNING order is not promised; the inbox names the copy.
   const pks = new Map(rows.map((r) => [r.inbox_id, Number(r.id)]));
-  const labels = messages.flatMap((m) => m.labels.map((label) => ({ message_pk: pks.get(m.inboxId) as number, label })));
-  if (labels.length) for (const chunk of chunksOf(labels)) await insertCompiledOnce(db, 'message_labels.insert', chunk, () => db.insertInto('message_labels').values(chunk));
+  const labels = messages.flatMap((m) =>
+    m.labels.map((label) => ({ message_pk: pks.get(m.inboxId) as number, label })),
+  );
+  if (labels.length)
+    for (const chunk of chunksOf(labels))
+      await insertCompiledOnce(db, 'message_labels.insert', chunk, () => db.insertInto('message_labels').values(chunk));
   const attachments = messages.flatMap((m) =>
     m.attachments.map((a, i) => ({
       message_pk: pks.get(m.inboxId) as number,
@@ -200,23 +214,46 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
       content_blob: m.blobs?.attachments[i] ?? null,
     })),
   );
-  if (attachments.length) for (const chunk of chunksOf(attachments)) await insertCompiledOnce(db, 'attachments.insert', chunk, () => db.insertInto('attachments').values(chunk));
+  if (attachments.length)
+    for (const chunk of chunksOf(attachments))
+      await insertCompiledOnce(db, 'attachments.insert', chunk, () => db.insertInto('attachments').values(chunk));
   // The copies of one delivery name the same blobs.
   await claimBlobs(db, [...new Set(messages.flatMap((m) => blobIdsOf(m.blobs)))]);
   return pks;
 }
 
-export async function findMessage(db: Db, organizationId: string, inboxId: string, messageId: string, options: { lock?: Dialect } = {}): Promise<Message | undefined> {
-  let q = db.selectFrom('messages').select(FULL_COLUMNS).where('inbox_id', '=', inboxId).where('message_id', '=', messageId).where('organization_id', '=', organizationId);
+export async function findMessage(
+  db: Db,
+  organizationId: string,
+  inboxId: string,
+  messageId: string,
+  options: { lock?: Dialect } = {},
+): Promise<Message | undefined> {
+  let q = db
+    .selectFrom('messages')
+    .select(FULL_COLUMNS)
+    .where('inbox_id', '=', inboxId)
+    .where('message_id', '=', messageId)
+    .where('organization_id', '=', organizationId);
   if (options.lock) q = forUpdate(q, options.lock);
   const row = await q.executeTakeFirst();
   return row ? messageFromRow(row) : undefined;
 }
 
-function withLabels<O>(q: SelectQueryBuilder<InboxDatabase, 'messages', O>, labels: readonly string[]): SelectQueryBuilder<InboxDatabase, 'messages', O> {
+function withLabels<O>(
+  q: SelectQueryBuilder<InboxDatabase, 'messages', O>,
+  labels: readonly string[],
+): SelectQueryBuilder<InboxDatabase, 'messages', O> {
   let out = q;
   for (const label of labels) {
-    out = out.where(({ exists, selectFrom }) => exists(selectFrom('message_labels').select('message_labels.label').whereRef('message_labels.message_pk', '=', 'messages.id').where('message_labels.label', '=', label)));
+    out = out.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('message_labels')
+          .select('message_labels.label')
+          .whereRef('message_labels.message_pk', '=', 'messages.id')
+          .where('message_labels.label', '=', label),
+      ),
+    );
   }
   return out;
 }
@@ -226,7 +263,12 @@ function withLabels<O>(q: SelectQueryBuilder<InboxDatabase, 'messages', O>, labe
 const LIST_COLUMNS = SUMMARY_COLUMNS.filter((c) => c !== 'organization_id' && c !== 'inbox_id');
 
 /** One page (limit + 1 rows) of an inbox's messages by (timestamp, id): an index range, never OFFSET. */
-export async function listMessages(db: Db, scope: { organizationId: string; inboxId: string }, filter: ListFilter, page: { limit: number; direction: 'asc' | 'desc'; after?: Cursor }): Promise<Message[]> {
+export async function listMessages(
+  db: Db,
+  scope: { organizationId: string; inboxId: string },
+  filter: ListFilter,
+  page: { limit: number; direction: 'asc' | 'desc'; after?: Cursor },
+): Promise<Message[]> {
   const cursor = page.after;
   // Compiled once per shape of filter: every list of an inbox runs it.
   const contains = messageContains(filter);
@@ -246,11 +288,25 @@ export async function listMessages(db: Db, scope: { organizationId: string; inbo
     if (filter.before) q = q.where('timestamp', '<', filter.before);
     if (filter.after) q = q.where('timestamp', '>', filter.after);
     q = withLabels(q, filter.labels);
-    if (filter.hidden.length) q = q.where(({ not, exists, selectFrom }) => not(exists(selectFrom('message_labels').select('message_labels.label').whereRef('message_labels.message_pk', '=', 'messages.id').where('message_labels.label', 'in', filter.hidden))));
+    if (filter.hidden.length)
+      q = q.where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('message_labels')
+              .select('message_labels.label')
+              .whereRef('message_labels.message_pk', '=', 'messages.id')
+              .where('message_labels.label', 'in', filter.hidden),
+          ),
+        ),
+      );
     const dialect = dialectOf(db);
-    for (const c of contains) q = q.where((eb) => eb.or(c.columns.map((column) => containsAsciiCaseless(eb, dialect, column, c.needle))));
+    for (const c of contains)
+      q = q.where((eb) => eb.or(c.columns.map((column) => containsAsciiCaseless(eb, dialect, column, c.needle))));
     if (cursor) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', cursor, page.direction));
-    return q.orderBy('timestamp', page.direction).orderBy('id', page.direction).limit(page.limit + 1);
+    return q
+      .orderBy('timestamp', page.direction)
+      .orderBy('id', page.direction)
+      .limit(page.limit + 1);
   });
   return rows.map((row) => messageFromRow(row, scope));
 }
@@ -263,14 +319,21 @@ function messageContains(filter: ListFilter): { columns: string[]; needle: strin
   const out: { columns: string[]; needle: string }[] = [];
   const escaped = (v: string) => asciiLower(JSON.stringify(v).slice(1, -1));
   for (const v of filter.contains.from ?? []) out.push({ columns: ['from_address'], needle: asciiLower(v) });
-  for (const v of filter.contains.to ?? []) out.push({ columns: ['to_addresses', 'cc_addresses', 'bcc_addresses'], needle: escaped(v) });
+  for (const v of filter.contains.to ?? [])
+    out.push({ columns: ['to_addresses', 'cc_addresses', 'bcc_addresses'], needle: escaped(v) });
   for (const v of filter.contains.subject ?? []) out.push({ columns: ['subject'], needle: asciiLower(v) });
   return out;
 }
 
 /** Every message of a thread, oldest first, with bodies. */
 export async function listThreadMessages(db: Db, threadId: string): Promise<Message[]> {
-  const rows = await db.selectFrom('messages').select(FULL_COLUMNS).where('thread_id', '=', threadId).orderBy('timestamp', 'asc').orderBy('id', 'asc').execute();
+  const rows = await db
+    .selectFrom('messages')
+    .select(FULL_COLUMNS)
+    .where('thread_id', '=', threadId)
+    .orderBy('timestamp', 'asc')
+    .orderBy('id', 'asc')
+    .execute();
   return rows.map((row) => messageFromRow(row));
 }
 
@@ -278,20 +341,50 @@ export async function listThreadMessages(db: Db, threadId: string): Promise<Mess
  * For threading: which thread of each of `inboxIds` holds a message with one of `messageIds`
  * (the new message's In-Reply-To and References). Newest match first.
  */
-export async function findThreadsHoldingMessages(db: Db, inboxIds: readonly string[], messageIds: readonly string[]): Promise<{ inboxId: string; threadId: string }[]> {
+export async function findThreadsHoldingMessages(
+  db: Db,
+  inboxIds: readonly string[],
+  messageIds: readonly string[],
+): Promise<{ inboxId: string; threadId: string }[]> {
   if (!inboxIds.length || !messageIds.length) return [];
   // Compiled once per count of inboxes and ids: every send with references and every inbound message (twice) runs it.
-  const rows = await runCompiledOnce(db, `messages.threads-holding:${inboxIds.length}:${messageIds.length}`, [...inboxIds, ...messageIds], () =>
-    db.selectFrom('messages').select(['inbox_id', 'thread_id']).where('inbox_id', 'in', inboxIds).where('message_id', 'in', messageIds).orderBy('timestamp', 'desc').orderBy('id', 'desc'),
+  const rows = await runCompiledOnce(
+    db,
+    `messages.threads-holding:${inboxIds.length}:${messageIds.length}`,
+    [...inboxIds, ...messageIds],
+    () =>
+      db
+        .selectFrom('messages')
+        .select(['inbox_id', 'thread_id'])
+        .where('inbox_id', 'in', inboxIds)
+        .where('message_id', 'in', messageIds)
+        .orderBy('timestamp', 'desc')
+        .orderBy('id', 'desc'),
   );
   return rows.map((r) => ({ inboxId: r.inbox_id, threadId: r.thread_id }));
 }
 
 /** Replaces a message's labels (the JSON column and the label rows) in the caller's transaction. */
-export async function updateMessageLabels(db: Db, pk: number, labels: readonly string[], added: readonly string[], removed: readonly string[], updatedAt: string): Promise<void> {
-  await db.updateTable('messages').set({ labels: JSON.stringify(labels), updated_at: updatedAt }).where('id', '=', pk).execute();
-  if (removed.length) await db.deleteFrom('message_labels').where('message_pk', '=', pk).where('label', 'in', removed).execute();
-  if (added.length) await db.insertInto('message_labels').values(added.map((label) => ({ message_pk: pk, label }))).execute();
+export async function updateMessageLabels(
+  db: Db,
+  pk: number,
+  labels: readonly string[],
+  added: readonly string[],
+  removed: readonly string[],
+  updatedAt: string,
+): Promise<void> {
+  await db
+    .updateTable('messages')
+    .set({ labels: JSON.stringify(labels), updated_at: updatedAt })
+    .where('id', '=', pk)
+    .execute();
+  if (removed.length)
+    await db.deleteFrom('message_labels').where('message_pk', '=', pk).where('label', 'in', removed).execute();
+  if (added.length)
+    await db
+      .insertInto('message_labels')
+      .values(added.map((label) => ({ message_pk: pk, label })))
+      .execute();
 }
 
 /** The union of the labels of a thread's messages. */
@@ -307,11 +400,26 @@ export async function findThreadMessageLabels(db: Db, threadId: string): Promise
 }
 
 /** An attachment of a message of a thread (in an organization, optionally in one inbox). */
-export async function findThreadAttachment(db: Db, organizationId: string, threadId: string, attachmentId: string, inboxId?: string): Promise<{ messagePk: number; inboxId: string; attachment: AttachmentMeta } | undefined> {
+export async function findThreadAttachment(
+  db: Db,
+  organizationId: string,
+  threadId: string,
+  attachmentId: string,
+  inboxId?: string,
+): Promise<{ messagePk: number; inboxId: string; attachment: AttachmentMeta } | undefined> {
   let q = db
     .selectFrom('messages')
     .innerJoin('attachments', 'attachments.message_pk', 'messages.id')
-    .select(['messages.id', 'messages.inbox_id', 'attachments.attachment_id', 'attachments.filename', 'attachments.size', 'attachments.content_type', 'attachments.content_disposition', 'attachments.content_id'])
+    .select([
+      'messages.id',
+      'messages.inbox_id',
+      'attachments.attachment_id',
+      'attachments.filename',
+      'attachments.size',
+      'attachments.content_type',
+      'attachments.content_disposition',
+      'attachments.content_id',
+    ])
     .where('messages.thread_id', '=', threadId)
     .where('messages.organization_id', '=', organizationId)
     .where('attachments.attachment_id', '=', attachmentId);
@@ -332,7 +440,11 @@ export async function findThreadAttachment(db: Db, organizationId: string, threa
   };
 }
 
-export async function findAttachmentContent(db: Db, messagePk: number, attachmentId: string): Promise<{ filename: string | null; contentType: string | null; content: Buffer } | undefined> {
+export async function findAttachmentContent(
+  db: Db,
+  messagePk: number,
+  attachmentId: string,
+): Promise<{ filename: string | null; contentType: string | null; content: Buffer } | undefined> {
   const row = await db
     .selectFrom('attachments')
     .select(['filename', 'content_type', 'content', 'content_blob'])
@@ -346,12 +458,19 @@ export async function findAttachmentContent(db: Db, messagePk: number, attachmen
 
 /** The stored RFC 5322 source of a message (from its blob when it was stored so), or undefined when none was kept. */
 export async function findRawSource(db: Db, messagePk: number): Promise<Buffer | undefined> {
-  const row = await db.selectFrom('messages').select(['raw', 'source_blob']).where('id', '=', messagePk).executeTakeFirst();
+  const row = await db
+    .selectFrom('messages')
+    .select(['raw', 'source_blob'])
+    .where('id', '=', messagePk)
+    .executeTakeFirst();
   return row ? sourceOf(db, row) : undefined;
 }
 
 /** The source of a message whose `raw` and `source_blob` columns were read already. */
-export async function sourceOf(db: Db, row: { raw: Uint8Array | null; source_blob: number | string | null }): Promise<Buffer | undefined> {
+export async function sourceOf(
+  db: Db,
+  row: { raw: Uint8Array | null; source_blob: number | string | null },
+): Promise<Buffer | undefined> {
   if (row.source_blob !== null) return readBlob(db, Number(row.source_blob));
   return row.raw ? Buffer.from(row.raw) : undefined;
 }
@@ -379,14 +498,30 @@ export async function insertServiceSecretIfAbsent(db: Db, name: string, value: s
 /** Messages by key (search results, batch reads), without bodies; in no particular order. */
 export async function findMessagesByPks(db: Db, pks: readonly number[]): Promise<Message[]> {
   if (!pks.length) return [];
-  const rows = await db.selectFrom('messages').select(SUMMARY_COLUMNS).where('id', 'in', [...pks]).execute();
+  const rows = await db
+    .selectFrom('messages')
+    .select(SUMMARY_COLUMNS)
+    .where('id', 'in', [...pks])
+    .execute();
   return rows.map((row) => messageFromRow(row));
 }
 
 /** Messages of an inbox by Message-ID (batch reads and updates), without bodies, locked with `lock`. */
-export async function findMessagesByIds(db: Db, organizationId: string, inboxId: string, messageIds: readonly string[], options: { lock?: Dialect } = {}): Promise<Message[]> {
+export async function findMessagesByIds(
+  db: Db,
+  organizationId: string,
+  inboxId: string,
+  messageIds: readonly string[],
+  options: { lock?: Dialect } = {},
+): Promise<Message[]> {
   if (!messageIds.length) return [];
-  let q = db.selectFrom('messages').select(SUMMARY_COLUMNS).where('inbox_id', '=', inboxId).where('organization_id', '=', organizationId).where('message_id', 'in', [...messageIds]).orderBy('id');
+  let q = db
+    .selectFrom('messages')
+    .select(SUMMARY_COLUMNS)
+    .where('inbox_id', '=', inboxId)
+    .where('organization_id', '=', organizationId)
+    .where('message_id', 'in', [...messageIds])
+    .orderBy('id');
   if (options.lock) q = forUpdate(q, options.lock);
   return (await q.execute()).map((row) => messageFromRow(row));
 }
@@ -397,9 +532,18 @@ export async function deleteMessageRow(db: Db, pk: number): Promise<void> {
 }
 
 /** A page of a thread's messages, newest first by (timestamp, id), with bodies: limit + 1 rows. */
-export async function listThreadMessagesPage(db: Db, threadId: string, limit: number, after?: Cursor): Promise<Message[]> {
+export async function listThreadMessagesPage(
+  db: Db,
+  threadId: string,
+  limit: number,
+  after?: Cursor,
+): Promise<Message[]> {
   let q = db.selectFrom('messages').select(FULL_COLUMNS).where('thread_id', '=', threadId);
   if (after) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', after, 'desc'));
-  const rows = await q.orderBy('timestamp', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+  const rows = await q
+    .orderBy('timestamp', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
   return rows.map((row) => messageFromRow(row));
 }

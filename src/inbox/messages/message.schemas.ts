@@ -11,16 +11,28 @@ import type { MessageListQuery, SendAttachmentInput, SendInput } from './message
 export const InboxIdParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }) });
 export const MessageParams = Type.Object({
   inbox_id: Type.String({ minLength: 1, maxLength: 320 }),
-  message_id: Type.String({ minLength: 1, maxLength: 998, description: 'The Message-ID, URL-encoded: %3Cabc%40example.org%3E' }),
+  message_id: Type.String({
+    minLength: 1,
+    maxLength: 998,
+    description: 'The Message-ID, URL-encoded: %3Cabc%40example.org%3E',
+  }),
 });
-export const AttachmentParams = Type.Object({ ...MessageParams.properties, attachment_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const AttachmentParams = Type.Object({
+  ...MessageParams.properties,
+  attachment_id: Type.String({ minLength: 1, maxLength: 64 }),
+});
 export const DownloadParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 2000 }) });
 
-export const Addresses = Type.Union([Type.String({ maxLength: 20_000 }), Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 1000 })], {
-  description: 'One address (`addr` or `Name <addr>`), a comma-separated list, or an array of them',
-});
+export const Addresses = Type.Union(
+  [Type.String({ maxLength: 20_000 }), Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 1000 })],
+  {
+    description: 'One address (`addr` or `Name <addr>`), a comma-separated list, or an array of them',
+  },
+);
 export const Labels = Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 100 });
-const Headers = Type.Record(Type.String(), Type.String({ maxLength: 20_000 }), { description: 'Extra message headers; names and values without line breaks' });
+const Headers = Type.Record(Type.String(), Type.String({ maxLength: 20_000 }), {
+  description: 'Extra message headers; names and values without line breaks',
+});
 
 export const SendAttachmentBody = Type.Object({
   filename: Type.Optional(Type.String({ maxLength: 1000 })),
@@ -28,7 +40,9 @@ export const SendAttachmentBody = Type.Object({
   content_disposition: Type.Optional(Type.Union([Type.Literal('attachment'), Type.Literal('inline')])),
   content_id: Type.Optional(Type.String({ maxLength: 1000 })),
   content: Type.Optional(Type.String({ description: 'The file, base64-encoded' })),
-  url: Type.Optional(Type.String({ description: 'Not supported: the service never fetches URLs (ATTACHMENT_URL_NOT_SUPPORTED)' })),
+  url: Type.Optional(
+    Type.String({ description: 'Not supported: the service never fetches URLs (ATTACHMENT_URL_NOT_SUPPORTED)' }),
+  ),
 });
 
 const bodyFields = {
@@ -53,21 +67,26 @@ export const ReplyBody = Type.Object({
   to: Type.Optional(Addresses),
   cc: Type.Optional(Addresses),
   bcc: Type.Optional(Addresses),
-  reply_all: Type.Optional(Type.Boolean({ description: 'Answer the sender and every to and cc recipient of the original' })),
+  reply_all: Type.Optional(
+    Type.Boolean({ description: 'Answer the sender and every to and cc recipient of the original' }),
+  ),
 });
 
 export const ReplyAllBody = Type.Object(bodyFields);
 
 /** A label or a list of labels (SDK 0.5 UpdateMessageLabels). */
 const LabelOrLabels = Type.Union([Type.String({ maxLength: 1000 }), Labels]);
-export const labelList = (v: string | readonly string[] | undefined): string[] | undefined => (v === undefined ? undefined : typeof v === 'string' ? [v] : [...v]);
+export const labelList = (v: string | readonly string[] | undefined): string[] | undefined =>
+  v === undefined ? undefined : typeof v === 'string' ? [v] : [...v];
 
 export const UpdateMessageBody = Type.Object({
   add_labels: Type.Optional(LabelOrLabels),
   remove_labels: Type.Optional(LabelOrLabels),
 });
 
-export const BatchGetBody = Type.Object({ message_ids: Type.Array(Type.String({ minLength: 1, maxLength: 998 }), { minItems: 1, maxItems: 500 }) });
+export const BatchGetBody = Type.Object({
+  message_ids: Type.Array(Type.String({ minLength: 1, maxLength: 998 }), { minItems: 1, maxItems: 500 }),
+});
 export const BatchUpdateBody = Type.Object({
   message_ids: Type.Array(Type.String({ minLength: 1, maxLength: 998 }), { minItems: 1, maxItems: 50 }),
   add_labels: Type.Optional(LabelOrLabels),
@@ -75,20 +94,35 @@ export const BatchUpdateBody = Type.Object({
 });
 
 function StringList(description: string) {
-  return Type.Union([Type.String({ maxLength: 20_000 }), Type.Array(Type.String({ maxLength: 998 }), { maxItems: 20 })], { description: `${description}; a JSON array of strings, e.g. ["a"]` });
+  return Type.Union(
+    [Type.String({ maxLength: 20_000 }), Type.Array(Type.String({ maxLength: 998 }), { maxItems: 20 })],
+    { description: `${description}; a JSON array of strings, e.g. ["a"]` },
+  );
 }
 
 export const ListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Items per page (default 50, at most 100)' })),
   page_token: Type.Optional(Type.String({ maxLength: 1000 })),
-  labels: Type.Optional(Type.Union([Type.String({ maxLength: 10_000 }), Type.Array(Type.String({ maxLength: 1000 }))], { description: 'JSON array of labels, e.g. ["unread"]: items having all of them' })),
+  labels: Type.Optional(
+    Type.Union([Type.String({ maxLength: 10_000 }), Type.Array(Type.String({ maxLength: 1000 }))], {
+      description: 'JSON array of labels, e.g. ["unread"]: items having all of them',
+    }),
+  ),
   before: Type.Optional(Type.String({ format: 'date-time', description: 'Only items strictly before this time' })),
   after: Type.Optional(Type.String({ format: 'date-time', description: 'Only items strictly after this time' })),
   ascending: Type.Optional(Type.Boolean({ description: 'Oldest first' })),
-  include_spam: Type.Optional(Type.Boolean({ description: 'Also list items labelled spam (inbound mail failing DMARC with a quarantine or reject policy)' })),
+  include_spam: Type.Optional(
+    Type.Boolean({
+      description: 'Also list items labelled spam (inbound mail failing DMARC with a quarantine or reject policy)',
+    }),
+  ),
   include_blocked: Type.Optional(Type.Boolean({ description: 'Also list items labelled blocked' })),
-  include_trash: Type.Optional(Type.Boolean({ description: 'Also list items labelled trash (threads deleted without permanent=true)' })),
-  include_unauthenticated: Type.Optional(Type.Boolean({ description: 'false leaves out items labelled unauthenticated (listed by default)' })),
+  include_trash: Type.Optional(
+    Type.Boolean({ description: 'Also list items labelled trash (threads deleted without permanent=true)' }),
+  ),
+  include_unauthenticated: Type.Optional(
+    Type.Boolean({ description: 'false leaves out items labelled unauthenticated (listed by default)' }),
+  ),
   from: Type.Optional(StringList('Messages whose sender contains each value (ASCII letters without case)')),
   to: Type.Optional(StringList('Messages whose to, cc or bcc contain each value')),
   subject: Type.Optional(StringList('Items whose subject contains each value')),
@@ -121,7 +155,9 @@ export const AttachmentDownloadResponse = Type.Object({
 export const RawMessageResponse = Type.Object({
   message_id: Type.String(),
   size: Type.Integer(),
-  download_url: Type.String({ description: 'Absolute, signed, short-lived URL of the RFC 5322 source (message/rfc822); needs no API key' }),
+  download_url: Type.String({
+    description: 'Absolute, signed, short-lived URL of the RFC 5322 source (message/rfc822); needs no API key',
+  }),
   expires_at: Type.String({ format: 'date-time' }),
 });
 
@@ -179,7 +215,8 @@ export function toAttachmentResponse(a: AttachmentMeta): Static<typeof Attachmen
   };
 }
 
-const nonEmpty = <K extends string>(key: K, list: readonly string[]) => (list.length ? ({ [key]: [...list] } as Record<K, string[]>) : {});
+const nonEmpty = <K extends string>(key: K, list: readonly string[]) =>
+  list.length ? ({ [key]: [...list] } as Record<K, string[]>) : {};
 
 export function toMessageItemResponse(m: Message): MessageItemWire {
   return {
@@ -212,8 +249,16 @@ export function toMessageItemResponse(m: Message): MessageItemWire {
  * in schema order), and only the properties of ListMessagesResponse, since every object here is
  * built field by field (test/inbox/messages.test.ts compares the two).
  */
-export function messageListJson(page: { items: readonly Message[]; limit: number; nextPageToken: string | undefined }): string {
-  const body: { count: number; limit: number; messages: Record<string, unknown>[]; next_page_token?: string } = { count: page.items.length, limit: page.limit, messages: page.items.map(listItem) };
+export function messageListJson(page: {
+  items: readonly Message[];
+  limit: number;
+  nextPageToken: string | undefined;
+}): string {
+  const body: { count: number; limit: number; messages: Record<string, unknown>[]; next_page_token?: string } = {
+    count: page.items.length,
+    limit: page.limit,
+    messages: page.items.map(listItem),
+  };
   if (page.nextPageToken) body.next_page_token = page.nextPageToken;
   return JSON.stringify(body);
 }
@@ -260,7 +305,8 @@ export function toMessageResponse(m: Message): MessageWire {
   };
 }
 
-type SendLikeBody = Static<typeof ReplyAllBody> & Partial<Pick<Static<typeof SendMessageBody>, 'to' | 'cc' | 'bcc' | 'subject'>>;
+type SendLikeBody = Static<typeof ReplyAllBody> &
+  Partial<Pick<Static<typeof SendMessageBody>, 'to' | 'cc' | 'bcc' | 'subject'>>;
 
 /** Wire body of send, reply and reply-all → the service's input (fields left out stay out). */
 export function toSendInput(b: SendLikeBody): SendInput {

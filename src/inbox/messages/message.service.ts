@@ -10,7 +10,12 @@ import { findScopedInbox, normalizeInboxId, requireScopedInbox } from '../inboxe
 import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { createDownloadLinks, type DownloadTarget } from './message-download.service.js';
-import { AttachmentNotFoundError, ConflictingLabelsError, MessageNotFoundError, RawMessageNotAvailableError } from './message.errors.js';
+import {
+  AttachmentNotFoundError,
+  ConflictingLabelsError,
+  MessageNotFoundError,
+  RawMessageNotAvailableError,
+} from './message.errors.js';
 import {
   findAttachmentContent,
   findMessage,
@@ -55,11 +60,21 @@ export interface MessageServiceDeps extends SendServiceDeps {
   /** Recomputes the labels of a thread after its messages' changed, in `trx` (threads/thread.service.ts, wired by service.ts). */
   readonly refreshThreadLabels: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
   /** Stores label.added / label.removed for inboxes.events.list, in `trx` (events/event.service.ts, wired by service.ts). */
-  readonly recordLabelChanges?: (trx: Db, inbox: { organizationId: string; podId: string; inboxId: string }, messageId: string, added: readonly string[], removed: readonly string[]) => Promise<void>;
+  readonly recordLabelChanges?: (
+    trx: Db,
+    inbox: { organizationId: string; podId: string; inboxId: string },
+    messageId: string,
+    added: readonly string[],
+    removed: readonly string[],
+  ) => Promise<void>;
   /** Rebuilds a thread (its summary and search document) after one of its messages was deleted, in `trx` (wired by service.ts). */
   readonly afterMessageDelete: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
   /** The bytes of a draft's attachment (drafts/draft.repository.ts, wired by service.ts): download links serve them too. */
-  readonly findDraftAttachmentContent?: (db: Db, draftPk: number, attachmentId: string) => Promise<AttachmentContent | undefined>;
+  readonly findDraftAttachmentContent?: (
+    db: Db,
+    draftPk: number,
+    attachmentId: string,
+  ) => Promise<AttachmentContent | undefined>;
 }
 
 export interface AttachmentContent {
@@ -75,18 +90,34 @@ export function normalizeMessageId(raw: string): string {
 }
 
 /** A message of an inbox of the caller's organization (locked with `lock`), else MessageNotFoundError or InboxNotFoundError. */
-export async function findOwnMessage(db: Db, owner: KeyOwner, inboxId: string, messageId: string, options: { lock?: boolean } = {}): Promise<Message> {
+export async function findOwnMessage(
+  db: Db,
+  owner: KeyOwner,
+  inboxId: string,
+  messageId: string,
+  options: { lock?: boolean } = {},
+): Promise<Message> {
   const id = normalizeInboxId(inboxId);
   // A key limited to a pod or an inbox: the inbox must be in its scope before anything else is looked at.
   if (owner.podId !== undefined || owner.inboxId !== undefined) await requireScopedInbox(db, owner, inboxId);
-  const message = await findMessage(db, owner.organizationId, id, normalizeMessageId(messageId), options.lock ? { lock: dialectOf(db) } : {});
+  const message = await findMessage(
+    db,
+    owner.organizationId,
+    id,
+    normalizeMessageId(messageId),
+    options.lock ? { lock: dialectOf(db) } : {},
+  );
   if (message) return message;
   if (!(await findInbox(db, owner.organizationId, id))) throw new InboxNotFoundError(inboxId);
   throw new MessageNotFoundError(messageId);
 }
 
 /** Labels after adding and removing (in the order they were, added ones last), and what changed. */
-export function applyLabels(current: readonly string[], add: readonly string[], remove: readonly string[]): { labels: string[]; added: string[]; removed: string[] } {
+export function applyLabels(
+  current: readonly string[],
+  add: readonly string[],
+  remove: readonly string[],
+): { labels: string[]; added: string[]; removed: string[] } {
   const added = add.filter((l) => !current.includes(l));
   const removed = remove.filter((l) => current.includes(l));
   return { labels: [...current.filter((l) => !removed.includes(l)), ...added], added, removed };
@@ -94,11 +125,17 @@ export function applyLabels(current: readonly string[], add: readonly string[], 
 
 /** Message ids of a batch: normalised, without duplicates (a duplicate is an error, as the SDK documents). */
 function batchIds(ids: readonly string[], max: number): string[] {
-  if (!ids.length || ids.length > max) throw new ValidationError(`message_ids: 1 to ${max} ids.`, 'message_ids', 'INVALID_MESSAGE_IDS');
+  if (!ids.length || ids.length > max)
+    throw new ValidationError(`message_ids: 1 to ${max} ids.`, 'message_ids', 'INVALID_MESSAGE_IDS');
   const out = ids.map(normalizeMessageId);
   const seen = new Set<string>();
   for (const id of out) {
-    if (seen.has(id)) throw new ValidationError(`message_ids: ${id.slice(0, 200)} is given twice.`, 'message_ids', 'DUPLICATE_MESSAGE_ID');
+    if (seen.has(id))
+      throw new ValidationError(
+        `message_ids: ${id.slice(0, 200)} is given twice.`,
+        'message_ids',
+        'DUPLICATE_MESSAGE_ID',
+      );
     seen.add(id);
   }
   return out;
@@ -132,12 +169,21 @@ export function createMessageService(deps: MessageServiceDeps) {
       const cursor = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
       const direction = cursor?.direction ?? (query.ascending ? 'asc' : 'desc');
       await requireScopedInbox(db, owner, inboxId);
-      const rows = await listMessages(db, { organizationId: owner.organizationId, inboxId: id }, filter, { limit, direction, ...(cursor ? { after: cursor } : {}) });
+      const rows = await listMessages(db, { organizationId: owner.organizationId, inboxId: id }, filter, {
+        limit,
+        direction,
+        ...(cursor ? { after: cursor } : {}),
+      });
       return { limit, ...page(rows, limit, (m) => ({ sort: m.timestamp, tiebreak: m.pk }), direction) };
     },
 
     /** Adds and removes labels; the thread's labels follow (the union of its messages'). */
-    async updateLabels(owner: KeyOwner, inboxId: string, messageId: string, change: { addLabels?: readonly string[]; removeLabels?: readonly string[] }): Promise<Message> {
+    async updateLabels(
+      owner: KeyOwner,
+      inboxId: string,
+      messageId: string,
+      change: { addLabels?: readonly string[]; removeLabels?: readonly string[] },
+    ): Promise<Message> {
       requirePermission(owner, 'messageUpdate');
       const add = validateLabels('add_labels', change.addLabels);
       const remove = validateLabels('remove_labels', change.removeLabels);
@@ -170,16 +216,26 @@ export function createMessageService(deps: MessageServiceDeps) {
     },
 
     /** Up to 500 messages by id, in the order asked, without bodies; ids not found are left out. */
-    async batchGet(owner: KeyOwner, inboxId: string, messageIds: readonly string[]): Promise<{ limit: number; messages: Message[] }> {
+    async batchGet(
+      owner: KeyOwner,
+      inboxId: string,
+      messageIds: readonly string[],
+    ): Promise<{ limit: number; messages: Message[] }> {
       requirePermission(owner, 'messageRead');
       const ids = batchIds(messageIds, 500);
       const inbox = await requireScopedInbox(db, owner, inboxId);
-      const byId = new Map((await findMessagesByIds(db, owner.organizationId, inbox.inboxId, ids)).map((m) => [m.messageId, m]));
+      const byId = new Map(
+        (await findMessagesByIds(db, owner.organizationId, inbox.inboxId, ids)).map((m) => [m.messageId, m]),
+      );
       return { limit: ids.length, messages: ids.flatMap((id) => byId.get(id) ?? []) };
     },
 
     /** Adds and removes labels on up to 50 messages in one transaction; ids not found are left out. */
-    async batchUpdate(owner: KeyOwner, inboxId: string, change: { messageIds: readonly string[]; addLabels?: readonly string[]; removeLabels?: readonly string[] }): Promise<{ limit: number; updates: { messageId: string; labels: string[] }[] }> {
+    async batchUpdate(
+      owner: KeyOwner,
+      inboxId: string,
+      change: { messageIds: readonly string[]; addLabels?: readonly string[]; removeLabels?: readonly string[] },
+    ): Promise<{ limit: number; updates: { messageId: string; labels: string[] }[] }> {
       requirePermission(owner, 'messageUpdate');
       const ids = batchIds(change.messageIds, 50);
       const add = validateLabels('add_labels', change.addLabels);
@@ -200,12 +256,21 @@ export function createMessageService(deps: MessageServiceDeps) {
           threads.add(m.threadId);
         }
         for (const threadId of [...threads].sort()) await deps.refreshThreadLabels(trx, threadId, updatedAt);
-        return { limit: ids.length, updates: ids.flatMap((id) => (byId.has(id) ? [{ messageId: id, labels: byId.get(id) as string[] }] : [])) };
+        return {
+          limit: ids.length,
+          updates: ids.flatMap((id) => (byId.has(id) ? [{ messageId: id, labels: byId.get(id) as string[] }] : [])),
+        };
       });
     },
 
     /** Metadata and a signed download link of an attachment of a message. */
-    async attachmentLink(owner: KeyOwner, inboxId: string, messageId: string, attachmentId: string, origin: string): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
+    async attachmentLink(
+      owner: KeyOwner,
+      inboxId: string,
+      messageId: string,
+      attachmentId: string,
+      origin: string,
+    ): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
       requirePermission(owner, 'messageRead');
       const message = await findOwnMessage(db, owner, inboxId, messageId);
       const attachment = message.attachments.find((a) => a.attachmentId === attachmentId);
@@ -215,12 +280,34 @@ export function createMessageService(deps: MessageServiceDeps) {
     },
 
     /** The same for an attachment found through a thread (of the organization, or of one inbox). */
-    async threadAttachmentLink(owner: KeyOwner, threadId: string, attachmentId: string, origin: string, inboxId?: string, podId?: string): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
+    async threadAttachmentLink(
+      owner: KeyOwner,
+      threadId: string,
+      attachmentId: string,
+      origin: string,
+      inboxId?: string,
+      podId?: string,
+    ): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
       requirePermission(owner, 'messageRead');
-      const found = await findThreadAttachment(db, owner.organizationId, threadId, attachmentId, inboxId === undefined ? undefined : normalizeInboxId(inboxId));
+      const found = await findThreadAttachment(
+        db,
+        owner.organizationId,
+        threadId,
+        attachmentId,
+        inboxId === undefined ? undefined : normalizeInboxId(inboxId),
+      );
       // Out of the key's scope (or of the pod of the route): as if it did not exist.
-      if (!found || ((owner.podId !== undefined || owner.inboxId !== undefined || podId !== undefined) && !(await findScopedInbox(db, owner, found.inboxId, podId)))) throw new AttachmentNotFoundError(attachmentId);
-      const { token, expiresAt } = await downloads.sign({ kind: 'attachment', messagePk: found.messagePk, attachmentId });
+      if (
+        !found ||
+        ((owner.podId !== undefined || owner.inboxId !== undefined || podId !== undefined) &&
+          !(await findScopedInbox(db, owner, found.inboxId, podId)))
+      )
+        throw new AttachmentNotFoundError(attachmentId);
+      const { token, expiresAt } = await downloads.sign({
+        kind: 'attachment',
+        messagePk: found.messagePk,
+        attachmentId,
+      });
       return { attachment: found.attachment, ...link(token, expiresAt, origin) };
     },
 
@@ -231,7 +318,12 @@ export function createMessageService(deps: MessageServiceDeps) {
     },
 
     /** Size and a signed download link of the RFC 5322 source. */
-    async rawLink(owner: KeyOwner, inboxId: string, messageId: string, origin: string): Promise<{ messageId: string; size: number } & DownloadLink> {
+    async rawLink(
+      owner: KeyOwner,
+      inboxId: string,
+      messageId: string,
+      origin: string,
+    ): Promise<{ messageId: string; size: number } & DownloadLink> {
       requirePermission(owner, 'messageRead');
       const message = await findOwnMessage(db, owner, inboxId, messageId);
       const { token, expiresAt } = await downloads.sign({ kind: 'raw', messagePk: message.pk });
@@ -246,9 +338,17 @@ export function createMessageService(deps: MessageServiceDeps) {
         if (!raw) throw new RawMessageNotAvailableError(String(target.messagePk));
         return { kind: 'raw', filename: null, contentType: 'message/rfc822', content: raw };
       }
-      const file = target.kind === 'attachment' ? await findAttachmentContent(db, target.messagePk, target.attachmentId) : await deps.findDraftAttachmentContent?.(db, target.draftPk, target.attachmentId);
+      const file =
+        target.kind === 'attachment'
+          ? await findAttachmentContent(db, target.messagePk, target.attachmentId)
+          : await deps.findDraftAttachmentContent?.(db, target.draftPk, target.attachmentId);
       if (!file) throw new AttachmentNotFoundError(target.attachmentId);
-      return { kind: 'attachment', filename: file.filename, contentType: file.contentType ?? 'application/octet-stream', content: file.content };
+      return {
+        kind: 'attachment',
+        filename: file.filename,
+        contentType: file.contentType ?? 'application/octet-stream',
+        content: file.content,
+      };
     },
   };
 }

@@ -31,13 +31,36 @@ import type { AttachmentMeta, ContentDisposition } from './message.repository.js
 export const RESERVED_LABELS: readonly string[] = ['sent', 'received'];
 
 /** The headers a sender may not set: the service writes them from the request fields. */
-const FORBIDDEN_HEADERS = new Set(['from', 'to', 'cc', 'bcc', 'reply-to', 'subject', 'date', 'message-id', 'in-reply-to', 'references', 'mime-version', 'sender', 'return-path']);
+const FORBIDDEN_HEADERS = new Set([
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'reply-to',
+  'subject',
+  'date',
+  'message-id',
+  'in-reply-to',
+  'references',
+  'mime-version',
+  'sender',
+  'return-path',
+]);
 /**
  * Trace and authentication headers: mail servers and verifiers add them on the way (RFC 5321
  * §4.4, RFC 8601, RFC 8617, RFC 5322 §3.6.6); a sender who sets them could forge a verdict or a
  * route, or ask for read receipts on the recipient's behalf.
  */
-const TRACE_HEADERS = new Set(['received', 'return-receipt-to', 'dkim-signature', 'authentication-results', 'received-spf', 'delivered-to', 'x-original-to', 'disposition-notification-to']);
+const TRACE_HEADERS = new Set([
+  'received',
+  'return-receipt-to',
+  'dkim-signature',
+  'authentication-results',
+  'received-spf',
+  'delivered-to',
+  'x-original-to',
+  'disposition-notification-to',
+]);
 const TRACE_HEADER_PREFIXES = ['arc-', 'resent-'];
 const HEADER_NAME = /^[!-9;-~]{1,100}$/;
 // Control characters other than tab, for header values and subjects.
@@ -46,8 +69,9 @@ const CONTROL_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 // A media type with parameters; no line breaks or other control characters, even quoted.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}([ \t]*;[ \t]*[a-z0-9!#$&^_.+-]+=("[^"\\\u0000-\u001f\u007f]*"|[a-z0-9!#$&^_.+-]+))*$/i;
+const MEDIA_TYPE =
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}([ \t]*;[ \t]*[a-z0-9!#$&^_.+-]+=("[^"\\\u0000-\u001f\u007f]*"|[a-z0-9!#$&^_.+-]+))*$/i;
 const MAX_HEADERS = 50;
 
 export interface SendAttachmentInput {
@@ -92,7 +116,6 @@ export interface ReplyInput extends Omit<SendInput, 'subject'> {
   readonly replyAll?: boolean;
 }
 
-
 export interface Recipient {
   readonly mailbox: Mailbox;
   readonly field: AddressField;
@@ -114,7 +137,11 @@ export interface Outgoing {
   readonly attachments: { meta: AttachmentMeta; compose: ComposeAttachment }[];
 }
 
-function parseAddresses(field: AddressField, value: Addresses | undefined, singleLabelDomains: readonly string[]): Mailbox[] {
+function parseAddresses(
+  field: AddressField,
+  value: Addresses | undefined,
+  singleLabelDomains: readonly string[],
+): Mailbox[] {
   if (value === undefined) return [];
   // Empty strings name nobody (so `to: ""` is a missing recipient, not a bad address).
   const pieces = (typeof value === 'string' ? [value] : value).flatMap((v) => splitAddressList(v));
@@ -128,7 +155,8 @@ function parseAddresses(field: AddressField, value: Addresses | undefined, singl
 export function validateLabels(field: string, labels: readonly string[] | undefined): string[] {
   const out: string[] = [];
   for (const label of labels ?? []) {
-    if (typeof label !== 'string' || label.length === 0 || label.length > 255) throw new InvalidLabelError(field, 'labels are 1 to 255 characters long.');
+    if (typeof label !== 'string' || label.length === 0 || label.length > 255)
+      throw new InvalidLabelError(field, 'labels are 1 to 255 characters long.');
     if (CONTROL.test(label)) throw new InvalidLabelError(field, 'labels must not contain control characters.');
     if (RESERVED_LABELS.includes(label.toLowerCase())) throw new ReservedLabelError(field, label);
     if (!out.includes(label)) out.push(label);
@@ -140,13 +168,20 @@ function validateHeaders(headers: Readonly<Record<string, string>> | undefined):
   const out: Record<string, string> = {};
   const seen = new Set<string>();
   const entries = Object.entries(headers ?? {});
-  if (entries.length > MAX_HEADERS) throw new InvalidHeaderError(`${entries.length} headers`, `exceed the limit of ${MAX_HEADERS}.`);
+  if (entries.length > MAX_HEADERS)
+    throw new InvalidHeaderError(`${entries.length} headers`, `exceed the limit of ${MAX_HEADERS}.`);
   for (const [name, value] of entries) {
-    if (!HEADER_NAME.test(name)) throw new InvalidHeaderError(name, 'is not a valid header name (printable ASCII without colon or space, at most 100 characters).');
+    if (!HEADER_NAME.test(name))
+      throw new InvalidHeaderError(
+        name,
+        'is not a valid header name (printable ASCII without colon or space, at most 100 characters).',
+      );
     const lower = name.toLowerCase();
     if (FORBIDDEN_HEADERS.has(lower) || lower.startsWith('content-')) throw new ForbiddenHeaderError(name);
-    if (TRACE_HEADERS.has(lower) || TRACE_HEADER_PREFIXES.some((p) => lower.startsWith(p))) throw new ForbiddenHeaderError(name, 'trace');
-    if (typeof value !== 'string' || CONTROL_BUT_TAB.test(value)) throw new InvalidHeaderError(name, 'has a value with line breaks or control characters.');
+    if (TRACE_HEADERS.has(lower) || TRACE_HEADER_PREFIXES.some((p) => lower.startsWith(p)))
+      throw new ForbiddenHeaderError(name, 'trace');
+    if (typeof value !== 'string' || CONTROL_BUT_TAB.test(value))
+      throw new InvalidHeaderError(name, 'has a value with line breaks or control characters.');
     if (value.length > 998) throw new InvalidHeaderError(name, 'has a value longer than 998 characters.');
     if (seen.has(lower)) throw new InvalidHeaderError(name, 'is given twice.');
     seen.add(lower);
@@ -155,7 +190,12 @@ function validateHeaders(headers: Readonly<Record<string, string>> | undefined):
   return out;
 }
 
-function validateAttachments(list: readonly SendAttachmentInput[] | undefined, maxBytes: number, newId: () => string, decoded: Decoded | undefined): Outgoing['attachments'] {
+function validateAttachments(
+  list: readonly SendAttachmentInput[] | undefined,
+  maxBytes: number,
+  newId: () => string,
+  decoded: Decoded | undefined,
+): Outgoing['attachments'] {
   let total = 0;
   const out = (list ?? []).map((a, i) => {
     if (a.url !== undefined) throw new AttachmentUrlNotSupportedError(i);
@@ -166,13 +206,17 @@ function validateAttachments(list: readonly SendAttachmentInput[] | undefined, m
     if (a.filename !== undefined) {
       filename = a.filename.trim();
       if (!filename || filename.length > 255 || CONTROL.test(filename) || /[/\\]/.test(filename)) {
-        throw new InvalidAttachmentError(i, 'filename must be 1 to 255 characters, without control characters or path separators.');
+        throw new InvalidAttachmentError(
+          i,
+          'filename must be 1 to 255 characters, without control characters or path separators.',
+        );
       }
     }
     let contentType: string;
     if (a.contentType !== undefined) {
       contentType = a.contentType.trim();
-      if (contentType.length > 255 || !MEDIA_TYPE.test(contentType)) throw new InvalidAttachmentError(i, 'content_type must be a media type such as application/pdf.');
+      if (contentType.length > 255 || !MEDIA_TYPE.test(contentType))
+        throw new InvalidAttachmentError(i, 'content_type must be a media type such as application/pdf.');
     } else {
       contentType = mediaTypeOf(filename ?? undefined);
     }
@@ -180,12 +224,23 @@ function validateAttachments(list: readonly SendAttachmentInput[] | undefined, m
     if (a.contentId !== undefined) {
       contentId = a.contentId.trim().replace(/^<(.*)>$/, '$1');
       if (!contentId || contentId.length > 255 || !/^[!-~]+$/.test(contentId) || /[<>"]/.test(contentId)) {
-        throw new InvalidAttachmentError(i, 'content_id must be printable ASCII without spaces, quotes or angle brackets.');
+        throw new InvalidAttachmentError(
+          i,
+          'content_id must be printable ASCII without spaces, quotes or angle brackets.',
+        );
       }
     }
-    const contentDisposition: ContentDisposition = a.contentDisposition ?? (contentId !== null ? 'inline' : 'attachment');
+    const contentDisposition: ContentDisposition =
+      a.contentDisposition ?? (contentId !== null ? 'inline' : 'attachment');
     total += content.length;
-    const meta: AttachmentMeta = { attachmentId: newId(), filename, size: content.length, contentType, contentDisposition, contentId };
+    const meta: AttachmentMeta = {
+      attachmentId: newId(),
+      filename,
+      size: content.length,
+      contentType,
+      contentDisposition,
+      contentId,
+    };
     return { meta, compose: { filename, contentType, contentDisposition, contentId, content } };
   });
   if (total > maxBytes) throw new AttachmentsTooLargeError(total, maxBytes);
@@ -235,7 +290,11 @@ export function createOutgoingRules(deps: OutgoingRules) {
     if (complete && !to.length) throw new MissingRecipientError();
     const recipients: Recipient[] = [];
     const seen = new Set<string>();
-    for (const [field, list] of [['to', to], ['cc', cc], ['bcc', bcc]] as const) {
+    for (const [field, list] of [
+      ['to', to],
+      ['cc', cc],
+      ['bcc', bcc],
+    ] as const) {
       for (const mailbox of list) {
         // One recipient per mailbox however its domain is spelled (case, Unicode or xn--): a local
         // inbox named twice would otherwise get two copies of one Message-ID.
@@ -252,7 +311,12 @@ export function createOutgoingRules(deps: OutgoingRules) {
     if (subject !== null && CONTROL_BUT_TAB.test(subject)) throw new InvalidSubjectError();
     const labels = validateLabels('labels', input.labels);
     const headers = validateHeaders(input.headers);
-    const attachments = validateAttachments(input.attachments, deps.maxAttachmentBytes, () => timeOrderedUuid(clock.now(), ids), decoded);
+    const attachments = validateAttachments(
+      input.attachments,
+      deps.maxAttachmentBytes,
+      () => timeOrderedUuid(clock.now(), ids),
+      decoded,
+    );
     const text = input.text ? input.text : null;
     const html = input.html ? input.html : null;
     if (complete && text === null && html === null && attachments.length === 0) throw new MissingContentError();
@@ -261,9 +325,11 @@ export function createOutgoingRules(deps: OutgoingRules) {
 
   return {
     /** A complete send. Attachments of OFFLOAD_BASE64_CHARS or more are decoded in a worker thread first. */
-    validate: async (input: SendInput): Promise<Outgoing> => check(input, true, await decodeLargeAttachments(input.attachments)),
+    validate: async (input: SendInput): Promise<Outgoing> =>
+      check(input, true, await decodeLargeAttachments(input.attachments)),
     /** What a draft holds so far (content may still be missing); attachments as in `validate`. */
-    validateParts: async (input: SendInput): Promise<Outgoing> => check(input, false, await decodeLargeAttachments(input.attachments)),
+    validateParts: async (input: SendInput): Promise<Outgoing> =>
+      check(input, false, await decodeLargeAttachments(input.attachments)),
     /** A draft's merged fields inside its unit of work: no attachments, so nothing to decode or await. */
     validateFields: (input: Omit<SendInput, 'attachments'>): Outgoing => check(input, false, undefined),
     maxAttachmentBytes: deps.maxAttachmentBytes,

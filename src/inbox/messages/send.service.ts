@@ -13,7 +13,16 @@ import { answerHeaders, forwardInput, replyInput } from './answers.js';
 import { findAttachmentContent, type Message } from './message.repository.js';
 import { findOwnMessage } from './message.service.js';
 import type { Db } from '../database.js';
-import { checkBodySizes, createOutgoingValidator, type Outgoing, type OutgoingRules, type ReplyInput, type SendAttachmentInput, type SendInput, toSendAttachment } from './outgoing.js';
+import {
+  checkBodySizes,
+  createOutgoingValidator,
+  type Outgoing,
+  type OutgoingRules,
+  type ReplyInput,
+  type SendAttachmentInput,
+  type SendInput,
+  toSendAttachment,
+} from './outgoing.js';
 
 export interface SendServiceDeps extends DeliveryPathDeps, OutgoingRules {
   /** The ASCII spelling of a domain a verified custom domain serves (domains/): its mail stays here. */
@@ -49,22 +58,44 @@ export function createSendService(deps: SendServiceDeps) {
    * and domain go into the source), then stores the sender's copy, delivers to local inboxes and
    * queues the rest in one transaction with the quota count and the events.
    */
-  async function send(owner: KeyOwner, senderId: string, out: Outgoing, answer: AnswerHeaders, within?: (trx: Db) => Promise<void>): Promise<{ messageId: string; threadId: string }> {
+  async function send(
+    owner: KeyOwner,
+    senderId: string,
+    out: Outgoing,
+    answer: AnswerHeaders,
+    within?: (trx: Db) => Promise<void>,
+  ): Promise<{ messageId: string; threadId: string }> {
     const sender = await findScopedInbox(db, owner, senderId);
     if (!sender) throw new InboxNotFoundError(senderId);
     if (owner.sendOnlyTo !== undefined) {
       // An unverified agent sign-up mails only the human it named (decision 0018).
       const other = out.recipients.find((r) => r.mailbox.address.toLowerCase() !== owner.sendOnlyTo);
-      if (other) throw new ForbiddenError(`Message rejected: ${other.mailbox.address} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`, { code: 'MESSAGE_REJECTED', details: { field: other.field, code: 'MESSAGE_REJECTED' } });
+      if (other)
+        throw new ForbiddenError(
+          `Message rejected: ${other.mailbox.address} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`,
+          { code: 'MESSAGE_REJECTED', details: { field: other.field, code: 'MESSAGE_REJECTED' } },
+        );
     }
     // Recipients on verified custom domains are delivered here, not handed to the relay; the rest
     // need one, refused before the message is composed.
-    const served = await Promise.all(out.recipients.map((r) => (r.local || !deps.servedDomain ? undefined : deps.servedDomain(domainOf(r.mailbox.address)))));
-    const inboxOf = (address: string, i: number) => (served[i] === undefined ? inboxIdOf(address) : `${address.slice(0, address.lastIndexOf('@')).toLowerCase()}@${served[i]}`);
-    const recipients = out.recipients.flatMap((r, i) => (r.local || served[i] !== undefined ? [{ address: r.mailbox.address, inboxIds: [inboxOf(r.mailbox.address, i)] }] : []));
+    const served = await Promise.all(
+      out.recipients.map((r) =>
+        r.local || !deps.servedDomain ? undefined : deps.servedDomain(domainOf(r.mailbox.address)),
+      ),
+    );
+    const inboxOf = (address: string, i: number) =>
+      served[i] === undefined
+        ? inboxIdOf(address)
+        : `${address.slice(0, address.lastIndexOf('@')).toLowerCase()}@${served[i]}`;
+    const recipients = out.recipients.flatMap((r, i) =>
+      r.local || served[i] !== undefined
+        ? [{ address: r.mailbox.address, inboxIds: [inboxOf(r.mailbox.address, i)] }]
+        : [],
+    );
     const externalRecipients = out.recipients.filter((r, i) => !r.local && served[i] === undefined);
     const firstExternal = externalRecipients[0];
-    if (firstExternal && !deps.relayConfigured) throw new ExternalDeliveryDisabledError(firstExternal.field, firstExternal.mailbox.address, deps.localDomains);
+    if (firstExternal && !deps.relayConfigured)
+      throw new ExternalDeliveryDisabledError(firstExternal.field, firstExternal.mailbox.address, deps.localDomains);
     const external = externalRecipients.map((r) => r.mailbox.address);
     const now = clock.now();
     const timestamp = now.toISOString();
@@ -77,21 +108,25 @@ export function createSendService(deps: SendServiceDeps) {
     // bcc recipients). A large one comes in pieces that prepare writes into its blob as they come,
     // after the attachments' blobs: attachments stored as blobs are moved to the composing thread
     // then, since no copy needs their bytes in memory after that.
-    const source = await composeSource({
-      messageId,
-      date: now,
-      from,
-      to: out.to,
-      cc: out.cc,
-      replyTo: out.replyTo,
-      subject: out.subject,
-      text: out.text,
-      html: out.html,
-      inReplyTo,
-      references,
-      headers: out.headers,
-      attachments: out.attachments.map((a) => a.compose),
-    }, CHUNK_BYTES, storedAsBlob);
+    const source = await composeSource(
+      {
+        messageId,
+        date: now,
+        from,
+        to: out.to,
+        cc: out.cc,
+        replyTo: out.replyTo,
+        subject: out.subject,
+        text: out.text,
+        html: out.html,
+        inReplyTo,
+        references,
+        headers: out.headers,
+        attachments: out.attachments.map((a) => a.compose),
+      },
+      CHUNK_BYTES,
+      storedAsBlob,
+    );
     const message: Omit<ComposedMessage, 'raw' | 'size'> = {
       messageId,
       timestamp,
@@ -111,10 +146,22 @@ export function createSendService(deps: SendServiceDeps) {
       updatedAt: timestamp,
       attachmentContents: out.attachments.map((a) => a.compose.content),
     };
-    const prepared = await delivery.prepare(Buffer.isBuffer(source) ? { ...message, raw: source, size: source.length } : { ...message, source });
+    const prepared = await delivery.prepare(
+      Buffer.isBuffer(source) ? { ...message, raw: source, size: source.length } : { ...message, source },
+    );
     const result = await delivery.commit(prepared, async (trx) => {
       await within?.(trx);
-      return delivery.deliver(trx, { prepared, recipients, sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: out.labels, bcc: out.bcc.map(formatMailbox), external } });
+      return delivery.deliver(trx, {
+        prepared,
+        recipients,
+        sender: {
+          organizationId: owner.organizationId,
+          inboxId: sender.inboxId,
+          labels: out.labels,
+          bcc: out.bcc.map(formatMailbox),
+          external,
+        },
+      });
     });
     if (result.jobs) notifyJobs();
     return { messageId: result.messageId, threadId: result.threadId as string };
@@ -139,7 +186,12 @@ export function createSendService(deps: SendServiceDeps) {
     },
 
     /** Answers a message of the inbox (answers.ts `replyInput`); In-Reply-To and References make it join the thread on both sides. */
-    async reply(owner: KeyOwner, inboxId: string, messageId: string, input: ReplyInput): Promise<{ messageId: string; threadId: string }> {
+    async reply(
+      owner: KeyOwner,
+      inboxId: string,
+      messageId: string,
+      input: ReplyInput,
+    ): Promise<{ messageId: string; threadId: string }> {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       const parent = await findOwnMessage(db, owner, inboxId, messageId);
@@ -150,11 +202,21 @@ export function createSendService(deps: SendServiceDeps) {
      * Forwards a message of the inbox to new recipients (answers.ts `forwardInput`). The sender's
      * copy stays in the original's thread (References name it).
      */
-    async forward(owner: KeyOwner, inboxId: string, messageId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
+    async forward(
+      owner: KeyOwner,
+      inboxId: string,
+      messageId: string,
+      input: SendInput,
+    ): Promise<{ messageId: string; threadId: string }> {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       const original = await findOwnMessage(db, owner, inboxId, messageId);
-      return send(owner, original.inboxId, await validate(forwardInput(original, input, await carriedAttachments(original))), answerHeaders(original));
+      return send(
+        owner,
+        original.inboxId,
+        await validate(forwardInput(original, input, await carriedAttachments(original))),
+        answerHeaders(original),
+      );
     },
 
     /**
@@ -163,14 +225,31 @@ export function createSendService(deps: SendServiceDeps) {
      * original's body and attachments merged in now). `within` runs first in the delivery's unit
      * of work (the draft's removal): if it throws, nothing is stored or sent.
      */
-    async sendDraft(owner: KeyOwner, inboxId: string, draft: DraftToSend, within: (trx: Db) => Promise<void>): Promise<{ messageId: string; threadId: string }> {
+    async sendDraft(
+      owner: KeyOwner,
+      inboxId: string,
+      draft: DraftToSend,
+      within: (trx: Db) => Promise<void>,
+    ): Promise<{ messageId: string; threadId: string }> {
       checkBodySizes(draft.input, deps.maxBodyBytes);
       const senderId = normalizeInboxId(inboxId);
       if (draft.forwardOf !== null) {
         const original = await findOwnMessage(db, owner, senderId, draft.forwardOf);
-        return send(owner, senderId, await validate(forwardInput(original, draft.input, await carriedAttachments(original))), answerHeaders(original), within);
+        return send(
+          owner,
+          senderId,
+          await validate(forwardInput(original, draft.input, await carriedAttachments(original))),
+          answerHeaders(original),
+          within,
+        );
       }
-      return send(owner, senderId, await validate(draft.input), { inReplyTo: draft.inReplyTo, references: draft.references }, within);
+      return send(
+        owner,
+        senderId,
+        await validate(draft.input),
+        { inReplyTo: draft.inReplyTo, references: draft.references },
+        within,
+      );
     },
   };
 }

@@ -49,7 +49,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', ts, (c) => c.notNull())
     .addUniqueConstraint('inboxes_org_client_id', ['organization_id', 'client_id'])
     .execute();
-  await db.schema.createIndex('inboxes_org_created').on('inboxes').columns(['organization_id', 'created_at', 'inbox_id']).execute();
+  await db.schema
+    .createIndex('inboxes_org_created')
+    .on('inboxes')
+    .columns(['organization_id', 'created_at', 'inbox_id'])
+    .execute();
 
   await db.schema
     .createTable('threads')
@@ -146,7 +150,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', ts, (c) => c.notNull())
     .addUniqueConstraint('webhooks_org_client_id', ['organization_id', 'client_id'])
     .execute();
-  await db.schema.createIndex('webhooks_org_created').on('webhooks').columns(['organization_id', 'created_at', 'webhook_id']).execute();
+  await db.schema
+    .createIndex('webhooks_org_created')
+    .on('webhooks')
+    .columns(['organization_id', 'created_at', 'webhook_id'])
+    .execute();
 
   await db.schema
     .createTable('events')
@@ -171,7 +179,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('response_excerpt', 'text')
     .addColumn('created_at', ts, (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('webhook_deliveries_webhook').on('webhook_deliveries').columns(['webhook_id', 'id']).execute();
+  await db.schema
+    .createIndex('webhook_deliveries_webhook')
+    .on('webhook_deliveries')
+    .columns(['webhook_id', 'id'])
+    .execute();
 
   await db.schema
     .createTable('send_counters')
@@ -193,7 +205,22 @@ export async function up(db: Kysely<any>): Promise<void> {
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see up()
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ['jobs', 'service_secrets', 'send_counters', 'webhook_deliveries', 'events', 'webhooks', 'attachments', 'message_labels', 'messages', 'threads', 'inboxes', 'api_keys', 'pods', 'organizations']) {
+  for (const t of [
+    'jobs',
+    'service_secrets',
+    'send_counters',
+    'webhook_deliveries',
+    'events',
+    'webhooks',
+    'attachments',
+    'message_labels',
+    'messages',
+    'threads',
+    'inboxes',
+    'api_keys',
+    'pods',
+    'organizations',
+  ]) {
     await db.schema.dropTable(t).execute();
   }
 }

@@ -9,7 +9,9 @@ import { sql, type Kysely } from 'kysely';
 //    lost 250) bounces once. docs/decisions/0005-inbound-smtp.md.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations never depend on application types
 export async function up(db: Kysely<any>): Promise<void> {
-  await sql`update threads set normalized_subject = substr(normalized_subject, 1, 255) where length(normalized_subject) > 255`.execute(db);
+  await sql`update threads set normalized_subject = substr(normalized_subject, 1, 255) where length(normalized_subject) > 255`.execute(
+    db,
+  );
   await db.schema
     .createTable('delivery_reports')
     .addColumn('inbox_id', 'varchar(320)', (c) => c.notNull().references('inboxes.inbox_id').onDelete('cascade'))

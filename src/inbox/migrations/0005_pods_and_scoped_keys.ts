@@ -14,21 +14,38 @@ export async function up(db: Kysely<any>): Promise<void> {
   const ts = 'varchar(32)';
   await db.schema.alterTable('pods').addColumn('client_id', 'varchar(255)').execute();
   await db.schema.alterTable('pods').addColumn('updated_at', ts).execute();
-  await db.schema.createIndex('pods_org_client_id').unique().on('pods').columns(['organization_id', 'client_id']).execute();
+  await db.schema
+    .createIndex('pods_org_client_id')
+    .unique()
+    .on('pods')
+    .columns(['organization_id', 'client_id'])
+    .execute();
   await db.schema.createIndex('pods_org_created').on('pods').columns(['organization_id', 'created_at', 'id']).execute();
 
-  await db.schema.alterTable('api_keys').addColumn('pod_id', 'varchar(64)', (c) => c.references('pods.id').onDelete('cascade')).execute();
-  await db.schema.alterTable('api_keys').addColumn('inbox_id', 'varchar(320)', (c) => c.references('inboxes.inbox_id').onDelete('cascade')).execute();
+  await db.schema
+    .alterTable('api_keys')
+    .addColumn('pod_id', 'varchar(64)', (c) => c.references('pods.id').onDelete('cascade'))
+    .execute();
+  await db.schema
+    .alterTable('api_keys')
+    .addColumn('inbox_id', 'varchar(320)', (c) => c.references('inboxes.inbox_id').onDelete('cascade'))
+    .execute();
   await db.schema.alterTable('api_keys').addColumn('permissions', 'text').execute();
   await db.schema.alterTable('api_keys').addColumn('updated_at', ts).execute();
-  await db.schema.createIndex('api_keys_org_created').on('api_keys').columns(['organization_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('api_keys_org_created')
+    .on('api_keys')
+    .columns(['organization_id', 'created_at', 'id'])
+    .execute();
 
   await db.schema.alterTable('webhooks').addColumn('pod_id', 'varchar(64)').execute();
   await db.schema.alterTable('webhooks').addColumn('inbox_id', 'varchar(320)').execute();
 
   await db.schema
     .createTable('agent_signups')
-    .addColumn('organization_id', 'varchar(64)', (c) => c.primaryKey().references('organizations.id').onDelete('cascade'))
+    .addColumn('organization_id', 'varchar(64)', (c) =>
+      c.primaryKey().references('organizations.id').onDelete('cascade'),
+    )
     .addColumn('human_email', 'varchar(320)', (c) => c.notNull())
     .addColumn('inbox_id', 'varchar(320)', (c) => c.notNull())
     .addColumn('code_hash', 'char(64)', (c) => c.notNull())
@@ -46,7 +63,8 @@ export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('webhooks').dropColumn('inbox_id').execute();
   await db.schema.alterTable('webhooks').dropColumn('pod_id').execute();
   await db.schema.dropIndex('api_keys_org_created').execute();
-  for (const c of ['updated_at', 'permissions', 'inbox_id', 'pod_id']) await db.schema.alterTable('api_keys').dropColumn(c).execute();
+  for (const c of ['updated_at', 'permissions', 'inbox_id', 'pod_id'])
+    await db.schema.alterTable('api_keys').dropColumn(c).execute();
   await db.schema.dropIndex('pods_org_created').execute();
   await db.schema.dropIndex('pods_org_client_id').execute();
   for (const c of ['updated_at', 'client_id']) await db.schema.alterTable('pods').dropColumn(c).execute();

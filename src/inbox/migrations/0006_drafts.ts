@@ -44,7 +44,11 @@ export async function up(db: Kysely<any>): Promise<void> {
   // Lists run newest-updated first per inbox, pod and organization.
   await db.schema.createIndex('drafts_inbox_updated').on('drafts').columns(['inbox_id', 'updated_at', 'id']).execute();
   await db.schema.createIndex('drafts_pod_updated').on('drafts').columns(['pod_id', 'updated_at', 'id']).execute();
-  await db.schema.createIndex('drafts_org_updated').on('drafts').columns(['organization_id', 'updated_at', 'id']).execute();
+  await db.schema
+    .createIndex('drafts_org_updated')
+    .on('drafts')
+    .columns(['organization_id', 'updated_at', 'id'])
+    .execute();
 
   await db.schema
     .createTable('draft_labels')

@@ -41,18 +41,28 @@ export async function up(db: Kysely<any>): Promise<void> {
       addresses tsvector not null,
       document tsvector not null)`.execute(db);
     for (const scope of ['inbox_id', 'pod_id', 'organization_id']) {
-      await sql`create index ${sql.raw(`thread_search_${scope}`)} on thread_search (${sql.raw(scope)}, rank_pk)`.execute(db);
+      await sql`create index ${sql.raw(`thread_search_${scope}`)} on thread_search (${sql.raw(scope)}, rank_pk)`.execute(
+        db,
+      );
     }
     for (const table of ['message_search', 'thread_search']) {
       for (const column of ['subject', 'addresses', 'document']) {
-        await sql`create index ${sql.raw(`${table}_${column}_gin`)} on ${sql.raw(table)} using gin (${sql.raw(column)})`.execute(db);
+        await sql`create index ${sql.raw(`${table}_${column}_gin`)} on ${sql.raw(table)} using gin (${sql.raw(column)})`.execute(
+          db,
+        );
       }
     }
   } else {
     const options = sql.raw(`prefix='2 3', tokenize='unicode61 remove_diacritics 0'`);
-    await sql`create virtual table message_search using fts5(scope, subject, addresses, body, content='', contentless_delete=1, ${options})`.execute(db);
-    await sql`create virtual table thread_search using fts5(scope, subject, addresses, body, thread_id unindexed, ${options})`.execute(db);
-    await sql`create trigger message_search_delete after delete on messages begin delete from message_search where rowid = old.id; end`.execute(db);
+    await sql`create virtual table message_search using fts5(scope, subject, addresses, body, content='', contentless_delete=1, ${options})`.execute(
+      db,
+    );
+    await sql`create virtual table thread_search using fts5(scope, subject, addresses, body, thread_id unindexed, ${options})`.execute(
+      db,
+    );
+    await sql`create trigger message_search_delete after delete on messages begin delete from message_search where rowid = old.id; end`.execute(
+      db,
+    );
     await sql`create trigger thread_search_delete after delete on threads begin
       delete from thread_search where rowid in (select rowid from thread_search where thread_search match '{scope}: "t' || lower(replace(old.thread_id, '-', '')) || '"');
     end`.execute(db);

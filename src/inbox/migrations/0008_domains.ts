@@ -27,7 +27,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('domains_pk', ['organization_id', 'domain'])
     .execute();
   await db.schema.createIndex('domains_claimed').unique().on('domains').column('claimed_domain').execute();
-  await db.schema.createIndex('domains_list').on('domains').columns(['organization_id', 'created_at', 'domain']).execute();
+  await db.schema
+    .createIndex('domains_list')
+    .on('domains')
+    .columns(['organization_id', 'created_at', 'domain'])
+    .execute();
   await db.schema.createIndex('domains_by_name').on('domains').column('domain').execute();
 }
 

@@ -19,9 +19,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('entry_type', 'varchar(16)', (c) => c.notNull())
     .addColumn('reason', 'varchar(1000)')
     .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
-    .addPrimaryKeyConstraint('access_list_entries_pk', ['organization_id', 'scope_key', 'direction', 'list_type', 'entry'])
+    .addPrimaryKeyConstraint('access_list_entries_pk', [
+      'organization_id',
+      'scope_key',
+      'direction',
+      'list_type',
+      'entry',
+    ])
     .execute();
-  await db.schema.createIndex('access_list_entries_match').on('access_list_entries').columns(['organization_id', 'direction', 'entry']).execute();
+  await db.schema
+    .createIndex('access_list_entries_match')
+    .on('access_list_entries')
+    .columns(['organization_id', 'direction', 'entry'])
+    .execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see up()

@@ -23,7 +23,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('value', 'bigint', (c) => c.notNull())
     .addPrimaryKeyConstraint('usage_counts_pk', ['organization_id', 'pod_id', 'inbox_id', 'metric', 'bucket', 'shard'])
     .execute();
-  await db.schema.createIndex('usage_counts_org_metric').on('usage_counts').columns(['organization_id', 'metric', 'bucket']).execute();
+  await db.schema
+    .createIndex('usage_counts_org_metric')
+    .on('usage_counts')
+    .columns(['organization_id', 'metric', 'bucket'])
+    .execute();
 
   await db.schema.alterTable('webhooks').addColumn('headers', 'text').execute();
 

@@ -37,20 +37,54 @@ async function move(db: Kysely<any>): Promise<void> {
     .addColumn('bytes', blob, (c) => c.notNull())
     .addPrimaryKeyConstraint('blob_chunks_pk', ['blob_id', 'seq'])
     .execute();
-  await db.schema.alterTable('messages').addColumn('source_blob', 'bigint', (c) => c.references('blobs.id')).execute();
-  await db.schema.alterTable('attachments').addColumn('content_blob', 'bigint', (c) => c.references('blobs.id')).execute();
+  await db.schema
+    .alterTable('messages')
+    .addColumn('source_blob', 'bigint', (c) => c.references('blobs.id'))
+    .execute();
+  await db.schema
+    .alterTable('attachments')
+    .addColumn('content_blob', 'bigint', (c) => c.references('blobs.id'))
+    .execute();
   // For the sweep's "does any copy still name it" (few rows have one).
-  await db.schema.createIndex('messages_source_blob').on('messages').column('source_blob').where('source_blob', 'is not', null).execute();
-  await db.schema.createIndex('attachments_content_blob').on('attachments').column('content_blob').where('content_blob', 'is not', null).execute();
+  await db.schema
+    .createIndex('messages_source_blob')
+    .on('messages')
+    .column('source_blob')
+    .where('source_blob', 'is not', null)
+    .execute();
+  await db.schema
+    .createIndex('attachments_content_blob')
+    .on('attachments')
+    .column('content_blob')
+    .where('content_blob', 'is not', null)
+    .execute();
 
   const now = new Date().toISOString();
   const parts = await db.selectFrom('message_chunks').select(['message_pk', 'part']).distinct().execute();
   for (const { message_pk: messagePk, part } of parts) {
-    const { size } = await db.selectFrom('message_chunks').select(sql<number | string>`coalesce(sum(length(bytes)), 0)`.as('size')).where('message_pk', '=', messagePk).where('part', '=', part).executeTakeFirstOrThrow();
-    const { id } = await db.insertInto('blobs').values({ state: 1, size: Number(size), created_at: now }).returning('id').executeTakeFirstOrThrow();
-    await sql`insert into blob_chunks (blob_id, seq, bytes) select ${id}, seq, bytes from message_chunks where message_pk = ${messagePk} and part = ${part}`.execute(db);
-    if (part === 'source') await db.updateTable('messages').set({ source_blob: id }).where('id', '=', messagePk).execute();
-    else await db.updateTable('attachments').set({ content_blob: id }).where('message_pk', '=', messagePk).where('attachment_id', '=', part).execute();
+    const { size } = await db
+      .selectFrom('message_chunks')
+      .select(sql<number | string>`coalesce(sum(length(bytes)), 0)`.as('size'))
+      .where('message_pk', '=', messagePk)
+      .where('part', '=', part)
+      .executeTakeFirstOrThrow();
+    const { id } = await db
+      .insertInto('blobs')
+      .values({ state: 1, size: Number(size), created_at: now })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await sql`insert into blob_chunks (blob_id, seq, bytes) select ${id}, seq, bytes from message_chunks where message_pk = ${messagePk} and part = ${part}`.execute(
+      db,
+    );
+    if (part === 'source')
+      await db.updateTable('messages').set({ source_blob: id }).where('id', '=', messagePk).execute();
+    else
+      await db
+        .updateTable('attachments')
+        .set({ content_blob: id })
+        .where('message_pk', '=', messagePk)
+        .where('attachment_id', '=', part)
+        .execute();
   }
   await db.schema.dropTable('message_chunks').execute();
 }

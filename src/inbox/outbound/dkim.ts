@@ -41,7 +41,9 @@ function readKeyText(value: string, problems: string[]): string | undefined {
   } catch (err) {
     // Never the value itself: what failed as a path may be the key, mangled (quoted, without its
     // BEGIN line, base64 on one line); only the error code and the length say what it was.
-    problems.push(`INBOX_DKIM_PRIVATE_KEY is neither PEM text (starting with -----BEGIN) nor the path of a readable file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}; a value of ${text.length} characters, not shown)`);
+    problems.push(
+      `INBOX_DKIM_PRIVATE_KEY is neither PEM text (starting with -----BEGIN) nor the path of a readable file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}; a value of ${text.length} characters, not shown)`,
+    );
     return undefined;
   }
 }
@@ -56,12 +58,16 @@ function parseKey(pem: string, problems: string[]): { key: KeyObject; algorithm:
   }
   if (key.asymmetricKeyType === 'ed25519') return { key, algorithm: 'ed25519-sha256' };
   if (key.asymmetricKeyType !== 'rsa') {
-    problems.push(`INBOX_DKIM_PRIVATE_KEY must be an RSA or Ed25519 key, got ${key.asymmetricKeyType ?? 'an unknown type'}`);
+    problems.push(
+      `INBOX_DKIM_PRIVATE_KEY must be an RSA or Ed25519 key, got ${key.asymmetricKeyType ?? 'an unknown type'}`,
+    );
     return undefined;
   }
   const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
   if (bits < MIN_RSA_BITS) {
-    problems.push(`INBOX_DKIM_PRIVATE_KEY is a ${bits}-bit RSA key; verifiers refuse keys under ${MIN_RSA_BITS} bits (use 2048)`);
+    problems.push(
+      `INBOX_DKIM_PRIVATE_KEY is a ${bits}-bit RSA key; verifiers refuse keys under ${MIN_RSA_BITS} bits (use 2048)`,
+    );
     return undefined;
   }
   return { key, algorithm: 'rsa-sha256' };
@@ -71,7 +77,8 @@ function signedDomains(config: DkimConfig, problems: string[]): string[] {
   const local = config.domains.map((d) => d.toLowerCase());
   const chosen = config.dkimDomains.length ? config.dkimDomains.map((d) => d.toLowerCase()) : local;
   // Mail leaves only From an inbox address, so a signature for another domain would never be used.
-  for (const d of chosen) if (!local.includes(d)) problems.push(`INBOX_DKIM_DOMAINS names "${d}", which is not one of INBOX_DOMAINS`);
+  for (const d of chosen)
+    if (!local.includes(d)) problems.push(`INBOX_DKIM_DOMAINS names "${d}", which is not one of INBOX_DOMAINS`);
   return [...new Set(chosen)];
 }
 
@@ -82,11 +89,13 @@ function signedDomains(config: DkimConfig, problems: string[]): string[] {
 export function dkimSignerFrom(config: DkimConfig, problems: string[]): DkimSigner | undefined {
   const { dkimSelector: selector, dkimPrivateKey: keySetting } = config;
   if (selector === undefined && keySetting === undefined) {
-    if (config.dkimDomains.length) problems.push('INBOX_DKIM_DOMAINS is set, but INBOX_DKIM_SELECTOR and INBOX_DKIM_PRIVATE_KEY are not');
+    if (config.dkimDomains.length)
+      problems.push('INBOX_DKIM_DOMAINS is set, but INBOX_DKIM_SELECTOR and INBOX_DKIM_PRIVATE_KEY are not');
     return undefined;
   }
   if (selector === undefined) problems.push('INBOX_DKIM_PRIVATE_KEY is set without INBOX_DKIM_SELECTOR');
-  else if (!SELECTOR.test(selector)) problems.push(`INBOX_DKIM_SELECTOR must be a DNS label or dot-separated labels, got "${selector}"`);
+  else if (!SELECTOR.test(selector))
+    problems.push(`INBOX_DKIM_SELECTOR must be a DNS label or dot-separated labels, got "${selector}"`);
   if (keySetting === undefined) problems.push('INBOX_DKIM_SELECTOR is set without INBOX_DKIM_PRIVATE_KEY');
   const pem = keySetting === undefined ? undefined : readKeyText(keySetting, problems);
   const parsed = pem === undefined ? undefined : parseKey(pem, problems);
@@ -96,10 +105,16 @@ export function dkimSignerFrom(config: DkimConfig, problems: string[]): DkimSign
 }
 
 /** Signs `raw` (RFC 6376, relaxed/relaxed) and puts the DKIM-Signature header in front. */
-async function signWith(raw: Buffer, key: { signingDomain: string; selector: string; privateKey: string; algorithm: DkimAlgorithm }, at: Date): Promise<Buffer> {
+async function signWith(
+  raw: Buffer,
+  key: { signingDomain: string; selector: string; privateKey: string; algorithm: DkimAlgorithm },
+  at: Date,
+): Promise<Buffer> {
   const { signingDomain, selector, privateKey, algorithm } = key;
   // mailauth signs with the entries of signatureData; the top-level fields only satisfy its types.
-  const result = await (await loadSigner())(raw, {
+  const result = await (
+    await loadSigner()
+  )(raw, {
     canonicalization: 'relaxed/relaxed',
     algorithm,
     signTime: at,
@@ -113,7 +128,12 @@ async function signWith(raw: Buffer, key: { signingDomain: string; selector: str
   return Buffer.concat([Buffer.from(result.signatures, 'utf8'), raw]);
 }
 
-export function createDkimSigner(options: { selector: string; key: KeyObject; algorithm: DkimAlgorithm; domains: readonly string[] }): DkimSigner {
+export function createDkimSigner(options: {
+  selector: string;
+  key: KeyObject;
+  algorithm: DkimAlgorithm;
+  domains: readonly string[];
+}): DkimSigner {
   const { selector, algorithm, domains } = options;
   // PKCS#8 PEM whatever the input was (PKCS#1 RSA keys too): the one form mailauth takes for both key types.
   const privateKey = options.key.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -141,7 +161,10 @@ export interface DomainKey {
  * Mail of a custom domain signed with that domain's key (`keyOf` answers for verified domains);
  * any other mail as `service` signs it (INBOX_DKIM_*), or unsigned without it.
  */
-export function withDomainKeys(service: DkimSigner | undefined, keyOf: (domain: string) => Promise<DomainKey | undefined>): DkimSigner {
+export function withDomainKeys(
+  service: DkimSigner | undefined,
+  keyOf: (domain: string) => Promise<DomainKey | undefined>,
+): DkimSigner {
   return {
     domains: service?.domains ?? [],
     selector: service?.selector ?? '',
@@ -149,7 +172,16 @@ export function withDomainKeys(service: DkimSigner | undefined, keyOf: (domain: 
     async sign(raw, domain, at) {
       const own = service?.domains.includes(domain.toLowerCase()) ? undefined : await keyOf(domain);
       if (!own) return service ? service.sign(raw, domain, at) : raw;
-      return signWith(raw, { signingDomain: own.signingDomain, selector: own.selector, privateKey: own.privateKeyPem, algorithm: 'rsa-sha256' }, at);
+      return signWith(
+        raw,
+        {
+          signingDomain: own.signingDomain,
+          selector: own.selector,
+          privateKey: own.privateKeyPem,
+          algorithm: 'rsa-sha256',
+        },
+        at,
+      );
     },
   };
 }

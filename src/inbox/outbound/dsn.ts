@@ -53,7 +53,8 @@ export function envelopeIdFor(messageId: string): string | undefined {
 // eslint-disable-next-line no-control-regex -- matching NUL is the point
 const NUL = /\u0000/g;
 
-const xtextDecode = (value: string) => value.replace(/\+([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))).replace(NUL, '');
+const xtextDecode = (value: string) =>
+  value.replace(/\+([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))).replace(NUL, '');
 
 // ---------------------------------------------------------------------------------------------
 // Just enough MIME: header blocks, multipart bodies, transfer encodings. Bytes are handled as
@@ -84,7 +85,10 @@ function parseHeaders(text: string): Headers {
     const colon = line.indexOf(':');
     if (colon <= 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
-    const value = line.slice(colon + 1).replace(NUL, '').trim();
+    const value = line
+      .slice(colon + 1)
+      .replace(NUL, '')
+      .trim();
     const values = headers.get(name);
     if (values) values.push(value);
     else headers.set(name, [value]);
@@ -105,7 +109,8 @@ function splitEntity(bytes: Buffer): Entity {
 function contentTypeOf(headers: Headers): { type: string; params: Map<string, string> } {
   const value = first(headers, 'content-type') ?? 'text/plain';
   const params = new Map<string, string>();
-  for (const m of value.matchAll(/;\s*([^=\s;]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]*))/g)) params.set((m[1] as string).toLowerCase(), m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : (m[3] ?? ''));
+  for (const m of value.matchAll(/;\s*([^=\s;]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]*))/g))
+    params.set((m[1] as string).toLowerCase(), m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : (m[3] ?? ''));
   return { type: (value.split(';')[0] as string).trim().toLowerCase(), params };
 }
 
@@ -115,7 +120,13 @@ function decodeBody(entity: Entity, limit: number): Buffer {
   const body = entity.body.subarray(0, limit);
   const text = body.toString('latin1');
   if (encoding === 'base64') return Buffer.from(text.replace(/[^A-Za-z0-9+/]/g, ''), 'base64');
-  if (encoding === 'quoted-printable') return Buffer.from(text.replace(/=\r?\n/g, '').replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1');
+  if (encoding === 'quoted-printable')
+    return Buffer.from(
+      text
+        .replace(/=\r?\n/g, '')
+        .replace(/=([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+      'latin1',
+    );
   return body;
 }
 
@@ -141,7 +152,8 @@ function findReport(entity: Entity, depth = 0): Entity[] | undefined {
   if (!boundary) return undefined;
   const parts = multipartParts(entity, boundary);
   const reportType = params.get('report-type')?.toLowerCase();
-  if (type === 'multipart/report' && (reportType === 'delivery-status' || reportType === 'global-delivery-status')) return parts;
+  if (type === 'multipart/report' && (reportType === 'delivery-status' || reportType === 'global-delivery-status'))
+    return parts;
   for (const part of parts) {
     const found = findReport(part, depth + 1);
     if (found) return found;
@@ -165,7 +177,9 @@ function addressField(value: string | undefined): string | undefined {
 function bareAddresses(value: string | undefined): string[] {
   if (!value) return [];
   // Comments, as in `MAILER-DAEMON@host (Mail Delivery System)`, are not part of an address.
-  return splitAddressList(value.replace(/\([^()]*\)/g, '')).map((e) => addressOf(e).toLowerCase()).filter((a) => a.includes('@'));
+  return splitAddressList(value.replace(/\([^()]*\)/g, ''))
+    .map((e) => addressOf(e).toLowerCase())
+    .filter((a) => a.includes('@'));
 }
 
 function parseStatusGroups(text: string): { perMessage: Headers; perRecipient: Headers[] } {
@@ -248,9 +262,21 @@ export interface DsnOptions {
 }
 
 /** The sender's copy of the message the report is about, if we sent it. */
-async function findOriginal(trx: Db, dsn: DeliveryStatusNotification, options: DsnOptions): Promise<OutboundMessage | undefined> {
-  const messageIds = [...new Set([...(dsn.envelopeId ? [`<${dsn.envelopeId}>`] : []), ...(dsn.originalMessageId ? [dsn.originalMessageId] : [])])];
-  const inboxes = options.inboxId !== undefined ? [options.inboxId.toLowerCase()] : [...new Set([...(dsn.originalFrom ? [dsn.originalFrom] : []), ...dsn.notified])];
+async function findOriginal(
+  trx: Db,
+  dsn: DeliveryStatusNotification,
+  options: DsnOptions,
+): Promise<OutboundMessage | undefined> {
+  const messageIds = [
+    ...new Set([
+      ...(dsn.envelopeId ? [`<${dsn.envelopeId}>`] : []),
+      ...(dsn.originalMessageId ? [dsn.originalMessageId] : []),
+    ]),
+  ];
+  const inboxes =
+    options.inboxId !== undefined
+      ? [options.inboxId.toLowerCase()]
+      : [...new Set([...(dsn.originalFrom ? [dsn.originalFrom] : []), ...dsn.notified])];
   for (const messageId of messageIds) {
     const copies = await findMessageCopies(trx, inboxes, messageId);
     // The copy in the inbox that sent it: other copies (local recipients) never went to the relay.
@@ -264,7 +290,11 @@ async function findOriginal(trx: Db, dsn: DeliveryStatusNotification, options: D
  * The report's failed recipients that the original was sent to through the relay (as the
  * original spelled them): recipients on a local domain never left this server.
  */
-function failedRecipients(dsn: DeliveryStatusNotification, original: OutboundMessage, localDomains: readonly string[]): { permanent: BouncedRecipient[]; transient: BouncedRecipient[] } {
+function failedRecipients(
+  dsn: DeliveryStatusNotification,
+  original: OutboundMessage,
+  localDomains: readonly string[],
+): { permanent: BouncedRecipient[]; transient: BouncedRecipient[] } {
   const local = localDomainSet(localDomains);
   const relayed = original.recipients.filter((r) => !local.has(domainOf(addressOf(r))));
   const ours = new Map(relayed.map((r) => [addressOf(r).toLowerCase(), addressOf(r)]));
@@ -277,7 +307,11 @@ function failedRecipients(dsn: DeliveryStatusNotification, original: OutboundMes
     if (key === undefined || seen.has(key)) continue;
     seen.add(key);
     const status = r.status ?? '5.0.0';
-    const bounced = { address: ours.get(key) as string, status, diagnostic: r.diagnosticCode ?? `reported failed by ${dsn.reportingMta ?? 'a remote server'}` };
+    const bounced = {
+      address: ours.get(key) as string,
+      status,
+      diagnostic: r.diagnosticCode ?? `reported failed by ${dsn.reportingMta ?? 'a remote server'}`,
+    };
     (status.startsWith('4') ? transient : permanent).push(bounced);
   }
   return { permanent, transient };
@@ -291,12 +325,20 @@ function failedRecipients(dsn: DeliveryStatusNotification, original: OutboundMes
  * ones. Only a report that produced an event is handled; anything else is ordinary mail for the
  * caller to store (a person may want to read it).
  */
-export async function applyDeliveryStatusNotification(trx: Db, deps: DsnDeps, dsn: DeliveryStatusNotification, options: DsnOptions = {}): Promise<number> {
+export async function applyDeliveryStatusNotification(
+  trx: Db,
+  deps: DsnDeps,
+  dsn: DeliveryStatusNotification,
+  options: DsnOptions = {},
+): Promise<number> {
   const original = await findOriginal(trx, dsn, options);
   if (!original) return 0;
   const { permanent, transient } = failedRecipients(dsn, original, deps.localDomains ?? []);
   const timestamp = deps.clock.now().toISOString();
-  const events = [...(permanent.length ? bouncedEvents(original, 'Permanent', permanent, timestamp) : []), ...(transient.length ? bouncedEvents(original, 'Transient', transient, timestamp) : [])];
+  const events = [
+    ...(permanent.length ? bouncedEvents(original, 'Permanent', permanent, timestamp) : []),
+    ...(transient.length ? bouncedEvents(original, 'Transient', transient, timestamp) : []),
+  ];
   if (events.length) await deps.events.emitMany(trx, events);
   return events.length;
 }
@@ -306,7 +348,12 @@ export async function applyDeliveryStatusNotification(trx: Db, deps: DsnDeps, ds
  * is a report that produced at least one message.bounced event (handled: it need not be stored),
  * false otherwise (deliver it as ordinary mail).
  */
-export async function handleDeliveryStatusNotification(trx: Db, deps: DsnDeps, raw: Buffer, options: DsnOptions = {}): Promise<boolean> {
+export async function handleDeliveryStatusNotification(
+  trx: Db,
+  deps: DsnDeps,
+  raw: Buffer,
+  options: DsnOptions = {},
+): Promise<boolean> {
   const dsn = parseDeliveryStatusNotification(raw);
   return dsn !== undefined && (await applyDeliveryStatusNotification(trx, deps, dsn, options)) > 0;
 }

@@ -66,7 +66,10 @@ function outboundMessageFromRow(row: Row): OutboundMessage {
 }
 
 /** The message behind an outbound job, with its stored source (null if it was never kept). */
-export async function findOutboundMessage(db: Db, pk: number): Promise<{ message: OutboundMessage; raw: Buffer | null } | undefined> {
+export async function findOutboundMessage(
+  db: Db,
+  pk: number,
+): Promise<{ message: OutboundMessage; raw: Buffer | null } | undefined> {
   const row = await db
     .selectFrom('messages as m')
     .innerJoin('inboxes as i', 'i.inbox_id', 'm.inbox_id')
@@ -88,7 +91,11 @@ export async function findInboxPod(db: Db, inboxId: string): Promise<string | un
  * status notification names the message, and the sender's copy is among them. Uses the unique
  * (inbox_id, message_id) index.
  */
-export async function findMessageCopies(db: Db, inboxIds: readonly string[], messageId: string): Promise<OutboundMessage[]> {
+export async function findMessageCopies(
+  db: Db,
+  inboxIds: readonly string[],
+  messageId: string,
+): Promise<OutboundMessage[]> {
   if (!inboxIds.length) return [];
   const rows = await db
     .selectFrom('messages as m')

@@ -9,8 +9,22 @@ import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from './outbound-job.js';
 import { dkimSignerFrom, withDomainKeys, type DkimConfig, type DkimSigner, type DomainKey } from './dkim.js';
 import { envelopeIdFor } from './dsn.js';
 import { findInboxPod, findOutboundMessage, type OutboundMessage } from './outbound.repository.js';
-import { bouncedEvents, deliveredEvent, rejectedEvent, sentEvent, type BouncedRecipient, type BounceType } from '../events/message-events.js';
-import { createRelayClient, relaySettingsFrom, type Refusal, type RelayClient, type RelayConfig, type RelayOutcome } from './relay.client.js';
+import {
+  bouncedEvents,
+  deliveredEvent,
+  rejectedEvent,
+  sentEvent,
+  type BouncedRecipient,
+  type BounceType,
+} from '../events/message-events.js';
+import {
+  createRelayClient,
+  relaySettingsFrom,
+  type Refusal,
+  type RelayClient,
+  type RelayConfig,
+  type RelayOutcome,
+} from './relay.client.js';
 
 /**
  * The `mail.outbound` queue: one job per sent message with recipients on other domains, queued
@@ -23,9 +37,18 @@ import { createRelayClient, relaySettingsFrom, type Refusal, type RelayClient, t
  */
 
 /** Pauses after attempt 1, 2, …: quick at first (a relay restarting), then every 4 hours, ±10 %. */
-export const OUTBOUND_SCHEDULE_MS: readonly number[] = [60e3, 5 * 60e3, 15 * 60e3, 30 * 60e3, 3600e3, 2 * 3600e3, 4 * 3600e3];
+export const OUTBOUND_SCHEDULE_MS: readonly number[] = [
+  60e3,
+  5 * 60e3,
+  15 * 60e3,
+  30 * 60e3,
+  3600e3,
+  2 * 3600e3,
+  4 * 3600e3,
+];
 
-const baseDelay = (attempt: number): number => OUTBOUND_SCHEDULE_MS[Math.min(Math.max(attempt, 1), OUTBOUND_SCHEDULE_MS.length) - 1] as number;
+const baseDelay = (attempt: number): number =>
+  OUTBOUND_SCHEDULE_MS[Math.min(Math.max(attempt, 1), OUTBOUND_SCHEDULE_MS.length) - 1] as number;
 
 export function outboundDelay(attempt: number, random: () => number = Math.random): number {
   return Math.round(baseDelay(attempt) * (1 + 0.1 * (2 * random() - 1)));
@@ -78,11 +101,20 @@ async function handleOutboundJob(deps: OutboundMailWorkerDeps, job: Job<Outbound
   const found = await findOutboundMessage(db, job.payload.message_pk);
   if (!found) {
     // Deleted with its inbox: nobody is left to tell.
-    log.warn({ job: job.id, message_id: job.payload.message_id }, 'outbound mail: the message is gone, nothing to send');
+    log.warn(
+      { job: job.id, message_id: job.payload.message_id },
+      'outbound mail: the message is gone, nothing to send',
+    );
     return;
   }
   const { message, raw } = found;
-  if (!relay) return reject(deps, job, message, 'No SMTP relay is configured (INBOX_SMTP_RELAY_URL), so mail to other domains cannot leave.');
+  if (!relay)
+    return reject(
+      deps,
+      job,
+      message,
+      'No SMTP relay is configured (INBOX_SMTP_RELAY_URL), so mail to other domains cannot leave.',
+    );
   if (!raw) return reject(deps, job, message, 'The stored source of the message is missing.');
   let wire: Buffer;
   try {
@@ -96,7 +128,12 @@ async function handleOutboundJob(deps: OutboundMailWorkerDeps, job: Job<Outbound
 }
 
 /** Our own checks refuse the message: message.rejected, and the job ends. */
-async function reject(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, message: OutboundMessage, reason: string): Promise<never> {
+async function reject(
+  deps: OutboundMailWorkerDeps,
+  job: Job<OutboundJob>,
+  message: OutboundMessage,
+  reason: string,
+): Promise<never> {
   const error = `rejected: ${reason}`;
   await commit(deps, job, { status: 'dead', error }, [rejectedEvent(message, reason, deps.clock.now().toISOString())]);
   throw new GiveUpJob(error);
@@ -123,28 +160,51 @@ function timingOf(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>): Timing {
     attempts,
     queuedAt,
     expired: now.getTime() >= deadline,
-    nextAt: () => new Date(Math.max(now.getTime(), Math.min(now.getTime() + outboundDelay(attempts, deps.random), deadline))),
+    nextAt: () =>
+      new Date(Math.max(now.getTime(), Math.min(now.getTime() + outboundDelay(attempts, deps.random), deadline))),
   };
 }
 
 const bounced = (r: Refusal): BouncedRecipient => ({ address: r.address, status: r.status, diagnostic: r.diagnostic });
 
-async function record(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, message: OutboundMessage, outcome: RelayOutcome): Promise<void> {
+async function record(
+  deps: OutboundMailWorkerDeps,
+  job: Job<OutboundJob>,
+  message: OutboundMessage,
+  outcome: RelayOutcome,
+): Promise<void> {
   const t = timingOf(deps, job);
   const timestamp = t.now.toISOString();
   const recipients = job.payload.recipients;
   const context = { job: job.id, message_id: message.messageId, relay: deps.relay?.display, attempt: t.attempts };
 
   if (outcome.kind === 'failed') {
-    if (outcome.configurationProblem) deps.log.error({ ...context, status: outcome.status, diagnostic: outcome.diagnostic }, 'outbound mail: the relay refused our credentials or TLS; check INBOX_SMTP_RELAY_URL');
+    if (outcome.configurationProblem)
+      deps.log.error(
+        { ...context, status: outcome.status, diagnostic: outcome.diagnostic },
+        'outbound mail: the relay refused our credentials or TLS; check INBOX_SMTP_RELAY_URL',
+      );
     if (outcome.temporary && !t.expired) {
       const nextAt = t.nextAt();
-      deps.log.warn({ ...context, status: outcome.status, diagnostic: outcome.diagnostic, next_attempt_at: nextAt.toISOString() }, 'outbound mail: the relay did not take the message; retrying');
+      deps.log.warn(
+        { ...context, status: outcome.status, diagnostic: outcome.diagnostic, next_attempt_at: nextAt.toISOString() },
+        'outbound mail: the relay did not take the message; retrying',
+      );
       throw new RetryJob(`${outcome.status} ${outcome.diagnostic}`, { at: nextAt });
     }
     const type: BounceType = outcome.temporary ? 'Transient' : 'Permanent';
     const error = `bounced (${type}): ${outcome.status} ${outcome.diagnostic}`;
-    await commit(deps, job, { status: 'dead', error }, bouncedEvents(message, type, recipients.map((address) => ({ address, status: outcome.status, diagnostic: outcome.diagnostic })), timestamp));
+    await commit(
+      deps,
+      job,
+      { status: 'dead', error },
+      bouncedEvents(
+        message,
+        type,
+        recipients.map((address) => ({ address, status: outcome.status, diagnostic: outcome.diagnostic })),
+        timestamp,
+      ),
+    );
     throw new GiveUpJob(error);
   }
 
@@ -152,16 +212,30 @@ async function record(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, messa
   const deferred = outcome.refused.filter((r) => r.temporary);
   if (!outcome.accepted.length && !permanent.length && !t.expired) {
     // Every recipient deferred: nothing happened, so this very job runs again.
-    throw new RetryJob(`every recipient deferred: ${deferred.map((r) => `${r.address} ${r.status}`).join(', ')}`, { at: t.nextAt() });
+    throw new RetryJob(`every recipient deferred: ${deferred.map((r) => `${r.address} ${r.status}`).join(', ')}`, {
+      at: t.nextAt(),
+    });
   }
   const inputs: EmitInput[] = [];
-  if (outcome.accepted.length) inputs.push(sentEvent(message, recipients, timestamp), deliveredEvent(message, outcome.accepted, timestamp));
+  if (outcome.accepted.length)
+    inputs.push(sentEvent(message, recipients, timestamp), deliveredEvent(message, outcome.accepted, timestamp));
   if (permanent.length) inputs.push(...bouncedEvents(message, 'Permanent', permanent.map(bounced), timestamp));
-  if (deferred.length && t.expired) inputs.push(...bouncedEvents(message, 'Transient', deferred.map(bounced), timestamp));
+  if (deferred.length && t.expired)
+    inputs.push(...bouncedEvents(message, 'Transient', deferred.map(bounced), timestamp));
   const followUp: OutboundJob | undefined =
-    deferred.length && !t.expired ? { ...job.payload, recipients: deferred.map((r) => r.address), queued_at: t.queuedAt, prior_attempts: t.attempts } : undefined;
+    deferred.length && !t.expired
+      ? {
+          ...job.payload,
+          recipients: deferred.map((r) => r.address),
+          queued_at: t.queuedAt,
+          prior_attempts: t.attempts,
+        }
+      : undefined;
   // The job is done when the message left for someone (or will be tried again for someone), dead when it went to nobody.
-  const end: JobEnd = outcome.accepted.length || followUp ? { status: 'done' } : { status: 'dead', error: `bounced: ${outcome.refused.map((r) => `${r.address} ${r.status}`).join(', ')}` };
+  const end: JobEnd =
+    outcome.accepted.length || followUp
+      ? { status: 'done' }
+      : { status: 'dead', error: `bounced: ${outcome.refused.map((r) => `${r.address} ${r.status}`).join(', ')}` };
   await commit(deps, job, end, inputs, followUp ? { payload: followUp, runAt: t.nextAt() } : undefined);
   if (end.status === 'dead') throw new GiveUpJob(end.error);
 }
@@ -170,7 +244,13 @@ async function record(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, messa
  * Writes the events (and a follow-up job) and the job's end in one transaction, then wakes the
  * runner: a crash after the relay answered repeats the send, never the events.
  */
-async function commit(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, end: JobEnd, inputs: readonly EmitInput[], followUp?: { payload: OutboundJob; runAt: Date }): Promise<void> {
+async function commit(
+  deps: OutboundMailWorkerDeps,
+  job: Job<OutboundJob>,
+  end: JobEnd,
+  inputs: readonly EmitInput[],
+  followUp?: { payload: OutboundJob; runAt: Date },
+): Promise<void> {
   const queued = await deps.commits.run(async (trx) => {
     const { jobs } = await deps.events.emitMany(trx, inputs);
     if (followUp) await enqueue(trx, deps.clock, OUTBOUND_MAIL_QUEUE, followUp.payload, followUp.runAt);
@@ -189,11 +269,34 @@ async function commit(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, end: 
 async function bounceUnsent(deps: OutboundMailWorkerDeps, job: Job<OutboundJob>, error: Error, trx: Db): Promise<void> {
   const p = job.payload;
   const podId = await findInboxPod(trx, p.inbox_id);
-  deps.log.error({ job: job.id, message_id: p.message_id, err: error.message }, 'outbound mail: failed on our side until the end of the retry period; bouncing as Transient');
+  deps.log.error(
+    { job: job.id, message_id: p.message_id, err: error.message },
+    'outbound mail: failed on our side until the end of the retry period; bouncing as Transient',
+  );
   if (podId === undefined) return;
-  const message: OutboundMessage = { pk: p.message_pk, organizationId: p.organization_id, inboxId: p.inbox_id, podId, domain: '', threadId: p.thread_id, messageId: p.message_id, from: p.inbox_id, recipients: p.recipients, labels: [] };
-  const diagnostic = 'the message could not be handed to the relay before the retry period ended (an error on our side)';
-  await deps.events.emitMany(trx, bouncedEvents(message, 'Transient', p.recipients.map((address) => ({ address, status: '4.3.0', diagnostic })), deps.clock.now().toISOString()));
+  const message: OutboundMessage = {
+    pk: p.message_pk,
+    organizationId: p.organization_id,
+    inboxId: p.inbox_id,
+    podId,
+    domain: '',
+    threadId: p.thread_id,
+    messageId: p.message_id,
+    from: p.inbox_id,
+    recipients: p.recipients,
+    labels: [],
+  };
+  const diagnostic =
+    'the message could not be handed to the relay before the retry period ended (an error on our side)';
+  await deps.events.emitMany(
+    trx,
+    bouncedEvents(
+      message,
+      'Transient',
+      p.recipients.map((address) => ({ address, status: '4.3.0', diagnostic })),
+      deps.clock.now().toISOString(),
+    ),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -213,7 +316,12 @@ export interface OutboundMail {
  * Checks the relay and DKIM settings together, throwing one ConfigError that names every problem,
  * and builds the queue. Runs in every role, so that a bad setting stops the process at boot.
  */
-export function createOutboundMail(config: OutboundConfig, deps: Omit<OutboundMailWorkerDeps, 'relay' | 'dkim' | 'retryMs' | 'sendDeadlineMs'> & { domainKeys?: (domain: string) => Promise<DomainKey | undefined> }): OutboundMail {
+export function createOutboundMail(
+  config: OutboundConfig,
+  deps: Omit<OutboundMailWorkerDeps, 'relay' | 'dkim' | 'retryMs' | 'sendDeadlineMs'> & {
+    domainKeys?: (domain: string) => Promise<DomainKey | undefined>;
+  },
+): OutboundMail {
   const problems: string[] = [];
   const relaySettings = relaySettingsFrom(config, problems);
   const serviceDkim = dkimSignerFrom(config, problems);
@@ -224,6 +332,9 @@ export function createOutboundMail(config: OutboundConfig, deps: Omit<OutboundMa
   // Connect, greet, TLS, authenticate, send: a few timeouts' worth, plus a wait for a pooled connection.
   const sendDeadlineMs = 4 * config.smtpRelayTimeoutMs;
   // As many sends at once as the relay has connections: more would only wait for one, inside their deadline.
-  const queue = { ...outboundMailQueue({ ...deps, relay, dkim, retryMs: config.smtpRelayRetryHours * 3600e3, sendDeadlineMs }), concurrency: config.smtpRelayMaxConnections };
+  const queue = {
+    ...outboundMailQueue({ ...deps, relay, dkim, retryMs: config.smtpRelayRetryHours * 3600e3, sendDeadlineMs }),
+    concurrency: config.smtpRelayMaxConnections,
+  };
   return { queue, close: () => relay?.close() };
 }

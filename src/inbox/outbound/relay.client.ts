@@ -60,8 +60,19 @@ export interface Refusal {
  * message was taken: `failure` then applies to every recipient of the envelope.
  */
 export type RelayOutcome =
-  | { readonly kind: 'recipients'; readonly accepted: readonly string[]; readonly refused: readonly Refusal[]; readonly response: string | undefined }
-  | { readonly kind: 'failed'; readonly temporary: boolean; readonly status: string; readonly diagnostic: string; readonly configurationProblem: boolean };
+  | {
+      readonly kind: 'recipients';
+      readonly accepted: readonly string[];
+      readonly refused: readonly Refusal[];
+      readonly response: string | undefined;
+    }
+  | {
+      readonly kind: 'failed';
+      readonly temporary: boolean;
+      readonly status: string;
+      readonly diagnostic: string;
+      readonly configurationProblem: boolean;
+    };
 
 export interface RelayClient {
   /** Host and port, for log lines. */
@@ -76,7 +87,8 @@ const DEFAULT_PORT = { 'smtp:': 587, 'smtps:': 465 } as const;
 export function relaySettingsFrom(config: RelayConfig, problems: string[]): RelaySettings | undefined {
   const raw = config.smtpRelayUrl;
   if (raw === undefined) {
-    if (config.smtpRelayTlsCa !== undefined) problems.push('INBOX_SMTP_RELAY_TLS_CA is set, but INBOX_SMTP_RELAY_URL is not');
+    if (config.smtpRelayTlsCa !== undefined)
+      problems.push('INBOX_SMTP_RELAY_TLS_CA is set, but INBOX_SMTP_RELAY_URL is not');
     return undefined;
   }
   // The config loader already checked that it parses and uses smtp: or smtps:.
@@ -93,7 +105,9 @@ export function relaySettingsFrom(config: RelayConfig, problems: string[]): Rela
   // URL keeps an IPv6 host in brackets; sockets want it bare.
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   const secure = protocol === 'smtps:';
-  const auth = url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined;
+  const auth = url.username
+    ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) }
+    : undefined;
   return {
     host,
     port: url.port ? Number(url.port) : DEFAULT_PORT[protocol],
@@ -127,7 +141,10 @@ export function isLoopbackHost(host: string): boolean {
  * on the path who strips the offer). With it, such a relay fails the send as a TLS problem:
  * retried and logged as our configuration (`configurationProblem`), never bounced for it.
  */
-export function requiresTls(relay: { readonly host: string; readonly secure: boolean; readonly auth: unknown }, allowPlaintextAuth: boolean): boolean {
+export function requiresTls(
+  relay: { readonly host: string; readonly secure: boolean; readonly auth: unknown },
+  allowPlaintextAuth: boolean,
+): boolean {
   return !relay.secure && relay.auth !== undefined && !allowPlaintextAuth && !isLoopbackHost(relay.host);
 }
 
@@ -136,7 +153,9 @@ function readCa(path: string, problems: string[]): string[] | undefined {
   try {
     pem = readFileSync(path, 'utf8');
   } catch (err) {
-    problems.push(`INBOX_SMTP_RELAY_TLS_CA cannot be read ("${path}": ${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+    problems.push(
+      `INBOX_SMTP_RELAY_TLS_CA cannot be read ("${path}": ${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`,
+    );
     return undefined;
   }
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
@@ -179,7 +198,15 @@ export function createRelayClient(settings: RelaySettings): RelayClient {
           ...(signal ? { signal } : {}),
         });
         const refused = (info.rejectedErrors ?? []).map((e) => refusalOf(e, e.recipient ?? ''));
-        return inOurSpelling({ kind: 'recipients', accepted: info.accepted.map(String), refused: withMissingRefusals(refused, info.rejected.map(String)), response: info.response }, envelope.to);
+        return inOurSpelling(
+          {
+            kind: 'recipients',
+            accepted: info.accepted.map(String),
+            refused: withMissingRefusals(refused, info.rejected.map(String)),
+            response: info.response,
+          },
+          envelope.to,
+        );
       } catch (err) {
         return inOurSpelling(outcomeOfError(err as NodemailerError), envelope.to);
       }
@@ -198,13 +225,24 @@ function inOurSpelling(outcome: RelayOutcome, to: readonly string[]): RelayOutco
   if (outcome.kind !== 'recipients') return outcome;
   const ours = new Map(to.map((a) => [addressKey(a), a]));
   const spell = (a: string) => ours.get(addressKey(a)) ?? a;
-  return { ...outcome, accepted: outcome.accepted.map(spell), refused: outcome.refused.map((r) => ({ ...r, address: spell(r.address) })) };
+  return {
+    ...outcome,
+    accepted: outcome.accepted.map(spell),
+    refused: outcome.refused.map((r) => ({ ...r, address: spell(r.address) })),
+  };
 }
 
 /** Recipients nodemailer lists as rejected without an error of their own. */
 function withMissingRefusals(refused: Refusal[], rejected: readonly string[]): Refusal[] {
   const known = new Set(refused.map((r) => r.address.toLowerCase()));
-  const missing = rejected.filter((a) => !known.has(a.toLowerCase())).map((address) => ({ address, temporary: true, status: '4.0.0', diagnostic: 'refused by the relay without a reply' }));
+  const missing = rejected
+    .filter((a) => !known.has(a.toLowerCase()))
+    .map((address) => ({
+      address,
+      temporary: true,
+      status: '4.0.0',
+      diagnostic: 'refused by the relay without a reply',
+    }));
   return [...refused, ...missing];
 }
 
@@ -228,7 +266,12 @@ export function outcomeOfError(err: NodemailerError): RelayOutcome {
   // Every recipient refused at RCPT: not a failure of the transaction but one refusal per address.
   if (err.code === 'EENVELOPE' && err.rejectedErrors?.length) {
     const refused = err.rejectedErrors.map((e) => refusalOf(e, e.recipient ?? ''));
-    return { kind: 'recipients', accepted: [], refused: withMissingRefusals(refused, err.rejected ?? []), response: undefined };
+    return {
+      kind: 'recipients',
+      accepted: [],
+      refused: withMissingRefusals(refused, err.rejected ?? []),
+      response: undefined,
+    };
   }
   return { kind: 'failed', ...judgeError(err) };
 }
@@ -241,7 +284,14 @@ interface Verdict {
   readonly configurationProblem: boolean;
 }
 
-const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
+const CONNECT_FAILURES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EADDRNOTAVAIL',
+]);
 
 /**
  * Retry versus bounce, as RFC 5321 §4.2.1 has it: 5xx refuses for good (but 503, a session out of
@@ -258,12 +308,18 @@ function judgeError(err: NodemailerError): Verdict {
   }
   if (err.responseCode) {
     const permanent = err.responseCode >= 500 && err.responseCode !== 503;
-    return { temporary: !permanent, status: status ?? (permanent ? '5.0.0' : '4.0.0'), diagnostic, configurationProblem: false };
+    return {
+      temporary: !permanent,
+      status: status ?? (permanent ? '5.0.0' : '4.0.0'),
+      diagnostic,
+      configurationProblem: false,
+    };
   }
   // Refused by nodemailer before the relay saw it: the relay's SIZE limit, an address it cannot send.
   if (code === 'EMESSAGE') return { temporary: false, status: '5.3.4', diagnostic, configurationProblem: false };
   if (code === 'EENVELOPE') return { temporary: false, status: '5.1.3', diagnostic, configurationProblem: false };
-  if (CONNECT_FAILURES.has(err.originalCode ?? code)) return { temporary: true, status: '4.4.1', diagnostic, configurationProblem: false };
+  if (CONNECT_FAILURES.has(err.originalCode ?? code))
+    return { temporary: true, status: '4.4.1', diagnostic, configurationProblem: false };
   if (code === 'EDNS') return { temporary: true, status: '4.4.3', diagnostic, configurationProblem: false };
   // Timeouts, dropped connections, our own deadline (EABORT), anything unforeseen: try again later.
   return { temporary: true, status: '4.4.2', diagnostic, configurationProblem: false };

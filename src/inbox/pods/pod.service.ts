@@ -6,14 +6,25 @@ import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { ConflictError, ValidationError } from '../../platform/errors/app-error.js';
 import type { Ids } from '../../platform/ids.js';
 import { checkName, PodNotFoundError, podInScope } from '../api-keys/api-key.service.js';
-import { deletePod, findPodByClientId, insertPod, listPods, podHasInboxes, type KeyOwner, type Pod } from '../api-keys/api-key.repository.js';
+import {
+  deletePod,
+  findPodByClientId,
+  insertPod,
+  listPods,
+  podHasInboxes,
+  type KeyOwner,
+  type Pod,
+} from '../api-keys/api-key.repository.js';
 import { requirePermission, requireWithinScope } from '../api-keys/scope.js';
 import type { InboxDatabase } from '../database.js';
 import { parseLimit } from '../lists/list-query.js';
 
 export class PodNotEmptyError extends ConflictError {
   constructor(podId: string) {
-    super(`Pod ${podId} still has inboxes: delete them first.`, { code: 'POD_NOT_EMPTY', details: { field: 'pod_id', code: 'POD_NOT_EMPTY' } });
+    super(`Pod ${podId} still has inboxes: delete them first.`, {
+      code: 'POD_NOT_EMPTY',
+      details: { field: 'pod_id', code: 'POD_NOT_EMPTY' },
+    });
   }
 }
 
@@ -40,20 +51,39 @@ export function createPodService({ db, commits, clock, ids }: PodServiceDeps) {
     },
 
     /** Creates a pod, or returns the one created before with the same client_id. */
-    async create(owner: KeyOwner, input: { name?: string; clientId?: string }): Promise<{ pod: Pod; created: boolean }> {
+    async create(
+      owner: KeyOwner,
+      input: { name?: string; clientId?: string },
+    ): Promise<{ pod: Pod; created: boolean }> {
       requirePermission(owner, 'podCreate');
       requireWithinScope(owner, {}, 'create pods');
       const name = checkName(input.name) ?? 'default';
       const clientId = input.clientId === undefined ? undefined : input.clientId.trim();
-      if (clientId !== undefined && (!clientId || clientId.length > 255)) throw new ValidationError('client_id must be 1-255 characters.', 'client_id', 'INVALID_CLIENT_ID');
+      if (clientId !== undefined && (!clientId || clientId.length > 255))
+        throw new ValidationError('client_id must be 1-255 characters.', 'client_id', 'INVALID_CLIENT_ID');
       if (clientId) {
         const existing = await findPodByClientId(db, owner.organizationId, clientId);
         if (existing) return { pod: existing, created: false };
       }
       const now = clock.now().toISOString();
-      const pod: Pod = { podId: ids.uuid(), organizationId: owner.organizationId, name, clientId: clientId ?? null, createdAt: now, updatedAt: now };
+      const pod: Pod = {
+        podId: ids.uuid(),
+        organizationId: owner.organizationId,
+        name,
+        clientId: clientId ?? null,
+        createdAt: now,
+        updatedAt: now,
+      };
       try {
-        await commits.run((trx) => insertPod(trx, { id: pod.podId, organizationId: pod.organizationId, name, createdAt: now, clientId: pod.clientId }));
+        await commits.run((trx) =>
+          insertPod(trx, {
+            id: pod.podId,
+            organizationId: pod.organizationId,
+            name,
+            createdAt: now,
+            clientId: pod.clientId,
+          }),
+        );
       } catch (err) {
         if (!isUniqueViolation(err) || !clientId) throw err;
         const existing = await findPodByClientId(db, owner.organizationId, clientId);
@@ -70,7 +100,12 @@ export function createPodService({ db, commits, clock, ids }: PodServiceDeps) {
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
       // An inbox key reaches no pod as such; a pod key its own.
       if (owner.inboxId !== undefined) return { limit, items: [] as Pod[], nextPageToken: undefined };
-      const rows = await listPods(db, owner.organizationId, { ...(owner.podId !== undefined ? { podId: owner.podId } : {}), limit, direction, ...(after ? { after } : {}) });
+      const rows = await listPods(db, owner.organizationId, {
+        ...(owner.podId !== undefined ? { podId: owner.podId } : {}),
+        limit,
+        direction,
+        ...(after ? { after } : {}),
+      });
       return { limit, ...page(rows, limit, (p) => ({ sort: p.createdAt, tiebreak: p.podId }), direction) };
     },
 

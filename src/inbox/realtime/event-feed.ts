@@ -70,10 +70,19 @@ export function packSummaries(events: readonly FeedEventSummary[]): string[] {
 
 function unpack(payload: string): FeedEventSummary[] {
   const rows = JSON.parse(payload) as Row[];
-  return rows.map(([eventId, organizationId, podId, inboxId, eventType]) => ({ eventId, organizationId, podId, inboxId, eventType }));
+  return rows.map(([eventId, organizationId, podId, inboxId, eventType]) => ({
+    eventId,
+    organizationId,
+    podId,
+    inboxId,
+    eventType,
+  }));
 }
 
-export function createEventFeed(database: Pick<Database<InboxDatabase>, 'db' | 'notifyIn' | 'listen'>, log: { warn(o: object, m: string): void; error(o: object, m: string): void }): EventFeed {
+export function createEventFeed(
+  database: Pick<Database<InboxDatabase>, 'db' | 'notifyIn' | 'listen'>,
+  log: { warn(o: object, m: string): void; error(o: object, m: string): void },
+): EventFeed {
   let stop: (() => Promise<void>) | undefined;
   let closed = false;
   // Reads start at once, in parallel; deliveries follow the order of the signals.
@@ -90,7 +99,10 @@ export function createEventFeed(database: Pick<Database<InboxDatabase>, 'db' | '
       stop = await database.listen(TOPIC, (payload) => {
         if (closed) return;
         if (payload === undefined) {
-          log.warn({}, 'realtime: the event feed reconnected; events committed meanwhile were not pushed to WebSocket clients (webhooks still deliver them)');
+          log.warn(
+            {},
+            'realtime: the event feed reconnected; events committed meanwhile were not pushed to WebSocket clients (webhooks still deliver them)',
+          );
           return;
         }
         if (!payload) return;
@@ -102,7 +114,10 @@ export function createEventFeed(database: Pick<Database<InboxDatabase>, 'db' | '
           return;
         }
         if (!wanted.length) return;
-        const read = findEventPayloads(database.db, wanted.map((s) => s.eventId));
+        const read = findEventPayloads(
+          database.db,
+          wanted.map((s) => s.eventId),
+        );
         read.catch(() => undefined); // awaited in turn below; handled there
         chain = chain.then(async () => {
           try {

@@ -45,7 +45,8 @@ function stringList(frame: Record<string, unknown>, field: string): string[] | n
     throw new FrameError('ValidationError', `${field}: must be an array of non-empty strings.`);
   }
   const unique = [...new Set(value as string[])];
-  if (unique.length > MAX_SUBSCRIPTION_IDS) throw new FrameError('ValidationError', `${field}: at most ${MAX_SUBSCRIPTION_IDS} entries.`);
+  if (unique.length > MAX_SUBSCRIPTION_IDS)
+    throw new FrameError('ValidationError', `${field}: at most ${MAX_SUBSCRIPTION_IDS} entries.`);
   return unique.length ? unique : null;
 }
 
@@ -57,15 +58,32 @@ export function parseClientFrame(text: string): Subscription {
   } catch {
     throw new FrameError('ValidationError', 'The frame is not valid JSON.');
   }
-  if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) throw new FrameError('ValidationError', 'A frame is a JSON object with a "type".');
+  if (typeof frame !== 'object' || frame === null || Array.isArray(frame))
+    throw new FrameError('ValidationError', 'A frame is a JSON object with a "type".');
   const record = frame as Record<string, unknown>;
-  if (record.type !== 'subscribe') throw new FrameError('ValidationError', `type: unknown frame type ${JSON.stringify(record.type ?? null)}; clients send "subscribe".`);
+  if (record.type !== 'subscribe')
+    throw new FrameError(
+      'ValidationError',
+      `type: unknown frame type ${JSON.stringify(record.type ?? null)}; clients send "subscribe".`,
+    );
   const unknown = Object.keys(record).find((k) => !FIELDS.has(k));
-  if (unknown !== undefined) throw new FrameError('ValidationError', `${unknown}: unknown field; a subscribe frame has event_types, inbox_ids and pod_ids.`);
+  if (unknown !== undefined)
+    throw new FrameError(
+      'ValidationError',
+      `${unknown}: unknown field; a subscribe frame has event_types, inbox_ids and pod_ids.`,
+    );
   const eventTypes = stringList(record, 'event_types');
   const wrong = eventTypes?.find((t) => !SUBSCRIBABLE_EVENT_TYPES.includes(t));
-  if (wrong !== undefined) throw new FrameError('ValidationError', `event_types: unknown event type "${wrong}"; one of ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}.`);
-  return { eventTypes, inboxIds: stringList(record, 'inbox_ids')?.map(normalizeInboxId) ?? null, podIds: stringList(record, 'pod_ids')?.map((p) => p.trim()) ?? null };
+  if (wrong !== undefined)
+    throw new FrameError(
+      'ValidationError',
+      `event_types: unknown event type "${wrong}"; one of ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}.`,
+    );
+  return {
+    eventTypes,
+    inboxIds: stringList(record, 'inbox_ids')?.map(normalizeInboxId) ?? null,
+    podIds: stringList(record, 'pod_ids')?.map((p) => p.trim()) ?? null,
+  };
 }
 
 /**
@@ -73,15 +91,23 @@ export function parseClientFrame(text: string): Subscription {
  * of another organization (or outside the key's scope) get the same answer, so that a frame
  * reveals nothing about ids that are not the caller's.
  */
-export async function checkSubscription(db: Kysely<InboxDatabase>, owner: KeyOwner, subscription: Subscription): Promise<Subscription> {
+export async function checkSubscription(
+  db: Kysely<InboxDatabase>,
+  owner: KeyOwner,
+  subscription: Subscription,
+): Promise<Subscription> {
   if (subscription.inboxIds) {
-    const visible = new Set((await findInboxesByAddresses(db, subscription.inboxIds)).filter((i) => inScope(owner, i)).map((i) => i.inboxId));
+    const visible = new Set(
+      (await findInboxesByAddresses(db, subscription.inboxIds)).filter((i) => inScope(owner, i)).map((i) => i.inboxId),
+    );
     const missing = subscription.inboxIds.find((id) => !visible.has(id));
     if (missing !== undefined) throw new FrameError('NotFoundError', `inbox_ids: inbox ${missing} not found.`);
   }
   for (const podId of subscription.podIds ?? []) {
     // An inbox key lives in one pod: it may name that pod (its events are still only its inbox's).
-    const visible = (await podBelongsTo(db, podId, owner.organizationId)) && inScope(owner, { organizationId: owner.organizationId, podId, inboxId: owner.inboxId ?? null });
+    const visible =
+      (await podBelongsTo(db, podId, owner.organizationId)) &&
+      inScope(owner, { organizationId: owner.organizationId, podId, inboxId: owner.inboxId ?? null });
     if (!visible) throw new FrameError('NotFoundError', `pod_ids: pod ${podId} not found.`);
   }
   return subscription;

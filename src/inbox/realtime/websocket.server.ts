@@ -12,7 +12,14 @@ import { holds } from '../api-keys/scope.js';
 import type { InboxDatabase } from '../database.js';
 import { ERROR_BY_KIND } from '../http/error-envelope.js';
 import type { EventFeed, FeedEvent, FeedEventSummary } from './event-feed.js';
-import { checkSubscription, FrameError, parseClientFrame, receives, subscribedFrame, type Subscription } from './subscription.service.js';
+import {
+  checkSubscription,
+  FrameError,
+  parseClientFrame,
+  receives,
+  subscribedFrame,
+  type Subscription,
+} from './subscription.service.js';
 
 /**
  * Real-time events over WebSocket on the API's own port: `GET /v0` with `Upgrade: websocket`, as
@@ -89,10 +96,25 @@ interface Client {
   chain: Promise<void>;
 }
 
-const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 429: 'Too Many Requests', 503: 'Service Unavailable' };
+const STATUS_TEXT: Record<number, string> = {
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  429: 'Too Many Requests',
+  503: 'Service Unavailable',
+};
 
 /** `ws`'s own framing: its Sender's public static `frame` (exported by ws, not declared by @types/ws). */
-const frameOf = (wsLibrary as unknown as { Sender: { frame(data: Buffer, options: { fin: boolean; opcode: number; mask: boolean; readOnly: boolean; rsv1: boolean }): Buffer[] } }).Sender.frame;
+const frameOf = (
+  wsLibrary as unknown as {
+    Sender: {
+      frame(
+        data: Buffer,
+        options: { fin: boolean; opcode: number; mask: boolean; readOnly: boolean; rsv1: boolean },
+      ): Buffer[];
+    };
+  }
+).Sender.frame;
 
 /**
  * A server-to-client text frame (unmasked, final, uncompressed) as the bytes on the wire, framed
@@ -103,18 +125,28 @@ const frameOf = (wsLibrary as unknown as { Sender: { frame(data: Buffer, options
  * `ws.bufferedAmount` all the same.
  */
 export function textFrame(text: string): Buffer {
-  return Buffer.concat(frameOf(Buffer.from(text), { fin: true, opcode: 0x01, mask: false, readOnly: false, rsv1: false }));
+  return Buffer.concat(
+    frameOf(Buffer.from(text), { fin: true, opcode: 0x01, mask: false, readOnly: false, rsv1: false }),
+  );
 }
 
 /** An HTTP answer to an upgrade request that is refused, in the spec's error body. */
-function refuse(socket: Duplex, kind: AppErrorKind, code: string, message: string, headers: Record<string, string> = {}): void {
+function refuse(
+  socket: Duplex,
+  kind: AppErrorKind,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   const { status, type } = ERROR_BY_KIND[kind];
   const body = JSON.stringify({ error: { type, message, details: { code } } });
   const extra = Object.entries(headers)
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('');
   if (socket.writable) {
-    socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`,
+    );
   }
   setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
 }
@@ -130,7 +162,12 @@ function keyOf(request: IncomingMessage, url: URL): { key?: string; problem?: st
 }
 
 export function attachRealtime(server: Server, deps: RealtimeDeps, settings: RealtimeSettings): RealtimeServer {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false, clientTracking: false });
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_FRAME_BYTES,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
   const clients = new Set<Client>();
   const byOrganization = new Map<string, Set<Client>>();
   const perKey = new Map<string, number>();
@@ -140,11 +177,25 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
 
   const metrics = deps.registry
     ? {
-        connections: new Gauge({ name: 'inbox_websocket_connections', help: 'open WebSocket connections (real-time events)', registers: [deps.registry], collect() {
-          this.set(clients.size);
-        } }),
-        frames: new Counter({ name: 'inbox_websocket_event_frames_total', help: 'event frames sent to WebSocket clients', registers: [deps.registry] }),
-        disconnects: new Counter({ name: 'inbox_websocket_disconnects_total', help: 'WebSocket connections the server ended, by reason (slow, idle, flood, shutdown, key)', labelNames: ['reason'], registers: [deps.registry] }),
+        connections: new Gauge({
+          name: 'inbox_websocket_connections',
+          help: 'open WebSocket connections (real-time events)',
+          registers: [deps.registry],
+          collect() {
+            this.set(clients.size);
+          },
+        }),
+        frames: new Counter({
+          name: 'inbox_websocket_event_frames_total',
+          help: 'event frames sent to WebSocket clients',
+          registers: [deps.registry],
+        }),
+        disconnects: new Counter({
+          name: 'inbox_websocket_disconnects_total',
+          help: 'WebSocket connections the server ended, by reason (slow, idle, flood, shutdown, key)',
+          labelNames: ['reason'],
+          registers: [deps.registry],
+        }),
       }
     : undefined;
 
@@ -175,7 +226,9 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
   async function onFrame(client: Client, data: RawData, isBinary: boolean): Promise<void> {
     try {
       if (isBinary) throw new FrameError('ValidationError', 'Frames are JSON text, not binary.');
-      const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+      const text = Array.isArray(data)
+        ? Buffer.concat(data).toString('utf8')
+        : Buffer.from(data as ArrayBuffer).toString('utf8');
       const subscription = await checkSubscription(deps.db, client.owner, parseClientFrame(text));
       if (!client.subscription) subscribed++;
       // A new subscribe frame replaces the filters in force.
@@ -189,7 +242,15 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
   }
 
   function onConnection(ws: WebSocket, socket: Duplex, owner: KeyOwner): void {
-    const client: Client = { ws, socket, owner, subscription: null, lastSeen: Date.now(), pending: 0, chain: Promise.resolve() };
+    const client: Client = {
+      ws,
+      socket,
+      owner,
+      subscription: null,
+      lastSeen: Date.now(),
+      pending: 0,
+      chain: Promise.resolve(),
+    };
     clients.add(client);
     perKey.set(owner.apiKeyId, (perKey.get(owner.apiKeyId) ?? 0) + 1);
     let organization = byOrganization.get(owner.organizationId);
@@ -198,7 +259,8 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
     ws.on('pong', () => (client.lastSeen = Date.now()));
     ws.on('message', (data, isBinary) => {
       client.lastSeen = Date.now();
-      if (client.pending >= MAX_PENDING_FRAMES) return end(client, 'flood', CLOSE_POLICY, 'too many frames awaiting an answer');
+      if (client.pending >= MAX_PENDING_FRAMES)
+        return end(client, 'flood', CLOSE_POLICY, 'too many frames awaiting an answer');
       client.pending++;
       // One frame at a time per client: acknowledgements come in the order of the frames.
       client.chain = client.chain.then(() => onFrame(client, data, isBinary)).finally(() => client.pending--);
@@ -218,26 +280,61 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
   async function onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
     const url = new URL(request.url ?? '/', 'http://localhost');
-    if (url.pathname !== '/v0' && url.pathname !== '/v0/') return refuse(socket, 'not_found', 'ROUTE_NOT_FOUND', `No WebSocket endpoint at ${url.pathname}; connect to /v0.`);
+    if (url.pathname !== '/v0' && url.pathname !== '/v0/')
+      return refuse(
+        socket,
+        'not_found',
+        'ROUTE_NOT_FOUND',
+        `No WebSocket endpoint at ${url.pathname}; connect to /v0.`,
+      );
     if (closing) return refuse(socket, 'unavailable', 'SHUTTING_DOWN', 'The server is shutting down; connect again.');
     const { key, problem } = keyOf(request, url);
     if (problem) return refuse(socket, 'unauthenticated', 'MALFORMED_API_KEY', problem);
-    if (!key) return refuse(socket, 'unauthenticated', 'MISSING_API_KEY', 'Missing API key: send ?api_key=<key> or Authorization: Bearer <key>.');
+    if (!key)
+      return refuse(
+        socket,
+        'unauthenticated',
+        'MISSING_API_KEY',
+        'Missing API key: send ?api_key=<key> or Authorization: Bearer <key>.',
+      );
     const owner = await deps.apiKeys.authenticate(key);
     if (!owner) return refuse(socket, 'unauthenticated', 'INVALID_API_KEY', 'Invalid API key.');
     const rate = await deps.limiter.hit(owner.apiKeyId);
-    if (!rate.allowed) return refuse(socket, 'rate_limited', 'RATE_LIMIT_EXCEEDED', `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`, { 'Retry-After': String(rate.resetSeconds) });
+    if (!rate.allowed)
+      return refuse(
+        socket,
+        'rate_limited',
+        'RATE_LIMIT_EXCEEDED',
+        `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`,
+        { 'Retry-After': String(rate.resetSeconds) },
+      );
     // Events carry messages: a key that may not read messages may not subscribe to them.
-    if (!holds(owner, 'messageRead')) return refuse(socket, 'forbidden', 'PERMISSION_DENIED', 'This API key lacks the messageRead permission.');
+    if (!holds(owner, 'messageRead'))
+      return refuse(socket, 'forbidden', 'PERMISSION_DENIED', 'This API key lacks the messageRead permission.');
     if (closing) return refuse(socket, 'unavailable', 'SHUTTING_DOWN', 'The server is shutting down; connect again.');
-    if (clients.size >= settings.maxConnections) return refuse(socket, 'unavailable', 'TOO_MANY_CONNECTIONS', `This server holds its maximum of ${settings.maxConnections} WebSocket connections; connect again later.`);
+    if (clients.size >= settings.maxConnections)
+      return refuse(
+        socket,
+        'unavailable',
+        'TOO_MANY_CONNECTIONS',
+        `This server holds its maximum of ${settings.maxConnections} WebSocket connections; connect again later.`,
+      );
     if ((perKey.get(owner.apiKeyId) ?? 0) >= settings.maxConnectionsPerKey) {
-      return refuse(socket, 'rate_limited', 'TOO_MANY_CONNECTIONS', `This API key holds its maximum of ${settings.maxConnectionsPerKey} WebSocket connections on this server; close one first.`);
+      return refuse(
+        socket,
+        'rate_limited',
+        'TOO_MANY_CONNECTIONS',
+        `This API key holds its maximum of ${settings.maxConnectionsPerKey} WebSocket connections on this server; close one first.`,
+      );
     }
     if (socket.destroyed) return;
     wss.handleUpgrade(request, socket, head, (ws) => {
       // Checked again: other upgrades may have completed while this one was authenticated.
-      if (closing || clients.size >= settings.maxConnections || (perKey.get(owner.apiKeyId) ?? 0) >= settings.maxConnectionsPerKey) {
+      if (
+        closing ||
+        clients.size >= settings.maxConnections ||
+        (perKey.get(owner.apiKeyId) ?? 0) >= settings.maxConnectionsPerKey
+      ) {
         ws.close(closing ? CLOSE_GOING_AWAY : 1013, closing ? 'server shutting down' : 'too many connections');
         return;
       }
@@ -268,7 +365,10 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
       for (const apiKeyId of connected) if (!existing.has(apiKeyId)) dropKey(apiKeyId);
     } catch (err) {
       if (closing) return;
-      deps.log.warn({ err }, 'realtime: checking the keys of open connections failed; trying again at the next heartbeat');
+      deps.log.warn(
+        { err },
+        'realtime: checking the keys of open connections failed; trying again at the next heartbeat',
+      );
     } finally {
       sweeping = false;
     }
@@ -285,7 +385,9 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
   heartbeat.unref();
 
   function dropKey(apiKeyId: string): void {
-    for (const client of clients) if (client.owner.apiKeyId === apiKeyId && client.ws.readyState === WebSocket.OPEN) end(client, 'key', CLOSE_POLICY, 'API key deleted or changed');
+    for (const client of clients)
+      if (client.owner.apiKeyId === apiKeyId && client.ws.readyState === WebSocket.OPEN)
+        end(client, 'key', CLOSE_POLICY, 'API key deleted or changed');
   }
 
   const consumer = {
@@ -293,7 +395,8 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
       const organization = byOrganization.get(summary.organizationId);
       if (!organization) return false;
       // The same test as deliver's: an event no client receives costs no payload read.
-      for (const client of organization) if (client.subscription && receives(client.owner, client.subscription, summary)) return true;
+      for (const client of organization)
+        if (client.subscription && receives(client.owner, client.subscription, summary)) return true;
       return false;
     },
     deliver(events: readonly FeedEvent[]): void {
@@ -312,7 +415,11 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
       }
     },
   };
-  const consuming = deps.feed.consume(consumer).catch((err: unknown) => deps.log.error({ err }, 'realtime: listening to the event feed failed; WebSocket clients receive no events'));
+  const consuming = deps.feed
+    .consume(consumer)
+    .catch((err: unknown) =>
+      deps.log.error({ err }, 'realtime: listening to the event feed failed; WebSocket clients receive no events'),
+    );
 
   return {
     stats: () => ({ connections: clients.size, subscribed, closed: { ...closed } }),
@@ -322,7 +429,12 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
       clearInterval(heartbeat);
       await consuming;
       const all = [...clients];
-      const gone = all.map((client) => new Promise<void>((resolve) => (client.ws.readyState === WebSocket.CLOSED ? resolve() : client.ws.once('close', () => resolve()))));
+      const gone = all.map(
+        (client) =>
+          new Promise<void>((resolve) =>
+            client.ws.readyState === WebSocket.CLOSED ? resolve() : client.ws.once('close', () => resolve()),
+          ),
+      );
       for (const client of all) end(client, 'shutdown', CLOSE_GOING_AWAY, 'server shutting down');
       await Promise.all(gone);
       server.off('upgrade', upgrade);

@@ -4,13 +4,50 @@ import { DOCUMENT_BUDGET, distinctBodyWords, documentOf, MAX_WORD, messageDocume
 
 /** The words of a text computed on the whole of it at once: what the index held before pieces. */
 function wholeWords(text: string): string[] {
-  const found = text.toLowerCase().normalize('NFKD').replace(/\p{M}+/gu, '').match(/[\p{L}\p{N}]+/gu) ?? [];
+  const found =
+    text
+      .toLowerCase()
+      .normalize('NFKD')
+      .replace(/\p{M}+/gu, '')
+      .match(/[\p{L}\p{N}]+/gu) ?? [];
   return found.map((w) => Array.from(w).slice(0, MAX_WORD).join(''));
 }
 
 // Letters and digits of several scripts, Greek capitals (final sigma), combining marks, compatibility
 // forms (ligatures, full-width), astral letters (surrogate pairs), every kind of space, U+FEFF, punctuation.
-const ALPHABET = ['a', 'Z', '7', 'ß', 'İ', 'Σ', 'Α', 'ς', '\u0301', '\u0308', 'ﬁ', 'Ａ', '①', '𝐀', '𠀀', '😀', 'é', 'e\u0301', ' ', '\n', '\t', '\u00a0', '\u2003', '\u3000', '\u2028', '\ufeff', "'", '-', '.', '<', '&'];
+const ALPHABET = [
+  'a',
+  'Z',
+  '7',
+  'ß',
+  'İ',
+  'Σ',
+  'Α',
+  'ς',
+  '\u0301',
+  '\u0308',
+  'ﬁ',
+  'Ａ',
+  '①',
+  '𝐀',
+  '𠀀',
+  '😀',
+  'é',
+  'e\u0301',
+  ' ',
+  '\n',
+  '\t',
+  '\u00a0',
+  '\u2003',
+  '\u3000',
+  '\u2028',
+  '\ufeff',
+  "'",
+  '-',
+  '.',
+  '<',
+  '&',
+];
 
 function generated(r: () => number, length: number): string {
   let text = '';
@@ -44,10 +81,39 @@ describe('search words', () => {
   it('gives a 2 MiB body the document of the whole text', () => {
     const sentence = 'Die Rechnung für März liegt bei, Grüße aus Köln und ΟΔΟΣ ';
     const text = sentence.repeat(Math.ceil((2 * 1024 * 1024) / sentence.length));
-    const message = { subject: 'Rechnung', from: 'a@b.example', to: [], cc: [], bcc: [], replyTo: [], text, html: null, attachments: [{ filename: 'März.pdf' }] };
+    const message = {
+      subject: 'Rechnung',
+      from: 'a@b.example',
+      to: [],
+      cc: [],
+      bcc: [],
+      replyTo: [],
+      text,
+      html: null,
+      attachments: [{ filename: 'März.pdf' }],
+    };
     const doc = messageDocument(message);
-    expect(doc.body).toEqual(documentOf({ subject: ['rechnung'], addresses: ['a', 'b', 'example'], body: [...wholeWords(text), 'marz', 'pdf'] }).body);
-    expect(doc.body).toEqual(['die', 'rechnung', 'fur', 'marz', 'liegt', 'bei', 'gruße', 'aus', 'koln', 'und', 'οδος', 'pdf']);
+    expect(doc.body).toEqual(
+      documentOf({
+        subject: ['rechnung'],
+        addresses: ['a', 'b', 'example'],
+        body: [...wholeWords(text), 'marz', 'pdf'],
+      }).body,
+    );
+    expect(doc.body).toEqual([
+      'die',
+      'rechnung',
+      'fur',
+      'marz',
+      'liegt',
+      'bei',
+      'gruße',
+      'aus',
+      'koln',
+      'und',
+      'οδος',
+      'pdf',
+    ]);
   });
 
   it('makes the same document from the distinct body words computed beforehand as from every word, past the budget too', async () => {
@@ -58,9 +124,18 @@ describe('search words', () => {
     const cases = [
       { subject: 'Hello', text: generated(r, 5000), attachments: [{ filename: 'a b.txt' }] },
       { subject: many.slice(40_000, 40_500).join(' '), text: many.join(' '), attachments: [] },
-      { subject: 'ann bob', text: `${many.slice(0, 45_000).join(' ')} ann bob example ${many.slice(45_000).join(' ')}`, attachments: [{ filename: 'late.pdf' }] },
+      {
+        subject: 'ann bob',
+        text: `${many.slice(0, 45_000).join(' ')} ann bob example ${many.slice(45_000).join(' ')}`,
+        attachments: [{ filename: 'late.pdf' }],
+      },
     ];
-    for (let i = 0; i < 30; i++) cases.push({ subject: generated(r, 40), text: generated(r, Math.floor(r() * 3000)), attachments: [{ filename: generated(r, 12) }] });
+    for (let i = 0; i < 30; i++)
+      cases.push({
+        subject: generated(r, 40),
+        text: generated(r, Math.floor(r() * 3000)),
+        attachments: [{ filename: generated(r, 12) }],
+      });
     for (const c of cases) {
       const m = { ...base, ...c };
       expect(messageDocument(m, await distinctBodyWords(m))).toEqual(messageDocument(m));

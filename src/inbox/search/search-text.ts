@@ -39,7 +39,7 @@ const WHITESPACE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205
  */
 export function* words(text: string | null | undefined, pieceLength = PIECE_LENGTH): Generator<string> {
   if (!text) return;
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length;) {
     let end = start + pieceLength;
     if (end >= text.length) end = text.length;
     else {
@@ -70,13 +70,21 @@ export type IndexableMessage = Pick<Message, 'subject' | 'from' | 'to' | 'cc' | 
   readonly attachments: readonly Pick<Message['attachments'][number], 'filename'>[];
 };
 
-const htmlText = (html: string): string => html.replace(/<(script|style)[\s\S]*?<\/\1\s*>/gi, ' ').replace(/<[^>]*>/g, ' ').replace(/&[a-z0-9#]+;/gi, ' ');
+const htmlText = (html: string): string =>
+  html
+    .replace(/<(script|style)[\s\S]*?<\/\1\s*>/gi, ' ')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&[a-z0-9#]+;/gi, ' ');
 
 /**
  * Distinct words per field, subject first, then addresses, then body, until DOCUMENT_BUDGET bytes:
  * a document never grows past what PostgreSQL stores in one tsvector, whatever the message.
  */
-export function documentOf(parts: { subject: Iterable<string>; addresses: Iterable<string>; body: Iterable<string> }): SearchDocument {
+export function documentOf(parts: {
+  subject: Iterable<string>;
+  addresses: Iterable<string>;
+  body: Iterable<string>;
+}): SearchDocument {
   let budget = DOCUMENT_BUDGET;
   const seen = new Set<string>();
   const take = (found: Iterable<string>): string[] => {
@@ -109,7 +117,11 @@ export type BodyParts = Pick<IndexableMessage, 'text' | 'html' | 'attachments'>;
 /** What `bodyWords` reads of a message: its text (or its HTML when it has none) and its file names. */
 export function bodyParts(m: BodyParts): BodyParts {
   const text = m.text ?? null;
-  return { text, html: text === null ? m.html : null, attachments: m.attachments.map((a) => ({ filename: a.filename })) };
+  return {
+    text,
+    html: text === null ? m.html : null,
+    attachments: m.attachments.map((a) => ({ filename: a.filename })),
+  };
 }
 
 /** Words read between two yields to the event loop in `distinctBodyWords` (about 1 ms of work). */
@@ -153,7 +165,11 @@ export function messageDocument(m: IndexableMessage, body?: readonly string[]): 
 
 /** The union of documents (a thread's messages), under the same budget. */
 export function mergeDocuments(docs: readonly SearchDocument[]): SearchDocument {
-  return documentOf({ subject: docs.flatMap((d) => d.subject), addresses: docs.flatMap((d) => d.addresses), body: docs.flatMap((d) => d.body) });
+  return documentOf({
+    subject: docs.flatMap((d) => d.subject),
+    addresses: docs.flatMap((d) => d.addresses),
+    body: docs.flatMap((d) => d.body),
+  });
 }
 
 /** Words stored as text (FTS5 columns, and the thread documents kept for merging). */

@@ -5,7 +5,18 @@ import { dialectOf } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { inboxFromRow, type Inbox } from '../inboxes/inbox.repository.js';
 import type { Db } from '../database.js';
-import { joinWords, mergeDocuments, messageDocument, scopeWord, splitWords, threadWord, inboxSearchWords, type IndexableMessage, type QueryTerm, type SearchDocument } from './search-text.js';
+import {
+  joinWords,
+  mergeDocuments,
+  messageDocument,
+  scopeWord,
+  splitWords,
+  threadWord,
+  inboxSearchWords,
+  type IndexableMessage,
+  type QueryTerm,
+  type SearchDocument,
+} from './search-text.js';
 
 /** Where a document lives: the scope columns (PostgreSQL) or scope words (FTS5). */
 export interface DocumentScope {
@@ -45,18 +56,31 @@ export interface Hit {
   readonly threadId: string;
 }
 
-const scopeWords = (s: DocumentScope, threadId?: string) => [scopeWord('o', s.organizationId), scopeWord('p', s.podId), scopeWord('i', s.inboxId), ...(threadId ? [threadWord(threadId)] : [])].join(' ');
+const scopeWords = (s: DocumentScope, threadId?: string) =>
+  [
+    scopeWord('o', s.organizationId),
+    scopeWord('p', s.podId),
+    scopeWord('i', s.inboxId),
+    ...(threadId ? [threadWord(threadId)] : []),
+  ].join(' ');
 const vector = (words: readonly string[]) => sql`array_to_tsvector(${[...words]}::text[])`;
 
 /** The messages' own documents (indexMessages). */
-async function insertMessageDocuments(db: Db, entries: readonly { pk: number; threadId: string; scope: DocumentScope; doc: SearchDocument }[]): Promise<void> {
+async function insertMessageDocuments(
+  db: Db,
+  entries: readonly { pk: number; threadId: string; scope: DocumentScope; doc: SearchDocument }[],
+): Promise<void> {
   const postgres = dialectOf(db) === 'postgres';
   for (const { pk, scope, doc } of entries) {
     if (postgres) {
       await sql`insert into message_search (message_pk, organization_id, pod_id, inbox_id, subject, addresses, document)
-        values (${pk}, ${scope.organizationId}, ${scope.podId}, ${scope.inboxId}, ${vector(doc.subject)}, ${vector(doc.addresses)}, ${vector([...doc.subject, ...doc.addresses, ...doc.body])})`.execute(db);
+        values (${pk}, ${scope.organizationId}, ${scope.podId}, ${scope.inboxId}, ${vector(doc.subject)}, ${vector(doc.addresses)}, ${vector([...doc.subject, ...doc.addresses, ...doc.body])})`.execute(
+        db,
+      );
     } else {
-      await sql`insert into message_search (rowid, scope, subject, addresses, body) values (${pk}, ${scopeWords(scope)}, ${joinWords(doc.subject)}, ${joinWords(doc.addresses)}, ${joinWords(doc.body)})`.execute(db);
+      await sql`insert into message_search (rowid, scope, subject, addresses, body) values (${pk}, ${scopeWords(scope)}, ${joinWords(doc.subject)}, ${joinWords(doc.addresses)}, ${joinWords(doc.body)})`.execute(
+        db,
+      );
     }
   }
 }
@@ -68,17 +92,52 @@ interface StoredThreadDocument {
 
 async function findThreadDocument(db: Db, threadId: string): Promise<StoredThreadDocument | undefined> {
   if (dialectOf(db) === 'postgres') {
-    const { rows } = await sql<{ rank_pk: string | number; subject_words: string; address_words: string; body_words: string }>`select rank_pk, subject_words, address_words, body_words from thread_search where thread_id = ${threadId}`.execute(db);
+    const { rows } = await sql<{
+      rank_pk: string | number;
+      subject_words: string;
+      address_words: string;
+      body_words: string;
+    }>`select rank_pk, subject_words, address_words, body_words from thread_search where thread_id = ${threadId}`.execute(
+      db,
+    );
     const r = rows[0];
-    return r ? { rank: Number(r.rank_pk), doc: { subject: splitWords(r.subject_words), addresses: splitWords(r.address_words), body: splitWords(r.body_words) } } : undefined;
+    return r
+      ? {
+          rank: Number(r.rank_pk),
+          doc: {
+            subject: splitWords(r.subject_words),
+            addresses: splitWords(r.address_words),
+            body: splitWords(r.body_words),
+          },
+        }
+      : undefined;
   }
-  const { rows } = await sql<{ rowid: number; subject: string; addresses: string; body: string }>`select rowid, subject, addresses, body from thread_search where thread_search match ${`{scope}: "${threadWord(threadId)}"`}`.execute(db);
+  const { rows } = await sql<{
+    rowid: number;
+    subject: string;
+    addresses: string;
+    body: string;
+  }>`select rowid, subject, addresses, body from thread_search where thread_search match ${`{scope}: "${threadWord(threadId)}"`}`.execute(
+    db,
+  );
   const r = rows[0];
-  return r ? { rank: Number(r.rowid), doc: { subject: splitWords(r.subject), addresses: splitWords(r.addresses), body: splitWords(r.body) } } : undefined;
+  return r
+    ? {
+        rank: Number(r.rowid),
+        doc: { subject: splitWords(r.subject), addresses: splitWords(r.addresses), body: splitWords(r.body) },
+      }
+    : undefined;
 }
 
 /** Writes a thread's document, replacing the one it had. */
-async function writeThreadDocument(db: Db, threadId: string, scope: DocumentScope, rank: number, doc: SearchDocument, previous: StoredThreadDocument | undefined): Promise<void> {
+async function writeThreadDocument(
+  db: Db,
+  threadId: string,
+  scope: DocumentScope,
+  rank: number,
+  doc: SearchDocument,
+  previous: StoredThreadDocument | undefined,
+): Promise<void> {
   if (dialectOf(db) === 'postgres') {
     const all = [...doc.subject, ...doc.addresses, ...doc.body];
     await sql`insert into thread_search (thread_id, rank_pk, organization_id, pod_id, inbox_id, subject_words, address_words, body_words, subject, addresses, document)
@@ -88,11 +147,19 @@ async function writeThreadDocument(db: Db, threadId: string, scope: DocumentScop
     return;
   }
   if (previous) await sql`delete from thread_search where rowid = ${previous.rank}`.execute(db);
-  await sql`insert into thread_search (rowid, scope, subject, addresses, body, thread_id) values (${rank}, ${scopeWords(scope, threadId)}, ${joinWords(doc.subject)}, ${joinWords(doc.addresses)}, ${joinWords(doc.body)}, ${threadId})`.execute(db);
+  await sql`insert into thread_search (rowid, scope, subject, addresses, body, thread_id) values (${rank}, ${scopeWords(scope, threadId)}, ${joinWords(doc.subject)}, ${joinWords(doc.addresses)}, ${joinWords(doc.body)}, ${threadId})`.execute(
+    db,
+  );
 }
 
 /** Adds a message's words to its thread's document; the thread ranks by its newest message. */
-async function addToThreadDocument(db: Db, threadId: string, scope: DocumentScope, pk: number, doc: SearchDocument): Promise<void> {
+async function addToThreadDocument(
+  db: Db,
+  threadId: string,
+  scope: DocumentScope,
+  pk: number,
+  doc: SearchDocument,
+): Promise<void> {
   const previous = await findThreadDocument(db, threadId);
   const merged = previous ? mergeDocuments([previous.doc, doc]) : doc;
   await writeThreadDocument(db, threadId, scope, Math.max(pk, previous?.rank ?? 0), merged, previous);
@@ -102,7 +169,10 @@ async function addToThreadDocument(db: Db, threadId: string, scope: DocumentScop
  * Indexes stored messages, each once: its own document, and its words added to its thread's
  * (the delivery transaction's afterStore hook, and the migration's reindex).
  */
-export async function indexMessages(db: Db, entries: readonly { pk: number; threadId: string; scope: DocumentScope; doc: SearchDocument }[]): Promise<void> {
+export async function indexMessages(
+  db: Db,
+  entries: readonly { pk: number; threadId: string; scope: DocumentScope; doc: SearchDocument }[],
+): Promise<void> {
   await insertMessageDocuments(db, entries);
   for (const e of entries) await addToThreadDocument(db, e.threadId, e.scope, e.pk, e.doc);
 }
@@ -111,7 +181,9 @@ export async function indexMessages(db: Db, entries: readonly { pk: number; thre
 export async function stillStored<E extends { readonly pk: number }>(db: Db, entries: readonly E[]): Promise<E[]> {
   if (!entries.length) return [];
   const pks = entries.map((e) => e.pk);
-  const rows = await runCompiledOnce(db, `search.still-stored:${pks.length}`, pks, () => db.selectFrom('messages').select('id').where('id', 'in', pks));
+  const rows = await runCompiledOnce(db, `search.still-stored:${pks.length}`, pks, () =>
+    db.selectFrom('messages').select('id').where('id', 'in', pks),
+  );
   const kept = new Set(rows.map((r) => Number(r.id)));
   return entries.filter((e) => kept.has(e.pk));
 }
@@ -149,14 +221,35 @@ function indexable(r: IndexRow): IndexableMessage {
   };
 }
 
-const INDEX_COLUMNS = ['messages.id', 'messages.thread_id', 'messages.organization_id', 'messages.inbox_id', 'inboxes.pod_id', 'messages.subject', 'messages.from_address', 'messages.to_addresses', 'messages.cc_addresses', 'messages.bcc_addresses', 'messages.reply_to', 'messages.text_body', 'messages.html_body', 'messages.attachments'] as const;
+const INDEX_COLUMNS = [
+  'messages.id',
+  'messages.thread_id',
+  'messages.organization_id',
+  'messages.inbox_id',
+  'inboxes.pod_id',
+  'messages.subject',
+  'messages.from_address',
+  'messages.to_addresses',
+  'messages.cc_addresses',
+  'messages.bcc_addresses',
+  'messages.reply_to',
+  'messages.text_body',
+  'messages.html_body',
+  'messages.attachments',
+] as const;
 
 /**
  * Rebuilds a thread's document from its messages (after one of them was deleted), or removes it
  * when none is left.
  */
 export async function rebuildThreadDocument(db: Db, threadId: string): Promise<void> {
-  const rows = (await db.selectFrom('messages').innerJoin('inboxes', 'inboxes.inbox_id', 'messages.inbox_id').select(INDEX_COLUMNS).where('messages.thread_id', '=', threadId).orderBy('messages.id').execute()) as IndexRow[];
+  const rows = (await db
+    .selectFrom('messages')
+    .innerJoin('inboxes', 'inboxes.inbox_id', 'messages.inbox_id')
+    .select(INDEX_COLUMNS)
+    .where('messages.thread_id', '=', threadId)
+    .orderBy('messages.id')
+    .execute()) as IndexRow[];
   const previous = await findThreadDocument(db, threadId);
   const last = rows[rows.length - 1];
   if (!last) {
@@ -165,21 +258,45 @@ export async function rebuildThreadDocument(db: Db, threadId: string): Promise<v
     return;
   }
   const doc = mergeDocuments(rows.map((r) => messageDocument(indexable(r))));
-  await writeThreadDocument(db, threadId, { organizationId: last.organization_id, podId: last.pod_id, inboxId: last.inbox_id }, Number(last.id), doc, previous);
+  await writeThreadDocument(
+    db,
+    threadId,
+    { organizationId: last.organization_id, podId: last.pod_id, inboxId: last.inbox_id },
+    Number(last.id),
+    doc,
+    previous,
+  );
 }
 
 /** Indexes every stored message and thread (the migration that creates the index). */
 export async function reindexAll(db: Db): Promise<void> {
   let after = 0;
   for (;;) {
-    const rows = (await db.selectFrom('messages').innerJoin('inboxes', 'inboxes.inbox_id', 'messages.inbox_id').select(INDEX_COLUMNS).where('messages.id', '>', after).orderBy('messages.id').limit(500).execute()) as IndexRow[];
+    const rows = (await db
+      .selectFrom('messages')
+      .innerJoin('inboxes', 'inboxes.inbox_id', 'messages.inbox_id')
+      .select(INDEX_COLUMNS)
+      .where('messages.id', '>', after)
+      .orderBy('messages.id')
+      .limit(500)
+      .execute()) as IndexRow[];
     if (!rows.length) break;
-    const entries = rows.map((r) => ({ pk: Number(r.id), threadId: r.thread_id, scope: { organizationId: r.organization_id, podId: r.pod_id, inboxId: r.inbox_id }, doc: messageDocument(indexable(r)) }));
+    const entries = rows.map((r) => ({
+      pk: Number(r.id),
+      threadId: r.thread_id,
+      scope: { organizationId: r.organization_id, podId: r.pod_id, inboxId: r.inbox_id },
+      doc: messageDocument(indexable(r)),
+    }));
     await indexMessages(db, entries);
     after = Number(rows[rows.length - 1]?.id);
   }
   const inboxes = await db.selectFrom('inboxes').select(['inbox_id', 'display_name']).execute();
-  for (const i of inboxes) await db.updateTable('inboxes').set({ search_words: inboxSearchWords(i.inbox_id, i.display_name) }).where('inbox_id', '=', i.inbox_id).execute();
+  for (const i of inboxes)
+    await db
+      .updateTable('inboxes')
+      .set({ search_words: inboxSearchWords(i.inbox_id, i.display_name) })
+      .where('inbox_id', '=', i.inbox_id)
+      .execute();
 }
 
 // --- queries -------------------------------------------------------------------------------
@@ -189,7 +306,11 @@ function ftsTerms(terms: readonly QueryTerm[]): string {
 }
 
 function ftsScope(scope: SearchScope): string {
-  const words = [scopeWord('o', scope.organizationId), ...(scope.podId !== undefined ? [scopeWord('p', scope.podId)] : []), ...(scope.inboxId !== undefined ? [scopeWord('i', scope.inboxId)] : [])];
+  const words = [
+    scopeWord('o', scope.organizationId),
+    ...(scope.podId !== undefined ? [scopeWord('p', scope.podId)] : []),
+    ...(scope.inboxId !== undefined ? [scopeWord('i', scope.inboxId)] : []),
+  ];
   return `{scope}: (${words.map((w) => `"${w}"`).join(' AND ')})`;
 }
 
@@ -216,7 +337,8 @@ function pgScope(alias: string, scope: SearchScope): RawBuilder<unknown> {
   return sql.join(parts, sql` and `);
 }
 
-const tsquery = (terms: readonly QueryTerm[]) => sql`${terms.map((t) => `'${t.word}'${t.prefix ? ':*' : ''}`).join(' & ')}::tsquery`;
+const tsquery = (terms: readonly QueryTerm[]) =>
+  sql`${terms.map((t) => `'${t.word}'${t.prefix ? ':*' : ''}`).join(' & ')}::tsquery`;
 
 function hiddenList(hidden: readonly string[]): RawBuilder<unknown> {
   return sql.join(hidden.map((h) => sql`${h}`));
@@ -227,37 +349,80 @@ function hiddenList(hidden: readonly string[]): RawBuilder<unknown> {
  * `limit` rows. FTS5 walks its index in rowid order and stops at the limit; PostgreSQL walks
  * message_search_inbox backwards or intersects the GIN index, whichever its planner finds cheaper.
  */
-async function messageTier(db: Db, scope: SearchScope, terms: readonly QueryTerm[], filter: SearchFilter, tier: Tier, below: number | undefined, limit: number): Promise<Hit[]> {
+async function messageTier(
+  db: Db,
+  scope: SearchScope,
+  terms: readonly QueryTerm[],
+  filter: SearchFilter,
+  tier: Tier,
+  below: number | undefined,
+  limit: number,
+): Promise<Hit[]> {
   const postgres = dialectOf(db) === 'postgres';
   const key = postgres ? sql`s.message_pk` : sql`message_search.rowid`;
-  const conditions: RawBuilder<unknown>[] = postgres ? [pgScope('s', scope), pgTier('s', tier, tsquery(terms))] : [sql`message_search match ${ftsTier(scope, terms, tier)}`];
+  const conditions: RawBuilder<unknown>[] = postgres
+    ? [pgScope('s', scope), pgTier('s', tier, tsquery(terms))]
+    : [sql`message_search match ${ftsTier(scope, terms, tier)}`];
   if (below !== undefined) conditions.push(sql`${key} < ${below}`);
   if (filter.before) conditions.push(sql`m.timestamp < ${filter.before}`);
   if (filter.after) conditions.push(sql`m.timestamp > ${filter.after}`);
-  if (filter.hidden.length) conditions.push(sql`not exists (select 1 from message_labels l where l.message_pk = m.id and l.label in (${hiddenList(filter.hidden)}))`);
-  const from = postgres ? sql`message_search s join messages m on m.id = s.message_pk` : sql`message_search join messages m on m.id = message_search.rowid`;
-  const { rows } = await sql<{ pk: number | string; thread_id: string }>`select ${key} as pk, m.thread_id from ${from} where ${sql.join(conditions, sql` and `)} order by ${key} desc limit ${limit}`.execute(db);
+  if (filter.hidden.length)
+    conditions.push(
+      sql`not exists (select 1 from message_labels l where l.message_pk = m.id and l.label in (${hiddenList(filter.hidden)}))`,
+    );
+  const from = postgres
+    ? sql`message_search s join messages m on m.id = s.message_pk`
+    : sql`message_search join messages m on m.id = message_search.rowid`;
+  const { rows } = await sql<{
+    pk: number | string;
+    thread_id: string;
+  }>`select ${key} as pk, m.thread_id from ${from} where ${sql.join(conditions, sql` and `)} order by ${key} desc limit ${limit}`.execute(
+    db,
+  );
   return rows.map((r) => ({ tier, rank: Number(r.pk), threadId: r.thread_id }));
 }
 
-async function threadTier(db: Db, scope: SearchScope, terms: readonly QueryTerm[], filter: SearchFilter, tier: Tier, below: number | undefined, limit: number): Promise<Hit[]> {
+async function threadTier(
+  db: Db,
+  scope: SearchScope,
+  terms: readonly QueryTerm[],
+  filter: SearchFilter,
+  tier: Tier,
+  below: number | undefined,
+  limit: number,
+): Promise<Hit[]> {
   const postgres = dialectOf(db) === 'postgres';
   const key = postgres ? sql`s.rank_pk` : sql`thread_search.rowid`;
-  const conditions: RawBuilder<unknown>[] = postgres ? [pgScope('s', scope), pgTier('s', tier, tsquery(terms))] : [sql`thread_search match ${ftsTier(scope, terms, tier)}`];
+  const conditions: RawBuilder<unknown>[] = postgres
+    ? [pgScope('s', scope), pgTier('s', tier, tsquery(terms))]
+    : [sql`thread_search match ${ftsTier(scope, terms, tier)}`];
   if (below !== undefined) conditions.push(sql`${key} < ${below}`);
   if (filter.before) conditions.push(sql`t.timestamp < ${filter.before}`);
   if (filter.after) conditions.push(sql`t.timestamp > ${filter.after}`);
   if (filter.hidden.length) {
     // As in thread lists: a thread shows while one of its messages is not hidden.
-    conditions.push(sql`exists (select 1 from messages mm where mm.thread_id = t.thread_id and not exists (select 1 from message_labels l where l.message_pk = mm.id and l.label in (${hiddenList(filter.hidden)})))`);
+    conditions.push(
+      sql`exists (select 1 from messages mm where mm.thread_id = t.thread_id and not exists (select 1 from message_labels l where l.message_pk = mm.id and l.label in (${hiddenList(filter.hidden)})))`,
+    );
   }
-  const from = postgres ? sql`thread_search s join threads t on t.thread_id = s.thread_id` : sql`thread_search join threads t on t.thread_id = thread_search.thread_id`;
-  const { rows } = await sql<{ pk: number | string; thread_id: string }>`select ${key} as pk, t.thread_id from ${from} where ${sql.join(conditions, sql` and `)} order by ${key} desc limit ${limit}`.execute(db);
+  const from = postgres
+    ? sql`thread_search s join threads t on t.thread_id = s.thread_id`
+    : sql`thread_search join threads t on t.thread_id = thread_search.thread_id`;
+  const { rows } = await sql<{
+    pk: number | string;
+    thread_id: string;
+  }>`select ${key} as pk, t.thread_id from ${from} where ${sql.join(conditions, sql` and `)} order by ${key} desc limit ${limit}`.execute(
+    db,
+  );
   return rows.map((r) => ({ tier, rank: Number(r.pk), threadId: r.thread_id }));
 }
 
 /** Up to `limit` hits in rank order (tier, then key, descending), after the cursor `(tier, rank)`. */
-async function walkTiers(run: (tier: Tier, below: number | undefined, limit: number) => Promise<Hit[]>, limit: number, after?: { tier: Tier; rank: number }): Promise<Hit[]> {
+async function walkTiers(
+  run: (tier: Tier, below: number | undefined, limit: number) => Promise<Hit[]>,
+  limit: number,
+  after?: { tier: Tier; rank: number },
+): Promise<Hit[]> {
   const out: Hit[] = [];
   for (const tier of TIERS) {
     if (after && tier > after.tier) continue;
@@ -268,16 +433,36 @@ async function walkTiers(run: (tier: Tier, below: number | undefined, limit: num
   return out;
 }
 
-export function searchMessageHits(db: Db, scope: SearchScope, terms: readonly QueryTerm[], filter: SearchFilter, limit: number, after?: { tier: Tier; rank: number }): Promise<Hit[]> {
+export function searchMessageHits(
+  db: Db,
+  scope: SearchScope,
+  terms: readonly QueryTerm[],
+  filter: SearchFilter,
+  limit: number,
+  after?: { tier: Tier; rank: number },
+): Promise<Hit[]> {
   return walkTiers((tier, below, n) => messageTier(db, scope, terms, filter, tier, below, n), limit, after);
 }
 
-export function searchThreadHits(db: Db, scope: SearchScope, terms: readonly QueryTerm[], filter: SearchFilter, limit: number, after?: { tier: Tier; rank: number }): Promise<Hit[]> {
+export function searchThreadHits(
+  db: Db,
+  scope: SearchScope,
+  terms: readonly QueryTerm[],
+  filter: SearchFilter,
+  limit: number,
+  after?: { tier: Tier; rank: number },
+): Promise<Hit[]> {
   return walkTiers((tier, below, n) => threadTier(db, scope, terms, filter, tier, below, n), limit, after);
 }
 
 /** Inboxes in `scope` whose search words start with every term, newest first, after `cursor`. */
-export async function searchInboxRows(db: Db, scope: SearchScope, terms: readonly string[], limit: number, cursor?: Cursor): Promise<Inbox[]> {
+export async function searchInboxRows(
+  db: Db,
+  scope: SearchScope,
+  terms: readonly string[],
+  limit: number,
+  cursor?: Cursor,
+): Promise<Inbox[]> {
   let q = db.selectFrom('inboxes').selectAll().where('organization_id', '=', scope.organizationId);
   if (scope.podId !== undefined) q = q.where('pod_id', '=', scope.podId);
   if (scope.inboxId !== undefined) q = q.where('inbox_id', '=', scope.inboxId);

@@ -13,8 +13,29 @@ import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
 import { findMessagesByPks, type Message } from '../messages/message.repository.js';
 import { inboxPool, OFFLOAD_WORDS_CHARS } from '../offload.js';
 import { findThreadsByIds, type Thread } from '../threads/thread.repository.js';
-import { indexMessages, rebuildThreadDocument, stillStored, searchInboxRows, searchMessageHits, searchThreadHits, TIERS, type Hit, type SearchFilter, type SearchScope, type Tier } from './search.repository.js';
-import { bodyParts, distinctBodyWords, InvalidQueryError, messageDocument, parseQuery, wordsOf, type QueryTerm, type SearchDocument } from './search-text.js';
+import {
+  indexMessages,
+  rebuildThreadDocument,
+  stillStored,
+  searchInboxRows,
+  searchMessageHits,
+  searchThreadHits,
+  TIERS,
+  type Hit,
+  type SearchFilter,
+  type SearchScope,
+  type Tier,
+} from './search.repository.js';
+import {
+  bodyParts,
+  distinctBodyWords,
+  InvalidQueryError,
+  messageDocument,
+  parseQuery,
+  wordsOf,
+  type QueryTerm,
+  type SearchDocument,
+} from './search-text.js';
 
 export interface SearchQuery {
   readonly q?: string;
@@ -36,7 +57,8 @@ const HIDDEN = Object.keys(HIDDEN_BY_DEFAULT);
 function time(field: 'before' | 'after', value: string | undefined): Partial<Record<'before' | 'after', string>> {
   if (value === undefined) return {};
   const t = new Date(value);
-  if (Number.isNaN(t.getTime())) throw new ValidationError(`${field} must be an ISO-8601 date-time.`, field, 'INVALID_DATE');
+  if (Number.isNaN(t.getTime()))
+    throw new ValidationError(`${field} must be an ISO-8601 date-time.`, field, 'INVALID_DATE');
   return { [field]: t.toISOString() };
 }
 
@@ -45,13 +67,16 @@ function decodeSearchCursor(token: string | undefined): { tier: Tier; rank: numb
   if (!token) return undefined;
   const c = decodeCursor(token, 'integer');
   const tier = Number(c.sort) as Tier;
-  if (c.direction !== 'desc' || !TIERS.includes(tier) || String(tier) !== c.sort) throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
+  if (c.direction !== 'desc' || !TIERS.includes(tier) || String(tier) !== c.sort)
+    throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
   return { tier, rank: c.tiebreak as number };
 }
 
 function nextToken(hits: readonly Hit[], limit: number): string | undefined {
   const last = hits[limit - 1];
-  return hits.length > limit && last ? encodeCursor({ sort: String(last.tier), tiebreak: last.rank, direction: 'desc' }) : undefined;
+  return hits.length > limit && last
+    ? encodeCursor({ sort: String(last.tier), tiebreak: last.rank, direction: 'desc' })
+    : undefined;
 }
 
 /**
@@ -76,13 +101,27 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
     }
     if (where.podId !== undefined) await podInScope(db, owner, where.podId);
     const podId = where.podId ?? owner.podId;
-    return { organizationId: owner.organizationId, ...(podId !== undefined ? { podId } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) };
+    return {
+      organizationId: owner.organizationId,
+      ...(podId !== undefined ? { podId } : {}),
+      ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}),
+    };
   }
 
-  function prepare(query: SearchQuery): { terms: QueryTerm[]; limit: number; filter: SearchFilter; after: { tier: Tier; rank: number } | undefined } {
+  function prepare(query: SearchQuery): {
+    terms: QueryTerm[];
+    limit: number;
+    filter: SearchFilter;
+    after: { tier: Tier; rank: number } | undefined;
+  } {
     const terms = parseQuery(query.q);
     const limit = parseLimit(query.limit);
-    return { terms, limit, filter: { hidden: HIDDEN, ...time('before', query.before), ...time('after', query.after) }, after: decodeSearchCursor(query.pageToken) };
+    return {
+      terms,
+      limit,
+      filter: { hidden: HIDDEN, ...time('before', query.before), ...time('after', query.after) },
+      after: decodeSearchCursor(query.pageToken),
+    };
   }
 
   /**
@@ -101,11 +140,18 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
         if (!doc) docs.set(key, (doc = messageDocument(message, body)));
         return doc;
       };
-      const entries = stored.map(({ inbox, message, thread }) => ({ pk: message.pk, threadId: thread.threadId, scope: { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId }, doc: docOf(message) }));
+      const entries = stored.map(({ inbox, message, thread }) => ({
+        pk: message.pk,
+        threadId: thread.threadId,
+        scope: { organizationId: inbox.organizationId, podId: inbox.podId, inboxId: inbox.inboxId },
+        doc: docOf(message),
+      }));
       // At the end of the batch (group-commit.ts afterUnits). A unit that ran after this one in
       // the batch may have deleted a copy: its document must not outlive it, nor go to a later
       // message that is given the same key.
-      await afterUnits(trx, async (afterOthers) => indexMessages(trx, afterOthers ? await stillStored(trx, entries) : entries));
+      await afterUnits(trx, async (afterOthers) =>
+        indexMessages(trx, afterOthers ? await stillStored(trx, entries) : entries),
+      );
     };
   };
 
@@ -120,41 +166,96 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
       requirePermission(owner, 'messageRead');
       const { terms, limit, filter, after } = prepare(query);
       const inbox = await requireScopedInbox(db, owner, inboxId);
-      const hits = await searchMessageHits(db, { organizationId: owner.organizationId, inboxId: inbox.inboxId }, terms, filter, limit + 1, after);
-      const byPk = new Map((await findMessagesByPks(db, hits.slice(0, limit).map((h) => h.rank))).map((m) => [m.pk, m]));
-      return { limit, items: hits.slice(0, limit).flatMap((h) => byPk.get(h.rank) ?? []), nextPageToken: nextToken(hits, limit) };
+      const hits = await searchMessageHits(
+        db,
+        { organizationId: owner.organizationId, inboxId: inbox.inboxId },
+        terms,
+        filter,
+        limit + 1,
+        after,
+      );
+      const byPk = new Map(
+        (
+          await findMessagesByPks(
+            db,
+            hits.slice(0, limit).map((h) => h.rank),
+          )
+        ).map((m) => [m.pk, m]),
+      );
+      return {
+        limit,
+        items: hits.slice(0, limit).flatMap((h) => byPk.get(h.rank) ?? []),
+        nextPageToken: nextToken(hits, limit),
+      };
     },
 
     /** Threads of an inbox, a pod or the key's whole scope matching `q`, ranked like messages (newest message first within a tier). */
-    async threads(owner: KeyOwner, where: { inboxId?: string; podId?: string }, query: SearchQuery): Promise<SearchPage<Thread>> {
+    async threads(
+      owner: KeyOwner,
+      where: { inboxId?: string; podId?: string },
+      query: SearchQuery,
+    ): Promise<SearchPage<Thread>> {
       requirePermission(owner, 'messageRead');
       const { terms, limit, filter, after } = prepare(query);
       const scope = await threadScope(owner, where);
       const hits = await searchThreadHits(db, scope, terms, filter, limit + 1, after);
-      const byId = new Map((await findThreadsByIds(db, hits.slice(0, limit).map((h) => h.threadId))).map((t) => [t.threadId, t]));
-      return { limit, items: hits.slice(0, limit).flatMap((h) => byId.get(h.threadId) ?? []), nextPageToken: nextToken(hits, limit) };
+      const byId = new Map(
+        (
+          await findThreadsByIds(
+            db,
+            hits.slice(0, limit).map((h) => h.threadId),
+          )
+        ).map((t) => [t.threadId, t]),
+      );
+      return {
+        limit,
+        items: hits.slice(0, limit).flatMap((h) => byId.get(h.threadId) ?? []),
+        nextPageToken: nextToken(hits, limit),
+      };
     },
 
     /**
      * Inboxes whose address or display name has words starting with each word of `q` (2 to 256
      * characters), newest first, in the key's scope (and the route's pod).
      */
-    async inboxes(owner: KeyOwner, query: { q?: string; limit?: number; pageToken?: string; podId?: string }): Promise<SearchPage<Inbox>> {
+    async inboxes(
+      owner: KeyOwner,
+      query: { q?: string; limit?: number; pageToken?: string; podId?: string },
+    ): Promise<SearchPage<Inbox>> {
       requirePermission(owner, 'inboxRead');
       const q = query.q ?? '';
-      if (q.trim().length < 2 || q.length > 256) throw new InvalidQueryError('an inbox search is 2 to 256 characters long.');
+      if (q.trim().length < 2 || q.length > 256)
+        throw new InvalidQueryError('an inbox search is 2 to 256 characters long.');
       const terms = [...new Set(wordsOf(q))];
       if (!terms.length) throw new InvalidQueryError('the query has no word (letters or digits) to search for.');
       if (terms.length > 16) throw new InvalidQueryError('at most 16 distinct words.');
       const limit = parseLimit(query.limit);
       const cursor = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
-      if (cursor && cursor.direction !== 'desc') throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
+      if (cursor && cursor.direction !== 'desc')
+        throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
       if (query.podId !== undefined) await podInScope(db, owner, query.podId);
       const podId = query.podId ?? owner.podId;
-      const rows = await searchInboxRows(db, { organizationId: owner.organizationId, ...(podId !== undefined ? { podId } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) }, terms, limit + 1, cursor);
+      const rows = await searchInboxRows(
+        db,
+        {
+          organizationId: owner.organizationId,
+          ...(podId !== undefined ? { podId } : {}),
+          ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}),
+        },
+        terms,
+        limit + 1,
+        cursor,
+      );
       const items = rows.slice(0, limit);
       const last = items[items.length - 1];
-      return { limit, items, nextPageToken: rows.length > limit && last ? encodeCursor({ sort: last.createdAt, tiebreak: last.inboxId, direction: 'desc' }) : undefined };
+      return {
+        limit,
+        items,
+        nextPageToken:
+          rows.length > limit && last
+            ? encodeCursor({ sort: last.createdAt, tiebreak: last.inboxId, direction: 'desc' })
+            : undefined,
+      };
     },
   };
 }

@@ -60,21 +60,26 @@ export function createAuthVerifier(options: { resolver: DnsResolver; timeoutMs: 
     });
     try {
       const result = await Promise.race([
-        (mailauth ??= import('mailauth')).then(({ authenticate }) => authenticate(source, {
-          sender: context.sender,
-          ip: context.ip,
-          helo: context.helo,
-          mta: context.authservId,
-          resolver: options.resolver as never,
-          // BIMI only picks a logo; nothing here shows one, so its lookups are not worth their time.
-          disableBimi: true,
-        })),
+        (mailauth ??= import('mailauth')).then(({ authenticate }) =>
+          authenticate(source, {
+            sender: context.sender,
+            ip: context.ip,
+            helo: context.helo,
+            mta: context.authservId,
+            resolver: options.resolver as never,
+            // BIMI only picks a logo; nothing here shows one, so its lookups are not worth their time.
+            disableBimi: true,
+          }),
+        ),
         deadline,
       ]);
       return verdictOf(result);
     } catch (err) {
       // The abandoned lookups finish in the background, each bounded by the resolver's timeout.
-      return temperror(context.authservId, err instanceof AuthTimeout ? `DNS lookups took over ${options.timeoutMs} ms` : 'verification failed');
+      return temperror(
+        context.authservId,
+        err instanceof AuthTimeout ? `DNS lookups took over ${options.timeoutMs} ms` : 'verification failed',
+      );
     } finally {
       clearTimeout(timer);
     }
@@ -90,7 +95,8 @@ export function verdictOf(result: AuthenticateResult): AuthVerdict {
   if (!authenticated) labels.push(UNAUTHENTICATED_LABEL);
   const policy = dmarc?.policy?.toLowerCase();
   const fullyEnforced = dmarc?.pct === undefined || Number(dmarc.pct) >= 100;
-  if (dmarcResult === 'fail' && (policy === 'quarantine' || policy === 'reject') && fullyEnforced) labels.push(SPAM_LABEL);
+  if (dmarcResult === 'fail' && (policy === 'quarantine' || policy === 'reject') && fullyEnforced)
+    labels.push(SPAM_LABEL);
   return { headers: result.headers, labels, dmarc: dmarcResult };
 }
 

@@ -4,11 +4,22 @@ import type { ComposedMessage, DeliveryPathDeps, Screen, Withheld } from '../del
 import type { EventService } from '../events/event.service.js';
 import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
 import { domainOf, localDomainSet } from '../mail/domains.js';
-import { applyDeliveryStatusNotification, parseDeliveryStatusNotification, type DeliveryStatusNotification } from '../outbound/dsn.js';
+import {
+  applyDeliveryStatusNotification,
+  parseDeliveryStatusNotification,
+  type DeliveryStatusNotification,
+} from '../outbound/dsn.js';
 import type { AuthVerdict, AuthVerifier } from './auth-results.js';
 import { NoRecipientInboxError } from './inbound.errors.js';
 import { findDeliveryReports, insertDeliveryReports } from './inbound.repository.js';
-import { headerRecord, inboundContent, mentionsDeliveryStatus, parseMessage, traceHeaders, withoutOwnFields } from './parse.js';
+import {
+  headerRecord,
+  inboundContent,
+  mentionsDeliveryStatus,
+  parseMessage,
+  traceHeaders,
+  withoutOwnFields,
+} from './parse.js';
 
 /** The SMTP envelope and session facts of one mail transaction. */
 export interface InboundEnvelope {
@@ -79,7 +90,12 @@ export function createInboundService(deps: InboundServiceDeps) {
     if (inboxId === undefined) return undefined;
     if (!inboxId.startsWith('postmaster@')) return [inboxId];
     const domain = domainOf(inboxId);
-    return [...new Set([`postmaster@${domain}`, ...(local.defaultDomain === undefined ? [] : [`postmaster@${local.defaultDomain}`])])];
+    return [
+      ...new Set([
+        `postmaster@${domain}`,
+        ...(local.defaultDomain === undefined ? [] : [`postmaster@${local.defaultDomain}`]),
+      ]),
+    ];
   }
 
   /**
@@ -89,28 +105,52 @@ export function createInboundService(deps: InboundServiceDeps) {
    * so that a second delivery of it bounces nothing again). A report that bounces nothing for an
    * inbox (a delay, a report about mail it never sent, forged local recipients) is ordinary mail.
    */
-  async function deliveryReports(trx: Db, inboxes: readonly Inbox[], messageId: string, report: DeliveryStatusNotification): Promise<{ seen: Set<string>; handled: Set<string> }> {
-    const seen = await findDeliveryReports(trx, inboxes.map((i) => i.inboxId), messageId);
+  async function deliveryReports(
+    trx: Db,
+    inboxes: readonly Inbox[],
+    messageId: string,
+    report: DeliveryStatusNotification,
+  ): Promise<{ seen: Set<string>; handled: Set<string> }> {
+    const seen = await findDeliveryReports(
+      trx,
+      inboxes.map((i) => i.inboxId),
+      messageId,
+    );
     const handled = new Set<string>();
     for (const inbox of inboxes) {
       if (seen.has(inbox.inboxId)) continue;
-      if ((await applyDeliveryStatusNotification(trx, { events, clock, localDomains: deps.localDomains }, report, { inboxId: inbox.inboxId })) > 0) handled.add(inbox.inboxId);
+      if (
+        (await applyDeliveryStatusNotification(trx, { events, clock, localDomains: deps.localDomains }, report, {
+          inboxId: inbox.inboxId,
+        })) > 0
+      )
+        handled.add(inbox.inboxId);
     }
     await insertDeliveryReports(trx, [...handled], messageId, clock.now().toISOString());
     return { seen, handled };
   }
 
   /** The delivery screen of a report: inboxes that saw it already, and those it bounced mail of now, get no copy. */
-  const reportScreen = (messageId: string, report: DeliveryStatusNotification): Screen => async (trx, inboxes) => {
-    const { seen, handled } = await deliveryReports(trx, inboxes, messageId, report);
-    const withheld = new Map<string, Withheld>([...[...seen].map((id) => [id, 'duplicate'] as const), ...[...handled].map((id) => [id, 'report'] as const)]);
-    // A report's bounce events may have queued webhook deliveries: wake the runner either way.
-    return { withheld, jobs: handled.size };
-  };
+  const reportScreen =
+    (messageId: string, report: DeliveryStatusNotification): Screen =>
+    async (trx, inboxes) => {
+      const { seen, handled } = await deliveryReports(trx, inboxes, messageId, report);
+      const withheld = new Map<string, Withheld>([
+        ...[...seen].map((id) => [id, 'duplicate'] as const),
+        ...[...handled].map((id) => [id, 'report'] as const),
+      ]);
+      // A report's bounce events may have queued webhook deliveries: wake the runner either way.
+      return { withheld, jobs: handled.size };
+    };
 
   async function verify(source: Buffer, envelope: InboundEnvelope): Promise<AuthVerdict | undefined> {
     if (!verifier) return undefined;
-    return verifier(source, { sender: envelope.mailFrom, ip: envelope.remoteAddress, helo: envelope.helo, authservId: hostname });
+    return verifier(source, {
+      sender: envelope.mailFrom,
+      ip: envelope.remoteAddress,
+      helo: envelope.helo,
+      authservId: hostname,
+    });
   }
 
   return {
@@ -135,7 +175,8 @@ export function createInboundService(deps: InboundServiceDeps) {
       // taken apart (parseDeliveryStatusNotification is linear and bounded).
       // A message that names no status part anywhere is not one (the common case, found without
       // turning the source into strings).
-      const report = content.multipart && mentionsDeliveryStatus(source) ? parseDeliveryStatusNotification(source) : undefined;
+      const report =
+        content.multipart && mentionsDeliveryStatus(source) ? parseDeliveryStatusNotification(source) : undefined;
       const verdict = await verify(source, envelope);
       const now = clock.now();
       const messageId = content.messageId ?? `<${timeOrderedUuid(now, ids)}@${hostname}>`;
@@ -176,15 +217,28 @@ export function createInboundService(deps: InboundServiceDeps) {
         raw,
         attachmentContents: content.attachments.map((a) => a.content),
       };
-      const recipients = await Promise.all(envelope.recipients.map(async (address) => ({ address, inboxIds: (await inboxCandidates(address)) ?? [] })));
+      const recipients = await Promise.all(
+        envelope.recipients.map(async (address) => ({ address, inboxIds: (await inboxCandidates(address)) ?? [] })),
+      );
       const prepared = await delivery.prepare(message);
       const result = await delivery.commit(prepared, (trx) =>
-        delivery.deliver(trx, { prepared, recipients, labels: verdict?.labels ?? [], foreignMessageId: true, ...(report ? { screen: reportScreen(messageId, report) } : {}) }),
+        delivery.deliver(trx, {
+          prepared,
+          recipients,
+          labels: verdict?.labels ?? [],
+          foreignMessageId: true,
+          ...(report ? { screen: reportScreen(messageId, report) } : {}),
+        }),
       );
       if (result.jobs) notifyJobs();
       // Nothing was written then: every inbox named at RCPT time is gone.
       if (!result.found) throw new NoRecipientInboxError();
-      return { messageId, stored: result.stored, duplicates: result.withheld.duplicate, reports: result.withheld.report };
+      return {
+        messageId,
+        stored: result.stored,
+        duplicates: result.withheld.duplicate,
+        reports: result.withheld.report,
+      };
     },
   };
 }

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { crlf, emlCorpus as corpus, prng } from '../../../test/support/generated.js';
-import { inboundContent, parseMessage, parseMessageWithMailparser, parseSimpleMessage, type ParsedFields } from './parse.js';
+import {
+  inboundContent,
+  parseMessage,
+  parseMessageWithMailparser,
+  parseSimpleMessage,
+  type ParsedFields,
+} from './parse.js';
 
 /**
  * The simple path of `parseMessage` (`parseSimpleMessage`) must give exactly what mailparser gives
@@ -9,10 +15,10 @@ import { inboundContent, parseMessage, parseMessageWithMailparser, parseSimpleMe
  * thousand generated messages around the edges of what the simple path accepts.
  */
 
-
 /** The fields `inboundContent` reads, in a comparable form. */
 function fieldsOf(p: ParsedFields) {
-  const addresses = (a: ParsedFields['to']) => (a === undefined ? undefined : (Array.isArray(a) ? a : [a]).flatMap((o) => o.value));
+  const addresses = (a: ParsedFields['to']) =>
+    a === undefined ? undefined : (Array.isArray(a) ? a : [a]).flatMap((o) => o.value);
   return {
     subject: p.subject,
     text: p.text,
@@ -46,7 +52,6 @@ async function compare(source: Buffer): Promise<boolean> {
 // ---------------------------------------------------------------------------------------------
 // Generated messages: deterministic, each header and body drawn from variants that cover what
 // the simple path accepts and what it must leave to mailparser.
-
 
 const ADDRESSES = [
   'Anna Becker <anna.becker@acme-logistics.example>',
@@ -163,8 +168,14 @@ function generated(count: number): Buffer[] {
   const out: Buffer[] = [];
   for (let n = 0; n < count; n++) {
     const fields: string[] = [];
-    if (chance(0.6)) fields.push(`Received: from relay-2.acme-logistics.example (relay-2.acme-logistics.example [192.0.2.25])\r\n\tby mail-out-3.sender.example (Postfix) with ESMTPS id 4Xk2f7${n}\r\n\tfor <agent-01@inbox.localhost>; Sat, 21 Nov 2026 11:25:31 +0000`);
-    if (chance(0.4)) fields.push('DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=acme-logistics.example; s=mail2026;\r\n\tt=1795000000; h=from:to:subject:date:message-id:mime-version:content-type;\r\n\tbh=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=;\r\n\tb=dGhpcyBpcyBub3QgYSByZWFsIHNpZ25hdHVyZQ==');
+    if (chance(0.6))
+      fields.push(
+        `Received: from relay-2.acme-logistics.example (relay-2.acme-logistics.example [192.0.2.25])\r\n\tby mail-out-3.sender.example (Postfix) with ESMTPS id 4Xk2f7${n}\r\n\tfor <agent-01@inbox.localhost>; Sat, 21 Nov 2026 11:25:31 +0000`,
+      );
+    if (chance(0.4))
+      fields.push(
+        'DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=acme-logistics.example; s=mail2026;\r\n\tt=1795000000; h=from:to:subject:date:message-id:mime-version:content-type;\r\n\tbh=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=;\r\n\tb=dGhpcyBpcyBub3QgYSByZWFsIHNpZ25hdHVyZQ==',
+      );
     if (chance(0.2)) fields.push('Return-Path: <bounces@acme.example>');
     if (chance(0.9)) fields.push(`From: ${pick(ADDRESSES)}`);
     if (chance(0.85)) fields.push(`To: ${pick(ADDRESSES)}`);
@@ -193,7 +204,13 @@ function generated(count: number): Buffer[] {
     if (chance(0.02)) head = ` ${head}`;
     const body = pick(BODIES);
     const separator = chance(0.97) ? '\r\n\r\n' : '\r\n';
-    out.push(Buffer.concat([Buffer.from(head, 'utf8'), Buffer.from(separator), chance(0.05) ? Buffer.from([0xff, 0xfe, 0x41, 0xc3, 0x0d, 0x0a]) : Buffer.from(body, 'utf8')]));
+    out.push(
+      Buffer.concat([
+        Buffer.from(head, 'utf8'),
+        Buffer.from(separator),
+        chance(0.05) ? Buffer.from([0xff, 0xfe, 0x41, 0xc3, 0x0d, 0x0a]) : Buffer.from(body, 'utf8'),
+      ]),
+    );
   }
   return out;
 }
@@ -210,7 +227,13 @@ describe('parseSimpleMessage: the simple path gives what mailparser gives', () =
       }
     }
     // The plain single-part messages of the corpus take the simple path once they have CRLF line ends.
-    expect(taken).toEqual(expect.arrayContaining(['eml/01-plain-ascii.eml crlf', 'eml/09-long-folded-headers.eml crlf', 'eml/10-missing-message-id.eml crlf']));
+    expect(taken).toEqual(
+      expect.arrayContaining([
+        'eml/01-plain-ascii.eml crlf',
+        'eml/09-long-folded-headers.eml crlf',
+        'eml/10-missing-message-id.eml crlf',
+      ]),
+    );
   });
 
   it('over generated messages, on both sides of every condition', async () => {

@@ -29,11 +29,28 @@ const MESSAGE_ID = /<([^<>\s\u0000-\u001f\u007f]+)>/g;
  */
 const MAX_MESSAGE_ID_BYTES = 250;
 const C1_CONTROL = /[\u0080-\u009f]/;
-const usableMessageId = (inner: string) => inner.length <= MAX_MESSAGE_ID_BYTES && Buffer.byteLength(inner, 'utf8') <= MAX_MESSAGE_ID_BYTES && !C1_CONTROL.test(inner);
+const usableMessageId = (inner: string) =>
+  inner.length <= MAX_MESSAGE_ID_BYTES &&
+  Buffer.byteLength(inner, 'utf8') <= MAX_MESSAGE_ID_BYTES &&
+  !C1_CONTROL.test(inner);
 const MAX_REFERENCES = 100;
 
 /** What `inboundContent` reads of a parsed message. */
-export type ParsedFields = Pick<ParsedMail, 'headers' | 'subject' | 'references' | 'to' | 'from' | 'cc' | 'messageId' | 'inReplyTo' | 'replyTo' | 'html' | 'text' | 'attachments'>;
+export type ParsedFields = Pick<
+  ParsedMail,
+  | 'headers'
+  | 'subject'
+  | 'references'
+  | 'to'
+  | 'from'
+  | 'cc'
+  | 'messageId'
+  | 'inReplyTo'
+  | 'replyTo'
+  | 'html'
+  | 'text'
+  | 'attachments'
+>;
 
 /** mailparser (and its character sets) load with the first message that needs it, not at start. */
 let mailparser: Promise<{ simpleParser: typeof simpleParser }> | undefined;
@@ -66,7 +83,9 @@ export async function parseMessageWithMailparser(source: Buffer): Promise<Parsed
  * it over the fixture corpus and generated messages).
  */
 export async function parseMessage(source: Buffer): Promise<ParsedFields> {
-  return parseSimpleMessage(source) ?? (await parseWithoutLargeBase64(source)) ?? (await parseMessageWithMailparser(source));
+  return (
+    parseSimpleMessage(source) ?? (await parseWithoutLargeBase64(source)) ?? (await parseMessageWithMailparser(source))
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -93,7 +112,12 @@ interface Base64Run {
  * length (at most 996; the last may be shorter), padding only at the very end, no `-` or `_`.
  * Undefined for anything else.
  */
-function base64RunAt(source: Buffer, start: number, end: number, budget: { lines: number; reads: number }): Base64Run | undefined {
+function base64RunAt(
+  source: Buffer,
+  start: number,
+  end: number,
+  budget: { lines: number; reads: number },
+): Base64Run | undefined {
   const width = source.indexOf(0x0d, start) - start;
   if (width < 4 || width % 4 !== 0 || width > 996) return undefined;
   const stride = width + 2;
@@ -136,7 +160,7 @@ export async function parseWithoutLargeBase64(source: Buffer): Promise<ParsedFie
   // Linear however the empty lines fall: line checks at most one per 64 bytes of the message,
   // and at most MAX_READS bodies turned into strings.
   const budget = { lines: Math.ceil(source.length / 64), reads: MAX_READS };
-  for (let blank = source.indexOf(BLANK_LINE); blank >= 0; ) {
+  for (let blank = source.indexOf(BLANK_LINE); blank >= 0;) {
     const start = blank + 4;
     if (boundary < start) boundary = source.indexOf(BOUNDARY_LINE, start);
     if (boundary < 0) break;
@@ -198,14 +222,28 @@ const SIMPLE_MAX_HEADER_BYTES = 64 * 1024;
 /** A field line: a field name (printable ASCII but the colon, no spaces) and its colon. */
 const FIELD_LINE = /^[!-9;-~]+:/;
 /** Content-Type of a simple message: plain text, in a charset mailparser reads as UTF-8 as it is, and nothing else. */
-const SIMPLE_CONTENT_TYPE = /^text\/plain(?:[ \t]*;[ \t]*charset[ \t]*=[ \t]*(?:"(?:utf-8|utf8|us-ascii|ascii)"|(?:utf-8|utf8|us-ascii|ascii)))?$/i;
+const SIMPLE_CONTENT_TYPE =
+  /^text\/plain(?:[ \t]*;[ \t]*charset[ \t]*=[ \t]*(?:"(?:utf-8|utf8|us-ascii|ascii)"|(?:utf-8|utf8|us-ascii|ascii)))?$/i;
 /** Content-Transfer-Encodings mailparser passes through untouched. */
 const SIMPLE_TRANSFER_ENCODING = /^(?:7bit|8bit|binary)$/i;
 /** The fields read here; each may appear at most once in a simple message. */
-const SIMPLE_FIELDS = new Set(['content-type', 'content-transfer-encoding', 'content-disposition', 'subject', 'from', 'to', 'cc', 'reply-to', 'message-id', 'in-reply-to', 'references']);
+const SIMPLE_FIELDS = new Set([
+  'content-type',
+  'content-transfer-encoding',
+  'content-disposition',
+  'subject',
+  'from',
+  'to',
+  'cc',
+  'reply-to',
+  'message-id',
+  'in-reply-to',
+  'references',
+]);
 
 /** mailparser's `ensureMessageIDFormat`. */
-const bracketed = (value: string): string | false => (value.length ? `${value.startsWith('<') ? '' : '<'}${value}${value.endsWith('>') ? '' : '>'}` : false);
+const bracketed = (value: string): string | false =>
+  value.length ? `${value.startsWith('<') ? '' : '<'}${value}${value.endsWith('>') ? '' : '>'}` : false;
 
 /** mailparser's `decodeAddresses` for a field without encoded words and punycode: names trimmed. */
 function trimmedAddresses(list: ParsedAddress[]): EmailAddress[] {
@@ -286,7 +324,13 @@ export function parseSimpleMessage(source: Buffer): ParsedFields | undefined {
   return {
     headers: new Map(),
     subject: fields.get('subject') || undefined,
-    references: references === undefined ? undefined : references.split(/\s+/).map(bracketed).filter((id): id is string => id !== false),
+    references:
+      references === undefined
+        ? undefined
+        : references
+            .split(/\s+/)
+            .map(bracketed)
+            .filter((id): id is string => id !== false),
     from: addresses('from'),
     to: addresses('to'),
     cc: addresses('cc'),
@@ -328,7 +372,8 @@ export function mentionsDeliveryStatus(source: Buffer): boolean {
     if (++dashes > MAX_DASHES) return true;
     if (((source[i - 1] ?? 0) | 0x20) !== 0x79) continue;
     if (++hits > MAX_Y_DASH) return true;
-    if (STATUS_TYPE_MENTION.test(source.toString('latin1', Math.max(0, i - 1 - MENTION_BEFORE), i + MENTION_AFTER))) return true;
+    if (STATUS_TYPE_MENTION.test(source.toString('latin1', Math.max(0, i - 1 - MENTION_BEFORE), i + MENTION_AFTER)))
+      return true;
   }
   return false;
 }
@@ -366,7 +411,11 @@ function fieldName(field: string): string | undefined {
   return /^[!-9;-~]+$/.test(name) ? name : undefined;
 }
 
-const unfold = (value: string) => value.replace(/\r?\n(?=[ \t])/g, '').replace(/\r?\n$/, '').trim();
+const unfold = (value: string) =>
+  value
+    .replace(/\r?\n(?=[ \t])/g, '')
+    .replace(/\r?\n$/, '')
+    .trim();
 
 /**
  * The source without the fields we write ourselves: Return-Path (ours names the envelope sender;
@@ -430,7 +479,11 @@ export function rfc5322Date(at: Date): string {
   return at.toUTCString().replace(/GMT$/, '+0000');
 }
 
-const headerSafe = (s: string) => s.replace(CONTROL_ALL, '').replace(/[()\\]/g, '').slice(0, 255);
+const headerSafe = (s: string) =>
+  s
+    .replace(CONTROL_ALL, '')
+    .replace(/[()\\]/g, '')
+    .slice(0, 255);
 
 /**
  * What a final-delivery MTA prepends (RFC 5321 §4.4): Return-Path and a Received field; then our
@@ -441,7 +494,8 @@ export function traceHeaders(t: TraceInput): string {
   // An address literal as RFC 5321 §4.1.3 writes it: [192.0.2.1], [IPv6:2001:db8::1].
   const literal = `[${isIPv6(t.remoteAddress) ? 'IPv6:' : ''}${headerSafe(t.remoteAddress)}]`;
   const from = headerSafe(t.helo) || literal;
-  const client = t.clientHostname && t.clientHostname !== `[${t.remoteAddress}]` ? `${headerSafe(t.clientHostname)} ` : '';
+  const client =
+    t.clientHostname && t.clientHostname !== `[${t.remoteAddress}]` ? `${headerSafe(t.clientHostname)} ` : '';
   // One recipient is named; several are not, so that no copy reveals the others (Bcc).
   const single = t.recipients.length === 1 ? `\r\n\tfor <${headerSafe(t.recipients[0] as string)}>` : '';
   const lines = [
@@ -510,7 +564,9 @@ function mailboxes(field: AddressObject | AddressObject[] | undefined): string[]
  * the same id) threaded. The original stays in the stored source.
  */
 export function messageIdKey(inner: string): string {
-  return usableMessageId(inner) ? `<${inner}>` : `<${createHash('sha256').update(inner, 'utf8').digest('hex').slice(0, 40)}@long-message-id.invalid>`;
+  return usableMessageId(inner)
+    ? `<${inner}>`
+    : `<${createHash('sha256').update(inner, 'utf8').digest('hex').slice(0, 40)}@long-message-id.invalid>`;
 }
 
 function messageIds(value: string | string[] | undefined): string[] {
@@ -526,19 +582,37 @@ function safeFilename(name: string | undefined): string | null {
 }
 
 function attachmentOf(a: Attachment): InboundAttachment {
-  const contentId = a.cid ? a.cid.replace(/[^!-~]/g, '').replace(/[<>"]/g, '').slice(0, 255) || null : null;
+  const contentId = a.cid
+    ? a.cid
+        .replace(/[^!-~]/g, '')
+        .replace(/[<>"]/g, '')
+        .slice(0, 255) || null
+    : null;
   // An image the HTML shows (multipart/related) is inline even without a Content-Disposition.
-  const contentDisposition: ContentDisposition = a.contentDisposition === 'inline' || (a.contentDisposition !== 'attachment' && a.related && contentId !== null) ? 'inline' : 'attachment';
+  const contentDisposition: ContentDisposition =
+    a.contentDisposition === 'inline' || (a.contentDisposition !== 'attachment' && a.related && contentId !== null)
+      ? 'inline'
+      : 'attachment';
   const content = Buffer.isBuffer(a.content) ? a.content : Buffer.from(a.content as string);
   return {
-    meta: { filename: safeFilename(a.filename), size: content.length, contentType: (a.contentType || 'application/octet-stream').replace(CONTROL_ALL, '').slice(0, 255), contentDisposition, contentId },
+    meta: {
+      filename: safeFilename(a.filename),
+      size: content.length,
+      contentType: (a.contentType || 'application/octet-stream').replace(CONTROL_ALL, '').slice(0, 255),
+      contentDisposition,
+      contentId,
+    },
     content,
   };
 }
 
 function contentTypeOf(parsed: ParsedFields): string {
   const value = parsed.headers.get('content-type');
-  return typeof value === 'object' && value !== null && 'value' in value ? String(value.value) : typeof value === 'string' ? value : '';
+  return typeof value === 'object' && value !== null && 'value' in value
+    ? String(value.value)
+    : typeof value === 'string'
+      ? value
+      : '';
 }
 
 export function inboundContent(parsed: ParsedFields): InboundContent {

@@ -1,7 +1,13 @@
 import { readFileSync, statSync } from 'node:fs';
 import type { AddressInfo, Socket } from 'node:net';
 import { createSecureContext, type TLSSocket } from 'node:tls';
-import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
+import {
+  SMTPServer,
+  type SMTPServerAddress,
+  type SMTPServerDataStream,
+  type SMTPServerOptions,
+  type SMTPServerSession,
+} from 'smtp-server';
 import { SMTPConnection } from 'smtp-server/lib/smtp-connection.js';
 import { NoRecipientInboxError, UnparseableMessageError } from './inbound.errors.js';
 import type { InboundEnvelope, InboundService } from './inbound.service.js';
@@ -86,7 +92,11 @@ export function replyFor(err: unknown): SmtpReplyError {
 }
 
 /** A setting's value without the quotes an environment file may put around it. */
-const unquoted = (value: string) => value.trim().replace(/^(["'])([\s\S]*)\1$/, '$2').trim();
+const unquoted = (value: string) =>
+  value
+    .trim()
+    .replace(/^(["'])([\s\S]*)\1$/, '$2')
+    .trim();
 const isPemText = (text: string) => text.includes('-----BEGIN');
 
 /**
@@ -101,12 +111,15 @@ export function readPem(value: string, setting: string): Buffer {
   try {
     return readFileSync(text);
   } catch (err) {
-    throw new Error(`${setting} is neither PEM text nor a readable PEM file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+    throw new Error(
+      `${setting} is neither PEM text nor a readable PEM file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`,
+    );
   }
 }
 
 function tlsOptions(config: SmtpListenerConfig): Partial<SMTPServerOptions> {
-  if (!config.tlsKey !== !config.tlsCert) throw new Error('INBOX_SMTP_TLS_KEY and INBOX_SMTP_TLS_CERT must be set together');
+  if (!config.tlsKey !== !config.tlsCert)
+    throw new Error('INBOX_SMTP_TLS_KEY and INBOX_SMTP_TLS_CERT must be set together');
   if (!config.tlsKey || !config.tlsCert) return {};
   return { key: readPem(config.tlsKey, 'INBOX_SMTP_TLS_KEY'), cert: readPem(config.tlsCert, 'INBOX_SMTP_TLS_CERT') };
 }
@@ -120,19 +133,26 @@ const TLS_RELOAD_CHECK_MS = 60_000;
  * the sessions that start TLS from then on. A pair that cannot be read or does not match keeps
  * the previous one (and says so in the log). Returns the function that stops watching.
  */
-function watchTls(config: SmtpListenerConfig, apply: (options: { key: Buffer; cert: Buffer }) => void, log: SmtpLog): () => void {
+function watchTls(
+  config: SmtpListenerConfig,
+  apply: (options: { key: Buffer; cert: Buffer }) => void,
+  log: SmtpLog,
+): () => void {
   if (!config.tlsKey || !config.tlsCert) return () => undefined;
   const key = config.tlsKey;
   const cert = config.tlsCert;
   const files = [key, cert].map(unquoted).filter((v) => !isPemText(v));
-  const stamp = () => files.map((f) => {
-    try {
-      const st = statSync(f);
-      return `${st.mtimeMs}:${st.size}`;
-    } catch {
-      return 'missing';
-    }
-  }).join('|');
+  const stamp = () =>
+    files
+      .map((f) => {
+        try {
+          const st = statSync(f);
+          return `${st.mtimeMs}:${st.size}`;
+        } catch {
+          return 'missing';
+        }
+      })
+      .join('|');
   let seen = stamp();
   const reload = (why: string) => {
     try {
@@ -142,7 +162,10 @@ function watchTls(config: SmtpListenerConfig, apply: (options: { key: Buffer; ce
       apply(options);
       log.info({ why }, 'smtp: TLS key and certificate reloaded');
     } catch (err) {
-      log.warn({ why, err: err instanceof Error ? err.message : String(err) }, 'smtp: TLS key and certificate not reloaded; the previous ones stay in use');
+      log.warn(
+        { why, err: err instanceof Error ? err.message : String(err) },
+        'smtp: TLS key and certificate not reloaded; the previous ones stay in use',
+      );
     }
   };
   const onSignal = () => {
@@ -196,9 +219,15 @@ class InboundSmtpServer extends SMTPServer {
   }
 }
 
-export async function startSmtpServer(config: SmtpListenerConfig, inbound: InboundService, log: SmtpLog): Promise<RunningSmtpServer> {
+export async function startSmtpServer(
+  config: SmtpListenerConfig,
+  inbound: InboundService,
+  log: SmtpLog,
+): Promise<RunningSmtpServer> {
   if (config.maxBufferedBytes < config.maxMessageBytes) {
-    throw new Error(`INBOX_SMTP_MAX_BUFFERED_BYTES (${config.maxBufferedBytes}) must be at least INBOX_SMTP_MAX_MESSAGE_BYTES (${config.maxMessageBytes}), or the largest messages could never be taken`);
+    throw new Error(
+      `INBOX_SMTP_MAX_BUFFERED_BYTES (${config.maxBufferedBytes}) must be at least INBOX_SMTP_MAX_MESSAGE_BYTES (${config.maxMessageBytes}), or the largest messages could never be taken`,
+    );
   }
   let closing = false;
   /**
@@ -217,7 +246,8 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
   function refuse(session: SMTPServerSession, code: number, message: string): SmtpReplyError {
     const count = (refusals.get(session) ?? 0) + 1;
     refusals.set(session, count);
-    if (count > MAX_REFUSALS_PER_SESSION) return reply(421, `Too many refused commands in this session (${MAX_REFUSALS_PER_SESSION}); closing`);
+    if (count > MAX_REFUSALS_PER_SESSION)
+      return reply(421, `Too many refused commands in this session (${MAX_REFUSALS_PER_SESSION}); closing`);
     return reply(code, message);
   }
 
@@ -225,24 +255,47 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
     // The library's connection set holds every open session, this one included.
     let fromThere = 0;
     for (const connection of server.connections) if (connection.remoteAddress === session.remoteAddress) fromThere += 1;
-    if (fromThere > config.maxConnectionsPerIp) return callback(reply(421, `Too many connections from your address (at most ${config.maxConnectionsPerIp}); try again later`));
+    if (fromThere > config.maxConnectionsPerIp)
+      return callback(
+        reply(421, `Too many connections from your address (at most ${config.maxConnectionsPerIp}); try again later`),
+      );
     callback();
   }
 
-  function onMailFrom(_address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void): void {
+  function onMailFrom(
+    _address: SMTPServerAddress,
+    session: SMTPServerSession,
+    callback: (err?: Error | null) => void,
+  ): void {
     if (closing) return callback(reply(421, 'Server shutting down, try again later'));
     // 421 closes the connection; a sender reconnects for the rest (as Exim's limit does).
-    if (session.transaction > config.maxMessagesPerConnection) return callback(reply(421, `Too many messages in this connection (at most ${config.maxMessagesPerConnection}); please reconnect`));
+    if (session.transaction > config.maxMessagesPerConnection)
+      return callback(
+        reply(
+          421,
+          `Too many messages in this connection (at most ${config.maxMessagesPerConnection}); please reconnect`,
+        ),
+      );
     callback();
   }
 
-  function onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void): void {
+  function onRcptTo(
+    address: SMTPServerAddress,
+    session: SMTPServerSession,
+    callback: (err?: Error | null) => void,
+  ): void {
     if (closing) return callback(reply(421, 'Server shutting down, try again later'));
     inbound.checkRecipient(address.address).then(
       (check) => {
-        if (check === 'relay') return callback(refuse(session, 554, `Relay access denied: <${address.address}> is not a domain of this server`));
+        if (check === 'relay')
+          return callback(
+            refuse(session, 554, `Relay access denied: <${address.address}> is not a domain of this server`),
+          );
         if (check === 'unknown') return callback(refuse(session, 550, `No such user here: <${address.address}>`));
-        if (check === 'no-postmaster') return callback(refuse(session, 550, 'No postmaster mailbox here: this server has no inbox named postmaster'));
+        if (check === 'no-postmaster')
+          return callback(
+            refuse(session, 550, 'No postmaster mailbox here: this server has no inbox named postmaster'),
+          );
         callback();
       },
       (err: unknown) => {
@@ -261,7 +314,9 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
       clientHostname: session.clientHostname,
       helo: session.hostNameAppearsAs || '',
       // RFC 6531 §3.7.3: mail sent with SMTPUTF8 is received "with UTF8SMTP" (UTF8SMTPS over TLS).
-      protocol: session.envelope.smtpUtf8 ? (session.transmissionType || 'ESMTP').replace(/^ESMTP/, 'UTF8SMTP') : session.transmissionType || 'SMTP',
+      protocol: session.envelope.smtpUtf8
+        ? (session.transmissionType || 'ESMTP').replace(/^ESMTP/, 'UTF8SMTP')
+        : session.transmissionType || 'SMTP',
       sessionId: session.id,
     };
   }
@@ -272,7 +327,10 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
    * together hold too much (nothing of it is kept). Rejects when the session is closed meanwhile
    * or DATA runs past its deadline.
    */
-  function readMessage(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<{ source: Buffer; release: () => void } | 'over-size' | 'over-budget'> {
+  function readMessage(
+    stream: SMTPServerDataStream,
+    session: SMTPServerSession,
+  ): Promise<{ source: Buffer; release: () => void } | 'over-size' | 'over-budget'> {
     return new Promise((resolve, reject) => {
       let chunks: Buffer[] = [];
       let held = 0;
@@ -294,7 +352,10 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
         // The rest of the message is not waited for: the session goes, and its socket with it.
         for (const connection of server.connections) {
           if (connection.session.id !== session.id) continue;
-          connection.send(421, `${config.hostname} Timeout: the message was not complete within ${duration(config.dataTimeoutMs)}; closing`);
+          connection.send(
+            421,
+            `${config.hostname} Timeout: the message was not complete within ${duration(config.dataTimeoutMs)}; closing`,
+          );
           connection.close();
         }
       }, config.dataTimeoutMs);
@@ -340,7 +401,10 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
       refusedForBudget += 1;
       const now = Date.now();
       if (now - budgetLoggedAt >= 1000) {
-        log.warn({ refused: refusedForBudget, bufferedBytes: buffered, maxBufferedBytes: config.maxBufferedBytes }, 'smtp: DATA refused (452), the sessions hold too much; the senders retry');
+        log.warn(
+          { refused: refusedForBudget, bufferedBytes: buffered, maxBufferedBytes: config.maxBufferedBytes },
+          'smtp: DATA refused (452), the sessions hold too much; the senders retry',
+        );
         budgetLoggedAt = now;
         refusedForBudget = 0;
       }
@@ -356,7 +420,11 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
     }
   }
 
-  function onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void): void {
+  function onData(
+    stream: SMTPServerDataStream,
+    session: SMTPServerSession,
+    callback: (err?: Error | null, message?: string) => void,
+  ): void {
     if (closing) {
       stream.resume();
       return callback(reply(421, 'Server shutting down, try again later'));
@@ -366,12 +434,19 @@ export async function startSmtpServer(config: SmtpListenerConfig, inbound: Inbou
       (err: unknown) => {
         if (err instanceof Error && 'responseCode' in err) return callback(err);
         if (err instanceof DataTimeoutError) {
-          log.warn({ session: session.id, dataTimeoutMs: config.dataTimeoutMs }, 'smtp: DATA timed out; session closed');
+          log.warn(
+            { session: session.id, dataTimeoutMs: config.dataTimeoutMs },
+            'smtp: DATA timed out; session closed',
+          );
           return callback(reply(421, 'Timeout; closing'));
         }
         const answer = replyFor(err);
         if (answer.responseCode === 451) log.error({ err, session: session.id }, 'smtp: message not stored');
-        else log.warn({ err: err instanceof Error ? err.message : String(err), session: session.id }, 'smtp: message refused');
+        else
+          log.warn(
+            { err: err instanceof Error ? err.message : String(err), session: session.id },
+            'smtp: message refused',
+          );
         callback(answer);
       },
     );

@@ -88,11 +88,22 @@ export async function insertThreads(db: Db, threads: readonly Thread[]): Promise
 export async function updateThread(db: Db, thread: Thread): Promise<void> {
   const { thread_id: threadId, organization_id: _o, inbox_id: _i, created_at: _c, ...changes } = toRow(thread);
   // Compiled once: every reply and every threaded inbound message runs it.
-  await runCompiledOnce(db, 'threads.update', [...Object.values(changes), threadId], () => db.updateTable('threads').set(changes).where('thread_id', '=', threadId));
+  await runCompiledOnce(db, 'threads.update', [...Object.values(changes), threadId], () =>
+    db.updateTable('threads').set(changes).where('thread_id', '=', threadId),
+  );
 }
 
-export async function updateThreadLabels(db: Db, threadId: string, labels: readonly string[], updatedAt: string): Promise<void> {
-  await db.updateTable('threads').set({ labels: JSON.stringify(labels), updated_at: updatedAt }).where('thread_id', '=', threadId).execute();
+export async function updateThreadLabels(
+  db: Db,
+  threadId: string,
+  labels: readonly string[],
+  updatedAt: string,
+): Promise<void> {
+  await db
+    .updateTable('threads')
+    .set({ labels: JSON.stringify(labels), updated_at: updatedAt })
+    .where('thread_id', '=', threadId)
+    .execute();
 }
 
 /**
@@ -103,7 +114,9 @@ export async function updateThreadLabels(db: Db, threadId: string, labels: reado
 export async function findThreadsForUpdate(db: Db, threadIds: readonly string[], dialect: Dialect): Promise<Thread[]> {
   if (!threadIds.length) return [];
   const ids = [...new Set(threadIds)].sort();
-  const rows = await runCompiledOnce(db, `threads.for-update:${dialect}:${ids.length}`, ids, () => forUpdate(db.selectFrom('threads').selectAll().where('thread_id', 'in', ids).orderBy('thread_id'), dialect));
+  const rows = await runCompiledOnce(db, `threads.for-update:${dialect}:${ids.length}`, ids, () =>
+    forUpdate(db.selectFrom('threads').selectAll().where('thread_id', 'in', ids).orderBy('thread_id'), dialect),
+  );
   return rows.map(threadFromRow);
 }
 
@@ -111,15 +124,35 @@ export async function findThreadsForUpdate(db: Db, threadIds: readonly string[],
  * The newest threads of an inbox with this normalized subject key (index `threads_subject`): the
  * candidates of the subject fallback of threading (delivery/threading.ts), which then checks their participants.
  */
-export async function findRecentThreadsBySubject(db: Db, inboxId: string, subjectKey: string, limit: number): Promise<Thread[]> {
+export async function findRecentThreadsBySubject(
+  db: Db,
+  inboxId: string,
+  subjectKey: string,
+  limit: number,
+): Promise<Thread[]> {
   const rows = await runCompiledOnce(db, 'threads.by-subject', [inboxId, subjectKey, limit], () =>
-    db.selectFrom('threads').selectAll().where('inbox_id', '=', inboxId).where('normalized_subject', '=', subjectKey).orderBy('timestamp', 'desc').limit(limit),
+    db
+      .selectFrom('threads')
+      .selectAll()
+      .where('inbox_id', '=', inboxId)
+      .where('normalized_subject', '=', subjectKey)
+      .orderBy('timestamp', 'desc')
+      .limit(limit),
   );
   return rows.map(threadFromRow);
 }
 
-export async function findThread(db: Db, organizationId: string, threadId: string, inboxId?: string): Promise<Thread | undefined> {
-  let q = db.selectFrom('threads').selectAll().where('thread_id', '=', threadId).where('organization_id', '=', organizationId);
+export async function findThread(
+  db: Db,
+  organizationId: string,
+  threadId: string,
+  inboxId?: string,
+): Promise<Thread | undefined> {
+  let q = db
+    .selectFrom('threads')
+    .selectAll()
+    .where('thread_id', '=', threadId)
+    .where('organization_id', '=', organizationId);
   if (inboxId !== undefined) q = q.where('inbox_id', '=', inboxId);
   const row = await q.executeTakeFirst();
   return row ? threadFromRow(row) : undefined;
@@ -142,10 +175,15 @@ export async function listThreads(
   page: { limit: number; direction: 'asc' | 'desc'; after?: Cursor },
 ): Promise<(Thread & { pk: number })[]> {
   let q = db.selectFrom('threads').selectAll();
-  q = 'inboxId' in scope ? q.where('inbox_id', '=', scope.inboxId) : q.where('organization_id', '=', scope.organizationId);
+  q =
+    'inboxId' in scope
+      ? q.where('inbox_id', '=', scope.inboxId)
+      : q.where('organization_id', '=', scope.organizationId);
   if ('podId' in scope && scope.podId !== undefined) {
     const podId = scope.podId;
-    q = q.where('inbox_id', 'in', (eb) => eb.selectFrom('inboxes').select('inboxes.inbox_id').where('inboxes.pod_id', '=', podId));
+    q = q.where('inbox_id', 'in', (eb) =>
+      eb.selectFrom('inboxes').select('inboxes.inbox_id').where('inboxes.pod_id', '=', podId),
+    );
   }
   if (filter.before) q = q.where('timestamp', '<', filter.before);
   if (filter.after) q = q.where('timestamp', '>', filter.after);
@@ -168,25 +206,46 @@ export async function listThreads(
         selectFrom('messages')
           .select('messages.id')
           .whereRef('messages.thread_id', '=', 'threads.thread_id')
-          .where((m) => m.not(m.exists(m.selectFrom('message_labels').select('message_labels.label').whereRef('message_labels.message_pk', '=', 'messages.id').where('message_labels.label', 'in', hidden)))),
+          .where((m) =>
+            m.not(
+              m.exists(
+                m
+                  .selectFrom('message_labels')
+                  .select('message_labels.label')
+                  .whereRef('message_labels.message_pk', '=', 'messages.id')
+                  .where('message_labels.label', 'in', hidden),
+              ),
+            ),
+          ),
       ),
     );
   }
   // The 0.5 substring filters; senders and recipients are JSON text (values looked for JSON-escaped).
   const dialect = dialectOf(db);
   const escaped = (v: string) => asciiLower(JSON.stringify(v).slice(1, -1));
-  for (const v of filter.contains.senders ?? []) q = q.where((eb) => containsAsciiCaseless(eb, dialect, 'senders', escaped(v)));
-  for (const v of filter.contains.recipients ?? []) q = q.where((eb) => containsAsciiCaseless(eb, dialect, 'recipients', escaped(v)));
-  for (const v of filter.contains.subject ?? []) q = q.where((eb) => containsAsciiCaseless(eb, dialect, 'subject', asciiLower(v)));
+  for (const v of filter.contains.senders ?? [])
+    q = q.where((eb) => containsAsciiCaseless(eb, dialect, 'senders', escaped(v)));
+  for (const v of filter.contains.recipients ?? [])
+    q = q.where((eb) => containsAsciiCaseless(eb, dialect, 'recipients', escaped(v)));
+  for (const v of filter.contains.subject ?? [])
+    q = q.where((eb) => containsAsciiCaseless(eb, dialect, 'subject', asciiLower(v)));
   const cursor = page.after;
   if (cursor) q = q.where((eb) => afterKey(eb, 'timestamp', 'id', cursor, page.direction));
-  const rows = await q.orderBy('timestamp', page.direction).orderBy('id', page.direction).limit(page.limit + 1).execute();
+  const rows = await q
+    .orderBy('timestamp', page.direction)
+    .orderBy('id', page.direction)
+    .limit(page.limit + 1)
+    .execute();
   return rows.map((r) => ({ ...threadFromRow(r), pk: Number(r.id) }));
 }
 
 /** Threads by id (search results), in no particular order. */
 export async function findThreadsByIds(db: Db, threadIds: readonly string[]): Promise<Thread[]> {
   if (!threadIds.length) return [];
-  const rows = await db.selectFrom('threads').selectAll().where('thread_id', 'in', [...threadIds]).execute();
+  const rows = await db
+    .selectFrom('threads')
+    .selectAll()
+    .where('thread_id', 'in', [...threadIds])
+    .execute();
   return rows.map(threadFromRow);
 }

@@ -1,13 +1,27 @@
 import { Type, type Static } from 'typebox';
 import type { AttachmentMeta, Message } from '../messages/message.repository.js';
-import { AttachmentResponse, MessageResponse, toAttachmentResponse, toMessageResponse } from '../messages/message.schemas.js';
+import {
+  AttachmentResponse,
+  MessageResponse,
+  toAttachmentResponse,
+  toMessageResponse,
+} from '../messages/message.schemas.js';
 import type { Thread } from './thread.repository.js';
 import { participantsOf } from './thread.service.js';
 
-export const InboxThreadParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }), thread_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const InboxThreadParams = Type.Object({
+  inbox_id: Type.String({ minLength: 1, maxLength: 320 }),
+  thread_id: Type.String({ minLength: 1, maxLength: 64 }),
+});
 export const ThreadParams = Type.Object({ thread_id: Type.String({ minLength: 1, maxLength: 64 }) });
-export const InboxThreadAttachmentParams = Type.Object({ ...InboxThreadParams.properties, attachment_id: Type.String({ minLength: 1, maxLength: 64 }) });
-export const ThreadAttachmentParams = Type.Object({ ...ThreadParams.properties, attachment_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const InboxThreadAttachmentParams = Type.Object({
+  ...InboxThreadParams.properties,
+  attachment_id: Type.String({ minLength: 1, maxLength: 64 }),
+});
+export const ThreadAttachmentParams = Type.Object({
+  ...ThreadParams.properties,
+  attachment_id: Type.String({ minLength: 1, maxLength: 64 }),
+});
 
 // The SDK's Thread fields plus the spec's participants and last_message_at.
 const itemFields = {
@@ -74,17 +88,28 @@ export function toThreadItemResponse(t: Thread): ThreadItemWire {
 }
 
 export const GetThreadQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Messages per page (at most 100); without it, every message' })),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, description: 'Messages per page (at most 100); without it, every message' }),
+  ),
   page_token: Type.Optional(Type.String({ maxLength: 1000 })),
 });
 
 export const UpdateThreadBody = Type.Object({
   add_labels: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 100 })),
-  remove_labels: Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 100, description: 'Wins over add_labels for a label in both' })),
+  remove_labels: Type.Optional(
+    Type.Array(Type.String({ maxLength: 1000 }), {
+      maxItems: 100,
+      description: 'Wins over add_labels for a label in both',
+    }),
+  ),
 });
 export const UpdateThreadResponse = Type.Object({ thread_id: Type.String(), labels: Type.Array(Type.String()) });
 
-export function toThreadResponse(t: Thread, messages: readonly Message[], paging: { limit?: number; nextPageToken?: string } = {}): Static<typeof ThreadResponse> {
+export function toThreadResponse(
+  t: Thread,
+  messages: readonly Message[],
+  paging: { limit?: number; nextPageToken?: string } = {},
+): Static<typeof ThreadResponse> {
   const attachments: AttachmentMeta[] = messages.flatMap((m) => m.attachments);
   return {
     ...toThreadItemResponse(t),
@@ -97,10 +122,19 @@ export function toThreadResponse(t: Thread, messages: readonly Message[], paging
 }
 
 /** PATCH …/threads/:thread_id body → the thread service's label change. */
-export function toThreadLabelChange(b: Static<typeof UpdateThreadBody>): { addLabels?: readonly string[]; removeLabels?: readonly string[] } {
-  return { ...(b.add_labels !== undefined ? { addLabels: b.add_labels } : {}), ...(b.remove_labels !== undefined ? { removeLabels: b.remove_labels } : {}) };
+export function toThreadLabelChange(b: Static<typeof UpdateThreadBody>): {
+  addLabels?: readonly string[];
+  removeLabels?: readonly string[];
+} {
+  return {
+    ...(b.add_labels !== undefined ? { addLabels: b.add_labels } : {}),
+    ...(b.remove_labels !== undefined ? { removeLabels: b.remove_labels } : {}),
+  };
 }
 
-export function toUpdateThreadResponse(u: { threadId: string; labels: readonly string[] }): Static<typeof UpdateThreadResponse> {
+export function toUpdateThreadResponse(u: {
+  threadId: string;
+  labels: readonly string[];
+}): Static<typeof UpdateThreadResponse> {
   return { thread_id: u.threadId, labels: [...u.labels] };
 }

@@ -10,16 +10,33 @@ import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list
 import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
 import { findScopedInbox, normalizeInboxId, requireScopedInbox } from '../inboxes/inbox.service.js';
 import { addressOf, subjectKey } from '../mail/compose.js';
-import { findThreadMessageLabels, listThreadMessages, listThreadMessagesPage, updateMessageLabels, type Message } from '../messages/message.repository.js';
+import {
+  findThreadMessageLabels,
+  listThreadMessages,
+  listThreadMessagesPage,
+  updateMessageLabels,
+  type Message,
+} from '../messages/message.repository.js';
 import { applyLabels } from '../messages/message.service.js';
 import { validateLabels } from '../messages/outgoing.js';
 import { ThreadNotFoundError } from './thread.errors.js';
-import { deleteThreadWithMessages, findThread, findThreadsForUpdate, listThreads, updateThread, updateThreadLabels, type Thread } from './thread.repository.js';
+import {
+  deleteThreadWithMessages,
+  findThread,
+  findThreadsForUpdate,
+  listThreads,
+  updateThread,
+  updateThreadLabels,
+  type Thread,
+} from './thread.repository.js';
 import { threadDeleted } from '../usage/usage.service.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 
 /** What a thread summary needs to know of a message. */
-export type ThreadMessage = Pick<Message, 'messageId' | 'timestamp' | 'from' | 'to' | 'cc' | 'bcc' | 'labels' | 'size' | 'preview' | 'subject' | 'createdAt'>;
+export type ThreadMessage = Pick<
+  Message,
+  'messageId' | 'timestamp' | 'from' | 'to' | 'cc' | 'bcc' | 'labels' | 'size' | 'preview' | 'subject' | 'createdAt'
+>;
 
 /** `list` plus the entries of `more` whose address it does not hold yet (case-insensitive). */
 function unionByAddress(list: readonly string[], more: readonly string[]): string[] {
@@ -50,7 +67,11 @@ export function participantsOf(thread: Thread): string[] {
 const later = (a: string | null, b: string): string => (a !== null && a > b ? a : b);
 
 /** The summary of a thread whose first message is `m`. */
-export function startThread(ids: { threadId: string; organizationId: string; inboxId: string }, m: ThreadMessage, normalizedSubject: string | null): Thread {
+export function startThread(
+  ids: { threadId: string; organizationId: string; inboxId: string },
+  m: ThreadMessage,
+  normalizedSubject: string | null,
+): Thread {
   return {
     threadId: ids.threadId,
     organizationId: ids.organizationId,
@@ -105,7 +126,13 @@ export function mergeThreadLabels(current: readonly string[], union: readonly st
 /** Recomputes a thread's labels from its messages' (the old order kept), with the thread locked, in the caller's transaction. */
 export async function refreshThreadLabels(trx: Db, threadId: string, updatedAt: string): Promise<void> {
   const [thread] = await findThreadsForUpdate(trx, [threadId], dialectOf(trx));
-  if (thread) await updateThreadLabels(trx, thread.threadId, mergeThreadLabels(thread.labels, await findThreadMessageLabels(trx, thread.threadId)), updatedAt);
+  if (thread)
+    await updateThreadLabels(
+      trx,
+      thread.threadId,
+      mergeThreadLabels(thread.labels, await findThreadMessageLabels(trx, thread.threadId)),
+      updatedAt,
+    );
 }
 
 /**
@@ -124,7 +151,14 @@ export async function rebuildThreadSummary(trx: Db, threadId: string, updatedAt:
   let rebuilt = startThread(thread, first, null);
   for (const m of rest) rebuilt = addMessageToThread(rebuilt, m);
   const labels = mergeThreadLabels(thread.labels, [...new Set(messages.flatMap((m) => m.labels))]);
-  await updateThread(trx, { ...rebuilt, subject: thread.subject, normalizedSubject: thread.normalizedSubject, labels, createdAt: thread.createdAt, updatedAt });
+  await updateThread(trx, {
+    ...rebuilt,
+    subject: thread.subject,
+    normalizedSubject: thread.normalizedSubject,
+    labels,
+    createdAt: thread.createdAt,
+    updatedAt,
+  });
 }
 
 export interface ThreadListQuery extends ListFilterQuery {
@@ -172,7 +206,8 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
           : owner.inboxId !== undefined
             ? { inboxId: owner.inboxId }
             : { organizationId: owner.organizationId, ...(pod !== undefined ? { podId: pod } : {}) };
-      if (podId !== undefined && owner.podId !== undefined && podId !== owner.podId) return { limit, items: [], nextPageToken: undefined };
+      if (podId !== undefined && owner.podId !== undefined && podId !== owner.podId)
+        return { limit, items: [], nextPageToken: undefined };
       const rows = await listThreads(db, scope, filter, { limit, direction, ...(cursor ? { after: cursor } : {}) });
       return { limit, ...page(rows, limit, (t) => ({ sort: t.timestamp, tiebreak: t.pk }), direction) };
     },
@@ -182,7 +217,11 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
      * the label `trash`, and lists leave it out unless `include_trash`); a thread already in the
      * trash, or any thread with `permanent`, is removed with its messages and attachments.
      */
-    async delete(owner: KeyOwner, threadId: string, options: { inboxId?: string; permanent?: boolean; podId?: string }): Promise<'trashed' | 'deleted'> {
+    async delete(
+      owner: KeyOwner,
+      threadId: string,
+      options: { inboxId?: string; permanent?: boolean; podId?: string },
+    ): Promise<'trashed' | 'deleted'> {
       requirePermission(owner, 'messageDelete');
       return commits.run(async (trx) => {
         const inboxId = options.inboxId === undefined ? undefined : normalizeInboxId(options.inboxId);
@@ -202,7 +241,8 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
           return 'deleted';
         }
         const updatedAt = clock.now().toISOString();
-        for (const m of untrashed) await updateMessageLabels(trx, m.pk, [...m.labels, TRASH_LABEL], [TRASH_LABEL], [], updatedAt);
+        for (const m of untrashed)
+          await updateMessageLabels(trx, m.pk, [...m.labels, TRASH_LABEL], [TRASH_LABEL], [], updatedAt);
         await refreshThreadLabels(trx, thread.threadId, updatedAt);
         return 'trashed';
       });
@@ -212,12 +252,24 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
      * A thread with its messages, oldest first: all of them, or with `limit` (SDK 0.5.25+) a page
      * of the newest ones, the next page token leading to older ones.
      */
-    async get(owner: KeyOwner, threadId: string, inboxId?: string, podId?: string, paging: { limit?: number; pageToken?: string } = {}): Promise<{ thread: Thread; messages: Message[]; limit?: number; nextPageToken?: string }> {
+    async get(
+      owner: KeyOwner,
+      threadId: string,
+      inboxId?: string,
+      podId?: string,
+      paging: { limit?: number; pageToken?: string } = {},
+    ): Promise<{ thread: Thread; messages: Message[]; limit?: number; nextPageToken?: string }> {
       requirePermission(owner, 'messageRead');
       const cursor = paging.pageToken ? decodeCursor(paging.pageToken, 'integer') : undefined;
-      if (cursor && cursor.direction !== 'desc') throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
+      if (cursor && cursor.direction !== 'desc')
+        throw new ValidationError('page_token is not a token this API issued.', 'page_token', 'INVALID_PAGE_TOKEN');
       const limit = paging.limit !== undefined || cursor ? parseLimit(paging.limit) : undefined;
-      const thread = await findThread(db, owner.organizationId, threadId, inboxId === undefined ? undefined : normalizeInboxId(inboxId));
+      const thread = await findThread(
+        db,
+        owner.organizationId,
+        threadId,
+        inboxId === undefined ? undefined : normalizeInboxId(inboxId),
+      );
       if (!thread || !(await reachable(db, owner, thread, podId))) {
         if (inboxId !== undefined) await requireInbox(owner, inboxId);
         throw new ThreadNotFoundError(threadId);
@@ -225,19 +277,33 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
       if (limit === undefined) return { thread, messages: await listThreadMessages(db, thread.threadId) };
       const rows = await listThreadMessagesPage(db, thread.threadId, limit, cursor);
       const result = page(rows, limit, (m) => ({ sort: m.timestamp, tiebreak: m.pk }), 'desc');
-      return { thread, messages: result.items.reverse(), limit, ...(result.nextPageToken ? { nextPageToken: result.nextPageToken } : {}) };
+      return {
+        thread,
+        messages: result.items.reverse(),
+        limit,
+        ...(result.nextPageToken ? { nextPageToken: result.nextPageToken } : {}),
+      };
     },
 
     /**
      * Adds and removes labels on every message of a thread (remove wins over add for a label in
      * both, as the SDK documents); the thread's labels follow. Returns the thread's labels.
      */
-    async update(owner: KeyOwner, threadId: string, change: { inboxId?: string; podId?: string; addLabels?: readonly string[]; removeLabels?: readonly string[] }): Promise<{ threadId: string; labels: readonly string[] }> {
+    async update(
+      owner: KeyOwner,
+      threadId: string,
+      change: { inboxId?: string; podId?: string; addLabels?: readonly string[]; removeLabels?: readonly string[] },
+    ): Promise<{ threadId: string; labels: readonly string[] }> {
       requirePermission(owner, 'messageUpdate');
       const remove = validateLabels('remove_labels', change.removeLabels);
       const add = validateLabels('add_labels', change.addLabels).filter((l) => !remove.includes(l));
       return commits.run(async (trx) => {
-        const found = await findThread(trx, owner.organizationId, threadId, change.inboxId === undefined ? undefined : normalizeInboxId(change.inboxId));
+        const found = await findThread(
+          trx,
+          owner.organizationId,
+          threadId,
+          change.inboxId === undefined ? undefined : normalizeInboxId(change.inboxId),
+        );
         // Out of the key's scope (or the route's pod): as if it did not exist.
         if (!found || !(await reachable(trx, owner, found, change.podId))) {
           if (change.inboxId !== undefined) await requireInbox(owner, change.inboxId, trx);

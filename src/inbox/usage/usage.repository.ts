@@ -31,13 +31,25 @@ export async function addUsage(db: Db, deltas: readonly UsageDelta[], shard: num
   const rows = [...sums.entries()]
     .filter(([, d]) => d.value !== 0)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([, d]) => ({ organization_id: d.organizationId, pod_id: d.podId, inbox_id: d.inboxId, metric: d.metric, bucket: d.bucket, shard, value: d.value }));
+    .map(([, d]) => ({
+      organization_id: d.organizationId,
+      pod_id: d.podId,
+      inbox_id: d.inboxId,
+      metric: d.metric,
+      bucket: d.bucket,
+      shard,
+      value: d.value,
+    }));
   if (!rows.length) return;
   await insertCompiledOnce(db, 'usage_counts.add', rows, () =>
     db
       .insertInto('usage_counts')
       .values(rows)
-      .onConflict((oc) => oc.columns(['organization_id', 'pod_id', 'inbox_id', 'metric', 'bucket', 'shard']).doUpdateSet((eb) => ({ value: eb(eb.ref('usage_counts.value'), '+', eb.ref('excluded.value')) }))),
+      .onConflict((oc) =>
+        oc
+          .columns(['organization_id', 'pod_id', 'inbox_id', 'metric', 'bucket', 'shard'])
+          .doUpdateSet((eb) => ({ value: eb(eb.ref('usage_counts.value'), '+', eb.ref('excluded.value')) })),
+      ),
   );
 }
 
@@ -48,7 +60,10 @@ export interface UsageScope {
 }
 
 function scoped(db: Db, scope: UsageScope, metrics: readonly string[]) {
-  let q = db.selectFrom('usage_counts').where('organization_id', '=', scope.organizationId).where('metric', 'in', metrics);
+  let q = db
+    .selectFrom('usage_counts')
+    .where('organization_id', '=', scope.organizationId)
+    .where('metric', 'in', metrics);
   if (scope.podId !== undefined) q = q.where('pod_id', '=', scope.podId);
   if (scope.inboxId !== undefined) q = q.where('inbox_id', '=', scope.inboxId);
   return q;
@@ -58,11 +73,17 @@ function scoped(db: Db, scope: UsageScope, metrics: readonly string[]) {
  * Sums per metric and period bucket (index `(bucket - start) / period`) for `start <= bucket < end`,
  * grouped in SQL. Pod- and organization-level facts (inbox_id '') count at their level only.
  */
-export async function sumByPeriod(db: Db, scope: UsageScope, metrics: readonly string[], range: { start: number; end: number; period: number }): Promise<{ metric: string; index: number; value: number }[]> {
+export async function sumByPeriod(
+  db: Db,
+  scope: UsageScope,
+  metrics: readonly string[],
+  range: { start: number; end: number; period: number },
+): Promise<{ metric: string; index: number; value: number }[]> {
   if (!metrics.length) return [];
   // Literals (whole numbers the service checked): the SELECT and GROUP BY expressions must be the
   // same text for PostgreSQL, and SQLite would bind them as REAL and divide without truncating.
-  if (![range.start, range.period].every(Number.isSafeInteger)) throw new Error('start and period must be whole seconds');
+  if (![range.start, range.period].every(Number.isSafeInteger))
+    throw new Error('start and period must be whole seconds');
   const index = sql<number | string>`cast((bucket - ${sql.lit(range.start)}) / ${sql.lit(range.period)} as integer)`;
   const rows = await scoped(db, scope, metrics)
     .select(['metric', index.as('idx'), sql<number | string>`sum(value)`.as('total')])
@@ -74,8 +95,17 @@ export async function sumByPeriod(db: Db, scope: UsageScope, metrics: readonly s
 }
 
 /** Sums per metric of everything before `before` (the starting values of cumulative series). */
-export async function sumBefore(db: Db, scope: UsageScope, metrics: readonly string[], before: number): Promise<Map<string, number>> {
+export async function sumBefore(
+  db: Db,
+  scope: UsageScope,
+  metrics: readonly string[],
+  before: number,
+): Promise<Map<string, number>> {
   if (!metrics.length) return new Map();
-  const rows = await scoped(db, scope, metrics).select(['metric', sql<number | string>`sum(value)`.as('total')]).where('bucket', '<', before).groupBy('metric').execute();
+  const rows = await scoped(db, scope, metrics)
+    .select(['metric', sql<number | string>`sum(value)`.as('total')])
+    .where('bucket', '<', before)
+    .groupBy('metric')
+    .execute();
   return new Map(rows.map((r) => [r.metric, Number(r.total)]));
 }

@@ -10,17 +10,33 @@ const common = {
 };
 
 export const MetricsEventsQuery = Type.Object({
-  event_types: Type.Optional(Type.String({ maxLength: 2000, description: `JSON array (as the SDK sends it) or comma-separated list of ${METRIC_EVENT_TYPES.join(', ')}; default all` })),
+  event_types: Type.Optional(
+    Type.String({
+      maxLength: 2000,
+      description: `JSON array (as the SDK sends it) or comma-separated list of ${METRIC_EVENT_TYPES.join(', ')}; default all`,
+    }),
+  ),
   ...common,
 });
 
 export const MetricsUsageQuery = Type.Object({
-  usage_types: Type.Optional(Type.String({ maxLength: 2000, description: `JSON array or comma-separated list of ${USAGE_TYPES.join(', ')}; default every type counted for the scope` })),
+  usage_types: Type.Optional(
+    Type.String({
+      maxLength: 2000,
+      description: `JSON array or comma-separated list of ${USAGE_TYPES.join(', ')}; default every type counted for the scope`,
+    }),
+  ),
   ...common,
 });
 
 export const PodParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }) });
 export const InboxParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }) });
 
-export const QueryMetricsResponse = Type.Record(Type.String(), Type.Array(Type.Object({ timestamp: Type.String({ format: 'date-time' }), count: Type.Integer() })));
-export const QueryUsageResponse = Type.Record(Type.String(), Type.Array(Type.Object({ timestamp: Type.String({ format: 'date-time' }), value: Type.Number() })));
+export const QueryMetricsResponse = Type.Record(
+  Type.String(),
+  Type.Array(Type.Object({ timestamp: Type.String({ format: 'date-time' }), count: Type.Integer() })),
+);
+export const QueryUsageResponse = Type.Record(
+  Type.String(),
+  Type.Array(Type.Object({ timestamp: Type.String({ format: 'date-time' }), value: Type.Number() })),
+);

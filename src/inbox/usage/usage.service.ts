@@ -10,7 +10,14 @@ import { SDK_EVENT_TYPES } from '../events/event-types.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import type { Inbox } from '../inboxes/inbox.repository.js';
 import { requireScopedInbox } from '../inboxes/inbox.service.js';
-import { addUsage, sumBefore, sumByPeriod, USAGE_SHARDS, type UsageDelta, type UsageScope } from './usage.repository.js';
+import {
+  addUsage,
+  sumBefore,
+  sumByPeriod,
+  USAGE_SHARDS,
+  type UsageDelta,
+  type UsageScope,
+} from './usage.repository.js';
 import { OrganizationMetricsNotFoundError } from './usage.errors.js';
 
 /**
@@ -20,7 +27,14 @@ import { OrganizationMetricsNotFoundError } from './usage.errors.js';
  */
 export const METRIC_EVENT_TYPES: readonly string[] = SDK_EVENT_TYPES.filter((t) => t !== 'message.opened'); // the SDK's MetricEventType
 
-export const USAGE_TYPES = ['storage_bytes', 'message_count', 'thread_count', 'inbox_count', 'pod_count', 'domain_count'] as const;
+export const USAGE_TYPES = [
+  'storage_bytes',
+  'message_count',
+  'thread_count',
+  'inbox_count',
+  'pod_count',
+  'domain_count',
+] as const;
 export type UsageType = (typeof USAGE_TYPES)[number];
 
 /** The usage types this service counts, per scope (pod_count and domain_count are not counted yet). */
@@ -35,18 +49,46 @@ const usageMetric = (t: UsageType) => `usage.${t}`;
 export const seconds = (at: Date | string): number => Math.floor(new Date(at).getTime() / 1000);
 
 /** A count of one at `at` for the inbox (events, received copies). */
-export function countOf(scope: { organizationId: string; podId: string; inboxId: string }, metric: string, at: Date | string, value = 1): UsageDelta {
-  return { organizationId: scope.organizationId, podId: scope.podId, inboxId: scope.inboxId, metric, bucket: seconds(at), value };
+export function countOf(
+  scope: { organizationId: string; podId: string; inboxId: string },
+  metric: string,
+  at: Date | string,
+  value = 1,
+): UsageDelta {
+  return {
+    organizationId: scope.organizationId,
+    podId: scope.podId,
+    inboxId: scope.inboxId,
+    metric,
+    bucket: seconds(at),
+    value,
+  };
 }
 
 /** A usage delta (stored messages, bytes, threads) of an inbox. */
-export function usageOf(scope: { organizationId: string; podId: string; inboxId: string }, type: 'storage_bytes' | 'message_count' | 'thread_count', at: Date | string, value: number): UsageDelta {
+export function usageOf(
+  scope: { organizationId: string; podId: string; inboxId: string },
+  type: 'storage_bytes' | 'message_count' | 'thread_count',
+  at: Date | string,
+  value: number,
+): UsageDelta {
   return countOf(scope, usageMetric(type), at, value);
 }
 
 /** A change of the inbox count of a pod. */
-export function inboxCountOf(scope: { organizationId: string; podId: string }, at: Date | string, value: number): UsageDelta {
-  return { organizationId: scope.organizationId, podId: scope.podId, inboxId: '', metric: usageMetric('inbox_count'), bucket: seconds(at), value };
+export function inboxCountOf(
+  scope: { organizationId: string; podId: string },
+  at: Date | string,
+  value: number,
+): UsageDelta {
+  return {
+    organizationId: scope.organizationId,
+    podId: scope.podId,
+    inboxId: '',
+    metric: usageMetric('inbox_count'),
+    bucket: seconds(at),
+    value,
+  };
 }
 
 /** Adds the deltas in the caller's unit of work (one statement). */
@@ -59,7 +101,15 @@ export async function recordUsage(trx: Db, deltas: readonly UsageDelta[]): Promi
  * the inbox held (its stored messages, bytes and threads, from its own counts) and its allow and
  * block lists. Runs after the inbox row changed, in a unit of work of its own.
  */
-export function inboxLifecycle({ commits, clock, dropLists }: { commits: GroupCommit<InboxDatabase>; clock: Clock; dropLists: (trx: Db, inbox: Inbox) => Promise<void> }) {
+export function inboxLifecycle({
+  commits,
+  clock,
+  dropLists,
+}: {
+  commits: GroupCommit<InboxDatabase>;
+  clock: Clock;
+  dropLists: (trx: Db, inbox: Inbox) => Promise<void>;
+}) {
   const stored = (['storage_bytes', 'message_count', 'thread_count'] as const).map(usageMetric);
   return {
     async created(inbox: Inbox): Promise<void> {
@@ -69,7 +119,10 @@ export function inboxLifecycle({ commits, clock, dropLists }: { commits: GroupCo
       await commits.run(async (trx) => {
         const now = clock.now();
         const held = await sumBefore(trx, inbox, stored, Number.MAX_SAFE_INTEGER);
-        await recordUsage(trx, [inboxCountOf(inbox, now, -1), ...[...held].map(([metric, value]) => countOf(inbox, metric, now, -value))]);
+        await recordUsage(trx, [
+          inboxCountOf(inbox, now, -1),
+          ...[...held].map(([metric, value]) => countOf(inbox, metric, now, -value)),
+        ]);
         await dropLists(trx, inbox);
       });
     },
@@ -77,8 +130,17 @@ export function inboxLifecycle({ commits, clock, dropLists }: { commits: GroupCo
 }
 
 /** A thread removed for good: its messages, their bytes and the thread leave the inbox's usage. */
-export async function threadDeleted(trx: Db, inbox: { organizationId: string; podId: string; inboxId: string }, messages: readonly { size: number }[], at: Date): Promise<void> {
-  await recordUsage(trx, [usageOf(inbox, 'thread_count', at, -1), usageOf(inbox, 'message_count', at, -messages.length), usageOf(inbox, 'storage_bytes', at, -messages.reduce((n, m) => n + m.size, 0))]);
+export async function threadDeleted(
+  trx: Db,
+  inbox: { organizationId: string; podId: string; inboxId: string },
+  messages: readonly { size: number }[],
+  at: Date,
+): Promise<void> {
+  await recordUsage(trx, [
+    usageOf(inbox, 'thread_count', at, -1),
+    usageOf(inbox, 'message_count', at, -messages.length),
+    usageOf(inbox, 'storage_bytes', at, -messages.reduce((n, m) => n + m.size, 0)),
+  ]);
 }
 
 export interface MetricsQuery {
@@ -91,7 +153,10 @@ export interface MetricsQuery {
 }
 
 /** Which scope a metrics call names. */
-export type MetricsAddress = { readonly level: 'organization' } | { readonly level: 'pod'; readonly podId: string } | { readonly level: 'inbox'; readonly inboxId: string };
+export type MetricsAddress =
+  | { readonly level: 'organization' }
+  | { readonly level: 'pod'; readonly podId: string }
+  | { readonly level: 'inbox'; readonly inboxId: string };
 
 const DEFAULT_PERIOD = 3600;
 const DEFAULT_BUCKETS = 24;
@@ -106,7 +171,11 @@ function parseTime(field: 'start' | 'end', value: string | undefined): number | 
 }
 
 /** Parses the SDK's start, end, period, limit and types (comma-separated or a JSON array). */
-function parseTypes(field: string, raw: readonly string[] | undefined, allowed: readonly string[]): string[] | undefined {
+function parseTypes(
+  field: string,
+  raw: readonly string[] | undefined,
+  allowed: readonly string[],
+): string[] | undefined {
   if (raw === undefined) return undefined;
   const types = raw.flatMap((v) => {
     const value = v.trim();
@@ -119,32 +188,65 @@ function parseTypes(field: string, raw: readonly string[] | undefined, allowed: 
       }
       throw new ValidationError(`${field} must be a JSON array of strings.`, field, 'INVALID_TYPES');
     }
-    return value.split(',').map((s) => s.trim()).filter(Boolean);
+    return value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   });
   const unknown = types.find((t) => !allowed.includes(t));
-  if (unknown !== undefined) throw new ValidationError(`${field}: ${JSON.stringify(unknown.slice(0, 64))} is not one of ${allowed.join(', ')}.`, field, 'INVALID_TYPES');
+  if (unknown !== undefined)
+    throw new ValidationError(
+      `${field}: ${JSON.stringify(unknown.slice(0, 64))} is not one of ${allowed.join(', ')}.`,
+      field,
+      'INVALID_TYPES',
+    );
   return [...new Set(types)];
 }
 
 function parseRange(query: MetricsQuery, now: Date) {
   const period = query.period ?? DEFAULT_PERIOD;
-  if (!Number.isInteger(period) || period < 1 || period > 86400) throw new ValidationError('period must be a whole number of seconds between 1 and 86400.', 'period', 'INVALID_PERIOD');
-  if (query.limit !== undefined && (!Number.isInteger(query.limit) || query.limit < 1)) throw new ValidationError('limit must be a positive integer.', 'limit', 'INVALID_LIMIT');
+  if (!Number.isInteger(period) || period < 1 || period > 86400)
+    throw new ValidationError(
+      'period must be a whole number of seconds between 1 and 86400.',
+      'period',
+      'INVALID_PERIOD',
+    );
+  if (query.limit !== undefined && (!Number.isInteger(query.limit) || query.limit < 1))
+    throw new ValidationError('limit must be a positive integer.', 'limit', 'INVALID_LIMIT');
   const end = parseTime('end', query.end) ?? Math.ceil(now.getTime() / 1000);
   const start = parseTime('start', query.start) ?? end - period * DEFAULT_BUCKETS;
   if (start >= end) throw new ValidationError('start must be before end.', 'start', 'INVALID_RANGE');
   const buckets = Math.ceil((end - start) / period);
-  if (buckets > MAX_BUCKETS) throw new ValidationError(`start to end spans ${buckets} periods of ${period} s; at most ${MAX_BUCKETS}: choose a longer period or a shorter range.`, 'period', 'TOO_MANY_BUCKETS');
-  return { start, end, period, buckets, limit: Math.min(query.limit ?? MAX_BUCKETS, MAX_BUCKETS), descending: query.descending === true };
+  if (buckets > MAX_BUCKETS)
+    throw new ValidationError(
+      `start to end spans ${buckets} periods of ${period} s; at most ${MAX_BUCKETS}: choose a longer period or a shorter range.`,
+      'period',
+      'TOO_MANY_BUCKETS',
+    );
+  return {
+    start,
+    end,
+    period,
+    buckets,
+    limit: Math.min(query.limit ?? MAX_BUCKETS, MAX_BUCKETS),
+    descending: query.descending === true,
+  };
 }
 
 const iso = (s: number) => new Date(s * 1000).toISOString();
 
 export function createUsageService({ db, clock }: { db: Kysely<InboxDatabase>; clock: Clock }) {
-  async function scopeOf(owner: KeyOwner, address: MetricsAddress): Promise<{ scope: UsageScope; level: 'organization' | 'pod' | 'inbox' }> {
+  async function scopeOf(
+    owner: KeyOwner,
+    address: MetricsAddress,
+  ): Promise<{ scope: UsageScope; level: 'organization' | 'pod' | 'inbox' }> {
     requirePermission(owner, 'metricsRead');
     if (address.level === 'organization') {
-      requireInScope(owner, { organizationId: owner.organizationId, podId: null, inboxId: null }, () => new OrganizationMetricsNotFoundError());
+      requireInScope(
+        owner,
+        { organizationId: owner.organizationId, podId: null, inboxId: null },
+        () => new OrganizationMetricsNotFoundError(),
+      );
       return { scope: { organizationId: owner.organizationId }, level: 'organization' };
     }
     if (address.level === 'pod') {
@@ -152,7 +254,10 @@ export function createUsageService({ db, clock }: { db: Kysely<InboxDatabase>; c
       return { scope: { organizationId: owner.organizationId, podId }, level: 'pod' };
     }
     const inbox = await requireScopedInbox(db, owner, address.inboxId);
-    return { scope: { organizationId: owner.organizationId, podId: inbox.podId, inboxId: inbox.inboxId }, level: 'inbox' };
+    return {
+      scope: { organizationId: owner.organizationId, podId: inbox.podId, inboxId: inbox.inboxId },
+      level: 'inbox',
+    };
   }
 
   function order<T>(points: T[], range: { descending: boolean; limit: number }): T[] {
@@ -161,7 +266,11 @@ export function createUsageService({ db, clock }: { db: Kysely<InboxDatabase>; c
 
   return {
     /** Counts of events per period, per event type (every bucket of the range, zeros included). */
-    async queryEvents(owner: KeyOwner, address: MetricsAddress, query: MetricsQuery): Promise<Record<string, { timestamp: string; count: number }[]>> {
+    async queryEvents(
+      owner: KeyOwner,
+      address: MetricsAddress,
+      query: MetricsQuery,
+    ): Promise<Record<string, { timestamp: string; count: number }[]>> {
       const types = parseTypes('event_types', query.types, METRIC_EVENT_TYPES) ?? [...METRIC_EVENT_TYPES];
       const range = parseRange(query, clock.now());
       const { scope } = await scopeOf(owner, address);
@@ -169,7 +278,9 @@ export function createUsageService({ db, clock }: { db: Kysely<InboxDatabase>; c
       const result: Record<string, { timestamp: string; count: number }[]> = {};
       for (const type of types) {
         const counts = new Array<number>(range.buckets).fill(0);
-        for (const s of sums) if (s.metric === type && s.index >= 0 && s.index < range.buckets) counts[s.index] = (counts[s.index] ?? 0) + s.value;
+        for (const s of sums)
+          if (s.metric === type && s.index >= 0 && s.index < range.buckets)
+            counts[s.index] = (counts[s.index] ?? 0) + s.value;
         result[type] = order(
           counts.map((count, i) => ({ timestamp: iso(range.start + i * range.period), count })),
           range,
@@ -179,21 +290,35 @@ export function createUsageService({ db, clock }: { db: Kysely<InboxDatabase>; c
     },
 
     /** Cumulative usage per period: the value at the end of each bucket (capped at `end`). */
-    async queryUsage(owner: KeyOwner, address: MetricsAddress, query: MetricsQuery): Promise<Record<string, { timestamp: string; value: number }[]>> {
+    async queryUsage(
+      owner: KeyOwner,
+      address: MetricsAddress,
+      query: MetricsQuery,
+    ): Promise<Record<string, { timestamp: string; value: number }[]>> {
       const requested = parseTypes('usage_types', query.types, USAGE_TYPES);
       const range = parseRange(query, clock.now());
       const { scope, level } = await scopeOf(owner, address);
       const counted = COUNTED_USAGE[level];
       const missing = requested?.find((t) => !counted.includes(t as UsageType));
-      if (missing !== undefined) throw new ValidationError(`usage_types: ${missing} is not counted for ${level === 'organization' ? 'an organization' : `a ${level}`}; available: ${counted.join(', ')}.`, 'usage_types', 'USAGE_TYPE_NOT_AVAILABLE');
+      if (missing !== undefined)
+        throw new ValidationError(
+          `usage_types: ${missing} is not counted for ${level === 'organization' ? 'an organization' : `a ${level}`}; available: ${counted.join(', ')}.`,
+          'usage_types',
+          'USAGE_TYPE_NOT_AVAILABLE',
+        );
       const types = (requested ?? counted) as UsageType[];
       const metrics = types.map(usageMetric);
-      const [before, sums] = await Promise.all([sumBefore(db, scope, metrics, range.start), sumByPeriod(db, scope, metrics, range)]);
+      const [before, sums] = await Promise.all([
+        sumBefore(db, scope, metrics, range.start),
+        sumByPeriod(db, scope, metrics, range),
+      ]);
       const result: Record<string, { timestamp: string; value: number }[]> = {};
       for (const type of types) {
         const metric = usageMetric(type);
         const deltas = new Array<number>(range.buckets).fill(0);
-        for (const s of sums) if (s.metric === metric && s.index >= 0 && s.index < range.buckets) deltas[s.index] = (deltas[s.index] ?? 0) + s.value;
+        for (const s of sums)
+          if (s.metric === metric && s.index >= 0 && s.index < range.buckets)
+            deltas[s.index] = (deltas[s.index] ?? 0) + s.value;
         let value = before.get(metric) ?? 0;
         result[type] = order(
           deltas.map((d, i) => {

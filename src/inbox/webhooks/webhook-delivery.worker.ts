@@ -1,6 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
-import { GiveUpJob, RetryJob, SVIX_SCHEDULE_MS, scheduleBackoff, type QueueDefinition } from '../../platform/jobs/jobs.js';
+import {
+  GiveUpJob,
+  RetryJob,
+  SVIX_SCHEDULE_MS,
+  scheduleBackoff,
+  type QueueDefinition,
+} from '../../platform/jobs/jobs.js';
 import type { InboxDatabase } from '../database.js';
 import { findEvent } from '../events/event.repository.js';
 import { webhookMatches, type WebhookDeliveryJob } from '../events/event.service.js';
@@ -23,7 +29,10 @@ export interface WebhookDeliveryWorkerDeps {
 }
 
 /** What an attempt means for the job: done, try again (when), or never again. */
-type Verdict = { readonly kind: 'delivered' } | { readonly kind: 'retry'; readonly error: string; readonly notBefore?: Date } | { readonly kind: 'final'; readonly error: string; readonly gone?: boolean };
+type Verdict =
+  | { readonly kind: 'delivered' }
+  | { readonly kind: 'retry'; readonly error: string; readonly notBefore?: Date }
+  | { readonly kind: 'final'; readonly error: string; readonly gone?: boolean };
 
 /** Retry-After as seconds or an HTTP date, relative to `now`, capped. */
 function retryAfter(value: string | string[] | undefined, now: Date): Date | undefined {
@@ -35,19 +44,29 @@ function retryAfter(value: string | string[] | undefined, now: Date): Date | und
 }
 
 function judge(attempt: WebhookAttempt, now: Date): Verdict {
-  if (attempt.kind === 'blocked') return { kind: 'final', error: `refused: ${attempt.message}; deliveries go to public addresses only` };
+  if (attempt.kind === 'blocked')
+    return { kind: 'final', error: `refused: ${attempt.message}; deliveries go to public addresses only` };
   if (attempt.kind !== 'response') return { kind: 'retry', error: attempt.message };
   const { status, headers } = attempt;
   if (status >= 200 && status < 300) return { kind: 'delivered' };
   // Standard Webhooks lets a receiver stop the retries of one message.
-  if (String(headers['webhook-delivery'] ?? '').toLowerCase() === 'abort-message') return { kind: 'final', error: `the receiver answered ${status} and asked not to retry (webhook-delivery: abort-message)` };
-  if (status === 410) return { kind: 'final', error: 'the receiver answered 410 Gone; the webhook is disabled', gone: true };
+  if (String(headers['webhook-delivery'] ?? '').toLowerCase() === 'abort-message')
+    return {
+      kind: 'final',
+      error: `the receiver answered ${status} and asked not to retry (webhook-delivery: abort-message)`,
+    };
+  if (status === 410)
+    return { kind: 'final', error: 'the receiver answered 410 Gone; the webhook is disabled', gone: true };
   if (status === 408 || status === 429 || status >= 500) {
     const notBefore = retryAfter(headers['retry-after'], now);
     return { kind: 'retry', error: `the receiver answered ${status}`, ...(notBefore ? { notBefore } : {}) };
   }
-  if (status >= 300 && status < 400) return { kind: 'final', error: `the receiver answered ${status}; redirects are not followed` };
-  return { kind: 'final', error: `the receiver answered ${status}; client errors other than 408 and 429 are not retried` };
+  if (status >= 300 && status < 400)
+    return { kind: 'final', error: `the receiver answered ${status}; redirects are not followed` };
+  return {
+    kind: 'final',
+    error: `the receiver answered ${status}; client errors other than 408 and 429 are not retried`,
+  };
 }
 
 /** The start of a response as log text; PostgreSQL text cannot hold NUL characters. */
@@ -63,7 +82,13 @@ function excerpt(body: Buffer): string | null {
  * `webhook_deliveries`. The svix-id is the event id on every attempt: the receiver's
  * idempotency key, since a crash between sending and recording can repeat an attempt.
  */
-export function webhookDeliveryQueue({ db, clock, client, log, backoff = scheduleBackoff(SVIX_SCHEDULE_MS) }: WebhookDeliveryWorkerDeps): QueueDefinition<WebhookDeliveryJob> {
+export function webhookDeliveryQueue({
+  db,
+  clock,
+  client,
+  log,
+  backoff = scheduleBackoff(SVIX_SCHEDULE_MS),
+}: WebhookDeliveryWorkerDeps): QueueDefinition<WebhookDeliveryJob> {
   return {
     backoff,
     // Renewed while the receiver takes its time: a dead worker's deliveries are taken over 15 s on.
@@ -78,9 +103,21 @@ export function webhookDeliveryQueue({ db, clock, client, log, backoff = schedul
       if (!webhookMatches(webhook, event.eventType, event.inboxId ?? '', event.podId ?? '')) return;
 
       const now = clock.now();
-      const attempt = await client.post(webhook.url, event.payload, deliveryHeaders(webhook.headers, signatureHeaders(webhook.secret, event.eventId, Math.floor(now.getTime() / 1000), event.payload)));
+      const attempt = await client.post(
+        webhook.url,
+        event.payload,
+        deliveryHeaders(
+          webhook.headers,
+          signatureHeaders(webhook.secret, event.eventId, Math.floor(now.getTime() / 1000), event.payload),
+        ),
+      );
       const verdict = judge(attempt, now);
-      const outcome: DeliveryOutcome = verdict.kind === 'delivered' ? 'delivered' : verdict.kind === 'retry' && backoff(job.attempt) !== undefined ? 'retrying' : 'failed';
+      const outcome: DeliveryOutcome =
+        verdict.kind === 'delivered'
+          ? 'delivered'
+          : verdict.kind === 'retry' && backoff(job.attempt) !== undefined
+            ? 'retrying'
+            : 'failed';
       await insertDelivery(db, {
         webhookId,
         eventId,
@@ -96,7 +133,12 @@ export function webhookDeliveryQueue({ db, clock, client, log, backoff = schedul
       if (verdict.kind === 'delivered') return;
       if (verdict.kind === 'retry') throw new RetryJob(verdict.error, verdict.notBefore);
       if (verdict.gone) {
-        await disableWebhook(db, webhookId, `The receiver answered 410 Gone at ${now.toISOString()}.`, clock.now().toISOString());
+        await disableWebhook(
+          db,
+          webhookId,
+          `The receiver answered 410 Gone at ${now.toISOString()}.`,
+          clock.now().toISOString(),
+        );
         log.warn({ webhook_id: webhookId, event_id: eventId }, 'webhook disabled: the receiver answered 410 Gone');
       }
       throw new GiveUpJob(verdict.error);

@@ -40,8 +40,10 @@ function invalid(field: string, message: string, code = 'INVALID_HEADER'): never
 }
 
 export function checkHeaderName(field: string, name: string): string {
-  if (typeof name !== 'string' || !name.length || name.length > MAX_NAME || !TOKEN.test(name)) invalid(field, `${JSON.stringify(String(name).slice(0, 64))} is not a valid HTTP header name.`);
-  if (RESERVED_HEADERS.has(name.toLowerCase())) invalid(field, `${name} is set by every delivery and cannot be replaced.`, 'RESERVED_HEADER');
+  if (typeof name !== 'string' || !name.length || name.length > MAX_NAME || !TOKEN.test(name))
+    invalid(field, `${JSON.stringify(String(name).slice(0, 64))} is not a valid HTTP header name.`);
+  if (RESERVED_HEADERS.has(name.toLowerCase()))
+    invalid(field, `${name} is set by every delivery and cannot be replaced.`, 'RESERVED_HEADER');
   return name;
 }
 
@@ -56,25 +58,38 @@ export function checkHeaders(field: string, headers: Readonly<Record<string, unk
     const key = name.toLowerCase();
     if (seen.has(key)) invalid(field, `${name} is named twice (header names are case-insensitive).`);
     seen.add(key);
-    if (typeof value !== 'string' || value.length > MAX_VALUE || !VALUE.test(value)) invalid(field, `the value of ${name} must be 1 to ${MAX_VALUE} visible ASCII characters (inner spaces and tabs allowed; no CR, LF or other control characters).`);
+    if (typeof value !== 'string' || value.length > MAX_VALUE || !VALUE.test(value))
+      invalid(
+        field,
+        `the value of ${name} must be 1 to ${MAX_VALUE} visible ASCII characters (inner spaces and tabs allowed; no CR, LF or other control characters).`,
+      );
     out[name] = value;
   }
   return out;
 }
 
 /** Merges a change into the current headers: names compare case-insensitively; a set name replaces any spelling of it. */
-export function mergeHeaders(current: Readonly<Record<string, string>> | null, set: Readonly<Record<string, string>>, remove: readonly string[]): Record<string, string> {
+export function mergeHeaders(
+  current: Readonly<Record<string, string>> | null,
+  set: Readonly<Record<string, string>>,
+  remove: readonly string[],
+): Record<string, string> {
   const drop = new Set([...remove, ...Object.keys(set)].map((n) => n.toLowerCase()));
   const merged: Record<string, string> = {};
   for (const [name, value] of Object.entries(current ?? {})) if (!drop.has(name.toLowerCase())) merged[name] = value;
   Object.assign(merged, set);
-  if (Object.keys(merged).length > MAX_CUSTOM_HEADERS) invalid('headers', `a webhook may carry at most ${MAX_CUSTOM_HEADERS} custom headers.`, 'TOO_MANY_HEADERS');
+  if (Object.keys(merged).length > MAX_CUSTOM_HEADERS)
+    invalid('headers', `a webhook may carry at most ${MAX_CUSTOM_HEADERS} custom headers.`, 'TOO_MANY_HEADERS');
   return merged;
 }
 
 /** The headers of one delivery: the custom ones first, then the delivery's own, which always win. */
-export function deliveryHeaders(custom: Readonly<Record<string, string>> | null, own: Readonly<Record<string, string>>): Record<string, string> {
+export function deliveryHeaders(
+  custom: Readonly<Record<string, string>> | null,
+  own: Readonly<Record<string, string>>,
+): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(custom ?? {})) if (!RESERVED_HEADERS.has(name.toLowerCase())) out[name] = value;
+  for (const [name, value] of Object.entries(custom ?? {}))
+    if (!RESERVED_HEADERS.has(name.toLowerCase())) out[name] = value;
   return { ...out, ...own };
 }

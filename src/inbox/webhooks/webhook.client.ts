@@ -14,8 +14,16 @@ export const WEBHOOK_USER_AGENT = 'inbox-service-webhooks/1.0';
  * `<id>.<timestamp>.<body>`. Sent under the svix- names (what AgentMail's receivers check) and the
  * Standard Webhooks names; the verifiers of both accept either set.
  */
-export function signatureHeaders(secret: string, messageId: string, timestampSeconds: number, body: string): Record<string, string> {
-  const key = Buffer.from(secret.startsWith(WEBHOOK_SECRET_PREFIX) ? secret.slice(WEBHOOK_SECRET_PREFIX.length) : secret, 'base64');
+export function signatureHeaders(
+  secret: string,
+  messageId: string,
+  timestampSeconds: number,
+  body: string,
+): Record<string, string> {
+  const key = Buffer.from(
+    secret.startsWith(WEBHOOK_SECRET_PREFIX) ? secret.slice(WEBHOOK_SECRET_PREFIX.length) : secret,
+    'base64',
+  );
   const signature = `v1,${createHmac('sha256', key).update(`${messageId}.${timestampSeconds}.`).update(body, 'utf8').digest('base64')}`;
   const timestamp = String(timestampSeconds);
   return {
@@ -63,7 +71,11 @@ export interface WebhookClientOptions {
  * followed, one deadline for the whole exchange, a capped read of the answer, and (unless
  * private targets are allowed) a connection only to addresses the egress policy vetted.
  */
-export function createWebhookClient({ timeoutMs, allowPrivate, maxResponseBytes = 4096 }: WebhookClientOptions): WebhookClient {
+export function createWebhookClient({
+  timeoutMs,
+  allowPrivate,
+  maxResponseBytes = 4096,
+}: WebhookClientOptions): WebhookClient {
   const lookup = allowPrivate ? undefined : publicOnlyLookup();
 
   return {
@@ -78,7 +90,11 @@ export function createWebhookClient({ timeoutMs, allowPrivate, maxResponseBytes 
       }
       // Literal addresses never reach `lookup`, so they are judged here.
       if (!allowPrivate && !isAllowedHostLiteral(url.hostname)) {
-        return Promise.resolve({ kind: 'blocked', message: `${url.hostname} is a private, loopback, link-local or reserved address`, durationMs: 0 });
+        return Promise.resolve({
+          kind: 'blocked',
+          message: `${url.hostname} is a private, loopback, link-local or reserved address`,
+          durationMs: 0,
+        });
       }
       const payload = Buffer.from(body, 'utf8');
       const options: RequestOptions = {
@@ -88,13 +104,22 @@ export function createWebhookClient({ timeoutMs, allowPrivate, maxResponseBytes 
         path: `${url.pathname}${url.search}`,
         method: 'POST',
         agent: false,
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(payload.length), 'user-agent': WEBHOOK_USER_AGENT },
+        headers: {
+          ...headers,
+          'content-type': 'application/json',
+          'content-length': String(payload.length),
+          'user-agent': WEBHOOK_USER_AGENT,
+        },
         ...(lookup ? { lookup } : {}),
       };
 
       return new Promise<WebhookAttempt>((resolve) => {
         let settled = false;
-        const timer = setTimeout(() => finish({ kind: 'timeout', message: `no complete answer within ${timeoutMs} ms`, durationMs: elapsed() }), timeoutMs);
+        const timer = setTimeout(
+          () =>
+            finish({ kind: 'timeout', message: `no complete answer within ${timeoutMs} ms`, durationMs: elapsed() }),
+          timeoutMs,
+        );
         const finish = (attempt: WebhookAttempt) => {
           if (settled) return;
           settled = true;
@@ -104,14 +129,25 @@ export function createWebhookClient({ timeoutMs, allowPrivate, maxResponseBytes 
           resolve(attempt);
         };
         const failed = (err: Error & { code?: string }) =>
-          finish({ kind: err.code === 'EGRESS_BLOCKED' ? 'blocked' : 'network', message: err.message || err.code || 'connection failed', durationMs: elapsed() });
+          finish({
+            kind: err.code === 'EGRESS_BLOCKED' ? 'blocked' : 'network',
+            message: err.message || err.code || 'connection failed',
+            durationMs: elapsed(),
+          });
 
         let req: ClientRequest | undefined;
         try {
           req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(options, (res) => {
             const chunks: Buffer[] = [];
             let size = 0;
-            const done = () => finish({ kind: 'response', status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), durationMs: elapsed() });
+            const done = () =>
+              finish({
+                kind: 'response',
+                status: res.statusCode ?? 0,
+                headers: res.headers,
+                body: Buffer.concat(chunks),
+                durationMs: elapsed(),
+              });
             res.on('data', (chunk: Buffer) => {
               const room = maxResponseBytes - size;
               if (room > 0) {

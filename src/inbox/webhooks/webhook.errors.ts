@@ -6,7 +6,10 @@ export const MAX_FILTER_IDS = 10;
 
 export class WebhookNotFoundError extends NotFoundError {
   constructor(webhookId: string) {
-    super(`Webhook ${webhookId} not found.`, { code: 'WEBHOOK_NOT_FOUND', details: { field: 'webhook_id', code: 'WEBHOOK_NOT_FOUND' } });
+    super(`Webhook ${webhookId} not found.`, {
+      code: 'WEBHOOK_NOT_FOUND',
+      details: { field: 'webhook_id', code: 'WEBHOOK_NOT_FOUND' },
+    });
   }
 }
 
@@ -19,13 +22,21 @@ export class InvalidWebhookUrlError extends ValidationError {
 /** The url points at a private, loopback or link-local address (SSRF guard). */
 export class WebhookUrlNotAllowedError extends ValidationError {
   constructor(host: string) {
-    super(`url: ${host} is a private, loopback, link-local or reserved address; webhooks must reach a public address.`, 'url', 'WEBHOOK_URL_NOT_ALLOWED');
+    super(
+      `url: ${host} is a private, loopback, link-local or reserved address; webhooks must reach a public address.`,
+      'url',
+      'WEBHOOK_URL_NOT_ALLOWED',
+    );
   }
 }
 
 export class InvalidEventTypeError extends ValidationError {
   constructor(field: string, eventType: string, allowed: readonly string[]) {
-    super(`${field}: ${JSON.stringify(eventType)} is not an event type; use any of: ${allowed.join(', ')}.`, field, 'INVALID_EVENT_TYPE');
+    super(
+      `${field}: ${JSON.stringify(eventType)} is not an event type; use any of: ${allowed.join(', ')}.`,
+      field,
+      'INVALID_EVENT_TYPE',
+    );
   }
 }
 
@@ -49,6 +60,9 @@ export class TooManyFilterIdsError extends ValidationError {
 
 export class WebhookClientIdTakenError extends ConflictError {
   constructor(clientId: string) {
-    super(`Another webhook already has client_id ${JSON.stringify(clientId)}.`, { code: 'CLIENT_ID_TAKEN', details: { field: 'client_id', code: 'CLIENT_ID_TAKEN' } });
+    super(`Another webhook already has client_id ${JSON.stringify(clientId)}.`, {
+      code: 'CLIENT_ID_TAKEN',
+      details: { field: 'client_id', code: 'CLIENT_ID_TAKEN' },
+    });
   }
 }

@@ -32,7 +32,10 @@ export interface Webhook {
 }
 
 /** The fields a replacement (PUT) or an update (PATCH) may change. */
-export type WebhookChanges = Pick<Webhook, 'url' | 'enabled' | 'eventTypes' | 'inboxIds' | 'podIds' | 'clientId' | 'disabledReason' | 'updatedAt'>;
+export type WebhookChanges = Pick<
+  Webhook,
+  'url' | 'enabled' | 'eventTypes' | 'inboxIds' | 'podIds' | 'clientId' | 'disabledReason' | 'updatedAt'
+>;
 
 export type DeliveryOutcome = 'delivered' | 'retrying' | 'failed';
 
@@ -102,13 +105,29 @@ export async function insertWebhook(db: Db, webhook: Webhook): Promise<void> {
 }
 
 export async function findWebhook(db: Db, organizationId: string, webhookId: string): Promise<Webhook | undefined> {
-  const row = await db.selectFrom('webhooks').selectAll().where('webhook_id', '=', webhookId).where('organization_id', '=', organizationId).executeTakeFirst();
+  const row = await db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('webhook_id', '=', webhookId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
   return row ? webhookFromRow(row) : undefined;
 }
 
 /** The webhook, locked until the transaction ends: for read-modify-write updates. */
-export async function findWebhookForUpdate(trx: Db, organizationId: string, webhookId: string): Promise<Webhook | undefined> {
-  const row = await forUpdate(trx.selectFrom('webhooks').selectAll().where('webhook_id', '=', webhookId).where('organization_id', '=', organizationId), dialectOf(trx)).executeTakeFirst();
+export async function findWebhookForUpdate(
+  trx: Db,
+  organizationId: string,
+  webhookId: string,
+): Promise<Webhook | undefined> {
+  const row = await forUpdate(
+    trx
+      .selectFrom('webhooks')
+      .selectAll()
+      .where('webhook_id', '=', webhookId)
+      .where('organization_id', '=', organizationId),
+    dialectOf(trx),
+  ).executeTakeFirst();
   return row ? webhookFromRow(row) : undefined;
 }
 
@@ -118,24 +137,46 @@ export async function findWebhookById(db: Db, webhookId: string): Promise<Webhoo
   return row ? webhookFromRow(row) : undefined;
 }
 
-export async function findWebhookByClientId(db: Db, organizationId: string, clientId: string): Promise<Webhook | undefined> {
-  const row = await db.selectFrom('webhooks').selectAll().where('organization_id', '=', organizationId).where('client_id', '=', clientId).executeTakeFirst();
+export async function findWebhookByClientId(
+  db: Db,
+  organizationId: string,
+  clientId: string,
+): Promise<Webhook | undefined> {
+  const row = await db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('client_id', '=', clientId)
+    .executeTakeFirst();
   return row ? webhookFromRow(row) : undefined;
 }
 
 /** With `scope`: only the webhooks of that pod (its inboxes' included) or of that inbox. */
-export async function listWebhooks(db: Db, organizationId: string, options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor; scope?: { podId?: string; inboxId?: string } }): Promise<Webhook[]> {
+export async function listWebhooks(
+  db: Db,
+  organizationId: string,
+  options: { limit: number; direction: 'asc' | 'desc'; after?: Cursor; scope?: { podId?: string; inboxId?: string } },
+): Promise<Webhook[]> {
   let q = db.selectFrom('webhooks').selectAll().where('organization_id', '=', organizationId);
   const scope = options.scope;
   if (scope?.podId !== undefined) q = q.where('pod_id', '=', scope.podId);
   if (scope?.inboxId !== undefined) q = q.where('inbox_id', '=', scope.inboxId);
   const after = options.after;
   if (after) q = q.where((eb) => afterKey(eb, 'created_at', 'webhook_id', after, options.direction));
-  const rows = await q.orderBy('created_at', options.direction).orderBy('webhook_id', options.direction).limit(options.limit + 1).execute();
+  const rows = await q
+    .orderBy('created_at', options.direction)
+    .orderBy('webhook_id', options.direction)
+    .limit(options.limit + 1)
+    .execute();
   return rows.map(webhookFromRow);
 }
 
-export async function updateWebhook(db: Db, organizationId: string, webhookId: string, changes: WebhookChanges): Promise<boolean> {
+export async function updateWebhook(
+  db: Db,
+  organizationId: string,
+  webhookId: string,
+  changes: WebhookChanges,
+): Promise<boolean> {
   const result = await db
     .updateTable('webhooks')
     .set({
@@ -156,12 +197,20 @@ export async function updateWebhook(db: Db, organizationId: string, webhookId: s
 
 /** Turns a webhook off on the service's own initiative (the receiver said 410 Gone). */
 export async function disableWebhook(db: Db, webhookId: string, reason: string, at: string): Promise<void> {
-  await db.updateTable('webhooks').set({ enabled: flag(false), disabled_reason: reason, updated_at: at }).where('webhook_id', '=', webhookId).execute();
+  await db
+    .updateTable('webhooks')
+    .set({ enabled: flag(false), disabled_reason: reason, updated_at: at })
+    .where('webhook_id', '=', webhookId)
+    .execute();
 }
 
 /** Deletes a webhook and its delivery log; its pending deliveries find it gone and end. */
 export async function deleteWebhook(db: Db, organizationId: string, webhookId: string): Promise<boolean> {
-  const result = await db.deleteFrom('webhooks').where('webhook_id', '=', webhookId).where('organization_id', '=', organizationId).executeTakeFirst();
+  const result = await db
+    .deleteFrom('webhooks')
+    .where('webhook_id', '=', webhookId)
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
   if (Number(result.numDeletedRows) === 0) return false;
   await db.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId).execute();
   return true;
@@ -201,7 +250,11 @@ function deliveryFromRow(row: WebhookDeliveryRow & { event_type: string | null }
 }
 
 /** A webhook's attempts in insertion order (newest first unless ascending), keyset-paginated on the id. */
-export async function listDeliveries(db: Db, webhookId: string, options: { limit: number; direction: 'asc' | 'desc'; afterId?: number; eventId?: string }): Promise<WebhookDelivery[]> {
+export async function listDeliveries(
+  db: Db,
+  webhookId: string,
+  options: { limit: number; direction: 'asc' | 'desc'; afterId?: number; eventId?: string },
+): Promise<WebhookDelivery[]> {
   let q = db
     .selectFrom('webhook_deliveries as d')
     .leftJoin('events as e', 'e.event_id', 'd.event_id')
@@ -210,12 +263,21 @@ export async function listDeliveries(db: Db, webhookId: string, options: { limit
     .where('d.webhook_id', '=', webhookId);
   if (options.eventId !== undefined) q = q.where('d.event_id', '=', options.eventId);
   if (options.afterId !== undefined) q = q.where('d.id', options.direction === 'asc' ? '>' : '<', options.afterId);
-  const rows = await q.orderBy('d.id', options.direction).limit(options.limit + 1).execute();
+  const rows = await q
+    .orderBy('d.id', options.direction)
+    .limit(options.limit + 1)
+    .execute();
   return rows.map(deliveryFromRow);
 }
 
 /** Replaces the custom delivery headers of a webhook (null: none). */
-export async function updateWebhookHeaders(db: Db, organizationId: string, webhookId: string, headers: Readonly<Record<string, string>> | null, updatedAt: string): Promise<boolean> {
+export async function updateWebhookHeaders(
+  db: Db,
+  organizationId: string,
+  webhookId: string,
+  headers: Readonly<Record<string, string>> | null,
+  updatedAt: string,
+): Promise<boolean> {
   const result = await db
     .updateTable('webhooks')
     .set({ headers: headers && Object.keys(headers).length ? JSON.stringify(headers) : null, updated_at: updatedAt })

@@ -38,7 +38,8 @@ export function webhookRoutes(app: InboxApp, webhooks: WebhookService): void {
     schema: {
       tags,
       summary: 'Create a webhook',
-      description: 'Answers 201 with the new webhook and its signing secret; a repeated client_id answers 200 with the webhook created first.',
+      description:
+        'Answers 201 with the new webhook and its signing secret; a repeated client_id answers 200 with the webhook created first.',
       body: WebhookBody,
       response: { 200: WebhookResponse, 201: WebhookResponse, ...errorResponses },
     },
@@ -49,16 +50,35 @@ export function webhookRoutes(app: InboxApp, webhooks: WebhookService): void {
   });
 
   app.get('/v0/webhooks', {
-    schema: { tags, summary: 'List webhooks, newest first', querystring: ListWebhooksQuery, response: { 200: ListWebhooksResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'List webhooks, newest first',
+      querystring: ListWebhooksQuery,
+      response: { 200: ListWebhooksResponse, ...errorResponses },
+    },
     handler: async (request) => {
       const q = request.query;
-      const result = await webhooks.list(ownerOf(request), { ...(q.limit !== undefined ? { limit: q.limit } : {}), ...(q.page_token ? { pageToken: q.page_token } : {}), ...(q.ascending !== undefined ? { ascending: q.ascending } : {}) });
-      return { count: result.items.length, limit: result.limit, ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}), webhooks: result.items.map(toWebhookResponse) };
+      const result = await webhooks.list(ownerOf(request), {
+        ...(q.limit !== undefined ? { limit: q.limit } : {}),
+        ...(q.page_token ? { pageToken: q.page_token } : {}),
+        ...(q.ascending !== undefined ? { ascending: q.ascending } : {}),
+      });
+      return {
+        count: result.items.length,
+        limit: result.limit,
+        ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}),
+        webhooks: result.items.map(toWebhookResponse),
+      };
     },
   });
 
   app.get('/v0/webhooks/:webhook_id', {
-    schema: { tags, summary: 'Get a webhook with its signing secret', params: WebhookIdParams, response: { 200: WebhookResponse, ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Get a webhook with its signing secret',
+      params: WebhookIdParams,
+      response: { 200: WebhookResponse, ...errorResponses },
+    },
     handler: async (request) => toWebhookResponse(await webhooks.get(ownerOf(request), request.params.webhook_id)),
   });
 
@@ -66,19 +86,22 @@ export function webhookRoutes(app: InboxApp, webhooks: WebhookService): void {
     schema: {
       tags,
       summary: 'Replace a webhook',
-      description: 'Takes the create body and replaces every setting; omitted fields take their defaults (all event types, every inbox, enabled, no client_id). The id, secret and created_at stay.',
+      description:
+        'Takes the create body and replaces every setting; omitted fields take their defaults (all event types, every inbox, enabled, no client_id). The id, secret and created_at stay.',
       params: WebhookIdParams,
       body: WebhookBody,
       response: { 200: WebhookResponse, ...conflict, ...errorResponses },
     },
-    handler: async (request) => toWebhookResponse(await webhooks.replace(ownerOf(request), request.params.webhook_id, inputOf(request.body))),
+    handler: async (request) =>
+      toWebhookResponse(await webhooks.replace(ownerOf(request), request.params.webhook_id, inputOf(request.body))),
   });
 
   app.patch('/v0/webhooks/:webhook_id', {
     schema: {
       tags,
       summary: 'Update a webhook',
-      description: 'Adds and removes inbox and pod filters (the SDK\'s update), and replaces event_types or enabled when given.',
+      description:
+        "Adds and removes inbox and pod filters (the SDK's update), and replaces event_types or enabled when given.",
       params: WebhookIdParams,
       body: UpdateWebhookBody,
       response: { 200: WebhookResponse, ...errorResponses },
@@ -99,7 +122,12 @@ export function webhookRoutes(app: InboxApp, webhooks: WebhookService): void {
   });
 
   app.delete('/v0/webhooks/:webhook_id', {
-    schema: { tags, summary: 'Delete a webhook with its delivery log; pending deliveries are dropped', params: WebhookIdParams, response: { 204: Type.Null(), ...errorResponses } },
+    schema: {
+      tags,
+      summary: 'Delete a webhook with its delivery log; pending deliveries are dropped',
+      params: WebhookIdParams,
+      response: { 204: Type.Null(), ...errorResponses },
+    },
     handler: async (request, reply) => {
       await webhooks.delete(ownerOf(request), request.params.webhook_id);
       return reply.code(204).send(null);
@@ -124,7 +152,12 @@ export function webhookRoutes(app: InboxApp, webhooks: WebhookService): void {
         ...(q.ascending !== undefined ? { ascending: q.ascending } : {}),
         ...(q.event_id !== undefined ? { eventId: q.event_id } : {}),
       });
-      return { count: result.items.length, limit: result.limit, ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}), deliveries: result.items.map(toDeliveryResponse) };
+      return {
+        count: result.items.length,
+        limit: result.limit,
+        ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}),
+        deliveries: result.items.map(toDeliveryResponse),
+      };
     },
   });
 }

@@ -3,16 +3,35 @@ import { EVENT_TYPES } from '../events/event.service.js';
 import { MAX_FILTER_IDS } from './webhook.errors.js';
 import type { Webhook, WebhookDelivery } from './webhook.repository.js';
 
-export const WebhookIdParams = Type.Object({ webhook_id: Type.String({ minLength: 1, maxLength: 64, description: 'The webhook id (ep_…)' }) });
-
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver of the deliveries: http(s), at most 2048 characters, no credentials, a public address' });
-const EventTypes = Type.Array(Type.String({ maxLength: 64 }), { description: `Event types to deliver; omitted or empty: all (${EVENT_TYPES.join(', ')})` });
-const InboxIds = (what: string) => Type.Array(Type.String({ minLength: 1, maxLength: 320 }), { description: `${what} (at most ${MAX_FILTER_IDS} per webhook)` });
-const PodIds = (what: string) => Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { description: `${what} (at most ${MAX_FILTER_IDS} per webhook)` });
-const Headers = Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 4096 }), {
-  description: 'Custom HTTP headers sent with every delivery (at most 20; names are tokens, values visible ASCII; never the signature or framing headers). Write-only: reads return the names only.',
+export const WebhookIdParams = Type.Object({
+  webhook_id: Type.String({ minLength: 1, maxLength: 64, description: 'The webhook id (ep_…)' }),
 });
-const ClientId = Type.String({ minLength: 1, maxLength: 255, description: 'Idempotency key: a repeated create returns the webhook created first' });
+
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'Receiver of the deliveries: http(s), at most 2048 characters, no credentials, a public address',
+});
+const EventTypes = Type.Array(Type.String({ maxLength: 64 }), {
+  description: `Event types to deliver; omitted or empty: all (${EVENT_TYPES.join(', ')})`,
+});
+const InboxIds = (what: string) =>
+  Type.Array(Type.String({ minLength: 1, maxLength: 320 }), {
+    description: `${what} (at most ${MAX_FILTER_IDS} per webhook)`,
+  });
+const PodIds = (what: string) =>
+  Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+    description: `${what} (at most ${MAX_FILTER_IDS} per webhook)`,
+  });
+const Headers = Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 4096 }), {
+  description:
+    'Custom HTTP headers sent with every delivery (at most 20; names are tokens, values visible ASCII; never the signature or framing headers). Write-only: reads return the names only.',
+});
+const ClientId = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  description: 'Idempotency key: a repeated create returns the webhook created first',
+});
 
 /** Create (POST) and replace (PUT) take the same body; PUT resets what it omits to these defaults. */
 export const WebhookBody = Type.Object({
@@ -26,40 +45,77 @@ export const WebhookBody = Type.Object({
 });
 
 /** inboxes.webhooks.create: the inbox comes from the path. */
-export const InboxWebhookBody = Type.Object({ url: Url, event_types: Type.Optional(EventTypes), client_id: Type.Optional(ClientId), headers: Type.Optional(Headers) }, { additionalProperties: false });
+export const InboxWebhookBody = Type.Object(
+  {
+    url: Url,
+    event_types: Type.Optional(EventTypes),
+    client_id: Type.Optional(ClientId),
+    headers: Type.Optional(Headers),
+  },
+  { additionalProperties: false },
+);
 
 /** pods.webhooks.create: the pod comes from the path; inbox_ids narrow it to inboxes of that pod. */
 export const PodWebhookBody = Type.Object(
-  { url: Url, event_types: Type.Optional(EventTypes), inbox_ids: Type.Optional(InboxIds('Only events of these inboxes of the pod')), client_id: Type.Optional(ClientId), headers: Type.Optional(Headers) },
+  {
+    url: Url,
+    event_types: Type.Optional(EventTypes),
+    inbox_ids: Type.Optional(InboxIds('Only events of these inboxes of the pod')),
+    client_id: Type.Optional(ClientId),
+    headers: Type.Optional(Headers),
+  },
   { additionalProperties: false },
 );
 
 /** inboxes.webhooks.update: fixed to its inbox, only event_types change. */
-export const UpdateInboxWebhookBody = Type.Object({ event_types: Type.Optional(EventTypes) }, { additionalProperties: false });
+export const UpdateInboxWebhookBody = Type.Object(
+  { event_types: Type.Optional(EventTypes) },
+  { additionalProperties: false },
+);
 
 /** pods.webhooks.update: inboxes of the pod added or removed, event_types replaced. */
-export const UpdatePodWebhookBody = Type.Object({
-  event_types: Type.Optional(EventTypes),
-  add_inbox_ids: Type.Optional(InboxIds('Inboxes of the pod to add to the filter')),
-  remove_inbox_ids: Type.Optional(InboxIds('Inboxes to remove from the filter')),
-}, { additionalProperties: false });
+export const UpdatePodWebhookBody = Type.Object(
+  {
+    event_types: Type.Optional(EventTypes),
+    add_inbox_ids: Type.Optional(InboxIds('Inboxes of the pod to add to the filter')),
+    remove_inbox_ids: Type.Optional(InboxIds('Inboxes to remove from the filter')),
+  },
+  { additionalProperties: false },
+);
 
 export const UpdateWebhookHeadersBody = Type.Object({
   headers: Type.Optional(Headers),
-  remove_headers: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 100, description: 'Names of custom headers to remove' })),
+  remove_headers: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+      maxItems: 100,
+      description: 'Names of custom headers to remove',
+    }),
+  ),
 });
 
-export const WebhookHeaderNamesResponse = Type.Object({ header_names: Type.Array(Type.String(), { description: 'Names of the custom delivery headers; values are never returned' }) });
+export const WebhookHeaderNamesResponse = Type.Object({
+  header_names: Type.Array(Type.String(), {
+    description: 'Names of the custom delivery headers; values are never returned',
+  }),
+});
 
 export const PodWebhookParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }) });
-export const PodWebhookIdParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }), webhook_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const PodWebhookIdParams = Type.Object({
+  pod_id: Type.String({ minLength: 1, maxLength: 64 }),
+  webhook_id: Type.String({ minLength: 1, maxLength: 64 }),
+});
 export const InboxWebhookParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }) });
-export const InboxWebhookIdParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }), webhook_id: Type.String({ minLength: 1, maxLength: 64 }) });
+export const InboxWebhookIdParams = Type.Object({
+  inbox_id: Type.String({ minLength: 1, maxLength: 320 }),
+  webhook_id: Type.String({ minLength: 1, maxLength: 64 }),
+});
 
 /** PATCH, in the SDK's shape, plus event_types (newer SDKs) and enabled (to resume after a 410). */
 export const UpdateWebhookBody = Type.Object({
   add_inbox_ids: Type.Optional(InboxIds('Inboxes to add to the filter')),
-  remove_inbox_ids: Type.Optional(InboxIds('Inboxes to remove from the filter; removing the last one widens the webhook to every inbox')),
+  remove_inbox_ids: Type.Optional(
+    InboxIds('Inboxes to remove from the filter; removing the last one widens the webhook to every inbox'),
+  ),
   add_pod_ids: Type.Optional(PodIds('Pods to add to the filter')),
   remove_pod_ids: Type.Optional(PodIds('Pods to remove from the filter')),
   event_types: Type.Optional(EventTypes),
@@ -85,9 +141,13 @@ export const WebhookResponse = Type.Object({
   event_types: Type.Optional(Type.Array(Type.String())),
   pod_ids: Type.Optional(Type.Array(Type.String())),
   inbox_ids: Type.Optional(Type.Array(Type.String())),
-  secret: Type.String({ description: 'Signing secret (whsec_ + base64): verify deliveries with any Svix or Standard Webhooks library' }),
+  secret: Type.String({
+    description: 'Signing secret (whsec_ + base64): verify deliveries with any Svix or Standard Webhooks library',
+  }),
   enabled: Type.Boolean(),
-  disabled_reason: Type.Optional(Type.String({ description: 'Why the service disabled the webhook (the receiver answered 410 Gone)' })),
+  disabled_reason: Type.Optional(
+    Type.String({ description: 'Why the service disabled the webhook (the receiver answered 410 Gone)' }),
+  ),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
   client_id: Type.Optional(Type.String()),
@@ -102,11 +162,17 @@ export const ListWebhooksResponse = Type.Object({
 
 export const DeliveryResponse = Type.Object({
   webhook_id: Type.String(),
-  event_id: Type.String({ description: 'Also the svix-id / webhook-id header of the request: the receiver\'s idempotency key' }),
+  event_id: Type.String({
+    description: "Also the svix-id / webhook-id header of the request: the receiver's idempotency key",
+  }),
   event_type: Type.Optional(Type.String()),
   attempt: Type.Integer({ description: '1 for the first attempt' }),
-  outcome: Type.Union([Type.Literal('delivered'), Type.Literal('retrying'), Type.Literal('failed')], { description: 'delivered (2xx); retrying (another attempt is scheduled); failed (no further attempt)' }),
-  status_code: Type.Optional(Type.Integer({ description: 'Status the receiver answered; absent when no response arrived' })),
+  outcome: Type.Union([Type.Literal('delivered'), Type.Literal('retrying'), Type.Literal('failed')], {
+    description: 'delivered (2xx); retrying (another attempt is scheduled); failed (no further attempt)',
+  }),
+  status_code: Type.Optional(
+    Type.Integer({ description: 'Status the receiver answered; absent when no response arrived' }),
+  ),
   error: Type.Optional(Type.String()),
   duration_ms: Type.Integer(),
   response: Type.Optional(Type.String({ description: 'The first 1 KB of the response body' })),

@@ -61,7 +61,8 @@ export interface WebhookInput {
 export type WebhookScope = { readonly podId: string; readonly inboxId: string | null };
 
 /** A pod or inbox named by a scoped route (`/v0/pods/:pod_id/webhooks`, `/v0/inboxes/:inbox_id/webhooks`). */
-export type WebhookScopeAddress = { readonly level: 'pod'; readonly podId: string } | { readonly level: 'inbox'; readonly inboxId: string };
+export type WebhookScopeAddress =
+  { readonly level: 'pod'; readonly podId: string } | { readonly level: 'inbox'; readonly inboxId: string };
 
 /** The body of PATCH …/headers. */
 export interface WebhookHeadersChange {
@@ -101,7 +102,8 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
   /** The URL as stored: http(s), absolute, no credentials, and (unless allowed) no private literal host. */
   function checkUrl(raw: string): string {
     const value = raw.trim();
-    if (value.length > MAX_URL_LENGTH) throw new InvalidWebhookUrlError(`must be at most ${MAX_URL_LENGTH} characters.`);
+    if (value.length > MAX_URL_LENGTH)
+      throw new InvalidWebhookUrlError(`must be at most ${MAX_URL_LENGTH} characters.`);
     // The URL parser silently drops tabs and newlines; refuse them instead of storing a URL that differs from the one used.
     if (/\s/.test(value)) throw new InvalidWebhookUrlError('must not contain whitespace.');
     let url: URL;
@@ -110,8 +112,12 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     } catch {
       throw new InvalidWebhookUrlError('is not an absolute URL.');
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidWebhookUrlError('must use http or https.');
-    if (url.username || url.password) throw new InvalidWebhookUrlError('must not contain credentials; authenticate deliveries with the signing secret.');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new InvalidWebhookUrlError('must use http or https.');
+    if (url.username || url.password)
+      throw new InvalidWebhookUrlError(
+        'must not contain credentials; authenticate deliveries with the signing secret.',
+      );
     if (!url.hostname) throw new InvalidWebhookUrlError('has no host.');
     if (!allowPrivateUrls && !isAllowedHostLiteral(url.hostname)) throw new WebhookUrlNotAllowedError(url.hostname);
     return value;
@@ -119,7 +125,8 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
 
   function checkEventTypes(field: string, eventTypes: readonly string[] | undefined): string[] | null {
     if (!eventTypes) return null;
-    for (const t of eventTypes) if (!(EVENT_TYPES as readonly string[]).includes(t)) throw new InvalidEventTypeError(field, t, EVENT_TYPES);
+    for (const t of eventTypes)
+      if (!(EVENT_TYPES as readonly string[]).includes(t)) throw new InvalidEventTypeError(field, t, EVENT_TYPES);
     const types = unique(eventTypes);
     return types.length ? types : null;
   }
@@ -127,7 +134,9 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
   async function checkInboxIds(owner: KeyOwner, field: string, raw: readonly string[]): Promise<string[]> {
     const wanted = unique(raw.map(normalizeInboxId));
     if (wanted.length > MAX_FILTER_IDS) throw new TooManyFilterIdsError(field, 'inbox_ids');
-    const owned = new Set((await findInboxesByAddresses(db, wanted)).filter((i) => inScope(owner, i)).map((i) => i.inboxId));
+    const owned = new Set(
+      (await findInboxesByAddresses(db, wanted)).filter((i) => inScope(owner, i)).map((i) => i.inboxId),
+    );
     const missing = wanted.find((id) => !owned.has(id));
     if (missing !== undefined) throw new UnknownInboxIdError(field, missing);
     return wanted;
@@ -137,7 +146,12 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     const wanted = unique(raw.map((p) => p.trim()));
     if (wanted.length > MAX_FILTER_IDS) throw new TooManyFilterIdsError(field, 'pod_ids');
     for (const podId of wanted) {
-      if (owner.inboxId !== undefined || (owner.podId !== undefined && podId !== owner.podId) || !(await podBelongsTo(db, podId, owner.organizationId))) throw new UnknownPodIdError(field, podId);
+      if (
+        owner.inboxId !== undefined ||
+        (owner.podId !== undefined && podId !== owner.podId) ||
+        !(await podBelongsTo(db, podId, owner.organizationId))
+      )
+        throw new UnknownPodIdError(field, podId);
     }
     return wanted;
   }
@@ -148,7 +162,14 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     const eventTypes = checkEventTypes('event_types', input.eventTypes);
     const inboxIds = input.inboxIds ? await checkInboxIds(owner, 'inbox_ids', input.inboxIds) : [];
     const podIds = input.podIds ? await checkPodIds(owner, 'pod_ids', input.podIds) : [];
-    return { url, eventTypes, inboxIds: inboxIds.length ? inboxIds : null, podIds: podIds.length ? podIds : null, clientId: input.clientId ?? null, enabled: input.enabled ?? true };
+    return {
+      url,
+      eventTypes,
+      inboxIds: inboxIds.length ? inboxIds : null,
+      podIds: podIds.length ? podIds : null,
+      clientId: input.clientId ?? null,
+      enabled: input.enabled ?? true,
+    };
   }
 
   /**
@@ -157,8 +178,20 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
    */
   async function mustFind(owner: KeyOwner, webhookId: string, scope?: WebhookScope): Promise<Webhook> {
     const webhook = await findWebhook(db, owner.organizationId, webhookId);
-    if (!webhook || !inScope(owner, { organizationId: webhook.organizationId, podId: webhook.scopePodId, inboxId: webhook.scopeInboxId })) throw new WebhookNotFoundError(webhookId);
-    if (scope && (webhook.scopePodId !== scope.podId || (scope.inboxId !== null && webhook.scopeInboxId !== scope.inboxId))) throw new WebhookNotFoundError(webhookId);
+    if (
+      !webhook ||
+      !inScope(owner, {
+        organizationId: webhook.organizationId,
+        podId: webhook.scopePodId,
+        inboxId: webhook.scopeInboxId,
+      })
+    )
+      throw new WebhookNotFoundError(webhookId);
+    if (
+      scope &&
+      (webhook.scopePodId !== scope.podId || (scope.inboxId !== null && webhook.scopeInboxId !== scope.inboxId))
+    )
+      throw new WebhookNotFoundError(webhookId);
     return webhook;
   }
 
@@ -173,15 +206,29 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
   }
 
   /** A pod webhook's inbox filter names inboxes of that pod only. */
-  async function checkInboxesInPod(owner: KeyOwner, field: string, inboxIds: readonly string[], podId: string): Promise<void> {
-    const inPod = new Set((await findInboxesByAddresses(db, inboxIds)).filter((i) => i.organizationId === owner.organizationId && i.podId === podId).map((i) => i.inboxId));
+  async function checkInboxesInPod(
+    owner: KeyOwner,
+    field: string,
+    inboxIds: readonly string[],
+    podId: string,
+  ): Promise<void> {
+    const inPod = new Set(
+      (await findInboxesByAddresses(db, inboxIds))
+        .filter((i) => i.organizationId === owner.organizationId && i.podId === podId)
+        .map((i) => i.inboxId),
+    );
     const outside = inboxIds.find((id) => !inPod.has(id));
     if (outside !== undefined) throw new UnknownInboxIdError(field, outside);
   }
 
   /** Creates a webhook of `scope` (default: the key's own scope), or returns the one created before with the same client_id. */
-  async function create(owner: KeyOwner, input: WebhookInput, scope?: WebhookScope): Promise<{ webhook: Webhook; created: boolean }> {
-    const visible = (w: Webhook) => inScope(owner, { organizationId: w.organizationId, podId: w.scopePodId, inboxId: w.scopeInboxId });
+  async function create(
+    owner: KeyOwner,
+    input: WebhookInput,
+    scope?: WebhookScope,
+  ): Promise<{ webhook: Webhook; created: boolean }> {
+    const visible = (w: Webhook) =>
+      inScope(owner, { organizationId: w.organizationId, podId: w.scopePodId, inboxId: w.scopeInboxId });
     if (input.clientId) {
       const existing = await findWebhookByClientId(db, owner.organizationId, input.clientId);
       if (existing && visible(existing)) return { webhook: existing, created: false };
@@ -236,8 +283,16 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
       const limit = parseLimit(query.limit);
       const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
-      const scope = { ...(owner.podId !== undefined ? { podId: owner.podId } : {}), ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}) };
-      const rows = await listWebhooks(db, owner.organizationId, { limit, direction, ...(after ? { after } : {}), scope });
+      const scope = {
+        ...(owner.podId !== undefined ? { podId: owner.podId } : {}),
+        ...(owner.inboxId !== undefined ? { inboxId: owner.inboxId } : {}),
+      };
+      const rows = await listWebhooks(db, owner.organizationId, {
+        limit,
+        direction,
+        ...(after ? { after } : {}),
+        scope,
+      });
       return { limit, ...page(rows, limit, (w) => ({ sort: w.createdAt, tiebreak: w.webhookId }), direction) };
     },
 
@@ -248,9 +303,11 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
       const settings = await settingsOf(owner, input);
       const changes: WebhookChanges = { ...settings, disabledReason: null, updatedAt: clock.now().toISOString() };
       try {
-        if (!(await updateWebhook(db, owner.organizationId, webhookId, changes))) throw new WebhookNotFoundError(webhookId);
+        if (!(await updateWebhook(db, owner.organizationId, webhookId, changes)))
+          throw new WebhookNotFoundError(webhookId);
       } catch (err) {
-        if (isUniqueViolation(err) && settings.clientId !== null) throw new WebhookClientIdTakenError(settings.clientId);
+        if (isUniqueViolation(err) && settings.clientId !== null)
+          throw new WebhookClientIdTakenError(settings.clientId);
         throw err;
       }
       return mustFind(owner, webhookId);
@@ -264,7 +321,8 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
       requirePermission(owner, 'webhookUpdate');
       await mustFind(owner, webhookId, scope);
       const addInboxIds = patch.addInboxIds ? await checkInboxIds(owner, 'add_inbox_ids', patch.addInboxIds) : [];
-      if (scope?.podId !== undefined && addInboxIds.length) await checkInboxesInPod(owner, 'add_inbox_ids', addInboxIds, scope.podId);
+      if (scope?.podId !== undefined && addInboxIds.length)
+        await checkInboxesInPod(owner, 'add_inbox_ids', addInboxIds, scope.podId);
       const addPodIds = patch.addPodIds ? await checkPodIds(owner, 'add_pod_ids', patch.addPodIds) : [];
       const eventTypes = patch.eventTypes ? checkEventTypes('event_types', patch.eventTypes) : undefined;
       const removeInboxIds = new Set((patch.removeInboxIds ?? []).map(normalizeInboxId));
@@ -294,14 +352,19 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     async delete(owner: KeyOwner, webhookId: string, scope?: WebhookScope): Promise<void> {
       requirePermission(owner, 'webhookDelete');
       await mustFind(owner, webhookId, scope);
-      if (!(await commits.run((trx) => deleteWebhook(trx, owner.organizationId, webhookId)))) throw new WebhookNotFoundError(webhookId);
+      if (!(await commits.run((trx) => deleteWebhook(trx, owner.organizationId, webhookId))))
+        throw new WebhookNotFoundError(webhookId);
     },
 
     /** The pod or inbox of a scoped route, checked against the key (404 outside its organization or scope). */
     scopeOf,
 
     /** pods.webhooks.create / inboxes.webhooks.create: a webhook that only ever sees its scope's events. */
-    async createScoped(owner: KeyOwner, scope: WebhookScope, input: WebhookInput): Promise<{ webhook: Webhook; created: boolean }> {
+    async createScoped(
+      owner: KeyOwner,
+      scope: WebhookScope,
+      input: WebhookInput,
+    ): Promise<{ webhook: Webhook; created: boolean }> {
       requirePermission(owner, 'webhookCreate');
       return create(owner, input, scope);
     },
@@ -317,7 +380,12 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
       const limit = parseLimit(query.limit);
       const after = query.pageToken ? decodeCursor(query.pageToken, 'string') : undefined;
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
-      const rows = await listWebhooks(db, owner.organizationId, { limit, direction, scope: { podId: scope.podId, ...(scope.inboxId !== null ? { inboxId: scope.inboxId } : {}) }, ...(after ? { after } : {}) });
+      const rows = await listWebhooks(db, owner.organizationId, {
+        limit,
+        direction,
+        scope: { podId: scope.podId, ...(scope.inboxId !== null ? { inboxId: scope.inboxId } : {}) },
+        ...(after ? { after } : {}),
+      });
       return { limit, ...page(rows, limit, (w) => ({ sort: w.createdAt, tiebreak: w.webhookId }), direction) };
     },
 
@@ -329,18 +397,35 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
     },
 
     /** updateHeaders: sets, replaces and removes custom headers (a name may not be both set and removed). */
-    async updateHeaders(owner: KeyOwner, webhookId: string, change: WebhookHeadersChange, scope?: WebhookScope): Promise<void> {
+    async updateHeaders(
+      owner: KeyOwner,
+      webhookId: string,
+      change: WebhookHeadersChange,
+      scope?: WebhookScope,
+    ): Promise<void> {
       requirePermission(owner, 'webhookUpdate');
-      if (change.headers === undefined && change.removeHeaders === undefined) throw new ValidationError('Give headers, remove_headers or both.', 'headers', 'NO_HEADER_CHANGE');
+      if (change.headers === undefined && change.removeHeaders === undefined)
+        throw new ValidationError('Give headers, remove_headers or both.', 'headers', 'NO_HEADER_CHANGE');
       const set = change.headers === undefined ? {} : checkHeaders('headers', change.headers);
       const remove = (change.removeHeaders ?? []).map((name) => checkHeaderName('remove_headers', name));
       const both = remove.find((name) => Object.keys(set).some((n) => n.toLowerCase() === name.toLowerCase()));
-      if (both !== undefined) throw new ValidationError(`headers and remove_headers both name ${both}.`, 'remove_headers', 'CONFLICTING_HEADERS');
+      if (both !== undefined)
+        throw new ValidationError(
+          `headers and remove_headers both name ${both}.`,
+          'remove_headers',
+          'CONFLICTING_HEADERS',
+        );
       await mustFind(owner, webhookId, scope);
       await commits.run(async (trx) => {
         const current = await findWebhookForUpdate(trx, owner.organizationId, webhookId);
         if (!current) throw new WebhookNotFoundError(webhookId);
-        await updateWebhookHeaders(trx, owner.organizationId, webhookId, mergeHeaders(current.headers, set, remove), clock.now().toISOString());
+        await updateWebhookHeaders(
+          trx,
+          owner.organizationId,
+          webhookId,
+          mergeHeaders(current.headers, set, remove),
+          clock.now().toISOString(),
+        );
       });
     },
 
@@ -351,7 +436,12 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
       const limit = parseLimit(query.limit);
       const after = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
       const direction = after?.direction ?? (query.ascending ? 'asc' : 'desc');
-      const rows = await listDeliveries(db, webhookId, { limit, direction, ...(after ? { afterId: after.tiebreak as number } : {}), ...(query.eventId !== undefined ? { eventId: query.eventId } : {}) });
+      const rows = await listDeliveries(db, webhookId, {
+        limit,
+        direction,
+        ...(after ? { afterId: after.tiebreak as number } : {}),
+        ...(query.eventId !== undefined ? { eventId: query.eventId } : {}),
+      });
       return { limit, ...page(rows, limit, (d) => ({ sort: d.createdAt, tiebreak: d.id }), direction) };
     },
   };

@@ -18,8 +18,22 @@ describe('loadConfig', () => {
   });
 
   it('parses every kind of value', () => {
-    const config = loadConfig(spec, { X_PORT: '8080', X_FLAG: 'yes', X_LEVEL: 'b', X_SIZE: '42', X_URL: 'postgres://u:p@h/db', X_LIST: 'a, b,,c' });
-    expect(config).toEqual({ port: 8080, flag: true, level: 'b', size: 42, url: 'postgres://u:p@h/db', list: ['a', 'b', 'c'] });
+    const config = loadConfig(spec, {
+      X_PORT: '8080',
+      X_FLAG: 'yes',
+      X_LEVEL: 'b',
+      X_SIZE: '42',
+      X_URL: 'postgres://u:p@h/db',
+      X_LIST: 'a, b,,c',
+    });
+    expect(config).toEqual({
+      port: 8080,
+      flag: true,
+      level: 'b',
+      size: 42,
+      url: 'postgres://u:p@h/db',
+      list: ['a', 'b', 'c'],
+    });
   });
 
   it('lists every bad variable in one error and never echoes a password', () => {

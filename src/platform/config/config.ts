@@ -33,7 +33,13 @@ const parsePort: Parser<number> = (raw) => {
   return n;
 };
 
-function setting<T>(variable: string, description: string, fallback: T | (() => T), defaultText: string, parse: Parser<T>): Setting<T> {
+function setting<T>(
+  variable: string,
+  description: string,
+  fallback: T | (() => T),
+  defaultText: string,
+  parse: Parser<T>,
+): Setting<T> {
   return {
     variable,
     description,
@@ -63,7 +69,8 @@ export const env = {
   integer(variable: string, description: string, fallback: number, min: number, max: number): Setting<number> {
     return setting(variable, description, fallback, `\`${fallback}\``, (raw) => {
       const n = Number(raw);
-      if (!/^-?\d+$/.test(raw) || n < min || n > max) throw new SettingProblem(`must be an integer from ${min} to ${max}, got "${raw}"`);
+      if (!/^-?\d+$/.test(raw) || n < min || n > max)
+        throw new SettingProblem(`must be an integer from ${min} to ${max}, got "${raw}"`);
       return n;
     });
   },
@@ -71,7 +78,10 @@ export const env = {
   decimal(variable: string, description: string, fallback: number, min: number, max: number): Setting<number> {
     return setting(variable, description, fallback, `\`${fallback}\``, (raw) => {
       const n = Number(raw);
-      if (!/^\d+(\.\d{1,4})?$/.test(raw) || n < min || n > max) throw new SettingProblem(`must be a decimal number from ${min} to ${max} (at most 4 decimal places), got "${raw}"`);
+      if (!/^\d+(\.\d{1,4})?$/.test(raw) || n < min || n > max)
+        throw new SettingProblem(
+          `must be a decimal number from ${min} to ${max} (at most 4 decimal places), got "${raw}"`,
+        );
       return n;
     });
   },
@@ -85,16 +95,25 @@ export const env = {
   },
   oneOf<const T extends string>(variable: string, description: string, values: readonly T[], fallback: T): Setting<T> {
     return setting(variable, description, fallback, `\`${fallback}\``, (raw) => {
-      if (!(values as readonly string[]).includes(raw)) throw new SettingProblem(`must be one of ${values.join(', ')}, got "${raw}"`);
+      if (!(values as readonly string[]).includes(raw))
+        throw new SettingProblem(`must be one of ${values.join(', ')}, got "${raw}"`);
       return raw as T;
     });
   },
   list(variable: string, description: string, fallback: readonly string[]): Setting<readonly string[]> {
     return setting(variable, description, fallback, fallback.length ? `\`${fallback.join(',')}\`` : 'unset', (raw) =>
-      raw.split(',').map((s) => s.trim()).filter(Boolean),
+      raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
     );
   },
-  url(variable: string, description: string, protocols: readonly string[], defaultText = 'unset'): Setting<string | undefined> {
+  url(
+    variable: string,
+    description: string,
+    protocols: readonly string[],
+    defaultText = 'unset',
+  ): Setting<string | undefined> {
     return setting<string | undefined>(variable, description, undefined, defaultText, (raw) => {
       let parsed: URL;
       try {
@@ -102,7 +121,8 @@ export const env = {
       } catch {
         throw new SettingProblem(`must be a URL, got "${redactUrl(raw)}"`);
       }
-      if (!protocols.includes(parsed.protocol)) throw new SettingProblem(`must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+      if (!protocols.includes(parsed.protocol))
+        throw new SettingProblem(`must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
       return raw;
     });
   },

@@ -28,7 +28,12 @@ const MAX = 1000;
  * throws when its SQL is not the cached one (a key that misses something that shapes the SQL) or
  * its parameters are not the ones given.
  */
-export async function runCompiledOnce<R>(executor: QueryExecutorLike, key: string, parameters: readonly unknown[], build: () => Compilable<R>): Promise<R[]> {
+export async function runCompiledOnce<R>(
+  executor: QueryExecutorLike,
+  key: string,
+  parameters: readonly unknown[],
+  build: () => Compilable<R>,
+): Promise<R[]> {
   const adapter = executor.getExecutor().adapter;
   let cache = caches.get(adapter);
   if (!cache) {
@@ -39,14 +44,21 @@ export async function runCompiledOnce<R>(executor: QueryExecutorLike, key: strin
   if (sql === undefined || verifiesStatementCache(executor)) {
     const compiled = build().compile();
     if (sql !== undefined && compiled.sql !== sql) {
-      throw new Error(`compiled-once statement ${key}: the SQL compiled now differs from the SQL cached under this key, which misses something that shapes it`);
+      throw new Error(
+        `compiled-once statement ${key}: the SQL compiled now differs from the SQL cached under this key, which misses something that shapes it`,
+      );
     }
     if (compiled.parameters.length !== parameters.length) {
-      throw new Error(`compiled-once statement ${key}: ${compiled.parameters.length} parameters compiled, ${parameters.length} given`);
+      throw new Error(
+        `compiled-once statement ${key}: ${compiled.parameters.length} parameters compiled, ${parameters.length} given`,
+      );
     }
     // The first run of every shape proves that the parameters given are the compiled ones, in order.
     const at = compiled.parameters.findIndex((p, i) => !sameParameter(p, parameters[i]));
-    if (at >= 0) throw new Error(`compiled-once statement ${key}: parameter ${at + 1} is given in another place than Kysely compiled it`);
+    if (at >= 0)
+      throw new Error(
+        `compiled-once statement ${key}: parameter ${at + 1} is given in another place than Kysely compiled it`,
+      );
     sql = compiled.sql;
     if (cache.size >= MAX) cache.clear();
     cache.set(key, sql);
@@ -61,9 +73,19 @@ export async function runCompiledOnce<R>(executor: QueryExecutorLike, key: strin
  * `build` makes it from `rows`, whose values are its parameters, row after row, in the column
  * order of the first row (every row has the same columns).
  */
-export function insertCompiledOnce<R>(executor: QueryExecutorLike, key: string, rows: readonly Record<string, unknown>[], build: () => Compilable<R>): Promise<R[]> {
+export function insertCompiledOnce<R>(
+  executor: QueryExecutorLike,
+  key: string,
+  rows: readonly Record<string, unknown>[],
+  build: () => Compilable<R>,
+): Promise<R[]> {
   const columns = Object.keys(rows[0] ?? {});
-  return runCompiledOnce<R>(executor, `${key}:${rows.length}`, rows.flatMap((row) => columns.map((c) => row[c])), build);
+  return runCompiledOnce<R>(
+    executor,
+    `${key}:${rows.length}`,
+    rows.flatMap((row) => columns.map((c) => row[c])),
+    build,
+  );
 }
 
 function sameParameter(compiled: unknown, given: unknown): boolean {

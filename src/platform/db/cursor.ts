@@ -23,7 +23,13 @@ export function decodeCursor(token: string, tiebreak: 'integer' | 'string'): Cur
   try {
     const v = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
     const tiebreakOk = (t: unknown) => (tiebreak === 'integer' ? Number.isSafeInteger(t) : typeof t === 'string');
-    if (Array.isArray(v) && v.length === 3 && typeof v[0] === 'string' && tiebreakOk(v[1]) && (v[2] === 'asc' || v[2] === 'desc')) {
+    if (
+      Array.isArray(v) &&
+      v.length === 3 &&
+      typeof v[0] === 'string' &&
+      tiebreakOk(v[1]) &&
+      (v[2] === 'asc' || v[2] === 'desc')
+    ) {
       return { sort: v[0], tiebreak: v[1] as string | number, direction: v[2] };
     }
   } catch {
@@ -33,7 +39,12 @@ export function decodeCursor(token: string, tiebreak: 'integer' | 'string'): Cur
 }
 
 /** Splits a limit+1 result into the page and the token of the next page, if there is one. */
-export function page<T>(rows: readonly T[], limit: number, keyOf: (row: T) => { sort: string; tiebreak: string | number }, direction: 'asc' | 'desc'): { items: T[]; nextPageToken: string | undefined } {
+export function page<T>(
+  rows: readonly T[],
+  limit: number,
+  keyOf: (row: T) => { sort: string; tiebreak: string | number },
+  direction: 'asc' | 'desc',
+): { items: T[]; nextPageToken: string | undefined } {
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
   const nextPageToken = rows.length > limit && last ? encodeCursor({ ...keyOf(last), direction }) : undefined;

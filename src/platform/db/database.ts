@@ -73,14 +73,18 @@ export interface OpenDatabaseOptions {
  * the same signals, such as bench:ws, LISTENs on this name).
  */
 export function notifyChannel(topic: string, schema: string | null | undefined): string {
-  return `${topic}_${createHash('sha256').update(schema ?? '').digest('hex').slice(0, 16)}`;
+  return `${topic}_${createHash('sha256')
+    .update(schema ?? '')
+    .digest('hex')
+    .slice(0, 16)}`;
 }
 
 /** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; leaves room for the channel name. */
 export const NOTIFY_PAYLOAD_LIMIT = 7900;
 
 function checkPayload(payload: string): void {
-  if (Buffer.byteLength(payload) > NOTIFY_PAYLOAD_LIMIT) throw new Error(`notify payload of ${Buffer.byteLength(payload)} bytes exceeds ${NOTIFY_PAYLOAD_LIMIT}`);
+  if (Buffer.byteLength(payload) > NOTIFY_PAYLOAD_LIMIT)
+    throw new Error(`notify payload of ${Buffer.byteLength(payload)} bytes exceeds ${NOTIFY_PAYLOAD_LIMIT}`);
 }
 
 const VERIFIED = new WeakSet<object>();
@@ -105,7 +109,8 @@ async function open<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
   if (url && /^postgres(ql)?:\/\//.test(url)) return openPostgres<DB>(url, options.poolSize ?? 10);
   let file: string;
   if (url) {
-    if (!url.startsWith('sqlite:')) throw new Error(`Unsupported database URL "${redactUrl(url)}": use postgres://… or sqlite:/path/file.db`);
+    if (!url.startsWith('sqlite:'))
+      throw new Error(`Unsupported database URL "${redactUrl(url)}": use postgres://… or sqlite:/path/file.db`);
     file = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
   } else {
     file = path.join(options.dataDir, options.defaultFile);
@@ -279,7 +284,8 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
   const url = new URL(rawUrl);
   const schema = url.searchParams.get('schema');
   url.searchParams.delete('schema');
-  if (schema !== null && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`Invalid schema name "${schema}" in database URL`);
+  if (schema !== null && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema))
+    throw new Error(`Invalid schema name "${schema}" in database URL`);
   // Numbers that pg would hand back as strings: bigint counts. Our ids and counts fit in 2^53.
   pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
   pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
@@ -329,7 +335,11 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
  * LISTEN on a connection of its own (a pooled one would be handed to queries), reconnecting every
  * second while the server is away; `onSignal` is also called after a reconnect.
  */
-async function listenPostgres(connectionString: string, channel: string, onSignal: (payload?: string) => void): Promise<() => Promise<void>> {
+async function listenPostgres(
+  connectionString: string,
+  channel: string,
+  onSignal: (payload?: string) => void,
+): Promise<() => Promise<void>> {
   let closed = false;
   const pg = await loadPg();
   let client: pg.Client | undefined;

@@ -16,7 +16,11 @@ export function isUniqueViolation(err: unknown): boolean {
 export function isForeignKeyViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   // SQLite reports ON DELETE RESTRICT through its trigger machinery.
-  return e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || (e?.code === 'SQLITE_CONSTRAINT_TRIGGER' && /FOREIGN KEY/.test(e.message ?? ''));
+  return (
+    e?.code === '23503' ||
+    e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' ||
+    (e?.code === 'SQLITE_CONSTRAINT_TRIGGER' && /FOREIGN KEY/.test(e.message ?? ''))
+  );
 }
 
 /**
@@ -48,15 +52,28 @@ export function dialectOf(db: { getExecutor(): { adapter: object } }): Dialect {
  * returns the new value: one atomic statement (INSERT … ON CONFLICT … DO UPDATE … RETURNING, which
  * PostgreSQL and SQLite ≥ 3.35 both speak). `key` must be the table's primary key or a unique key.
  */
-export async function incrementCounter<DB>(db: Executor<DB>, table: string, key: Readonly<Record<string, string | number>>, column: string, by = 1): Promise<number> {
+export async function incrementCounter<DB>(
+  db: Executor<DB>,
+  table: string,
+  key: Readonly<Record<string, string | number>>,
+  column: string,
+  by = 1,
+): Promise<number> {
   const keyColumns = Object.keys(key);
-  const statement = () => sql<{ value: number | string }>`insert into ${sql.table(table)} (${sql.join([...keyColumns, column].map((c) => sql.ref(c)))})
+  const statement = () => sql<{
+    value: number | string;
+  }>`insert into ${sql.table(table)} (${sql.join([...keyColumns, column].map((c) => sql.ref(c)))})
     values (${sql.join([...keyColumns.map((c) => key[c]), by])})
     on conflict (${sql.join(keyColumns.map((c) => sql.ref(c)))}) do update set ${sql.ref(column)} = ${sql.ref(`${table}.${column}`)} + ${by}
     returning ${sql.ref(column)} as value`;
-  const rows = await runCompiledOnce(db as unknown as Kysely<unknown>, `counter:${table}:${keyColumns.join(',')}:${column}`, [...keyColumns.map((c) => key[c]), by, by], () => ({
-    compile: () => statement().compile(db),
-  }));
+  const rows = await runCompiledOnce(
+    db as unknown as Kysely<unknown>,
+    `counter:${table}:${keyColumns.join(',')}:${column}`,
+    [...keyColumns.map((c) => key[c]), by, by],
+    () => ({
+      compile: () => statement().compile(db),
+    }),
+  );
   return Number(rows[0]?.value);
 }
 
@@ -73,7 +90,12 @@ export function forUpdate<Q extends { forUpdate(): Q }>(query: Q, dialect: Diale
  * and everything else exactly, the same in both dialects whatever the database's locale:
  * SQLite's lower() folds ASCII only, and PostgreSQL's is replaced by a fixed ASCII translate().
  */
-export function containsAsciiCaseless<DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, dialect: Dialect, column: string, needle: string): Expression<SqlBool> {
+export function containsAsciiCaseless<DB, TB extends keyof DB>(
+  eb: ExpressionBuilder<DB, TB>,
+  dialect: Dialect,
+  column: string,
+  needle: string,
+): Expression<SqlBool> {
   const ref = sql.ref(column);
   return dialect === 'postgres'
     ? sql<SqlBool>`strpos(translate(coalesce(${ref}, ''), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), ${needle}) > 0`

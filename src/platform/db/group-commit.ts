@@ -58,7 +58,10 @@ export async function afterUnits(trx: object, write: DeferredWrite): Promise<voi
 }
 
 /** Runs `work` on `trx` as a unit of a batch: its value, and the writes it left to the batch's end. */
-async function collecting<DB, T>(trx: Transaction<DB>, work: (trx: Transaction<DB>) => Promise<T>): Promise<{ value: T; writes: DeferredWrite[] }> {
+async function collecting<DB, T>(
+  trx: Transaction<DB>,
+  work: (trx: Transaction<DB>) => Promise<T>,
+): Promise<{ value: T; writes: DeferredWrite[] }> {
   const writes: DeferredWrite[] = [];
   DEFERRED.set(trx, writes);
   try {
@@ -87,7 +90,10 @@ async function withRetry<DB, T>(db: Kysely<DB>, work: (trx: Transaction<DB>) => 
   }
 }
 
-export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: number; maxWaitMs?: number } = {}): GroupCommit<DB> {
+export function createGroupCommit<DB>(
+  db: Kysely<DB>,
+  options: { maxBatch?: number; maxWaitMs?: number } = {},
+): GroupCommit<DB> {
   if (dialectOf(db) === 'postgres') return { run: (work) => withRetry(db, work) };
   const maxBatch = options.maxBatch ?? 200;
   const maxWaitMs = options.maxWaitMs ?? 4;
@@ -102,14 +108,20 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
       for (const write of unit.writes) await write(false);
       value = unit.value;
     } catch (error) {
-      await trx.rollback().execute().catch(() => undefined);
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
       item.reject(error);
       return;
     }
     try {
       await trx.commit().execute();
     } catch (error) {
-      await trx.rollback().execute().catch(() => undefined);
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
       item.reject(error);
       return;
     }
@@ -154,7 +166,10 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
       }
     } catch (error) {
       // A savepoint statement failed: nothing of the batch is durable.
-      await trx.rollback().execute().catch(() => undefined);
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
       for (const item of batch) item.reject(error);
       return;
     }
@@ -163,7 +178,10 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
     } catch {
       // A deferred write failed, and it cannot be told apart from the rest of the batch: undo the
       // batch and run each unit again alone, so that the error reaches only the unit it belongs to.
-      await trx.rollback().execute().catch(() => undefined);
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
       for (const item of batch) {
         let alone;
         try {
@@ -180,7 +198,10 @@ export function createGroupCommit<DB>(db: Kysely<DB>, options: { maxBatch?: numb
       await trx.commit().execute();
     } catch (error) {
       // COMMIT failed: nothing of the batch is durable.
-      await trx.rollback().execute().catch(() => undefined);
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
       for (const item of batch) item.reject(error);
       return;
     }

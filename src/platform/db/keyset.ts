@@ -20,6 +20,9 @@ export function afterKey<DB, TB extends keyof DB>(
   // OR alone it walks the index from the first entry and filters, so page N would cost O(N).
   return eb.and([
     cmp(ref(sortColumn), `${op}=`, key.sort),
-    eb.or([cmp(ref(sortColumn), op, key.sort), eb.and([cmp(ref(sortColumn), '=', key.sort), cmp(ref(tiebreakColumn), op, key.tiebreak)])]),
+    eb.or([
+      cmp(ref(sortColumn), op, key.sort),
+      eb.and([cmp(ref(sortColumn), '=', key.sort), cmp(ref(tiebreakColumn), op, key.tiebreak)]),
+    ]),
   ]);
 }

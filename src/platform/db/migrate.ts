@@ -18,7 +18,8 @@ export async function migrateToLatest(db: Kysely<any>, migrations: MigrationSet,
   const once = () =>
     dialectOf(db) === 'postgres'
       ? db.connection().execute(async (conn) => {
-          const schema = (await sql<{ s: string | null }>`select current_schema() as s`.execute(conn)).rows[0]?.s ?? 'public';
+          const schema =
+            (await sql<{ s: string | null }>`select current_schema() as s`.execute(conn)).rows[0]?.s ?? 'public';
           await sql`select pg_advisory_lock(hashtext(${schemaLockKey(schema)}))`.execute(conn);
           try {
             return await migrateOnce(conn, migrations, tableName, schema);
@@ -37,8 +38,13 @@ export async function migrateToLatest(db: Kysely<any>, migrations: MigrationSet,
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations never depend on application types
-async function migrateOnce(db: Kysely<any>, migrations: MigrationSet, tableName: string, schema: string | undefined): Promise<string[]> {
+async function migrateOnce(
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations never depend on application types
+  db: Kysely<any>,
+  migrations: MigrationSet,
+  tableName: string,
+  schema: string | undefined,
+): Promise<string[]> {
   const provider: MigrationProvider = { getMigrations: async () => ({ ...migrations }) };
   // Kysely looks for its migration tables in every schema unless told which one: with several
   // schemas in one PostgreSQL database (tests, or two services) it would find another's tables.
@@ -52,7 +58,10 @@ async function migrateOnce(db: Kysely<any>, migrations: MigrationSet, tableName:
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
-    throw new Error(`Migration ${failed?.migrationName ?? '(unknown)'} failed: ${String((error as Error).message ?? error)}`, { cause: error });
+    throw new Error(
+      `Migration ${failed?.migrationName ?? '(unknown)'} failed: ${String((error as Error).message ?? error)}`,
+      { cause: error },
+    );
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

@@ -20,7 +20,8 @@ export interface Checkpointer {
 
 /** One thread for every SQLite file of the process, started on the first checkpoint, ended when idle. */
 let pool: WorkerPool | undefined;
-const checkpointPool = () => (pool ??= createWorkerPool({ module: taskModule(import.meta.url, './sqlite-checkpoint.tasks'), size: 1 }));
+const checkpointPool = () =>
+  (pool ??= createWorkerPool({ module: taskModule(import.meta.url, './sqlite-checkpoint.tasks'), size: 1 }));
 
 const DEFAULT_AUTOCHECKPOINT = 1000;
 /** The WAL file's header and each frame's header, in bytes (SQLite's file format): frames follow the header in order. */
@@ -75,7 +76,9 @@ export function checkpointOffThread(sqlite: Sqlite.Database, file: string, inter
         if (!result || s.size <= WAL_FINISH_BYTES || stopped || !sqlite.open) return;
         const after = await stat(wal).catch(() => undefined);
         const frame = pageSize + WAL_FRAME_HEADER;
-        const left = after ? Math.max(0, Math.floor((after.size - WAL_HEADER) / frame) - result.checkpointed) * frame : Infinity;
+        const left = after
+          ? Math.max(0, Math.floor((after.size - WAL_HEADER) / frame) - result.checkpointed) * frame
+          : Infinity;
         if (left <= FINISH_MAX_BYTES && sqlite.open && !sqlite.inTransaction) sqlite.pragma('wal_checkpoint(PASSIVE)');
       } catch {
         fallBack();

@@ -1,7 +1,14 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import type { Bindings, ChildLoggerOptions } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { AppError, NotFoundError, UnauthenticatedError } from '../errors/app-error.js';
@@ -43,7 +50,10 @@ export interface HttpAppOptions {
    * Renders errors Node's HTTP parser raises before there is a request at all (bytes that are
    * not HTTP, headers over 16 KiB, headers too slow): the body of a raw answer on the socket.
    */
-  readonly clientErrorBody?: (status: number, message: string) => { readonly contentType: string; readonly body: string };
+  readonly clientErrorBody?: (
+    status: number,
+    message: string,
+  ) => { readonly contentType: string; readonly body: string };
 }
 
 export type Readiness = Readonly<Record<string, 'ok' | 'degraded'>>;
@@ -60,7 +70,11 @@ export function newMetricsRegistry(): Registry {
  * Where a service's /metrics is served, from its settings: with a management port, there (and
  * behind the token when one is set); without one, on the API port only behind the token.
  */
-export function metricsExposure(token: string | undefined, listener: 'api' | 'management', hasManagementPort: boolean): MetricsExposure {
+export function metricsExposure(
+  token: string | undefined,
+  listener: 'api' | 'management',
+  hasManagementPort: boolean,
+): MetricsExposure {
   if (listener === 'management') return token ? { token } : 'open';
   if (hasManagementPort || !token) return 'off';
   return { token };
@@ -72,14 +86,25 @@ function requireToken(request: FastifyRequest, token: string): void {
   const header = request.headers.authorization;
   const given = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : '';
   // Hashes of equal length, so that the comparison takes the same time whatever was sent.
-  if (!timingSafeEqual(digest(given), digest(token))) throw new UnauthenticatedError('GET /metrics needs the metrics token: Authorization: Bearer <METRICS_TOKEN>.', { code: 'METRICS_TOKEN_REQUIRED' });
+  if (!timingSafeEqual(digest(given), digest(token)))
+    throw new UnauthenticatedError('GET /metrics needs the metrics token: Authorization: Bearer <METRICS_TOKEN>.', {
+      code: 'METRICS_TOKEN_REQUIRED',
+    });
 }
 
 /** Node's parser errors, as the status and message of the answer (the connection then closes). */
 function clientErrorAnswer(code: string | undefined): { status: number; message: string } {
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, message: 'The request headers did not arrive in time.' };
-  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, message: 'The request line and headers exceed 16 KiB (the URL is too long, or the headers are).' };
-  return { status: 400, message: 'The request is not valid HTTP/1.1 (the request line or a header has bytes HTTP does not allow).' };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return { status: 408, message: 'The request headers did not arrive in time.' };
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return {
+      status: 431,
+      message: 'The request line and headers exceed 16 KiB (the URL is too long, or the headers are).',
+    };
+  return {
+    status: 400,
+    message: 'The request is not valid HTTP/1.1 (the request line or a header has bytes HTTP does not allow).',
+  };
 }
 
 /** Whether a request announces a body: its bytes still have to arrive after the headers. */
@@ -116,7 +141,9 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     requestIdHeader: false,
     // Fastify's two lines per request are written at info level: skip the calls when they would
     // be dropped anyway.
-    ...(['info', 'debug', 'trace'].includes(options.logLevel) ? {} : { logController: new LogController({ disableRequestLogging: true }) }),
+    ...(['info', 'debug', 'trace'].includes(options.logLevel)
+      ? {}
+      : { logController: new LogController({ disableRequestLogging: true }) }),
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -134,23 +161,45 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
   app.addHook('onClose', async () => inFlight.idle(8_000));
   // A pino child per request costs microseconds that matter on fast routes; when request logging
   // is off (level above info), the child is only built if something is actually logged.
-  app.setChildLoggerFactory((logger, bindings, opts) => ((logger as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled('info') ? logger.child(bindings, opts) : lazyChild(logger, bindings, opts)));
+  app.setChildLoggerFactory((logger, bindings, opts) =>
+    (logger as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled('info')
+      ? logger.child(bindings, opts)
+      : lazyChild(logger, bindings, opts),
+  );
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     // Before routing and authentication, the same on every dialect: nothing stored can hold a NUL,
     // so a path with one names nothing (404), and a query parameter with one is invalid (400).
     const nul = nulInUrl(request.url);
-    if (nul) return done(nul === 'path' ? new NotFoundError('Not Found', NUL_CODE) : new AppError('validation', 'The query string contains a NUL character (%00), which no parameter accepts.', NUL_CODE));
+    if (nul)
+      return done(
+        nul === 'path'
+          ? new NotFoundError('Not Found', NUL_CODE)
+          : new AppError(
+              'validation',
+              'The query string contains a NUL character (%00), which no parameter accepts.',
+              NUL_CODE,
+            ),
+      );
     if (announcesBody(request.headers)) bodyDeadline(request, reply, requestTimeout);
     done();
   });
 
   const registry = options.registry ?? newMetricsRegistry();
-  const duration = new RouteHistogram('http_request_duration_seconds', 'HTTP request duration by route template and status code', [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registry);
+  const duration = new RouteHistogram(
+    'http_request_duration_seconds',
+    'HTTP request duration by route template and status code',
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registry,
+  );
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    const series = duration.series(`${request.method} ${route} ${reply.statusCode}`, () => ({ method: request.method, route, status_code: String(reply.statusCode) }));
+    const series = duration.series(`${request.method} ${route} ${reply.statusCode}`, () => ({
+      method: request.method,
+      route,
+      status_code: String(reply.statusCode),
+    }));
     if (series) duration.observe(series, reply.elapsedTime / 1000);
     done();
   });
@@ -159,7 +208,11 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
   return app;
 }
 
-function addOpsRoutes(app: FastifyInstance, registry: Registry, options: Pick<HttpAppOptions, 'ready' | 'metrics'>): void {
+function addOpsRoutes(
+  app: FastifyInstance,
+  registry: Registry,
+  options: Pick<HttpAppOptions, 'ready' | 'metrics'>,
+): void {
   app.get('/healthz', { logLevel: 'warn' }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     return { status: 'ok' };
@@ -189,10 +242,31 @@ function addOpsRoutes(app: FastifyInstance, registry: Registry, options: Pick<Ht
  * (a process without the API role, or an operator who keeps /metrics off the public port).
  * `renderError` is the service's error mapper, so that its 401 and 404 look like the API's.
  */
-export function buildManagementApp(options: { name: string; logLevel: string; registry: Registry; ready: HttpAppOptions['ready']; metrics: MetricsExposure; renderError: (err: Error, request: FastifyRequest, reply: FastifyReply) => unknown }): FastifyInstance {
-  const app = Fastify({ logger: loggerOptions(options.logLevel, `${options.name}-management`), requestIdHeader: false, genReqId: () => randomUUID(), return503OnClosing: true, forceCloseConnections: true });
+export function buildManagementApp(options: {
+  name: string;
+  logLevel: string;
+  registry: Registry;
+  ready: HttpAppOptions['ready'];
+  metrics: MetricsExposure;
+  renderError: (err: Error, request: FastifyRequest, reply: FastifyReply) => unknown;
+}): FastifyInstance {
+  const app = Fastify({
+    logger: loggerOptions(options.logLevel, `${options.name}-management`),
+    requestIdHeader: false,
+    genReqId: () => randomUUID(),
+    return503OnClosing: true,
+    forceCloseConnections: true,
+  });
   app.setErrorHandler((err: Error, request, reply) => options.renderError(err, request, reply));
-  app.setNotFoundHandler((request, reply) => options.renderError(new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]} on the management port.`, { code: 'ROUTE_NOT_FOUND' }), request, reply));
+  app.setNotFoundHandler((request, reply) =>
+    options.renderError(
+      new NotFoundError(`No route ${request.method} ${request.url.split('?')[0]} on the management port.`, {
+        code: 'ROUTE_NOT_FOUND',
+      }),
+      request,
+      reply,
+    ),
+  );
   addOpsRoutes(app, options.registry, options);
   return app;
 }
@@ -208,7 +282,10 @@ function bodyDeadline(request: FastifyRequest, reply: FastifyReply, ms: number):
   const timer = setTimeout(() => {
     if (raw.complete || reply.sent) return;
     reply.header('connection', 'close');
-    const err = new AppError('request_timeout', `The request body did not arrive within ${ms} ms.`, { code: 'REQUEST_TIMEOUT', details: { code: 'REQUEST_TIMEOUT' } });
+    const err = new AppError('request_timeout', `The request body did not arrive within ${ms} ms.`, {
+      code: 'REQUEST_TIMEOUT',
+      details: { code: 'REQUEST_TIMEOUT' },
+    });
     // The body reader listens for errors while it reads; with nobody reading, just hang up.
     if (raw.listenerCount('error') > 0) raw.emit('error', err);
     else raw.socket?.destroy();
@@ -229,7 +306,9 @@ function clientErrorHandler(render: NonNullable<HttpAppOptions['clientErrorBody'
     this.log.debug({ err }, 'client error');
     if (socket.writable) {
       const { contentType, body } = render(status, message);
-      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
     }
     socket.destroy();
   };
@@ -300,7 +379,10 @@ export async function listen(app: FastifyInstance, host: string, port: number): 
   return app.listen({ host, port });
 }
 
-export function closeOnSignals(closers: readonly (() => Promise<void>)[], log: { info(msg: string): void; error(o: object, msg: string): void }): void {
+export function closeOnSignals(
+  closers: readonly (() => Promise<void>)[],
+  log: { info(msg: string): void; error(o: object, msg: string): void },
+): void {
   let closing = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (closing) {

@@ -16,7 +16,9 @@ export interface CorsPolicy {
  * resolves the origin through callbacks, a measurable share of a fast route; the answer only
  * depends on the request's Origin, so it is a table lookup here.
  */
-export function corsResponseHeaders(policy: CorsPolicy): (origin: string | undefined) => Readonly<Record<string, string>> {
+export function corsResponseHeaders(
+  policy: CorsPolicy,
+): (origin: string | undefined) => Readonly<Record<string, string>> {
   const expose = policy.exposedHeaders.join(', ');
   if (policy.origins.includes('*')) {
     const any = Object.freeze({ 'access-control-allow-origin': '*', 'access-control-expose-headers': expose });
@@ -25,8 +27,14 @@ export function corsResponseHeaders(policy: CorsPolicy): (origin: string | undef
   const allowed = new Set(policy.origins);
   // The answer depends on Origin: caches must know, whether or not this origin is allowed.
   const refused = Object.freeze({ vary: 'Origin' });
-  const byOrigin = new Map(policy.origins.map((o) => [o, Object.freeze({ vary: 'Origin', 'access-control-allow-origin': o, 'access-control-expose-headers': expose })]));
-  return (origin) => (origin !== undefined && allowed.has(origin) ? (byOrigin.get(origin) as Record<string, string>) : refused);
+  const byOrigin = new Map(
+    policy.origins.map((o) => [
+      o,
+      Object.freeze({ vary: 'Origin', 'access-control-allow-origin': o, 'access-control-expose-headers': expose }),
+    ]),
+  );
+  return (origin) =>
+    origin !== undefined && allowed.has(origin) ? (byOrigin.get(origin) as Record<string, string>) : refused;
 }
 
 /**

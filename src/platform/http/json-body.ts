@@ -48,7 +48,8 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
     const own = ownBuffer(bytes);
     pool.run<unknown>('parseJson', bytes, own ? [own] : []).then(
       (value) => done(null, value),
-      (err: unknown) => done(err instanceof WorkerPoolError ? err : new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined),
+      (err: unknown) =>
+        done(err instanceof WorkerPoolError ? err : new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined),
     );
   }
 
@@ -60,11 +61,15 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
 
   async function finish(request: FastifyRequest, scanner: JsonBodyScanner, prefix: string): Promise<unknown> {
     const skeleton = scanner.end();
-    const parsed = await new Promise<unknown>((resolve, reject) => parse(request, skeleton, (err, value) => (err ? reject(err) : resolve(value))));
+    const parsed = await new Promise<unknown>((resolve, reject) =>
+      parse(request, skeleton, (err, value) => (err ? reject(err) : resolve(value))),
+    );
     if (!scanner.large.length) return parsed;
     let values: (string | Buffer)[];
     try {
-      values = await Promise.all(scanner.large.map((v) => ('bytes' in v.result ? v.result.bytes : stringOf(v.result.json))));
+      values = await Promise.all(
+        scanner.large.map((v) => ('bytes' in v.result ? v.result.bytes : stringOf(v.result.json))),
+      );
     } catch (err) {
       throw err instanceof WorkerPoolError ? err : new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY();
     }
@@ -107,7 +112,12 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
         if (received < options.largeBodyBytes) return;
         const bytesAt = options.bytesAt?.(request);
         prefix = `\u{f8ff}${randomUUID()}:`;
-        scanner = new JsonBodyScanner({ largeBytes: options.largeStringBytes, tokenPrefix: prefix, ...(bytesAt ? { bytesAt } : {}), ...(Number.isNaN(contentLength) ? {} : { bodyBytes: contentLength }) });
+        scanner = new JsonBodyScanner({
+          largeBytes: options.largeStringBytes,
+          tokenPrefix: prefix,
+          ...(bytesAt ? { bytesAt } : {}),
+          ...(Number.isNaN(contentLength) ? {} : { bodyBytes: contentLength }),
+        });
         for (const piece of early.splice(0)) scanner.write(piece);
       } catch (err) {
         // Whatever fails while a body is read (a buffer that cannot be allocated) fails this request, not the process.
@@ -128,7 +138,11 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
       }
       if (!scanner) {
         // Decoded at once, so a piece that arrived alone needs no copy of its own.
-        small(request, (early.length === 1 ? (early[0] as Buffer) : Buffer.concat(early, received)).toString('utf8'), done);
+        small(
+          request,
+          (early.length === 1 ? (early[0] as Buffer) : Buffer.concat(early, received)).toString('utf8'),
+          done,
+        );
         return;
       }
       finish(request, scanner, prefix).then(
@@ -148,7 +162,12 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
  * put it: a key given twice keeps its last value, as it would have). A decoded value leaves an
  * empty string in its place and its bytes under RECEIVED_BYTES of the same object.
  */
-export function restoreLarge(parsed: unknown, prefix: string, large: readonly LargeValue[], values: readonly (string | Buffer)[]): unknown {
+export function restoreLarge(
+  parsed: unknown,
+  prefix: string,
+  large: readonly LargeValue[],
+  values: readonly (string | Buffer)[],
+): unknown {
   const valueOf = (token: string): string | Buffer | undefined => {
     if (!token.startsWith(prefix)) return undefined;
     const index = Number(token.slice(prefix.length));
@@ -168,7 +187,12 @@ export function restoreLarge(parsed: unknown, prefix: string, large: readonly La
         if (typeof found === 'string') holder[key] = found;
         else {
           holder[key] = '';
-          Object.defineProperty(holder, RECEIVED_BYTES, { value: found, enumerable: false, configurable: true, writable: true });
+          Object.defineProperty(holder, RECEIVED_BYTES, {
+            value: found,
+            enumerable: false,
+            configurable: true,
+            writable: true,
+          });
         }
       } else if (value !== null && typeof value === 'object') pending.push(value);
     }

@@ -269,7 +269,8 @@ export class JsonBodyScanner {
   private path(): JsonPath | undefined {
     if (this.depth > MAX_PATH_DEPTH) return undefined;
     const path: (string | number)[] = [];
-    for (let level = 0; level < this.depth; level++) path.push(this.kinds[level] === ARRAY ? (this.indexes[level] ?? 0) : (this.keys[level] ?? ''));
+    for (let level = 0; level < this.depth; level++)
+      path.push(this.kinds[level] === ARRAY ? (this.indexes[level] ?? 0) : (this.keys[level] ?? ''));
     return path;
   }
 
@@ -285,7 +286,9 @@ export class JsonBodyScanner {
     const most = bodyBytes === undefined ? undefined : Math.max(bodyBytes - this.stringStart, this.stringSize);
     const sofar = this.skeleton.bytes().subarray(this.stringAt);
     const path = this.path();
-    const sink = path && this.options.bytesAt?.(path, most === undefined ? undefined : Math.min(most, this.stringSize * AHEAD_FACTOR));
+    const sink =
+      path &&
+      this.options.bytesAt?.(path, most === undefined ? undefined : Math.min(most, this.stringSize * AHEAD_FACTOR));
     if (sink) {
       sink.write(sofar);
       this.sink = sink;
@@ -301,7 +304,9 @@ export class JsonBodyScanner {
   private closeString(): void {
     this.inString = false;
     if (this.inKey) {
-      if (this.depth <= MAX_PATH_DEPTH) this.keys[this.depth - 1] = this.stringSize <= MAX_KEY_BYTES ? keyOf(this.skeleton.bytes().subarray(this.stringAt)) : undefined;
+      if (this.depth <= MAX_PATH_DEPTH)
+        this.keys[this.depth - 1] =
+          this.stringSize <= MAX_KEY_BYTES ? keyOf(this.skeleton.bytes().subarray(this.stringAt)) : undefined;
       this.skeleton.append(QUOTE_BYTE);
       return;
     }

@@ -34,7 +34,12 @@ export function memoryRateLimiter(limit: number, windowMs = 60_000, now: () => n
         if (++sweeps % 1000 === 0) for (const [k, v] of windows) if (v.start !== start) windows.delete(k);
       }
       w.count++;
-      return { allowed: w.count <= limit, limit, remaining: Math.max(0, limit - w.count), resetSeconds: Math.ceil((start + windowMs - t) / 1000) };
+      return {
+        allowed: w.count <= limit,
+        limit,
+        remaining: Math.max(0, limit - w.count),
+        resetSeconds: Math.ceil((start + windowMs - t) / 1000),
+      };
     },
     async close() {},
   };
@@ -46,11 +51,20 @@ export function memoryRateLimiter(limit: number, windowMs = 60_000, now: () => n
  * Each hit that fell back is counted in `rate_limit_fallback_total`; the switch itself is
  * logged by `SharedRedis`.
  */
-export function sharedRateLimiter(redis: SharedRedis, limit: number, prefix: string, options: { registry?: Registry; windowMs?: number; now?: () => number } = {}): RateLimiter {
+export function sharedRateLimiter(
+  redis: SharedRedis,
+  limit: number,
+  prefix: string,
+  options: { registry?: Registry; windowMs?: number; now?: () => number } = {},
+): RateLimiter {
   const windowMs = options.windowMs ?? 60_000;
   const now = options.now ?? Date.now;
   const local = memoryRateLimiter(limit, windowMs, now);
-  const fallbacks = new Counter({ name: 'rate_limit_fallback_total', help: 'Rate-limit hits counted in this process because Redis was unavailable', registers: options.registry ? [options.registry] : [] });
+  const fallbacks = new Counter({
+    name: 'rate_limit_fallback_total',
+    help: 'Rate-limit hits counted in this process because Redis was unavailable',
+    registers: options.registry ? [options.registry] : [],
+  });
   return {
     async hit(key) {
       const t = now();
@@ -59,7 +73,11 @@ export function sharedRateLimiter(redis: SharedRedis, limit: number, prefix: str
       let count: number;
       try {
         count = await redis.run(async (r) => {
-          const [[error, n]] = (await r.multi().incr(redisKey).pexpire(redisKey, windowMs * 2).exec()) as [[Error | null, number], unknown];
+          const [[error, n]] = (await r
+            .multi()
+            .incr(redisKey)
+            .pexpire(redisKey, windowMs * 2)
+            .exec()) as [[Error | null, number], unknown];
           if (error) throw error;
           return n;
         });
@@ -67,7 +85,12 @@ export function sharedRateLimiter(redis: SharedRedis, limit: number, prefix: str
         fallbacks.inc();
         return local.hit(key);
       }
-      return { allowed: count <= limit, limit, remaining: Math.max(0, limit - count), resetSeconds: Math.ceil((start + windowMs - t) / 1000) };
+      return {
+        allowed: count <= limit,
+        limit,
+        remaining: Math.max(0, limit - count),
+        resetSeconds: Math.ceil((start + windowMs - t) / 1000),
+      };
     },
     async close() {
       await redis.close();

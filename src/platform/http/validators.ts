@@ -25,7 +25,10 @@ export function schemaCompilers(externalSchemas: () => Record<string, unknown>):
   let ajvs: { strict: Ajv; coercing: Ajv } | undefined;
   const ajvOf = (httpPart: string | undefined): Ajv => {
     if (!ajvs) {
-      ajvs = { strict: new Ajv({ ...common, coerceTypes: false }), coercing: new Ajv({ ...common, coerceTypes: 'array' }) };
+      ajvs = {
+        strict: new Ajv({ ...common, coerceTypes: false }),
+        coercing: new Ajv({ ...common, coerceTypes: 'array' }),
+      };
       for (const ajv of [ajvs.strict, ajvs.coercing]) (ajvFormats as unknown as (a: Ajv) => void)(ajv);
     }
     return httpPart === 'body' ? ajvs.strict : ajvs.coercing;
@@ -48,7 +51,9 @@ export function schemaCompilers(externalSchemas: () => Record<string, unknown>):
         if (!compiled) {
           // As Fastify's own compiler: a schema that is itself shared is not also passed as external.
           const { [(schema as { $id?: string }).$id ?? '']: _self, ...external } = externalSchemas();
-          compiled = fastJsonStringify(schema as object, { schema: external as Record<string, fastJsonStringify.Schema> });
+          compiled = fastJsonStringify(schema as object, {
+            schema: external as Record<string, fastJsonStringify.Schema>,
+          });
         }
         return compiled(data);
       };

@@ -124,7 +124,11 @@ export const DEFAULT_LEASE_MS = 20_000;
 /** Svix's schedule, with ±10 % jitter: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (about 27.6 h). */
 export const SVIX_SCHEDULE_MS: readonly number[] = [5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6];
 
-export function scheduleBackoff(schedule: readonly number[], jitter = 0.1, random: () => number = Math.random): (attempt: number) => number | undefined {
+export function scheduleBackoff(
+  schedule: readonly number[],
+  jitter = 0.1,
+  random: () => number = Math.random,
+): (attempt: number) => number | undefined {
   return (attempt) => {
     const base = schedule[attempt - 1];
     if (base === undefined) return undefined;
@@ -134,22 +138,52 @@ export function scheduleBackoff(schedule: readonly number[], jitter = 0.1, rando
 
 const iso = (d: Date) => d.toISOString();
 
-export async function enqueue<DB extends JobsDatabase>(executor: Executor<DB>, clock: Clock, queue: string, payload: unknown, runAt?: Date): Promise<number> {
+export async function enqueue<DB extends JobsDatabase>(
+  executor: Executor<DB>,
+  clock: Clock,
+  queue: string,
+  payload: unknown,
+  runAt?: Date,
+): Promise<number> {
   const trx = executor as unknown as Executor<JobsDatabase>;
   const now = iso(clock.now());
   const row = await trx
     .insertInto('jobs')
-    .values({ queue, payload: JSON.stringify(payload), status: 'pending', run_at: runAt ? iso(runAt) : now, attempts: 0, locked_until: null, last_error: null, created_at: now, updated_at: now })
+    .values({
+      queue,
+      payload: JSON.stringify(payload),
+      status: 'pending',
+      run_at: runAt ? iso(runAt) : now,
+      attempts: 0,
+      locked_until: null,
+      last_error: null,
+      created_at: now,
+      updated_at: now,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   return Number(row.id);
 }
 
-export async function enqueueMany<DB extends JobsDatabase>(executor: Executor<DB>, clock: Clock, jobs: readonly { queue: string; payload: unknown }[]): Promise<void> {
+export async function enqueueMany<DB extends JobsDatabase>(
+  executor: Executor<DB>,
+  clock: Clock,
+  jobs: readonly { queue: string; payload: unknown }[],
+): Promise<void> {
   if (!jobs.length) return;
   const trx = executor as unknown as Executor<JobsDatabase>;
   const now = iso(clock.now());
-  const rows = jobs.map((j) => ({ queue: j.queue, payload: JSON.stringify(j.payload), status: 'pending' as const, run_at: now, attempts: 0, locked_until: null, last_error: null, created_at: now, updated_at: now }));
+  const rows = jobs.map((j) => ({
+    queue: j.queue,
+    payload: JSON.stringify(j.payload),
+    status: 'pending' as const,
+    run_at: now,
+    attempts: 0,
+    locked_until: null,
+    last_error: null,
+    created_at: now,
+    updated_at: now,
+  }));
   await insertCompiledOnce(trx, 'jobs.insert', rows, () => trx.insertInto('jobs').values(rows));
 }
 
@@ -159,7 +193,11 @@ export async function enqueueMany<DB extends JobsDatabase>(executor: Executor<DB
  * Returns false when the job is running, ended or unknown: the handler then runs (or ran) and
  * must find out for itself that its work is gone (a scheduled draft deleted, say).
  */
-export async function cancelJob<DB extends JobsDatabase>(executor: Executor<DB>, clock: Clock, id: number): Promise<boolean> {
+export async function cancelJob<DB extends JobsDatabase>(
+  executor: Executor<DB>,
+  clock: Clock,
+  id: number,
+): Promise<boolean> {
   const trx = executor as unknown as Executor<JobsDatabase>;
   const result = await trx
     .updateTable('jobs')
@@ -201,7 +239,17 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     resume: (() => void) | undefined;
     loop: Promise<void> | undefined;
   }
-  const lanes: Lane[] = Object.entries(queues).map(([queue, q]) => ({ queue, size: q.concurrency ?? batchSize, leaseMs: q.leaseMs ?? options.leaseMs ?? DEFAULT_LEASE_MS, held: new Map(), heartbeat: undefined, wake: false, timer: undefined, resume: undefined, loop: undefined }));
+  const lanes: Lane[] = Object.entries(queues).map(([queue, q]) => ({
+    queue,
+    size: q.concurrency ?? batchSize,
+    leaseMs: q.leaseMs ?? options.leaseMs ?? DEFAULT_LEASE_MS,
+    held: new Map(),
+    heartbeat: undefined,
+    wake: false,
+    timer: undefined,
+    resume: undefined,
+    loop: undefined,
+  }));
   let running = false;
   let unlisten: (() => Promise<void>) | undefined;
 
@@ -294,9 +342,15 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       createdAt: row.created_at,
       async finish(executor, end) {
         const result = await ours(executor as unknown as Executor<JobsDatabase>, id, attempt)
-          .set({ status: end.status, locked_until: null, last_error: end.status === 'dead' ? end.error.slice(0, 2000) : null, updated_at: iso(clock.now()) })
+          .set({
+            status: end.status,
+            locked_until: null,
+            last_error: end.status === 'dead' ? end.error.slice(0, 2000) : null,
+            updated_at: iso(clock.now()),
+          })
           .executeTakeFirst();
-        if (!updated(result)) throw new Error(`job ${id} is no longer held by this run (its lease ran out and another run took it)`);
+        if (!updated(result))
+          throw new Error(`job ${id} is no longer held by this run (its lease ran out and another run took it)`);
         finishedAs = end.status;
       },
     };
@@ -312,18 +366,29 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
   }
 
   /** Runs the handler and records how the job ended, fenced by the claim. */
-  async function settle(queue: QueueDefinition<unknown>, job: Job, finishedAs: () => JobEnd['status'] | undefined): Promise<void> {
+  async function settle(
+    queue: QueueDefinition<unknown>,
+    job: Job,
+    finishedAs: () => JobEnd['status'] | undefined,
+  ): Promise<void> {
     const { id, attempt } = job;
     try {
       await queue.handle(job);
-      await ours(db, id, attempt).set({ status: 'done', locked_until: null, last_error: null, updated_at: iso(clock.now()) }).execute();
+      await ours(db, id, attempt)
+        .set({ status: 'done', locked_until: null, last_error: null, updated_at: iso(clock.now()) })
+        .execute();
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       const exact = err instanceof RetryJob ? err.at : undefined;
       const delay = err instanceof GiveUpJob ? undefined : exact ? 0 : queue.backoff(job.attempt, job);
       const context = { job: id, queue: job.queue, attempt: job.attempt, err: error.message };
       if (delay === undefined) {
-        const dead = { status: 'dead' as const, locked_until: null, last_error: error.message.slice(0, 2000), updated_at: iso(clock.now()) };
+        const dead = {
+          status: 'dead' as const,
+          locked_until: null,
+          last_error: error.message.slice(0, 2000),
+          updated_at: iso(clock.now()),
+        };
         let marked: boolean;
         if (queue.onDead) {
           const onDead = queue.onDead;
@@ -349,7 +414,12 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       let next = exact ? exact.getTime() : clock.now().getTime() + delay;
       if (err instanceof RetryJob && err.notBefore) next = Math.max(next, err.notBefore.getTime());
       await ours(db, id, attempt)
-        .set({ run_at: iso(new Date(next)), locked_until: null, last_error: error.message.slice(0, 2000), updated_at: iso(clock.now()) })
+        .set({
+          run_at: iso(new Date(next)),
+          locked_until: null,
+          last_error: error.message.slice(0, 2000),
+          updated_at: iso(clock.now()),
+        })
         .execute();
     }
   }
@@ -398,7 +468,9 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     publishing = true;
     wakeups
       .notify()
-      .catch((err: unknown) => log.warn({ err }, 'job wake-up signal failed; other workers find the job at their next poll'))
+      .catch((err: unknown) =>
+        log.warn({ err }, 'job wake-up signal failed; other workers find the job at their next poll'),
+      )
       .finally(() => {
         publishing = false;
         if (again) {
@@ -450,6 +522,10 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
 
 /** Counts of jobs by queue and status, for /metrics and tests. */
 export async function jobCounts(db: Kysely<JobsDatabase>): Promise<{ queue: string; status: string; n: number }[]> {
-  const rows = await db.selectFrom('jobs').select(['queue', 'status', sql<number>`count(*)`.as('n')]).groupBy(['queue', 'status']).execute();
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['queue', 'status', sql<number>`count(*)`.as('n')])
+    .groupBy(['queue', 'status'])
+    .execute();
   return rows.map((r) => ({ queue: r.queue, status: r.status, n: Number(r.n) }));
 }

@@ -43,7 +43,8 @@ export function loggablePath(url: string | undefined, secretPathPrefixes: readon
     // A malformed escape: match on the raw path.
   }
   for (const prefix of secretPathPrefixes) {
-    if (decoded.startsWith(prefix) && decoded.length > prefix.length + SECRET_SEGMENT_SHOWN) return `${prefix}${decoded.slice(prefix.length, prefix.length + SECRET_SEGMENT_SHOWN)}…`;
+    if (decoded.startsWith(prefix) && decoded.length > prefix.length + SECRET_SEGMENT_SHOWN)
+      return `${prefix}${decoded.slice(prefix.length, prefix.length + SECRET_SEGMENT_SHOWN)}…`;
   }
   return path;
 }
@@ -55,7 +56,12 @@ export function loggerOptions(level: string, name: string, secretPathPrefixes: r
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     serializers: {
       req(req: { method?: string; url?: string; id?: string; ip?: string }) {
-        return { id: req.id, method: req.method, url: loggablePath(req.url, secretPathPrefixes), remoteAddress: req.ip };
+        return {
+          id: req.id,
+          method: req.method,
+          url: loggablePath(req.url, secretPathPrefixes),
+          remoteAddress: req.ip,
+        };
       },
     },
   };

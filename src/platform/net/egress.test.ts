@@ -45,22 +45,56 @@ describe('egress policy', () => {
     expect(isPublicAddress(address)).toBe(false);
   });
 
-  it.each(['1.1.1.1', '8.8.8.8', '100.63.255.255', '100.128.0.1', '172.15.255.255', '172.32.0.1', '192.167.1.1', '169.253.1.1', '2606:4700:4700::1111', '[2a00:1450:4001::200e]', '::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:0808:0808::1'])('%s is public', (address) => {
+  it.each([
+    '1.1.1.1',
+    '8.8.8.8',
+    '100.63.255.255',
+    '100.128.0.1',
+    '172.15.255.255',
+    '172.32.0.1',
+    '192.167.1.1',
+    '169.253.1.1',
+    '2606:4700:4700::1111',
+    '[2a00:1450:4001::200e]',
+    '::ffff:8.8.8.8',
+    '64:ff9b::8.8.8.8',
+    '2002:0808:0808::1',
+  ])('%s is public', (address) => {
     expect(isPublicAddress(address)).toBe(true);
   });
 
   it('judges URL hosts without DNS: localhost names and private literals are refused, names pass', () => {
-    for (const url of ['http://localhost/', 'http://LOCALHOST./', 'http://api.localhost/', 'http://127.1/', 'http://0x7f000001/', 'http://[::ffff:127.0.0.1]/', 'http://[fe80::1]/', 'http://0.0.0.0/']) {
+    for (const url of [
+      'http://localhost/',
+      'http://LOCALHOST./',
+      'http://api.localhost/',
+      'http://127.1/',
+      'http://0x7f000001/',
+      'http://[::ffff:127.0.0.1]/',
+      'http://[fe80::1]/',
+      'http://0.0.0.0/',
+    ]) {
       expect(isAllowedHostLiteral(new URL(url).hostname), url).toBe(false);
     }
-    for (const url of ['https://example.com/hook', 'http://8.8.8.8/', 'http://[2606:4700::1]/', 'https://localhost.example.com/']) {
+    for (const url of [
+      'https://example.com/hook',
+      'http://8.8.8.8/',
+      'http://[2606:4700::1]/',
+      'https://localhost.example.com/',
+    ]) {
       expect(isAllowedHostLiteral(new URL(url).hostname), url).toBe(true);
     }
   });
 
-  function lookupWith(addresses: LookupAddress[], all: boolean): Promise<{ err: Error | null; address: unknown; family?: number }> {
-    const fake = ((_host: string, _options: unknown, cb: (err: Error | null, a: LookupAddress[]) => void) => cb(null, addresses)) as never;
-    return new Promise((resolve) => publicOnlyLookup(fake)('hook.example', { all }, (err, address, family) => resolve({ err, address, family })));
+  function lookupWith(
+    addresses: LookupAddress[],
+    all: boolean,
+  ): Promise<{ err: Error | null; address: unknown; family?: number }> {
+    const fake = ((_host: string, _options: unknown, cb: (err: Error | null, a: LookupAddress[]) => void) =>
+      cb(null, addresses)) as never;
+    return new Promise((resolve) =>
+      publicOnlyLookup(fake)('hook.example', { all }, (err, address, family) => resolve({ err, address, family })),
+    );
   }
 
   it('hands the socket only vetted addresses, in both callback forms', async () => {
@@ -73,9 +107,17 @@ describe('egress policy', () => {
   });
 
   it('refuses a name when any of its addresses is private (DNS rebinding, mixed answers)', async () => {
-    const result = await lookupWith([{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.5', family: 4 }], true);
+    const result = await lookupWith(
+      [
+        { address: '93.184.216.34', family: 4 },
+        { address: '10.0.0.5', family: 4 },
+      ],
+      true,
+    );
     expect(result.err).toBeInstanceOf(EgressBlockedError);
     expect((result.err as EgressBlockedError).code).toBe('EGRESS_BLOCKED');
-    expect((await lookupWith([{ address: '::ffff:127.0.0.1', family: 6 }], false)).err).toBeInstanceOf(EgressBlockedError);
+    expect((await lookupWith([{ address: '::ffff:127.0.0.1', family: 6 }], false)).err).toBeInstanceOf(
+      EgressBlockedError,
+    );
   });
 });

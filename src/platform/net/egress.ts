@@ -163,12 +163,28 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
  * public ones is treated as hostile), and hands the socket only the vetted addresses.
  */
 export function publicOnlyLookup(resolve: typeof dnsLookup = dnsLookup) {
-  return (hostname: string, options: { family?: number | string; hints?: number; all?: boolean }, callback: LookupCallback): void => {
-    const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : typeof options.family === 'number' ? options.family : 0;
-    const query: LookupAllOptions = { all: true, family, ...(options.hints !== undefined ? { hints: options.hints } : {}) };
+  return (
+    hostname: string,
+    options: { family?: number | string; hints?: number; all?: boolean },
+    callback: LookupCallback,
+  ): void => {
+    const family =
+      options.family === 'IPv4'
+        ? 4
+        : options.family === 'IPv6'
+          ? 6
+          : typeof options.family === 'number'
+            ? options.family
+            : 0;
+    const query: LookupAllOptions = {
+      all: true,
+      family,
+      ...(options.hints !== undefined ? { hints: options.hints } : {}),
+    };
     resolve(hostname, query, (err, addresses) => {
       if (err) return callback(err, []);
-      if (isLocalhostName(hostname) || !addresses.length || addresses.some((a) => !isPublicAddress(a.address))) return callback(new EgressBlockedError(hostname), []);
+      if (isLocalhostName(hostname) || !addresses.length || addresses.some((a) => !isPublicAddress(a.address)))
+        return callback(new EgressBlockedError(hostname), []);
       if (options.all) return callback(null, addresses);
       const first = addresses[0] as LookupAddress;
       return callback(null, first.address, first.family);

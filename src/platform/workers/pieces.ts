@@ -38,7 +38,13 @@ export class PiecesAbandonedError extends Error {
  * reason a caller either runs the loop to its end or leaves it (`break`, `return()`); one that
  * stops asking without leaving holds the thread.
  */
-export async function* piecesOf(pool: WorkerPool, task: string, input: object, pieceBytes: number, transfer: readonly Transferable[] = []): AsyncGenerator<Buffer, void, undefined> {
+export async function* piecesOf(
+  pool: WorkerPool,
+  task: string,
+  input: object,
+  pieceBytes: number,
+  transfer: readonly Transferable[] = [],
+): AsyncGenerator<Buffer, void, undefined> {
   const { port1, port2 } = new MessageChannel();
   const arrived: PieceMessage[] = [];
   let failure: { error: unknown } | undefined;
@@ -116,7 +122,7 @@ export async function sendPieces(channel: PiecesChannel, source: AsyncIterable<B
   };
   // The caller closes the channel when it has the end: closing it here could drop the end on its way.
   for await (const chunk of source) {
-    for (let at = 0; at < chunk.length; ) {
+    for (let at = 0; at < chunk.length;) {
       const n = Math.min(chunk.length - at, pieceBytes - filled);
       piece.set(chunk.subarray(at, at + n), filled);
       filled += n;

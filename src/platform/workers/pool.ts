@@ -62,7 +62,10 @@ export function createWorkerPool(options: WorkerPoolOptions): WorkerPool {
     // Under the TypeScript sources (tests), the thread first registers tsx's loader; built code
     // (dist/, production) loads its .js module directly.
     const worker = href.endsWith('.ts')
-      ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(href)}); })`, { eval: true, resourceLimits: options.resourceLimits })
+      ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(href)}); })`, {
+          eval: true,
+          resourceLimits: options.resourceLimits,
+        })
       : new Worker(options.module, { resourceLimits: options.resourceLimits });
     worker.unref();
     const thread: Thread = { worker, job: undefined, idle: undefined };

@@ -46,7 +46,9 @@ export function defaultAdminDir(): string {
 }
 
 /** Reads the built admin in `dir`, or undefined when it has not been built. */
-export function readAdminBuild(dir: string): { manifest: AdminManifest; asset(name: string): AdminAsset | undefined } | undefined {
+export function readAdminBuild(
+  dir: string,
+): { manifest: AdminManifest; asset(name: string): AdminAsset | undefined } | undefined {
   const manifestPath = join(dir, ADMIN_MANIFEST);
   if (!existsSync(manifestPath)) return undefined;
   const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as AdminManifest;
@@ -59,7 +61,10 @@ export function readAdminBuild(dir: string): { manifest: AdminManifest; asset(na
       let asset = cache.get(name);
       if (!asset) {
         const ext = name.slice(name.lastIndexOf('.'));
-        asset = { body: readFileSync(join(dir, 'assets', name)), contentType: CONTENT_TYPES[ext] ?? 'application/octet-stream' };
+        asset = {
+          body: readFileSync(join(dir, 'assets', name)),
+          contentType: CONTENT_TYPES[ext] ?? 'application/octet-stream',
+        };
         cache.set(name, asset);
       }
       return asset;

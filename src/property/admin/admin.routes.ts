@@ -25,7 +25,11 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
   const current = () => {
     build ??= readAdminBuild(directory);
     if (!build) {
-      throw new AppError('unavailable', 'The admin has not been built: run "npm run build" (or "npm run build:admin") and reload.', { code: 'ADMIN_NOT_BUILT' });
+      throw new AppError(
+        'unavailable',
+        'The admin has not been built: run "npm run build" (or "npm run build:admin") and reload.',
+        { code: 'ADMIN_NOT_BUILT' },
+      );
     }
     return build;
   };
@@ -37,7 +41,14 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
       .header('content-type', 'text/html; charset=utf-8')
       .header('content-security-policy', SWAGGER_UI_CSP)
       .header('cache-control', 'no-cache')
-      .send(adminHtml({ title: options.title, entrypoint: options.entrypoint, script: `${assetsPath}/${manifest.script}`, stylesheet: manifest.stylesheet && `${assetsPath}/${manifest.stylesheet}` }));
+      .send(
+        adminHtml({
+          title: options.title,
+          entrypoint: options.entrypoint,
+          script: `${assetsPath}/${manifest.script}`,
+          stylesheet: manifest.stylesheet && `${assetsPath}/${manifest.stylesheet}`,
+        }),
+      );
   };
   app.get(options.path, page);
   app.get(`${options.path}/`, page);
@@ -45,11 +56,20 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
     const asset = current().asset((request.params as { asset: string }).asset);
     if (!asset) throw new NotFoundError();
     // File names carry a content hash: a changed bundle has new names.
-    return reply.code(200).header('content-type', asset.contentType).header('cache-control', 'public, max-age=31536000, immutable').send(asset.body);
+    return reply
+      .code(200)
+      .header('content-type', asset.contentType)
+      .header('cache-control', 'public, max-age=31536000, immutable')
+      .send(asset.body);
   });
 }
 
-function adminHtml(page: { title: string; entrypoint: string; script: string; stylesheet?: string | undefined }): string {
+function adminHtml(page: {
+  title: string;
+  entrypoint: string;
+  script: string;
+  stylesheet?: string | undefined;
+}): string {
   return `<!DOCTYPE html>
 <html lang="de">
 <head>

@@ -41,7 +41,9 @@ export function tilgungsplan(darlehen: Darlehen): Tilgungsplan {
   const betrag = toCents(exact(darlehen.betrag));
   const zwoelftel: Fraction = { num: 1n, den: 12n };
   const monatszins = multiply(percent(darlehen.zinssatz), zwoelftel);
-  const monatsrate = toCents(multiply(fromCents(betrag), multiply(add(percent(darlehen.zinssatz), percent(darlehen.tilgungssatz)), zwoelftel)));
+  const monatsrate = toCents(
+    multiply(fromCents(betrag), multiply(add(percent(darlehen.zinssatz), percent(darlehen.tilgungssatz)), zwoelftel)),
+  );
   let rest = betrag;
   let restNachBindung = betrag;
   let abbezahltImJahr: number | undefined;
@@ -67,7 +69,11 @@ export function tilgungsplan(darlehen: Darlehen): Tilgungsplan {
     if (tilgung === 0n) break;
   }
   if (darlehen.zinsbindungJahre > jahre.length) restNachBindung = rest;
-  const plan: { -readonly [K in keyof Tilgungsplan]: Tilgungsplan[K] } = { monatsrate: eur(monatsrate), jahre, restschuldNachZinsbindung: eur(restNachBindung) };
+  const plan: { -readonly [K in keyof Tilgungsplan]: Tilgungsplan[K] } = {
+    monatsrate: eur(monatsrate),
+    jahre,
+    restschuldNachZinsbindung: eur(restNachBindung),
+  };
   if (abbezahltImJahr !== undefined) plan.abbezahltImJahr = abbezahltImJahr;
   if (laufzeitMonate !== undefined) plan.laufzeitMonate = laufzeitMonate;
   return plan;

@@ -22,7 +22,9 @@ export function exact(value: number): Fraction {
   const [whole = '0', fractionDigits = ''] = mantissa.split('.');
   const exponent = Number(exponentText ?? 0) - fractionDigits.length;
   const digits = BigInt(`${whole}${fractionDigits}`);
-  return exponent >= 0 ? { num: digits * TEN ** BigInt(exponent), den: 1n } : { num: digits, den: TEN ** BigInt(-exponent) };
+  return exponent >= 0
+    ? { num: digits * TEN ** BigInt(exponent), den: 1n }
+    : { num: digits, den: TEN ** BigInt(-exponent) };
 }
 
 export function multiply(a: Fraction, b: Fraction): Fraction {

@@ -38,7 +38,8 @@ export interface Principal {
 /** An item as the engine handles it: field name → value; references hold the target's id. */
 export type Item = Readonly<Record<string, unknown>> & { readonly id: number };
 
-export type FieldKind = 'id' | 'string' | 'integer' | 'number' | 'boolean' | 'enum' | 'ref' | 'secret' | 'datetime' | 'object' | 'array';
+export type FieldKind =
+  'id' | 'string' | 'integer' | 'number' | 'boolean' | 'enum' | 'ref' | 'secret' | 'datetime' | 'object' | 'array';
 
 export interface WriteAccessContext {
   readonly principal: Principal | null;
@@ -104,7 +105,23 @@ export interface FieldDefinition {
   readonly managed?: 'created' | 'updated';
 }
 
-type FieldOptions = Partial<Pick<FieldDefinition, 'column' | 'description' | 'required' | 'unique' | 'default' | 'keepOnReplace' | 'writeAccess' | 'example' | 'readable' | 'writable' | 'onDelete' | 'iri'>>;
+type FieldOptions = Partial<
+  Pick<
+    FieldDefinition,
+    | 'column'
+    | 'description'
+    | 'required'
+    | 'unique'
+    | 'default'
+    | 'keepOnReplace'
+    | 'writeAccess'
+    | 'example'
+    | 'readable'
+    | 'writable'
+    | 'onDelete'
+    | 'iri'
+  >
+>;
 
 /** A field as a definition spells it; the registry fills in the column. */
 export type FieldSpec = Omit<FieldDefinition, 'column'> & { column?: string };
@@ -120,7 +137,8 @@ type ComputedKind = 'integer' | 'number' | 'string' | 'object' | 'array';
 
 /** Field builders. Column names default to the field name (the registry fills them in). */
 export const f = {
-  id: (options: FieldOptions = {}) => field('id', { ...options, writable: false, description: options.description ?? 'Identifier' }),
+  id: (options: FieldOptions = {}) =>
+    field('id', { ...options, writable: false, description: options.description ?? 'Identifier' }),
   string: (options: FieldOptions & { maxLength?: number; format?: 'email' } = {}) => field('string', options),
   integer: (options: FieldOptions & { minimum?: number; maximum?: number } = {}) => field('integer', options),
   number: (options: FieldOptions & { minimum?: number; maximum?: number } = {}) => field('number', options),
@@ -128,18 +146,27 @@ export const f = {
   enumOf: (values: readonly string[], options: FieldOptions = {}) => field('enum', { ...options, values }),
   ref: (target: string, options: FieldOptions = {}) => field('ref', { onDelete: 'restrict', ...options, target }),
   /** A server-generated value that is never stored as such and is shown only on `readOn`. */
-  secret: (readOn: readonly OperationName[], options: FieldOptions = {}) => field('secret', { ...options, readOn, writable: false, stored: false }),
+  secret: (readOn: readonly OperationName[], options: FieldOptions = {}) =>
+    field('secret', { ...options, readOn, writable: false, stored: false }),
   /** A read-only timestamp the engine sets: when the item was created, or last written. */
-  timestamp: (managed: 'created' | 'updated', options: FieldOptions = {}) => field('datetime', { ...options, managed, writable: false }),
+  timestamp: (managed: 'created' | 'updated', options: FieldOptions = {}) =>
+    field('datetime', { ...options, managed, writable: false }),
   /**
    * A read-only value a provider or processor computes: never stored, never written, documented
    * as readable and not writeable. Absent (null) when its inputs are.
    */
-  computed: (kind: ComputedKind, options: Pick<FieldOptions, 'description' | 'example'> & { schema?: Readonly<Record<string, unknown>>; minimum?: number } = {}) =>
-    field(kind, { ...options, writable: false, stored: false }),
+  computed: (
+    kind: ComputedKind,
+    options: Pick<FieldOptions, 'description' | 'example'> & {
+      schema?: Readonly<Record<string, unknown>>;
+      minimum?: number;
+    } = {},
+  ) => field(kind, { ...options, writable: false, stored: false }),
   /** A value a non-persisted resource takes as input only (it is not part of the answer). */
-  input: <K extends 'integer' | 'number' | 'string' | 'ref'>(kind: K, options: FieldOptions & { minimum?: number; maximum?: number; target?: string } = {}) =>
-    field(kind, { ...options, readable: false, stored: false }),
+  input: <K extends 'integer' | 'number' | 'string' | 'ref'>(
+    kind: K,
+    options: FieldOptions & { minimum?: number; maximum?: number; target?: string } = {},
+  ) => field(kind, { ...options, readable: false, stored: false }),
 };
 
 export interface OperationContext {
@@ -190,7 +217,18 @@ export interface OperationDefinition {
 }
 
 /** API Platform's SearchFilter strategies; the `i` variants ignore case. */
-export const SEARCH_STRATEGIES = ['exact', 'partial', 'start', 'end', 'word_start', 'iexact', 'ipartial', 'istart', 'iend', 'iword_start'] as const;
+export const SEARCH_STRATEGIES = [
+  'exact',
+  'partial',
+  'start',
+  'end',
+  'word_start',
+  'iexact',
+  'ipartial',
+  'istart',
+  'iend',
+  'iword_start',
+] as const;
 export type SearchStrategy = (typeof SEARCH_STRATEGIES)[number];
 
 /**
@@ -254,10 +292,14 @@ export interface ResourceDefinition<F extends FieldSpecs = FieldSpecs> {
 /** `searchFilter({ adresse: 'ipartial', typ: 'exact' })`: one SearchFilter entry per property. */
 export const searchFilter = (properties: Readonly<Record<string, SearchStrategy>>): FilterDefinition[] =>
   Object.entries(properties).map(([property, strategy]) => ({ type: 'search', property, strategy }));
-export const rangeFilter = (...properties: string[]): FilterDefinition[] => properties.map((property) => ({ type: 'range', property }));
-export const dateFilter = (...properties: string[]): FilterDefinition[] => properties.map((property) => ({ type: 'date', property }));
-export const existsFilter = (...properties: string[]): FilterDefinition[] => properties.map((property) => ({ type: 'exists', property }));
-export const orderFilter = (...properties: string[]): FilterDefinition[] => properties.map((property) => ({ type: 'order', property }));
+export const rangeFilter = (...properties: string[]): FilterDefinition[] =>
+  properties.map((property) => ({ type: 'range', property }));
+export const dateFilter = (...properties: string[]): FilterDefinition[] =>
+  properties.map((property) => ({ type: 'date', property }));
+export const existsFilter = (...properties: string[]): FilterDefinition[] =>
+  properties.map((property) => ({ type: 'exists', property }));
+export const orderFilter = (...properties: string[]): FilterDefinition[] =>
+  properties.map((property) => ({ type: 'order', property }));
 export const propertyFilter = (): FilterDefinition[] => [{ type: 'properties' }];
 
 /**

@@ -6,9 +6,16 @@ import { existingIds, valueTaken, type AnyDb } from './persistence.js';
 import type { FieldMetadata, Registry, ResourceMetadata } from './registry.js';
 
 /** Symfony's "html5" e-mail pattern: a dotted domain, no quoted local parts. */
-const EMAIL = /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)+$/;
+const EMAIL =
+  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)+$/;
 
-const TYPE_NAMES: Readonly<Record<string, string>> = { string: 'string', integer: 'int', number: 'float', boolean: 'bool', enum: 'string' };
+const TYPE_NAMES: Readonly<Record<string, string>> = {
+  string: 'string',
+  integer: 'int',
+  number: 'float',
+  boolean: 'bool',
+  enum: 'string',
+};
 
 export interface DenormalizeContext {
   readonly db: AnyDb;
@@ -44,7 +51,8 @@ export async function denormalize(body: unknown, ctx: DenormalizeContext): Promi
   const refChecks: { field: FieldMetadata; target: ResourceMetadata; id: number; iri: string }[] = [];
 
   for (const field of resource.fields) {
-    if (!field.writable || field.kind === 'id' || field.kind === 'secret' || !Object.hasOwn(input, field.name)) continue;
+    if (!field.writable || field.kind === 'id' || field.kind === 'secret' || !Object.hasOwn(input, field.name))
+      continue;
     const raw = input[field.name];
     if (raw === null) {
       given[field.name] = null;
@@ -60,7 +68,14 @@ export async function denormalize(body: unknown, ctx: DenormalizeContext): Promi
       const target = ctx.registry.byShortName(field.target as string) as ResourceMetadata;
       const resolved = resolveIri(ctx.registry, target, raw as string);
       if (!resolved.ok) {
-        violations.push(typeViolation(field.name, resolved.reason === 'invalid' ? `Invalid IRI "${raw as string}".` : `Item not found for "${raw as string}".`));
+        violations.push(
+          typeViolation(
+            field.name,
+            resolved.reason === 'invalid'
+              ? `Invalid IRI "${raw as string}".`
+              : `Item not found for "${raw as string}".`,
+          ),
+        );
         invalid.add(field.name);
         continue;
       }
@@ -75,7 +90,11 @@ export async function denormalize(body: unknown, ctx: DenormalizeContext): Promi
   const byTarget = new Map<ResourceMetadata, typeof refChecks>();
   for (const check of refChecks) byTarget.set(check.target, [...(byTarget.get(check.target) ?? []), check]);
   for (const [target, checks] of byTarget) {
-    const found = await existingIds(ctx.db, target, checks.map((c) => c.id));
+    const found = await existingIds(
+      ctx.db,
+      target,
+      checks.map((c) => c.id),
+    );
     for (const c of checks) {
       if (!found.has(c.id)) {
         violations.push(typeViolation(c.field.name, `Item not found for "${c.iri}".`));
@@ -90,7 +109,8 @@ export async function denormalize(body: unknown, ctx: DenormalizeContext): Promi
   for (const field of resource.fields) {
     if (!field.writable || field.kind === 'id' || field.kind === 'secret') continue;
     if (Object.hasOwn(given, field.name)) state[field.name] = given[field.name];
-    else if (operation === 'patch' || (operation === 'put' && field.keepOnReplace)) state[field.name] = previous?.[field.name] ?? null;
+    else if (operation === 'patch' || (operation === 'put' && field.keepOnReplace))
+      state[field.name] = previous?.[field.name] ?? null;
     else state[field.name] = field.default ? (field.default({ principal }) ?? null) : null;
   }
 
@@ -104,7 +124,8 @@ export async function denormalize(body: unknown, ctx: DenormalizeContext): Promi
     const value = state[field.name];
     if (value === null || value === undefined || value === previous?.[field.name]) continue;
     if (violations.some((v) => v.propertyPath === field.name)) continue;
-    if (await valueTaken(ctx.db, resource, field, value, previous?.id)) violations.push(violation(field.name, 'unique'));
+    if (await valueTaken(ctx.db, resource, field, value, previous?.id))
+      violations.push(violation(field.name, 'unique'));
   }
 
   if (violations.length) throw new ConstraintViolationError(violations);
@@ -127,15 +148,24 @@ function checkType(field: FieldMetadata, raw: unknown): Violation | undefined {
     case 'enum':
       return typeof raw === 'string' ? undefined : violation(field.name, 'type', { type: 'string' });
     case 'integer':
-      return typeof raw === 'number' && Number.isInteger(raw) ? undefined : violation(field.name, 'type', { type: 'int' });
+      return typeof raw === 'number' && Number.isInteger(raw)
+        ? undefined
+        : violation(field.name, 'type', { type: 'int' });
     case 'number':
       return typeof raw === 'number' ? undefined : violation(field.name, 'type', { type: 'float' });
     case 'boolean':
       return typeof raw === 'boolean' ? undefined : violation(field.name, 'type', { type: 'bool' });
     case 'ref':
       if (typeof raw === 'string') return undefined;
-      if (typeof raw === 'object') return typeViolation(field.name, `Nested documents for attribute "${field.name}" are not allowed. Use IRIs instead.`);
-      return typeViolation(field.name, `The type of the "${field.name}" attribute must be "string" (an IRI), "${jsonType(raw)}" given.`);
+      if (typeof raw === 'object')
+        return typeViolation(
+          field.name,
+          `Nested documents for attribute "${field.name}" are not allowed. Use IRIs instead.`,
+        );
+      return typeViolation(
+        field.name,
+        `The type of the "${field.name}" attribute must be "string" (an IRI), "${jsonType(raw)}" given.`,
+      );
     default:
       return violation(field.name, 'type', { type: TYPE_NAMES[field.kind] ?? field.kind });
   }
@@ -151,15 +181,19 @@ function checkConstraints(field: FieldMetadata, value: unknown): Violation[] {
   if (value === null || value === undefined) return out;
   if (typeof value === 'string') {
     // NUL is refused by PostgreSQL and lone surrogates cannot be stored as UTF-8: refuse both here.
-    if (value.includes('\u0000') || !(value as unknown as { isWellFormed(): boolean }).isWellFormed()) out.push(violation(field.name, 'invalidCharacters'));
-    if (field.maxLength !== undefined && [...value].length > field.maxLength) out.push(violation(field.name, 'tooLong', { limit: field.maxLength }));
+    if (value.includes('\u0000') || !(value as unknown as { isWellFormed(): boolean }).isWellFormed())
+      out.push(violation(field.name, 'invalidCharacters'));
+    if (field.maxLength !== undefined && [...value].length > field.maxLength)
+      out.push(violation(field.name, 'tooLong', { limit: field.maxLength }));
     if (field.format === 'email' && !EMAIL.test(value)) out.push(violation(field.name, 'email'));
     if (field.kind === 'enum' && !field.values?.includes(value)) out.push(violation(field.name, 'choice'));
   }
   if (typeof value === 'number') {
     if (field.minimum === 0 && value < 0) out.push(violation(field.name, 'positiveOrZero'));
-    else if (field.minimum !== undefined && value < field.minimum) out.push(violation(field.name, 'greaterThanOrEqual', { compared_value: field.minimum }));
-    if (field.maximum !== undefined && value > field.maximum) out.push(violation(field.name, 'lessThanOrEqual', { compared_value: field.maximum }));
+    else if (field.minimum !== undefined && value < field.minimum)
+      out.push(violation(field.name, 'greaterThanOrEqual', { compared_value: field.minimum }));
+    if (field.maximum !== undefined && value > field.maximum)
+      out.push(violation(field.name, 'lessThanOrEqual', { compared_value: field.maximum }));
   }
   return out;
 }

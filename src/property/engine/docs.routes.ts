@@ -39,7 +39,9 @@ function negotiateDocs(accept: string | undefined, candidates: readonly DocsForm
       return { range: range.trim().toLowerCase(), q: Number.isFinite(q) ? q : 0, order };
     })
     .filter((r) => r.q > 0)
-    .sort((a, b) => b.q - a.q || (a.range.includes('*') ? 1 : 0) - (b.range.includes('*') ? 1 : 0) || a.order - b.order);
+    .sort(
+      (a, b) => b.q - a.q || (a.range.includes('*') ? 1 : 0) - (b.range.includes('*') ? 1 : 0) || a.order - b.order,
+    );
   for (const { range } of ranges) {
     const [type, subtype] = range.split('/');
     const found = candidates.find((c) => {
@@ -48,7 +50,10 @@ function negotiateDocs(accept: string | undefined, candidates: readonly DocsForm
     });
     if (found) return found;
   }
-  throw new AppError('not_acceptable', `Requested format "${ranges[0]?.range ?? accept}" is not supported. Supported MIME types are ${candidates.map((c) => `"${DOCS_MIME[c]}"`).join(', ')}.`);
+  throw new AppError(
+    'not_acceptable',
+    `Requested format "${ranges[0]?.range ?? accept}" is not supported. Supported MIME types are ${candidates.map((c) => `"${DOCS_MIME[c]}"`).join(', ')}.`,
+  );
 }
 
 /**
@@ -78,7 +83,10 @@ export function registerDocsRoutes(app: FastifyInstance, options: DocsRouteOptio
       }
       case 'json':
       case 'jsonopenapi':
-        openApi ??= openApiDocument(registry, { maximumItemsPerPage: options.maximumItemsPerPage, ...options.clientPagination });
+        openApi ??= openApiDocument(registry, {
+          maximumItemsPerPage: options.maximumItemsPerPage,
+          ...options.clientPagination,
+        });
         return sendJson(request, reply, 200, `${DOCS_MIME[format]}; charset=utf-8`, openApi);
       case 'yaml':
       case 'yamlopenapi':
@@ -94,14 +102,22 @@ export function registerDocsRoutes(app: FastifyInstance, options: DocsRouteOptio
     }
   };
 
-  app.get(`${prefix}/docs`, async (request, reply) => send(request, reply, negotiateDocs(request.headers.accept, ALL_DOCS_FORMATS)));
+  app.get(`${prefix}/docs`, async (request, reply) =>
+    send(request, reply, negotiateDocs(request.headers.accept, ALL_DOCS_FORMATS)),
+  );
   for (const format of ALL_DOCS_FORMATS) {
-    app.get(`${prefix}/docs.${format}`, async (request, reply) => send(request, reply, negotiateDocs(request.headers.accept, [format])));
+    app.get(`${prefix}/docs.${format}`, async (request, reply) =>
+      send(request, reply, negotiateDocs(request.headers.accept, [format])),
+    );
   }
   app.get(`${assetsPath}/:asset`, async (request, reply) => {
     const asset = swaggerUiAsset((request.params as { asset: string }).asset);
     if (!asset) throw new NotFoundError();
-    return reply.code(200).header('content-type', asset.contentType).header('cache-control', 'public, max-age=86400').send(asset.body);
+    return reply
+      .code(200)
+      .header('content-type', asset.contentType)
+      .header('cache-control', 'public, max-age=86400')
+      .send(asset.body);
   });
 }
 

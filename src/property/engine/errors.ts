@@ -8,12 +8,27 @@ export const VIOLATION = {
   choice: { code: '8e179f1b-97aa-4560-a02f-2a8b42e49df7', message: 'The value you selected is not a valid choice.' },
   email: { code: 'bd79c0ab-ddba-46cc-a703-a7a4b08de310', message: 'This value is not a valid email address.' },
   unique: { code: '23bd9dbf-6b9b-41cd-a99e-4844bcf3077f', message: 'This value is already used.' },
-  positiveOrZero: { code: 'ea4e51d1-3342-48bd-87f1-9e672cd90cad', message: 'This value should be either positive or zero.' },
-  greaterThanOrEqual: { code: 'ea4e51d1-3342-48bd-87f1-9e672cd90cad', message: 'This value should be greater than or equal to {{ compared_value }}.' },
-  lessThanOrEqual: { code: '30fbb013-d015-4232-8b3b-8f3be97a7e14', message: 'This value should be less than or equal to {{ compared_value }}.' },
-  tooLong: { code: 'd94b19cc-114f-4f44-9cc4-4138e80a87b9', message: 'This value is too long. It should have {{ limit }} characters or less.' },
+  positiveOrZero: {
+    code: 'ea4e51d1-3342-48bd-87f1-9e672cd90cad',
+    message: 'This value should be either positive or zero.',
+  },
+  greaterThanOrEqual: {
+    code: 'ea4e51d1-3342-48bd-87f1-9e672cd90cad',
+    message: 'This value should be greater than or equal to {{ compared_value }}.',
+  },
+  lessThanOrEqual: {
+    code: '30fbb013-d015-4232-8b3b-8f3be97a7e14',
+    message: 'This value should be less than or equal to {{ compared_value }}.',
+  },
+  tooLong: {
+    code: 'd94b19cc-114f-4f44-9cc4-4138e80a87b9',
+    message: 'This value is too long. It should have {{ limit }} characters or less.',
+  },
   dateTime: { code: '1a9da513-2640-4f84-9b6a-4d99dcddc628', message: 'This value is not a valid datetime.' },
-  invalidCharacters: { code: '35e6a710-aa2e-4719-b58e-24b35749b767', message: 'This value contains characters that are not allowed.' },
+  invalidCharacters: {
+    code: '35e6a710-aa2e-4719-b58e-24b35749b767',
+    message: 'This value contains characters that are not allowed.',
+  },
 } as const;
 
 export interface Violation {
@@ -23,10 +38,17 @@ export interface Violation {
   readonly hint?: string;
 }
 
-export function violation(propertyPath: string, kind: keyof typeof VIOLATION, params: Record<string, string | number> = {}, hint?: string): Violation {
+export function violation(
+  propertyPath: string,
+  kind: keyof typeof VIOLATION,
+  params: Record<string, string | number> = {},
+  hint?: string,
+): Violation {
   const spec = VIOLATION[kind];
   const message = spec.message.replace(/\{\{ (\w+) \}\}/g, (_, key: string) => String(params[key] ?? ''));
-  return hint === undefined ? { propertyPath, message, code: spec.code } : { propertyPath, message, code: spec.code, hint };
+  return hint === undefined
+    ? { propertyPath, message, code: spec.code }
+    : { propertyPath, message, code: spec.code, hint };
 }
 
 /** A type error with a message of our own (IRIs, syntax), reported like Symfony's Type constraint. */
@@ -37,7 +59,11 @@ export function typeViolation(propertyPath: string, message: string): Violation 
 /** Invalid input: answered 400 with a ConstraintViolationList body. */
 export class ConstraintViolationError extends AppError {
   constructor(readonly violations: readonly Violation[]) {
-    super('validation', violations.map((v) => (v.propertyPath ? `${v.propertyPath}: ${v.message}` : v.message)).join('\n'), { code: 'CONSTRAINT_VIOLATION' });
+    super(
+      'validation',
+      violations.map((v) => (v.propertyPath ? `${v.propertyPath}: ${v.message}` : v.message)).join('\n'),
+      { code: 'CONSTRAINT_VIOLATION' },
+    );
   }
 }
 
@@ -107,7 +133,14 @@ export interface RenderedError {
  * The error bodies of API Platform 3.x (legacy mode, `hydraPrefix`) or 4.x (unprefixed), plus
  * `status`, which both clients ignore and humans appreciate.
  */
-export function renderError(status: number, detail: string, violations: readonly Violation[] | undefined, format: ErrorFormat, hydraPrefix: boolean, prefix: string): RenderedError {
+export function renderError(
+  status: number,
+  detail: string,
+  violations: readonly Violation[] | undefined,
+  format: ErrorFormat,
+  hydraPrefix: boolean,
+  prefix: string,
+): RenderedError {
   const title = 'An error occurred';
   if (format === 'problem') {
     const body: Record<string, unknown> = { type: 'https://tools.ietf.org/html/rfc2616#section-10', title, detail };
@@ -119,7 +152,14 @@ export function renderError(status: number, detail: string, violations: readonly
     if (hydraPrefix) {
       return {
         contentType: 'application/ld+json; charset=utf-8',
-        body: { '@context': `${prefix}/contexts/ConstraintViolationList`, '@type': 'ConstraintViolationList', 'hydra:title': title, 'hydra:description': detail, violations, status },
+        body: {
+          '@context': `${prefix}/contexts/ConstraintViolationList`,
+          '@type': 'ConstraintViolationList',
+          'hydra:title': title,
+          'hydra:description': detail,
+          violations,
+          status,
+        },
       };
     }
     const code = violations.map((v) => v.code).join('-');
@@ -141,11 +181,26 @@ export function renderError(status: number, detail: string, violations: readonly
   if (hydraPrefix) {
     return {
       contentType: 'application/ld+json; charset=utf-8',
-      body: { '@context': `${prefix}/contexts/Error`, '@type': 'hydra:Error', 'hydra:title': title, 'hydra:description': detail, status },
+      body: {
+        '@context': `${prefix}/contexts/Error`,
+        '@type': 'hydra:Error',
+        'hydra:title': title,
+        'hydra:description': detail,
+        status,
+      },
     };
   }
   return {
     contentType: 'application/problem+json; charset=utf-8',
-    body: { '@context': `${prefix}/contexts/Error`, '@id': `${prefix}/errors/${status}`, '@type': 'Error', title, detail, status, type: `/errors/${status}`, description: detail },
+    body: {
+      '@context': `${prefix}/contexts/Error`,
+      '@id': `${prefix}/errors/${status}`,
+      '@type': 'Error',
+      title,
+      detail,
+      status,
+      type: `/errors/${status}`,
+      description: detail,
+    },
   };
 }

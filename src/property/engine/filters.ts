@@ -23,7 +23,12 @@ export const PROPERTIES_PARAMETER = 'properties';
 const RANGE_OPERATORS = ['between', 'gt', 'gte', 'lt', 'lte'] as const;
 const DATE_OPERATORS = ['before', 'strictly_before', 'after', 'strictly_after'] as const;
 const RANGE_SQL: Readonly<Record<'gt' | 'gte' | 'lt' | 'lte', Comparison>> = { gt: '>', gte: '>=', lt: '<', lte: '<=' };
-const DATE_SQL: Readonly<Record<(typeof DATE_OPERATORS)[number], Comparison>> = { before: '<=', strictly_before: '<', after: '>=', strictly_after: '>' };
+const DATE_SQL: Readonly<Record<(typeof DATE_OPERATORS)[number], Comparison>> = {
+  before: '<=',
+  strictly_before: '<',
+  after: '>=',
+  strictly_after: '>',
+};
 
 /** One query parameter a filter accepts, as API Platform's `getDescription()` lists it. */
 export interface ParameterDescription {
@@ -101,7 +106,14 @@ function describe(registry: Registry, filter: FilterMetadata): ParameterDescript
         const description = `Items whose ${p} is this ${path}/{id} IRI (or identifier)`;
         return [
           { variable: p, property: p, type: 'string', isCollection: false, schema: { type: 'string' }, description },
-          { variable: `${p}[]`, property: p, type: 'string', isCollection: true, schema: { type: 'array', items: { type: 'string' } }, description: `${description}; any of the values` },
+          {
+            variable: `${p}[]`,
+            property: p,
+            type: 'string',
+            isCollection: true,
+            schema: { type: 'array', items: { type: 'string' } },
+            description: `${description}; any of the values`,
+          },
         ];
       }
       const { type, schema } = scalarType(target);
@@ -109,7 +121,17 @@ function describe(registry: Registry, filter: FilterMetadata): ParameterDescript
       const single: ParameterDescription = { variable: p, property: p, type, isCollection: false, schema, description };
       // Only the exact strategy lists the `[]` form, as API Platform's SearchFilter does.
       if (filter.strategy !== 'exact') return [single];
-      return [single, { variable: `${p}[]`, property: p, type, isCollection: true, schema: { type: 'array', items: schema }, description: `${description}; any of the values` }];
+      return [
+        single,
+        {
+          variable: `${p}[]`,
+          property: p,
+          type,
+          isCollection: true,
+          schema: { type: 'array', items: schema },
+          description: `${description}; any of the values`,
+        },
+      ];
     }
     case 'range':
       return RANGE_OPERATORS.map((op) => ({
@@ -118,7 +140,10 @@ function describe(registry: Registry, filter: FilterMetadata): ParameterDescript
         type: 'string',
         isCollection: false,
         schema: { type: 'string' },
-        description: op === 'between' ? `Items with ${p} between two numbers, inclusive: \`min..max\`` : `Items with ${p} ${{ gt: '>', gte: '≥', lt: '<', lte: '≤' }[op]} the number`,
+        description:
+          op === 'between'
+            ? `Items with ${p} between two numbers, inclusive: \`min..max\``
+            : `Items with ${p} ${{ gt: '>', gte: '≥', lt: '<', lte: '≤' }[op]} the number`,
       }));
     case 'date':
       return DATE_OPERATORS.map((op) => ({
@@ -130,9 +155,27 @@ function describe(registry: Registry, filter: FilterMetadata): ParameterDescript
         description: `Items with ${p} ${op.replace('_', ' ')} the date (ISO 8601; no offset means UTC)`,
       }));
     case 'exists':
-      return [{ variable: `${EXISTS_PARAMETER}[${p}]`, property: p, type: 'bool', isCollection: false, schema: { type: 'boolean' }, description: `Items that have (true) or lack (false) a ${p}` }];
+      return [
+        {
+          variable: `${EXISTS_PARAMETER}[${p}]`,
+          property: p,
+          type: 'bool',
+          isCollection: false,
+          schema: { type: 'boolean' },
+          description: `Items that have (true) or lack (false) a ${p}`,
+        },
+      ];
     case 'order':
-      return [{ variable: `${ORDER_PARAMETER}[${p}]`, property: p, type: 'string', isCollection: false, schema: { type: 'string', enum: ['asc', 'desc'] }, description: `Sort by ${p}` }];
+      return [
+        {
+          variable: `${ORDER_PARAMETER}[${p}]`,
+          property: p,
+          type: 'string',
+          isCollection: false,
+          schema: { type: 'string', enum: ['asc', 'desc'] },
+          description: `Sort by ${p}`,
+        },
+      ];
   }
 }
 
@@ -155,13 +198,15 @@ export function parseDate(raw: string): string | undefined {
   if (!m) return undefined;
   const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone] = m;
   if (Number(y) < 1) return undefined;
-  const offset = !zone || zone.toUpperCase() === 'Z' ? 'Z' : zone.includes(':') ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
+  const offset =
+    !zone || zone.toUpperCase() === 'Z' ? 'Z' : zone.includes(':') ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
   const iso = `${y}-${mo}-${d}T${h}:${mi}:${s}.${(frac + '000').slice(0, 3)}${offset}`;
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return undefined;
   // Reject dates that JavaScript rolls over (2026-02-30 → March 2).
   const probe = new Date(`${y}-${mo}-${d}T00:00:00Z`);
-  if (Number.isNaN(probe.getTime()) || probe.getUTCDate() !== Number(d) || probe.getUTCMonth() + 1 !== Number(mo)) return undefined;
+  if (Number.isNaN(probe.getTime()) || probe.getUTCDate() !== Number(d) || probe.getUTCMonth() + 1 !== Number(mo))
+    return undefined;
   if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined;
   return date.toISOString();
 }
@@ -180,7 +225,8 @@ function entries(value: QueryValue | undefined): [string, string][] {
 }
 
 /** A value no stored string can equal (a NUL, broken UTF-16): matches nothing, never sent to the database. */
-const unstorable = (value: string): boolean => value.includes('\u0000') || !(value as unknown as { isWellFormed(): boolean }).isWellFormed();
+const unstorable = (value: string): boolean =>
+  value.includes('\u0000') || !(value as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 /**
  * The conditions of the declared filters present in the query. Every unusable value of a declared
@@ -199,12 +245,18 @@ export function filterConditions(registry: Registry, resource: ResourceMetadata,
         if (raw === undefined) continue;
         const values = listValues(raw);
         if (values.length === 0) {
-          violations.push(typeViolation(p, `This value should be of type ${target.kind === 'integer' ? 'int' : 'string'}.`));
+          violations.push(
+            typeViolation(p, `This value should be of type ${target.kind === 'integer' ? 'int' : 'string'}.`),
+          );
           continue;
         }
         if (filter.strategy !== 'exact') {
           const usable = values.filter((v) => !unstorable(v));
-          conditions.push(usable.length ? { op: 'match', target, strategy: filter.strategy, values: usable } : { op: 'in', target, values: [] });
+          conditions.push(
+            usable.length
+              ? { op: 'match', target, strategy: filter.strategy, values: usable }
+              : { op: 'in', target, values: [] },
+          );
           continue;
         }
         const typed: unknown[] = [];
@@ -328,10 +380,12 @@ export function ordering(resource: ResourceMetadata, query: Query): OrderBy[] {
       violations.push(violation(`${ORDER_PARAMETER}[${name}]`, 'choice'));
       continue;
     }
-    if (!order.some((o) => o.target === filter.target)) order.push({ target: filter.target, direction: dir, nullable: filter.target.nullable });
+    if (!order.some((o) => o.target === filter.target))
+      order.push({ target: filter.target, direction: dir, nullable: filter.target.nullable });
   }
   if (violations.length) throw new ConstraintViolationError(violations);
-  if (!order.some((o) => o.target.column === resource.idField.column && !o.target.ratio)) order.push({ target: resource.idField, direction: 'asc', nullable: false });
+  if (!order.some((o) => o.target.column === resource.idField.column && !o.target.ratio))
+    order.push({ target: resource.idField, direction: 'asc', nullable: false });
   return order;
 }
 

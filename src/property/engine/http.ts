@@ -2,7 +2,14 @@ import { hash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../platform/errors/app-error.js';
 import { nulPath } from '../../platform/http/nul.js';
-import { ConstraintViolationError, reasonPhrase, renderError, STATUS_BY_KIND, typeViolation, MethodNotAllowedError } from './errors.js';
+import {
+  ConstraintViolationError,
+  reasonPhrase,
+  renderError,
+  STATUS_BY_KIND,
+  typeViolation,
+  MethodNotAllowedError,
+} from './errors.js';
 import { negotiateErrorFormat, requireContentType, type Format } from './negotiation.js';
 
 /**
@@ -48,7 +55,13 @@ export function etagOf(body: unknown): string {
 }
 
 /** Sends a JSON body; GET and HEAD successes get an ETag and honour If-None-Match (304). */
-export function sendJson(request: FastifyRequest, reply: FastifyReply, status: number, contentType: string, body: unknown): FastifyReply {
+export function sendJson(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  contentType: string,
+  body: unknown,
+): FastifyReply {
   const text = JSON.stringify(body);
   reply.code(status).header('content-type', contentType);
   if ((request.method === 'GET' || request.method === 'HEAD') && status === 200) {
@@ -75,7 +88,13 @@ export function jsonBody(request: FastifyRequest, accepted: readonly string[]): 
   }
   // PostgreSQL cannot store a NUL and SQLite can: refused here, once, for every field of every resource.
   const at = nulPath(parsed);
-  if (at) throw new ConstraintViolationError([typeViolation(at.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join(''), 'This value must not contain a NUL character (U+0000).')]);
+  if (at)
+    throw new ConstraintViolationError([
+      typeViolation(
+        at.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join(''),
+        'This value must not contain a NUL character (U+0000).',
+      ),
+    ]);
   return parsed;
 }
 
@@ -87,7 +106,12 @@ interface FastifyLikeError {
 }
 
 /** The property service's one error mapper: every failure becomes a Hydra or problem+json body. */
-export function sendError(request: FastifyRequest, reply: FastifyReply, err: unknown, settings: HttpSettings): FastifyReply {
+export function sendError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  err: unknown,
+  settings: HttpSettings,
+): FastifyReply {
   let status: number;
   let detail: string;
   let violations: ConstraintViolationError['violations'] | undefined;
@@ -105,7 +129,12 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, err: unk
     if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
       status = e.statusCode;
       // Fastify's own messages may echo the URL or internals; only a few are worth passing on.
-      detail = e.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'Request body is too large.' : e.code?.startsWith('FST_ERR_CTP') || e.code === undefined ? (e.message ?? reasonPhrase(status)) : reasonPhrase(status);
+      detail =
+        e.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+          ? 'Request body is too large.'
+          : e.code?.startsWith('FST_ERR_CTP') || e.code === undefined
+            ? (e.message ?? reasonPhrase(status))
+            : reasonPhrase(status);
     } else {
       status = 500;
       detail = `Internal Server Error (request id ${request.id})`;

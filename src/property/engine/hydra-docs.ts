@@ -23,7 +23,6 @@ const SENTENCES: Readonly<Record<OperationName, (shortName: string) => string>> 
   delete: (s) => `Deletes the ${s} resource.`,
 };
 
-
 /** schema.org action types of 3.x; PATCH has none there and stays a plain hydra:Operation. */
 const ACTION_TYPES: Readonly<Record<OperationName, string | undefined>> = {
   getCollection: 'schema:FindAction',
@@ -74,7 +73,9 @@ function resourceClass(resource: ResourceMetadata): Json {
     'rdfs:label': resource.shortName,
     'hydra:title': resource.shortName,
     'hydra:supportedProperty': resource.fields.filter(isDocumented).map((field) => supportedProperty(resource, field)),
-    'hydra:supportedOperation': ITEM_ORDER.filter((name) => resource.operations.has(name)).map((name) => hydraOperation(resource, name)),
+    'hydra:supportedOperation': ITEM_ORDER.filter((name) => resource.operations.has(name)).map((name) =>
+      hydraOperation(resource, name),
+    ),
   };
   if (resource.description) cls['hydra:description'] = resource.description;
   return cls;
@@ -192,26 +193,35 @@ function hydraOperation(resource: ResourceMetadata, name: OperationName): Json {
 }
 
 function entrypointClass(registry: Registry): Json {
-  const properties = registry.resources.filter((r) => r.hasCollectionOperations).map((resource) => {
-    const label = `The collection of ${resource.shortName} resources`;
-    return {
-      '@type': 'hydra:SupportedProperty',
-      'hydra:property': {
-        '@id': `#Entrypoint/${resource.entrypointKey}`,
-        '@type': 'hydra:Link',
-        domain: '#Entrypoint',
-        'rdfs:label': label,
-        'rdfs:range': [
-          { '@id': 'hydra:Collection' },
-          { 'owl:equivalentClass': { 'owl:onProperty': { '@id': 'hydra:member' }, 'owl:allValuesFrom': { '@id': `#${resource.shortName}` } } },
-        ],
-        'hydra:supportedOperation': COLLECTION_ORDER.filter((name) => resource.operations.has(name)).map((name) => hydraOperation(resource, name)),
-      },
-      'hydra:title': label,
-      'hydra:readable': true,
-      'hydra:writeable': false,
-    };
-  });
+  const properties = registry.resources
+    .filter((r) => r.hasCollectionOperations)
+    .map((resource) => {
+      const label = `The collection of ${resource.shortName} resources`;
+      return {
+        '@type': 'hydra:SupportedProperty',
+        'hydra:property': {
+          '@id': `#Entrypoint/${resource.entrypointKey}`,
+          '@type': 'hydra:Link',
+          domain: '#Entrypoint',
+          'rdfs:label': label,
+          'rdfs:range': [
+            { '@id': 'hydra:Collection' },
+            {
+              'owl:equivalentClass': {
+                'owl:onProperty': { '@id': 'hydra:member' },
+                'owl:allValuesFrom': { '@id': `#${resource.shortName}` },
+              },
+            },
+          ],
+          'hydra:supportedOperation': COLLECTION_ORDER.filter((name) => resource.operations.has(name)).map((name) =>
+            hydraOperation(resource, name),
+          ),
+        },
+        'hydra:title': label,
+        'hydra:readable': true,
+        'hydra:writeable': false,
+      };
+    });
   return {
     '@id': '#Entrypoint',
     '@type': 'hydra:Class',
@@ -233,7 +243,13 @@ function entrypointClass(registry: Registry): Json {
 function plainProperty(domain: string, name: string, range: string, description: string): Json {
   return {
     '@type': 'hydra:SupportedProperty',
-    'hydra:property': { '@id': `#${domain}/${name}`, '@type': 'rdf:Property', 'rdfs:label': name, domain: `#${domain}`, range },
+    'hydra:property': {
+      '@id': `#${domain}/${name}`,
+      '@type': 'rdf:Property',
+      'rdfs:label': name,
+      domain: `#${domain}`,
+      range,
+    },
     'hydra:title': name,
     'hydra:description': description,
     'hydra:readable': true,
@@ -250,7 +266,12 @@ function constraintViolationClass(): Json {
     'hydra:supportedProperty': [
       plainProperty('ConstraintViolation', 'propertyPath', 'xmls:string', 'The property path of the violation'),
       plainProperty('ConstraintViolation', 'message', 'xmls:string', 'The message associated with the violation'),
-      plainProperty('ConstraintViolation', 'code', 'xmls:string', 'The code of the violated constraint (a Symfony constraint UUID)'),
+      plainProperty(
+        'ConstraintViolation',
+        'code',
+        'xmls:string',
+        'The code of the violated constraint (a Symfony constraint UUID)',
+      ),
     ],
   };
 }
@@ -261,6 +282,8 @@ function constraintViolationListClass(): Json {
     '@type': 'hydra:Class',
     subClassOf: 'hydra:Error',
     'hydra:title': 'A constraint violation list',
-    'hydra:supportedProperty': [plainProperty('ConstraintViolationList', 'violations', '#ConstraintViolation', 'The violations')],
+    'hydra:supportedProperty': [
+      plainProperty('ConstraintViolationList', 'violations', '#ConstraintViolation', 'The violations'),
+    ],
   };
 }

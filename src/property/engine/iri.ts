@@ -37,6 +37,10 @@ export function resolveIri(registry: Registry, expected: ResourceMetadata, iri: 
   const resource = registry.resources.find((r) => r.path === collection);
   if (!resource) return { ok: false, reason: 'invalid' };
   const id = parseId(path.slice(slash + 1));
-  if (id === undefined || resource !== expected) return { ok: false, reason: /^\d+$/.test(path.slice(slash + 1)) && resource === expected ? 'not_found' : 'invalid' };
+  if (id === undefined || resource !== expected)
+    return {
+      ok: false,
+      reason: /^\d+$/.test(path.slice(slash + 1)) && resource === expected ? 'not_found' : 'invalid',
+    };
   return { ok: true, resource, id };
 }

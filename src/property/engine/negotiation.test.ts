@@ -37,10 +37,14 @@ describe('negotiateErrorFormat', () => {
 
 describe('requireContentType', () => {
   it('ignores parameters and case, and explains what is accepted', () => {
-    expect(() => requireContentType('Application/Merge-Patch+JSON; charset=utf-8', ['application/merge-patch+json'])).not.toThrow();
+    expect(() =>
+      requireContentType('Application/Merge-Patch+JSON; charset=utf-8', ['application/merge-patch+json']),
+    ).not.toThrow();
     expect(() => requireContentType('application/json', ['application/merge-patch+json'])).toThrowError(
       'The content-type "application/json" is not supported. Supported MIME types are "application/merge-patch+json".',
     );
-    expect(() => requireContentType(undefined, ['application/json'])).toThrowError('The "Content-Type" header must exist.');
+    expect(() => requireContentType(undefined, ['application/json'])).toThrowError(
+      'The "Content-Type" header must exist.',
+    );
   });
 });

@@ -2,7 +2,10 @@ import { AppError } from '../../platform/errors/app-error.js';
 
 export type Format = 'jsonld' | 'json';
 
-export const FORMAT_MIME: Readonly<Record<Format, string>> = { jsonld: 'application/ld+json', json: 'application/json' };
+export const FORMAT_MIME: Readonly<Record<Format, string>> = {
+  jsonld: 'application/ld+json',
+  json: 'application/json',
+};
 export const OUTPUT_FORMATS: readonly Format[] = ['jsonld', 'json'];
 export const SUFFIX_FORMATS: Readonly<Record<string, Format>> = { jsonld: 'jsonld', json: 'json' };
 
@@ -34,7 +37,10 @@ function parseAccept(header: string): MediaRange[] {
 
 function matches(range: MediaRange, mime: string): boolean {
   const [type, subtype] = mime.split('/');
-  return (range.type === '*' && range.subtype === '*') || (range.type === type && (range.subtype === '*' || range.subtype === subtype));
+  return (
+    (range.type === '*' && range.subtype === '*') ||
+    (range.type === type && (range.subtype === '*' || range.subtype === subtype))
+  );
 }
 
 function specificity(range: MediaRange): number {
@@ -43,7 +49,9 @@ function specificity(range: MediaRange): number {
 
 /** Ranges by preference: quality, then specificity, then their order in the header. */
 function byPreference(ranges: readonly MediaRange[]): MediaRange[] {
-  return ranges.filter((r) => r.q > 0).sort((a, b) => b.q - a.q || specificity(b) - specificity(a) || a.order - b.order);
+  return ranges
+    .filter((r) => r.q > 0)
+    .sort((a, b) => b.q - a.q || specificity(b) - specificity(a) || a.order - b.order);
 }
 
 /**
@@ -72,7 +80,10 @@ function negotiateUncached(accept: string, candidates: readonly Format[]): Forma
     if (format) return format;
   }
   const requested = ranges[0] ? `${ranges[0].type}/${ranges[0].subtype}` : accept.trim();
-  throw new AppError('not_acceptable', `Requested format "${requested}" is not supported. Supported MIME types are ${candidates.map((c) => `"${FORMAT_MIME[c]}"`).join(', ')}.`);
+  throw new AppError(
+    'not_acceptable',
+    `Requested format "${requested}" is not supported. Supported MIME types are ${candidates.map((c) => `"${FORMAT_MIME[c]}"`).join(', ')}.`,
+  );
 }
 
 /** Errors are answered as problem+json when the client prefers plain or problem JSON, else as JSON-LD. */
@@ -81,7 +92,8 @@ export function negotiateErrorFormat(accept: string | undefined): 'jsonld' | 'pr
   for (const range of byPreference(parseAccept(accept))) {
     if (specificity(range) < 2) return 'jsonld';
     if (range.type === 'application' && range.subtype === 'ld+json') return 'jsonld';
-    if (range.type === 'application' && (range.subtype === 'json' || range.subtype === 'problem+json')) return 'problem';
+    if (range.type === 'application' && (range.subtype === 'json' || range.subtype === 'problem+json'))
+      return 'problem';
   }
   return 'jsonld';
 }
@@ -97,6 +109,9 @@ export function requireContentType(contentType: string | undefined, accepted: re
   const type = mediaType(contentType);
   if (!type) throw new AppError('unsupported_media_type', 'The "Content-Type" header must exist.');
   if (!accepted.includes(type)) {
-    throw new AppError('unsupported_media_type', `The content-type "${type}" is not supported. Supported MIME types are ${accepted.map((a) => `"${a}"`).join(', ')}.`);
+    throw new AppError(
+      'unsupported_media_type',
+      `The content-type "${type}" is not supported. Supported MIME types are ${accepted.map((a) => `"${a}"`).join(', ')}.`,
+    );
   }
 }

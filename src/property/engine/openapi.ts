@@ -1,4 +1,11 @@
-import { WRITE_OPERATIONS, anyone, authenticated, type OperationDefinition, type OperationName, OPERATION_METHOD } from './define.js';
+import {
+  WRITE_OPERATIONS,
+  anyone,
+  authenticated,
+  type OperationDefinition,
+  type OperationName,
+  OPERATION_METHOD,
+} from './define.js';
 import { mustBeSent } from './hydra-docs.js';
 import { FORMAT_MIME, OUTPUT_FORMATS } from './negotiation.js';
 import { filterDescriptions } from './filters.js';
@@ -49,7 +56,6 @@ const SUMMARIES: Readonly<Record<OperationName, (shortName: string) => string>> 
   delete: (s) => `Removes the ${s} resource.`,
 };
 
-
 const OPERATION_ID_SUFFIX: Readonly<Record<OperationName, string>> = {
   getCollection: 'get_collection',
   post: 'post',
@@ -88,7 +94,8 @@ export function openApiDocument(registry: Registry, options: OpenApiOptions = {}
     const item = pathItem(registry, resource, ITEM_METHODS, pagination);
     if (item) paths[`${resource.path}/{id}`] = item;
     for (const link of resource.links) {
-      if (resource.operations.has('getCollection')) paths[link.path] = { get: subresourceOperation(registry, resource, link, pagination) };
+      if (resource.operations.has('getCollection'))
+        paths[link.path] = { get: subresourceOperation(registry, resource, link, pagination) };
     }
   }
 
@@ -101,18 +108,35 @@ export function openApiDocument(registry: Registry, options: OpenApiOptions = {}
     servers: [{ url: '/', description: '' }],
     paths,
     components: {
-      schemas: Object.fromEntries(Object.keys(schemas).sort().map((name) => [name, schemas[name]])),
+      schemas: Object.fromEntries(
+        Object.keys(schemas)
+          .sort()
+          .map((name) => [name, schemas[name]]),
+      ),
       headers: RATE_LIMIT_HEADERS,
       securitySchemes: {
-        [SECURITY_SCHEME]: { type: 'apiKey', description: `Value for the ${API_KEY_HEADER} header parameter.`, name: API_KEY_HEADER, in: 'header' },
+        [SECURITY_SCHEME]: {
+          type: 'apiKey',
+          description: `Value for the ${API_KEY_HEADER} header parameter.`,
+          name: API_KEY_HEADER,
+          in: 'header',
+        },
       },
     },
     security: [{ [SECURITY_SCHEME]: [] }],
-    tags: registry.resources.map((r) => ({ name: r.shortName, description: r.description || `Resource '${r.shortName}' operations.` })),
+    tags: registry.resources.map((r) => ({
+      name: r.shortName,
+      description: r.description || `Resource '${r.shortName}' operations.`,
+    })),
   };
 }
 
-function pathItem(registry: Registry, resource: ResourceMetadata, methods: readonly [OperationName, string][], pagination: Pagination): Json | undefined {
+function pathItem(
+  registry: Registry,
+  resource: ResourceMetadata,
+  methods: readonly [OperationName, string][],
+  pagination: Pagination,
+): Json | undefined {
   const item: Json = {};
   for (const [name, method] of methods) {
     const definition = resource.operations.get(name);
@@ -127,7 +151,13 @@ function operationId(registry: Registry, resource: ResourceMetadata, name: Opera
   return `api_${route}_${OPERATION_ID_SUFFIX[name]}`;
 }
 
-function operation(registry: Registry, resource: ResourceMetadata, name: OperationName, definition: OperationDefinition, pagination: Pagination): Json {
+function operation(
+  registry: Registry,
+  resource: ResourceMetadata,
+  name: OperationName,
+  definition: OperationDefinition,
+  pagination: Pagination,
+): Json {
   const summary = SUMMARIES[name](resource.shortName);
   const op: Json = {
     operationId: operationId(registry, resource, name),
@@ -135,7 +165,12 @@ function operation(registry: Registry, resource: ResourceMetadata, name: Operati
     responses: responses(registry, resource, name, definition),
     summary,
     description: definition.description ?? summary,
-    parameters: name === 'getCollection' ? collectionParameters(registry, resource, pagination) : name === 'post' ? [] : [idParameter(resource)],
+    parameters:
+      name === 'getCollection'
+        ? collectionParameters(registry, resource, pagination)
+        : name === 'post'
+          ? []
+          : [idParameter(resource)],
   };
   if (name === 'post' || name === 'put' || name === 'patch') op.requestBody = requestBody(resource, name);
   // Anonymous callers are let in here, yet a key still matters when one is sent (it can widen
@@ -148,7 +183,8 @@ function operation(registry: Registry, resource: ResourceMetadata, name: Operati
 function requestBody(resource: ResourceMetadata, name: 'post' | 'put' | 'patch'): Json {
   const s = resource.shortName;
   const description = `The ${name === 'post' ? 'new' : 'updated'} ${s} resource`;
-  const content: Json = name === 'patch' ? { [MERGE_PATCH]: { schema: ref(`${s}.jsonMergePatch`) } } : bodyContent(resource, false);
+  const content: Json =
+    name === 'patch' ? { [MERGE_PATCH]: { schema: ref(`${s}.jsonMergePatch`) } } : bodyContent(resource, false);
   return { description, content, required: true };
 }
 
@@ -158,37 +194,59 @@ function bodyContent(resource: ResourceMetadata, collection: boolean): Json {
   for (const format of OUTPUT_FORMATS) {
     const jsonld = format === 'jsonld';
     const item = ref(jsonld ? `${resource.shortName}.jsonld` : resource.shortName);
-    content[FORMAT_MIME[format]] = { schema: !collection ? item : jsonld ? hydraCollectionSchema(resource) : { type: 'array', items: item } };
+    content[FORMAT_MIME[format]] = {
+      schema: !collection ? item : jsonld ? hydraCollectionSchema(resource) : { type: 'array', items: item },
+    };
   }
   return content;
 }
 
-function responses(registry: Registry, resource: ResourceMetadata, name: OperationName, definition: OperationDefinition): Json {
+function responses(
+  registry: Registry,
+  resource: ResourceMetadata,
+  name: OperationName,
+  definition: OperationDefinition,
+): Json {
   const s = resource.shortName;
   const out: Json = {};
-  const location = (description: string): Json => ({ description, schema: { type: 'string', format: 'iri-reference' } });
+  const location = (description: string): Json => ({
+    description,
+    schema: { type: 'string', format: 'iri-reference' },
+  });
   switch (name) {
     case 'getCollection':
       out['200'] = { description: `${s} collection`, content: bodyContent(resource, true) };
-      out['400'] = errorResponse('Invalid pagination (page below 1, itemsPerPage below 0, too many items without pagination) or an unusable filter value (a violation per parameter)');
+      out['400'] = errorResponse(
+        'Invalid pagination (page below 1, itemsPerPage below 0, too many items without pagination) or an unusable filter value (a violation per parameter)',
+      );
       break;
     case 'get':
       out['200'] = { description: `${s} resource`, content: bodyContent(resource, false) };
       break;
     case 'post':
       if (!resource.persisted) {
-        out['200'] = { description: `${s} computed from the request (nothing is stored)`, content: bodyContent(resource, false) };
+        out['200'] = {
+          description: `${s} computed from the request (nothing is stored)`,
+          content: bodyContent(resource, false),
+        };
         break;
       }
       out['201'] = {
         description: `${s} resource created`,
-        headers: { Location: location('IRI of the created resource'), 'Content-Location': location('IRI of the created resource') },
+        headers: {
+          Location: location('IRI of the created resource'),
+          'Content-Location': location('IRI of the created resource'),
+        },
         content: bodyContent(resource, false),
       };
       break;
     case 'put':
     case 'patch':
-      out['200'] = { description: `${s} resource updated`, headers: { 'Content-Location': location('IRI of the resource') }, content: bodyContent(resource, false) };
+      out['200'] = {
+        description: `${s} resource updated`,
+        headers: { 'Content-Location': location('IRI of the resource') },
+        content: bodyContent(resource, false),
+      };
       break;
     case 'delete':
       out['204'] = { description: `${s} resource deleted` };
@@ -196,13 +254,20 @@ function responses(registry: Registry, resource: ResourceMetadata, name: Operati
   }
   if (WRITE_OPERATIONS.includes(name)) out['400'] = errorResponse('Invalid input', true);
 
-  out['401'] = errorResponse(definition.security(null) ? `Unknown ${API_KEY_HEADER} (the header may be left out)` : `Missing or unknown ${API_KEY_HEADER}`);
+  out['401'] = errorResponse(
+    definition.security(null)
+      ? `Unknown ${API_KEY_HEADER} (the header may be left out)`
+      : `Missing or unknown ${API_KEY_HEADER}`,
+  );
   if (mayForbid(resource, name, definition)) out['403'] = errorResponse('Access Denied: the caller may not do this');
   if (name !== 'getCollection' && name !== 'post') {
-    out['404'] = errorResponse(resource.scope ? 'Resource not found (or outside what the caller may see)' : 'Resource not found');
+    out['404'] = errorResponse(
+      resource.scope ? 'Resource not found (or outside what the caller may see)' : 'Resource not found',
+    );
   }
   out['406'] = errorResponse('Not acceptable: the Accept header names no supported format');
-  if (name === 'delete' && isReferenced(registry, resource)) out['409'] = errorResponse('The resource is still referenced by other resources');
+  if (name === 'delete' && isReferenced(registry, resource))
+    out['409'] = errorResponse('The resource is still referenced by other resources');
   if (WRITE_OPERATIONS.includes(name)) {
     out['413'] = errorResponse('Request body too large');
     const accepted = name === 'patch' ? [MERGE_PATCH] : OUTPUT_FORMATS.map((f) => FORMAT_MIME[f]);
@@ -221,7 +286,9 @@ function rateLimitedResponse(registers: boolean): Json {
   const budgets = `requests per minute per ${API_KEY_HEADER} and per client address${registers ? ', self-registrations per hour per client address' : ''}`;
   return {
     ...errorResponse(`Too Many Requests: a request budget is used up (${budgets}); retry after Retry-After seconds`),
-    headers: Object.fromEntries(Object.keys(RATE_LIMIT_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }])),
+    headers: Object.fromEntries(
+      Object.keys(RATE_LIMIT_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }]),
+    ),
   };
 }
 
@@ -248,7 +315,9 @@ function mayForbid(resource: ResourceMetadata, name: OperationName, definition: 
 }
 
 function isReferenced(registry: Registry, resource: ResourceMetadata): boolean {
-  return registry.resources.some((r) => r.fields.some((f) => f.kind === 'ref' && f.target === resource.shortName && f.onDelete !== 'cascade'));
+  return registry.resources.some((r) =>
+    r.fields.some((f) => f.kind === 'ref' && f.target === resource.shortName && f.onDelete !== 'cascade'),
+  );
 }
 
 function errorResponse(description: string, violations = false): Json {
@@ -261,16 +330,30 @@ function queryParameter(name: string, description: string, schema: Json, explode
 }
 
 function idParameter(resource: ResourceMetadata): Json {
-  return { name: 'id', in: 'path', description: `${resource.shortName} identifier`, required: true, schema: { type: 'string' }, style: 'simple', explode: false };
+  return {
+    name: 'id',
+    in: 'path',
+    description: `${resource.shortName} identifier`,
+    required: true,
+    schema: { type: 'string' },
+    style: 'simple',
+    explode: false,
+  };
 }
 
 function collectionParameters(registry: Registry, resource: ResourceMetadata, pagination: Pagination): Json[] {
   const parameters = [
     queryParameter('page', 'The collection page number', { type: 'integer', default: 1, minimum: 1 }),
-    queryParameter('itemsPerPage', 'The number of items per page', { type: 'integer', default: pagination.defaultItemsPerPage, minimum: 0, maximum: pagination.maximumItemsPerPage }),
+    queryParameter('itemsPerPage', 'The number of items per page', {
+      type: 'integer',
+      default: pagination.defaultItemsPerPage,
+      minimum: 0,
+      maximum: pagination.maximumItemsPerPage,
+    }),
     ...clientPaginationParameters(pagination),
   ];
-  for (const d of filterDescriptions(registry, resource)) parameters.push(queryParameter(d.variable, d.description, d.schema, d.isCollection));
+  for (const d of filterDescriptions(registry, resource))
+    parameters.push(queryParameter(d.variable, d.description, d.schema, d.isCollection));
   return parameters;
 }
 
@@ -278,26 +361,57 @@ function collectionParameters(registry: Registry, resource: ResourceMetadata, pa
 function clientPaginationParameters(pagination: Pagination): Json[] {
   const out: Json[] = [];
   if (pagination.clientEnabled) {
-    out.push(queryParameter(PAGINATION_PARAMETER, `Enable or disable pagination (false: every item in one response, at most ${pagination.unpaginatedMaximum})`, { type: 'boolean' }));
+    out.push(
+      queryParameter(
+        PAGINATION_PARAMETER,
+        `Enable or disable pagination (false: every item in one response, at most ${pagination.unpaginatedMaximum})`,
+        { type: 'boolean' },
+      ),
+    );
   }
   if (pagination.clientPartial) {
-    out.push(queryParameter(PARTIAL_PARAMETER, 'Enable or disable partial pagination (true: no total, no last page; cheaper on large collections)', { type: 'boolean' }));
+    out.push(
+      queryParameter(
+        PARTIAL_PARAMETER,
+        'Enable or disable partial pagination (true: no total, no last page; cheaper on large collections)',
+        { type: 'boolean' },
+      ),
+    );
   }
   return out;
 }
 
 /** The GET operation of a subresource collection (`/api/users/{id}/immobilies`). */
-function subresourceOperation(registry: Registry, resource: ResourceMetadata, link: LinkMetadata, pagination: Pagination): Json {
+function subresourceOperation(
+  registry: Registry,
+  resource: ResourceMetadata,
+  link: LinkMetadata,
+  pagination: Pagination,
+): Json {
   const definition = resource.operations.get('getCollection') as OperationDefinition;
   const route = link.path.slice(registry.prefix.length).replace(/[/{}]/g, '');
   const summary = SUMMARIES.getCollection(resource.shortName);
   return {
     operationId: `api_${route}_get_collection`,
     tags: [resource.shortName],
-    responses: { ...responses(registry, resource, 'getCollection', definition), '404': errorResponse(`${link.from} not found (or outside what the caller may see)`) },
+    responses: {
+      ...responses(registry, resource, 'getCollection', definition),
+      '404': errorResponse(`${link.from} not found (or outside what the caller may see)`),
+    },
     summary,
     description: `The ${resource.shortName} resources of one ${link.from}, filtered and paginated like the collection.`,
-    parameters: [{ name: 'id', in: 'path', description: `${link.from} identifier`, required: true, schema: { type: 'string' }, style: 'simple', explode: false }, ...collectionParameters(registry, resource, pagination)],
+    parameters: [
+      {
+        name: 'id',
+        in: 'path',
+        description: `${link.from} identifier`,
+        required: true,
+        schema: { type: 'string' },
+        style: 'simple',
+        explode: false,
+      },
+      ...collectionParameters(registry, resource, pagination),
+    ],
   };
 }
 
@@ -392,7 +506,11 @@ function propertySchema(registry: Registry, field: FieldMetadata): Json {
   if (field.maxLength !== undefined) p.maxLength = field.maxLength;
   if (!field.writable) p.readOnly = true;
   else if (!field.readable) p.writeOnly = true;
-  const description = field.description ?? (field.kind === 'secret' ? `Returned only in the response to ${(field.readOn ?? []).map((op) => OPERATION_METHOD[op]).join(', ')}.` : undefined);
+  const description =
+    field.description ??
+    (field.kind === 'secret'
+      ? `Returned only in the response to ${(field.readOn ?? []).map((op) => OPERATION_METHOD[op]).join(', ')}.`
+      : undefined);
   if (description) p.description = description;
   if (field.example !== undefined) p.example = field.example;
   else if (field.kind === 'ref') p.example = `${registry.byShortName(field.target as string)?.path ?? ''}/1`;
@@ -416,7 +534,10 @@ function resourceSchemas(registry: Registry, resource: ResourceMetadata): Json {
         { type: 'string' },
         {
           type: 'object',
-          properties: { '@vocab': { type: 'string' }, hydra: { type: 'string', enum: ['http://www.w3.org/ns/hydra/core#'] } },
+          properties: {
+            '@vocab': { type: 'string' },
+            hydra: { type: 'string', enum: ['http://www.w3.org/ns/hydra/core#'] },
+          },
           required: ['@vocab', 'hydra'],
           additionalProperties: true,
         },
@@ -472,7 +593,13 @@ function errorSchemas(prefix: string): Json {
     ConstraintViolationList: {
       type: 'object',
       description: 'Invalid input as RFC 7807 problem details with the violations',
-      properties: { type: string, title, detail: { type: 'string', description: 'One line per violation: "<propertyPath>: <message>"' }, violations, status },
+      properties: {
+        type: string,
+        title,
+        detail: { type: 'string', description: 'One line per violation: "<propertyPath>: <message>"' },
+        violations,
+        status,
+      },
       required: ['type', 'title', 'detail', 'violations', 'status'],
     },
     'ConstraintViolationList.jsonld': {

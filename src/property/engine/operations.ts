@@ -4,7 +4,17 @@ import { denormalize } from './denormalizer.js';
 import { BadRequestError, ConstraintViolationError, violation } from './errors.js';
 import { filterConditions, ordering } from './filters.js';
 import { parseId } from './iri.js';
-import { countItems, deleteItem, findItem, insertItem, listItems, updateItem, UniqueClashError, type AnyDb, type Condition } from './persistence.js';
+import {
+  countItems,
+  deleteItem,
+  findItem,
+  insertItem,
+  listItems,
+  updateItem,
+  UniqueClashError,
+  type AnyDb,
+  type Condition,
+} from './persistence.js';
 import type { Query, QueryValue } from './query.js';
 import type { LinkMetadata, Registry, ResourceMetadata } from './registry.js';
 
@@ -83,7 +93,18 @@ const isTrue = (v: QueryValue | undefined): boolean => v === 'true' || v === '1'
 /** Equalities on the same column with the same single value (scope and parent agree) kept once. */
 function dedupe(conditions: Condition[]): Condition[] {
   return conditions.filter(
-    (c, i) => !conditions.slice(0, i).some((d) => d.op === 'in' && c.op === 'in' && d.target.column === c.target.column && d.values.length === 1 && c.values.length === 1 && d.values[0] === c.values[0]),
+    (c, i) =>
+      !conditions
+        .slice(0, i)
+        .some(
+          (d) =>
+            d.op === 'in' &&
+            c.op === 'in' &&
+            d.target.column === c.target.column &&
+            d.values.length === 1 &&
+            c.values.length === 1 &&
+            d.values[0] === c.values[0],
+        ),
   );
 }
 
@@ -95,7 +116,8 @@ export function createEngine(options: EngineOptions) {
     const op = resource.operations.get(operation);
     if (!op) throw new NotFoundError();
     if (!op.security(principal)) {
-      if (principal === null) throw new UnauthenticatedError('Full authentication is required to access this resource.');
+      if (principal === null)
+        throw new UnauthenticatedError('Full authentication is required to access this resource.');
       throw new ForbiddenError('Access Denied.');
     }
     return op;
@@ -104,7 +126,11 @@ export function createEngine(options: EngineOptions) {
   const scopeConditions = (resource: ResourceMetadata, principal: Principal | null): Condition[] => {
     const scope = resource.scope?.(principal);
     if (!scope) return [];
-    return Object.entries(scope).map(([name, value]) => ({ op: 'in', target: resource.fieldsByName.get(name) as never, values: [value] }));
+    return Object.entries(scope).map(([name, value]) => ({
+      op: 'in',
+      target: resource.fieldsByName.get(name) as never,
+      values: [value],
+    }));
   };
 
   /**
@@ -112,7 +138,14 @@ export function createEngine(options: EngineOptions) {
    * row until the transaction ends (PostgreSQL), so that a precondition checked on it still holds
    * when the write lands and a concurrent writer waits instead of acting on a stale copy.
    */
-  const loadItem = async (executor: AnyDb, resource: ResourceMetadata, operation: OperationName, rawId: string, principal: Principal | null, forWrite = false): Promise<Item> => {
+  const loadItem = async (
+    executor: AnyDb,
+    resource: ResourceMetadata,
+    operation: OperationName,
+    rawId: string,
+    principal: Principal | null,
+    forWrite = false,
+  ): Promise<Item> => {
     const op = authorize(resource, operation, principal);
     const id = parseId(rawId);
     if (id === undefined) throw new NotFoundError();
@@ -132,18 +165,37 @@ export function createEngine(options: EngineOptions) {
       if (!target?.persisted) throw new Error(`read: ${shortName} is not a persisted resource`);
       const wanted = [...new Set(ids)].filter((id) => Number.isSafeInteger(id));
       if (!wanted.length) return new Map();
-      const conditions: Condition[] = [{ op: 'in', target: target.idField, values: wanted }, ...scopeConditions(target, principal)];
-      const items = await listItems(executor, target, { conditions, order: [{ target: target.idField, direction: 'asc', nullable: false }], limit: wanted.length, offset: 0 });
+      const conditions: Condition[] = [
+        { op: 'in', target: target.idField, values: wanted },
+        ...scopeConditions(target, principal),
+      ];
+      const items = await listItems(executor, target, {
+        conditions,
+        order: [{ target: target.idField, direction: 'asc', nullable: false }],
+        limit: wanted.length,
+        offset: 0,
+      });
       return new Map(items.map((item) => [item.id, item]));
     },
   });
 
   /** The operation's provider over the items it answers with (or the items as loaded). */
-  const provide = async (executor: AnyDb, op: OperationDefinition, operation: OperationName, principal: Principal | null, items: readonly Item[]): Promise<Item[]> =>
+  const provide = async (
+    executor: AnyDb,
+    op: OperationDefinition,
+    operation: OperationName,
+    principal: Principal | null,
+    items: readonly Item[],
+  ): Promise<Item[]> =>
     op.provider ? [...(await op.provider(items, hookContext(executor, principal, operation)))] : [...items];
 
-  const provideOne = async (executor: AnyDb, op: OperationDefinition, operation: OperationName, principal: Principal | null, item: Item): Promise<Item> =>
-    (await provide(executor, op, operation, principal, [item]))[0] as Item;
+  const provideOne = async (
+    executor: AnyDb,
+    op: OperationDefinition,
+    operation: OperationName,
+    principal: Principal | null,
+    item: Item,
+  ): Promise<Item> => (await provide(executor, op, operation, principal, [item]))[0] as Item;
 
   const paginate = (query: Query) => {
     const page = phpInt(query.get(pagination.pageParameter)) ?? 1;
@@ -152,14 +204,22 @@ export function createEngine(options: EngineOptions) {
     let itemsPerPage = phpInt(query.get(pagination.itemsPerPageParameter)) ?? pagination.defaultItemsPerPage;
     if (itemsPerPage < 0) throw new BadRequestError('Limit should not be less than 0');
     itemsPerPage = Math.min(itemsPerPage, pagination.maximumItemsPerPage);
-    if (itemsPerPage === 0 && page > 1) throw new BadRequestError('Page should not be greater than 1 if limit is equal to 0');
+    if (itemsPerPage === 0 && page > 1)
+      throw new BadRequestError('Page should not be greater than 1 if limit is equal to 0');
     const mode: PaginationMode =
-      pagination.clientEnabled && isFalse(query.get(PAGINATION_PARAMETER)) ? 'all' : pagination.clientPartial && isTrue(query.get(PARTIAL_PARAMETER)) ? 'partial' : 'paged';
+      pagination.clientEnabled && isFalse(query.get(PAGINATION_PARAMETER))
+        ? 'all'
+        : pagination.clientPartial && isTrue(query.get(PARTIAL_PARAMETER))
+          ? 'partial'
+          : 'paged';
     return { page: mode === 'all' ? 1 : page, itemsPerPage, mode };
   };
 
   /** The equality with the parent of a subresource, after checking the caller may see the parent (else 404). */
-  const parentConditions = async (parent: ParentSelection | undefined, principal: Principal | null): Promise<Condition[]> => {
+  const parentConditions = async (
+    parent: ParentSelection | undefined,
+    principal: Principal | null,
+  ): Promise<Condition[]> => {
     if (!parent) return [];
     const from = registry.byShortName(parent.link.from) as ResourceMetadata;
     const item = await loadItem(db, from, 'get', parent.rawId, principal);
@@ -167,18 +227,29 @@ export function createEngine(options: EngineOptions) {
   };
 
   /** Page, count and pagination mode of one collection request; see PaginationOptions. */
-  const readCollection = async (resource: ResourceMetadata, base: Condition[], filters: Condition[], query: Query): Promise<CollectionResult> => {
+  const readCollection = async (
+    resource: ResourceMetadata,
+    base: Condition[],
+    filters: Condition[],
+    query: Query,
+  ): Promise<CollectionResult> => {
     const { page, itemsPerPage, mode } = paginate(query);
     const conditions = [...base, ...filters];
     const order = ordering(resource, query);
     if (mode === 'all') {
       const maximum = pagination.unpaginatedMaximum ?? pagination.maximumItemsPerPage;
       const items = await listItems(db, resource, { conditions, order, limit: maximum + 1, offset: 0 });
-      if (items.length > maximum) throw new BadRequestError(`Pagination cannot be disabled for more than ${maximum} items; use pages or narrow the filters.`);
+      if (items.length > maximum)
+        throw new BadRequestError(
+          `Pagination cannot be disabled for more than ${maximum} items; use pages or narrow the filters.`,
+        );
       return { items, totalItems: items.length, page: 1, itemsPerPage: items.length, mode };
     }
     const offset = (page - 1) * itemsPerPage;
-    const list = itemsPerPage === 0 ? Promise.resolve([]) : listItems(db, resource, { conditions, order, limit: itemsPerPage, offset });
+    const list =
+      itemsPerPage === 0
+        ? Promise.resolve([])
+        : listItems(db, resource, { conditions, order, limit: itemsPerPage, offset });
     if (mode === 'partial') return { items: await list, totalItems: undefined, page, itemsPerPage, mode };
     // Unfiltered (whole table or one owner): exact, from the counts the database maintains.
     // Filtered: counted up to the cap; beyond it the answer switches to partial pagination.
@@ -197,9 +268,18 @@ export function createEngine(options: EngineOptions) {
 
   /** A unique clash the pre-check could not see (a concurrent write) is still a violation. */
   const uniqueClash = (resource: ResourceMetadata, values: Record<string, unknown>) =>
-    new ConstraintViolationError(resource.fields.filter((f) => f.unique && values[f.name] !== undefined).slice(0, 1).map((f) => violation(f.name, 'unique')));
+    new ConstraintViolationError(
+      resource.fields
+        .filter((f) => f.unique && values[f.name] !== undefined)
+        .slice(0, 1)
+        .map((f) => violation(f.name, 'unique')),
+    );
 
-  const write = async <T>(resource: ResourceMetadata, values: Record<string, unknown>, fn: () => Promise<T>): Promise<T> => {
+  const write = async <T>(
+    resource: ResourceMetadata,
+    values: Record<string, unknown>,
+    fn: () => Promise<T>,
+  ): Promise<T> => {
     try {
       return await fn();
     } catch (err) {
@@ -211,7 +291,12 @@ export function createEngine(options: EngineOptions) {
   return {
     registry,
 
-    async getCollection(resource: ResourceMetadata, query: Query, principal: Principal | null, parent?: ParentSelection): Promise<CollectionResult> {
+    async getCollection(
+      resource: ResourceMetadata,
+      query: Query,
+      principal: Principal | null,
+      parent?: ParentSelection,
+    ): Promise<CollectionResult> {
       const op = authorize(resource, 'getCollection', principal);
       const filters = filterConditions(registry, resource, query);
       const base = dedupe([...scopeConditions(resource, principal), ...(await parentConditions(parent, principal))]);
@@ -233,21 +318,46 @@ export function createEngine(options: EngineOptions) {
       const op = authorize(resource, 'post', principal);
       const body = readBody();
       if (!resource.persisted) {
-        const values = await denormalize(body, { db, registry, resource, operation: 'post', principal, previous: undefined });
+        const values = await denormalize(body, {
+          db,
+          registry,
+          resource,
+          operation: 'post',
+          principal,
+          previous: undefined,
+        });
         const processor = op.processor as NonNullable<OperationDefinition['processor']>;
-        const item = await processor(values, hookContext(db, principal, 'post'), () => Promise.reject(new Error(`${resource.shortName} is not persisted`)));
+        const item = await processor(values, hookContext(db, principal, 'post'), () =>
+          Promise.reject(new Error(`${resource.shortName} is not persisted`)),
+        );
         return provideOne(db, op, 'post', principal, item);
       }
       return db.transaction().execute(async (trx) => {
-        const values = await denormalize(body, { db: trx, registry, resource, operation: 'post', principal, previous: undefined });
+        const values = await denormalize(body, {
+          db: trx,
+          registry,
+          resource,
+          operation: 'post',
+          principal,
+          previous: undefined,
+        });
         const persist = persistWith(trx, resource);
-        const item = await write(resource, values, () => (op.processor ? op.processor(values, hookContext(trx, principal, 'post'), persist) : persist({ values })));
+        const item = await write(resource, values, () =>
+          op.processor ? op.processor(values, hookContext(trx, principal, 'post'), persist) : persist({ values }),
+        );
         return provideOne(trx, op, 'post', principal, item);
       });
     },
 
     /** PUT and PATCH. The processor, when there is one, wraps the update as it wraps an insert. */
-    async replace(resource: ResourceMetadata, operation: 'put' | 'patch', rawId: string, readBody: () => unknown, principal: Principal | null, precondition?: Precondition): Promise<Item> {
+    async replace(
+      resource: ResourceMetadata,
+      operation: 'put' | 'patch',
+      rawId: string,
+      readBody: () => unknown,
+      principal: Principal | null,
+      precondition?: Precondition,
+    ): Promise<Item> {
       return db.transaction().execute(async (trx) => {
         const op = resource.operations.get(operation) as OperationDefinition;
         const previous = await loadItem(trx, resource, operation, rawId, principal, true);
@@ -256,19 +366,29 @@ export function createEngine(options: EngineOptions) {
         const values = await denormalize(body, { db: trx, registry, resource, operation, principal, previous });
         // Like Doctrine, nothing is written (and updatedAt kept) when no value changes.
         const persist = async (input: PersistInput): Promise<Item> => {
-          const changed = input.extraColumns !== undefined || Object.entries(input.values).some(([name, value]) => (value ?? null) !== (previous[name] ?? null));
-          if (changed && !(await updateItem(trx, resource, previous.id, input.values, input.extraColumns))) throw new NotFoundError();
+          const changed =
+            input.extraColumns !== undefined ||
+            Object.entries(input.values).some(([name, value]) => (value ?? null) !== (previous[name] ?? null));
+          if (changed && !(await updateItem(trx, resource, previous.id, input.values, input.extraColumns)))
+            throw new NotFoundError();
           const item = await findItem(trx, resource, previous.id, []);
           if (!item) throw new NotFoundError();
           return item;
         };
-        const item = await write(resource, values, () => (op.processor ? op.processor(values, hookContext(trx, principal, operation), persist) : persist({ values })));
+        const item = await write(resource, values, () =>
+          op.processor ? op.processor(values, hookContext(trx, principal, operation), persist) : persist({ values }),
+        );
         return provideOne(trx, op, operation, principal, item);
       });
     },
 
     /** The second of two concurrent deletes finds no row left and answers 404, like a late one. */
-    async delete(resource: ResourceMetadata, rawId: string, principal: Principal | null, precondition?: Precondition): Promise<void> {
+    async delete(
+      resource: ResourceMetadata,
+      rawId: string,
+      principal: Principal | null,
+      precondition?: Precondition,
+    ): Promise<void> {
       await db.transaction().execute(async (trx) => {
         const item = await loadItem(trx, resource, 'delete', rawId, principal, true);
         if (precondition) {

@@ -29,7 +29,12 @@ export type Comparison = '<' | '<=' | '>' | '>=';
  */
 export type Condition =
   | { readonly op: 'in'; readonly target: ColumnRef; readonly values: readonly unknown[] }
-  | { readonly op: 'match'; readonly target: ColumnRef; readonly strategy: Exclude<SearchStrategy, 'exact'>; readonly values: readonly string[] }
+  | {
+      readonly op: 'match';
+      readonly target: ColumnRef;
+      readonly strategy: Exclude<SearchStrategy, 'exact'>;
+      readonly values: readonly string[];
+    }
   | { readonly op: Comparison; readonly target: ColumnRef; readonly values: readonly [unknown] }
   | { readonly op: 'null' | 'notNull'; readonly target: ColumnRef; readonly values: readonly [] };
 
@@ -146,7 +151,11 @@ function conditionSql(dialect: 'sqlite' | 'postgres', c: Condition): RawBuilder<
     case 'match': {
       const caseless = c.strategy.startsWith('i');
       const one = (p: unknown) =>
-        dialect === 'sqlite' ? sql`${col} glob ${p}` : caseless ? sql`lower(${col}) like lower(${p})` : sql`${col} like ${p}`;
+        dialect === 'sqlite'
+          ? sql`${col} glob ${p}`
+          : caseless
+            ? sql`lower(${col}) like lower(${p})`
+            : sql`${col} like ${p}`;
       return sql`(${sql.join(parameters.map(one), sql` or `)})`;
     }
     default:
@@ -154,9 +163,16 @@ function conditionSql(dialect: 'sqlite' | 'postgres', c: Condition): RawBuilder<
   }
 }
 
-function applyConditions<QB extends { where: (...args: never[]) => QB }>(qb: QB, dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): QB {
+function applyConditions<QB extends { where: (...args: never[]) => QB }>(
+  qb: QB,
+  dialect: 'sqlite' | 'postgres',
+  conditions: readonly Condition[],
+): QB {
   if (conditions.length === 0) return qb;
-  const w = sql.join(conditions.map((c) => conditionSql(dialect, c)), sql` and `);
+  const w = sql.join(
+    conditions.map((c) => conditionSql(dialect, c)),
+    sql` and `,
+  );
   return (qb.where as unknown as (e: unknown) => QB).call(qb, w);
 }
 
@@ -164,36 +180,62 @@ const refKey = (t: ColumnRef): string => (t.ratio ? `${t.ratio[0]}/${t.ratio[1]}
 
 /** The shape of a condition list, for prepared-query keys: operators, columns and how many values each. */
 function shapeOf(conditions: readonly Condition[]): string {
-  return conditions.map((c) => `${refKey(c.target)}${c.op}${c.op === 'match' ? c.strategy : ''}:${c.values.length}`).join(',');
+  return conditions
+    .map((c) => `${refKey(c.target)}${c.op}${c.op === 'match' ? c.strategy : ''}:${c.values.length}`)
+    .join(',');
 }
 
-const valuesOf = (dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): unknown[] => conditions.flatMap((c) => conditionParameters(dialect, c));
+const valuesOf = (dialect: 'sqlite' | 'postgres', conditions: readonly Condition[]): unknown[] =>
+  conditions.flatMap((c) => conditionParameters(dialect, c));
 
 /** One item by id within `scope`; `lock` holds the row for the rest of the transaction (FOR UPDATE on PostgreSQL). */
-export async function findItem(db: AnyDb, resource: ResourceMetadata, id: number, scope: readonly Condition[], lock = false): Promise<Item | undefined> {
+export async function findItem(
+  db: AnyDb,
+  resource: ResourceMetadata,
+  id: number,
+  scope: readonly Condition[],
+  lock = false,
+): Promise<Item | undefined> {
   const dialect = dialectOf(db);
-  const rows = await runCompiledOnce<Record<string, unknown>>(db, `find:${resource.table}:${shapeOf(scope)}${lock ? ':lock' : ''}`, [id, ...valuesOf(dialect, scope)], () => {
-    const qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id), dialect, scope);
-    return lock ? forUpdate(qb, dialect) : qb;
-  });
+  const rows = await runCompiledOnce<Record<string, unknown>>(
+    db,
+    `find:${resource.table}:${shapeOf(scope)}${lock ? ':lock' : ''}`,
+    [id, ...valuesOf(dialect, scope)],
+    () => {
+      const qb = applyConditions(
+        db.selectFrom(resource.table).select(selection(resource)).where(resource.idField.column, '=', id),
+        dialect,
+        scope,
+      );
+      return lock ? forUpdate(qb, dialect) : qb;
+    },
+  );
   return rows[0] ? rowToItem(resource, rows[0]) : undefined;
 }
 
-const orderKey = (order: readonly OrderBy[]): string => order.map((o) => `${refKey(o.target)} ${o.direction}${o.nullable ? ' n' : ''}`).join(',');
+const orderKey = (order: readonly OrderBy[]): string =>
+  order.map((o) => `${refKey(o.target)} ${o.direction}${o.nullable ? ' n' : ''}`).join(',');
 
 export async function listItems(db: AnyDb, resource: ResourceMetadata, query: ListQuery): Promise<Item[]> {
   if (query.conditions.some((c) => c.op === 'in' && c.values.length === 0)) return [];
   const dialect = dialectOf(db);
   const key = `list:${resource.table}:${shapeOf(query.conditions)}:${orderKey(query.order)}`;
-  const rows = await runCompiledOnce<Record<string, unknown>>(db, key, [...valuesOf(dialect, query.conditions), query.limit, query.offset], () => {
-    let qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)), dialect, query.conditions);
-    for (const o of query.order) {
-      const by = o.target.ratio ? expression(o.target) : (o.target.column as string);
-      // Nulls as the smallest values: first when ascending, last when descending, on both dialects.
-      qb = o.nullable ? qb.orderBy(by, (ob) => (o.direction === 'asc' ? ob.asc().nullsFirst() : ob.desc().nullsLast())) : qb.orderBy(by, o.direction);
-    }
-    return qb.limit(query.limit).offset(query.offset);
-  });
+  const rows = await runCompiledOnce<Record<string, unknown>>(
+    db,
+    key,
+    [...valuesOf(dialect, query.conditions), query.limit, query.offset],
+    () => {
+      let qb = applyConditions(db.selectFrom(resource.table).select(selection(resource)), dialect, query.conditions);
+      for (const o of query.order) {
+        const by = o.target.ratio ? expression(o.target) : (o.target.column as string);
+        // Nulls as the smallest values: first when ascending, last when descending, on both dialects.
+        qb = o.nullable
+          ? qb.orderBy(by, (ob) => (o.direction === 'asc' ? ob.asc().nullsFirst() : ob.desc().nullsLast()))
+          : qb.orderBy(by, o.direction);
+      }
+      return qb.limit(query.limit).offset(query.offset);
+    },
+  );
   return rows.map((row) => rowToItem(resource, row));
 }
 
@@ -210,7 +252,13 @@ function maintainedCountKey(resource: ResourceMetadata, conditions: readonly Con
   if (!resource.countedBy) return undefined;
   if (conditions.length === 0) return WHOLE_TABLE;
   const [only] = conditions;
-  if (conditions.length === 1 && only?.op === 'in' && only.values.length === 1 && only.target.column === resource.countedBy.column && typeof only.values[0] === 'number') {
+  if (
+    conditions.length === 1 &&
+    only?.op === 'in' &&
+    only.values.length === 1 &&
+    only.target.column === resource.countedBy.column &&
+    typeof only.values[0] === 'number'
+  ) {
     return only.values[0];
   }
   return undefined;
@@ -221,24 +269,50 @@ function maintainedCountKey(resource: ResourceMetadata, conditions: readonly Con
  * `count(*)` over at most `cap + 1` matching rows when a cap is given (the caller treats a result
  * above `cap` as "more than cap"), or a plain `count(*)`.
  */
-export async function countItems(db: AnyDb, resource: ResourceMetadata, conditions: readonly Condition[], cap?: number): Promise<number> {
+export async function countItems(
+  db: AnyDb,
+  resource: ResourceMetadata,
+  conditions: readonly Condition[],
+  cap?: number,
+): Promise<number> {
   if (conditions.some((c) => c.op === 'in' && c.values.length === 0)) return 0;
   const owner = maintainedCountKey(resource, conditions);
   if (owner !== undefined) {
-    const rows = await runCompiledOnce<{ total: number | string }>(db, `counted:${resource.table}`, [resource.table, owner], () =>
-      db.selectFrom(COUNTS_TABLE).select('total').where('resource_table', '=', resource.table).where('owner_id', '=', owner),
+    const rows = await runCompiledOnce<{ total: number | string }>(
+      db,
+      `counted:${resource.table}`,
+      [resource.table, owner],
+      () =>
+        db
+          .selectFrom(COUNTS_TABLE)
+          .select('total')
+          .where('resource_table', '=', resource.table)
+          .where('owner_id', '=', owner),
     );
     return Number(rows[0]?.total ?? 0);
   }
   const dialect = dialectOf(db);
   if (cap !== undefined) {
-    const rows = await runCompiledOnce<{ total: number | string }>(db, `capped:${resource.table}:${shapeOf(conditions)}`, [...valuesOf(dialect, conditions), cap + 1], () =>
-      db.selectFrom(applyConditions(db.selectFrom(resource.table).select(sql.lit(1).as('one')), dialect, conditions).limit(cap + 1).as('matching')).select(sql<number>`count(*)`.as('total')),
+    const rows = await runCompiledOnce<{ total: number | string }>(
+      db,
+      `capped:${resource.table}:${shapeOf(conditions)}`,
+      [...valuesOf(dialect, conditions), cap + 1],
+      () =>
+        db
+          .selectFrom(
+            applyConditions(db.selectFrom(resource.table).select(sql.lit(1).as('one')), dialect, conditions)
+              .limit(cap + 1)
+              .as('matching'),
+          )
+          .select(sql<number>`count(*)`.as('total')),
     );
     return Number(rows[0]?.total ?? 0);
   }
-  const rows = await runCompiledOnce<{ total: number | string }>(db, `count:${resource.table}:${shapeOf(conditions)}`, valuesOf(dialect, conditions), () =>
-    applyConditions(db.selectFrom(resource.table).select(sql<number>`count(*)`.as('total')), dialect, conditions),
+  const rows = await runCompiledOnce<{ total: number | string }>(
+    db,
+    `count:${resource.table}:${shapeOf(conditions)}`,
+    valuesOf(dialect, conditions),
+    () => applyConditions(db.selectFrom(resource.table).select(sql<number>`count(*)`.as('total')), dialect, conditions),
   );
   return Number(rows[0]?.total ?? 0);
 }
@@ -246,15 +320,28 @@ export async function countItems(db: AnyDb, resource: ResourceMetadata, conditio
 /** Which of `ids` exist in `resource`'s table. */
 export async function existingIds(db: AnyDb, resource: ResourceMetadata, ids: readonly number[]): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
-  const rows = await db.selectFrom(resource.table).select(resource.idField.column).where(resource.idField.column, 'in', ids).execute();
+  const rows = await db
+    .selectFrom(resource.table)
+    .select(resource.idField.column)
+    .where(resource.idField.column, 'in', ids)
+    .execute();
   return new Set(rows.map((r) => Number(r[resource.idField.column])));
 }
 
 /** Whether another row (not `exceptId`) already holds `value` in the column of a unique field. */
-export async function valueTaken(db: AnyDb, resource: ResourceMetadata, field: FieldMetadata, value: unknown, exceptId: number | undefined): Promise<boolean> {
+export async function valueTaken(
+  db: AnyDb,
+  resource: ResourceMetadata,
+  field: FieldMetadata,
+  value: unknown,
+  exceptId: number | undefined,
+): Promise<boolean> {
   let qb =
     field.unique === 'ignoreCase' && typeof value === 'string'
-      ? db.selectFrom(resource.table).select(resource.idField.column).where(sql`lower(${sql.ref(field.column)})`, '=', sql`lower(${value})`)
+      ? db
+          .selectFrom(resource.table)
+          .select(resource.idField.column)
+          .where(sql`lower(${sql.ref(field.column)})`, '=', sql`lower(${value})`)
       : db.selectFrom(resource.table).select(resource.idField.column).where(field.column, '=', value);
   if (exceptId !== undefined) qb = qb.where(resource.idField.column, '<>', exceptId);
   return (await qb.limit(1).executeTakeFirst()) !== undefined;
@@ -263,7 +350,12 @@ export async function valueTaken(db: AnyDb, resource: ResourceMetadata, field: F
 /** Now, to the second (as API Platform's DateTime columns keep it), for engine-managed timestamps. */
 const now = (): string => new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
 
-function toColumns(resource: ResourceMetadata, values: Readonly<Record<string, unknown>>, extra: Readonly<Record<string, unknown>> = {}, write?: 'insert' | 'update'): Record<string, unknown> {
+function toColumns(
+  resource: ResourceMetadata,
+  values: Readonly<Record<string, unknown>>,
+  extra: Readonly<Record<string, unknown>> = {},
+  write?: 'insert' | 'update',
+): Record<string, unknown> {
   const out: Record<string, unknown> = { ...extra };
   const at = write ? now() : undefined;
   for (const f of storedFields(resource)) {
@@ -281,9 +373,18 @@ function toColumns(resource: ResourceMetadata, values: Readonly<Record<string, u
 /** Thrown when a unique column clashes at write time (a race the pre-check could not see). */
 export class UniqueClashError extends Error {}
 
-export async function insertItem(db: AnyDb, resource: ResourceMetadata, values: Readonly<Record<string, unknown>>, extraColumns?: Readonly<Record<string, unknown>>): Promise<number> {
+export async function insertItem(
+  db: AnyDb,
+  resource: ResourceMetadata,
+  values: Readonly<Record<string, unknown>>,
+  extraColumns?: Readonly<Record<string, unknown>>,
+): Promise<number> {
   try {
-    const row = await db.insertInto(resource.table).values(toColumns(resource, values, extraColumns, 'insert')).returning(resource.idField.column).executeTakeFirstOrThrow();
+    const row = await db
+      .insertInto(resource.table)
+      .values(toColumns(resource, values, extraColumns, 'insert'))
+      .returning(resource.idField.column)
+      .executeTakeFirstOrThrow();
     return Number(row[resource.idField.column]);
   } catch (err) {
     throw translateWriteError(err);
@@ -291,11 +392,21 @@ export async function insertItem(db: AnyDb, resource: ResourceMetadata, values: 
 }
 
 /** Whether the row was there to update (a concurrent delete may have removed it). */
-export async function updateItem(db: AnyDb, resource: ResourceMetadata, id: number, values: Readonly<Record<string, unknown>>, extraColumns?: Readonly<Record<string, unknown>>): Promise<boolean> {
+export async function updateItem(
+  db: AnyDb,
+  resource: ResourceMetadata,
+  id: number,
+  values: Readonly<Record<string, unknown>>,
+  extraColumns?: Readonly<Record<string, unknown>>,
+): Promise<boolean> {
   const columns = toColumns(resource, values, extraColumns, 'update');
   try {
     if (Object.keys(columns).length === 0) return (await existingIds(db, resource, [id])).has(id);
-    const result = await db.updateTable(resource.table).set(columns).where(resource.idField.column, '=', id).executeTakeFirst();
+    const result = await db
+      .updateTable(resource.table)
+      .set(columns)
+      .where(resource.idField.column, '=', id)
+      .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
   } catch (err) {
     throw translateWriteError(err);
@@ -309,7 +420,10 @@ export async function deleteItem(db: AnyDb, resource: ResourceMetadata, id: numb
     return Number(result.numDeletedRows) > 0;
   } catch (err) {
     if (isForeignKeyViolation(err)) {
-      throw new ConflictError(`This ${resource.shortName} is still referenced by other resources and cannot be deleted.`, { code: 'STILL_REFERENCED' });
+      throw new ConflictError(
+        `This ${resource.shortName} is still referenced by other resources and cannot be deleted.`,
+        { code: 'STILL_REFERENCED' },
+      );
     }
     throw err;
   }
@@ -317,6 +431,9 @@ export async function deleteItem(db: AnyDb, resource: ResourceMetadata, id: numb
 
 function translateWriteError(err: unknown): unknown {
   if (isUniqueViolation(err)) return new UniqueClashError('unique clash', { cause: err });
-  if (isForeignKeyViolation(err)) return new ConflictError('A referenced resource was deleted concurrently; retry the request.', { code: 'REFERENCE_GONE' });
+  if (isForeignKeyViolation(err))
+    return new ConflictError('A referenced resource was deleted concurrently; retry the request.', {
+      code: 'REFERENCE_GONE',
+    });
   return err;
 }

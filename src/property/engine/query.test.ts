@@ -3,7 +3,9 @@ import { buildQueryString, listValues, parseQuery } from './query.js';
 
 describe('parseQuery', () => {
   it('reads lists, indexed lists and maps as PHP does', () => {
-    const q = parseQuery('typ[]=haus&typ[]=wohnung&bundesland[0]=%2Fapi%2Fbundeslands%2F3&order[kaufpreis]=desc&page=2');
+    const q = parseQuery(
+      'typ[]=haus&typ[]=wohnung&bundesland[0]=%2Fapi%2Fbundeslands%2F3&order[kaufpreis]=desc&page=2',
+    );
     expect(q.get('typ')).toEqual(['haus', 'wohnung']);
     expect(listValues(q.get('bundesland'))).toEqual(['/api/bundeslands/3']);
     expect(q.get('order')).toEqual({ kaufpreis: 'desc' });
@@ -25,14 +27,18 @@ describe('parseQuery', () => {
 
 describe('buildQueryString', () => {
   it('drops page, appends it last and encodes brackets and slashes (RFC 3986)', () => {
-    const q = parseQuery('page=3&order[kaufpreis]=asc&bundesland=/api/bundeslands/3&typ[0]=haus&typ[1]=buero&itemsPerPage=2');
+    const q = parseQuery(
+      'page=3&order[kaufpreis]=asc&bundesland=/api/bundeslands/3&typ[0]=haus&typ[1]=buero&itemsPerPage=2',
+    );
     expect(buildQueryString(q, 'page', 4)).toBe(
       'order%5Bkaufpreis%5D=asc&bundesland=%2Fapi%2Fbundeslands%2F3&typ%5B%5D=haus&typ%5B%5D=buero&itemsPerPage=2&page=4',
     );
-    expect(buildQueryString(q, 'page', undefined)).toBe('order%5Bkaufpreis%5D=asc&bundesland=%2Fapi%2Fbundeslands%2F3&typ%5B%5D=haus&typ%5B%5D=buero&itemsPerPage=2');
+    expect(buildQueryString(q, 'page', undefined)).toBe(
+      'order%5Bkaufpreis%5D=asc&bundesland=%2Fapi%2Fbundeslands%2F3&typ%5B%5D=haus&typ%5B%5D=buero&itemsPerPage=2',
+    );
   });
 
-  it("encodes the characters encodeURIComponent leaves alone", () => {
+  it('encodes the characters encodeURIComponent leaves alone', () => {
     expect(buildQueryString(parseQuery("q=it's(*)!"), 'page', 1)).toBe('q=it%27s%28%2A%29%21&page=1');
   });
 });

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { anyone, dateFilter, defineResource, existsFilter, f, orderFilter, rangeFilter, searchFilter } from './define.js';
+import {
+  anyone,
+  dateFilter,
+  defineResource,
+  existsFilter,
+  f,
+  orderFilter,
+  rangeFilter,
+  searchFilter,
+} from './define.js';
 import { buildRegistry, RegistryError } from './registry.js';
 
 const options = { prefix: '/api', title: 't', description: 'd', version: '1' };
@@ -24,7 +33,13 @@ describe('buildRegistry', () => {
       links: [{ path: '/api/betas/{id}/alphas', from: 'Alpha', toField: 'beta' }],
       countedBy: 'name',
     });
-    const b = defineResource({ shortName: 'Beta', path: '/api/alphas', table: 'beta', fields: { name: f.string() }, operations: {} });
+    const b = defineResource({
+      shortName: 'Beta',
+      path: '/api/alphas',
+      table: 'beta',
+      fields: { name: f.string() },
+      operations: {},
+    });
     let message = '';
     try {
       buildRegistry([a, b], options);
@@ -81,16 +96,38 @@ describe('buildRegistry', () => {
 
   it('accepts a resource that is not persisted only as a post with a processor and no id', () => {
     const processor = async () => ({ id: 0 });
-    const ok = defineResource({ shortName: 'Calc', path: '/api/calcs', table: null, fields: { a: f.input('number'), b: f.computed('number') }, operations: { post: { security: anyone, processor } } });
+    const ok = defineResource({
+      shortName: 'Calc',
+      path: '/api/calcs',
+      table: null,
+      fields: { a: f.input('number'), b: f.computed('number') },
+      operations: { post: { security: anyone, processor } },
+    });
     const registry = buildRegistry([ok], options);
     expect(registry.byShortName('Calc')?.persisted).toBe(false);
-    const bad = defineResource({ shortName: 'Calc', path: '/api/calcs', table: null, fields: { id: f.id() }, operations: { post: { security: anyone }, get: { security: anyone } } });
-    expect(() => buildRegistry([bad], options)).toThrow(/has no id field[\s\S]*needs a processor[\s\S]*offers post only, not get/);
+    const bad = defineResource({
+      shortName: 'Calc',
+      path: '/api/calcs',
+      table: null,
+      fields: { id: f.id() },
+      operations: { post: { security: anyone }, get: { security: anyone } },
+    });
+    expect(() => buildRegistry([bad], options)).toThrow(
+      /has no id field[\s\S]*needs a processor[\s\S]*offers post only, not get/,
+    );
   });
 
   it('derives names and freezes the result', () => {
     const registry = buildRegistry(
-      [defineResource({ shortName: 'FooBar', path: '/api/foo_bars', table: 'foo', fields: { id: f.id(), name: f.string() }, operations: { getCollection: { security: anyone } } })],
+      [
+        defineResource({
+          shortName: 'FooBar',
+          path: '/api/foo_bars',
+          table: 'foo',
+          fields: { id: f.id(), name: f.string() },
+          operations: { getCollection: { security: anyone } },
+        }),
+      ],
       options,
     );
     const r = registry.byShortName('FooBar');

@@ -30,7 +30,12 @@ export interface FilterTarget {
 }
 
 export type FilterMetadata =
-  | { readonly type: 'search'; readonly property: string; readonly strategy: SearchStrategy; readonly target: FilterTarget }
+  | {
+      readonly type: 'search';
+      readonly property: string;
+      readonly strategy: SearchStrategy;
+      readonly target: FilterTarget;
+    }
   | { readonly type: 'range' | 'date' | 'exists' | 'order'; readonly property: string; readonly target: FilterTarget }
   | { readonly type: 'properties'; readonly property: 'properties' };
 
@@ -88,7 +93,15 @@ export interface RegistryOptions {
 export class RegistryError extends Error {}
 
 /** Stands in for the identifier of a resource that is not persisted: never read, written or documented. */
-const NO_ID: FieldMetadata = { name: 'id', column: '', kind: 'id', required: false, readable: false, writable: false, stored: false };
+const NO_ID: FieldMetadata = {
+  name: 'id',
+  column: '',
+  kind: 'id',
+  required: false,
+  readable: false,
+  writable: false,
+  stored: false,
+};
 
 /**
  * Validates definitions once at boot and freezes the result (as API Platform caches its metadata
@@ -107,53 +120,81 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
     if (!/^[A-Z][A-Za-z0-9]*$/.test(def.shortName)) problems.push(`${where}: shortName must be PascalCase`);
     if (names.has(def.shortName)) problems.push(`${where}: duplicate shortName`);
     names.add(def.shortName);
-    if (!def.path.startsWith(`${options.prefix}/`) || !/^\/[a-z0-9_/-]+$/.test(def.path)) problems.push(`${where}: path "${def.path}" must be a lower-case path under ${options.prefix}`);
+    if (!def.path.startsWith(`${options.prefix}/`) || !/^\/[a-z0-9_/-]+$/.test(def.path))
+      problems.push(`${where}: path "${def.path}" must be a lower-case path under ${options.prefix}`);
     if (paths.has(def.path)) problems.push(`${where}: duplicate path ${def.path}`);
     paths.add(def.path);
 
-    const fields: FieldMetadata[] = Object.entries(def.fields).map(([name, spec]) => ({ ...spec, name, column: spec.column ?? name }));
+    const fields: FieldMetadata[] = Object.entries(def.fields).map(([name, spec]) => ({
+      ...spec,
+      name,
+      column: spec.column ?? name,
+    }));
     const fieldsByName = new Map(fields.map((fm) => [fm.name, fm]));
     const persisted = def.table !== null;
     const idFields = fields.filter((fm) => fm.kind === 'id');
     if (persisted && idFields.length !== 1) problems.push(`${where}: needs exactly one id field`);
-    if (!persisted && idFields.length !== 0) problems.push(`${where}: is not persisted (table null) and so has no id field`);
+    if (!persisted && idFields.length !== 0)
+      problems.push(`${where}: is not persisted (table null) and so has no id field`);
     for (const fm of fields) {
-      if (fm.kind === 'ref' && !definitions.some((d) => d.shortName === fm.target)) problems.push(`${where}: field ${fm.name} refers to unknown resource ${fm.target}`);
-      if (fm.kind === 'ref' && !persisted && fm.readable) problems.push(`${where}: field ${fm.name}: a resource that is not persisted takes references as input only`);
-      if (fm.kind === 'ref' && definitions.some((d) => d.shortName === fm.target && d.table === null)) problems.push(`${where}: field ${fm.name} refers to ${fm.target}, which is not persisted`);
+      if (fm.kind === 'ref' && !definitions.some((d) => d.shortName === fm.target))
+        problems.push(`${where}: field ${fm.name} refers to unknown resource ${fm.target}`);
+      if (fm.kind === 'ref' && !persisted && fm.readable)
+        problems.push(`${where}: field ${fm.name}: a resource that is not persisted takes references as input only`);
+      if (fm.kind === 'ref' && definitions.some((d) => d.shortName === fm.target && d.table === null))
+        problems.push(`${where}: field ${fm.name} refers to ${fm.target}, which is not persisted`);
       if (fm.kind === 'enum' && !fm.values?.length) problems.push(`${where}: enum field ${fm.name} has no values`);
-      if (persisted && fm.stored && (fm.kind === 'object' || fm.kind === 'array')) problems.push(`${where}: field ${fm.name}: ${fm.kind} fields can only be computed`);
+      if (persisted && fm.stored && (fm.kind === 'object' || fm.kind === 'array'))
+        problems.push(`${where}: field ${fm.name}: ${fm.kind} fields can only be computed`);
     }
 
     const operations = new Map<OperationName, OperationDefinition>();
     for (const [name, op] of Object.entries(def.operations) as [OperationName, OperationDefinition | undefined][]) {
       if (!OPERATION_NAMES.includes(name)) problems.push(`${where}: unknown operation ${name}`);
-      else if (!op || typeof op.security !== 'function') problems.push(`${where}: operation ${name} has no security rule`);
+      else if (!op || typeof op.security !== 'function')
+        problems.push(`${where}: operation ${name} has no security rule`);
       else {
         operations.set(name, op);
-        if (op.processor && !PROCESSOR_OPERATIONS.includes(name)) problems.push(`${where}: operation ${name} would never run its processor (processors run on ${PROCESSOR_OPERATIONS.join(', ')})`);
-        if (op.provider && !PROVIDER_OPERATIONS.includes(name)) problems.push(`${where}: operation ${name} would never run its provider (providers run on ${PROVIDER_OPERATIONS.join(', ')})`);
-        if (!persisted && name === 'post' && !op.processor) problems.push(`${where}: operation post of a resource that is not persisted needs a processor`);
-        if (!persisted && name !== 'post') problems.push(`${where}: a resource that is not persisted is computed from a posted body: it offers post only, not ${name}`);
+        if (op.processor && !PROCESSOR_OPERATIONS.includes(name))
+          problems.push(
+            `${where}: operation ${name} would never run its processor (processors run on ${PROCESSOR_OPERATIONS.join(', ')})`,
+          );
+        if (op.provider && !PROVIDER_OPERATIONS.includes(name))
+          problems.push(
+            `${where}: operation ${name} would never run its provider (providers run on ${PROVIDER_OPERATIONS.join(', ')})`,
+          );
+        if (!persisted && name === 'post' && !op.processor)
+          problems.push(`${where}: operation post of a resource that is not persisted needs a processor`);
+        if (!persisted && name !== 'post')
+          problems.push(
+            `${where}: a resource that is not persisted is computed from a posted body: it offers post only, not ${name}`,
+          );
       }
     }
     const computed = fields.filter((fm) => !fm.stored && fm.readable && fm.kind !== 'secret');
     if (persisted && computed.length) {
       for (const [name, op] of operations) {
-        if (PROVIDER_OPERATIONS.includes(name) && !op.provider) problems.push(`${where}: operation ${name} answers with computed field ${computed[0]?.name} but has no provider to compute it`);
+        if (PROVIDER_OPERATIONS.includes(name) && !op.provider)
+          problems.push(
+            `${where}: operation ${name} answers with computed field ${computed[0]?.name} but has no provider to compute it`,
+          );
       }
     }
-    if (!persisted && (def.filters || def.scope || def.links || def.countedBy)) problems.push(`${where}: a resource that is not persisted has no filters, links, counts or scope`);
+    if (!persisted && (def.filters || def.scope || def.links || def.countedBy))
+      problems.push(`${where}: a resource that is not persisted has no filters, links, counts or scope`);
     const filters = filterMetadata(def, fieldsByName, problems);
     const links: LinkMetadata[] = [];
     for (const link of def.links ?? []) {
       const toField = fieldsByName.get(link.toField);
-      if (!toField || toField.kind !== 'ref' || toField.target !== link.from) problems.push(`${where}: link ${link.path} needs a ref field to ${link.from}`);
-      else if (!/^\/[a-z0-9_/-]+\/\{id\}\/[a-z0-9_-]+$/.test(link.path)) problems.push(`${where}: link path ${link.path} must look like /parent/{id}/children`);
+      if (!toField || toField.kind !== 'ref' || toField.target !== link.from)
+        problems.push(`${where}: link ${link.path} needs a ref field to ${link.from}`);
+      else if (!/^\/[a-z0-9_/-]+\/\{id\}\/[a-z0-9_-]+$/.test(link.path))
+        problems.push(`${where}: link path ${link.path} must look like /parent/{id}/children`);
       else links.push({ path: link.path, from: link.from, toField });
     }
     const countedBy = def.countedBy === undefined ? undefined : fieldsByName.get(def.countedBy);
-    if (def.countedBy !== undefined && countedBy?.kind !== 'ref') problems.push(`${where}: countedBy names no ref field`);
+    if (def.countedBy !== undefined && countedBy?.kind !== 'ref')
+      problems.push(`${where}: countedBy names no ref field`);
 
     resources.push({
       definition: def,
@@ -190,7 +231,11 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
 }
 
 /** Resolves and checks the declared filters: each names a field or derived value that suits it. */
-function filterMetadata(def: ResourceDefinition, fieldsByName: ReadonlyMap<string, FieldMetadata>, problems: string[]): FilterMetadata[] {
+function filterMetadata(
+  def: ResourceDefinition,
+  fieldsByName: ReadonlyMap<string, FieldMetadata>,
+  problems: string[],
+): FilterMetadata[] {
   const where = `resource ${def.shortName}`;
   const targetOf = (name: string): FilterTarget | undefined => {
     // A derived value wins over a field of the same name: a computed output field (say
@@ -199,14 +244,21 @@ function filterMetadata(def: ResourceDefinition, fieldsByName: ReadonlyMap<strin
     const derived = def.derived?.[name];
     if (!derived) {
       const field = fieldsByName.get(name);
-      return !field || !field.stored || field.kind === 'secret' ? undefined : { name, kind: field.kind, field, column: field.column, nullable: !field.required && field.kind !== 'id' };
+      return !field || !field.stored || field.kind === 'secret'
+        ? undefined
+        : { name, kind: field.kind, field, column: field.column, nullable: !field.required && field.kind !== 'id' };
     }
     const columns = derived.ratio.map((n) => fieldsByName.get(n));
     if (columns.some((c) => c?.kind !== 'number')) {
       problems.push(`${where}: derived ${name} needs two numeric fields`);
       return undefined;
     }
-    return { name, kind: derived.kind, ratio: [(columns[0] as FieldMetadata).column, (columns[1] as FieldMetadata).column], nullable: true };
+    return {
+      name,
+      kind: derived.kind,
+      ratio: [(columns[0] as FieldMetadata).column, (columns[1] as FieldMetadata).column],
+      nullable: true,
+    };
   };
   const out: FilterMetadata[] = [];
   const seen = new Set<string>();
@@ -234,8 +286,16 @@ function filterMetadata(def: ResourceDefinition, fieldsByName: ReadonlyMap<strin
             : filter.type === 'exists'
               ? target.nullable
               : true;
-    if (!fits) problems.push(`${where}: ${filter.type} filter${filter.type === 'search' ? ` (${filter.strategy})` : ''} does not suit ${kind} ${filter.property}`);
-    else out.push(filter.type === 'search' ? { type: 'search', property: filter.property, strategy: filter.strategy, target } : { type: filter.type, property: filter.property, target });
+    if (!fits)
+      problems.push(
+        `${where}: ${filter.type} filter${filter.type === 'search' ? ` (${filter.strategy})` : ''} does not suit ${kind} ${filter.property}`,
+      );
+    else
+      out.push(
+        filter.type === 'search'
+          ? { type: 'search', property: filter.property, strategy: filter.strategy, target }
+          : { type: filter.type, property: filter.property, target },
+      );
   }
   return out;
 }

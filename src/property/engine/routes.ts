@@ -25,7 +25,12 @@ export interface RouteOptions extends HttpSettings {
 const ALL_METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const WRITE_TYPES = ['application/ld+json', 'application/json'];
 /** API Platform's default response headers, besides the docs Link. */
-const STATIC_HEADERS = { vary: 'Accept', 'x-content-type-options': 'nosniff', 'x-frame-options': 'deny', 'cache-control': 'no-cache, private' } as const;
+const STATIC_HEADERS = {
+  vary: 'Accept',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'deny',
+  'cache-control': 'no-cache, private',
+} as const;
 const PATCH_TYPES = ['application/merge-patch+json'];
 
 /** Splits `7.jsonld` into id and format; an unknown suffix is a 404, as in API Platform. */
@@ -46,11 +51,17 @@ function splitSuffix(raw: string): { base: string; format: Format | undefined } 
 function ifMatch(request: FastifyRequest, etagsOf: (item: Item) => readonly string[]): Precondition | undefined {
   const header = request.headers['if-match'];
   if (header === undefined) return undefined;
-  const tags = header.split(',').map((t) => t.trim()).filter(Boolean);
+  const tags = header
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
   return (current) => {
     if (tags.includes('*')) return;
     const now = etagsOf(current);
-    if (!tags.some((t) => now.includes(t))) throw new PreconditionFailedError('The resource has changed since it was read (If-Match does not match its current ETag).');
+    if (!tags.some((t) => now.includes(t)))
+      throw new PreconditionFailedError(
+        'The resource has changed since it was read (If-Match does not match its current ETag).',
+      );
   };
 }
 
@@ -81,7 +92,11 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
     const cors = options.corsHeaders(origin);
     let headers = withCors.get(cors);
     if (!headers) {
-      headers = { ...STATIC_HEADERS, ...cors, vary: cors.vary ? `${STATIC_HEADERS.vary}, ${cors.vary}` : STATIC_HEADERS.vary };
+      headers = {
+        ...STATIC_HEADERS,
+        ...cors,
+        vary: cors.vary ? `${STATIC_HEADERS.vary}, ${cors.vary}` : STATIC_HEADERS.vary,
+      };
       withCors.set(cors, headers);
     }
     return headers;
@@ -104,7 +119,8 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
   app.addHook('preHandler', (request, _reply, done) => {
     const key = request.headers['x-api-key'];
     if (key === undefined || key === '' || !request.url.startsWith(registry.prefix)) return done();
-    const lookup = typeof key === 'string' && key.length <= 200 ? inFlight.track(options.authenticate(key)) : Promise.resolve(null);
+    const lookup =
+      typeof key === 'string' && key.length <= 200 ? inFlight.track(options.authenticate(key)) : Promise.resolve(null);
     lookup.then(
       (principal) => {
         if (!principal) return done(new UnauthenticatedError('Invalid credentials.'));
@@ -131,11 +147,17 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
 
   for (const resource of registry.resources) {
     const has = (op: OperationName) => resource.operations.has(op);
-    const etagsOf = (item: Item) => OUTPUT_FORMATS.map((format) => etagOf(normalizeItem(registry, resource, item, format, 'get')));
+    const etagsOf = (item: Item) =>
+      OUTPUT_FORMATS.map((format) => etagOf(normalizeItem(registry, resource, item, format, 'get')));
 
     // Collection: /api/x, /api/x.jsonld, /api/x.json
-    const collectionAllow: HTTPMethods[] = (['getCollection', 'post'] as const).filter(has).map((op) => OPERATION_METHOD[op]);
-    for (const [path, suffix] of [[resource.path, undefined], ...Object.entries(SUFFIX_FORMATS).map(([s, f]) => [`${resource.path}.${s}`, f])] as [string, Format | undefined][]) {
+    const collectionAllow: HTTPMethods[] = (['getCollection', 'post'] as const)
+      .filter(has)
+      .map((op) => OPERATION_METHOD[op]);
+    for (const [path, suffix] of [
+      [resource.path, undefined],
+      ...Object.entries(SUFFIX_FORMATS).map(([s, f]) => [`${resource.path}.${s}`, f]),
+    ] as [string, Format | undefined][]) {
       if (has('getCollection')) {
         app.get(path, async (request, reply) => collection(resource, request, reply, suffix));
       }
@@ -145,20 +167,36 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
           const format = formatFor(request, suffix);
           const item = await engine.post(resource, () => jsonBody(request, WRITE_TYPES), principal);
           // A resource that is not persisted answers with what it computed: 200, nothing was created.
-          if (!resource.persisted) return sendJson(request, reply, 200, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, 'post'));
+          if (!resource.persisted)
+            return sendJson(
+              request,
+              reply,
+              200,
+              CONTENT_TYPE[format],
+              normalizeItem(registry, resource, item, format, 'post'),
+            );
           const iri = `${resource.path}/${item.id}`;
           reply.header('location', iri).header('content-location', iri);
-          return sendJson(request, reply, 201, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, 'post'));
+          return sendJson(
+            request,
+            reply,
+            201,
+            CONTENT_TYPE[format],
+            normalizeItem(registry, resource, item, format, 'post'),
+          );
         });
       }
       const others = ALL_METHODS.filter((m) => !collectionAllow.includes(m) && !(m === 'HEAD' && has('getCollection')));
-      if (others.length && collectionAllow.length) app.route({ method: [...others], url: path, handler: notAllowed(collectionAllow) });
+      if (others.length && collectionAllow.length)
+        app.route({ method: [...others], url: path, handler: notAllowed(collectionAllow) });
     }
 
     // Item: /api/x/:id (the id may carry a format suffix)
     if (!resource.hasItemOperations) continue;
     const itemPath = `${resource.path}/:id`;
-    const itemAllow: HTTPMethods[] = (['get', 'put', 'patch', 'delete'] as const).filter(has).map((op) => OPERATION_METHOD[op]);
+    const itemAllow: HTTPMethods[] = (['get', 'put', 'patch', 'delete'] as const)
+      .filter(has)
+      .map((op) => OPERATION_METHOD[op]);
     const itemHeaders = (reply: FastifyReply, id: number) => {
       reply.header('content-location', `${resource.path}/${id}`);
       if (has('patch')) reply.header('accept-patch', 'application/merge-patch+json');
@@ -171,7 +209,13 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
         const item = await engine.get(resource, base, principal);
         itemHeaders(reply, item.id);
         const selected = selectedProperties(resource, parseQuery(rawQuery(request)));
-        return sendJson(request, reply, 200, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, 'get', false, selected));
+        return sendJson(
+          request,
+          reply,
+          200,
+          CONTENT_TYPE[format],
+          normalizeItem(registry, resource, item, format, 'get', false, selected),
+        );
       });
     }
     for (const op of ['put', 'patch'] as const) {
@@ -183,9 +227,22 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
           const { base, format: suffix } = splitSuffix((request.params as { id: string }).id);
           const principal = principalOf(request);
           const format = formatFor(request, suffix);
-          const item = await engine.replace(resource, op, base, () => jsonBody(request, op === 'patch' ? PATCH_TYPES : WRITE_TYPES), principal, ifMatch(request, etagsOf));
+          const item = await engine.replace(
+            resource,
+            op,
+            base,
+            () => jsonBody(request, op === 'patch' ? PATCH_TYPES : WRITE_TYPES),
+            principal,
+            ifMatch(request, etagsOf),
+          );
           itemHeaders(reply, item.id);
-          return sendJson(request, reply, 200, CONTENT_TYPE[format], normalizeItem(registry, resource, item, format, op));
+          return sendJson(
+            request,
+            reply,
+            200,
+            CONTENT_TYPE[format],
+            normalizeItem(registry, resource, item, format, op),
+          );
         },
       });
     }
@@ -216,7 +273,13 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
     app.route({ method: [...others], url: path, handler: notAllowed(['GET']) });
   }
 
-  async function collection(resource: ResourceMetadata, request: FastifyRequest, reply: FastifyReply, suffix: Format | undefined, parent?: ParentSelection) {
+  async function collection(
+    resource: ResourceMetadata,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    suffix: Format | undefined,
+    parent?: ParentSelection,
+  ) {
     const principal = principalOf(request);
     const format = formatFor(request, suffix);
     const query = parseQuery(rawQuery(request));
@@ -248,7 +311,12 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
     negotiate(request.headers.accept, ['jsonld']);
     return sendJson(request, reply, 200, CONTENT_TYPE.jsonld, entrypointDocument(registry));
   };
-  for (const path of [registry.prefix, `${registry.prefix}/index`, `${registry.prefix}/index.jsonld`, `${registry.prefix}.jsonld`]) {
+  for (const path of [
+    registry.prefix,
+    `${registry.prefix}/index`,
+    `${registry.prefix}/index.jsonld`,
+    `${registry.prefix}.jsonld`,
+  ]) {
     app.get(path, entrypoint);
   }
   app.get(`${registry.prefix}/contexts/:name`, async (request, reply) => {

@@ -101,13 +101,25 @@ function outputPlan(registry: Registry, resource: ResourceMetadata): readonly Ou
 }
 
 /** The readable fields of an item (only `selected` ones when given), nulls omitted, references as IRIs. */
-function fieldsOf(registry: Registry, resource: ResourceMetadata, item: Item, operation: OperationName, out: Record<string, unknown>, selected?: ReadonlySet<string>): Record<string, unknown> {
+function fieldsOf(
+  registry: Registry,
+  resource: ResourceMetadata,
+  item: Item,
+  operation: OperationName,
+  out: Record<string, unknown>,
+  selected?: ReadonlySet<string>,
+): Record<string, unknown> {
   for (const field of outputPlan(registry, resource)) {
     if (field.readOn && !field.readOn.includes(operation)) continue;
     if (selected && !selected.has(field.name)) continue;
     const value = item[field.name];
     if (value === null || value === undefined) continue;
-    out[field.name] = field.refPath !== undefined ? `${field.refPath}/${value as number}` : field.datetime ? formatDateTime(value) : value;
+    out[field.name] =
+      field.refPath !== undefined
+        ? `${field.refPath}/${value as number}`
+        : field.datetime
+          ? formatDateTime(value)
+          : value;
   }
   return out;
 }
@@ -132,7 +144,11 @@ export function normalizeItem(
   if (format === 'json') return fieldsOf(registry, resource, item, operation, {}, selected);
   const head: Record<string, unknown> = embedded
     ? { '@id': idOf(resource, item), '@type': resource.shortName }
-    : { '@context': `${registry.prefix}/contexts/${resource.shortName}`, '@id': idOf(resource, item), '@type': resource.shortName };
+    : {
+        '@context': `${registry.prefix}/contexts/${resource.shortName}`,
+        '@id': idOf(resource, item),
+        '@type': resource.shortName,
+      };
   return fieldsOf(registry, resource, item, operation, head, selected);
 }
 
@@ -153,8 +169,17 @@ export interface CollectionPage {
   readonly pageParameter: string;
 }
 
-export function normalizeCollection(registry: Registry, resource: ResourceMetadata, page: CollectionPage, format: Format, hydraPrefix: boolean): unknown {
-  if (format === 'json') return page.items.map((item) => normalizeItem(registry, resource, item, 'json', 'getCollection', false, page.selected));
+export function normalizeCollection(
+  registry: Registry,
+  resource: ResourceMetadata,
+  page: CollectionPage,
+  format: Format,
+  hydraPrefix: boolean,
+): unknown {
+  if (format === 'json')
+    return page.items.map((item) =>
+      normalizeItem(registry, resource, item, 'json', 'getCollection', false, page.selected),
+    );
   const v = vocabulary(hydraPrefix);
   const body: Record<string, unknown> = {
     '@context': `${registry.prefix}/contexts/${resource.shortName}`,
@@ -163,7 +188,9 @@ export function normalizeCollection(registry: Registry, resource: ResourceMetada
   };
   // Partial pagination has no total (API Platform: a PartialPaginatorInterface is not countable).
   if (page.totalItems !== undefined) body[v.totalItems] = page.totalItems;
-  body[v.member] = page.items.map((item) => normalizeItem(registry, resource, item, 'jsonld', 'getCollection', true, page.selected));
+  body[v.member] = page.items.map((item) =>
+    normalizeItem(registry, resource, item, 'jsonld', 'getCollection', true, page.selected),
+  );
   const view = page.mode === 'partial' ? partialPaginationView(page, v) : partialCollectionView(page, v);
   if (view) body[v.view] = view;
   const search = searchTemplate(registry, resource, page.collectionPath ?? resource.path, v);
@@ -182,7 +209,8 @@ function partialPaginationView(page: CollectionPage, v: Vocabulary): Record<stri
 
 function partialCollectionView(page: CollectionPage, v: Vocabulary): Record<string, unknown> | undefined {
   const total = page.totalItems ?? 0;
-  const lastPage = page.mode === 'all' ? 1 : page.itemsPerPage > 0 ? Math.max(1, Math.ceil(total / page.itemsPerPage)) : 1;
+  const lastPage =
+    page.mode === 'all' ? 1 : page.itemsPerPage > 0 ? Math.max(1, Math.ceil(total / page.itemsPerPage)) : 1;
   const paginated = lastPage !== 1;
   const applied = [...page.query.keys()].some((k) => k !== page.pageParameter && k !== 'pagination');
   if (!applied && !paginated) return undefined;
@@ -201,14 +229,22 @@ function partialCollectionView(page: CollectionPage, v: Vocabulary): Record<stri
 }
 
 /** The variables a collection accepts: each filter's parameters, as its description lists them. */
-export function searchVariables(registry: Registry, resource: ResourceMetadata): { variable: string; property: string | null }[] {
+export function searchVariables(
+  registry: Registry,
+  resource: ResourceMetadata,
+): { variable: string; property: string | null }[] {
   return filterDescriptions(registry, resource).map((d) => ({ variable: d.variable, property: d.property }));
 }
 
 const templates = new WeakMap<ResourceMetadata, Map<string, Record<string, unknown> | undefined>>();
 
 /** The IriTemplate of a collection: constant per resource, path and spelling, so built once. */
-function searchTemplate(registry: Registry, resource: ResourceMetadata, path: string, v: Vocabulary): Record<string, unknown> | undefined {
+function searchTemplate(
+  registry: Registry,
+  resource: ResourceMetadata,
+  path: string,
+  v: Vocabulary,
+): Record<string, unknown> | undefined {
   let byVocabulary = templates.get(resource);
   if (!byVocabulary) {
     byVocabulary = new Map();
@@ -223,13 +259,23 @@ function searchTemplate(registry: Registry, resource: ResourceMetadata, path: st
   return built;
 }
 
-function buildSearchTemplate(registry: Registry, resource: ResourceMetadata, path: string, v: Vocabulary): Record<string, unknown> | undefined {
+function buildSearchTemplate(
+  registry: Registry,
+  resource: ResourceMetadata,
+  path: string,
+  v: Vocabulary,
+): Record<string, unknown> | undefined {
   const variables = searchVariables(registry, resource);
   if (!variables.length) return undefined;
   return {
     '@type': v.iriTemplate,
     [v.template]: `${path}{?${variables.map((x) => x.variable).join(',')}}`,
     [v.variableRepresentation]: 'BasicRepresentation',
-    [v.mapping]: variables.map((x) => ({ '@type': 'IriTemplateMapping', variable: x.variable, property: x.property, required: false })),
+    [v.mapping]: variables.map((x) => ({
+      '@type': 'IriTemplateMapping',
+      variable: x.variable,
+      property: x.property,
+      required: false,
+    })),
   };
 }

@@ -35,8 +35,14 @@ export const HEIZUNGSTYPEN: readonly string[] = [
 // accounts may edit or delete, and a restart never brings back what they removed.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations never depend on application types
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.insertInto('bundesland').values(BUNDESLAENDER.map((b) => ({ name: b.name, code: b.code }))).execute();
-  await db.insertInto('heizungstyp').values(HEIZUNGSTYPEN.map((name) => ({ name }))).execute();
+  await db
+    .insertInto('bundesland')
+    .values(BUNDESLAENDER.map((b) => ({ name: b.name, code: b.code })))
+    .execute();
+  await db
+    .insertInto('heizungstyp')
+    .values(HEIZUNGSTYPEN.map((name) => ({ name })))
+    .execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see up()

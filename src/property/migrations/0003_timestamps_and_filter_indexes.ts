@@ -18,12 +18,23 @@ export async function up(db: Kysely<any>): Promise<void> {
     await db.schema.createIndex(`immobilie_${column}`).on('immobilie').column(column).execute();
   }
   // The price per m² as the engine computes it in filters and ordering (persistence.ts).
-  await db.schema.createIndex('immobilie_preis_pro_qm').on('immobilie').expression(sql`("kaufpreis" / nullif("wohnflaeche", 0))`).execute();
+  await db.schema
+    .createIndex('immobilie_preis_pro_qm')
+    .on('immobilie')
+    .expression(sql`("kaufpreis" / nullif("wohnflaeche", 0))`)
+    .execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see up()
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const index of ['immobilie_preis_pro_qm', 'immobilie_wohnflaeche', 'immobilie_nutzflaeche', 'immobilie_zimmer', 'immobilie_created_at', 'immobilie_updated_at']) {
+  for (const index of [
+    'immobilie_preis_pro_qm',
+    'immobilie_wohnflaeche',
+    'immobilie_nutzflaeche',
+    'immobilie_zimmer',
+    'immobilie_created_at',
+    'immobilie_updated_at',
+  ]) {
     await db.schema.dropIndex(index).execute();
   }
   await db.schema.alterTable('immobilie').dropColumn('updated_at').execute();

@@ -21,13 +21,19 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   await sql`insert into collection_counts (resource_table, owner_id, total)
     select 'immobilie', verwalter_id, count(*) from immobilie group by verwalter_id`.execute(db);
-  await sql`insert into collection_counts (resource_table, owner_id, total) select 'immobilie', 0, count(*) from immobilie`.execute(db);
+  await sql`insert into collection_counts (resource_table, owner_id, total) select 'immobilie', 0, count(*) from immobilie`.execute(
+    db,
+  );
 
-  const add = (owner: string) => `insert into collection_counts (resource_table, owner_id, total) values ('immobilie', ${owner}, 1)
+  const add = (
+    owner: string,
+  ) => `insert into collection_counts (resource_table, owner_id, total) values ('immobilie', ${owner}, 1)
       on conflict (resource_table, owner_id) do update set total = collection_counts.total + 1;`;
-  const remove = (owner: string) => `update collection_counts set total = total - 1 where resource_table = 'immobilie' and owner_id = ${owner};`;
+  const remove = (owner: string) =>
+    `update collection_counts set total = total - 1 where resource_table = 'immobilie' and owner_id = ${owner};`;
   // An owner whose last row went leaves no row behind.
-  const prune = (owner: string) => `delete from collection_counts where resource_table = 'immobilie' and owner_id = ${owner} and total <= 0;`;
+  const prune = (owner: string) =>
+    `delete from collection_counts where resource_table = 'immobilie' and owner_id = ${owner} and total <= 0;`;
 
   if (dialectOf(db) === 'postgres') {
     await sql
@@ -54,8 +60,16 @@ end $$`,
       for each row execute function immobilie_collection_counts()`.execute(db);
     return;
   }
-  await sql.raw(`create trigger immobilie_count_insert after insert on immobilie begin ${add('new.verwalter_id')} ${add('0')} end`).execute(db);
-  await sql.raw(`create trigger immobilie_count_delete after delete on immobilie begin ${remove('old.verwalter_id')} ${prune('old.verwalter_id')} ${remove('0')} end`).execute(db);
+  await sql
+    .raw(
+      `create trigger immobilie_count_insert after insert on immobilie begin ${add('new.verwalter_id')} ${add('0')} end`,
+    )
+    .execute(db);
+  await sql
+    .raw(
+      `create trigger immobilie_count_delete after delete on immobilie begin ${remove('old.verwalter_id')} ${prune('old.verwalter_id')} ${remove('0')} end`,
+    )
+    .execute(db);
   await sql
     .raw(
       `create trigger immobilie_count_move after update of verwalter_id on immobilie when new.verwalter_id is not old.verwalter_id
@@ -70,7 +84,8 @@ export async function down(db: Kysely<any>): Promise<void> {
     await sql`drop trigger immobilie_collection_counts on immobilie`.execute(db);
     await sql`drop function immobilie_collection_counts()`.execute(db);
   } else {
-    for (const t of ['immobilie_count_insert', 'immobilie_count_delete', 'immobilie_count_move']) await sql.raw(`drop trigger ${t}`).execute(db);
+    for (const t of ['immobilie_count_insert', 'immobilie_count_delete', 'immobilie_count_move'])
+      await sql.raw(`drop trigger ${t}`).execute(db);
   }
   await db.schema.dropTable('collection_counts').execute();
 }

@@ -29,7 +29,10 @@ export const GRUNDERWERBSTEUER_SAETZE: Readonly<Record<string, number>> = {
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations never depend on application types
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('bundesland').addColumn('grunderwerbsteuer_satz', floatType(dialectOf(db))).execute();
+  await db.schema
+    .alterTable('bundesland')
+    .addColumn('grunderwerbsteuer_satz', floatType(dialectOf(db)))
+    .execute();
   for (const [code, satz] of Object.entries(GRUNDERWERBSTEUER_SAETZE)) {
     await db.updateTable('bundesland').set({ grunderwerbsteuer_satz: satz }).where('code', '=', code).execute();
   }

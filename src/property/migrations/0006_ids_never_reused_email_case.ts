@@ -23,7 +23,12 @@ const TABLES = ['users', 'bundesland', 'heizungstyp', 'immobilie'] as const;
 export async function up(db: Kysely<any>): Promise<void> {
   if (dialectOf(db) === 'sqlite') await rebuildWithAutoincrement(db);
   await separateCaseDuplicates(db);
-  await db.schema.createIndex('users_email_lower').on('users').unique().expression(sql`lower(email)`).execute();
+  await db.schema
+    .createIndex('users_email_lower')
+    .on('users')
+    .unique()
+    .expression(sql`lower(email)`)
+    .execute();
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see up()
@@ -32,14 +37,28 @@ async function rebuildWithAutoincrement(db: Kysely<any>): Promise<void> {
   try {
     await db.transaction().execute(async (trx) => {
       for (const table of TABLES) {
-        const definition = (await sql<{ sql: string }>`select sql from sqlite_master where type = 'table' and name = ${table}`.execute(trx)).rows[0]?.sql;
+        const definition = (
+          await sql<{ sql: string }>`select sql from sqlite_master where type = 'table' and name = ${table}`.execute(
+            trx,
+          )
+        ).rows[0]?.sql;
         if (!definition) throw new Error(`table ${table} not found`);
         if (/\bautoincrement\b/i.test(definition)) continue;
         // Indexes and triggers (the collection counts of 0004) go with the old table: keep their SQL.
-        const dependents = (await sql<{ sql: string }>`select sql from sqlite_master where type in ('index', 'trigger') and tbl_name = ${table} and sql is not null order by type`.execute(trx)).rows;
+        const dependents = (
+          await sql<{
+            sql: string;
+          }>`select sql from sqlite_master where type in ('index', 'trigger') and tbl_name = ${table} and sql is not null order by type`.execute(
+            trx,
+          )
+        ).rows;
         const renamed = definition.replace(/^create table\s+("?)\w+\1/i, `create table "${table}__rebuilt"`);
-        const created = renamed.replace(/("id"\s+integer\s+(?:not null\s+)?primary key)(?!\s+autoincrement)/i, '$1 autoincrement');
-        if (created === renamed || renamed === definition) throw new Error(`cannot add AUTOINCREMENT to ${table}: unexpected definition ${definition}`);
+        const created = renamed.replace(
+          /("id"\s+integer\s+(?:not null\s+)?primary key)(?!\s+autoincrement)/i,
+          '$1 autoincrement',
+        );
+        if (created === renamed || renamed === definition)
+          throw new Error(`cannot add AUTOINCREMENT to ${table}: unexpected definition ${definition}`);
         await sql.raw(created).execute(trx);
         await sql.raw(`insert into "${table}__rebuilt" select * from "${table}"`).execute(trx);
         await sql.raw(`drop table "${table}"`).execute(trx);

@@ -9,13 +9,27 @@ export const Bundesland = defineResource({
   table: 'bundesland',
   fields: {
     id: f.id(),
-    name: f.string({ required: true, unique: true, maxLength: 100, iri: SCHEMA_NAME, description: 'Name of the state', example: 'Sachsen' }),
-    code: f.string({ required: true, unique: true, maxLength: 2, description: 'Two-letter code (ISO 3166-2:DE suffix)', example: 'SN' }),
+    name: f.string({
+      required: true,
+      unique: true,
+      maxLength: 100,
+      iri: SCHEMA_NAME,
+      description: 'Name of the state',
+      example: 'Sachsen',
+    }),
+    code: f.string({
+      required: true,
+      unique: true,
+      maxLength: 2,
+      description: 'Two-letter code (ISO 3166-2:DE suffix)',
+      example: 'SN',
+    }),
     grunderwerbsteuerSatz: f.number({
       column: 'grunderwerbsteuer_satz',
       minimum: 0,
       maximum: 100,
-      description: 'Real estate transfer tax rate (Grunderwerbsteuersatz) in percent of the purchase price; without it, properties in the state have no computed tax',
+      description:
+        'Real estate transfer tax rate (Grunderwerbsteuersatz) in percent of the purchase price; without it, properties in the state have no computed tax',
       example: 5.5,
     }),
   },
@@ -27,5 +41,9 @@ export const Bundesland = defineResource({
     patch: { security: writesReferenceData },
     delete: { security: writesReferenceData },
   },
-  filters: [...searchFilter({ name: 'istart', code: 'iexact' }), ...orderFilter('id', 'name', 'code'), ...propertyFilter()],
+  filters: [
+    ...searchFilter({ name: 'istart', code: 'iexact' }),
+    ...orderFilter('id', 'name', 'code'),
+    ...propertyFilter(),
+  ],
 });

@@ -14,19 +14,37 @@ export const computeFinanzierung: Processor = async (input, ctx) => {
   const immobilieId = input.immobilie as number | null;
   if ((kaufpreis === null || kaufpreis === undefined) && immobilieId !== null && immobilieId !== undefined) {
     const property = (await ctx.read('Immobilie', [immobilieId])).get(immobilieId);
-    if (!property) violations.push({ ...violation('immobilie', 'type'), message: `Item not found for "/api/immobilies/${immobilieId}".` });
-    else if (typeof property.kaufpreis !== 'number') violations.push({ ...violation('kaufpreis', 'notNull'), message: 'The property has no kaufpreis: give one.' });
+    if (!property)
+      violations.push({
+        ...violation('immobilie', 'type'),
+        message: `Item not found for "/api/immobilies/${immobilieId}".`,
+      });
+    else if (typeof property.kaufpreis !== 'number')
+      violations.push({ ...violation('kaufpreis', 'notNull'), message: 'The property has no kaufpreis: give one.' });
     else kaufpreis = property.kaufpreis;
   }
   if (violations.length) throw new ConstraintViolationError(violations);
-  if (kaufpreis === null || kaufpreis === undefined) throw new ConstraintViolationError([{ ...violation('kaufpreis', 'notNull'), message: 'Give a kaufpreis or an immobilie.' }]);
+  if (kaufpreis === null || kaufpreis === undefined)
+    throw new ConstraintViolationError([
+      { ...violation('kaufpreis', 'notNull'), message: 'Give a kaufpreis or an immobilie.' },
+    ]);
   const eigenkapital = input.eigenkapital as number;
   const betrag = darlehensbetrag(kaufpreis, eigenkapital);
   if (sign(betrag) <= 0) {
-    throw new ConstraintViolationError([{ ...violation('eigenkapital', 'lessThanOrEqual', { compared_value: kaufpreis }), message: `This value should be less than ${kaufpreis} (the price): otherwise there is nothing to finance.` }]);
+    throw new ConstraintViolationError([
+      {
+        ...violation('eigenkapital', 'lessThanOrEqual', { compared_value: kaufpreis }),
+        message: `This value should be less than ${kaufpreis} (the price): otherwise there is nothing to finance.`,
+      },
+    ]);
   }
   const zinsbindungJahre = input.zinsbindungJahre as number;
-  const plan = tilgungsplan({ betrag: eur(toCents(betrag)), zinssatz: input.zinssatz as number, tilgungssatz: input.tilgungssatz as number, zinsbindungJahre });
+  const plan = tilgungsplan({
+    betrag: eur(toCents(betrag)),
+    zinssatz: input.zinssatz as number,
+    tilgungssatz: input.tilgungssatz as number,
+    zinsbindungJahre,
+  });
   const result: Record<string, unknown> = {
     id: 0,
     kaufpreis,

@@ -9,7 +9,14 @@ export const Heizungstyp = defineResource({
   table: 'heizungstyp',
   fields: {
     id: f.id(),
-    name: f.string({ required: true, unique: true, maxLength: 100, iri: SCHEMA_NAME, description: 'Name of the heating type', example: 'Wärmepumpe' }),
+    name: f.string({
+      required: true,
+      unique: true,
+      maxLength: 100,
+      iri: SCHEMA_NAME,
+      description: 'Name of the heating type',
+      example: 'Wärmepumpe',
+    }),
   },
   operations: {
     getCollection: { security: anyone },

@@ -17,10 +17,20 @@ export function kostenSaetze(ctx: OperationContext): KostenSaetze {
  */
 export const withKaufkosten: Provider = async (items, ctx) => {
   const saetze = kostenSaetze(ctx);
-  const states = await ctx.read('Bundesland', items.map((item) => item.bundesland as number));
+  const states = await ctx.read(
+    'Bundesland',
+    items.map((item) => item.bundesland as number),
+  );
   return items.map((item): Item => {
     const satz = states.get(item.bundesland as number)?.grunderwerbsteuerSatz;
-    const costs = kaufkosten({ kaufpreis: item.kaufpreis as number | null, wohnflaeche: item.wohnflaeche as number | null, grunderwerbsteuerSatz: satz as number | null | undefined }, saetze);
+    const costs = kaufkosten(
+      {
+        kaufpreis: item.kaufpreis as number | null,
+        wohnflaeche: item.wohnflaeche as number | null,
+        grunderwerbsteuerSatz: satz as number | null | undefined,
+      },
+      saetze,
+    );
     // Object.assign, not an object spread: on Node 20 spreading a row-shaped object into a literal
     // costs about 10 µs, Object.assign well under 1 (30 per page, on every collection request).
     return Object.assign({}, item, costs);

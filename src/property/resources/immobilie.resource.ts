@@ -1,4 +1,15 @@
-import { SCHEMA_NAME, authenticated, dateFilter, defineResource, existsFilter, f, orderFilter, propertyFilter, rangeFilter, searchFilter } from '../engine/define.js';
+import {
+  SCHEMA_NAME,
+  authenticated,
+  dateFilter,
+  defineResource,
+  existsFilter,
+  f,
+  orderFilter,
+  propertyFilter,
+  rangeFilter,
+  searchFilter,
+} from '../engine/define.js';
 import { seesAllProperties } from '../security/roles.js';
 import { withKaufkosten } from './immobilie.provider.js';
 
@@ -26,7 +37,13 @@ export const Immobilie = defineResource({
       keepOnReplace: true,
       writeAccess: ({ principal, value }) => seesAllProperties(principal) || value === principal?.id,
     }),
-    adresse: f.string({ required: true, maxLength: 255, iri: SCHEMA_NAME, description: 'Free-text address', example: 'Lindenweg 4, 04109 Leipzig' }),
+    adresse: f.string({
+      required: true,
+      maxLength: 255,
+      iri: SCHEMA_NAME,
+      description: 'Free-text address',
+      example: 'Lindenweg 4, 04109 Leipzig',
+    }),
     wohnflaeche: f.number({ minimum: 0, maximum: 1e9, description: 'Living area in m²', example: 92.5 }),
     nutzflaeche: f.number({ minimum: 0, maximum: 1e9, description: 'Usable area in m²', example: 15 }),
     zimmer: f.integer({ minimum: 0, maximum: 10_000, description: 'Number of rooms', example: 4 }),
@@ -34,14 +51,22 @@ export const Immobilie = defineResource({
     kaufpreis: f.number({ minimum: 0, maximum: 1e15, description: 'Purchase price in EUR', example: 420000 }),
     bundesland: f.ref('Bundesland', { column: 'bundesland_id', required: true, description: 'Federal state' }),
     heizungstyp: f.ref('Heizungstyp', { column: 'heizungstyp_id', description: 'Heating type' }),
-    createdAt: f.timestamp('created', { column: 'created_at', description: 'When the record was created (set by the server)' }),
-    updatedAt: f.timestamp('updated', { column: 'updated_at', description: 'When the record was last written (set by the server)' }),
+    createdAt: f.timestamp('created', {
+      column: 'created_at',
+      description: 'When the record was created (set by the server)',
+    }),
+    updatedAt: f.timestamp('updated', {
+      column: 'updated_at',
+      description: 'When the record was last written (set by the server)',
+    }),
     preisProQuadratmeter: f.computed('number', {
-      description: 'Computed: kaufpreis / wohnflaeche in EUR per m², rounded half up to the cent; absent without kaufpreis or wohnflaeche (or when wohnflaeche is 0)',
+      description:
+        'Computed: kaufpreis / wohnflaeche in EUR per m², rounded half up to the cent; absent without kaufpreis or wohnflaeche (or when wohnflaeche is 0)',
       example: 4540.54,
     }),
     grunderwerbsteuer: f.computed('number', {
-      description: "Computed: real estate transfer tax in EUR, kaufpreis × the state's grunderwerbsteuerSatz, rounded half up to the cent; absent without kaufpreis or rate",
+      description:
+        "Computed: real estate transfer tax in EUR, kaufpreis × the state's grunderwerbsteuerSatz, rounded half up to the cent; absent without kaufpreis or rate",
       example: 23100,
     }),
     kaufnebenkosten: f.computed('object', {
@@ -53,7 +78,10 @@ export const Immobilie = defineResource({
           grunderwerbsteuer: { ...EUR, description: 'Transfer tax (absent without the state rate)' },
           notar: { ...EUR, description: 'Notary fees (PROPERTY_NOTAR_PERCENT of the price)' },
           grundbuch: { ...EUR, description: 'Land registry fees (PROPERTY_GRUNDBUCH_PERCENT of the price)' },
-          makler: { ...EUR, description: 'Broker commission (PROPERTY_MAKLER_PERCENT of the price); absent when that is 0' },
+          makler: {
+            ...EUR,
+            description: 'Broker commission (PROPERTY_MAKLER_PERCENT of the price); absent when that is 0',
+          },
           summe: { ...EUR, description: 'Sum of the lines above (absent without the transfer tax)' },
         },
         required: ['notar', 'grundbuch'],
@@ -74,11 +102,28 @@ export const Immobilie = defineResource({
     delete: { security: authenticated },
   },
   filters: [
-    ...searchFilter({ typ: 'exact', bundesland: 'exact', heizungstyp: 'exact', verwalter: 'exact', adresse: 'ipartial' }),
+    ...searchFilter({
+      typ: 'exact',
+      bundesland: 'exact',
+      heizungstyp: 'exact',
+      verwalter: 'exact',
+      adresse: 'ipartial',
+    }),
     ...rangeFilter('kaufpreis', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'preisProQuadratmeter'),
     ...dateFilter('createdAt', 'updatedAt'),
     ...existsFilter('heizungstyp', 'wohnflaeche', 'nutzflaeche', 'zimmer', 'kaufpreis'),
-    ...orderFilter('id', 'kaufpreis', 'wohnflaeche', 'zimmer', 'nutzflaeche', 'adresse', 'typ', 'preisProQuadratmeter', 'createdAt', 'updatedAt'),
+    ...orderFilter(
+      'id',
+      'kaufpreis',
+      'wohnflaeche',
+      'zimmer',
+      'nutzflaeche',
+      'adresse',
+      'typ',
+      'preisProQuadratmeter',
+      'createdAt',
+      'updatedAt',
+    ),
     ...propertyFilter(),
   ],
   // Price per m² in SQL for filters and ordering (its output field is the calculator's).

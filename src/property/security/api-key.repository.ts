@@ -11,7 +11,9 @@ import type { SecurityDatabase } from './account.table.js';
 export function createApiKeyAuthenticator(db: Kysely<SecurityDatabase>) {
   return async (apiKey: string): Promise<Principal | null> => {
     const hash = hashSecret(apiKey);
-    const [row] = await runCompiledOnce(db, 'principal-by-key-hash', [hash], () => db.selectFrom('users').select(['id', 'role']).where('api_key_hash', '=', hash));
+    const [row] = await runCompiledOnce(db, 'principal-by-key-hash', [hash], () =>
+      db.selectFrom('users').select(['id', 'role']).where('api_key_hash', '=', hash),
+    );
     return row ? { id: Number(row.id), role: row.role } : null;
   };
 }

@@ -1,7 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Registry } from 'prom-client';
 import { AppError } from '../../platform/errors/app-error.js';
-import { memoryRateLimiter, sharedRateLimiter, type RateLimiter, type RateLimitResult } from '../../platform/http/rate-limit.js';
+import {
+  memoryRateLimiter,
+  sharedRateLimiter,
+  type RateLimiter,
+  type RateLimitResult,
+} from '../../platform/http/rate-limit.js';
 import { hashSecret } from '../../platform/ids.js';
 import type { SharedRedis } from '../../platform/redis.js';
 
@@ -35,7 +40,11 @@ const HOUR = 3_600_000;
  * The three budgets: through `redis` when given (counting per process while it is down, as the
  * inbox's budget does), else in this process's memory. The caller owns and closes `redis`.
  */
-export function createPropertyRateLimits(settings: RateLimitSettings, redis?: SharedRedis, registry?: Registry): PropertyRateLimits {
+export function createPropertyRateLimits(
+  settings: RateLimitSettings,
+  redis?: SharedRedis,
+  registry?: Registry,
+): PropertyRateLimits {
   if (redis) {
     const prefix = settings.rateLimitRedisPrefix;
     return {
@@ -54,10 +63,14 @@ export function createPropertyRateLimits(settings: RateLimitSettings, redis?: Sh
 
 /** The budget of a refused request, in the words of its 429 answer. */
 function exceeded(result: RateLimitResult, what: string): AppError {
-  return new AppError('rate_limited', `Rate limit exceeded: at most ${result.limit} ${what}; retry in ${result.resetSeconds} s.`, {
-    code: 'RATE_LIMIT_EXCEEDED',
-    details: { retry_after_seconds: result.resetSeconds },
-  });
+  return new AppError(
+    'rate_limited',
+    `Rate limit exceeded: at most ${result.limit} ${what}; retry in ${result.resetSeconds} s.`,
+    {
+      code: 'RATE_LIMIT_EXCEEDED',
+      details: { retry_after_seconds: result.resetSeconds },
+    },
+  );
 }
 
 /** RateLimit-* headers of the tightest budget the request counted against. */
@@ -72,18 +85,32 @@ function setHeaders(reply: FastifyReply, results: readonly RateLimitResult[]): v
  * Counts every request under `prefix` (CORS preflights aside) before authentication, so that
  * invented keys are counted against their address too, and refuses those over a budget.
  */
-export function registerRateLimits(app: FastifyInstance, limits: PropertyRateLimits, options: { prefix: string; registrationPath: string }): void {
+export function registerRateLimits(
+  app: FastifyInstance,
+  limits: PropertyRateLimits,
+  options: { prefix: string; registrationPath: string },
+): void {
   app.addHook('onRequest', async (request, reply) => {
     if (request.method === 'OPTIONS' || !request.url.startsWith(options.prefix)) return;
     const key = request.headers['x-api-key'];
     const hasKey = typeof key === 'string' && key !== '';
     const address = request.ip;
-    const [byAddress, byKey] = await Promise.all([limits.perAddress.hit(address), hasKey ? limits.perKey.hit(hashSecret(key).slice(0, 32)) : undefined]);
+    const [byAddress, byKey] = await Promise.all([
+      limits.perAddress.hit(address),
+      hasKey ? limits.perKey.hit(hashSecret(key).slice(0, 32)) : undefined,
+    ]);
     const registering = !hasKey && request.method === 'POST' && request.url.split('?')[0] === options.registrationPath;
     const byRegistration = registering ? await limits.registrations.hit(address) : undefined;
     const results = [byAddress, byKey, byRegistration].filter((r): r is RateLimitResult => r !== undefined);
     setHeaders(reply, results);
-    const refused = byRegistration && !byRegistration.allowed ? exceeded(byRegistration, 'registrations per hour from one client address') : byKey && !byKey.allowed ? exceeded(byKey, 'requests per minute per API key') : !byAddress.allowed ? exceeded(byAddress, 'requests per minute from one client address') : undefined;
+    const refused =
+      byRegistration && !byRegistration.allowed
+        ? exceeded(byRegistration, 'registrations per hour from one client address')
+        : byKey && !byKey.allowed
+          ? exceeded(byKey, 'requests per minute per API key')
+          : !byAddress.allowed
+            ? exceeded(byAddress, 'requests per minute from one client address')
+            : undefined;
     if (refused) {
       reply.header('retry-after', String(refused.details.retry_after_seconds));
       throw refused;

@@ -25,7 +25,8 @@ export function withApiKey(headers: HttpClientOptions['headers']): Headers {
 }
 
 /** `fetchHydra` with the session's key. */
-export const httpClient = (url: URL, options: HttpClientOptions = {}) => fetchHydra(url, { ...options, headers: withApiKey(options.headers) });
+export const httpClient = (url: URL, options: HttpClientOptions = {}) =>
+  fetchHydra(url, { ...options, headers: withApiKey(options.headers) });
 
 /** Logs in by checking the key against the API (any valid key may list `/users`: itself at least). */
 export function apiKeyAuthProvider(entrypoint: string): AuthProvider {
@@ -37,7 +38,9 @@ export function apiKeyAuthProvider(entrypoint: string): AuthProvider {
     async login(params: { apiKey?: unknown }) {
       const key = typeof params.apiKey === 'string' ? params.apiKey.trim() : '';
       if (!key) throw new Error('Please enter an API key.');
-      const response = await fetch(`${entrypoint}/users?itemsPerPage=1`, { headers: { Accept: 'application/ld+json', 'X-API-KEY': key } });
+      const response = await fetch(`${entrypoint}/users?itemsPerPage=1`, {
+        headers: { Accept: 'application/ld+json', 'X-API-KEY': key },
+      });
       if (response.status === 401) throw new Error('This API key is not valid.');
       if (!response.ok) throw new Error(`The API answered ${response.status} ${response.statusText}.`);
       window.sessionStorage.setItem(STORAGE_KEY, key);

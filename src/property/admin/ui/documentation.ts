@@ -1,4 +1,9 @@
-import { getDocumentationUrlFromHeaders, parseHydraDocumentation, type Field, type Operation } from '@api-platform/api-doc-parser';
+import {
+  getDocumentationUrlFromHeaders,
+  parseHydraDocumentation,
+  type Field,
+  type Operation,
+} from '@api-platform/api-doc-parser';
 import { withApiKey } from './api-key.js';
 
 /**
@@ -55,14 +60,17 @@ async function enumsOf(docsUrl: string): Promise<Map<string, readonly string[]>>
   const out = new Map<string, readonly string[]>();
   const response = await fetch(docsUrl, { headers: withApiKey({ Accept: 'application/ld+json' }) });
   if (!response.ok) return out;
-  const docs = (await response.json()) as { 'hydra:supportedClass'?: { 'hydra:supportedProperty'?: { 'hydra:property'?: CompactProperty }[] }[] };
+  const docs = (await response.json()) as {
+    'hydra:supportedClass'?: { 'hydra:supportedProperty'?: { 'hydra:property'?: CompactProperty }[] }[];
+  };
   for (const supportedClass of docs['hydra:supportedClass'] ?? []) {
     for (const supported of supportedClass['hydra:supportedProperty'] ?? []) {
       const property = supported['hydra:property'];
       const ranges = Array.isArray(property?.range) ? property.range : [property?.range];
       for (const range of ranges as { 'owl:oneOf'?: { '@list'?: unknown[] } }[]) {
         const values = range?.['owl:oneOf']?.['@list'];
-        if (property?.['@id'] && Array.isArray(values)) out.set(new URL(property['@id'], docsUrl).href, values.map(String));
+        if (property?.['@id'] && Array.isArray(values))
+          out.set(new URL(property['@id'], docsUrl).href, values.map(String));
       }
     }
   }

@@ -31,7 +31,12 @@ function ApiKeyForm() {
 /** react-admin's login screen in API Platform's colours, asking for the API key. */
 export function LoginPage() {
   return (
-    <Login sx={{ backgroundImage: 'radial-gradient(circle at 50% 14em, #90dfe7 0%, #288690 60%, #288690 100%)', [`& .${LoginClasses.icon}`]: { backgroundColor: 'secondary.main' } }}>
+    <Login
+      sx={{
+        backgroundImage: 'radial-gradient(circle at 50% 14em, #90dfe7 0%, #288690 60%, #288690 100%)',
+        [`& .${LoginClasses.icon}`]: { backgroundColor: 'secondary.main' },
+      }}
+    >
       <ApiKeyForm />
     </Login>
   );

@@ -35,7 +35,14 @@ createRoot(root).render(
       disableTelemetry
       title={root.dataset.title}
     >
-      <ResourceGuesser name="immobilies" list={ImmobilieList} show={ImmobilieShow} edit={ImmobilieEdit} create={ImmobilieCreate} recordRepresentation="adresse" />
+      <ResourceGuesser
+        name="immobilies"
+        list={ImmobilieList}
+        show={ImmobilieShow}
+        edit={ImmobilieEdit}
+        create={ImmobilieCreate}
+        recordRepresentation="adresse"
+      />
       <ResourceGuesser name="bundeslands" />
       <ResourceGuesser name="heizungstyps" />
       <ResourceGuesser name="users" />
