@@ -3,7 +3,7 @@ import { serveTasks, type TaskResult } from '../platform/workers/tasks.js';
 import { parseJsonTask } from '../platform/workers/json.js';
 import { decodeBase64Task } from './mail/base64.js';
 import { composeInPieces, type ComposeInput } from './mail/compose.js';
-import { distinctBodyWords, type BodyParts } from './search/search-text.js';
+import { distinctBodyWords, type BodyParts } from './core/search-text.js';
 
 /** The tasks of the inbox's worker threads (`offload.ts`). */
 

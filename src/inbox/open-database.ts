@@ -1,7 +1,7 @@
 import { openDatabase, type Database } from '../platform/db/database.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
 import type { InboxConfig } from './app.js';
-import type { InboxDatabase } from './database.js';
+import type { InboxDatabase } from './schema/database.js';
 import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
 
 /**

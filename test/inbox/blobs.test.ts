@@ -13,13 +13,13 @@ import {
   storeBlob,
   storeBlobPieces,
   UNCLAIMED_GRACE_MS,
-} from '../../src/inbox/messages/message-blobs.js';
+} from '../../src/inbox/mailstore/message-blobs.js';
 import { migrateInbox, openInboxDatabase } from '../../src/inbox/service.js';
 import { loadConfig } from '../../src/platform/config/config.js';
 import { commitsOf, type GroupCommit } from '../../src/platform/db/group-commit.js';
-import type { InboxDatabase } from '../../src/inbox/database.js';
+import type { InboxDatabase } from '../../src/inbox/schema/database.js';
 import { migrateToLatest } from '../../src/platform/db/migrate.js';
-import { createDelivery, type ComposedMessage } from '../../src/inbox/delivery/delivery.service.js';
+import { createDelivery, type ComposedMessage } from '../../src/inbox/mailstore/delivery.service.js';
 import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { deliver } from '../support/smtp-client.js';
 import { b64, call, enc, organization, unique } from './fixtures.js';

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { htmlToPlainText } from '../../src/inbox/mail/compose.js';
-import { BLOB_CLAIMED, CHUNK_BYTES } from '../../src/inbox/messages/message-blobs.js';
+import { BLOB_CLAIMED, CHUNK_BYTES } from '../../src/inbox/mailstore/message-blobs.js';
 import {
   LARGE_STRING_BYTES,
   OFFLOAD_BASE64_CHARS,

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import type { ComposedMessage } from '../../src/inbox/delivery/delivery.service.js';
+import type { ComposedMessage } from '../../src/inbox/mailstore/delivery.service.js';
 import { findInbox } from '../../src/inbox/inboxes/inbox.repository.js';
-import { findMessagesByPks } from '../../src/inbox/messages/message.repository.js';
+import { findMessagesByPks } from '../../src/inbox/mailstore/message.repository.js';
 import { OFFLOAD_WORDS_CHARS } from '../../src/inbox/offload.js';
-import { findThreadsByIds } from '../../src/inbox/threads/thread.repository.js';
+import { findThreadsByIds } from '../../src/inbox/mailstore/thread.repository.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { b64, call, enc, expectError, organization, unique } from './fixtures.js';
 

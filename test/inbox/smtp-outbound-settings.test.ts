@@ -17,7 +17,7 @@ import {
   relaySettingsFrom,
   requiresTls,
 } from '../../src/inbox/outbound/relay.client.js';
-import { bounceSubType } from '../../src/inbox/events/message-events.js';
+import { bounceSubType } from '../../src/inbox/core/message-events.js';
 import { startInboxServer } from '../support/inbox-server.js';
 import { txtResolver } from './smtp-outbound.helpers.js';
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { runCompiledOnce } from '../../platform/db/compiled-once.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 
 export const DIRECTIONS = ['send', 'receive', 'reply'] as const;
 export type Direction = (typeof DIRECTIONS)[number];

@@ -18,7 +18,7 @@ import {
   type KeyOwner,
 } from '../api-keys/api-key.repository.js';
 import { API_KEY_PREFIX } from '../api-keys/api-key.service.js';
-import type { InboxDatabase } from '../database.js';
+import type { InboxDatabase } from '../schema/database.js';
 import { InboxAddressTakenError } from '../inboxes/inbox.errors.js';
 import { findInboxByAddress, insertInbox } from '../inboxes/inbox.repository.js';
 import { checkUsername } from '../inboxes/inbox.service.js';

@@ -2,8 +2,8 @@ import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import { dialectOf, forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import type { Cursor } from '../../platform/db/cursor.js';
-import type { Db } from '../database.js';
-import { effectivePermissions, permissionsFromWire, permissionsToWire, type Permissions } from './scope.js';
+import type { Db } from '../schema/database.js';
+import { effectivePermissions, permissionsFromWire, permissionsToWire, type Permissions } from '../core/scope.js';
 
 export interface KeyOwner {
   readonly apiKeyId: string;

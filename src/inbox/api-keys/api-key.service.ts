@@ -4,7 +4,7 @@ import { decodeCursor, page } from '../../platform/db/cursor.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { ForbiddenError, NotFoundError, ValidationError } from '../../platform/errors/app-error.js';
 import { hashSecret, newSecret, type Ids } from '../../platform/ids.js';
-import type { Db, InboxDatabase } from '../database.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { parseLimit } from '../lists/list-query.js';
 import {
@@ -26,7 +26,7 @@ import {
   type Organization,
   type Pod,
 } from './api-key.repository.js';
-import { inScope, mayDelegate, requirePermission, requireWithinScope, scopeTypeOf, type Permissions } from './scope.js';
+import { inScope, mayDelegate, requirePermission, requireWithinScope, scopeTypeOf, type Permissions } from '../core/scope.js';
 
 /** Prefix of every inbox API key, as AgentMail's keys start with `am_`. */
 export const API_KEY_PREFIX = 'am_';

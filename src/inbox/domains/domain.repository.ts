@@ -1,9 +1,9 @@
 import type { Selectable } from 'kysely';
 import type { Cursor } from '../../platform/db/cursor.js';
 import { afterKey } from '../../platform/db/keyset.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 import type { DomainStatus, RecordCheck } from './dns-records.js';
-import type { DomainTable } from './domain.table.js';
+import type { DomainTable } from '../schema/domain.table.js';
 
 export interface Domain {
   readonly organizationId: string;

@@ -1,5 +1,5 @@
 import { scheduleBackoff, type QueueDefinition } from '../../platform/jobs/jobs.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 import type { DraftService } from './draft.service.js';
 
 /**

@@ -2,9 +2,9 @@ import type { Dialect } from '../../platform/db/database.js';
 import { forUpdate } from '../../platform/db/dialect.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import { afterKey } from '../../platform/db/keyset.js';
-import type { Db } from '../database.js';
-import { json, jsonOrNull, type AttachmentMeta } from '../messages/message.repository.js';
-import type { DraftRow } from './draft.table.js';
+import type { Db } from '../schema/database.js';
+import { json, jsonOrNull, type AttachmentMeta } from '../mailstore/message.repository.js';
+import type { DraftRow } from '../schema/draft.table.js';
 
 export type SendStatus = 'scheduled' | 'sending' | 'failed';
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { ValidationError } from '../../platform/errors/app-error.js';
-import { requirePermission } from '../api-keys/scope.js';
+import { requirePermission } from '../core/scope.js';
 import { ownerOf } from '../http/auth.js';
 import { errorResponses } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';

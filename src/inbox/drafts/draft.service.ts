@@ -8,20 +8,20 @@ import { cancelJob, enqueue, type Job } from '../../platform/jobs/jobs.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import { findAgentSignup } from '../api-keys/api-key.repository.js';
 import { podInScope } from '../api-keys/api-key.service.js';
-import { inScope, requirePermission } from '../api-keys/scope.js';
-import type { Db, InboxDatabase } from '../database.js';
+import { inScope, requirePermission } from '../core/scope.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import type { Inbox } from '../inboxes/inbox.repository.js';
 import { findScopedInbox } from '../inboxes/inbox.service.js';
 import { parseLimit, parseListFilter } from '../lists/list-query.js';
 import { formatMailbox, forwardSubject, previewOf } from '../mail/compose.js';
-import { answerHeaders, replyInput } from '../messages/answers.js';
+import { answerHeaders, replyInput } from '../outgoing/answers.js';
 import {
   AttachmentNotFoundError,
   AttachmentsTooLargeError,
   ConflictingLabelsError,
-} from '../messages/message.errors.js';
-import type { AttachmentMeta } from '../messages/message.repository.js';
+} from '../core/message.errors.js';
+import type { AttachmentMeta } from '../mailstore/message.repository.js';
 import { findOwnMessage, type DownloadLink, type MessageService } from '../messages/message.service.js';
 import {
   checkBodySizes,
@@ -31,7 +31,7 @@ import {
   type OutgoingRules,
   type SendAttachmentInput,
   type SendInput,
-} from '../messages/outgoing.js';
+} from '../outgoing/outgoing.js';
 import { DRAFT_SEND_QUEUE, type DraftSendJob } from './draft-send.worker.js';
 import {
   DraftBeingSentError,

@@ -1,5 +1,5 @@
 import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 
 export interface StoredEvent {
   readonly eventId: string;

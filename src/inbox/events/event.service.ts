@@ -1,7 +1,7 @@
 import type { Clock } from '../../platform/clock.js';
 import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import { enqueueMany } from '../../platform/jobs/jobs.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 import { countOf, recordUsage } from '../usage/usage.service.js';
 import { findEnabledWebhookFilters, insertEvent, insertEvents, type StoredEvent } from './event.repository.js';
 

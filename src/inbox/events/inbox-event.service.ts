@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import { requireInScope, requirePermission } from '../api-keys/scope.js';
-import type { InboxDatabase } from '../database.js';
+import { requireInScope, requirePermission } from '../core/scope.js';
+import type { InboxDatabase } from '../schema/database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';

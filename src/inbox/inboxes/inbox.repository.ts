@@ -1,10 +1,10 @@
 import type { Selectable } from 'kysely';
 import { afterKey } from '../../platform/db/keyset.js';
 import { runCompiledOnce } from '../../platform/db/compiled-once.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
-import type { InboxTable } from './inbox.table.js';
-import { inboxSearchWords } from '../search/search-text.js';
+import type { InboxTable } from '../schema/inbox.table.js';
+import { inboxSearchWords } from '../core/search-text.js';
 
 export type InboxMetadata = Readonly<Record<string, string | number | boolean>>;
 

@@ -4,8 +4,8 @@ import { isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dial
 import type { Ids } from '../../platform/ids.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import { findDefaultPodId, findPod, insertPod } from '../api-keys/api-key.repository.js';
-import { inScope, requirePermission, requireWithinScope } from '../api-keys/scope.js';
-import type { Db, InboxDatabase } from '../database.js';
+import { inScope, requirePermission, requireWithinScope } from '../core/scope.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { parseLimit } from '../lists/list-query.js';
 import { PodNotFoundError } from '../api-keys/api-key.service.js';

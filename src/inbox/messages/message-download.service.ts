@@ -2,9 +2,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import type { Ids } from '../../platform/ids.js';
-import type { InboxDatabase } from '../database.js';
-import { DownloadLinkExpiredError, DownloadLinkInvalidError } from './message.errors.js';
-import { findServiceSecret, insertServiceSecretIfAbsent } from './message.repository.js';
+import type { InboxDatabase } from '../schema/database.js';
+import { DownloadLinkExpiredError, DownloadLinkInvalidError } from '../core/message.errors.js';
+import { findServiceSecret, insertServiceSecretIfAbsent } from '../mailstore/message.repository.js';
 
 export const DOWNLOAD_SIGNING_KEY = 'download_signing_key';
 

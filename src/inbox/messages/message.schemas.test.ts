@@ -1,6 +1,6 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import type { Message } from './message.repository.js';
+import type { Message } from '../mailstore/message.repository.js';
 import { ListMessagesResponse, messageListJson, toMessageItemResponse } from './message.schemas.js';
 import { messageFixture } from '../../../test/support/message-fixture.js';
 

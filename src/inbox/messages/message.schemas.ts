@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import { extractNewHtml, extractNewText } from '../mail/compose.js';
 import { toPageQuery } from '../lists/list-query.js';
 import { receivedBytes } from '../../platform/http/json-body.js';
-import type { AttachmentMeta, Message } from './message.repository.js';
+import type { AttachmentMeta, Message } from '../mailstore/message.repository.js';
 import type { MessageListQuery, SendAttachmentInput, SendInput } from './message.service.js';
 
 // Request shapes are deliberately loose about content (strings, arrays): the service checks every

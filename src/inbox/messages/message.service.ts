@@ -2,12 +2,12 @@ import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
-import type { Db, InboxDatabase } from '../database.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { findScopedInbox, normalizeInboxId, requireScopedInbox } from '../inboxes/inbox.service.js';
-import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
+import { requireLabelPermissions, requirePermission } from '../core/scope.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { createDownloadLinks, type DownloadTarget } from './message-download.service.js';
 import {
@@ -15,7 +15,7 @@ import {
   ConflictingLabelsError,
   MessageNotFoundError,
   RawMessageNotAvailableError,
-} from './message.errors.js';
+} from '../core/message.errors.js';
 import {
   findAttachmentContent,
   findMessage,
@@ -27,11 +27,11 @@ import {
   updateMessageLabels,
   type AttachmentMeta,
   type Message,
-} from './message.repository.js';
-import { validateLabels } from './outgoing.js';
-import { createSendService, type SendServiceDeps } from './send.service.js';
+} from '../mailstore/message.repository.js';
+import { validateLabels } from '../outgoing/outgoing.js';
+import { createSendService, type SendServiceDeps } from '../outgoing/send.service.js';
 
-export type { ReplyInput, SendAttachmentInput, SendInput } from './outgoing.js';
+export type { ReplyInput, SendAttachmentInput, SendInput } from '../outgoing/outgoing.js';
 
 export interface MessageListQuery extends ListFilterQuery {
   readonly limit?: number;

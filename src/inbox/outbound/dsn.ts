@@ -1,10 +1,10 @@
 import type { Clock } from '../../platform/clock.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 import type { EventService } from '../events/event.service.js';
 import { addressOf, splitAddressList } from '../mail/compose.js';
 import { domainOf, localDomainSet } from '../mail/domains.js';
 import { findMessageCopies, type OutboundMessage } from './outbound.repository.js';
-import { bouncedEvents, type BouncedRecipient } from '../events/message-events.js';
+import { bouncedEvents, type BouncedRecipient } from '../core/message-events.js';
 
 /**
  * Delivery status notifications (RFC 3464): the reports a remote MTA mails back to the envelope

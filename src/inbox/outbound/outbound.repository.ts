@@ -1,5 +1,5 @@
-import type { Db } from '../database.js';
-import { sourceOf } from '../messages/message.repository.js';
+import type { Db } from '../schema/database.js';
+import { sourceOf } from '../mailstore/message.repository.js';
 
 /** A sent message as outbound mail needs it: its ids, its sender inbox and, to send it, its source. */
 export interface OutboundMessage {

@@ -3,9 +3,9 @@ import type { Clock } from '../../platform/clock.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { ConfigError } from '../../platform/config/config.js';
 import { enqueue, GiveUpJob, RetryJob, type Job, type JobEnd, type QueueDefinition } from '../../platform/jobs/jobs.js';
-import type { Db, InboxDatabase } from '../database.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
 import type { EmitInput, EventService } from '../events/event.service.js';
-import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from './outbound-job.js';
+import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../core/queues.js';
 import { dkimSignerFrom, withDomainKeys, type DkimConfig, type DkimSigner, type DomainKey } from './dkim.js';
 import { envelopeIdFor } from './dsn.js';
 import { findInboxPod, findOutboundMessage, type OutboundMessage } from './outbound.repository.js';
@@ -16,7 +16,7 @@ import {
   sentEvent,
   type BouncedRecipient,
   type BounceType,
-} from '../events/message-events.js';
+} from '../core/message-events.js';
 import {
   createRelayClient,
   relaySettingsFrom,

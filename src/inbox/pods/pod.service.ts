@@ -15,8 +15,8 @@ import {
   type KeyOwner,
   type Pod,
 } from '../api-keys/api-key.repository.js';
-import { requirePermission, requireWithinScope } from '../api-keys/scope.js';
-import type { InboxDatabase } from '../database.js';
+import { requirePermission, requireWithinScope } from '../core/scope.js';
+import type { InboxDatabase } from '../schema/database.js';
 import { parseLimit } from '../lists/list-query.js';
 
 export class PodNotEmptyError extends ConflictError {

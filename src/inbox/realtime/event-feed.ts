@@ -1,5 +1,5 @@
 import { NOTIFY_PAYLOAD_LIMIT, type Database } from '../../platform/db/database.js';
-import type { InboxDatabase } from '../database.js';
+import type { InboxDatabase } from '../schema/database.js';
 import { findEventPayloads, type StoredEvent } from '../events/event.repository.js';
 import type { PublishEvents } from '../events/event.service.js';
 

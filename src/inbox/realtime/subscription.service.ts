@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import { podBelongsTo } from '../api-keys/api-key.repository.js';
-import { inScope } from '../api-keys/scope.js';
-import type { InboxDatabase } from '../database.js';
-import { SDK_EVENT_TYPES } from '../events/event-types.js';
+import { inScope } from '../core/scope.js';
+import type { InboxDatabase } from '../schema/database.js';
+import { SDK_EVENT_TYPES } from '../core/events.js';
 import { webhookMatches } from '../events/event.service.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../inboxes/inbox.service.js';

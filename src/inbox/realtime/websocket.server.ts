@@ -8,8 +8,8 @@ import type { AppErrorKind } from '../../platform/errors/app-error.js';
 import type { RateLimiter } from '../../platform/http/rate-limit.js';
 import { existingKeyIds, type KeyOwner } from '../api-keys/api-key.repository.js';
 import type { ApiKeyService } from '../api-keys/api-key.service.js';
-import { holds } from '../api-keys/scope.js';
-import type { InboxDatabase } from '../database.js';
+import { holds } from '../core/scope.js';
+import type { InboxDatabase } from '../schema/database.js';
 import { ERROR_BY_KIND } from '../http/error-envelope.js';
 import type { EventFeed, FeedEvent, FeedEventSummary } from './event-feed.js';
 import {

@@ -4,7 +4,7 @@ import type { Cursor } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { inboxFromRow, type Inbox } from '../inboxes/inbox.repository.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 import {
   joinWords,
   mergeDocuments,
@@ -16,7 +16,7 @@ import {
   type IndexableMessage,
   type QueryTerm,
   type SearchDocument,
-} from './search-text.js';
+} from '../core/search-text.js';
 
 /** Where a document lives: the scope columns (PostgreSQL) or scope words (FTS5). */
 export interface DocumentScope {

@@ -4,15 +4,15 @@ import { afterUnits } from '../../platform/db/group-commit.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import { podInScope } from '../api-keys/api-key.service.js';
-import { requirePermission } from '../api-keys/scope.js';
-import type { Db, InboxDatabase } from '../database.js';
-import type { ComposedMessage, StoreHook } from '../delivery/delivery.service.js';
+import { requirePermission } from '../core/scope.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
+import type { ComposedMessage, StoreHook } from '../mailstore/delivery.service.js';
 import type { Inbox } from '../inboxes/inbox.repository.js';
 import { requireScopedInbox } from '../inboxes/inbox.service.js';
 import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
-import { findMessagesByPks, type Message } from '../messages/message.repository.js';
+import { findMessagesByPks, type Message } from '../mailstore/message.repository.js';
 import { inboxPool, OFFLOAD_WORDS_CHARS } from '../offload.js';
-import { findThreadsByIds, type Thread } from '../threads/thread.repository.js';
+import { findThreadsByIds, type Thread } from '../mailstore/thread.repository.js';
 import {
   indexMessages,
   rebuildThreadDocument,
@@ -35,7 +35,7 @@ import {
   wordsOf,
   type QueryTerm,
   type SearchDocument,
-} from './search-text.js';
+} from '../core/search-text.js';
 
 export interface SearchQuery {
   readonly q?: string;

@@ -1,4 +1,4 @@
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 
 /** The inboxes among `inboxIds` that already turned the report `messageId` into bounces. */
 export async function findDeliveryReports(

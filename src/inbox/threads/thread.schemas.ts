@@ -1,12 +1,12 @@
 import { Type, type Static } from 'typebox';
-import type { AttachmentMeta, Message } from '../messages/message.repository.js';
+import type { AttachmentMeta, Message } from '../mailstore/message.repository.js';
 import {
   AttachmentResponse,
   MessageResponse,
   toAttachmentResponse,
   toMessageResponse,
 } from '../messages/message.schemas.js';
-import type { Thread } from './thread.repository.js';
+import type { Thread } from '../mailstore/thread.repository.js';
 import { participantsOf } from './thread.service.js';
 
 export const InboxThreadParams = Type.Object({

@@ -3,11 +3,11 @@ import type { Clock } from '../../platform/clock.js';
 import { dialectOf } from '../../platform/db/dialect.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import type { Db, InboxDatabase } from '../database.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
-import { requireLabelPermissions, requirePermission } from '../api-keys/scope.js';
+import { requireLabelPermissions, requirePermission } from '../core/scope.js';
 import { findScopedInbox, normalizeInboxId, requireScopedInbox } from '../inboxes/inbox.service.js';
 import { addressOf, subjectKey } from '../mail/compose.js';
 import {
@@ -16,10 +16,10 @@ import {
   listThreadMessagesPage,
   updateMessageLabels,
   type Message,
-} from '../messages/message.repository.js';
+} from '../mailstore/message.repository.js';
 import { applyLabels } from '../messages/message.service.js';
-import { validateLabels } from '../messages/outgoing.js';
-import { ThreadNotFoundError } from './thread.errors.js';
+import { validateLabels } from '../outgoing/outgoing.js';
+import { ThreadNotFoundError } from '../core/thread.errors.js';
 import {
   deleteThreadWithMessages,
   findThread,
@@ -28,7 +28,7 @@ import {
   updateThread,
   updateThreadLabels,
   type Thread,
-} from './thread.repository.js';
+} from '../mailstore/thread.repository.js';
 import { threadDeleted } from '../usage/usage.service.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 

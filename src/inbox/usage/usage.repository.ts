@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { insertCompiledOnce } from '../../platform/db/compiled-once.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 
 /** Shards per (scope, metric, second): concurrent units of work pick one at random and rarely share a row. */
 export const USAGE_SHARDS = 8;

@@ -7,7 +7,7 @@ import {
   scheduleBackoff,
   type QueueDefinition,
 } from '../../platform/jobs/jobs.js';
-import type { InboxDatabase } from '../database.js';
+import type { InboxDatabase } from '../schema/database.js';
 import { findEvent } from '../events/event.repository.js';
 import { webhookMatches, type WebhookDeliveryJob } from '../events/event.service.js';
 import { deliveryHeaders } from './webhook-headers.js';

@@ -1,8 +1,8 @@
 import { dialectOf, forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
-import type { WebhookDeliveryRow, WebhookRow } from './webhook.table.js';
+import type { WebhookDeliveryRow, WebhookRow } from '../schema/webhook.table.js';
 
 export interface Webhook {
   readonly webhookId: string;

@@ -1,5 +1,5 @@
 import type { Generated, Selectable } from 'kysely';
-import type { AttachmentTable } from '../messages/message.table.js';
+import type { AttachmentTable } from './message.table.js';
 
 /** Address lists, labels, references and attachment metadata are JSON text, as on messages. */
 export interface DraftTable {

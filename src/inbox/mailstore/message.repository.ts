@@ -9,10 +9,10 @@ import {
 } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
-import type { Db, InboxDatabase } from '../database.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { ListFilter } from '../lists/list-query.js';
-import type { MessageRow } from './message.table.js';
+import type { MessageRow } from '../schema/message.table.js';
 import { blobIdsOf, CHUNK_BYTES, claimBlobs, readBlob, type MessageBlobs } from './message-blobs.js';
 import { nextTurn } from '../../platform/turns.js';
 

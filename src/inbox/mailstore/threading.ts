@@ -1,7 +1,7 @@
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 import { addressOf, normalizeSubject, subjectKey } from '../mail/compose.js';
-import { findThreadsHoldingMessages } from '../messages/message.repository.js';
-import { findRecentThreadsBySubject } from '../threads/thread.repository.js';
+import { findThreadsHoldingMessages } from './message.repository.js';
+import { findRecentThreadsBySubject } from './thread.repository.js';
 import { participantsOf } from '../threads/thread.service.js';
 
 /** How many same-subject threads of an inbox the subject fallback looks at. */

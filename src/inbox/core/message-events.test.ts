@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../messages/message.repository.js';
+import type { Message } from '../mailstore/message.repository.js';
 import { toMessageResponse } from '../messages/message.schemas.js';
 import { receivedPayload } from './message-events.js';
 import { messageFixture } from '../../../test/support/message-fixture.js';

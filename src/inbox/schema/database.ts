@@ -1,11 +1,11 @@
-import type { Executor } from '../platform/db/database.js';
-import type { JobsDatabase } from '../platform/jobs/jobs.table.js';
-import type { AgentSignupTable, ApiKeyTable, OrganizationTable, PodTable } from './api-keys/api-key.table.js';
-import type { DomainTable } from './domains/domain.table.js';
-import type { AccessListEntryTable } from './access-lists/access-list.table.js';
-import type { DraftAttachmentTable, DraftLabelTable, DraftTable } from './drafts/draft.table.js';
-import type { EventTable } from './events/event.table.js';
-import type { InboxTable } from './inboxes/inbox.table.js';
+import type { Executor } from '../../platform/db/database.js';
+import type { JobsDatabase } from '../../platform/jobs/jobs.table.js';
+import type { AgentSignupTable, ApiKeyTable, OrganizationTable, PodTable } from './api-key.table.js';
+import type { DomainTable } from './domain.table.js';
+import type { AccessListEntryTable } from './access-list.table.js';
+import type { DraftAttachmentTable, DraftLabelTable, DraftTable } from './draft.table.js';
+import type { EventTable } from './event.table.js';
+import type { InboxTable } from './inbox.table.js';
 import type {
   AttachmentTable,
   BlobChunkTable,
@@ -13,11 +13,11 @@ import type {
   MessageLabelTable,
   MessageTable,
   SendCounterTable,
-} from './messages/message.table.js';
-import type { DeliveryReportTable } from './smtp/inbound.table.js';
-import type { UsageCountTable } from './usage/usage.table.js';
-import type { ThreadTable } from './threads/thread.table.js';
-import type { WebhookDeliveryTable, WebhookTable } from './webhooks/webhook.table.js';
+} from './message.table.js';
+import type { DeliveryReportTable } from './inbound.table.js';
+import type { UsageCountTable } from './usage.table.js';
+import type { ThreadTable } from './thread.table.js';
+import type { WebhookDeliveryTable, WebhookTable } from './webhook.table.js';
 
 /** The inbox service's database, composed from each feature's tables. */
 export interface InboxDatabase extends JobsDatabase {

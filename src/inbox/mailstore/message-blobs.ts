@@ -3,7 +3,7 @@ import type { Clock } from '../../platform/clock.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { nextTurn } from '../../platform/turns.js';
-import type { Db, InboxDatabase } from '../database.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
 
 /**
  * Large stored bytes (docs/decisions/0027-large-bytes-stored-once-ahead-of-the-delivery.md): a

@@ -4,23 +4,23 @@ import { dialectOf } from '../../platform/db/dialect.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import { enqueue } from '../../platform/jobs/jobs.js';
-import type { Db, InboxDatabase } from '../database.js';
-import { bouncedEvents, deliveredEvent, receivedEvent, sentEvent, type MessageRef } from '../events/message-events.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
+import { bouncedEvents, deliveredEvent, receivedEvent, sentEvent, type MessageRef } from '../core/message-events.js';
 import type { EmitInput, EventService } from '../events/event.service.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
 import { normalizeSubject } from '../mail/compose.js';
-import { SendLimitExceededError } from '../messages/message.errors.js';
-import { blobIdsOf, releaseBlobs, storeBlob, storeBlobPieces, storedAsBlob } from '../messages/message-blobs.js';
+import { SendLimitExceededError } from '../core/message.errors.js';
+import { blobIdsOf, releaseBlobs, storeBlob, storeBlobPieces, storedAsBlob } from './message-blobs.js';
 import {
   findThreadsHoldingMessages,
   incrementSendCount,
   insertMessages,
   type Message,
   type NewMessage,
-} from '../messages/message.repository.js';
-import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../outbound/outbound-job.js';
-import { findThreadsForUpdate, insertThreads, updateThread, type Thread } from '../threads/thread.repository.js';
+} from './message.repository.js';
+import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../core/queues.js';
+import { findThreadsForUpdate, insertThreads, updateThread, type Thread } from './thread.repository.js';
 import { addMessageToThread, startThread } from '../threads/thread.service.js';
 import type { ListScreen } from '../access-lists/access-list.service.js';
 import { countOf, recordUsage, usageOf } from '../usage/usage.service.js';

@@ -2,10 +2,10 @@ import type { Dialect } from '../../platform/db/database.js';
 import { asciiLower, containsAsciiCaseless, dialectOf, forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
-import type { Db } from '../database.js';
+import type { Db } from '../schema/database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { ListFilter } from '../lists/list-query.js';
-import type { ThreadRow } from './thread.table.js';
+import type { ThreadRow } from '../schema/thread.table.js';
 
 /** A conversation in one inbox; its fields summarise its messages and are kept on every insert. */
 export interface Thread {

@@ -19,8 +19,8 @@ import {
   ReservedLabelError,
   TooManyRecipientsError,
   type AddressField,
-} from './message.errors.js';
-import type { AttachmentMeta, ContentDisposition } from './message.repository.js';
+} from '../core/message.errors.js';
+import type { AttachmentMeta, ContentDisposition } from '../mailstore/message.repository.js';
 
 /**
  * Validation of an outgoing message (send, reply, reply-all, forward, drafts and their sends): the request's fields → `Outgoing`, or the error of the first rule it breaks, each

@@ -1,6 +1,6 @@
 import type { NotFoundError } from '../../platform/errors/app-error.js';
 import { ForbiddenError } from '../../platform/errors/app-error.js';
-import type { KeyOwner } from './api-key.repository.js';
+import type { KeyOwner } from '../api-keys/api-key.repository.js';
 
 /**
  * Who may see and change what. Every route answers for one key (`ownerOf(request)`): an
