@@ -10,12 +10,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/platform/config/config.js';
 import { hashSecret } from '../src/platform/ids.js';
-import {
-  findKeyOwnerByHash,
-  insertApiKey,
-  insertOrganization,
-  insertPod,
-} from '../src/inbox/api-keys/api-key.repository.js';
+import { findKeyOwnerByHash, insertApiKey, insertOrganization } from '../src/inbox/api-keys/api-key.repository.js';
+import { insertPod } from '../src/inbox/pods/pod.repository.js';
 import { inboxConfigSpec } from '../src/inbox/inbox.config.js';
 import { migrateInbox, openInboxDatabase } from '../src/inbox/open-database.js';
 

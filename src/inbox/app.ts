@@ -1,8 +1,8 @@
+import type { InboxConfig } from './inbox.config.js';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../platform/clock.js';
-import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
 import type { GroupCommit } from '../platform/db/group-commit.js';
 import { NotFoundError, ValidationError } from '../platform/errors/app-error.js';
@@ -35,7 +35,6 @@ import { inboxClientErrorBody, sendInboxError } from './http/error-envelope.js';
 import type { InboxApp } from './http/types.js';
 import { inboxRoutes } from './inboxes/inbox.routes.js';
 import type { InboxService } from './inboxes/inbox.service.js';
-import type { inboxConfigSpec } from './inbox.config.js';
 import { messageRoutes } from './messages/message.routes.js';
 import { inboxPool, LARGE_STRING_BYTES, OFFLOAD_JSON_BYTES } from './offload.js';
 import type { MessageService } from './messages/message.service.js';
@@ -52,8 +51,6 @@ import type { InboxEventService } from './events/inbox-event.service.js';
 import { usageRoutes } from './usage/usage.routes.js';
 import type { UsageService } from './usage/usage.service.js';
 import type { WebhookService } from './webhooks/webhook.service.js';
-
-export type InboxConfig = ConfigOf<typeof inboxConfigSpec>;
 
 /** Everything the routes use, created once by `service.ts` (and shared with workers and SMTP). */
 export interface InboxServices {

@@ -1,3 +1,4 @@
+import type { ConfigOf } from '../platform/config/config.js';
 import { env } from '../platform/config/config.js';
 import { sharedConfigSpec } from '../platform/config/shared.config.js';
 
@@ -284,3 +285,5 @@ export const inboxConfigSpec = {
     ['api', 'worker', 'smtp'],
   ),
 } as const;
+
+export type InboxConfig = ConfigOf<typeof inboxConfigSpec>;

@@ -1,6 +1,6 @@
 import { openDatabase, type Database } from '../platform/db/database.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
-import type { InboxConfig } from './app.js';
+import type { InboxConfig } from './inbox.config.js';
 import type { InboxDatabase } from './schema/database.js';
 import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { insertPod } from '../../src/inbox/api-keys/api-key.repository.js';
+import { insertPod } from '../../src/inbox/pods/pod.repository.js';
 import { fixedClock } from '../../src/platform/clock.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { createHook, deliveryLog, emit, jobStates, newTenant, storedPayload } from '../support/inbox-webhooks.js';

@@ -1,6 +1,6 @@
 import type { AgentMailError } from 'agentmail';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertPod } from '../../src/inbox/api-keys/api-key.repository.js';
+import { insertPod } from '../../src/inbox/pods/pod.repository.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { call, enc, expectError, organization, unique } from './fixtures.js';

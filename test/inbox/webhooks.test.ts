@@ -1,7 +1,7 @@
 import { AgentMail, type AgentMailError } from 'agentmail';
 import { Webhook as SvixWebhook } from 'svix';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertPod } from '../../src/inbox/api-keys/api-key.repository.js';
+import { insertPod } from '../../src/inbox/pods/pod.repository.js';
 import { callInbox, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

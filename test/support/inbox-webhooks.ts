@@ -1,4 +1,4 @@
-import type { EventType } from '../../src/inbox/events/event.service.js';
+import type { EventType } from '../../src/inbox/core/events.js';
 import type { InboxTestServer } from './inbox-server.js';
 import type { WebhookReceiver } from './webhook-receiver.js';
 

@@ -1,4 +1,4 @@
-import type { Message } from '../../src/inbox/mailstore/message.repository.js';
+import type { Message } from '../../src/inbox/core/message.js';
 
 /** A stored received message for unit tests of what is built from one (wire answers, event payloads); spread and override. */
 export const messageFixture: Message = {

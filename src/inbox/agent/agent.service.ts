@@ -12,11 +12,11 @@ import {
   insertAgentSignup,
   insertApiKey,
   insertOrganization,
-  insertPod,
   organizationExists,
   updateAgentSignup,
-  type KeyOwner,
 } from '../api-keys/api-key.repository.js';
+import { insertPod } from '../pods/pod.repository.js';
+import { type KeyOwner } from '../core/scope.js';
 import { API_KEY_PREFIX } from '../api-keys/api-key.service.js';
 import type { InboxDatabase } from '../schema/database.js';
 import { InboxAddressTakenError } from '../inboxes/inbox.errors.js';

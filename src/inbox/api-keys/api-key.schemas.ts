@@ -1,6 +1,12 @@
 import { Type, type Static } from 'typebox';
 import type { ApiKeyRecord, Organization } from './api-key.repository.js';
-import { PERMISSIONS, permissionsFromWire, permissionsToWire, wirePermissionName, type Permissions } from '../core/scope.js';
+import {
+  PERMISSIONS,
+  permissionsFromWire,
+  permissionsToWire,
+  wirePermissionName,
+  type Permissions,
+} from '../core/scope.js';
 
 /** The SDK's ApiKeyPermissions on the wire (snake_case booleans); unknown names are refused. */
 export const PermissionsBody = Type.Object(

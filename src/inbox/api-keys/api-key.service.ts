@@ -1,8 +1,10 @@
+import { podInScope } from '../pods/pod-scope.js';
+import { checkName } from '../core/names.js';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
-import { ForbiddenError, NotFoundError, ValidationError } from '../../platform/errors/app-error.js';
+import { ForbiddenError, NotFoundError } from '../../platform/errors/app-error.js';
 import { hashSecret, newSecret, type Ids } from '../../platform/ids.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
@@ -10,27 +12,30 @@ import { parseLimit } from '../lists/list-query.js';
 import {
   deleteApiKey,
   findApiKey,
-  findDefaultPodId,
   findKeyOwnerByHash,
   findOrganization,
-  findPod,
   insertApiKey,
   insertOrganization,
-  insertPod,
   listApiKeys,
   organizationExists,
   updateApiKey,
   type ApiKeyRecord,
   type KeyFilter,
-  type KeyOwner,
   type Organization,
-  type Pod,
 } from './api-key.repository.js';
-import { inScope, mayDelegate, requirePermission, requireWithinScope, scopeTypeOf, type Permissions } from '../core/scope.js';
+import { findDefaultPodId, insertPod } from '../pods/pod.repository.js';
+import { type KeyOwner } from '../core/scope.js';
+import {
+  inScope,
+  mayDelegate,
+  requirePermission,
+  requireWithinScope,
+  scopeTypeOf,
+  type Permissions,
+} from '../core/scope.js';
 
 /** Prefix of every inbox API key, as AgentMail's keys start with `am_`. */
 export const API_KEY_PREFIX = 'am_';
-const NAME_MAX = 255;
 
 export interface CreatedKey {
   readonly key: string;
@@ -59,12 +64,6 @@ export class ApiKeyNotFoundError extends NotFoundError {
   }
 }
 
-export class PodNotFoundError extends NotFoundError {
-  constructor(podId: string) {
-    super(`Pod ${podId} not found.`, { code: 'POD_NOT_FOUND', details: { field: 'pod_id', code: 'POD_NOT_FOUND' } });
-  }
-}
-
 export interface ApiKeyServiceDeps {
   readonly db: Kysely<InboxDatabase>;
   /** The database's commit batcher, shared with every other writer. */
@@ -76,24 +75,6 @@ export interface ApiKeyServiceDeps {
    * end (open WebSockets authenticated once, at their upgrade); service.ts signals every instance.
    */
   readonly keyChanged?: (trx: Db, apiKeyId: string) => Promise<void>;
-}
-
-export function checkName(name: string | undefined, field = 'name'): string | undefined {
-  if (name === undefined) return undefined;
-  const trimmed = name.trim();
-  if (!trimmed || trimmed.length > NAME_MAX)
-    throw new ValidationError(`${field} must be 1-${NAME_MAX} characters.`, field, 'INVALID_NAME');
-  return trimmed;
-}
-
-/** The pod of the request path, if the caller's key reaches it (404 otherwise: its existence is not revealed). */
-export async function podInScope(db: Db, owner: KeyOwner, podId: string): Promise<Pod> {
-  const pod =
-    inScope(owner, { organizationId: owner.organizationId, podId }) && owner.inboxId === undefined
-      ? await findPod(db, owner.organizationId, podId)
-      : undefined;
-  if (!pod) throw new PodNotFoundError(podId);
-  return pod;
 }
 
 /** Organizations, their pods' keys and the keys themselves (secret shown once, stored as SHA-256). */

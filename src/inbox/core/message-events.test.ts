@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../mailstore/message.repository.js';
-import { toMessageResponse } from '../messages/message.schemas.js';
+import type { Message } from './message.js';
+import { toMessageResponse } from './message.wire.js';
 import { receivedPayload } from './message-events.js';
 import { messageFixture } from '../../../test/support/message-fixture.js';
 

@@ -1,9 +1,9 @@
-import type { Inbox } from '../inboxes/inbox.repository.js';
-import type { Message } from '../mailstore/message.repository.js';
-import { toMessageResponse } from '../messages/message.schemas.js';
-import type { Thread } from '../mailstore/thread.repository.js';
-import { toThreadItemResponse } from '../threads/thread.schemas.js';
-import type { EmitInput } from '../events/event.service.js';
+import type { Inbox } from './inbox.js';
+import type { Message } from './message.js';
+import { toMessageResponse } from './message.wire.js';
+import type { Thread } from './thread.js';
+import { toThreadItemResponse } from './thread.wire.js';
+import type { EmitInput } from './events.js';
 
 /**
  * The payloads of the message events, in AgentMail's wire shapes (`message` + `thread`, `send`,

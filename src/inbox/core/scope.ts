@@ -1,6 +1,5 @@
 import type { NotFoundError } from '../../platform/errors/app-error.js';
 import { ForbiddenError } from '../../platform/errors/app-error.js';
-import type { KeyOwner } from '../api-keys/api-key.repository.js';
 
 /**
  * Who may see and change what. Every route answers for one key (`ownerOf(request)`): an
@@ -197,4 +196,17 @@ export function mayDelegate(
   if (owner.permissions === undefined) return true;
   if (permissions === undefined) return false;
   return PERMISSIONS.every((p) => permissions[p] !== true || owner.permissions?.[p] === true);
+}
+
+export interface KeyOwner {
+  readonly apiKeyId: string;
+  readonly organizationId: string;
+  /** Set for keys limited to one pod (and for inbox keys: the inbox's pod). */
+  readonly podId?: string;
+  /** Set for keys limited to one inbox. */
+  readonly inboxId?: string;
+  /** Undefined: every permission. Otherwise only those set to true (see api-keys/scope.ts). */
+  readonly permissions?: Permissions;
+  /** Set while the key's organization is an unverified agent sign-up: the only address it may mail. */
+  readonly sendOnlyTo?: string;
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ValidationError } from '../../platform/errors/app-error.js';
-import type { Message } from '../mailstore/message.repository.js';
+import type { Message } from './message.js';
 import { nextTurn } from '../../platform/turns.js';
 
 /**

@@ -4,7 +4,7 @@ import type { Clock } from '../../platform/clock.js';
 import { ConfigError } from '../../platform/config/config.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import type { Ids } from '../../platform/ids.js';
-import type { InboxConfig } from '../app.js';
+import type { InboxConfig } from '../inbox.config.js';
 import type { InboxDatabase } from '../schema/database.js';
 import { findServiceSecret, insertServiceSecretIfAbsent } from '../mailstore/message.repository.js';
 import { createDnsResolver } from '../smtp/auth-results.js';

@@ -3,7 +3,8 @@ import { forUpdate } from '../../platform/db/dialect.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import type { Db } from '../schema/database.js';
-import { json, jsonOrNull, type AttachmentMeta } from '../mailstore/message.repository.js';
+import { json, jsonOrNull } from '../mailstore/message.repository.js';
+import { type AttachmentMeta } from '../core/message.js';
 import type { DraftRow } from '../schema/draft.table.js';
 
 export type SendStatus = 'scheduled' | 'sending' | 'failed';

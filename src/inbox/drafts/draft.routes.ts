@@ -5,12 +5,8 @@ import { ownerOf } from '../http/auth.js';
 import { errorResponses } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';
 import { requestOrigin } from '../messages/message.routes.js';
-import {
-  AttachmentDownloadResponse,
-  SendMessageResponse,
-  labelList,
-  toAttachmentResponse,
-} from '../messages/message.schemas.js';
+import { labelList } from '../messages/message.schemas.js';
+import { AttachmentDownloadResponse, SendMessageResponse, toAttachmentResponse } from '../core/message.wire.js';
 import {
   CreateDraftBody,
   DraftAttachmentParams,

@@ -1,14 +1,13 @@
 import { Type, type Static } from 'typebox';
 import {
   Addresses,
-  AttachmentResponse,
   Labels,
   ListQuery,
   SendAttachmentBody,
   UpdateMessageBody,
-  toAttachmentResponse,
   toSendInput,
 } from '../messages/message.schemas.js';
+import { AttachmentResponse, toAttachmentResponse } from '../core/message.wire.js';
 import type { Draft } from './draft.repository.js';
 import { toPageQuery } from '../lists/list-query.js';
 import type { CreateDraftInput, DraftListQuery, UpdateDraftInput } from './draft.service.js';

@@ -1,62 +1,11 @@
+import { type EmitInput, webhookMatches } from '../core/events.js';
+import { WEBHOOK_DELIVERY_QUEUE, type WebhookDeliveryJob } from '../core/queues.js';
 import type { Clock } from '../../platform/clock.js';
 import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import { enqueueMany } from '../../platform/jobs/jobs.js';
 import type { Db } from '../schema/database.js';
 import { countOf, recordUsage } from '../usage/usage.service.js';
 import { findEnabledWebhookFilters, insertEvent, insertEvents, type StoredEvent } from './event.repository.js';
-
-/** The event catalogue (AgentMail's EventType values this service emits). */
-export const EVENT_TYPES = [
-  'message.received',
-  'message.sent',
-  'message.delivered',
-  'message.bounced',
-  'message.complained',
-  'message.rejected',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
-
-/** The job queue that delivers one event to one webhook. */
-export const WEBHOOK_DELIVERY_QUEUE = 'webhook.deliver';
-
-export interface WebhookDeliveryJob {
-  readonly webhook_id: string;
-  readonly event_id: string;
-}
-
-export interface EmitInput {
-  readonly organizationId: string;
-  readonly inboxId: string;
-  readonly podId: string;
-  readonly eventType: EventType;
-  /** Event-specific keys, e.g. `{ message, thread }` or `{ send: {...} }`. */
-  readonly body: Readonly<Record<string, unknown>>;
-}
-
-/**
- * Filters: no event_types = all; no inbox_ids and no pod_ids = every inbox; else either matches.
- * A webhook of a pod or inbox scope (made with a scoped key) hears nothing outside that scope.
- */
-export function webhookMatches(
-  filter: {
-    eventTypes: readonly string[] | null;
-    inboxIds: readonly string[] | null;
-    podIds: readonly string[] | null;
-    scopePodId?: string | null;
-    scopeInboxId?: string | null;
-  },
-  eventType: string,
-  inboxId: string,
-  podId: string,
-): boolean {
-  if (filter.scopePodId != null && filter.scopePodId !== podId) return false;
-  if (filter.scopeInboxId != null && filter.scopeInboxId !== inboxId) return false;
-  if (filter.eventTypes?.length && !filter.eventTypes.includes(eventType)) return false;
-  const byInbox = filter.inboxIds?.length ? filter.inboxIds : null;
-  const byPod = filter.podIds?.length ? filter.podIds : null;
-  if (!byInbox && !byPod) return true;
-  return (byInbox?.includes(inboxId) ?? false) || (byPod?.includes(podId) ?? false);
-}
 
 /**
  * Announces events written in `trx` to the real-time feed (realtime/event-feed.ts), as part of

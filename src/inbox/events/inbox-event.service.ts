@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
-import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import type { KeyOwner } from '../core/scope.js';
 import { requireInScope, requirePermission } from '../core/scope.js';
 import type { InboxDatabase } from '../schema/database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId } from '../inboxes/inbox.service.js';
+import { normalizeInboxId } from '../core/inbox.js';
 import { parseLimit } from '../lists/list-query.js';
 import { listInboxLabelEvents } from './event.repository.js';
 

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, UnauthenticatedError } from '../../platform/errors/app-error.js';
 import type { RateLimiter } from '../../platform/http/rate-limit.js';
-import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import type { KeyOwner } from '../core/scope.js';
 import type { ApiKeyService } from '../api-keys/api-key.service.js';
 
 const owners = new WeakMap<FastifyRequest, KeyOwner>();

@@ -1,3 +1,4 @@
+import type { Inbox, InboxMetadata } from '../core/inbox.js';
 import type { Selectable } from 'kysely';
 import { afterKey } from '../../platform/db/keyset.js';
 import { runCompiledOnce } from '../../platform/db/compiled-once.js';
@@ -5,22 +6,6 @@ import type { Db } from '../schema/database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { InboxTable } from '../schema/inbox.table.js';
 import { inboxSearchWords } from '../core/search-text.js';
-
-export type InboxMetadata = Readonly<Record<string, string | number | boolean>>;
-
-export interface Inbox {
-  readonly inboxId: string;
-  readonly organizationId: string;
-  readonly podId: string;
-  readonly username: string;
-  readonly domain: string;
-  readonly displayName: string | null;
-  readonly clientId: string | null;
-  /** SDK 0.5 metadata; absent or null: none. */
-  readonly metadata?: InboxMetadata | null;
-  readonly createdAt: string;
-  readonly updatedAt: string;
-}
 
 export function inboxFromRow(row: Selectable<InboxTable>): Inbox {
   return {

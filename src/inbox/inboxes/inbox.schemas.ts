@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import type { Inbox, InboxMetadata } from './inbox.repository.js';
+import type { Inbox, InboxMetadata } from '../core/inbox.js';
 
 export const InboxIdParams = Type.Object({
   inbox_id: Type.String({ minLength: 1, maxLength: 320, description: 'The inbox address, e.g. agent@inbox.localhost' }),

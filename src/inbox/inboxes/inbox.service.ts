@@ -1,14 +1,16 @@
+import { findScopedInbox } from './inbox-scope.js';
+import { normalizeInboxId } from '../core/inbox.js';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
 import type { Ids } from '../../platform/ids.js';
-import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import { findDefaultPodId, findPod, insertPod } from '../api-keys/api-key.repository.js';
+import type { KeyOwner } from '../core/scope.js';
+import { findDefaultPodId, findPod, insertPod } from '../pods/pod.repository.js';
 import { inScope, requirePermission, requireWithinScope } from '../core/scope.js';
-import type { Db, InboxDatabase } from '../schema/database.js';
+import type { InboxDatabase } from '../schema/database.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { parseLimit } from '../lists/list-query.js';
-import { PodNotFoundError } from '../api-keys/api-key.service.js';
+import { PodNotFoundError } from '../pods/pod.errors.js';
 import {
   DomainNotAllowedError,
   InboxAddressTakenError,
@@ -23,9 +25,8 @@ import {
   insertInbox,
   listInboxes,
   updateInbox,
-  type Inbox,
-  type InboxMetadata,
 } from './inbox.repository.js';
+import { type Inbox, type InboxMetadata } from '../core/inbox.js';
 import { localDomainSet } from '../mail/domains.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 
@@ -68,33 +69,6 @@ export function checkUsername(raw: string): string {
   const username = raw.trim().toLowerCase();
   if (!USERNAME.test(username) || username.includes('..')) throw new InvalidUsernameError();
   return username;
-}
-
-/** Inbox ids are addresses; compare them case-insensitively by storing them lower-cased. */
-export function normalizeInboxId(raw: string): string {
-  return raw.trim().toLowerCase();
-}
-
-/**
- * The inbox `inboxId` of the key's organization if the key reaches it (its pod, its inbox), and
- * with `podId` only if it lies in that pod; undefined otherwise (the caller answers 404).
- */
-export async function findScopedInbox(
-  db: Db,
-  owner: KeyOwner,
-  inboxId: string,
-  podId?: string,
-): Promise<Inbox | undefined> {
-  const inbox = await findInbox(db, owner.organizationId, normalizeInboxId(inboxId));
-  if (!inbox || !inScope(owner, inbox) || (podId !== undefined && inbox.podId !== podId)) return undefined;
-  return inbox;
-}
-
-/** findScopedInbox, or InboxNotFoundError (404) when the key does not reach the inbox. */
-export async function requireScopedInbox(db: Db, owner: KeyOwner, inboxId: string, podId?: string): Promise<Inbox> {
-  const inbox = await findScopedInbox(db, owner, inboxId, podId);
-  if (!inbox) throw new InboxNotFoundError(inboxId);
-  return inbox;
 }
 
 export interface InboxServiceDeps {

@@ -6,9 +6,11 @@ import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import { enqueue } from '../../platform/jobs/jobs.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import { bouncedEvents, deliveredEvent, receivedEvent, sentEvent, type MessageRef } from '../core/message-events.js';
-import type { EmitInput, EventService } from '../events/event.service.js';
+import type { EventService } from '../events/event.service.js';
+import type { EmitInput } from '../core/events.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
-import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
+import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
+import { type Inbox } from '../core/inbox.js';
 import { normalizeSubject } from '../mail/compose.js';
 import { SendLimitExceededError } from '../core/message.errors.js';
 import { blobIdsOf, releaseBlobs, storeBlob, storeBlobPieces, storedAsBlob } from './message-blobs.js';
@@ -16,12 +18,13 @@ import {
   findThreadsHoldingMessages,
   incrementSendCount,
   insertMessages,
-  type Message,
   type NewMessage,
 } from './message.repository.js';
+import { type Message } from '../core/message.js';
 import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../core/queues.js';
-import { findThreadsForUpdate, insertThreads, updateThread, type Thread } from './thread.repository.js';
-import { addMessageToThread, startThread } from '../threads/thread.service.js';
+import { findThreadsForUpdate, insertThreads, updateThread } from './thread.repository.js';
+import { type Thread } from '../core/thread.js';
+import { addMessageToThread, startThread } from '../core/thread.js';
 import type { ListScreen } from '../access-lists/access-list.service.js';
 import { countOf, recordUsage, usageOf } from '../usage/usage.service.js';
 import type { UsageDelta } from '../usage/usage.repository.js';

@@ -1,3 +1,4 @@
+import type { Message, AttachmentMeta, ContentDisposition } from '../core/message.js';
 import type { SelectQueryBuilder } from 'kysely';
 import type { Dialect } from '../../platform/db/database.js';
 import {
@@ -15,50 +16,6 @@ import type { ListFilter } from '../lists/list-query.js';
 import type { MessageRow } from '../schema/message.table.js';
 import { blobIdsOf, CHUNK_BYTES, claimBlobs, readBlob, type MessageBlobs } from './message-blobs.js';
 import { nextTurn } from '../../platform/turns.js';
-
-export type ContentDisposition = 'attachment' | 'inline';
-
-/** What a message says about one attachment; the bytes stay in the attachments table. */
-export interface AttachmentMeta {
-  readonly attachmentId: string;
-  readonly filename: string | null;
-  readonly size: number;
-  readonly contentType: string | null;
-  readonly contentDisposition: ContentDisposition | null;
-  readonly contentId: string | null;
-}
-
-export interface Message {
-  /** Internal key: the keyset tiebreaker and the owner of labels and attachments. */
-  readonly pk: number;
-  readonly organizationId: string;
-  readonly inboxId: string;
-  readonly threadId: string;
-  /** The RFC 5322 Message-ID, angle brackets included. */
-  readonly messageId: string;
-  readonly labels: readonly string[];
-  readonly timestamp: string;
-  /** `addr` or `Name <addr>`. */
-  readonly from: string;
-  readonly replyTo: readonly string[];
-  readonly to: readonly string[];
-  readonly cc: readonly string[];
-  readonly bcc: readonly string[];
-  readonly subject: string | null;
-  readonly preview: string | null;
-  /** Null in list reads, which leave the bodies out. */
-  readonly text: string | null;
-  readonly html: string | null;
-  readonly inReplyTo: string | null;
-  readonly references: readonly string[];
-  /** Headers the sender set explicitly. */
-  readonly headers: Readonly<Record<string, string>> | null;
-  readonly attachments: readonly AttachmentMeta[];
-  /** Bytes of the RFC 5322 source. */
-  readonly size: number;
-  readonly createdAt: string;
-  readonly updatedAt: string;
-}
 
 /** A message about to be stored: no key yet, and the source and attachment bytes with it. */
 export interface NewMessage extends Omit<Message, 'pk'> {

@@ -1,3 +1,4 @@
+import type { Thread } from '../core/thread.js';
 import type { Dialect } from '../../platform/db/database.js';
 import { asciiLower, containsAsciiCaseless, dialectOf, forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
@@ -6,32 +7,6 @@ import type { Db } from '../schema/database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { ListFilter } from '../lists/list-query.js';
 import type { ThreadRow } from '../schema/thread.table.js';
-
-/** A conversation in one inbox; its fields summarise its messages and are kept on every insert. */
-export interface Thread {
-  readonly threadId: string;
-  readonly organizationId: string;
-  readonly inboxId: string;
-  /** The first message's subject. */
-  readonly subject: string | null;
-  readonly normalizedSubject: string | null;
-  /** `from` of its messages, first appearance first, one entry per address. */
-  readonly senders: readonly string[];
-  /** to, cc and bcc of its messages, one entry per address. */
-  readonly recipients: readonly string[];
-  /** The union of its messages' labels. */
-  readonly labels: readonly string[];
-  readonly messageCount: number;
-  readonly size: number;
-  readonly preview: string | null;
-  readonly lastMessageId: string;
-  /** Time of the newest message. */
-  readonly timestamp: string;
-  readonly receivedTimestamp: string | null;
-  readonly sentTimestamp: string | null;
-  readonly createdAt: string;
-  readonly updatedAt: string;
-}
 
 export function threadFromRow(row: ThreadRow): Thread {
   return {

@@ -2,7 +2,7 @@ import type { Db } from '../schema/database.js';
 import { addressOf, normalizeSubject, subjectKey } from '../mail/compose.js';
 import { findThreadsHoldingMessages } from './message.repository.js';
 import { findRecentThreadsBySubject } from './thread.repository.js';
-import { participantsOf } from '../threads/thread.service.js';
+import { participantsOf } from '../core/thread.js';
 
 /** How many same-subject threads of an inbox the subject fallback looks at. */
 const SUBJECT_CANDIDATES = 20;

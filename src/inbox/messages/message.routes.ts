@@ -4,29 +4,31 @@ import { errorResponses } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
 import type { InboxApp } from '../http/types.js';
 import {
-  AttachmentDownloadResponse,
   AttachmentParams,
   BatchGetBody,
   BatchUpdateBody,
   labelList,
   DownloadParams,
   InboxIdParams,
-  ListMessagesResponse,
   ListQuery,
   MessageParams,
-  MessageResponse,
-  RawMessageResponse,
   ReplyAllBody,
   ReplyBody,
   SendMessageBody,
-  SendMessageResponse,
   UpdateMessageBody,
-  toAttachmentResponse,
   toListQuery,
-  messageListJson,
-  toMessageResponse,
   toSendInput,
 } from './message.schemas.js';
+import {
+  AttachmentDownloadResponse,
+  ListMessagesResponse,
+  MessageResponse,
+  RawMessageResponse,
+  SendMessageResponse,
+  toAttachmentResponse,
+  messageListJson,
+  toMessageResponse,
+} from '../core/message.wire.js';
 import type { Download, MessageService } from './message.service.js';
 
 /** Scheme, host and port the request came to: the base of download links without INBOX_PUBLIC_URL. */

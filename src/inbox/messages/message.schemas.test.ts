@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../mailstore/message.repository.js';
-import { ListMessagesResponse, messageListJson, toMessageItemResponse } from './message.schemas.js';
+import type { Message } from '../core/message.js';
+import { ListMessagesResponse, messageListJson, toMessageItemResponse } from '../core/message.wire.js';
 import { messageFixture } from '../../../test/support/message-fixture.js';
 
 const base: Message = { ...messageFixture, text: 'body that lists leave out' };

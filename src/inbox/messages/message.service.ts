@@ -1,34 +1,33 @@
+import { normalizeMessageId, applyLabels } from '../core/message.js';
+import { findOwnMessage } from '../mailstore/message-lookup.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
-import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import type { KeyOwner } from '../core/scope.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
-import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
-import { findScopedInbox, normalizeInboxId, requireScopedInbox } from '../inboxes/inbox.service.js';
+import { findScopedInbox, requireScopedInbox } from '../inboxes/inbox-scope.js';
+import { normalizeInboxId } from '../core/inbox.js';
 import { requireLabelPermissions, requirePermission } from '../core/scope.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { createDownloadLinks, type DownloadTarget } from './message-download.service.js';
 import {
   AttachmentNotFoundError,
   ConflictingLabelsError,
-  MessageNotFoundError,
   RawMessageNotAvailableError,
 } from '../core/message.errors.js';
 import {
   findAttachmentContent,
-  findMessage,
   findRawSource,
   deleteMessageRow,
   findMessagesByIds,
   findThreadAttachment,
   listMessages,
   updateMessageLabels,
-  type AttachmentMeta,
-  type Message,
 } from '../mailstore/message.repository.js';
-import { validateLabels } from '../outgoing/outgoing.js';
+import { type AttachmentMeta, type Message } from '../core/message.js';
+import { validateLabels } from '../core/message.js';
 import { createSendService, type SendServiceDeps } from '../outgoing/send.service.js';
 
 export type { ReplyInput, SendAttachmentInput, SendInput } from '../outgoing/outgoing.js';
@@ -81,46 +80,6 @@ export interface AttachmentContent {
   readonly filename: string | null;
   readonly contentType: string | null;
   readonly content: Buffer;
-}
-
-/** A message id as it appears in paths: with its angle brackets, added when the caller left them out. */
-export function normalizeMessageId(raw: string): string {
-  const id = raw.trim();
-  return id.startsWith('<') ? id : `<${id}>`;
-}
-
-/** A message of an inbox of the caller's organization (locked with `lock`), else MessageNotFoundError or InboxNotFoundError. */
-export async function findOwnMessage(
-  db: Db,
-  owner: KeyOwner,
-  inboxId: string,
-  messageId: string,
-  options: { lock?: boolean } = {},
-): Promise<Message> {
-  const id = normalizeInboxId(inboxId);
-  // A key limited to a pod or an inbox: the inbox must be in its scope before anything else is looked at.
-  if (owner.podId !== undefined || owner.inboxId !== undefined) await requireScopedInbox(db, owner, inboxId);
-  const message = await findMessage(
-    db,
-    owner.organizationId,
-    id,
-    normalizeMessageId(messageId),
-    options.lock ? { lock: dialectOf(db) } : {},
-  );
-  if (message) return message;
-  if (!(await findInbox(db, owner.organizationId, id))) throw new InboxNotFoundError(inboxId);
-  throw new MessageNotFoundError(messageId);
-}
-
-/** Labels after adding and removing (in the order they were, added ones last), and what changed. */
-export function applyLabels(
-  current: readonly string[],
-  add: readonly string[],
-  remove: readonly string[],
-): { labels: string[]; added: string[]; removed: string[] } {
-  const added = add.filter((l) => !current.includes(l));
-  const removed = remove.filter((l) => current.includes(l));
-  return { labels: [...current.filter((l) => !removed.includes(l)), ...added], added, removed };
 }
 
 /** Message ids of a batch: normalised, without duplicates (a duplicate is an error, as the SDK documents). */

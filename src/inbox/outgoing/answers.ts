@@ -6,7 +6,7 @@ import {
   htmlToPlainText,
   replySubject,
 } from '../mail/compose.js';
-import type { Message } from '../mailstore/message.repository.js';
+import type { Message } from '../core/message.js';
 import type { ReplyInput, SendAttachmentInput, SendInput } from './outgoing.js';
 
 /**

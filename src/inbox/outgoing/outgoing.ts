@@ -1,3 +1,4 @@
+import { CONTROL, validateLabels } from '../core/message.js';
 import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import type { Clock } from '../../platform/clock.js';
 import { decodeBase64 } from '../mail/base64.js';
@@ -11,24 +12,19 @@ import {
   ForbiddenHeaderError,
   InvalidAttachmentError,
   InvalidHeaderError,
-  InvalidLabelError,
   InvalidRecipientError,
   InvalidSubjectError,
   MissingContentError,
   MissingRecipientError,
-  ReservedLabelError,
   TooManyRecipientsError,
   type AddressField,
 } from '../core/message.errors.js';
-import type { AttachmentMeta, ContentDisposition } from '../mailstore/message.repository.js';
+import type { AttachmentMeta, ContentDisposition } from '../core/message.js';
 
 /**
  * Validation of an outgoing message (send, reply, reply-all, forward, drafts and their sends): the request's fields → `Outgoing`, or the error of the first rule it breaks, each
  * with its own detail code. No database, no I/O.
  */
-
-/** Labels that state a fact about a message (its direction); only the service sets them. */
-export const RESERVED_LABELS: readonly string[] = ['sent', 'received'];
 
 /** The headers a sender may not set: the service writes them from the request fields. */
 const FORBIDDEN_HEADERS = new Set([
@@ -66,8 +62,6 @@ const HEADER_NAME = /^[!-9;-~]{1,100}$/;
 // Control characters other than tab, for header values and subjects.
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f]/;
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 // A media type with parameters; no line breaks or other control characters, even quoted.
 const MEDIA_TYPE =
   // eslint-disable-next-line no-control-regex -- matching control characters is the point
@@ -150,18 +144,6 @@ function parseAddresses(
     if (!mailbox) throw new InvalidRecipientError(field, piece);
     return mailbox;
   });
-}
-
-export function validateLabels(field: string, labels: readonly string[] | undefined): string[] {
-  const out: string[] = [];
-  for (const label of labels ?? []) {
-    if (typeof label !== 'string' || label.length === 0 || label.length > 255)
-      throw new InvalidLabelError(field, 'labels are 1 to 255 characters long.');
-    if (CONTROL.test(label)) throw new InvalidLabelError(field, 'labels must not contain control characters.');
-    if (RESERVED_LABELS.includes(label.toLowerCase())) throw new ReservedLabelError(field, label);
-    if (!out.includes(label)) out.push(label);
-  }
-  return out;
 }
 
 function validateHeaders(headers: Readonly<Record<string, string>> | undefined): Record<string, string> {

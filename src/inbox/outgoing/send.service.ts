@@ -1,17 +1,19 @@
 import { timeOrderedUuid } from '../../platform/ids.js';
-import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import type { KeyOwner } from '../core/scope.js';
 import type { ComposedMessage, DeliveryPathDeps } from '../mailstore/delivery.service.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { ExternalDeliveryDisabledError } from '../core/message.errors.js';
-import { findScopedInbox, normalizeInboxId } from '../inboxes/inbox.service.js';
+import { findScopedInbox } from '../inboxes/inbox-scope.js';
+import { normalizeInboxId } from '../core/inbox.js';
 import { requirePermission } from '../core/scope.js';
 import { ForbiddenError } from '../../platform/errors/app-error.js';
 import { composeSource, formatMailbox, previewOf, type Mailbox } from '../mail/compose.js';
 import { CHUNK_BYTES, storedAsBlob } from '../mailstore/message-blobs.js';
 import { domainKey, domainOf, localDomainSet } from '../mail/domains.js';
 import { answerHeaders, forwardInput, replyInput } from './answers.js';
-import { findAttachmentContent, type Message } from '../mailstore/message.repository.js';
-import { findOwnMessage } from '../messages/message.service.js';
+import { findAttachmentContent } from '../mailstore/message.repository.js';
+import { type Message } from '../core/message.js';
+import { findOwnMessage } from '../mailstore/message-lookup.js';
 import type { Db } from '../schema/database.js';
 import {
   checkBodySizes,

@@ -13,23 +13,18 @@ import {
 } from '../inboxes/inbox.schemas.js';
 import type { InboxService } from '../inboxes/inbox.service.js';
 import { requestOrigin } from '../messages/message.routes.js';
-import {
-  AttachmentDownloadResponse,
-  ListQuery,
-  toAttachmentResponse,
-  toListQuery,
-} from '../messages/message.schemas.js';
+import { ListQuery, toListQuery } from '../messages/message.schemas.js';
+import { AttachmentDownloadResponse, toAttachmentResponse } from '../core/message.wire.js';
 import type { MessageService } from '../messages/message.service.js';
+import { toThreadLabelChange, UpdateThreadBody } from '../threads/thread.schemas.js';
 import {
   ListThreadsResponse,
   ThreadResponse,
   toThreadItemResponse,
-  toThreadLabelChange,
   toThreadResponse,
   toUpdateThreadResponse,
-  UpdateThreadBody,
   UpdateThreadResponse,
-} from '../threads/thread.schemas.js';
+} from '../core/thread.wire.js';
 import type { ThreadService } from '../threads/thread.service.js';
 import type { PodGuard, PodService } from './pod.service.js';
 import {

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import type { Pod } from '../api-keys/api-key.repository.js';
+import type { Pod } from './pod.repository.js';
 
 export const PodParams = Type.Object({ pod_id: Type.String({ minLength: 1, maxLength: 64 }) });
 export const PodInboxParams = Type.Object({

@@ -5,16 +5,11 @@ import { isUniqueViolation } from '../../platform/db/dialect.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { ConflictError, ValidationError } from '../../platform/errors/app-error.js';
 import type { Ids } from '../../platform/ids.js';
-import { checkName, PodNotFoundError, podInScope } from '../api-keys/api-key.service.js';
-import {
-  deletePod,
-  findPodByClientId,
-  insertPod,
-  listPods,
-  podHasInboxes,
-  type KeyOwner,
-  type Pod,
-} from '../api-keys/api-key.repository.js';
+import { podInScope } from './pod-scope.js';
+import { checkName } from '../core/names.js';
+import { PodNotFoundError } from './pod.errors.js';
+import { deletePod, findPodByClientId, insertPod, listPods, podHasInboxes, type Pod } from './pod.repository.js';
+import { type KeyOwner } from '../core/scope.js';
 import { requirePermission, requireWithinScope } from '../core/scope.js';
 import type { InboxDatabase } from '../schema/database.js';
 import { parseLimit } from '../lists/list-query.js';

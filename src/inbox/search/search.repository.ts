@@ -3,7 +3,8 @@ import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
-import { inboxFromRow, type Inbox } from '../inboxes/inbox.repository.js';
+import { inboxFromRow } from '../inboxes/inbox.repository.js';
+import { type Inbox } from '../core/inbox.js';
 import type { Db } from '../schema/database.js';
 import {
   joinWords,

@@ -3,8 +3,9 @@ import { errorResponses } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
 import type { InboxApp } from '../http/types.js';
 import { InboxResponse, toInboxResponse } from '../inboxes/inbox.schemas.js';
-import { InboxIdParams, MessageItemResponse, toMessageItemResponse } from '../messages/message.schemas.js';
-import { ThreadItemResponse, toThreadItemResponse } from '../threads/thread.schemas.js';
+import { InboxIdParams } from '../messages/message.schemas.js';
+import { MessageItemResponse, toMessageItemResponse } from '../core/message.wire.js';
+import { ThreadItemResponse, toThreadItemResponse } from '../core/thread.wire.js';
 import { PodIdParams, SearchInboxesQuery, SearchQuery } from './search.schemas.js';
 import type { SearchPage, SearchQuery as SearchInput, SearchService } from './search.service.js';
 

@@ -2,17 +2,19 @@ import type { Kysely } from 'kysely';
 import { decodeCursor, encodeCursor } from '../../platform/db/cursor.js';
 import { afterUnits } from '../../platform/db/group-commit.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
-import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import { podInScope } from '../api-keys/api-key.service.js';
+import type { KeyOwner } from '../core/scope.js';
+import { podInScope } from '../pods/pod-scope.js';
 import { requirePermission } from '../core/scope.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import type { ComposedMessage, StoreHook } from '../mailstore/delivery.service.js';
-import type { Inbox } from '../inboxes/inbox.repository.js';
-import { requireScopedInbox } from '../inboxes/inbox.service.js';
+import type { Inbox } from '../core/inbox.js';
+import { requireScopedInbox } from '../inboxes/inbox-scope.js';
 import { HIDDEN_BY_DEFAULT, parseLimit } from '../lists/list-query.js';
-import { findMessagesByPks, type Message } from '../mailstore/message.repository.js';
+import { findMessagesByPks } from '../mailstore/message.repository.js';
+import { type Message } from '../core/message.js';
 import { inboxPool, OFFLOAD_WORDS_CHARS } from '../offload.js';
-import { findThreadsByIds, type Thread } from '../mailstore/thread.repository.js';
+import { findThreadsByIds } from '../mailstore/thread.repository.js';
+import { type Thread } from '../core/thread.js';
 import {
   indexMessages,
   rebuildThreadDocument,

@@ -2,7 +2,8 @@ import { timeOrderedUuid } from '../../platform/ids.js';
 import type { Db } from '../schema/database.js';
 import type { ComposedMessage, DeliveryPathDeps, Screen, Withheld } from '../mailstore/delivery.service.js';
 import type { EventService } from '../events/event.service.js';
-import { findInboxesByAddresses, type Inbox } from '../inboxes/inbox.repository.js';
+import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
+import { type Inbox } from '../core/inbox.js';
 import { domainOf, localDomainSet } from '../mail/domains.js';
 import {
   applyDeliveryStatusNotification,

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { isIPv6 } from 'node:net';
 import type { AddressObject, Attachment, EmailAddress, ParsedMail, simpleParser } from 'mailparser';
 import { formatMailbox, previewOf } from '../mail/compose.js';
-import type { AttachmentMeta, ContentDisposition } from '../mailstore/message.repository.js';
+import type { AttachmentMeta, ContentDisposition } from '../core/message.js';
 import { UnparseableMessageError } from './inbound.errors.js';
 
 /**

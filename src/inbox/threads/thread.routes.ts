@@ -3,29 +3,26 @@ import { errorResponses } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
 import type { InboxApp } from '../http/types.js';
 import { requestOrigin } from '../messages/message.routes.js';
-import {
-  AttachmentDownloadResponse,
-  InboxIdParams,
-  ThreadListQuery,
-  toAttachmentResponse,
-  toListQuery,
-} from '../messages/message.schemas.js';
+import { InboxIdParams, ThreadListQuery, toListQuery } from '../messages/message.schemas.js';
+import { AttachmentDownloadResponse, toAttachmentResponse } from '../core/message.wire.js';
 import type { MessageService } from '../messages/message.service.js';
 import {
   GetThreadQuery,
   UpdateThreadBody,
-  UpdateThreadResponse,
   toThreadLabelChange,
-  toUpdateThreadResponse,
   InboxThreadAttachmentParams,
   InboxThreadParams,
-  ListThreadsResponse,
   ThreadAttachmentParams,
   ThreadParams,
+} from './thread.schemas.js';
+import {
+  UpdateThreadResponse,
+  toUpdateThreadResponse,
+  ListThreadsResponse,
   ThreadResponse,
   toThreadItemResponse,
   toThreadResponse,
-} from './thread.schemas.js';
+} from '../core/thread.wire.js';
 import type { ThreadService } from './thread.service.js';
 
 export function threadRoutes(app: InboxApp, threads: ThreadService, messages: MessageService): void {

@@ -1,165 +1,31 @@
+import { TRASH_LABEL } from '../core/thread.js';
+import { refreshThreadLabels } from '../mailstore/thread-summary.js';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { dialectOf } from '../../platform/db/dialect.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
-import type { KeyOwner } from '../api-keys/api-key.repository.js';
+import type { KeyOwner } from '../core/scope.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { requireLabelPermissions, requirePermission } from '../core/scope.js';
-import { findScopedInbox, normalizeInboxId, requireScopedInbox } from '../inboxes/inbox.service.js';
-import { addressOf, subjectKey } from '../mail/compose.js';
-import {
-  findThreadMessageLabels,
-  listThreadMessages,
-  listThreadMessagesPage,
-  updateMessageLabels,
-  type Message,
-} from '../mailstore/message.repository.js';
-import { applyLabels } from '../messages/message.service.js';
-import { validateLabels } from '../outgoing/outgoing.js';
+import { findScopedInbox, requireScopedInbox } from '../inboxes/inbox-scope.js';
+import { normalizeInboxId } from '../core/inbox.js';
+import { listThreadMessages, listThreadMessagesPage, updateMessageLabels } from '../mailstore/message.repository.js';
+import { type Message } from '../core/message.js';
+import { applyLabels } from '../core/message.js';
+import { validateLabels } from '../core/message.js';
 import { ThreadNotFoundError } from '../core/thread.errors.js';
 import {
   deleteThreadWithMessages,
   findThread,
   findThreadsForUpdate,
   listThreads,
-  updateThread,
-  updateThreadLabels,
-  type Thread,
 } from '../mailstore/thread.repository.js';
+import { type Thread } from '../core/thread.js';
 import { threadDeleted } from '../usage/usage.service.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
-
-/** What a thread summary needs to know of a message. */
-export type ThreadMessage = Pick<
-  Message,
-  'messageId' | 'timestamp' | 'from' | 'to' | 'cc' | 'bcc' | 'labels' | 'size' | 'preview' | 'subject' | 'createdAt'
->;
-
-/** `list` plus the entries of `more` whose address it does not hold yet (case-insensitive). */
-function unionByAddress(list: readonly string[], more: readonly string[]): string[] {
-  const out = [...list];
-  const seen = new Set(list.map((e) => addressOf(e).toLowerCase()));
-  for (const entry of more) {
-    const key = addressOf(entry).toLowerCase();
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(entry);
-  }
-  return out;
-}
-
-/** Bare addresses of senders and recipients, each once (compared case-insensitively). */
-export function participantsOf(thread: Thread): string[] {
-  const seen = new Set<string>();
-  const out: string[] = [];
-  for (const entry of [...thread.senders, ...thread.recipients]) {
-    const address = addressOf(entry);
-    if (seen.has(address.toLowerCase())) continue;
-    seen.add(address.toLowerCase());
-    out.push(address);
-  }
-  return out;
-}
-
-const later = (a: string | null, b: string): string => (a !== null && a > b ? a : b);
-
-/** The summary of a thread whose first message is `m`. */
-export function startThread(
-  ids: { threadId: string; organizationId: string; inboxId: string },
-  m: ThreadMessage,
-  normalizedSubject: string | null,
-): Thread {
-  return {
-    threadId: ids.threadId,
-    organizationId: ids.organizationId,
-    inboxId: ids.inboxId,
-    subject: m.subject,
-    normalizedSubject: subjectKey(normalizedSubject),
-    senders: unionByAddress([], [m.from]),
-    recipients: unionByAddress([], [...m.to, ...m.cc, ...m.bcc]),
-    labels: [...new Set(m.labels)],
-    messageCount: 1,
-    size: m.size,
-    preview: m.preview,
-    lastMessageId: m.messageId,
-    timestamp: m.timestamp,
-    receivedTimestamp: m.labels.includes('received') ? m.timestamp : null,
-    sentTimestamp: m.labels.includes('sent') ? m.timestamp : null,
-    createdAt: m.createdAt,
-    updatedAt: m.createdAt,
-  };
-}
-
-/** The summary after `m` joined the thread (every field written out: this runs on every send). */
-export function addMessageToThread(t: Thread, m: ThreadMessage): Thread {
-  const newest = m.timestamp >= t.timestamp;
-  return {
-    threadId: t.threadId,
-    organizationId: t.organizationId,
-    inboxId: t.inboxId,
-    subject: t.subject,
-    normalizedSubject: t.normalizedSubject,
-    senders: unionByAddress(t.senders, [m.from]),
-    recipients: unionByAddress(t.recipients, [...m.to, ...m.cc, ...m.bcc]),
-    labels: [...new Set([...t.labels, ...m.labels])],
-    messageCount: t.messageCount + 1,
-    size: t.size + m.size,
-    preview: newest ? m.preview : t.preview,
-    lastMessageId: newest ? m.messageId : t.lastMessageId,
-    timestamp: newest ? m.timestamp : t.timestamp,
-    receivedTimestamp: m.labels.includes('received') ? later(t.receivedTimestamp, m.timestamp) : t.receivedTimestamp,
-    sentTimestamp: m.labels.includes('sent') ? later(t.sentTimestamp, m.timestamp) : t.sentTimestamp,
-    createdAt: t.createdAt,
-    updatedAt: m.createdAt,
-  };
-}
-
-/** Thread labels after message labels changed: the old order kept, new labels appended. */
-export function mergeThreadLabels(current: readonly string[], union: readonly string[]): string[] {
-  const present = new Set(union);
-  return [...current.filter((l) => present.has(l)), ...union.filter((l) => !current.includes(l)).sort()];
-}
-
-/** Recomputes a thread's labels from its messages' (the old order kept), with the thread locked, in the caller's transaction. */
-export async function refreshThreadLabels(trx: Db, threadId: string, updatedAt: string): Promise<void> {
-  const [thread] = await findThreadsForUpdate(trx, [threadId], dialectOf(trx));
-  if (thread)
-    await updateThreadLabels(
-      trx,
-      thread.threadId,
-      mergeThreadLabels(thread.labels, await findThreadMessageLabels(trx, thread.threadId)),
-      updatedAt,
-    );
-}
-
-/**
- * Recomputes a thread's summary from the messages it has left (after a message was deleted), with
- * the thread locked, in the caller's transaction; a thread without messages is deleted.
- */
-export async function rebuildThreadSummary(trx: Db, threadId: string, updatedAt: string): Promise<void> {
-  const [thread] = await findThreadsForUpdate(trx, [threadId], dialectOf(trx));
-  if (!thread) return;
-  const messages = await listThreadMessages(trx, threadId);
-  const [first, ...rest] = messages;
-  if (!first) {
-    await deleteThreadWithMessages(trx, threadId);
-    return;
-  }
-  let rebuilt = startThread(thread, first, null);
-  for (const m of rest) rebuilt = addMessageToThread(rebuilt, m);
-  const labels = mergeThreadLabels(thread.labels, [...new Set(messages.flatMap((m) => m.labels))]);
-  await updateThread(trx, {
-    ...rebuilt,
-    subject: thread.subject,
-    normalizedSubject: thread.normalizedSubject,
-    labels,
-    createdAt: thread.createdAt,
-    updatedAt,
-  });
-}
 
 export interface ThreadListQuery extends ListFilterQuery {
   readonly limit?: number;
@@ -173,8 +39,6 @@ export interface ThreadServiceDeps {
   readonly commits: GroupCommit<InboxDatabase>;
   readonly clock: Clock;
 }
-
-export const TRASH_LABEL = 'trash';
 
 /** Reads of threads, per inbox and across the organization, and their deletion. */
 export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {

@@ -2,14 +2,14 @@ import { randomInt } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
-import type { KeyOwner } from '../api-keys/api-key.repository.js';
-import { podInScope } from '../api-keys/api-key.service.js';
+import type { KeyOwner } from '../core/scope.js';
+import { podInScope } from '../pods/pod-scope.js';
 import { requireInScope, requirePermission } from '../core/scope.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import { SDK_EVENT_TYPES } from '../core/events.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
-import type { Inbox } from '../inboxes/inbox.repository.js';
-import { requireScopedInbox } from '../inboxes/inbox.service.js';
+import type { Inbox } from '../core/inbox.js';
+import { requireScopedInbox } from '../inboxes/inbox-scope.js';
 import {
   addUsage,
   sumBefore,

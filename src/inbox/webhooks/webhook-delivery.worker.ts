@@ -9,7 +9,8 @@ import {
 } from '../../platform/jobs/jobs.js';
 import type { InboxDatabase } from '../schema/database.js';
 import { findEvent } from '../events/event.repository.js';
-import { webhookMatches, type WebhookDeliveryJob } from '../events/event.service.js';
+import { type WebhookDeliveryJob } from '../core/queues.js';
+import { webhookMatches } from '../core/events.js';
 import { deliveryHeaders } from './webhook-headers.js';
 import { signatureHeaders, type WebhookAttempt, type WebhookClient } from './webhook.client.js';
 import { disableWebhook, findWebhookById, insertDelivery, type DeliveryOutcome } from './webhook.repository.js';

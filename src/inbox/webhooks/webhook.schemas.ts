@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { EVENT_TYPES } from '../events/event.service.js';
+import { EVENT_TYPES } from '../core/events.js';
 import { MAX_FILTER_IDS } from './webhook.errors.js';
 import type { Webhook, WebhookDelivery } from './webhook.repository.js';
 

@@ -4,17 +4,19 @@ import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { isUniqueViolation } from '../../platform/db/dialect.js';
 import type { Ids } from '../../platform/ids.js';
 import { isAllowedHostLiteral } from '../../platform/net/egress.js';
-import { podBelongsTo, type KeyOwner } from '../api-keys/api-key.repository.js';
-import { podInScope } from '../api-keys/api-key.service.js';
+import { podBelongsTo } from '../pods/pod.repository.js';
+import { type KeyOwner } from '../core/scope.js';
+import { podInScope } from '../pods/pod-scope.js';
 import { inScope, requirePermission } from '../core/scope.js';
 import { checkHeaderName, checkHeaders, mergeHeaders } from './webhook-headers.js';
 import type { InboxDatabase } from '../schema/database.js';
-import { EVENT_TYPES } from '../events/event.service.js';
+import { EVENT_TYPES } from '../core/events.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { parseLimit } from '../lists/list-query.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
-import { normalizeInboxId, requireScopedInbox } from '../inboxes/inbox.service.js';
+import { requireScopedInbox } from '../inboxes/inbox-scope.js';
+import { normalizeInboxId } from '../core/inbox.js';
 import {
   InvalidEventTypeError,
   InvalidWebhookUrlError,

@@ -1,0 +1,20 @@
+export type InboxMetadata = Readonly<Record<string, string | number | boolean>>;
+
+export interface Inbox {
+  readonly inboxId: string;
+  readonly organizationId: string;
+  readonly podId: string;
+  readonly username: string;
+  readonly domain: string;
+  readonly displayName: string | null;
+  readonly clientId: string | null;
+  /** SDK 0.5 metadata; absent or null: none. */
+  readonly metadata?: InboxMetadata | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/** Inbox ids are addresses; compare them case-insensitively by storing them lower-cased. */
+export function normalizeInboxId(raw: string): string {
+  return raw.trim().toLowerCase();
+}

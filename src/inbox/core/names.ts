@@ -1,0 +1,10 @@
+import { ValidationError } from '../../platform/errors/app-error.js';
+const NAME_MAX = 255;
+
+export function checkName(name: string | undefined, field = 'name'): string | undefined {
+  if (name === undefined) return undefined;
+  const trimmed = name.trim();
+  if (!trimmed || trimmed.length > NAME_MAX)
+    throw new ValidationError(`${field} must be 1-${NAME_MAX} characters.`, field, 'INVALID_NAME');
+  return trimmed;
+}
