@@ -21,6 +21,8 @@ import { AgentSignupDisabledError, type AgentService } from './agent/agent.servi
 import { apiKeyRoutes } from './api-keys/api-key.routes.js';
 import type { ApiKeyService } from './api-keys/api-key.service.js';
 import { podRoutes } from './pods/pod.routes.js';
+import { podInboxRoutes } from './inboxes/pod-inbox.routes.js';
+import { podThreadRoutes } from './threads/pod-thread.routes.js';
 import type { PodService } from './pods/pod.service.js';
 import type { InboxDatabase } from './schema/database.js';
 import type { Delivery } from './mailstore/delivery.service.js';
@@ -206,9 +208,9 @@ export async function buildInboxApp(
   inboxEventRoutes(app, services.inboxEvents);
   apiKeyRoutes(app, services.apiKeys);
   agentRoutes(app, services.agent);
-  podRoutes(app, {
-    pods: services.pods,
-    inboxes: services.inboxes,
+  podRoutes(app, { pods: services.pods });
+  podInboxRoutes(app, { inboxes: services.inboxes, requirePod: services.pods.requirePod });
+  podThreadRoutes(app, {
     threads: services.threads,
     messages: services.messages,
     requirePod: services.pods.requirePod,

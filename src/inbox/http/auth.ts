@@ -2,7 +2,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, UnauthenticatedError } from '../../platform/errors/app-error.js';
 import type { RateLimiter } from '../../platform/http/rate-limit.js';
 import type { KeyOwner } from '../core/scope.js';
-import type { ApiKeyService } from '../api-keys/api-key.service.js';
+
+/** What the routes need of the API keys: the owner behind a presented key, if any (api-keys/api-key.service.ts). */
+export interface KeyAuthenticator {
+  authenticate(key: string): Promise<KeyOwner | undefined>;
+}
 
 const owners = new WeakMap<FastifyRequest, KeyOwner>();
 
@@ -17,7 +21,7 @@ export function ownerOf(request: FastifyRequest): KeyOwner {
  * `Authorization: Bearer am_…` on every /v0 route, then the per-key request budget: missing,
  * malformed or unknown keys answer 401; a spent budget 429 with Retry-After and RateLimit headers.
  */
-export function bearerAuth(apiKeys: ApiKeyService, limiter: RateLimiter) {
+export function bearerAuth(apiKeys: KeyAuthenticator, limiter: RateLimiter) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const header = request.headers.authorization;
     if (!header)

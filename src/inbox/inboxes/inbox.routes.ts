@@ -2,16 +2,9 @@ import { Type } from 'typebox';
 import { errorResponses } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
 import type { InboxApp } from '../http/types.js';
-import {
-  CreateInboxBody,
-  InboxIdParams,
-  InboxResponse,
-  ListInboxesResponse,
-  ListQuery,
-  UpdateInboxBody,
-  toCreateInboxInput,
-  toInboxResponse,
-} from './inbox.schemas.js';
+import { CreateInboxBody, UpdateInboxBody, toCreateInboxInput } from './inbox.schemas.js';
+import { InboxIdParams, PageQuery as ListQuery } from '../http/common.schemas.js';
+import { InboxResponse, ListInboxesResponse, toInboxResponse } from '../core/inbox.wire.js';
 import type { InboxService } from './inbox.service.js';
 
 export function inboxRoutes(app: InboxApp, inboxes: InboxService): void {

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import { errorResponses } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
 import type { InboxApp } from '../http/types.js';
-import { InboxResponse, toInboxResponse } from '../inboxes/inbox.schemas.js';
+import { InboxResponse, toInboxResponse } from '../core/inbox.wire.js';
 import { InboxIdParams } from '../messages/message.schemas.js';
 import { MessageItemResponse, toMessageItemResponse } from '../core/message.wire.js';
 import { ThreadItemResponse, toThreadItemResponse } from '../core/thread.wire.js';
