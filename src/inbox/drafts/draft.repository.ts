@@ -1,4 +1,4 @@
-import type { Dialect } from '../../platform/db/database.js';
+import type { Dialect } from '../../platform/db/types.js';
 import { forUpdate } from '../../platform/db/dialect.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import { afterKey } from '../../platform/db/keyset.js';

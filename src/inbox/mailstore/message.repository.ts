@@ -1,6 +1,6 @@
 import type { Message, AttachmentMeta, ContentDisposition } from '../core/message.js';
 import type { SelectQueryBuilder } from 'kysely';
-import type { Dialect } from '../../platform/db/database.js';
+import type { Dialect } from '../../platform/db/types.js';
 import {
   asciiLower,
   containsAsciiCaseless,

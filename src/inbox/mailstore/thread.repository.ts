@@ -1,5 +1,5 @@
 import type { Thread } from '../core/thread.js';
-import type { Dialect } from '../../platform/db/database.js';
+import type { Dialect } from '../../platform/db/types.js';
 import { asciiLower, containsAsciiCaseless, dialectOf, forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';

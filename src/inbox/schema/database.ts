@@ -1,4 +1,4 @@
-import type { Executor } from '../../platform/db/database.js';
+import type { Executor } from '../../platform/db/types.js';
 import type { JobsDatabase } from '../../platform/jobs/jobs.table.js';
 import type { AgentSignupTable, ApiKeyTable, OrganizationTable, PodTable } from './api-key.table.js';
 import type { DomainTable } from './domain.table.js';

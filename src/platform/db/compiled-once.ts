@@ -1,5 +1,5 @@
 import { CompiledQuery, type Compilable } from 'kysely';
-import { directRunner, verifiesStatementCache } from './database.js';
+import { directRunner, verifiesStatementCache } from './driver.js';
 
 interface QueryExecutorLike {
   getExecutor(): { adapter: object };

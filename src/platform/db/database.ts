@@ -1,18 +1,15 @@
+import type { Dialect, Executor } from './types.js';
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Sqlite from 'better-sqlite3';
-import { Kysely, PostgresDialect, sql, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql, SqliteDialect } from 'kysely';
 import type pg from 'pg';
 import { redactUrl } from '../config/config.js';
 import { commitsOf, type GroupCommit } from './group-commit.js';
 import { checkpointOffThread } from './sqlite-checkpoint.js';
-
-export type Dialect = 'sqlite' | 'postgres';
-
-/** What repositories accept: the database or a transaction opened at the edge. */
-export type Executor<DB> = Kysely<DB> | Transaction<DB>;
+import { markVerifying, setDirectRunner } from './driver.js';
 
 export interface Database<DB> {
   readonly db: Kysely<DB>;
@@ -87,20 +84,10 @@ function checkPayload(payload: string): void {
     throw new Error(`notify payload of ${Buffer.byteLength(payload)} bytes exceeds ${NOTIFY_PAYLOAD_LIMIT}`);
 }
 
-const VERIFIED = new WeakSet<object>();
-
-/**
- * Whether the database behind `executor` (a Kysely instance or a transaction of one opened here)
- * verifies its compiled-once statements on every run.
- */
-export function verifiesStatementCache(executor: { getExecutor(): { adapter: object } }): boolean {
-  return VERIFIED.has(executor.getExecutor().adapter);
-}
-
 export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
   const database = await open<DB>(options);
   // Kysely instances and their transactions share one adapter.
-  if (options.verifyStatementCache) VERIFIED.add(database.db.getExecutor().adapter);
+  if (options.verifyStatementCache) markVerifying(database.db.getExecutor().adapter);
   return database;
 }
 
@@ -156,7 +143,7 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
   // need not wait for the writer's COMMIT. Opened on first use; a `:memory:` database has none.
   let reader: Sqlite.Database | undefined;
   const readerOf = () => (reader ??= withStatementCache(openSqliteReader(file)));
-  DIRECT.set(db, (sql, parameters) => {
+  setDirectRunner(db, (sql, parameters) => {
     if (!sqlite.open) return undefined;
     if (sqlite.inTransaction) {
       // Writes, and reads of an in-memory database, queue behind the transaction as usual.
@@ -227,25 +214,6 @@ function sqliteSignals(file: string): EventEmitter {
   return emitter;
 }
 
-type DirectRunner = (sql: string, parameters: readonly unknown[]) => unknown[] | Promise<unknown[]> | undefined;
-const DIRECT = new WeakMap<object, DirectRunner>();
-
-/**
- * A runner for compiled statements on a database opened here, outside any transaction, or
- * undefined (a foreign executor, or a write while a transaction holds SQLite's connection).
- * Kysely's executor adds a connection provider, a driver wrapper and a promise chain per
- * statement, which on the hot read paths costs about as much as the statement itself.
- * - SQLite: synchronous. better-sqlite3 runs every statement on the one connection. While a
- *   transaction holds it, a read runs on the database's read-only connection (the last committed
- *   state) and a write gets undefined: the caller then goes through Kysely, which queues the
- *   statement behind that transaction.
- * - PostgreSQL: `pool.query`, the same pool and the same driver call Kysely's connection makes
- *   (checkout, one query, release), without the layers around it.
- */
-export function directRunner(executor: object): DirectRunner | undefined {
-  return DIRECT.get(executor);
-}
-
 /**
  * better-sqlite3 compiles SQL on every `prepare()`. Kysely prepares each query it runs, and the
  * queries of a service are a small fixed set, so reusing the compiled statements removes most of
@@ -307,7 +275,7 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  DIRECT.set(db, async (sql, parameters) => (await pool.query(sql, parameters as unknown[])).rows);
+  setDirectRunner(db, async (sql, parameters) => (await pool.query(sql, parameters as unknown[])).rows);
   const channel = (topic: string) => notifyChannel(topic, schema);
   return {
     db,

@@ -1,6 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
 import { runCompiledOnce } from './compiled-once.js';
-import type { Dialect, Executor } from './database.js';
+import type { Dialect, Executor } from './types.js';
 
 /**
  * Dialect differences live here and nowhere else.

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Clock } from '../clock.js';
-import type { Executor } from '../db/database.js';
+import type { Executor } from '../db/types.js';
 import { dialectOf } from '../db/dialect.js';
 import { insertCompiledOnce } from '../db/compiled-once.js';
 import type { Selectable } from 'kysely';

@@ -1,0 +1,45 @@
+/**
+ * The statement runners of the databases opened by `openDatabase` (database.ts): what compiled
+ * statements (`compiled-once.ts`) run on outside Kysely, and which databases verify them. Kept
+ * apart from database.ts so that the dialect helpers and the commit batcher, which database.ts
+ * imports, can use them without importing it back.
+ */
+const VERIFIED = new WeakSet<object>();
+
+/**
+ * Whether the database behind `executor` (a Kysely instance or a transaction of one opened here)
+ * verifies its compiled-once statements on every run.
+ */
+export function verifiesStatementCache(executor: { getExecutor(): { adapter: object } }): boolean {
+  return VERIFIED.has(executor.getExecutor().adapter);
+}
+
+export type DirectRunner = (sql: string, parameters: readonly unknown[]) => unknown[] | Promise<unknown[]> | undefined;
+
+const DIRECT = new WeakMap<object, DirectRunner>();
+
+/**
+ * A runner for compiled statements on a database opened here, outside any transaction, or
+ * undefined (a foreign executor, or a write while a transaction holds SQLite's connection).
+ * Kysely's executor adds a connection provider, a driver wrapper and a promise chain per
+ * statement, which on the hot read paths costs about as much as the statement itself.
+ * - SQLite: synchronous. better-sqlite3 runs every statement on the one connection. While a
+ *   transaction holds it, a read runs on the database's read-only connection (the last committed
+ *   state) and a write gets undefined: the caller then goes through Kysely, which queues the
+ *   statement behind that transaction.
+ * - PostgreSQL: `pool.query`, the same pool and the same driver call Kysely's connection makes
+ *   (checkout, one query, release), without the layers around it.
+ */
+export function directRunner(executor: object): DirectRunner | undefined {
+  return DIRECT.get(executor);
+}
+
+/** Registers the runner of a database opened here (database.ts). */
+export function setDirectRunner(executor: object, runner: DirectRunner): void {
+  DIRECT.set(executor, runner);
+}
+
+/** Marks a database opened here as verifying its compiled-once statements (database.ts). */
+export function markVerifying(adapter: object): void {
+  VERIFIED.add(adapter);
+}
