@@ -1,3 +1,4 @@
+import type { SendService } from './outgoing/send.service.js';
 import type { InboxConfig } from './inbox.config.js';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -71,6 +72,8 @@ export interface InboxServices {
   readonly domains: DomainService;
   readonly events: EventService;
   readonly messages: MessageService;
+  /** Send, reply, reply-all, forward and draft sends: validate → compose → deliver (outgoing/). */
+  readonly outgoing: SendService;
   readonly drafts: DraftService;
   readonly threads: ThreadService;
   readonly search: SearchService;
@@ -198,7 +201,7 @@ export async function buildInboxApp(
   });
 
   inboxRoutes(app, services.inboxes);
-  messageRoutes(app, services.messages);
+  messageRoutes(app, services.messages, services.outgoing);
   threadRoutes(app, services.threads, services.messages);
   draftRoutes(app, services.drafts);
   webhookRoutes(app, services.webhooks);

@@ -1,3 +1,6 @@
+import { createSendService } from './outgoing/send.service.js';
+import { createLabelsService } from './mailstore/labels.service.js';
+import { createRemovalService } from './mailstore/removal.service.js';
 import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -43,7 +46,6 @@ import { createAuthVerifier, createDnsResolver, type DnsResolver } from './smtp/
 import { createInboundService } from './smtp/inbound.service.js';
 import { startSmtpServer, type RunningSmtpServer } from './smtp/smtp.server.js';
 import { createThreadService } from './threads/thread.service.js';
-import { rebuildThreadSummary, refreshThreadLabels } from './mailstore/thread-summary.js';
 import { createEventFeed, type EventFeed } from './realtime/event-feed.js';
 import { attachRealtime, type RealtimeServer } from './realtime/websocket.server.js';
 import type { PublishEvents } from './events/event.service.js';
@@ -118,6 +120,9 @@ export function createInboxServices(
     storeHooks: [search.indexHook],
   });
   const domains = createDomains(config, { db, commits, clock, ids });
+  // The one path of every label change and every removal of stored mail, whichever door asks.
+  const labels = createLabelsService({ recordLabelChanges: events.recordLabelChanges });
+  const removal = createRemovalService({ clock, labels, threadChanged: [search.rebuildThread] });
   const inboxes = createInboxService({
     db,
     clock,
@@ -136,31 +141,32 @@ export function createInboxServices(
     }),
   });
   // The rules of an outgoing message, for sends and drafts alike.
-  const outgoing = {
+  const rules = {
     localDomains: inboxes.localDomains,
     maxRecipients: config.maxRecipients,
     maxAttachmentBytes: config.maxAttachmentBytes,
     maxBodyBytes: config.maxBodyBytes,
     relayConfigured: config.smtpRelayUrl !== undefined,
   };
-  const messages = createMessageService({
+  const outgoing = createSendService({
     db,
-    commits,
     delivery,
     clock,
     ids,
-    ...outgoing,
+    ...rules,
     servedDomain: domains.servedDomain,
-    refreshThreadLabels,
-    recordLabelChanges: events.recordLabelChanges,
-    afterMessageDelete: async (trx, threadId, updatedAt) => {
-      await rebuildThreadSummary(trx, threadId, updatedAt);
-      await search.rebuildThread(trx, threadId);
-    },
+    notifyJobs: () => runner.notify(),
+  });
+  const messages = createMessageService({
+    db,
+    commits,
+    clock,
+    ids,
+    labels,
+    removal,
     findDraftAttachmentContent,
     publicUrl: config.publicUrl,
     downloadTtlSeconds: config.downloadUrlTtlSeconds,
-    notifyJobs: () => runner.notify(),
   });
   const drafts = createDraftService({
     db,
@@ -168,7 +174,8 @@ export function createInboxServices(
     clock,
     ids,
     messages,
-    ...outgoing,
+    outgoing,
+    ...rules,
     notifyJobs: () => runner.notify(),
   });
   const services: InboxServices = {
@@ -191,6 +198,7 @@ export function createInboxServices(
     commits,
     delivery,
     messages,
+    outgoing,
     drafts,
     agent: createAgentService({
       db,
@@ -203,9 +211,9 @@ export function createInboxServices(
       limiter: options.redis
         ? sharedRateLimiter(options.redis, config.agentSignupPerHour, 'inbox:signup', { windowMs: 3600e3 })
         : memoryRateLimiter(config.agentSignupPerHour, 3600e3),
-      messages,
+      outgoing,
     }),
-    threads: createThreadService({ db, commits, clock }),
+    threads: createThreadService({ db, commits, clock, labels, removal }),
     search,
     webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
     accessLists: createAccessListService({ db, commits, clock }),

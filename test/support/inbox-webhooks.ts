@@ -25,17 +25,19 @@ export async function emit(
   options: { inboxId?: string; podId?: string; body?: Record<string, unknown> } = {},
 ): Promise<string> {
   const { services, runner } = server.service.runtime;
-  const eventId = await services.db.transaction().execute((trx) =>
-    services.events.emit(trx, {
-      organizationId: tenant.organizationId,
-      inboxId: options.inboxId ?? tenant.inboxId,
-      podId: options.podId ?? tenant.podId,
-      eventType,
-      body: options.body ?? { send: { inbox_id: options.inboxId ?? tenant.inboxId, note: 'ünïcödé ✓' } },
-    }),
+  const { eventIds } = await services.db.transaction().execute((trx) =>
+    services.events.emitMany(trx, [
+      {
+        organizationId: tenant.organizationId,
+        inboxId: options.inboxId ?? tenant.inboxId,
+        podId: options.podId ?? tenant.podId,
+        eventType,
+        body: options.body ?? { send: { inbox_id: options.inboxId ?? tenant.inboxId, note: 'ünïcödé ✓' } },
+      },
+    ]),
   );
   runner.notify();
-  return eventId;
+  return eventIds[0] as string;
 }
 
 export async function storedPayload(server: InboxTestServer, eventId: string): Promise<string> {

@@ -23,7 +23,7 @@ import { InboxAddressTakenError } from '../inboxes/inbox.errors.js';
 import { findInboxByAddress, insertInbox } from '../inboxes/inbox.repository.js';
 import { checkUsername } from '../inboxes/inbox.service.js';
 import { isValidAddress } from '../mail/compose.js';
-import type { MessageService } from '../messages/message.service.js';
+import type { SendService } from '../outgoing/send.service.js';
 
 /** How long a code is good for, and how many wrong codes an organization may enter meanwhile. */
 export const CODE_TTL_MS = 24 * 3600e3;
@@ -51,7 +51,7 @@ export interface AgentServiceDeps {
   readonly senderUsername: string;
   /** Counts sign-up requests per client address (a RateLimiter with an hourly window). */
   readonly limiter: { hit(key: string): Promise<{ allowed: boolean; resetSeconds: number }> };
-  readonly messages: MessageService;
+  readonly outgoing: Pick<SendService, 'send'>;
 }
 
 /** The code's hash: salted with the organization, so equal codes of two organizations differ. */
@@ -120,7 +120,7 @@ export function createAgentService(deps: AgentServiceDeps) {
   }
 
   async function mailCode(humanEmail: string, inboxId: string, code: string): Promise<void> {
-    await deps.messages.send(systemOwner, senderAddress, {
+    await deps.outgoing.send(systemOwner, senderAddress, {
       to: [humanEmail],
       subject: `Your verification code: ${code}`,
       text: `An agent signed up for the inbox ${inboxId} and named you as its human.\n\nIf that is right, give it this code (valid for 24 hours): ${code}\n\nIf not, ignore this message: the agent can only write to you.\n`,

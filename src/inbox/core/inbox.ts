@@ -18,3 +18,6 @@ export interface Inbox {
 export function normalizeInboxId(raw: string): string {
   return raw.trim().toLowerCase();
 }
+
+/** What names an inbox in events and usage: its organization, pod and id. */
+export type InboxRef = Pick<Inbox, 'organizationId' | 'podId' | 'inboxId'>;

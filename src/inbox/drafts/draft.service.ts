@@ -19,6 +19,7 @@ import { answerHeaders, replyInput } from '../outgoing/answers.js';
 import { AttachmentNotFoundError, AttachmentsTooLargeError, ConflictingLabelsError } from '../core/message.errors.js';
 import type { AttachmentMeta } from '../core/message.js';
 import { type DownloadLink, type MessageService } from '../messages/message.service.js';
+import type { SendService } from '../outgoing/send.service.js';
 import { findOwnMessage } from '../mailstore/message-lookup.js';
 import {
   checkBodySizes,
@@ -96,7 +97,8 @@ export interface DraftServiceDeps extends OutgoingRules {
   /** The database's commit batcher, shared with every other writer. */
   readonly commits: GroupCommit<InboxDatabase>;
   /** The one send path (send.service.ts through the message service) and its download links. */
-  readonly messages: Pick<MessageService, 'sendDraft' | 'downloadLink'>;
+  readonly messages: Pick<MessageService, 'downloadLink'>;
+  readonly outgoing: Pick<SendService, 'sendDraft'>;
   /** Wakes the job runner after a commit that queued work. */
   readonly notifyJobs: () => void;
 }
@@ -135,7 +137,7 @@ function labelChange(before: readonly string[], after: readonly string[]) {
  * the durable queue, always through the one send path (docs/decisions/0016).
  */
 export function createDraftService(deps: DraftServiceDeps) {
-  const { db, commits, clock, ids, messages } = deps;
+  const { db, commits, clock, ids, messages, outgoing } = deps;
   const dialect = dialectOf(db);
   const rules = createOutgoingRules(deps);
 
@@ -209,7 +211,7 @@ export function createDraftService(deps: DraftServiceDeps) {
       labels,
       attachments: attachments.map((a) => toSendAttachment(a.meta, a.content)),
     };
-    return messages.sendDraft(
+    return outgoing.sendDraft(
       owner,
       draft.inboxId,
       { input, inReplyTo: draft.inReplyTo, references: draft.references, forwardOf: draft.forwardOf },

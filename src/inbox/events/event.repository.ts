@@ -12,21 +12,6 @@ export interface StoredEvent {
   readonly createdAt: string;
 }
 
-export async function insertEvent(db: Db, event: StoredEvent): Promise<void> {
-  await db
-    .insertInto('events')
-    .values({
-      event_id: event.eventId,
-      organization_id: event.organizationId,
-      event_type: event.eventType,
-      inbox_id: event.inboxId,
-      pod_id: event.podId,
-      payload: event.payload,
-      created_at: event.createdAt,
-    })
-    .execute();
-}
-
 /** Several events in one statement. */
 export async function insertEvents(db: Db, events: readonly StoredEvent[]): Promise<void> {
   if (!events.length) return;

@@ -5,7 +5,8 @@ import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import { enqueueMany } from '../../platform/jobs/jobs.js';
 import type { Db } from '../schema/database.js';
 import { countOf, recordUsage } from '../usage/usage.service.js';
-import { findEnabledWebhookFilters, insertEvent, insertEvents, type StoredEvent } from './event.repository.js';
+import { findEnabledWebhookFilters, insertEvents, type StoredEvent } from './event.repository.js';
+import type { InboxRef } from '../core/inbox.js';
 
 /**
  * Announces events written in `trx` to the real-time feed (realtime/event-feed.ts), as part of
@@ -17,54 +18,30 @@ export type PublishEvents = (trx: Db, events: readonly StoredEvent[]) => Promise
  * The only producer of webhook work (the outbox): writes the event and one delivery job per
  * matching webhook in the caller's transaction, so an event exists exactly when its cause does,
  * and announces it to WebSocket subscribers (`publish`) in the same transaction.
- * Call the runner's `notify()` after the commit for immediate delivery.
+ * Call the runner's `notify()` after the commit for immediate delivery. Label changes are written
+ * by `recordLabelChanges` alone, for mailstore/labels.service.ts.
  */
 export function createEventService({ clock, ids, publish }: { clock: Clock; ids: Ids; publish?: PublishEvents }) {
   return {
-    async emit(trx: Db, input: EmitInput): Promise<string> {
-      const eventId = `evt_${ids.uuid().replace(/-/g, '')}`;
-      const payload = JSON.stringify({ type: 'event', event_type: input.eventType, event_id: eventId, ...input.body });
-      const stored: StoredEvent = {
-        eventId,
-        organizationId: input.organizationId,
-        eventType: input.eventType,
-        inboxId: input.inboxId,
-        podId: input.podId,
-        payload,
-        createdAt: clock.now().toISOString(),
-      };
-      await insertEvent(trx, stored);
-      await publish?.(trx, [stored]);
-      const hooks = await findEnabledWebhookFilters(trx, input.organizationId);
-      const jobs = hooks
-        .filter((h) => webhookMatches(h, input.eventType, input.inboxId, input.podId))
-        .map((h) => ({
-          queue: WEBHOOK_DELIVERY_QUEUE,
-          payload: { webhook_id: h.webhookId, event_id: eventId } satisfies WebhookDeliveryJob,
-        }));
-      await enqueueMany(trx, clock, jobs);
-      await recordUsage(trx, [countOf(input, input.eventType, clock.now())]);
-      return eventId;
-    },
-
     /**
      * Label changes of stored messages (label.added, label.removed): stored for inboxes.events.list
      * in the caller's transaction, one statement; they go to no webhook and are not counted.
      */
     async recordLabelChanges(
       trx: Db,
-      inbox: { organizationId: string; podId: string; inboxId: string },
-      messageId: string,
-      added: readonly string[],
-      removed: readonly string[],
+      inbox: InboxRef,
+      changes: readonly { messageId: string; added: readonly string[]; removed: readonly string[] }[],
     ): Promise<void> {
       const now = clock.now();
       const at = now.toISOString();
-      const events: StoredEvent[] = [
-        ...added.map((label) => ['label.added', label] as const),
-        ...removed.map((label) => ['label.removed', label] as const),
-      ].map(([eventType, label]) => ({
-        eventId: `evt_${timeOrderedUuid(now, ids).replace(/-/g, '')}`,
+      const labelled = changes.flatMap(({ messageId, added, removed }) => [
+        ...added.map((label) => ({ messageId, label, eventType: 'label.added' })),
+        ...removed.map((label) => ({ messageId, label, eventType: 'label.removed' })),
+      ]);
+      // Ids of one millisecond, sorted: inboxes.events.list gives a change's events in the order written.
+      const eventIds = labelled.map(() => `evt_${timeOrderedUuid(now, ids).replace(/-/g, '')}`).sort();
+      const events: StoredEvent[] = labelled.map(({ messageId, label, eventType }, i) => ({
+        eventId: eventIds[i] as string,
         organizationId: inbox.organizationId,
         eventType,
         inboxId: inbox.inboxId,
@@ -77,7 +54,7 @@ export function createEventService({ clock, ids, publish }: { clock: Clock; ids:
 
     /**
      * Several events with one cause (a send: message.sent, message.received per recipient inbox,
-     * message.delivered), as `emit` would write them one by one, in three statements at most:
+     * message.delivered), or one, in three statements at most:
      * one insert of the events, one webhook lookup per organization, one insert of the jobs.
      * Returns the event ids and how many delivery jobs were queued (nothing to notify if none).
      * Each event is counted for the metrics (usage/) unless `counts: false` says the caller

@@ -1,3 +1,4 @@
+import type { SendService } from '../outgoing/send.service.js';
 import type { FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { errorResponses } from '../http/common.schemas.js';
@@ -70,7 +71,7 @@ const BatchUpdateResponse = Type.Object({
   updates: Type.Array(Type.Object({ message_id: Type.String(), labels: Type.Array(Type.String()) })),
 });
 
-export function messageRoutes(app: InboxApp, messages: MessageService): void {
+export function messageRoutes(app: InboxApp, messages: MessageService, outgoing: SendService): void {
   const tags = ['messages'];
   const notFound = Type.Ref('ErrorResponse');
 
@@ -89,7 +90,7 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
       },
       config: { attachmentBytes: true },
       handler: async (request) => {
-        const sent = await messages.send(ownerOf(request), request.params.inbox_id, toSendInput(request.body));
+        const sent = await outgoing.send(ownerOf(request), request.params.inbox_id, toSendInput(request.body));
         return { message_id: sent.messageId, thread_id: sent.threadId };
       },
     });
@@ -206,7 +207,7 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
     config: { attachmentBytes: true },
     handler: async (request) => {
       const b = request.body;
-      const sent = await messages.reply(ownerOf(request), request.params.inbox_id, request.params.message_id, {
+      const sent = await outgoing.reply(ownerOf(request), request.params.inbox_id, request.params.message_id, {
         ...toSendInput(b),
         ...(b.reply_all !== undefined ? { replyAll: b.reply_all } : {}),
       });
@@ -224,7 +225,7 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
     },
     config: { attachmentBytes: true },
     handler: async (request) => {
-      const sent = await messages.reply(ownerOf(request), request.params.inbox_id, request.params.message_id, {
+      const sent = await outgoing.reply(ownerOf(request), request.params.inbox_id, request.params.message_id, {
         ...toSendInput(request.body),
         replyAll: true,
       });
@@ -242,7 +243,7 @@ export function messageRoutes(app: InboxApp, messages: MessageService): void {
     },
     config: { attachmentBytes: true },
     handler: async (request) => {
-      const sent = await messages.forward(
+      const sent = await outgoing.forward(
         ownerOf(request),
         request.params.inbox_id,
         request.params.message_id,

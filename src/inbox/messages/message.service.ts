@@ -1,4 +1,10 @@
-import { normalizeMessageId, applyLabels } from '../core/message.js';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../../platform/clock.js';
+import type { Ids } from '../../platform/ids.js';
+import type { LabelsService, LabelChange } from '../mailstore/labels.service.js';
+import type { RemovalService } from '../mailstore/removal.service.js';
+import { MessageNotFoundError } from '../core/message.errors.js';
+import { normalizeMessageId } from '../core/message.js';
 import { findOwnMessage } from '../mailstore/message-lookup.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
@@ -20,15 +26,12 @@ import {
 import {
   findAttachmentContent,
   findRawSource,
-  deleteMessageRow,
   findMessagesByIds,
   findThreadAttachment,
   listMessages,
-  updateMessageLabels,
 } from '../mailstore/message.repository.js';
 import { type AttachmentMeta, type Message } from '../core/message.js';
 import { validateLabels } from '../core/message.js';
-import { createSendService, type SendServiceDeps } from '../outgoing/send.service.js';
 
 export type { ReplyInput, SendAttachmentInput, SendInput } from '../outgoing/outgoing.js';
 
@@ -50,24 +53,19 @@ export interface Download {
   readonly content: Buffer;
 }
 
-export interface MessageServiceDeps extends SendServiceDeps {
+export interface MessageServiceDeps {
+  readonly db: Kysely<InboxDatabase>;
+  readonly clock: Clock;
+  readonly ids: Ids;
   /** The database's commit batcher, shared with every other writer (label changes, deletes). */
   readonly commits: GroupCommit<InboxDatabase>;
   /** Absolute base URL of download links; the request's own origin when unset. */
   readonly publicUrl: string | undefined;
   readonly downloadTtlSeconds: number;
-  /** Recomputes the labels of a thread after its messages' changed, in `trx` (threads/thread.service.ts, wired by service.ts). */
-  readonly refreshThreadLabels: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
-  /** Stores label.added / label.removed for inboxes.events.list, in `trx` (events/event.service.ts, wired by service.ts). */
-  readonly recordLabelChanges?: (
-    trx: Db,
-    inbox: { organizationId: string; podId: string; inboxId: string },
-    messageId: string,
-    added: readonly string[],
-    removed: readonly string[],
-  ) => Promise<void>;
-  /** Rebuilds a thread (its summary and search document) after one of its messages was deleted, in `trx` (wired by service.ts). */
-  readonly afterMessageDelete: (trx: Db, threadId: string, updatedAt: string) => Promise<void>;
+  /** Every label change of stored messages goes through it, with its events (mailstore/labels.service.ts). */
+  readonly labels: LabelsService;
+  /** Every removal of stored messages goes through it (mailstore/removal.service.ts). */
+  readonly removal: RemovalService;
   /** The bytes of a draft's attachment (drafts/draft.repository.ts, wired by service.ts): download links serve them too. */
   readonly findDraftAttachmentContent?: (
     db: Db,
@@ -80,6 +78,26 @@ export interface AttachmentContent {
   readonly filename: string | null;
   readonly contentType: string | null;
   readonly content: Buffer;
+}
+
+/** Whether a label change left a message's labels as they were (`applyLabels` keeps their order). */
+const sameLabels = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((l, i) => l === b[i]);
+
+/** The inbox of a message found in the caller's scope (it exists: the message holds a reference to it). */
+async function requireInboxOf(trx: Db, owner: KeyOwner, message: Message) {
+  const inbox = await findInbox(trx, owner.organizationId, message.inboxId);
+  if (!inbox) throw new MessageNotFoundError(message.messageId);
+  return inbox;
+}
+
+/** add_labels and remove_labels of a message or a batch, checked; a label in both is an error. */
+function labelChangeOf(change: { addLabels?: readonly string[]; removeLabels?: readonly string[] }): LabelChange {
+  const add = validateLabels('add_labels', change.addLabels);
+  const remove = validateLabels('remove_labels', change.removeLabels);
+  const both = add.find((l) => remove.includes(l));
+  if (both !== undefined) throw new ConflictingLabelsError(both);
+  return { add, remove };
 }
 
 /** Message ids of a batch: normalised, without duplicates (a duplicate is an error, as the SDK documents). */
@@ -111,8 +129,6 @@ export function createMessageService(deps: MessageServiceDeps) {
   }
 
   return {
-    ...createSendService(deps),
-
     async get(owner: KeyOwner, inboxId: string, messageId: string): Promise<Message> {
       requirePermission(owner, 'messageRead');
       return findOwnMessage(db, owner, inboxId, messageId);
@@ -144,24 +160,16 @@ export function createMessageService(deps: MessageServiceDeps) {
       change: { addLabels?: readonly string[]; removeLabels?: readonly string[] },
     ): Promise<Message> {
       requirePermission(owner, 'messageUpdate');
-      const add = validateLabels('add_labels', change.addLabels);
-      const remove = validateLabels('remove_labels', change.removeLabels);
-      const both = add.find((l) => remove.includes(l));
-      if (both !== undefined) throw new ConflictingLabelsError(both);
-      const result = await commits.run(async (trx) => {
+      const { add, remove } = labelChangeOf(change);
+      return commits.run(async (trx) => {
         const message = await findOwnMessage(trx, owner, inboxId, messageId, { lock: true });
-        const { labels, added, removed } = applyLabels(message.labels, add, remove);
-        if (!added.length && !removed.length) return message;
+        const inbox = await requireInboxOf(trx, owner, message);
         const updatedAt = clock.now().toISOString();
-        await updateMessageLabels(trx, message.pk, labels, added, removed, updatedAt);
-        await deps.refreshThreadLabels(trx, message.threadId, updatedAt);
-        if (deps.recordLabelChanges) {
-          const inbox = await findInbox(trx, owner.organizationId, message.inboxId);
-          if (inbox) await deps.recordLabelChanges(trx, inbox, message.messageId, added, removed);
-        }
-        return { ...message, labels, updatedAt };
+        const labels = (await deps.labels.apply(trx, inbox, [message], { add, remove }, updatedAt)).get(
+          message.messageId,
+        ) as string[];
+        return sameLabels(labels, message.labels) ? message : { ...message, labels, updatedAt };
       });
-      return result;
     },
 
     /** Deletes a message for good; its thread is rebuilt from the others (or goes with the last one). */
@@ -169,8 +177,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       requirePermission(owner, 'messageDelete');
       await commits.run(async (trx) => {
         const message = await findOwnMessage(trx, owner, inboxId, messageId, { lock: true });
-        await deleteMessageRow(trx, message.pk);
-        await deps.afterMessageDelete(trx, message.threadId, clock.now().toISOString());
+        await deps.removal.deleteMessage(trx, message);
       });
     },
 
@@ -197,24 +204,11 @@ export function createMessageService(deps: MessageServiceDeps) {
     ): Promise<{ limit: number; updates: { messageId: string; labels: string[] }[] }> {
       requirePermission(owner, 'messageUpdate');
       const ids = batchIds(change.messageIds, 50);
-      const add = validateLabels('add_labels', change.addLabels);
-      const remove = validateLabels('remove_labels', change.removeLabels);
-      const both = add.find((l) => remove.includes(l));
-      if (both !== undefined) throw new ConflictingLabelsError(both);
+      const { add, remove } = labelChangeOf(change);
       return commits.run(async (trx) => {
         const inbox = await requireScopedInbox(trx, owner, inboxId);
         const found = await findMessagesByIds(trx, owner.organizationId, inbox.inboxId, ids, { lock: dialectOf(trx) });
-        const updatedAt = clock.now().toISOString();
-        const threads = new Set<string>();
-        const byId = new Map<string, string[]>();
-        for (const m of found) {
-          const next = applyLabels(m.labels, add, remove);
-          byId.set(m.messageId, next.labels);
-          if (!next.added.length && !next.removed.length) continue;
-          await updateMessageLabels(trx, m.pk, next.labels, next.added, next.removed, updatedAt);
-          threads.add(m.threadId);
-        }
-        for (const threadId of [...threads].sort()) await deps.refreshThreadLabels(trx, threadId, updatedAt);
+        const byId = await deps.labels.apply(trx, inbox, found, { add, remove }, clock.now().toISOString());
         return {
           limit: ids.length,
           updates: ids.flatMap((id) => (byId.has(id) ? [{ messageId: id, labels: byId.get(id) as string[] }] : [])),

@@ -1,5 +1,6 @@
-import { TRASH_LABEL } from '../core/thread.js';
-import { refreshThreadLabels } from '../mailstore/thread-summary.js';
+import type { LabelsService } from '../mailstore/labels.service.js';
+import type { RemovalService } from '../mailstore/removal.service.js';
+import type { Inbox } from '../core/inbox.js';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { dialectOf } from '../../platform/db/dialect.js';
@@ -12,19 +13,12 @@ import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list
 import { requireLabelPermissions, requirePermission } from '../core/scope.js';
 import { findScopedInbox, requireScopedInbox } from '../inboxes/inbox-scope.js';
 import { normalizeInboxId } from '../core/inbox.js';
-import { listThreadMessages, listThreadMessagesPage, updateMessageLabels } from '../mailstore/message.repository.js';
+import { listThreadMessages, listThreadMessagesPage } from '../mailstore/message.repository.js';
 import { type Message } from '../core/message.js';
-import { applyLabels } from '../core/message.js';
 import { validateLabels } from '../core/message.js';
 import { ThreadNotFoundError } from '../core/thread.errors.js';
-import {
-  deleteThreadWithMessages,
-  findThread,
-  findThreadsForUpdate,
-  listThreads,
-} from '../mailstore/thread.repository.js';
+import { findThread, findThreadsForUpdate, listThreads } from '../mailstore/thread.repository.js';
 import { type Thread } from '../core/thread.js';
-import { threadDeleted } from '../usage/usage.service.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 
 export interface ThreadListQuery extends ListFilterQuery {
@@ -38,14 +32,25 @@ export interface ThreadServiceDeps {
   /** The database's commit batcher, shared with every other writer. */
   readonly commits: GroupCommit<InboxDatabase>;
   readonly clock: Clock;
+  /** Every label change of stored messages goes through it, with its events (mailstore/labels.service.ts). */
+  readonly labels: LabelsService;
+  /** Every removal of stored messages goes through it (mailstore/removal.service.ts). */
+  readonly removal: RemovalService;
 }
 
-/** Reads of threads, per inbox and across the organization, and their deletion. */
-export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
+/** Reads of threads, per inbox and across the organization; their labels and deletion through the mail store. */
+export function createThreadService({ db, commits, clock, labels, removal }: ThreadServiceDeps) {
   const dialect = dialectOf(db);
   // Inside a transaction, pass it: on SQLite the one connection belongs to the transaction.
   async function requireInbox(owner: KeyOwner, inboxId: string, executor: Db = db, podId?: string): Promise<string> {
     return (await requireScopedInbox(executor, owner, inboxId, podId)).inboxId;
+  }
+
+  /** The inbox of a thread found in the caller's scope (it exists: the thread holds a reference to it). */
+  async function inboxOf(trx: Db, owner: KeyOwner, thread: Thread): Promise<Inbox> {
+    const inbox = await findInbox(trx, owner.organizationId, thread.inboxId);
+    if (!inbox) throw new ThreadNotFoundError(thread.threadId);
+    return inbox;
   }
 
   /** Whether a thread found by id lies within the key's scope (and the route's pod). */
@@ -96,19 +101,7 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
         }
         const [thread] = await findThreadsForUpdate(trx, [found.threadId], dialect);
         if (!thread) throw new ThreadNotFoundError(threadId);
-        const messages = await listThreadMessages(trx, thread.threadId);
-        const untrashed = messages.filter((m) => !m.labels.includes(TRASH_LABEL));
-        if (options.permanent || untrashed.length === 0) {
-          await deleteThreadWithMessages(trx, thread.threadId);
-          const inbox = await findInbox(trx, owner.organizationId, thread.inboxId);
-          if (inbox) await threadDeleted(trx, inbox, messages, clock.now());
-          return 'deleted';
-        }
-        const updatedAt = clock.now().toISOString();
-        for (const m of untrashed)
-          await updateMessageLabels(trx, m.pk, [...m.labels, TRASH_LABEL], [TRASH_LABEL], [], updatedAt);
-        await refreshThreadLabels(trx, thread.threadId, updatedAt);
-        return 'trashed';
+        return removal.removeThread(trx, await inboxOf(trx, owner, thread), thread, options);
       });
     },
 
@@ -175,15 +168,14 @@ export function createThreadService({ db, commits, clock }: ThreadServiceDeps) {
         }
         const [thread] = await findThreadsForUpdate(trx, [found.threadId], dialect);
         if (!thread) throw new ThreadNotFoundError(threadId);
-        const updatedAt = clock.now().toISOString();
-        let changed = false;
-        for (const m of await listThreadMessages(trx, thread.threadId)) {
-          const next = applyLabels(m.labels, add, remove);
-          if (!next.added.length && !next.removed.length) continue;
-          await updateMessageLabels(trx, m.pk, next.labels, next.added, next.removed, updatedAt);
-          changed = true;
-        }
-        if (changed) await refreshThreadLabels(trx, thread.threadId, updatedAt);
+        const messages = await listThreadMessages(trx, thread.threadId);
+        await labels.apply(
+          trx,
+          await inboxOf(trx, owner, thread),
+          messages,
+          { add, remove },
+          clock.now().toISOString(),
+        );
         const after = await findThread(trx, owner.organizationId, thread.threadId);
         return { threadId: thread.threadId, labels: after?.labels ?? thread.labels };
       });
