@@ -118,6 +118,7 @@ export function createInboxServices(
     sendLimitPerDay: config.sendLimitPerDay,
     lists: createListScreen(),
     storeHooks: [search.indexHook],
+    notifyJobs: () => runner.notify(),
   });
   const domains = createDomains(config, { db, commits, clock, ids });
   // The one path of every label change and every removal of stored mail, whichever door asks.
@@ -155,7 +156,6 @@ export function createInboxServices(
     ids,
     ...rules,
     servedDomain: domains.servedDomain,
-    notifyJobs: () => runner.notify(),
   });
   const messages = createMessageService({
     db,
@@ -283,7 +283,6 @@ function startInboundSmtp(
     servedDomain: services.domains.servedDomain,
     hostname,
     verifier: config.smtpVerifyAuth ? createAuthVerifier({ resolver, timeoutMs: config.smtpAuthTimeoutMs }) : undefined,
-    notifyJobs: () => runtime.runner.notify(),
   });
   const listener = {
     host: config.smtpHost ?? config.host,

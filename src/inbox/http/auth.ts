@@ -18,20 +18,26 @@ export function ownerOf(request: FastifyRequest): KeyOwner {
 }
 
 /**
+ * The key of an `Authorization` header: none without one, a problem when it is not `Bearer <key>`.
+ * The one reading of the header, for HTTP routes and WebSocket upgrades alike.
+ */
+export function bearerKeyOf(header: string | undefined): { key?: string; problem?: string } {
+  if (!header) return {};
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? { key: m[1] as string } : { problem: 'Malformed Authorization header: expected Bearer <key>.' };
+}
+
+/**
  * `Authorization: Bearer am_…` on every /v0 route, then the per-key request budget: missing,
  * malformed or unknown keys answer 401; a spent budget 429 with Retry-After and RateLimit headers.
  */
 export function bearerAuth(apiKeys: KeyAuthenticator, limiter: RateLimiter) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const header = request.headers.authorization;
-    if (!header)
+    const { key, problem } = bearerKeyOf(request.headers.authorization);
+    if (problem) throw new UnauthenticatedError(problem, { code: 'MALFORMED_API_KEY' });
+    if (!key)
       throw new UnauthenticatedError('Missing API key: send Authorization: Bearer <key>.', { code: 'MISSING_API_KEY' });
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m)
-      throw new UnauthenticatedError('Malformed Authorization header: expected Bearer <key>.', {
-        code: 'MALFORMED_API_KEY',
-      });
-    const owner = await apiKeys.authenticate(m[1] as string);
+    const owner = await apiKeys.authenticate(key);
     if (!owner) throw new UnauthenticatedError('Invalid API key.', { code: 'INVALID_API_KEY' });
     const rate = await limiter.hit(owner.apiKeyId);
     reply.header('ratelimit-limit', String(rate.limit));

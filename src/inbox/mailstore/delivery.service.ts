@@ -116,7 +116,7 @@ export interface DeliveryResult {
   readonly found: number;
   readonly stored: number;
   readonly withheld: Readonly<Record<Withheld, number>>;
-  /** Jobs queued (webhook deliveries, outbound mail): wake the runner after the commit. */
+  /** Jobs queued (webhook deliveries, outbound mail): `commit` has woken the runner. */
   readonly jobs: number;
 }
 
@@ -127,8 +127,6 @@ export interface DeliveryPathDeps {
   readonly delivery: Delivery;
   readonly clock: Clock;
   readonly ids: Ids;
-  /** Wakes the job runner after a commit that queued work (webhook deliveries, outbound mail). */
-  readonly notifyJobs: () => void;
 }
 
 export interface DeliveryDeps {
@@ -141,6 +139,8 @@ export interface DeliveryDeps {
   readonly storeHooks?: readonly StoreHook[];
   /** Allow and block lists (access-lists/): run at the screen point of every delivery. */
   readonly lists?: ListScreen;
+  /** Wakes the job runner: `commit` calls it after a commit that queued work (webhook deliveries, outbound mail). */
+  readonly notifyJobs?: () => void;
 }
 
 /** The label of a copy the recipient's receive or reply lists refused (hidden from lists unless include_blocked). */
@@ -217,6 +217,7 @@ export function createDelivery(deps: DeliveryDeps) {
     try {
       const result = await deps.commits.run(unit);
       stored = result.stored;
+      if (result.jobs) deps.notifyJobs?.();
       return result;
     } finally {
       if (!stored && blobs.length) await releaseBlobs(deps.commits, blobs).catch(() => undefined);

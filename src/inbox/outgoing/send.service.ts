@@ -1,3 +1,4 @@
+import { recipientRule } from '../core/recipients.js';
 import { timeOrderedUuid } from '../../platform/ids.js';
 import type { KeyOwner } from '../core/scope.js';
 import type { ComposedMessage, DeliveryPathDeps } from '../mailstore/delivery.service.js';
@@ -9,7 +10,7 @@ import { requirePermission } from '../core/scope.js';
 import { ForbiddenError } from '../../platform/errors/app-error.js';
 import { composeSource, formatMailbox, previewOf, type Mailbox } from '../mail/compose.js';
 import { CHUNK_BYTES, storedAsBlob } from '../mailstore/message-blobs.js';
-import { domainKey, domainOf, localDomainSet } from '../mail/domains.js';
+import { domainKey } from '../mail/domains.js';
 import { answerHeaders, forwardInput, replyInput } from './answers.js';
 import { findAttachmentContent } from '../mailstore/message.repository.js';
 import { type Message } from '../core/message.js';
@@ -49,11 +50,9 @@ interface AnswerHeaders {
 
 /** Send, reply, reply-all and forward: validate → compose → deliver. */
 export function createSendService(deps: SendServiceDeps) {
-  const { db, delivery, clock, ids, notifyJobs } = deps;
+  const { db, delivery, clock, ids } = deps;
   const validate = createOutgoingValidator(deps);
-  const local = localDomainSet(deps.localDomains);
-  /** The inbox id an address on a local domain names (its domain spelled as configured). */
-  const inboxIdOf = (address: string) => local.inboxId(address) ?? address.toLowerCase();
+  const rule = recipientRule(deps);
 
   /**
    * Composes the message from the sending inbox (read before the unit of work: its display name
@@ -78,23 +77,14 @@ export function createSendService(deps: SendServiceDeps) {
           { code: 'MESSAGE_REJECTED', details: { field: other.field, code: 'MESSAGE_REJECTED' } },
         );
     }
-    // Recipients on verified custom domains are delivered here, not handed to the relay; the rest
-    // need one, refused before the message is composed.
-    const served = await Promise.all(
-      out.recipients.map((r) =>
-        r.local || !deps.servedDomain ? undefined : deps.servedDomain(domainOf(r.mailbox.address)),
-      ),
-    );
-    const inboxOf = (address: string, i: number) =>
-      served[i] === undefined
-        ? inboxIdOf(address)
-        : `${address.slice(0, address.lastIndexOf('@')).toLowerCase()}@${served[i]}`;
-    const recipients = out.recipients.flatMap((r, i) =>
-      r.local || served[i] !== undefined
-        ? [{ address: r.mailbox.address, inboxIds: [inboxOf(r.mailbox.address, i)] }]
-        : [],
-    );
-    const externalRecipients = out.recipients.filter((r, i) => !r.local && served[i] === undefined);
+    // Recipients on local and verified custom domains are delivered here, not handed to the relay;
+    // the rest need one, refused before the message is composed.
+    const inboxIds = await Promise.all(out.recipients.map((r) => rule.inboxIdOf(r.mailbox.address)));
+    const recipients = out.recipients.flatMap((r, i) => {
+      const inboxId = inboxIds[i];
+      return inboxId === undefined ? [] : [{ address: r.mailbox.address, inboxIds: [inboxId] }];
+    });
+    const externalRecipients = out.recipients.filter((_r, i) => inboxIds[i] === undefined);
     const firstExternal = externalRecipients[0];
     if (firstExternal && !deps.relayConfigured)
       throw new ExternalDeliveryDisabledError(firstExternal.field, firstExternal.mailbox.address, deps.localDomains);
@@ -165,7 +155,6 @@ export function createSendService(deps: SendServiceDeps) {
         },
       });
     });
-    if (result.jobs) notifyJobs();
     return { messageId: result.messageId, threadId: result.threadId as string };
   }
 

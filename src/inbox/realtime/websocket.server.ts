@@ -1,3 +1,4 @@
+import { bearerKeyOf } from '../http/auth.js';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Kysely } from 'kysely';
@@ -156,10 +157,7 @@ function refuse(
 function keyOf(request: IncomingMessage, url: URL): { key?: string; problem?: string } {
   const query = url.searchParams.get('api_key');
   if (query !== null) return query ? { key: query } : { problem: 'api_key is empty.' };
-  const header = request.headers.authorization;
-  if (!header) return {};
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return m ? { key: m[1] as string } : { problem: 'Malformed Authorization header: expected Bearer <key>.' };
+  return bearerKeyOf(request.headers.authorization);
 }
 
 export function attachRealtime(server: Server, deps: RealtimeDeps, settings: RealtimeSettings): RealtimeServer {

@@ -1,10 +1,11 @@
+import { recipientRule } from '../core/recipients.js';
 import { timeOrderedUuid } from '../../platform/ids.js';
 import type { Db } from '../schema/database.js';
 import type { ComposedMessage, DeliveryPathDeps, Screen, Withheld } from '../mailstore/delivery.service.js';
 import type { EventService } from '../events/event.service.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { type Inbox } from '../core/inbox.js';
-import { domainOf, localDomainSet } from '../mail/domains.js';
+import { domainOf } from '../mail/domains.js';
 import {
   applyDeliveryStatusNotification,
   parseDeliveryStatusNotification,
@@ -70,8 +71,8 @@ export interface InboundServiceDeps extends DeliveryPathDeps {
  * answers 250.
  */
 export function createInboundService(deps: InboundServiceDeps) {
-  const { db, delivery, clock, ids, events, hostname, verifier, notifyJobs } = deps;
-  const local = localDomainSet(deps.localDomains);
+  const { db, delivery, clock, ids, events, hostname, verifier } = deps;
+  const rule = recipientRule(deps);
 
   /**
    * The inbox ids a recipient may name, in order of preference; undefined for a domain that is
@@ -81,20 +82,15 @@ export function createInboundService(deps: InboundServiceDeps) {
    */
   async function inboxCandidates(address: string): Promise<string[] | undefined> {
     const lower = address.trim().toLowerCase();
-    if (lower === 'postmaster') return local.defaultDomain === undefined ? [] : [`postmaster@${local.defaultDomain}`];
-    let inboxId = local.inboxId(lower);
-    if (inboxId === undefined && deps.servedDomain) {
-      // A verified custom domain: its inboxes are named by the domain's ASCII spelling.
-      const served = lower.includes('@') ? await deps.servedDomain(domainOf(lower)) : undefined;
-      if (served !== undefined) inboxId = `${lower.slice(0, lower.lastIndexOf('@'))}@${served}`;
-    }
+    if (lower === 'postmaster') return rule.defaultDomain === undefined ? [] : [`postmaster@${rule.defaultDomain}`];
+    const inboxId = await rule.inboxIdOf(lower);
     if (inboxId === undefined) return undefined;
     if (!inboxId.startsWith('postmaster@')) return [inboxId];
     const domain = domainOf(inboxId);
     return [
       ...new Set([
         `postmaster@${domain}`,
-        ...(local.defaultDomain === undefined ? [] : [`postmaster@${local.defaultDomain}`]),
+        ...(rule.defaultDomain === undefined ? [] : [`postmaster@${rule.defaultDomain}`]),
       ]),
     ];
   }
@@ -231,7 +227,6 @@ export function createInboundService(deps: InboundServiceDeps) {
           ...(report ? { screen: reportScreen(messageId, report) } : {}),
         }),
       );
-      if (result.jobs) notifyJobs();
       // Nothing was written then: every inbox named at RCPT time is gone.
       if (!result.found) throw new NoRecipientInboxError();
       return {
