@@ -4,9 +4,15 @@ import tseslint from 'typescript-eslint';
 
 const SERVICES = 'See docs/architecture.md: platform/ imports no service, and the services never import each other.';
 const LAYERS =
-  'See docs/architecture.md: repositories and services know nothing of HTTP (inbox/http/) nor of wire schemas (*.schemas.ts); events/message-events.ts builds event payloads.';
-const MESSAGES =
-  'See docs/architecture.md: threads are built from messages, so messages/ never imports threads/ (service.ts wires what messages need of threads).';
+  'See docs/architecture.md: repositories and services know nothing of HTTP (inbox/http/) nor of request schemas (*.schemas.ts); only routes import *.schemas.ts.';
+const CORE =
+  'See docs/architecture.md: inbox/core/ holds types, pure rules, wire shapes and catalogues; it imports only platform basics and mail/ (no SQL, no I/O, no Fastify).';
+const STORE =
+  'See docs/architecture.md: only mailstore/ writes stored mail; elsewhere use the labels and removal services, or delivery.';
+const SERVICE_TO_SERVICE =
+  "See docs/architecture.md: a *.service.ts never imports another folder's *.service.ts; what several services share sits lower (core/, a repository, a *-scope.ts).";
+const CATALOGUE =
+  'See docs/architecture.md: every event type and job queue is named in inbox/core/events.ts or core/queues.ts.';
 
 /** Imports that would break the one-way dependency rules of docs/architecture.md. */
 const forbid = (groups, message = SERVICES) => ({
@@ -14,12 +20,43 @@ const forbid = (groups, message = SERVICES) => ({
 });
 /** Several rules for one set of files: ESLint keeps only the last `no-restricted-imports` that matches a file. */
 const forbidAll = (...rules) => ({
-  'no-restricted-imports': ['error', { patterns: rules.map(([group, message]) => ({ group, message })) }],
+  'no-restricted-imports': [
+    'error',
+    {
+      patterns: rules.map(([group, message, options]) => ({ ...(group ? { group } : {}), message, ...options })),
+    },
+  ],
 });
 const NOT_PROPERTY = [['**/property/**'], SERVICES];
-const NOT_HTTP = [['**/http/**', '**/*.schemas.js', '**/*.schemas'], LAYERS];
-const NOT_THREADS = [['**/threads/**'], MESSAGES];
-const LAYERED = ['src/inbox/**/*.service.ts', 'src/inbox/**/*.repository.ts'];
+const NOT_HTTP = [['**/http/**'], LAYERS];
+const NOT_SCHEMAS = [['**/*.schemas.js', '**/*.schemas'], LAYERS];
+const NOT_OTHER_SERVICES = [['../*/*.service.js', '../*/*.service'], SERVICE_TO_SERVICE, { allowTypeImports: true }];
+/** The writes of stored mail: only mailstore/ calls them. */
+const STORE_WRITES = [
+  ['**/mailstore/message.repository.js'],
+  STORE,
+  { importNames: ['insertMessages', 'updateMessageLabels', 'deleteMessageRow'] },
+];
+const THREAD_WRITES = [
+  ['**/mailstore/thread.repository.js'],
+  STORE,
+  { importNames: ['insertThreads', 'updateThread', 'updateThreadLabels', 'deleteThreadWithMessages'] },
+];
+const SUMMARY_WRITES = [['**/mailstore/thread-summary.js'], STORE];
+const INBOX = 'src/inbox/**/*.ts';
+const ROUTES = ['src/inbox/**/*.routes.ts', 'src/inbox/**/*.schemas.ts', 'src/inbox/**/*.test.ts'];
+/** Event type and queue names outside their catalogues. */
+const CATALOGUED = [
+  {
+    selector:
+      'Literal[value=/^(message|label|domain)\\.(received|sent|delivered|bounced|complained|rejected|opened|added|removed|verified)(\\.[a-z]+)?$/]',
+    message: CATALOGUE,
+  },
+  {
+    selector: 'ExportNamedDeclaration VariableDeclarator[id.name=/_QUEUE$/]',
+    message: CATALOGUE,
+  },
+];
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'data/**', 'bench/results/**', '.tmp/**', 'tmp-*/**'] },
@@ -33,12 +70,59 @@ export default tseslint.config(
   },
   { files: ['src/platform/**'], rules: forbid([['**/inbox/**', '**/property/**']]) },
   { files: ['src/property/**'], rules: forbid([['**/inbox/**']]) },
-  { files: ['src/inbox/**'], rules: forbid([['**/property/**']]) },
-  { files: LAYERED, rules: forbidAll(NOT_PROPERTY, NOT_HTTP) },
-  { files: ['src/inbox/messages/**'], rules: forbidAll(NOT_PROPERTY, NOT_THREADS) },
   {
-    files: LAYERED.map((glob) => glob.replace('src/inbox/', 'src/inbox/messages/')),
-    rules: forbidAll(NOT_PROPERTY, NOT_HTTP, NOT_THREADS),
+    files: [INBOX],
+    ignores: ['src/inbox/mailstore/**', 'src/inbox/app.ts', ...ROUTES],
+    rules: forbidAll(NOT_PROPERTY, NOT_SCHEMAS, STORE_WRITES, THREAD_WRITES, SUMMARY_WRITES),
+  },
+  {
+    files: ['src/inbox/**/*.routes.ts', 'src/inbox/**/*.schemas.ts'],
+    rules: forbidAll(NOT_PROPERTY, STORE_WRITES, THREAD_WRITES, SUMMARY_WRITES),
+  },
+  {
+    files: ['src/inbox/**/*.service.ts', 'src/inbox/**/*.repository.ts'],
+    ignores: ['src/inbox/mailstore/**'],
+    rules: forbidAll(
+      NOT_PROPERTY,
+      NOT_HTTP,
+      NOT_SCHEMAS,
+      NOT_OTHER_SERVICES,
+      STORE_WRITES,
+      THREAD_WRITES,
+      SUMMARY_WRITES,
+    ),
+  },
+  {
+    files: ['src/inbox/mailstore/**/*.ts'],
+    rules: forbidAll(NOT_PROPERTY, NOT_HTTP, NOT_SCHEMAS, NOT_OTHER_SERVICES),
+  },
+  {
+    files: ['src/inbox/core/**/*.ts'],
+    ignores: ['src/inbox/core/**/*.test.ts'],
+    rules: forbidAll(
+      [undefined, CORE, { regex: '^\\.\\./(?!mail/|\\.\\./platform/)' }],
+      [['../../platform/db/**', '../../platform/http/**', '../../platform/jobs/**', '../../platform/net/**'], CORE],
+      [
+        [
+          'fastify',
+          'fastify/**',
+          '@fastify/**',
+          'kysely',
+          'pg',
+          'better-sqlite3',
+          'ioredis',
+          'node:fs',
+          'node:net',
+          'node:http',
+        ],
+        CORE,
+      ],
+    ),
+  },
+  {
+    files: [INBOX],
+    ignores: ['src/inbox/core/**', 'src/inbox/**/*.test.ts', 'src/inbox/migrations/**'],
+    rules: { 'no-restricted-syntax': ['error', ...CATALOGUED] },
   },
   {
     files: ['bench/**/*.mjs', 'scripts/**/*.mjs', '.ci/**/*.mjs'],

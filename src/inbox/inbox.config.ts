@@ -1,5 +1,4 @@
-import type { ConfigOf } from '../platform/config/config.js';
-import { env } from '../platform/config/config.js';
+import { type ConfigOf, env } from '../platform/config/config.js';
 import { sharedConfigSpec } from '../platform/config/shared.config.js';
 
 export const inboxConfigSpec = {

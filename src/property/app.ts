@@ -1,8 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { ConfigOf } from '../platform/config/config.js';
 import type { Database } from '../platform/db/database.js';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
 import { corsResponseHeaders, registerCorsPreflight, type CorsPolicy } from '../platform/http/cors.js';

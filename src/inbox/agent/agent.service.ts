@@ -16,12 +16,11 @@ import {
   updateAgentSignup,
 } from '../api-keys/api-key.repository.js';
 import { insertPod } from '../pods/pod.repository.js';
-import { type KeyOwner } from '../core/scope.js';
-import { API_KEY_PREFIX } from '../api-keys/api-key.service.js';
+import { type KeyOwner, API_KEY_PREFIX } from '../core/scope.js';
 import type { InboxDatabase } from '../schema/database.js';
 import { InboxAddressTakenError } from '../inboxes/inbox.errors.js';
 import { findInboxByAddress, insertInbox } from '../inboxes/inbox.repository.js';
-import { checkUsername } from '../inboxes/inbox.service.js';
+import { checkUsername } from '../inboxes/username.js';
 import { isValidAddress } from '../mail/compose.js';
 import type { SendService } from '../outgoing/send.service.js';
 

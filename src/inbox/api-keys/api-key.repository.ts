@@ -1,10 +1,15 @@
-import type { KeyOwner } from '../core/scope.js';
+import {
+  type KeyOwner,
+  effectivePermissions,
+  permissionsFromWire,
+  permissionsToWire,
+  type Permissions,
+} from '../core/scope.js';
 import { runCompiledOnce } from '../../platform/db/compiled-once.js';
 import { dialectOf, forUpdate } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { Db } from '../schema/database.js';
-import { effectivePermissions, permissionsFromWire, permissionsToWire, type Permissions } from '../core/scope.js';
 
 /** An API key as listed (never its secret). */
 export interface ApiKeyRecord {

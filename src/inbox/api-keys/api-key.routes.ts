@@ -1,8 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { ownerOf } from '../http/auth.js';
-import { errorResponses } from '../http/common.schemas.js';
+import { errorResponses, InboxIdParams } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';
-import { InboxIdParams } from '../http/common.schemas.js';
 import {
   ApiKeyIdParams,
   ApiKeyListQuery,

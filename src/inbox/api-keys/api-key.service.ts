@@ -1,3 +1,13 @@
+import {
+  API_KEY_PREFIX,
+  type KeyOwner,
+  inScope,
+  mayDelegate,
+  requirePermission,
+  requireWithinScope,
+  scopeTypeOf,
+  type Permissions,
+} from '../core/scope.js';
 import { podInScope } from '../pods/pod-scope.js';
 import { checkName } from '../core/names.js';
 import type { Kysely } from 'kysely';
@@ -24,18 +34,6 @@ import {
   type Organization,
 } from './api-key.repository.js';
 import { findDefaultPodId, insertPod } from '../pods/pod.repository.js';
-import { type KeyOwner } from '../core/scope.js';
-import {
-  inScope,
-  mayDelegate,
-  requirePermission,
-  requireWithinScope,
-  scopeTypeOf,
-  type Permissions,
-} from '../core/scope.js';
-
-/** Prefix of every inbox API key, as AgentMail's keys start with `am_`. */
-export const API_KEY_PREFIX = 'am_';
 
 export interface CreatedKey {
   readonly key: string;

@@ -1,8 +1,12 @@
 /**
+ * The one catalogue of event types: every event this service writes is named here (ESLint keeps
+ * event type literals out of other folders); their payloads are built in `message-events.ts`.
+ */
+
+/**
  * The SDK's EventType values (agentmail 0.5.27 `events.EventType`): what a WebSocket subscription
  * may name. Its `metrics.MetricEventType` is the same list without message.opened. This service
- * emits the `EVENT_TYPES` of event.service.ts among them. A module of its own, without imports:
- * usage/ (imported by event.service.ts) reads it too.
+ * emits the `EVENT_TYPES` below among them.
  */
 export const SDK_EVENT_TYPES = [
   'message.received',
@@ -29,6 +33,17 @@ export const EVENT_TYPES = [
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
+
+/** A copy withheld by the recipient's block lists: counted in the metrics under this SDK type, never emitted. */
+export const RECEIVED_BLOCKED = 'message.received.blocked' satisfies (typeof SDK_EVENT_TYPES)[number];
+
+/**
+ * Label changes of stored messages (mailstore/labels.service.ts): listed by inboxes.events.list
+ * (the SDK's "IMAP UID projection"), sent to no webhook, not counted.
+ */
+export const LABEL_EVENT_TYPES = ['label.added', 'label.removed'] as const;
+export type LabelEventType = (typeof LABEL_EVENT_TYPES)[number];
+export const [LABEL_ADDED, LABEL_REMOVED] = LABEL_EVENT_TYPES;
 
 export interface EmitInput {
   readonly organizationId: string;
@@ -63,3 +78,21 @@ export function webhookMatches(
   if (!byInbox && !byPod) return true;
   return (byInbox?.includes(inboxId) ?? false) || (byPod?.includes(podId) ?? false);
 }
+
+/**
+ * Counts the service keeps for metrics.queryEvents and queryUsage (docs/decisions/0020): every
+ * emitted event by type, received copies the lists blocked or that arrived as spam or
+ * unauthenticated, and the deltas of what is stored (messages, bytes, threads, inboxes).
+ */
+/** The SDK's MetricEventType: its EventType without message.opened (this service tracks no opens). */
+const OPENED = 'message.opened' satisfies (typeof SDK_EVENT_TYPES)[number];
+export const METRIC_EVENT_TYPES: readonly string[] = SDK_EVENT_TYPES.filter((t) => t !== OPENED);
+
+export const USAGE_TYPES = [
+  'storage_bytes',
+  'message_count',
+  'thread_count',
+  'inbox_count',
+  'pod_count',
+  'domain_count',
+] as const;

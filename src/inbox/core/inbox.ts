@@ -1,3 +1,5 @@
+/** Inboxes as the service knows them, and inbox ids as paths give them. No SQL, no I/O. */
+
 export type InboxMetadata = Readonly<Record<string, string | number | boolean>>;
 
 export interface Inbox {

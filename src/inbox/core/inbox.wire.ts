@@ -1,5 +1,8 @@
 import { Type, type Static } from 'typebox';
 import type { Inbox } from './inbox.js';
+
+/** The wire shape of inboxes (AgentMail's) and its presenter, for every route that answers with inboxes. */
+
 export const MetadataValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
 
 export const InboxResponse = Type.Object({

@@ -1,5 +1,4 @@
-import { AppError, NotFoundError } from '../../platform/errors/app-error.js';
-import { ValidationError } from '../../platform/errors/app-error.js';
+import { AppError, NotFoundError, ValidationError } from '../../platform/errors/app-error.js';
 
 /** Which request field an address came from. */
 export type AddressField = 'to' | 'cc' | 'bcc' | 'reply_to';

@@ -1,4 +1,10 @@
 import { InvalidLabelError, ReservedLabelError } from './message.errors.js';
+
+/**
+ * Messages as the service knows them, and their pure rules: ids as paths give them, labels (valid, reserved,
+ * applied). No SQL, no I/O.
+ */
+
 export type ContentDisposition = 'attachment' | 'inline';
 
 /** What a message says about one attachment; the bytes stay in the attachments table. */

@@ -1,6 +1,12 @@
 import { Type, type Static } from 'typebox';
 import type { AttachmentMeta, Message } from './message.js';
 import { extractNewText, extractNewHtml } from '../mail/compose.js';
+
+/**
+ * The wire shapes of messages (AgentMail's) and their presenters, for routes, webhooks, WebSocket and every door
+ * to come. Request schemas stay with their routes.
+ */
+
 export const SendMessageResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
 
 export const AttachmentResponse = Type.Object({

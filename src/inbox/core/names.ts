@@ -1,4 +1,7 @@
 import { ValidationError } from '../../platform/errors/app-error.js';
+
+/** Names people give things (pods, keys): trimmed, 1 to NAME_MAX characters. */
+
 const NAME_MAX = 255;
 
 export function checkName(name: string | undefined, field = 'name'): string | undefined {

@@ -1,5 +1,4 @@
-import type { NotFoundError } from '../../platform/errors/app-error.js';
-import { ForbiddenError } from '../../platform/errors/app-error.js';
+import { type NotFoundError, ForbiddenError } from '../../platform/errors/app-error.js';
 
 /**
  * Who may see and change what. Every route answers for one key (`ownerOf(request)`): an
@@ -210,3 +209,6 @@ export interface KeyOwner {
   /** Set while the key's organization is an unverified agent sign-up: the only address it may mail. */
   readonly sendOnlyTo?: string;
 }
+
+/** Prefix of every inbox API key, as AgentMail's keys start with `am_`. */
+export const API_KEY_PREFIX = 'am_';

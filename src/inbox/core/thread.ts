@@ -1,5 +1,11 @@
 import type { Message } from './message.js';
 import { addressOf, subjectKey } from '../mail/compose.js';
+
+/**
+ * Threads as the service knows them, and the pure rules of their summaries: started by a message, grown by each
+ * that joins, their participants and labels. No SQL, no I/O.
+ */
+
 /** A conversation in one inbox; its fields summarise its messages and are kept on every insert. */
 export interface Thread {
   readonly threadId: string;

@@ -2,6 +2,12 @@ import { Type, type Static } from 'typebox';
 import { AttachmentResponse, MessageResponse, toAttachmentResponse, toMessageResponse } from './message.wire.js';
 import { type Thread, participantsOf } from './thread.js';
 import type { Message, AttachmentMeta } from './message.js';
+
+/**
+ * The wire shapes of threads (AgentMail's) and their presenters, for routes, webhooks, WebSocket and every door
+ * to come.
+ */
+
 // The SDK's Thread fields plus the spec's participants and last_message_at.
 const itemFields = {
   inbox_id: Type.String(),

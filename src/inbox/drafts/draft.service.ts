@@ -5,10 +5,9 @@ import type { GroupCommit } from '../../platform/db/group-commit.js';
 import { AppError } from '../../platform/errors/app-error.js';
 import { timeOrderedUuid } from '../../platform/ids.js';
 import { cancelJob, enqueue, type Job } from '../../platform/jobs/jobs.js';
-import type { KeyOwner } from '../core/scope.js';
+import { type KeyOwner, inScope, requirePermission } from '../core/scope.js';
 import { findAgentSignup } from '../api-keys/api-key.repository.js';
 import { podInScope } from '../pods/pod-scope.js';
-import { inScope, requirePermission } from '../core/scope.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import type { Inbox } from '../core/inbox.js';
@@ -17,7 +16,7 @@ import { parseLimit, parseListFilter } from '../lists/list-query.js';
 import { formatMailbox, forwardSubject, previewOf } from '../mail/compose.js';
 import { answerHeaders, replyInput } from '../outgoing/answers.js';
 import { AttachmentNotFoundError, AttachmentsTooLargeError, ConflictingLabelsError } from '../core/message.errors.js';
-import type { AttachmentMeta } from '../core/message.js';
+import { type AttachmentMeta, validateLabels } from '../core/message.js';
 import { type DownloadLink, type MessageService } from '../messages/message.service.js';
 import type { SendService } from '../outgoing/send.service.js';
 import { findOwnMessage } from '../mailstore/message-lookup.js';
@@ -29,7 +28,6 @@ import {
   type SendAttachmentInput,
   type SendInput,
 } from '../outgoing/outgoing.js';
-import { validateLabels } from '../core/message.js';
 import { DRAFT_SEND_QUEUE, type DraftSendJob } from '../core/queues.js';
 import {
   DraftBeingSentError,

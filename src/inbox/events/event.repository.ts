@@ -1,3 +1,4 @@
+import { LABEL_EVENT_TYPES } from '../core/events.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { Db } from '../schema/database.js';
 
@@ -95,7 +96,7 @@ export async function listInboxLabelEvents(
     .selectFrom('events')
     .selectAll()
     .where('inbox_id', '=', inboxId)
-    .where('event_type', 'in', ['label.added', 'label.removed']);
+    .where('event_type', 'in', [...LABEL_EVENT_TYPES]);
   if (page.after !== undefined) q = q.where('event_id', page.direction === 'asc' ? '>' : '<', page.after);
   const rows = await q
     .orderBy('event_id', page.direction)

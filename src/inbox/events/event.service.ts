@@ -1,10 +1,10 @@
-import { type EmitInput, webhookMatches } from '../core/events.js';
+import { LABEL_ADDED, LABEL_REMOVED, type EmitInput, webhookMatches } from '../core/events.js';
 import { WEBHOOK_DELIVERY_QUEUE, type WebhookDeliveryJob } from '../core/queues.js';
 import type { Clock } from '../../platform/clock.js';
 import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import { enqueueMany } from '../../platform/jobs/jobs.js';
 import type { Db } from '../schema/database.js';
-import { countOf, recordUsage } from '../usage/usage.service.js';
+import { countOf, recordUsage } from '../usage/usage-counts.js';
 import { findEnabledWebhookFilters, insertEvents, type StoredEvent } from './event.repository.js';
 import type { InboxRef } from '../core/inbox.js';
 
@@ -35,8 +35,8 @@ export function createEventService({ clock, ids, publish }: { clock: Clock; ids:
       const now = clock.now();
       const at = now.toISOString();
       const labelled = changes.flatMap(({ messageId, added, removed }) => [
-        ...added.map((label) => ({ messageId, label, eventType: 'label.added' })),
-        ...removed.map((label) => ({ messageId, label, eventType: 'label.removed' })),
+        ...added.map((label) => ({ messageId, label, eventType: LABEL_ADDED })),
+        ...removed.map((label) => ({ messageId, label, eventType: LABEL_REMOVED })),
       ]);
       // Ids of one millisecond, sorted: inboxes.events.list gives a change's events in the order written.
       const eventIds = labelled.map(() => `evt_${timeOrderedUuid(now, ids).replace(/-/g, '')}`).sort();

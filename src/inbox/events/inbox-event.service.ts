@@ -1,7 +1,7 @@
+import type { LabelEventType } from '../core/events.js';
 import type { Kysely } from 'kysely';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
-import type { KeyOwner } from '../core/scope.js';
-import { requireInScope, requirePermission } from '../core/scope.js';
+import { type KeyOwner, requireInScope, requirePermission } from '../core/scope.js';
 import type { InboxDatabase } from '../schema/database.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
@@ -15,7 +15,7 @@ export interface InboxEvent {
   readonly podId: string;
   readonly inboxId: string;
   readonly eventId: string;
-  readonly eventType: 'label.added' | 'label.removed';
+  readonly eventType: LabelEventType;
   readonly messageId: string;
   readonly label: string;
   readonly eventAt: string;

@@ -3,6 +3,12 @@ import { type KeyOwner, inScope } from '../core/scope.js';
 import { type Inbox, normalizeInboxId } from '../core/inbox.js';
 import { findInbox } from './inbox.repository.js';
 import { InboxNotFoundError } from './inbox.errors.js';
+
+/**
+ * An inbox named in a path, if the caller's key (and the route's pod) reaches it: the first check of every
+ * inbox-level use case.
+ */
+
 /**
  * The inbox `inboxId` of the key's organization if the key reaches it (its pod, its inbox), and
  * with `podId` only if it lies in that pod; undefined otherwise (the caller answers 404).

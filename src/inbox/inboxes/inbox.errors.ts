@@ -1,5 +1,4 @@
-import { ConflictError, NotFoundError } from '../../platform/errors/app-error.js';
-import { ValidationError } from '../../platform/errors/app-error.js';
+import { ConflictError, NotFoundError, ValidationError } from '../../platform/errors/app-error.js';
 
 export class InboxNotFoundError extends NotFoundError {
   constructor(inboxId: string) {

@@ -1,9 +1,8 @@
 import { Type } from 'typebox';
-import { errorResponses } from '../http/common.schemas.js';
+import { errorResponses, InboxIdParams, PageQuery as ListQuery } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
 import type { InboxApp } from '../http/types.js';
 import { CreateInboxBody, UpdateInboxBody, toCreateInboxInput } from './inbox.schemas.js';
-import { InboxIdParams, PageQuery as ListQuery } from '../http/common.schemas.js';
 import { InboxResponse, ListInboxesResponse, toInboxResponse } from '../core/inbox.wire.js';
 import type { InboxService } from './inbox.service.js';
 

@@ -1,22 +1,17 @@
+import { checkUsername } from './username.js';
 import { findScopedInbox } from './inbox-scope.js';
-import { normalizeInboxId } from '../core/inbox.js';
+import { normalizeInboxId, type Inbox, type InboxMetadata } from '../core/inbox.js';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
 import type { Ids } from '../../platform/ids.js';
-import type { KeyOwner } from '../core/scope.js';
+import { type KeyOwner, inScope, requirePermission, requireWithinScope } from '../core/scope.js';
 import { findDefaultPodId, findPod, insertPod } from '../pods/pod.repository.js';
-import { inScope, requirePermission, requireWithinScope } from '../core/scope.js';
 import type { InboxDatabase } from '../schema/database.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { parseLimit } from '../lists/list-query.js';
 import { PodNotFoundError } from '../pods/pod.errors.js';
-import {
-  DomainNotAllowedError,
-  InboxAddressTakenError,
-  InboxNotFoundError,
-  InvalidUsernameError,
-} from './inbox.errors.js';
+import { DomainNotAllowedError, InboxAddressTakenError, InboxNotFoundError } from './inbox.errors.js';
 import {
   deleteInbox,
   findInbox,
@@ -26,7 +21,6 @@ import {
   listInboxes,
   updateInbox,
 } from './inbox.repository.js';
-import { type Inbox, type InboxMetadata } from '../core/inbox.js';
 import { localDomainSet } from '../mail/domains.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 
@@ -60,15 +54,6 @@ export function validateMetadata(metadata: Readonly<Record<string, unknown>>, al
         'INVALID_METADATA',
       );
   }
-}
-
-const USERNAME = /^[a-z0-9_+-](?:[a-z0-9._+-]{0,62}[a-z0-9_+-])?$/;
-
-/** The username of a new inbox, lower-cased; InvalidUsernameError when it breaks the rules. */
-export function checkUsername(raw: string): string {
-  const username = raw.trim().toLowerCase();
-  if (!USERNAME.test(username) || username.includes('..')) throw new InvalidUsernameError();
-  return username;
 }
 
 export interface InboxServiceDeps {

@@ -1,9 +1,8 @@
 import { Type } from 'typebox';
 import { ownerOf } from '../http/auth.js';
-import { errorResponses } from '../http/common.schemas.js';
+import { errorResponses, PageQuery as InboxListQuery } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';
 import { CreateInboxBody, UpdateInboxBody, toCreateInboxInput } from './inbox.schemas.js';
-import { PageQuery as InboxListQuery } from '../http/common.schemas.js';
 import { InboxResponse, ListInboxesResponse, toInboxResponse } from '../core/inbox.wire.js';
 import type { InboxService } from './inbox.service.js';
 import type { PodGuard } from '../pods/pod.service.js';

@@ -1,3 +1,4 @@
+import { RECEIVED_BLOCKED, type EmitInput } from '../core/events.js';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { dialectOf } from '../../platform/db/dialect.js';
@@ -7,7 +8,6 @@ import { enqueue } from '../../platform/jobs/jobs.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import { bouncedEvents, deliveredEvent, receivedEvent, sentEvent, type MessageRef } from '../core/message-events.js';
 import type { EventService } from '../events/event.service.js';
-import type { EmitInput } from '../core/events.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { type Inbox } from '../core/inbox.js';
@@ -23,10 +23,9 @@ import {
 import { type Message } from '../core/message.js';
 import { OUTBOUND_MAIL_QUEUE, type OutboundMailJob } from '../core/queues.js';
 import { findThreadsForUpdate, insertThreads, updateThread } from './thread.repository.js';
-import { type Thread } from '../core/thread.js';
-import { addMessageToThread, startThread } from '../core/thread.js';
+import { type Thread, addMessageToThread, startThread } from '../core/thread.js';
 import type { ListScreen } from '../access-lists/access-list.service.js';
-import { countOf, recordUsage, usageOf } from '../usage/usage.service.js';
+import { countOf, recordUsage, usageOf } from '../usage/usage-counts.js';
 import type { UsageDelta } from '../usage/usage.repository.js';
 import { chooseThreads } from './threading.js';
 
@@ -374,7 +373,7 @@ export function createDelivery(deps: DeliveryDeps) {
       counts.push(usageOf(s.inbox, 'message_count', now, 1), usageOf(s.inbox, 'storage_bytes', now, s.message.size));
       if (s.inbox === from && !selfDelivered) continue;
       if (blocked.has(s.inbox.inboxId)) {
-        counts.push(countOf(s.inbox, 'message.received.blocked', now));
+        counts.push(countOf(s.inbox, RECEIVED_BLOCKED, now));
         continue;
       }
       emitted.push(receivedEvent(s.inbox, s.message, s.thread));

@@ -8,6 +8,9 @@ import { dialectOf } from '../../platform/db/dialect.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { MessageNotFoundError } from '../core/message.errors.js';
+
+/** A stored message named in a path, within the caller's scope. */
+
 /** A message of an inbox of the caller's organization (locked with `lock`), else MessageNotFoundError or InboxNotFoundError. */
 export async function findOwnMessage(
   db: Db,

@@ -3,7 +3,7 @@ import type { InboxRef } from '../core/inbox.js';
 import type { Message } from '../core/message.js';
 import { TRASH_LABEL, type Thread } from '../core/thread.js';
 import type { Db } from '../schema/database.js';
-import { threadDeleted } from '../usage/usage.service.js';
+import { threadDeleted } from '../usage/usage-counts.js';
 import type { LabelsService } from './labels.service.js';
 import { deleteMessageRow, listThreadMessages } from './message.repository.js';
 import { deleteThreadWithMessages } from './thread.repository.js';

@@ -8,6 +8,9 @@ import {
 import { dialectOf } from '../../platform/db/dialect.js';
 import { mergeThreadLabels, startThread, addMessageToThread } from '../core/thread.js';
 import { findThreadMessageLabels, listThreadMessages } from './message.repository.js';
+
+/** Thread summaries kept in step with their messages, in the caller's transaction (the thread locked). */
+
 /** Recomputes a thread's labels from its messages' (the old order kept), with the thread locked, in the caller's transaction. */
 export async function refreshThreadLabels(trx: Db, threadId: string, updatedAt: string): Promise<void> {
   const [thread] = await findThreadsForUpdate(trx, [threadId], dialectOf(trx));

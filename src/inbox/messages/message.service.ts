@@ -3,26 +3,25 @@ import type { Clock } from '../../platform/clock.js';
 import type { Ids } from '../../platform/ids.js';
 import type { LabelsService, LabelChange } from '../mailstore/labels.service.js';
 import type { RemovalService } from '../mailstore/removal.service.js';
-import { MessageNotFoundError } from '../core/message.errors.js';
-import { normalizeMessageId } from '../core/message.js';
+import {
+  MessageNotFoundError,
+  AttachmentNotFoundError,
+  ConflictingLabelsError,
+  RawMessageNotAvailableError,
+} from '../core/message.errors.js';
+import { normalizeMessageId, type AttachmentMeta, type Message, validateLabels } from '../core/message.js';
 import { findOwnMessage } from '../mailstore/message-lookup.js';
 import { decodeCursor, page } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
-import type { KeyOwner } from '../core/scope.js';
+import { type KeyOwner, requireLabelPermissions, requirePermission } from '../core/scope.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import { findScopedInbox, requireScopedInbox } from '../inboxes/inbox-scope.js';
 import { normalizeInboxId } from '../core/inbox.js';
-import { requireLabelPermissions, requirePermission } from '../core/scope.js';
 import { parseLimit, parseListFilter, type ListFilterQuery } from '../lists/list-query.js';
 import { createDownloadLinks, type DownloadTarget } from './message-download.service.js';
-import {
-  AttachmentNotFoundError,
-  ConflictingLabelsError,
-  RawMessageNotAvailableError,
-} from '../core/message.errors.js';
 import {
   findAttachmentContent,
   findRawSource,
@@ -30,8 +29,6 @@ import {
   findThreadAttachment,
   listMessages,
 } from '../mailstore/message.repository.js';
-import { type AttachmentMeta, type Message } from '../core/message.js';
-import { validateLabels } from '../core/message.js';
 
 export type { ReplyInput, SendAttachmentInput, SendInput } from '../outgoing/outgoing.js';
 

@@ -1,4 +1,4 @@
-import { CONTROL, validateLabels } from '../core/message.js';
+import { CONTROL, validateLabels, type AttachmentMeta, type ContentDisposition } from '../core/message.js';
 import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import type { Clock } from '../../platform/clock.js';
 import { decodeBase64 } from '../mail/base64.js';
@@ -19,7 +19,6 @@ import {
   TooManyRecipientsError,
   type AddressField,
 } from '../core/message.errors.js';
-import type { AttachmentMeta, ContentDisposition } from '../core/message.js';
 
 /**
  * Validation of an outgoing message (send, reply, reply-all, forward, drafts and their sends): the request's fields → `Outgoing`, or the error of the first rule it breaks, each

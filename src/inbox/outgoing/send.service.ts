@@ -1,12 +1,11 @@
 import { recipientRule } from '../core/recipients.js';
 import { timeOrderedUuid } from '../../platform/ids.js';
-import type { KeyOwner } from '../core/scope.js';
+import { type KeyOwner, requirePermission } from '../core/scope.js';
 import type { ComposedMessage, DeliveryPathDeps } from '../mailstore/delivery.service.js';
 import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
 import { ExternalDeliveryDisabledError } from '../core/message.errors.js';
 import { findScopedInbox } from '../inboxes/inbox-scope.js';
 import { normalizeInboxId } from '../core/inbox.js';
-import { requirePermission } from '../core/scope.js';
 import { ForbiddenError } from '../../platform/errors/app-error.js';
 import { composeSource, formatMailbox, previewOf, type Mailbox } from '../mail/compose.js';
 import { CHUNK_BYTES, storedAsBlob } from '../mailstore/message-blobs.js';

@@ -1,6 +1,9 @@
 import type { Db } from '../schema/database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import { afterKey } from '../../platform/db/keyset.js';
+
+/** The SQL of pods. */
+
 export interface Pod {
   readonly podId: string;
   readonly organizationId: string;

@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
 import { ownerOf } from '../http/auth.js';
-import { errorResponses } from '../http/common.schemas.js';
+import { errorResponses, PageQuery as InboxListQuery } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';
-import { PageQuery as InboxListQuery } from '../http/common.schemas.js';
 import type { PodService } from './pod.service.js';
 import { CreatePodBody, ListPodsResponse, PodParams, PodResponse, toPodResponse } from './pod.schemas.js';
 

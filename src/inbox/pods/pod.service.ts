@@ -9,8 +9,7 @@ import { podInScope } from './pod-scope.js';
 import { checkName } from '../core/names.js';
 import { PodNotFoundError } from './pod.errors.js';
 import { deletePod, findPodByClientId, insertPod, listPods, podHasInboxes, type Pod } from './pod.repository.js';
-import { type KeyOwner } from '../core/scope.js';
-import { requirePermission, requireWithinScope } from '../core/scope.js';
+import { type KeyOwner, requirePermission, requireWithinScope } from '../core/scope.js';
 import type { InboxDatabase } from '../schema/database.js';
 import { parseLimit } from '../lists/list-query.js';
 

@@ -1,10 +1,8 @@
 import type { Kysely } from 'kysely';
-import type { KeyOwner } from '../core/scope.js';
+import { type KeyOwner, inScope } from '../core/scope.js';
 import { podBelongsTo } from '../pods/pod.repository.js';
-import { inScope } from '../core/scope.js';
 import type { InboxDatabase } from '../schema/database.js';
-import { SDK_EVENT_TYPES } from '../core/events.js';
-import { webhookMatches } from '../core/events.js';
+import { SDK_EVENT_TYPES, webhookMatches } from '../core/events.js';
 import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { normalizeInboxId } from '../core/inbox.js';
 import type { FeedEventSummary } from './event-feed.js';

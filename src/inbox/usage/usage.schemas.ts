@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { MAX_BUCKETS, METRIC_EVENT_TYPES, USAGE_TYPES } from './usage.service.js';
+import { MAX_BUCKETS } from './usage.service.js';
+import { USAGE_TYPES, METRIC_EVENT_TYPES } from '../core/events.js';
 
 const common = {
   start: Type.Optional(Type.String({ maxLength: 64, description: 'ISO-8601 start (default: end − 24 periods)' })),

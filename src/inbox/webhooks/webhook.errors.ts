@@ -1,5 +1,4 @@
-import { ConflictError, NotFoundError } from '../../platform/errors/app-error.js';
-import { ValidationError } from '../../platform/errors/app-error.js';
+import { ConflictError, NotFoundError, ValidationError } from '../../platform/errors/app-error.js';
 
 /** At most this many inbox ids and pod ids per webhook (AgentMail's limit). */
 export const MAX_FILTER_IDS = 10;

@@ -1,9 +1,8 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Executor } from '../db/types.js';
 import { dialectOf } from '../db/dialect.js';
 import { insertCompiledOnce } from '../db/compiled-once.js';
-import type { Selectable } from 'kysely';
 import type { JobsDatabase, JobTable } from './jobs.table.js';
 
 /**
