@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
@@ -25,17 +25,17 @@ import { prng } from './lib/prng.mjs';
 let svc;
 export async function loadService(dist) {
   const from = (file) => import(pathToFileURL(path.join(dist, 'src', file)).href);
-  const [pagination, compose, service, threads, config, configSpec, ids] = await Promise.all(
-    [
-      'platform/db/cursor.js',
-      'inbox/mail/compose.js',
-      'inbox/service.js',
-      'inbox/threads/thread.service.js',
-      'platform/config/config.js',
-      'inbox/inbox.config.js',
-      'platform/ids.js',
-    ].map(from),
-  );
+  // The thread rules moved to inbox/core/thread.js (issue 26); builds from before it keep them in threads/.
+  const rules = (file, before) => (existsSync(path.join(dist, 'src', file)) ? from(file) : from(before));
+  const [pagination, compose, service, threads, config, configSpec, ids] = await Promise.all([
+    from('platform/db/cursor.js'),
+    from('inbox/mail/compose.js'),
+    from('inbox/service.js'),
+    rules('inbox/core/thread.js', 'inbox/threads/thread.service.js'),
+    from('platform/config/config.js'),
+    from('inbox/inbox.config.js'),
+    from('platform/ids.js'),
+  ]);
   svc = { ...pagination, ...compose, ...service, ...threads, ...config, ...configSpec, ...ids };
   return svc;
 }
