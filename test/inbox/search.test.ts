@@ -264,8 +264,14 @@ describe.each(dialects)('%s: search', (dialect) => {
     } as unknown as ComposedMessage);
     // Queued in the same turn: one SQLite batch (the document deferred to its end, after the
     // delete); on PostgreSQL two transactions, the document first, then the delete.
+    const indexed = database.commits.run((trx) =>
+      indexLater(trx, [{ inbox: inbox!, message: message!, thread: thread! }]),
+    );
+    // On PostgreSQL the two are separate transactions racing for the row: make the order the one
+    // this test means (the document first), rather than the pool's.
+    if (dialect === 'postgres') await indexed;
     await Promise.all([
-      database.commits.run((trx) => indexLater(trx, [{ inbox: inbox!, message: message!, thread: thread! }])),
+      indexed,
       runtime.services.messages.delete({ apiKeyId: 'test', organizationId: org.organizationId }, ben, letter.messageId),
     ]);
     const matches = async (table: 'message_search' | 'thread_search') =>
