@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import { nulPath } from '../../platform/http/nul.js';
 import type { KeyOwner } from '../api-keys/api-key.repository.js';
 import { podBelongsTo } from '../api-keys/api-key.repository.js';
 import { inScope } from '../api-keys/scope.js';
@@ -59,13 +58,6 @@ export function parseClientFrame(text: string): Subscription {
   } catch {
     throw new FrameError('ValidationError', 'The frame is not valid JSON.');
   }
-  // As in a request body: PostgreSQL cannot compare a NUL where SQLite can (the ids reach SQL).
-  const nul = nulPath(frame);
-  if (nul)
-    throw new FrameError(
-      'ValidationError',
-      `${nul[0] ?? 'frame'}: contains a NUL character (U+0000), which no field accepts.`,
-    );
   if (typeof frame !== 'object' || frame === null || Array.isArray(frame))
     throw new FrameError('ValidationError', 'A frame is a JSON object with a "type".');
   const record = frame as Record<string, unknown>;
