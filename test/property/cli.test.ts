@@ -158,4 +158,37 @@ describe.each(dialects)('%s: command line', (dialect) => {
     const check = await api(server?.url ?? '', '/api/users', { key });
     expect(check.status).toBe(200);
   });
+
+  it('property:users:rotate-key replaces a lost key: the old one answers 401 at once, the new one works', async () => {
+    expect(server).toBeDefined();
+    const url = server?.url ?? '';
+    const registered = await api(url, '/api/users', {
+      method: 'POST',
+      body: { name: 'Rotating Rita', email: uniqueEmail('rotate') },
+    });
+    expect(registered.status).toBe(201);
+    const { apiKey: oldKey, email: ritasEmail } = registered.body as Item & { apiKey: string; email: string };
+    expect((await api(url, '/api/users', { key: oldKey })).status).toBe(200);
+
+    // The address in another case names the same account.
+    const res = await runCli(['property:users:rotate-key', '--email', ritasEmail.toUpperCase()], env);
+    expect(res.code, res.stderr + res.stdout).toBe(0);
+    const newKey = lastLine(res.stdout);
+    expect(newKey).toMatch(KEY);
+    expect(newKey).not.toBe(oldKey);
+    expect((await api(url, '/api/users', { key: oldKey })).status).toBe(401);
+    const mine = await api(url, '/api/users', { key: newKey });
+    expect(mine.status).toBe(200);
+    expect(members(mine).map((m) => m.email)).toEqual([ritasEmail]);
+  });
+
+  it('property:users:rotate-key fails with status 1 for an unknown address, and with usage text without --email', async () => {
+    const unknown = await runCli(['property:users:rotate-key', '--email', uniqueEmail('nobody')], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no property account/);
+    expect(lastLine(unknown.stdout)).not.toMatch(KEY);
+    const missing = await runCli(['property:users:rotate-key'], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('--email');
+  });
 });
