@@ -14,7 +14,9 @@ if (!field) {
 const text = readFileSync(0, 'utf8');
 let value;
 try {
-  value = field.split('.').reduce((at, key) => (at === null || at === undefined ? undefined : at[key]), JSON.parse(text));
+  value = field
+    .split('.')
+    .reduce((at, key) => (at === null || at === undefined ? undefined : at[key]), JSON.parse(text));
 } catch {
   value = undefined;
 }
