@@ -1,37 +1,16 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects } from './support/dialects.js';
+import { runCli } from './support/process.js';
 
 /**
  * `npm run cli -- <command> --help` (and `-h`, and `help <command>`) for every command prints
  * that command's help, exits 0 and changes nothing: no database file is created in DATA_DIR, no
  * PostgreSQL schema, no migration runs (issue 27: `migrate --help` used to migrate).
  */
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
-
-function runCli(
-  args: readonly string[],
-  env: Readonly<Record<string, string>>,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      TSX,
-      ['src/cli.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, ...env }, timeout: 60_000 },
-      (error, stdout, stderr) => {
-        if (error && typeof error.code !== 'number') reject(error);
-        else resolve({ code: error ? (error.code as number) : 0, stdout, stderr });
-      },
-    );
-  });
-}
 
 describe.each(dialects)('%s: cli --help', (dialect) => {
   let dataDir: string;

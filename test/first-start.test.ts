@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dialects, freshPostgresSchema } from './support/dialects.js';
+import { runEntry, waitFor } from './support/process.js';
 
 /**
  * `npm start` (src/main.ts, both services in one process) as a newcomer meets it (issue 27):
@@ -12,50 +12,20 @@ import { dialects, freshPostgresSchema } from './support/dialects.js';
  * things are instead of a bare 404.
  */
 
-const root = path.resolve(import.meta.dirname, '..');
-const tsx = path.join(root, 'node_modules/.bin/tsx');
 const dir = mkdtempSync(path.join(tmpdir(), 'first-start-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Run {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-function start(env: Record<string, string>): Run {
-  const child = spawn(tsx, ['src/main.ts'], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      HOST: '127.0.0.1',
-      INBOX_PORT: '0',
-      INBOX_SMTP_PORT: '0',
-      PROPERTY_PORT: '0',
-      LOG_LEVEL: 'warn',
-      INBOX_SMTP_VERIFY_AUTH: 'false',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+/** `npm start`'s entry on free ports, logging warnings only. */
+const start = (env: Record<string, string>) =>
+  runEntry('src/main.ts', {
+    HOST: '127.0.0.1',
+    INBOX_PORT: '0',
+    INBOX_SMTP_PORT: '0',
+    PROPERTY_PORT: '0',
+    LOG_LEVEL: 'warn',
+    INBOX_SMTP_VERIFY_AUTH: 'false',
+    ...env,
   });
-  let output = '';
-  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
-}
-
-async function waitFor(r: Run, pattern: RegExp, ms = 30_000): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const m = pattern.exec(r.output());
-    if (m) return m;
-    if (Date.now() > deadline || r.child.exitCode !== null)
-      throw new Error(`did not see ${pattern} in:\n${r.output()}`);
-    await new Promise((res) => setTimeout(res, 50));
-  }
-}
 
 describe('npm start: settings it refuses', () => {
   it.each([

@@ -1,45 +1,17 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startPropertyServer } from '../support/property-server.js';
 import { api } from '../support/http.js';
+import { runCli } from '../support/process.js';
 import { members, uniqueEmail, type Item } from './fixtures.js';
 
 type Server = Awaited<ReturnType<typeof startPropertyServer>>;
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
 const KEY = /^prop_[A-Za-z0-9_-]{43,}$/;
-
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs `tsx src/cli.ts …` (no build needed) and resolves with its exit code and output. */
-function runCli(args: readonly string[], env: Readonly<Record<string, string>>): Promise<CliResult> {
-  const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
-  return new Promise((resolve, reject) => {
-    execFile(
-      TSX,
-      ['src/cli.ts', ...args],
-      { cwd: ROOT, env: childEnv, timeout: 60_000, maxBuffer: 4 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        if (error && typeof error.code !== 'number') {
-          reject(error);
-          return;
-        }
-        resolve({ code: error ? (error.code as number) : 0, stdout, stderr });
-      },
-    );
-  });
-}
 
 const lastLine = (text: string): string => text.trimEnd().split('\n').at(-1)?.trim() ?? '';
 

@@ -20,42 +20,21 @@ export function PercentField(props: NumberFieldProps) {
   );
 }
 
-export function BundeslandList() {
-  return (
-    <ListGuesser>
-      <FieldGuesser source="name" />
-      <FieldGuesser source="code" />
-      <PercentField source="grunderwerbsteuerSatz" label="Grunderwerbsteuersatz" />
-    </ListGuesser>
-  );
-}
+/** What the list and the page of a federal state show. */
+const stateFields = [
+  <FieldGuesser key="name" source="name" />,
+  <FieldGuesser key="code" source="code" />,
+  <PercentField key="rate" source="grunderwerbsteuerSatz" label="Grunderwerbsteuersatz" />,
+];
 
-export function BundeslandShow() {
-  return (
-    <ShowGuesser>
-      <FieldGuesser source="name" />
-      <FieldGuesser source="code" />
-      <PercentField source="grunderwerbsteuerSatz" label="Grunderwerbsteuersatz" />
-    </ShowGuesser>
-  );
-}
+/** What the list and the page of a user show: no `apiKey`. */
+const userFields = [
+  <FieldGuesser key="name" source="name" />,
+  <FieldGuesser key="email" source="email" />,
+  <FieldGuesser key="role" source="role" />,
+];
 
-export function UserList() {
-  return (
-    <ListGuesser>
-      <FieldGuesser source="name" />
-      <FieldGuesser source="email" />
-      <FieldGuesser source="role" />
-    </ListGuesser>
-  );
-}
-
-export function UserShow() {
-  return (
-    <ShowGuesser>
-      <FieldGuesser source="name" />
-      <FieldGuesser source="email" />
-      <FieldGuesser source="role" />
-    </ShowGuesser>
-  );
-}
+export const BundeslandList = () => <ListGuesser>{stateFields}</ListGuesser>;
+export const BundeslandShow = () => <ShowGuesser>{stateFields}</ShowGuesser>;
+export const UserList = () => <ListGuesser>{userFields}</ListGuesser>;
+export const UserShow = () => <ShowGuesser>{userFields}</ShowGuesser>;
