@@ -25,19 +25,22 @@ const BACKSLASH = 0x5c;
 
 /**
  * Whether the JSON text nests arrays and objects more than `max` levels deep (brackets inside
- * strings do not count). One pass over the text, no allocation; meant for text that has yet to
- * be parsed, whether or not it is valid JSON.
+ * strings do not count). One pass over the text, no allocation; strings are skipped with
+ * `indexOf`, not a character at a time (a body is mostly strings). Meant for text that has yet
+ * to be parsed, whether or not it is valid JSON.
  */
 export function jsonDeeperThan(text: string, max: number = MAX_JSON_DEPTH): boolean {
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
-      // Skip the string: to the quote no odd run of backslashes escapes.
-      for (i++; i < text.length; i++) {
-        const s = text.charCodeAt(i);
-        if (s === BACKSLASH) i++;
-        else if (s === QUOTE) break;
+      // To the closing quote: the next one that no odd run of backslashes escapes.
+      for (;;) {
+        i = text.indexOf('"', i + 1);
+        if (i < 0) return false;
+        let before = i - 1;
+        while (text.charCodeAt(before) === BACKSLASH) before--;
+        if ((i - 1 - before) % 2 === 0) break;
       }
     } else if (c === 0x5b || c === 0x7b) {
       if (++depth > max) return true;
