@@ -33,13 +33,24 @@ async function main(): Promise<void> {
     await inbox.close();
     throw err;
   });
-  process.stdout.write(`Inbox service:    ${inbox.url ?? '(no api role)'}/v0  (docs: ${inbox.url ?? ''}/v0/docs)\n`);
-  process.stdout.write(`Property service: ${property.url}/api  (docs: ${property.url}/api/docs.html)\n`);
+  process.stdout.write(
+    inbox.url
+      ? `Inbox service:    ${inbox.url}/v0  (docs: ${inbox.url}/v0/docs)\n`
+      : `Inbox service:    no HTTP API in this process (INBOX_ROLES=${inboxConfig.roles.join(',')})\n`,
+  );
   if (inbox.smtp) process.stdout.write(`Inbox SMTP:       smtp://${inbox.smtp.host}:${inbox.smtp.port}\n`);
+  process.stdout.write(
+    `Property service: ${property.url}/api  (docs: ${property.url}/api/docs.html, admin: ${property.url}/admin)\n`,
+  );
   closeOnSignals([() => inbox.close(), () => property.close()], log);
 }
 
 main().catch((err: unknown) => {
+  // A setting found wrong only at start (a DATA_DIR that cannot be written) exits as a bad setting does.
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(78);
+  }
   process.stderr.write(`failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 });

@@ -135,6 +135,7 @@ export async function buildInboxApp(
   const bodyLimit = Math.ceil((config.maxAttachmentBytes * 4) / 3) + Math.ceil(2.5 * config.maxBodyBytes) + 1024 * 1024;
   const app = buildHttpApp({
     name: 'inbox',
+    index: { api: '/v0', docs: '/v0/docs', openapi: '/v0/openapi.json' },
     logLevel: config.logLevel,
     bodyLimit,
     ready: ops.ready ?? (async () => (await database.ping(), { database: 'ok' })),

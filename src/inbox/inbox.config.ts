@@ -278,9 +278,10 @@ export const inboxConfigSpec = {
     1,
     100_000,
   ),
-  roles: env.list(
+  roles: env.listOf<string>(
     'INBOX_ROLES',
-    'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP)',
+    'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP); anything else stops the process',
+    ['api', 'worker', 'smtp'],
     ['api', 'worker', 'smtp'],
   ),
 } as const;

@@ -1,3 +1,4 @@
+import { prepareSqliteDirectory } from '../platform/config/data-dir.js';
 import { openDatabase, type Database } from '../platform/db/database.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
 import type { InboxConfig } from './inbox.config.js';
@@ -10,6 +11,7 @@ import { INBOX_MIGRATION_TABLE, inboxMigrations } from './migrations/index.js';
  */
 
 export async function openInboxDatabase(config: InboxConfig): Promise<Database<InboxDatabase>> {
+  prepareSqliteDirectory({ url: config.databaseUrl, dataDir: config.dataDir, urlVariable: 'INBOX_DATABASE_URL' });
   // FULL: a message the API or SMTP acknowledged survives power loss, not only a process crash.
   return openDatabase<InboxDatabase>({
     url: config.databaseUrl,

@@ -91,6 +91,12 @@ export async function buildPropertyApp({
   const http = httpOptions(config);
   const app = buildHttpApp({
     name: 'property',
+    index: {
+      api: `${http.prefix}`,
+      docs: `${http.prefix}/docs.html`,
+      openapi: `${http.prefix}/docs.json`,
+      admin: '/admin',
+    },
     logLevel: config.logLevel,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,

@@ -21,7 +21,9 @@ async function main(): Promise<void> {
   log.info(
     `property service listening on ${service.url}/api (docs: ${service.url}/api/docs.html, database: ${service.database.description})`,
   );
-  process.stdout.write(`Property service: ${service.url}/api\n`);
+  process.stdout.write(
+    `Property service: ${service.url}/api  (docs: ${service.url}/api/docs.html, admin: ${service.url}/admin)\n`,
+  );
   closeOnSignals([() => service.close()], log);
 }
 

@@ -1,3 +1,4 @@
+import { prepareSqliteDirectory } from '../platform/config/data-dir.js';
 import { openDatabase, type Database } from '../platform/db/database.js';
 import { migrateToLatest } from '../platform/db/migrate.js';
 import type { PropertyConfig } from './app.js';
@@ -9,6 +10,7 @@ import { PROPERTY_MIGRATION_TABLE, propertyMigrations } from './migrations/index
  */
 
 export async function openPropertyDatabase(config: PropertyConfig): Promise<Database<unknown>> {
+  prepareSqliteDirectory({ url: config.databaseUrl, dataDir: config.dataDir, urlVariable: 'PROPERTY_DATABASE_URL' });
   return openDatabase({
     url: config.databaseUrl,
     dataDir: config.dataDir,

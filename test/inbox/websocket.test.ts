@@ -316,6 +316,15 @@ describe.each(dialects)('%s: real-time events over WebSocket', (dialect) => {
           sdk.socket.sendSubscribe({ type: 'subscribe', eventTypes: ['message.exploded' as AgentMail.EventType] }),
         ),
       ).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('event_types') });
+      // A NUL in an id would reach SQL (PostgreSQL fails on it, SQLite compares it): refused alike.
+      for (const field of ['inbox_ids', 'pod_ids'])
+        expect(
+          await errorOf(() => raw.socket.send(JSON.stringify({ type: 'subscribe', [field]: ['a\u0000b@inbox.test'] }))),
+        ).toEqual({
+          type: 'error',
+          name: 'ValidationError',
+          message: 'The frame contains a NUL character (U+0000), which no field accepts.',
+        });
       expect(
         await errorOf(() => raw.socket.send(JSON.stringify({ type: 'subscribe', inbox_ids: 'not-a-list' }))),
       ).toMatchObject({ type: 'error', name: 'ValidationError', message: expect.stringContaining('inbox_ids') });

@@ -60,6 +60,14 @@ serveTasks({
     throw new RangeError('not this one');
   },
   die: () => process.exit(3),
+  /** A value nested `n` deep: from some depth on, the structured clone of the answer overflows its stack. */
+  nested: (n: number) => {
+    let value: unknown = [];
+    for (let i = 0; i < n; i++) value = [value];
+    return { value };
+  },
+  /** A value the structured clone cannot copy at all. */
+  uncloneable: () => ({ value: () => 1 }),
   /** Sends the chunks of its input on the channel (platform/workers/pieces.ts); its value: the bytes sent. */
   pieces: async (input: PiecesInput & { pieces: PiecesChannel }) => ({
     value: await sendPieces(input.pieces, chunks(input)),

@@ -5,6 +5,7 @@ import { inboxPool, TASK_YOUNG_GENERATION_MB } from '../../src/inbox/offload.js'
 import { getPriority } from 'node:os';
 import { createWorkerPool, WorkerPoolError, type WorkerPool } from '../../src/platform/workers/pool.js';
 import { TASK_THREAD_NICENESS } from '../../src/platform/workers/tasks.js';
+import { MAX_JSON_DEPTH } from '../../src/platform/http/json-depth.js';
 
 const module = new URL('./worker-pool.tasks.ts', import.meta.url);
 
@@ -73,6 +74,33 @@ describe('worker pool', () => {
     expect((refused as Error).name).toBe('DataCloneError');
     expect(await pool.run('double', 4)).toBe(8);
     expect(await pool.run<number>('thread', null)).toBe(before);
+  });
+
+  it('fails a task whose answer cannot be sent back (too deep, not cloneable), and runs the next on the same thread', async () => {
+    pool = createWorkerPool({ module, size: 1 });
+    const before = await pool.run<number>('thread', null);
+    for (const [task, input] of [
+      ['nested', 200_000],
+      ['uncloneable', null],
+    ] as const) {
+      const refused = await pool.run(task, input).catch((err: Error) => err);
+      expect(refused).toBeInstanceOf(Error);
+      expect(refused).not.toBeInstanceOf(WorkerPoolError);
+      expect((refused as Error).name).toBe('TaskReplyError');
+      expect(await pool.run<number>('thread', null)).toBe(before);
+    }
+    expect(await pool.run<unknown[]>('nested', 2)).toEqual([[[]]]);
+  });
+
+  it('the inbox pool refuses JSON nested too deep as JsonTooDeepError, on the thread that parses the next body', async () => {
+    const inbox = inboxPool();
+    const deep = (n: number) => Buffer.from('['.repeat(n) + ']'.repeat(n));
+    expect(await inbox.run('parseJson', deep(MAX_JSON_DEPTH))).toBeInstanceOf(Array);
+    for (const n of [MAX_JSON_DEPTH + 1, 20_000, 600_000]) {
+      const refused = await inbox.run('parseJson', deep(n)).catch((err: Error) => err);
+      expect([n, (refused as Error).name]).toEqual([n, 'JsonTooDeepError']);
+    }
+    expect(await inbox.run('parseJson', Buffer.from('{"a":[1]}'))).toEqual({ a: [1] });
   });
 
   it('refuses work once closed', async () => {

@@ -421,6 +421,44 @@ describe.each(dialects)('admin at /admin (%s)', (dialect) => {
   );
 
   it.skipIf(!hasChromium)(
+    'labels every resource and field in German: no empty API key column, rates with %',
+    async () => {
+      const admin = await server.createAccount('admin', { name: 'Anna Admin' });
+      const context = await (browser as Browser).newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      const seen = record(page);
+      await signIn(page, server, admin.key);
+      const menu = await page.getByRole('menuitem').allInnerTexts();
+      expect(menu.map(plain)).toEqual(
+        expect.arrayContaining(['Immobilien', 'Bundesländer', 'Heizungstypen', 'Benutzer']),
+      );
+      const headers = async () =>
+        (await page.locator('.RaDatagrid-headerCell').allInnerTexts()).map(plain).filter(Boolean);
+
+      await page.getByRole('menuitem', { name: 'Benutzer' }).click();
+      await expect.poll(async () => (await listRows(page)).join('\n'), { timeout: 15_000 }).toContain('Anna Admin');
+      expect(await headers()).toEqual(['Name', 'E-Mail', 'Rolle']);
+      await shot(page, `${dialect}-08-users`);
+
+      await page.getByRole('menuitem', { name: 'Bundesländer' }).click();
+      await expect.poll(async () => (await listRows(page)).join('\n'), { timeout: 15_000 }).toContain('Bayern');
+      expect(await headers()).toEqual(['Name', 'Kürzel', 'Grunderwerbsteuersatz']);
+      const bayern = (await listRows(page)).find((r) => r.includes('Bayern')) as string;
+      const states = (await api(server, admin.key, 'GET', '/api/bundeslands?code=BY')).body?.['hydra:member'] as {
+        grunderwerbsteuerSatz?: number;
+      }[];
+      const rate = states[0]?.grunderwerbsteuerSatz;
+      expect(bayern).toContain(typeof rate === 'number' ? `${String(rate).replace('.', ',')} %` : '–');
+      await shot(page, `${dialect}-09-states`);
+
+      expect(seen.foreign(server.url)).toEqual([]);
+      expect(seen.problems).toEqual([]);
+      await context.close();
+    },
+    120_000,
+  );
+
+  it.skipIf(!hasChromium)(
     'a user key sees only its own properties; a key that stops working leads back to the login screen',
     async () => {
       const admin = await server.createAccount('admin');

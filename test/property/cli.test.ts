@@ -1,45 +1,17 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startPropertyServer } from '../support/property-server.js';
 import { api } from '../support/http.js';
+import { runCli } from '../support/process.js';
 import { members, uniqueEmail, type Item } from './fixtures.js';
 
 type Server = Awaited<ReturnType<typeof startPropertyServer>>;
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
 const KEY = /^prop_[A-Za-z0-9_-]{43,}$/;
-
-interface CliResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs `tsx src/cli.ts …` (no build needed) and resolves with its exit code and output. */
-function runCli(args: readonly string[], env: Readonly<Record<string, string>>): Promise<CliResult> {
-  const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
-  return new Promise((resolve, reject) => {
-    execFile(
-      TSX,
-      ['src/cli.ts', ...args],
-      { cwd: ROOT, env: childEnv, timeout: 60_000, maxBuffer: 4 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        if (error && typeof error.code !== 'number') {
-          reject(error);
-          return;
-        }
-        resolve({ code: error ? (error.code as number) : 0, stdout, stderr });
-      },
-    );
-  });
-}
 
 const lastLine = (text: string): string => text.trimEnd().split('\n').at(-1)?.trim() ?? '';
 
@@ -157,5 +129,38 @@ describe.each(dialects)('%s: command line', (dialect) => {
     expect(key).toMatch(KEY);
     const check = await api(server?.url ?? '', '/api/users', { key });
     expect(check.status).toBe(200);
+  });
+
+  it('property:users:rotate-key replaces a lost key: the old one answers 401 at once, the new one works', async () => {
+    expect(server).toBeDefined();
+    const url = server?.url ?? '';
+    const registered = await api(url, '/api/users', {
+      method: 'POST',
+      body: { name: 'Rotating Rita', email: uniqueEmail('rotate') },
+    });
+    expect(registered.status).toBe(201);
+    const { apiKey: oldKey, email: ritasEmail } = registered.body as Item & { apiKey: string; email: string };
+    expect((await api(url, '/api/users', { key: oldKey })).status).toBe(200);
+
+    // The address in another case names the same account.
+    const res = await runCli(['property:users:rotate-key', '--email', ritasEmail.toUpperCase()], env);
+    expect(res.code, res.stderr + res.stdout).toBe(0);
+    const newKey = lastLine(res.stdout);
+    expect(newKey).toMatch(KEY);
+    expect(newKey).not.toBe(oldKey);
+    expect((await api(url, '/api/users', { key: oldKey })).status).toBe(401);
+    const mine = await api(url, '/api/users', { key: newKey });
+    expect(mine.status).toBe(200);
+    expect(members(mine).map((m) => m.email)).toEqual([ritasEmail]);
+  });
+
+  it('property:users:rotate-key fails with status 1 for an unknown address, and with usage text without --email', async () => {
+    const unknown = await runCli(['property:users:rotate-key', '--email', uniqueEmail('nobody')], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no property account/);
+    expect(lastLine(unknown.stdout)).not.toMatch(KEY);
+    const missing = await runCli(['property:users:rotate-key'], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('--email');
   });
 });

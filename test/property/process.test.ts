@@ -1,43 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runEntry, waitFor } from '../support/process.js';
 
-const root = path.resolve(import.meta.dirname, '../..');
-const tsx = path.join(root, 'node_modules/.bin/tsx');
 const dir = mkdtempSync(path.join(tmpdir(), 'property-process-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Run {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-function run(env: Record<string, string>): Run {
-  const child = spawn(tsx, ['src/property/main.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
-}
-
-async function waitFor(r: Run, pattern: RegExp, ms = 20_000): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const m = pattern.exec(r.output());
-    if (m) return m;
-    if (Date.now() > deadline || r.child.exitCode !== null)
-      throw new Error(`did not see ${pattern} in:\n${r.output()}`);
-    await new Promise((res) => setTimeout(res, 50));
-  }
-}
+const run = (env: Record<string, string>) => runEntry('src/property/main.ts', env);
 
 describe('property service process', () => {
   it('refuses to start on bad configuration, naming every bad variable', async () => {

@@ -1,4 +1,5 @@
 import { ValidationError } from '../../platform/errors/app-error.js';
+import { nulPath } from '../../platform/http/nul.js';
 
 /** Page sizes of every inbox list (the spec's default and cap). */
 export const DEFAULT_LIMIT = 50;
@@ -90,6 +91,13 @@ export function parseStringList(field: string, raw: string | readonly string[] |
   }
   if (!Array.isArray(parsed) || !parsed.every((l) => typeof l === 'string'))
     throw new ValidationError(`${field} must be a JSON array of strings, e.g. ["a"].`, field, code);
+  // A `\u0000` escape decodes to the NUL that `%00` would have been (refused for every URL).
+  if (nulPath(parsed))
+    throw new ValidationError(
+      `${field}: contains a NUL character (U+0000), which no parameter accepts.`,
+      field,
+      'NUL_CHARACTER',
+    );
   return parsed as string[];
 }
 

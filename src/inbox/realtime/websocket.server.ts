@@ -6,6 +6,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import * as wsLibrary from 'ws';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import type { AppErrorKind } from '../../platform/errors/app-error.js';
+import { nulPath } from '../../platform/http/nul.js';
 import type { RateLimiter } from '../../platform/http/rate-limit.js';
 import { existingKeyIds } from '../api-keys/api-key.repository.js';
 import { type KeyOwner, holds } from '../core/scope.js';
@@ -227,7 +228,11 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
       const text = Array.isArray(data)
         ? Buffer.concat(data).toString('utf8')
         : Buffer.from(data as ArrayBuffer).toString('utf8');
-      const subscription = await checkSubscription(deps.db, client.owner, parseClientFrame(text));
+      const frame = parseClientFrame(text);
+      // As in a request body: the ids reach SQL, where PostgreSQL fails on a NUL that SQLite compares.
+      if (nulPath(frame))
+        throw new FrameError('ValidationError', 'The frame contains a NUL character (U+0000), which no field accepts.');
+      const subscription = await checkSubscription(deps.db, client.owner, frame);
       if (!client.subscription) subscribed++;
       // A new subscribe frame replaces the filters in force.
       client.subscription = subscription;

@@ -50,6 +50,27 @@ describe('loadConfig', () => {
     expect((caught as Error).message).not.toContain('secret');
   });
 
+  it('reads a list of known values (each once), and refuses an unknown value or an empty list', () => {
+    const roles = { roles: env.listOf('X_ROLES', 'roles', ['api', 'worker'], ['api', 'worker']) };
+    expect(loadConfig(roles, {}).roles).toEqual(['api', 'worker']);
+    expect(loadConfig(roles, { X_ROLES: ' worker, api,worker ' }).roles).toEqual(['worker', 'api']);
+    for (const [raw, problem] of [
+      ['foo', 'X_ROLES must be a comma-separated list of api, worker, got "foo" (unknown: foo)'],
+      ['api,smtp', 'X_ROLES must be a comma-separated list of api, worker, got "api,smtp" (unknown: smtp)'],
+      [', ,', 'X_ROLES must be a comma-separated list of api, worker, got ", ,"'],
+    ] as const) {
+      const err = (() => {
+        try {
+          loadConfig(roles, { X_ROLES: raw });
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      })();
+      expect([raw, (err as ConfigError | undefined)?.problems]).toEqual([raw, [problem]]);
+    }
+  });
+
   it('redacts credentials in URLs', () => {
     expect(redactUrl('postgres://user:pw@host:5432/db')).toBe('postgres://user:***@host:5432/db');
     expect(redactUrl('postgres://host/db')).toBe('postgres://host/db');

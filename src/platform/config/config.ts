@@ -108,6 +108,26 @@ export const env = {
         .filter(Boolean),
     );
   },
+  /** A comma-separated list of at least one of `values`, each at most once. */
+  listOf<const T extends string>(
+    variable: string,
+    description: string,
+    values: readonly T[],
+    fallback: readonly T[],
+  ): Setting<readonly T[]> {
+    return setting(variable, description, fallback, `\`${fallback.join(',')}\``, (raw) => {
+      const items = raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      const unknown = items.filter((i) => !(values as readonly string[]).includes(i));
+      if (unknown.length || !items.length)
+        throw new SettingProblem(
+          `must be a comma-separated list of ${values.join(', ')}, got "${raw}"${unknown.length ? ` (unknown: ${unknown.join(', ')})` : ''}`,
+        );
+      return [...new Set(items)] as T[];
+    });
+  },
   url(
     variable: string,
     description: string,

@@ -47,6 +47,11 @@ export interface HttpAppOptions {
   /** Paths whose next segment is a secret (a capability token): logged cut short. */
   readonly secretPathPrefixes?: readonly string[];
   /**
+   * What `GET /` answers: where the service's API, documentation and tools are, as a JSON object
+   * of paths (a newcomer who opens the bare address learns where to go); 404 when absent.
+   */
+  readonly index?: Readonly<Record<string, string>>;
+  /**
    * Renders errors Node's HTTP parser raises before there is a request at all (bytes that are
    * not HTTP, headers over 16 KiB, headers too slow): the body of a raw answer on the socket.
    */
@@ -205,6 +210,12 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
   });
 
   addOpsRoutes(app, registry, options);
+  const index = options.index;
+  if (index)
+    app.get('/', async (_request, reply) => {
+      reply.header('cache-control', 'no-store');
+      return { service: options.name, ...index, health: '/healthz', readiness: '/readyz' };
+    });
   return app;
 }
 

@@ -3,6 +3,7 @@ import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ownBuffer } from '../workers/tasks.js';
 import { WorkerPoolError, type WorkerPool } from '../workers/pool.js';
 import { JsonBodyScanner, type BytesAt, type LargeValue } from './json-scanner.js';
+import { JsonTooDeepError, jsonDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 
 /**
  * A large string value that a `BytesSink` decoded as it arrived stands in its object as an empty
@@ -33,11 +34,18 @@ export interface JsonBodyOptions {
  * read in pieces as they arrive: every large string value is kept apart (or decoded by its sink)
  * and parsed alone in a worker thread, the rest is parsed as JSON (in a worker thread if it is
  * itself large), and the large values are put back in their places. No copy of the whole body is
- * ever made; answers to bad JSON and to bodies over the route's limit are Fastify's.
+ * ever made; answers to bad JSON and to bodies over the route's limit are Fastify's. A body nested
+ * deeper than MAX_JSON_DEPTH is refused before it is parsed, by either reader (JsonTooDeepError).
  */
 export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options: JsonBodyOptions): void {
-  const small = app.getDefaultJsonParser('error', 'error');
+  const fastifyParser = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
+
+  /** Fastify's parser, for text not nested too deep. */
+  function small(request: FastifyRequest, text: string, done: (err: Error | null, value?: unknown) => void): void {
+    if (jsonDeeperThan(text)) done(new JsonTooDeepError(), undefined);
+    else fastifyParser(request, text, done);
+  }
 
   /** The value of a skeleton: on the event loop under `largeBodyBytes`, in a worker thread from there. */
   function parse(request: FastifyRequest, bytes: Buffer, done: (err: Error | null, value?: unknown) => void): void {
@@ -48,8 +56,7 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
     const own = ownBuffer(bytes);
     pool.run<unknown>('parseJson', bytes, own ? [own] : []).then(
       (value) => done(null, value),
-      (err: unknown) =>
-        done(err instanceof WorkerPoolError ? err : new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY(), undefined),
+      (err: unknown) => done(taskFailure(err), undefined),
     );
   }
 
@@ -71,7 +78,7 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
         scanner.large.map((v) => ('bytes' in v.result ? v.result.bytes : stringOf(v.result.json))),
       );
     } catch (err) {
-      throw err instanceof WorkerPoolError ? err : new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY();
+      throw taskFailure(err);
     }
     return restoreLarge(parsed, prefix, scanner.large, values);
   }
@@ -115,6 +122,7 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
         scanner = new JsonBodyScanner({
           largeBytes: options.largeStringBytes,
           tokenPrefix: prefix,
+          maxDepth: MAX_JSON_DEPTH,
           ...(bytesAt ? { bytesAt } : {}),
           ...(Number.isNaN(contentLength) ? {} : { bodyBytes: contentLength }),
         });
@@ -155,6 +163,17 @@ export function parseJsonBodies(app: FastifyInstance, pool: WorkerPool, options:
     stream.on('error', onEnd);
     stream.resume();
   });
+}
+
+/**
+ * What a failed parsing task answers: the pool's own failure as it is (a 500: no thread could run
+ * it), a body nested too deep as such, and any other failure of the task on its input as the
+ * invalid JSON it is (400).
+ */
+function taskFailure(err: unknown): Error {
+  if (err instanceof WorkerPoolError) return err;
+  if (err instanceof Error && err.name === 'JsonTooDeepError') return new JsonTooDeepError();
+  return new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY();
 }
 
 /**

@@ -15,6 +15,8 @@
  * the event loop little more than the copies it already makes.
  */
 
+import { JsonTooDeepError } from './json-depth.js';
+
 /** Where a value sits in the body: the keys and array indexes leading to it. */
 export type JsonPath = readonly (string | number)[];
 
@@ -151,6 +153,8 @@ export class JsonBodyScanner {
       readonly bodyBytes?: number;
       /** Prefix of the placeholder tokens: unguessable, so that no sent string can pass for one. */
       readonly tokenPrefix: string;
+      /** Arrays and objects nested deeper than this fail `write` with a JsonTooDeepError (no limit when absent). */
+      readonly maxDepth?: number;
     },
   ) {}
 
@@ -244,6 +248,7 @@ export class JsonBodyScanner {
   }
 
   private push(kind: number): void {
+    if (this.options.maxDepth !== undefined && this.depth >= this.options.maxDepth) throw new JsonTooDeepError();
     if (this.depth === this.kinds.length) {
       const grown = new Uint8Array(this.kinds.length * 2);
       grown.set(this.kinds);

@@ -14,7 +14,8 @@ export type Task = (input: never) => TaskResult | Promise<TaskResult>;
 /**
  * The body of a task module run by `createWorkerPool`: answers each `{ task, input }` from the
  * pool with the task's result, or with its error's name and message (an error thrown by a task
- * reaches the caller as an Error of that name).
+ * reaches the caller as an Error of that name). A task that fails on its input, even where its
+ * answer cannot be sent back, costs that task and never its thread.
  */
 export function serveTasks(tasks: Readonly<Record<string, Task>>): void {
   const port = parentPort;
@@ -33,7 +34,18 @@ export function serveTasks(tasks: Readonly<Record<string, Task>>): void {
       const error = err instanceof Error ? err : new Error(String(err));
       reply = { ok: false, name: error.name, message: error.message };
     }
-    port.postMessage(reply, transfer as Transferable[]);
+    try {
+      port.postMessage(reply, transfer as Transferable[]);
+    } catch (err) {
+      // The value could not be sent back (nested too deep for the structured clone, or a kind it
+      // cannot clone): the task fails on its input, and the thread lives on for the next one.
+      const error = err instanceof Error ? err : new Error(String(err));
+      port.postMessage({
+        ok: false,
+        name: 'TaskReplyError',
+        message: `the task's answer could not be sent back: ${error.message}`,
+      } satisfies TaskReply);
+    }
   });
 }
 

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../platform/errors/app-error.js';
+import { jsonDeeperThan, jsonTooDeepMessage } from '../../platform/http/json-depth.js';
 import { nulPath } from '../../platform/http/nul.js';
 import {
   ConstraintViolationError,
@@ -80,6 +81,8 @@ export function jsonBody(request: FastifyRequest, accepted: readonly string[]): 
   requireContentType(request.headers['content-type'], accepted);
   const raw = request.body;
   if (typeof raw !== 'string') return raw;
+  // Refused before it is parsed: nothing after the parse need walk a body of thousands of levels.
+  if (jsonDeeperThan(raw)) throw new ConstraintViolationError([typeViolation('', jsonTooDeepMessage)]);
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

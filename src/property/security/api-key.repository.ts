@@ -17,3 +17,22 @@ export function createApiKeyAuthenticator(db: Kysely<SecurityDatabase>) {
     return row ? { id: Number(row.id), role: row.role } : null;
   };
 }
+
+/**
+ * Gives the account with this e-mail address (case-insensitive) the new key `issued` (from
+ * `generateApiKey`; only its hash is stored): the old key stops working at once. The account, or
+ * undefined when no account has that address.
+ */
+export async function replaceApiKey(
+  db: Kysely<SecurityDatabase>,
+  email: string,
+  issued: { readonly hash: string },
+): Promise<{ id: number; email: string } | undefined> {
+  const row = await db
+    .updateTable('users')
+    .set({ api_key_hash: issued.hash })
+    .where((eb) => eb(eb.fn('lower', ['email']), '=', email.toLowerCase()))
+    .returning(['id', 'email'])
+    .executeTakeFirst();
+  return row ? { id: Number(row.id), email: row.email } : undefined;
+}

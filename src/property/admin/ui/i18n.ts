@@ -2,16 +2,43 @@ import polyglotI18nProvider from 'ra-i18n-polyglot';
 import englishMessages from 'ra-language-english';
 
 /**
- * react-admin's English texts, with the German names of the resources: react-admin would
- * otherwise singularize the URL segment ("immobilies" → "Immobily").
+ * react-admin's English texts (its buttons and notices), with German names for every resource and
+ * field the API has: react-admin would otherwise singularize the URL segment ("immobilies" →
+ * "Immobily") and turn field names into words ("grunderwerbsteuerSatz" → "Grunderwerbsteuer
+ * satz"). Labels a page sets itself (immobilie.tsx, reference-data.tsx) win over these.
  */
 const messages = {
   ...englishMessages,
   resources: {
-    immobilies: { name: 'Immobilie |||| Immobilien' },
-    bundeslands: { name: 'Bundesland |||| Bundesländer' },
-    heizungstyps: { name: 'Heizungstyp |||| Heizungstypen' },
-    users: { name: 'User |||| Users' },
+    immobilies: {
+      name: 'Immobilie |||| Immobilien',
+      fields: {
+        adresse: 'Adresse',
+        typ: 'Typ',
+        bundesland: 'Bundesland',
+        heizungstyp: 'Heizungstyp',
+        verwalter: 'Verwalter',
+        wohnflaeche: 'Wohnfläche (m²)',
+        nutzflaeche: 'Nutzfläche (m²)',
+        zimmer: 'Zimmer',
+        kaufpreis: 'Kaufpreis',
+        preisProQuadratmeter: 'Preis pro m²',
+        grunderwerbsteuer: 'Grunderwerbsteuer',
+        kaufnebenkosten: 'Kaufnebenkosten',
+        gesamtkosten: 'Gesamtkosten',
+        createdAt: 'Angelegt',
+        updatedAt: 'Geändert',
+      },
+    },
+    bundeslands: {
+      name: 'Bundesland |||| Bundesländer',
+      fields: { name: 'Name', code: 'Kürzel', grunderwerbsteuerSatz: 'Grunderwerbsteuersatz (%)' },
+    },
+    heizungstyps: { name: 'Heizungstyp |||| Heizungstypen', fields: { name: 'Bezeichnung' } },
+    users: {
+      name: 'Benutzer |||| Benutzer',
+      fields: { name: 'Name', email: 'E-Mail', role: 'Rolle', apiKey: 'API-Schlüssel' },
+    },
   },
 };
 

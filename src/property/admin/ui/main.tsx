@@ -6,6 +6,7 @@ import { parseDocumentation } from './documentation.js';
 import { i18nProvider } from './i18n.js';
 import { ImmobilieCreate, ImmobilieEdit, ImmobilieList, ImmobilieShow } from './immobilie.js';
 import { LoginPage } from './login-page.js';
+import { BundeslandList, BundeslandShow, UserList, UserShow } from './reference-data.js';
 
 /**
  * The property service's admin: API Platform's HydraAdmin over this origin's API, signed in with
@@ -43,9 +44,9 @@ createRoot(root).render(
         create={ImmobilieCreate}
         recordRepresentation="adresse"
       />
-      <ResourceGuesser name="bundeslands" />
+      <ResourceGuesser name="bundeslands" list={BundeslandList} show={BundeslandShow} />
       <ResourceGuesser name="heizungstyps" />
-      <ResourceGuesser name="users" />
+      <ResourceGuesser name="users" list={UserList} show={UserShow} />
     </HydraAdmin>
   </StrictMode>,
 );
