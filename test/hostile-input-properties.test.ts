@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH } from '../src/platform/http/json-depth.js';
+import { MAX_JSON_DEPTH } from '../src/platform/json-depth.js';
 import { callInbox, dialects, startInboxServer, type InboxTestServer } from './support/inbox-server.js';
 import { startPropertyServer, type PropertyTestServer } from './support/property-server.js';
 

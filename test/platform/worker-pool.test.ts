@@ -5,7 +5,7 @@ import { inboxPool, TASK_YOUNG_GENERATION_MB } from '../../src/inbox/offload.js'
 import { getPriority } from 'node:os';
 import { createWorkerPool, WorkerPoolError, type WorkerPool } from '../../src/platform/workers/pool.js';
 import { TASK_THREAD_NICENESS } from '../../src/platform/workers/tasks.js';
-import { MAX_JSON_DEPTH } from '../../src/platform/http/json-depth.js';
+import { MAX_JSON_DEPTH } from '../../src/platform/json-depth.js';
 
 const module = new URL('./worker-pool.tasks.ts', import.meta.url);
 

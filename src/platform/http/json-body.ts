@@ -3,7 +3,7 @@ import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ownBuffer } from '../workers/tasks.js';
 import { WorkerPoolError, type WorkerPool } from '../workers/pool.js';
 import { JsonBodyScanner, type BytesAt, type LargeValue } from './json-scanner.js';
-import { JsonTooDeepError, jsonDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
+import { JsonTooDeepError, jsonDeeperThan, MAX_JSON_DEPTH } from '../json-depth.js';
 
 /**
  * A large string value that a `BytesSink` decoded as it arrived stands in its object as an empty

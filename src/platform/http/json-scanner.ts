@@ -15,7 +15,7 @@
  * the event loop little more than the copies it already makes.
  */
 
-import { JsonTooDeepError } from './json-depth.js';
+import { JsonTooDeepError } from '../json-depth.js';
 
 /** Where a value sits in the body: the keys and array indexes leading to it. */
 export type JsonPath = readonly (string | number)[];

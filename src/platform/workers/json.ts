@@ -1,5 +1,5 @@
 import secureJson from 'secure-json-parse';
-import { JsonTooDeepError, jsonDeeperThan } from '../http/json-depth.js';
+import { JsonTooDeepError, jsonDeeperThan } from '../json-depth.js';
 import type { TaskResult } from './tasks.js';
 
 /**

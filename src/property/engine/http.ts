@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../platform/errors/app-error.js';
-import { jsonDeeperThan, jsonTooDeepMessage } from '../../platform/http/json-depth.js';
+import { jsonDeeperThan, jsonTooDeepMessage } from '../../platform/json-depth.js';
 import { nulPath } from '../../platform/http/nul.js';
 import {
   ConstraintViolationError,

@@ -1,4 +1,4 @@
-import { AppError } from '../errors/app-error.js';
+import { AppError } from './errors/app-error.js';
 
 /**
  * How deep the arrays and objects of a JSON request body may nest, in both services. No field of
