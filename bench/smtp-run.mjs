@@ -669,6 +669,14 @@ async function postfixAnchor() {
   );
   const runs = [];
   const profiles = [];
+  // Interrupted (Ctrl-C, a timeout's SIGTERM): the Postfix instance and its scratch folder go too.
+  const interrupted = (signal) => {
+    postfix.stop();
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     for (const db of databases(dir)) {
       try {
