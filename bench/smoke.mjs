@@ -42,6 +42,10 @@ const BENCHES = [
     argv: ['bench/smtp-run.mjs', '--anchor', 'postfix', '--runs', '1', '--messages', '200', '--sessions', '4'],
   },
   { name: 'bigsend', argv: ['bench/bigsend-run.mjs', '--runs', '1', '--duration', '2'] },
+  {
+    name: 'bigsend-arrivals',
+    argv: ['bench/bigsend-run.mjs', '--runs', '1', '--duration', '2', '--variants', 'mixed', '--arrivals', '10'],
+  },
   { name: 'ws', argv: ['bench/websocket-run.mjs', '--connections', '20', '--messages', '5', '--warmup', '2'] },
   {
     name: 'search',
