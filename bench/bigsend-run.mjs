@@ -42,7 +42,13 @@ import { summarizeProfile, formatProfile } from './profile.mjs';
  * took to get one send through (peak during one send − idle RSS) and what each further send in
  * flight added ((peak during big sends − peak during one send) / (senders − 1)) (bench/README.md,
  * big sends).
- * Options: --duration 10 --runs 3 --readers 4 --senders 2 --variants text,html,full --profile --floor
+ * Variant `mixed` is issue 32's send: 1.9 MiB of text and a 9.5 MiB attachment (14.6 MiB of JSON);
+ * `--arrivals 10` replaces the keep-alive readers by one request every 10 ms on a new connection
+ * each (open loop, as independent clients arrive), the way issue 32 measured the others' latency;
+ * the phase "one send" is then its "one send after the other". Run it on PostgreSQL as the issue:
+ * `BENCH_SQLITE=0 BENCH_POSTGRES_URL=… npm run bench:bigsend -- --variants mixed --arrivals 10`.
+ * Options: --duration 10 --runs 3 --readers 4 --arrivals <ms> --senders 2
+ * --variants text,html,full,mixed --profile --floor
  * (--runs: fresh servers per variant, each measured alone and during big sends; the verdicts
  * go by the median over the runs, since one run's p99 moves by tens of milliseconds; --profile:
  * one extra --cpu-prof run per variant, not counted; --floor: per run, one more fresh server that
@@ -57,6 +63,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string' },
     runs: { type: 'string' },
     readers: { type: 'string' },
+    arrivals: { type: 'string' },
     senders: { type: 'string' },
     variants: { type: 'string' },
     profile: { type: 'boolean' },
@@ -67,6 +74,8 @@ const opts = {
   duration: Number(args.duration ?? process.env.BENCH_DURATION ?? 10),
   runs: Number(args.runs ?? process.env.BENCH_RUNS ?? 3),
   readers: Number(args.readers ?? 4),
+  /** ms between the others' requests, each on a new connection (instead of `readers` keep-alive loops). */
+  arrivalMs: args.arrivals === undefined ? undefined : Number(args.arrivals),
   senders: Number(args.senders ?? 2),
   variants: (args.variants ?? 'text,html,full').split(','),
   profile: args.profile ?? process.env.BENCH_PROFILE === '1',
@@ -98,7 +107,21 @@ function bodies(limits, to) {
   const text = prose(limits.bodyBytes, false);
   const html = prose(limits.bodyBytes, true);
   const base = { to, subject: 'Quarterly delivery report' };
+  // Issue 32's send: 1.9 MiB of text and a 9.5 MiB attachment, 14.6 MiB of JSON.
+  const mixedText = prose(Math.min(limits.bodyBytes, 1.9 * 2 ** 20), false);
+  const mixedAttachment = attachment.subarray(0, Math.min(attachment.length, 9.5 * 2 ** 20));
   return {
+    mixed: JSON.stringify({
+      ...base,
+      text: mixedText,
+      attachments: [
+        {
+          filename: 'report.bin',
+          content_type: 'application/octet-stream',
+          content: mixedAttachment.toString('base64'),
+        },
+      ],
+    }),
     text: JSON.stringify({ ...base, text }),
     html: JSON.stringify({ ...base, html }),
     full: JSON.stringify({
@@ -167,7 +190,13 @@ async function phase({ port, pid, others, big, body, senders, status = 200 }) {
   // The readers run in a thread of their own (lib/bigsend-readers.mjs), not timed by this busy one.
   const readers = new Promise((resolve, reject) => {
     const worker = new Worker(new URL('./lib/bigsend-readers.mjs', import.meta.url), {
-      workerData: { port, apiKey: others.apiKey, readers: opts.readers, endAt: Date.now() + opts.duration * 1000 },
+      workerData: {
+        port,
+        apiKey: others.apiKey,
+        readers: opts.readers,
+        arrivalMs: opts.arrivalMs,
+        endAt: Date.now() + opts.duration * 1000,
+      },
     });
     worker.once('message', resolve);
     worker.once('error', reject);
@@ -333,9 +362,10 @@ async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], f
 }
 
 function databases(dir) {
-  const out = [
-    { dialect: 'sqlite', url: `sqlite:${path.join(dir, 'inbox.db')}`, sqliteFile: path.join(dir, 'inbox.db') },
-  ];
+  const out =
+    process.env.BENCH_SQLITE === '0'
+      ? []
+      : [{ dialect: 'sqlite', url: `sqlite:${path.join(dir, 'inbox.db')}`, sqliteFile: path.join(dir, 'inbox.db') }];
   const pgUrl = postgresUrl('bench_bigsend');
   if (pgUrl) out.push({ dialect: 'postgres', url: pgUrl });
   return out;
@@ -396,8 +426,8 @@ function medianTable(results) {
 function table(results) {
   const mb = (n) => fmt(n / 2 ** 20, 1);
   const rows = [
-    `| Database | Variant | Server (load) | Message | Others' p50 / p99 / max alone | Others' p50 / p99 / max during big sends | p99 ratio | p99 < ${TARGET_P99_MS} ms | Big sends (median) | Event-loop CPU per big send | RSS idle → warm → peak with one send → peak | Peak RSS per send in flight, from warm | < ${TARGET_RSS_FACTOR}× message | From idle | Each further send in flight |`,
-    '|---|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|---|--:|--:|',
+    `| Database | Variant | Server (load) | Message | Others' p50 / p99 / max alone | Others' p50 / p99 / max, one send after the other | Others' p50 / p99 / max during big sends | p99 ratio | p99 < ${TARGET_P99_MS} ms | Big sends (median) | Event-loop CPU per big send | RSS idle → warm → peak with one send → peak | Peak RSS per send in flight, from warm | < ${TARGET_RSS_FACTOR}× message | From idle | Each further send in flight |`,
+    '|---|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|---|--:|--:|',
   ];
   for (const r of results) {
     const { perSend, factor, fromIdleFactor, fromWarmFactor } = rssPerSend(r);
@@ -406,7 +436,7 @@ function table(results) {
     const loopPerSend = r.during.sends ? (r.during.mainCpuMs - readCpu) / r.during.sends : 0;
     const lat = (p) => `${fmt(p.p50, 1)} / ${fmt(p.p99, 1)} / ${fmt(p.max, 1)} ms`;
     rows.push(
-      `| ${r.dialect} | ${r.variant} | ${r.server} #${r.run} (${fmt(r.load, 1)}) | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${fmt(loopPerSend)} ms | ${mb(r.rssIdle)} → ${mb(r.alone.rssPeak)} → ${mb(r.one.rssPeak)} → ${mb(r.during.rssPeak)} MiB | **${fmt(fromWarmFactor, 2)}×** | ${fromWarmFactor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} | ${fmt(fromIdleFactor, 2)}× | ${mb(perSend)} MiB = ${fmt(factor, 2)}× |`,
+      `| ${r.dialect} | ${r.variant} | ${r.server} #${r.run} (${fmt(r.load, 1)}) | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.one)} | ${lat(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${fmt(loopPerSend)} ms | ${mb(r.rssIdle)} → ${mb(r.alone.rssPeak)} → ${mb(r.one.rssPeak)} → ${mb(r.during.rssPeak)} MiB | **${fmt(fromWarmFactor, 2)}×** | ${fromWarmFactor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} | ${fmt(fromIdleFactor, 2)}× | ${mb(perSend)} MiB = ${fmt(factor, 2)}× |`,
     );
   }
   return rows.join('\n');
@@ -502,7 +532,7 @@ async function main() {
   const machine = machineDescription();
   const md = [
     `Big-send bench, ${new Date().toISOString()}; ${machine}`,
-    `Server: dist/src/inbox/main.js with INBOX_ROLES=api (built from ${source}), not pinned. ${opts.readers} readers of another organization, each one GET /v0/inboxes after the other, for ${opts.duration} s alone, ${opts.duration} s beside one big send in flight and ${opts.duration} s beside ${opts.senders}; ${opts.runs} runs per variant, each on a fresh server.`,
+    `Server: dist/src/inbox/main.js with INBOX_ROLES=api (built from ${source}), not pinned. ${opts.arrivalMs ? `Another organization's GET /v0/inboxes every ${opts.arrivalMs} ms, each on a new connection,` : `${opts.readers} readers of another organization, each one GET /v0/inboxes after the other,`} for ${opts.duration} s alone, ${opts.duration} s beside one big send in flight and ${opts.duration} s beside ${opts.senders}; ${opts.runs} runs per variant, each on a fresh server.`,
     '',
     medianTable(results),
     '',

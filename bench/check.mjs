@@ -90,14 +90,20 @@ export function fetchRaw(port, { method, path, headers, body }) {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** What may legitimately differ: the date, the request id, the seconds to the rate-limit window's end, and the id a POST created. */
+/**
+ * What may legitimately differ: the date, the request id, the seconds to the rate-limit window's
+ * end, and the id and timestamps (the second it was written) of what a POST created.
+ */
 function normalized(response) {
   const created = /^\/api\/immobilies\/(\d+)$/.exec(
     response.headers.find(([name]) => name === 'location')?.[1] ?? '',
   )?.[1];
   const unid = (text) =>
     created
-      ? text.replaceAll(`/api/immobilies/${created}`, '/api/immobilies/ID').replaceAll(`"id":${created},`, '"id":ID,')
+      ? text
+          .replaceAll(`/api/immobilies/${created}`, '/api/immobilies/ID')
+          .replaceAll(`"id":${created},`, '"id":ID,')
+          .replace(/"(createdAt|updatedAt)":"[^"]*"/g, '"$1":"(time)"')
       : text;
   const headers = response.headers.map(([name, value]) => {
     if (name === 'date') return [name, '(date)'];

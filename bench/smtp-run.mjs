@@ -1,13 +1,16 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import * as harness from './lib/harness.mjs';
+import { ensurePostfix, postfixInstance, SMTP_SOURCE } from './lib/postfix.mjs';
 import {
+  ATTEMPTS,
   cpuSeconds,
   DISTURBED,
   exited,
@@ -42,8 +45,19 @@ import {
  * message.received events and webhook delivery jobs in the database must each equal the 250s the
  * load generator received.
  *
+ * `--anchor postfix` (or BENCH_ANCHOR=postfix) measures ours against Postfix instead, as an
+ * operator would: a private Postfix instance (bench/lib/postfix.mjs: its own configuration and
+ * queue in a scratch folder, loopback only, every message held after DATA, so written and fsynced
+ * before its 250; Debian's postfix is installed when missing) and ours (greeting delay 0, as
+ * Postfix's smtpd greets at once), both driven by Postfix's smtp-source with sessions reused
+ * (`-d`) and with a new connection per message (--modes reuse,connect), --messages 10000 of 1 KiB
+ * over --sessions 20 per run, alternating; afterwards every message is counted (ours: messages,
+ * events and webhook jobs in the database; Postfix: files in its hold queue). Reports ours ÷
+ * Postfix per run pair; --profile adds one --cpu-prof run of ours per mode.
+ *
  * Options: --runs 3 --duration 10 --warmup 3 --sessions 20 --only small|large|connect|connect0
  * --client raw|nodemailer --clients (first compare the two clients against both servers)
+ * --anchor ceiling|postfix --messages 10000 --modes reuse,connect
  * --profile (or BENCH_RUNS, …, BENCH_CLIENT, BENCH_PROFILE=1). PostgreSQL too when
  * BENCH_POSTGRES_URL or TEST_POSTGRES_URL is set (schema bench_smtp, dropped afterwards);
  * BENCH_SQLITE=0 skips SQLite.
@@ -63,7 +77,7 @@ const SMALL_TARGET = 1000;
 
 const { values: args } = parseArgs({
   options: Object.fromEntries(
-    ['runs', 'duration', 'warmup', 'sessions', 'only', 'client']
+    ['runs', 'duration', 'warmup', 'sessions', 'only', 'client', 'anchor', 'messages', 'modes']
       .map((k) => [k, { type: 'string' }])
       .concat([
         ['profile', { type: 'boolean' }],
@@ -80,7 +94,11 @@ const opts = {
   client: args.client ?? process.env.BENCH_CLIENT ?? 'raw',
   profile: args.profile ?? process.env.BENCH_PROFILE === '1',
   clients: args.clients ?? process.env.BENCH_CLIENTS === '1',
+  anchor: args.anchor ?? process.env.BENCH_ANCHOR ?? 'ceiling',
+  messages: option('messages', 10_000),
+  modes: (args.modes ?? process.env.BENCH_MODES ?? 'reuse,connect').split(','),
 };
+if (!['ceiling', 'postfix'].includes(opts.anchor)) throw new Error('--anchor is ceiling or postfix');
 const only = args.only ?? process.env.BENCH_ONLY;
 
 const SCENARIOS = [
@@ -201,9 +219,10 @@ function serverEnv(db, dir, port, scenario) {
   return {
     LOG_LEVEL: 'warn',
     HOST: '127.0.0.1',
-    // The API is not started (INBOX_ROLES=smtp); its port is set apart anyway.
-    INBOX_PORT: String(port + 1),
-    INBOX_SMTP_PORT: String(port),
+    // The API is not started (INBOX_ROLES=smtp): this port serves /healthz and /metrics. Both
+    // ports lie below the ephemeral range (harness.freePort), out of reach of the load's sockets.
+    INBOX_PORT: String(port.management),
+    INBOX_SMTP_PORT: String(port.smtp),
     INBOX_SMTP_HOSTNAME: `mx.${DOMAIN}`,
     DATA_DIR: dir,
     INBOX_DATABASE_URL: db.url,
@@ -235,7 +254,7 @@ async function measure({ kind, db, dir, scenario, port, client = opts.client, no
   try {
     const spec = {
       host: '127.0.0.1',
-      port,
+      port: port.smtp,
       sessions: opts.sessions,
       warmup: opts.warmup,
       duration: opts.duration,
@@ -304,14 +323,14 @@ async function measure({ kind, db, dir, scenario, port, client = opts.client, no
   };
 }
 
-/** Repeats a measurement (up to 3 times) while other work used more than DISTURBED cores. */
+/** Repeats a measurement (up to ATTEMPTS times) while other work used more than DISTURBED cores. */
 async function undisturbed(run) {
   let r;
-  for (let attempt = 1; attempt <= 3; attempt++) {
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     r = await run();
     if (r.otherCpu <= DISTURBED) return r;
     console.log(
-      `  (other processes used ${fmt(r.otherCpu * 100)} % CPU during that run of ${fmt(r.rps)} msg/s; ${attempt < 3 ? 'repeating it' : 'keeping it, marked disturbed'})`,
+      `  (other processes used ${fmt(r.otherCpu * 100)} % CPU during that run of ${fmt(r.rps)} msg/s; ${attempt < ATTEMPTS ? 'repeating it' : 'keeping it, marked disturbed'})`,
     );
   }
   return { ...r, disturbed: true };
@@ -425,7 +444,7 @@ function table(summary) {
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'smtp-bench-'));
-  const port = await harness.freePort();
+  const port = { smtp: await harness.freePort(), management: await harness.freePort() };
   const stamp = timestamp();
   const results = [];
   const clientRuns = [];
@@ -510,4 +529,241 @@ async function main() {
   writeResults(`${stamp}-smtp`, raw, md);
 }
 
-await main();
+// ---------------------------------------------------------------------------------------------
+// --anchor postfix: ours against a private Postfix instance, both driven by Postfix's smtp-source.
+
+const ANCHOR_SENDER = 'anna.becker@acme-logistics.example';
+const ANCHOR_MODES = {
+  reuse: { name: 'sessions reused (smtp-source -d)', args: ['-d'] },
+  connect: { name: 'a new connection per message', args: [] },
+};
+
+/** CPU seconds of a process tree's root, its reaped children (cutime, cstime) and its live children. */
+function treeCpuSeconds(root) {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pid) === root) ticks += fields.slice(11, 15).reduce((n, f) => n + Number(f), 0);
+      else if (Number(fields[1]) === root) ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return ticks / 100;
+}
+
+/** CPU seconds of this process's reaped children (the load generator, once it exited). */
+function reapedChildrenCpuSeconds() {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / 100;
+}
+
+/**
+ * One run: a fresh server (ours on a freshly seeded database, or Postfix with an empty queue),
+ * smtp-source on LOAD_CPU sending opts.messages messages of 1 KiB over opts.sessions sessions, and
+ * afterwards every message counted where the server stored it.
+ */
+async function measureAnchor({ kind, db, dir, mode, port, postfix, nodeArgs = [] }) {
+  let server;
+  if (kind === 'ours') {
+    await seed(db, dir);
+    await quiet();
+    // Postfix's smtpd greets at once; so does ours here (INBOX_SMTP_GREETING_DELAY_MS=0).
+    const running = await harness.startServer({
+      label: kind,
+      file: SERVERS.ours,
+      env: serverEnv(db, dir, port, { greetingDelayMs: 0 }),
+      nodeArgs,
+    });
+    server = { ...running, cpu: () => cpuSeconds([running.pid]), smtpPort: port.smtp };
+  } else {
+    await quiet();
+    const master = await postfix.start();
+    server = { stop: async () => postfix.stop(), cpu: () => treeCpuSeconds(master), smtpPort: port.postfix };
+  }
+  let before;
+  let after;
+  try {
+    const dbPids = kind === 'ours' && db.dialect === 'postgres' ? postgresPids() : [];
+    const sample = () => ({
+      server: server.cpu(),
+      db: cpuSeconds(dbPids),
+      load: reapedChildrenCpuSeconds(),
+      machine: machineBusy(),
+      wall: performance.now() / 1000,
+    });
+    const argv = [
+      ...['-c', LOAD_CPU, SMTP_SOURCE, ...ANCHOR_MODES[mode].args],
+      ...['-s', String(opts.sessions), '-m', String(opts.messages), '-l', '1024'],
+      ...['-M', 'mail-out-3.sender.example', '-f', ANCHOR_SENDER, '-t', RECIPIENTS[0]],
+      `127.0.0.1:${server.smtpPort}`,
+    ];
+    before = sample();
+    const child = spawn('taskset', argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (c) => (stderr += c));
+    const code = await exited(child);
+    after = sample();
+    if (code !== 0) throw new Error(`${kind}: smtp-source failed (${code}): ${stderr.trim().slice(0, 500)}`);
+  } finally {
+    await server.stop();
+  }
+  const label = `${db.dialect} ${mode} ${kind}`;
+  let stored;
+  if (kind === 'ours') {
+    const counts = await storedCounts(db, dir);
+    const wrong = ['messages', 'events', 'jobs'].filter((k) => counts[k] !== opts.messages);
+    if (wrong.length)
+      throw new Error(
+        `${label}: smtp-source sent ${opts.messages}, the database holds ${wrong.map((k) => `${counts[k]} ${k}`).join(', ')}`,
+      );
+    stored = counts.messages;
+  } else {
+    stored = postfix.held();
+    const elsewhere = postfix.elsewhere();
+    if (stored !== opts.messages || elsewhere)
+      throw new Error(
+        `${label}: smtp-source sent ${opts.messages}, the hold queue holds ${stored} (${elsewhere} elsewhere)`,
+      );
+  }
+  const seconds = after.wall - before.wall;
+  const use = (key) => (after[key] - before[key]) / seconds;
+  return {
+    rps: opts.messages / seconds,
+    seconds,
+    stored,
+    serverCpu: use('server'),
+    dbCpu: use('db'),
+    loadCpu: use('load'),
+    otherCpu: Math.max(0, use('machine') - use('server') - use('db') - use('load')),
+    serverUsPerMessage: ((after.server - before.server) / opts.messages) * 1e6,
+    dbUsPerMessage: ((after.db - before.db) / opts.messages) * 1e6,
+    loadAverage: os.loadavg()[0],
+  };
+}
+
+const describeAnchor = (r) =>
+  `${fmt(r.rps).padStart(6)} msg/s  ${fmt(r.seconds, 1)} s  ${fmt(r.serverUsPerMessage)}${r.dbUsPerMessage ? ` + ${fmt(r.dbUsPerMessage)}` : ''} µs CPU/msg  CPU: server ${fmt(r.serverCpu * 100)} %, load ${fmt(r.loadCpu * 100)} %, postgres ${fmt(r.dbCpu * 100)} %, other ${fmt(r.otherCpu * 100)} %  stored ${fmt(r.stored)}  load average ${fmt(r.loadAverage, 2)}${r.disturbed ? '  (disturbed)' : ''}`;
+
+async function postfixAnchor() {
+  ensurePostfix();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'smtp-anchor-'));
+  chmodSync(dir, 0o755); // Postfix's processes run as the postfix user
+  const port = {
+    smtp: await harness.freePort(),
+    management: await harness.freePort(),
+    postfix: await harness.freePort(),
+  };
+  const postfix = postfixInstance({ dir: path.join(dir, 'postfix'), port: port.postfix, cpu: SERVER_CPU });
+  const stamp = timestamp();
+  rmSync(SNAPSHOT, { recursive: true, force: true });
+  if (!process.env.BENCH_OURS) snapshotDist(path.basename(SNAPSHOT));
+  const source = process.env.BENCH_SOURCE ?? sourceOf(['src/inbox', 'src/platform']);
+  await loadService(path.resolve(path.dirname(SERVERS.ours), '../..'));
+  console.log(
+    `smtp bench, anchor Postfix: ${opts.runs} runs × ${fmt(opts.messages)} messages of 1 KiB, ${opts.sessions} sessions (smtp-source); servers on CPU ${SERVER_CPU}, smtp-source on CPU ${LOAD_CPU}`,
+  );
+  const runs = [];
+  const profiles = [];
+  // Interrupted (Ctrl-C, a timeout's SIGTERM): the Postfix instance and its scratch folder go too.
+  const interrupted = (signal) => {
+    postfix.stop();
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  try {
+    for (const db of databases(dir)) {
+      try {
+        for (const mode of opts.modes) {
+          console.log(`\n${db.dialect} ${ANCHOR_MODES[mode].name}`);
+          for (let run = 1; run <= opts.runs; run++) {
+            for (const kind of run % 2 ? ['ours', 'postfix'] : ['postfix', 'ours']) {
+              const r = await undisturbed(() => measureAnchor({ kind, db, dir, mode, port, postfix }));
+              console.log(`  run ${run} ${kind.padEnd(8)} ${describeAnchor(r)}`);
+              runs.push({ dialect: db.dialect, mode, kind, run, ...r });
+            }
+          }
+          if (opts.profile) {
+            const profileDir = path.join(RESULTS, 'profiles', `${stamp}-smtp-postfix-${db.dialect}-${mode}-ours`);
+            const { r, file, top, text } = await profiled(profileDir, (nodeArgs) =>
+              measureAnchor({ kind: 'ours', db, dir, mode, port, postfix, nodeArgs }),
+            );
+            profiles.push({
+              dialect: db.dialect,
+              mode,
+              rps: r.rps,
+              cpuUsPerMessage: r.serverUsPerMessage,
+              file,
+              ...top,
+            });
+            console.log(`  profiled ours (not counted): ${fmt(r.rps)} msg/s\n${text.replace(/^/gm, '    ')}`);
+          }
+        }
+      } finally {
+        if (db.dialect === 'postgres') await dropSchema(db, dir);
+      }
+    }
+  } finally {
+    postfix.stop();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(SNAPSHOT, { recursive: true, force: true });
+  }
+  const rows = [
+    '| Database | Mode | Postfix msg/s | Ours msg/s | Ours ÷ Postfix | Median ratio | Target ≥ 2.0 | CPU µs/message ours / Postfix |',
+    '|---|---|--:|--:|--:|--:|---|---|',
+  ];
+  const summary = [];
+  for (const dialect of [...new Set(runs.map((r) => r.dialect))]) {
+    for (const mode of opts.modes) {
+      const of = (kind) => runs.filter((r) => r.dialect === dialect && r.mode === mode && r.kind === kind);
+      const [ours, pf] = [of('ours'), of('postfix')];
+      const ratios = ours.map((o, i) => o.rps / pf[i].rps);
+      const ratio = median(ratios);
+      const list = (rs) => rs.map((r) => fmt(r.rps)).join(' / ');
+      const cpu = (rs) => fmt(median(rs.map((r) => r.serverUsPerMessage + r.dbUsPerMessage)));
+      summary.push({
+        dialect,
+        mode,
+        ratio,
+        ratios,
+        ours: median(ours.map((r) => r.rps)),
+        postfix: median(pf.map((r) => r.rps)),
+      });
+      rows.push(
+        `| ${dialect} | ${ANCHOR_MODES[mode].name} | ${list(pf)} | ${list(ours)} | ${ratios.map((x) => fmt(x, 2)).join(' / ')} | **${fmt(ratio, 2)}** | ${ratio >= 2 ? 'met' : '**missed**'} | ${cpu(ours)} / ${cpu(pf)} |`,
+      );
+    }
+  }
+  const machine = machineDescription();
+  const disturbed = runs.filter((r) => r.disturbed);
+  const md = [
+    `SMTP bench, anchor Postfix, ${new Date().toISOString()}; ${machine}; load average at the end ${os
+      .loadavg()
+      .map((x) => fmt(x, 2))
+      .join(' ')}`,
+    `Ours = ${path.relative(ROOT, SERVERS.ours).replace(/^bench\/results\/\.dist-snapshot-smtp\//, 'dist/')} (INBOX_ROLES=smtp, INBOX_SMTP_VERIFY_AUTH=false, INBOX_SMTP_GREETING_DELAY_MS=0, built from ${source}); Postfix = ${postfixVersion()} as a private instance (hold after DATA, discard transports).`,
+    `Load: smtp-source, ${opts.sessions} sessions, ${fmt(opts.messages)} messages of 1 KiB per run; msg/s = messages / wall time of smtp-source; every message counted afterwards (ours: messages, events and webhook jobs in the database; Postfix: files in the hold queue). Runs alternate (ABBA…); ratio per run pair.`,
+    `Runs disturbed by other work on the machine (> ${DISTURBED} core, after ${ATTEMPTS} attempts): ${disturbed.length} of ${runs.length}${disturbed.length ? ` (${disturbed.map((r) => `${r.dialect} ${r.mode} ${r.kind} run ${r.run}`).join(', ')})` : ''}.`,
+    '',
+    rows.join('\n'),
+    '',
+  ].join('\n');
+  writeResults(
+    `${stamp}-smtp-postfix`,
+    { date: new Date().toISOString(), machine, source, options: opts, summary, runs, profiles },
+    md,
+  );
+}
+
+function postfixVersion() {
+  const r = spawnSync('/usr/sbin/postconf', ['-d', '-h', 'mail_version'], { encoding: 'utf8' });
+  return `Postfix ${r.stdout.trim()}`;
+}
+
+await (opts.anchor === 'postfix' ? postfixAnchor() : main());

@@ -339,13 +339,13 @@ function createHandler(db) {
   const getBundesland = async (req, res, id) => {
     const [row] = await db.query('bundesland', [id]);
     if (!row) return fail(res, 404);
-    send(
-      req,
-      res,
-      200,
-      { '@context': '/api/contexts/Bundesland', '@id': `/api/bundeslands/${row.id}`, '@type': 'Bundesland', ...row },
-      { 'content-location': `/api/bundeslands/${row.id}` },
-    );
+    const body = { '@context': '/api/contexts/Bundesland', '@id': `/api/bundeslands/${row.id}`, '@type': 'Bundesland' };
+    Object.assign(body, { id: row.id, name: row.name, code: row.code });
+    if (row.grunderwerbsteuer_satz !== null) body.grunderwerbsteuerSatz = Number(row.grunderwerbsteuer_satz);
+    send(req, res, 200, body, {
+      'content-location': `/api/bundeslands/${row.id}`,
+      'accept-patch': 'application/merge-patch+json',
+    });
   };
 
   const postImmobilie = async (req, res) => {
@@ -373,7 +373,9 @@ function createHandler(db) {
         now,
       ];
       const [{ id }] = await query('insert', values);
-      return (await query('immobilie', [id]))[0];
+      const [created] = await query('immobilie', [id]);
+      const [state] = await query('state', [created.bundesland_id, 1, 0]);
+      return Object.assign({}, created, { satz: state?.grunderwerbsteuer_satz });
     });
     if (!row) return fail(res, 400);
     const iri = `/api/immobilies/${row.id}`;

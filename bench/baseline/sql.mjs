@@ -17,13 +17,16 @@ export const SQL = {
   cappedCount:
     'select count(*) as "total" from (select 1 as "one" from "immobilie" where "verwalter_id" = ? and ("adresse" glob ?) and "kaufpreis" >= ? limit ?) as "matching"',
   pageFiltered: `select ${IMMOBILIE_COLUMNS} from "immobilie" where "verwalter_id" = ? and ("adresse" glob ?) and "kaufpreis" >= ? order by "id" asc limit ? offset ?`,
-  bundesland: 'select "id", "name", "code" from "bundesland" where "id" = ?',
+  bundesland: 'select "id", "name", "code", "grunderwerbsteuer_satz" from "bundesland" where "id" = ?',
   /**
    * The states of a page's properties, for their computed costs (immobilie.provider.ts, one query
    * per page): `(?…)` stands for one placeholder per distinct state id (`expandIn`).
    */
   states:
     'select "id", "name", "code", "grunderwerbsteuer_satz" from "bundesland" where "id" in (?…) order by "id" asc limit ? offset ?',
+  /** The state of one created property, for its computed costs (the provider's query for a single id). */
+  state:
+    'select "id", "name", "code", "grunderwerbsteuer_satz" from "bundesland" where "id" = ? order by "id" asc limit ? offset ?',
   begin: 'begin',
   bundeslandExists: 'select "id" from "bundesland" where "id" in (?)',
   heizungstypExists: 'select "id" from "heizungstyp" where "id" in (?)',
@@ -47,7 +50,16 @@ export const PLAN = {
   collectionAdmin: [['auth'], ['counted', 'pageAll'], ['states']],
   filtered: [['auth'], ['cappedCount', 'pageFiltered'], ['states']],
   item: [['bundesland']],
-  post: [['auth'], ['begin'], ['bundeslandExists'], ['heizungstypExists'], ['insert'], ['immobilie'], ['commit']],
+  post: [
+    ['auth'],
+    ['begin'],
+    ['bundeslandExists'],
+    ['heizungstypExists'],
+    ['insert'],
+    ['immobilie'],
+    ['state'],
+    ['commit'],
+  ],
 };
 
 /** The statements in a dialect's placeholder syntax: `?` for SQLite, `$1, $2, …` for PostgreSQL. */

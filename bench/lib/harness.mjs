@@ -20,15 +20,32 @@ export const LOAD_CPU = '1';
 /** More CPU than this used by other processes during a run marks it disturbed (cores). */
 export const DISTURBED = 0.25;
 
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
+/**
+ * A free loopback port below the kernel's ephemeral range (ip_local_port_range), so that the
+ * source ports of a load generator's connections (a new one per message leaves thousands in
+ * TIME_WAIT) can never take it before the server binds it.
+ */
+export async function freePort() {
+  let low = 32768;
+  try {
+    low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+  } catch {
+    // not Linux: keep the default range's start
+  }
+  const first = Math.max(1024, low - 12_000);
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = first + Math.floor(Math.random() * (low - first));
+    if (await canListen(port)) return port;
+  }
+  throw new Error('no free port below the ephemeral range');
 }
+
+const canListen = (port) =>
+  new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
 
 export const exited = (child) =>
   new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
@@ -118,7 +135,7 @@ export function machineBusy() {
  */
 const QUIET_WAIT = Number(process.env.BENCH_QUIET_WAIT ?? 60);
 /** How often a disturbed run is tried (BENCH_ATTEMPTS, default 3); the last one is kept, marked. */
-const ATTEMPTS = Number(process.env.BENCH_ATTEMPTS ?? 3);
+export const ATTEMPTS = Number(process.env.BENCH_ATTEMPTS ?? 3);
 
 export async function quiet() {
   for (let waited = 0; waited < QUIET_WAIT; waited++) {
