@@ -12,6 +12,7 @@ const messages = {
     bundeslands: { name: 'Bundesland |||| Bundesländer' },
     heizungstyps: { name: 'Heizungstyp |||| Heizungstypen' },
     users: { name: 'User |||| Users' },
+    finanzierungsrechners: { name: 'Finanzierungsrechner |||| Finanzierungsrechner' },
   },
 };
 

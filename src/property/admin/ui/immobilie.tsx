@@ -1,6 +1,6 @@
 import { CreateGuesser, EditGuesser, FieldGuesser, InputGuesser, ListGuesser, ShowGuesser } from '@api-platform/admin';
 import { InputAdornment, Table, TableBody, TableCell, TableRow, Typography } from '@mui/material';
-import { DateField, NumberInput, useRecordContext } from 'react-admin';
+import { DateField, NumberField, NumberInput, useRecordContext } from 'react-admin';
 import { AreaField, EuroField, LOCALE } from './money.js';
 
 /**
@@ -43,6 +43,9 @@ export function ImmobilieShow() {
       <EuroField source="grunderwerbsteuer" label="Grunderwerbsteuer" />
       <KaufnebenkostenField label="Kaufnebenkosten" />
       <EuroField source="gesamtkosten" label="Gesamtkosten" sx={{ fontWeight: 'bold' }} />
+      <EuroField source="kaltmiete" label="Kaltmiete (Monat)" />
+      <NumberField source="bruttomietrendite" label="Bruttomietrendite (%)" locales={LOCALE} emptyText="–" />
+      <NumberField source="kaufpreisfaktor" label="Kaufpreisfaktor" locales={LOCALE} emptyText="–" />
       <DateField source="createdAt" label="Angelegt" showTime locales={LOCALE} />
       <DateField source="updatedAt" label="Geändert" showTime locales={LOCALE} />
     </ShowGuesser>
@@ -96,6 +99,7 @@ function ImmobilieInputs() {
       <InputGuesser source="nutzflaeche" label="Nutzfläche" InputProps={squareMetres} />
       <InputGuesser source="zimmer" />
       <NumberInput source="kaufpreis" label="Kaufpreis" min={0} step={1000} InputProps={euro} />
+      <NumberInput source="kaltmiete" label="Kaltmiete (Monat)" min={0} step={50} InputProps={euro} />
       <InputGuesser source="verwalter" />
     </>
   );

@@ -1,7 +1,10 @@
 import { HydraAdmin, ResourceGuesser, hydraDataProvider } from '@api-platform/admin';
+import CalculateIcon from '@mui/icons-material/Calculate';
 import { StrictMode } from 'react';
+import { Resource } from 'react-admin';
 import { createRoot } from 'react-dom/client';
 import { apiKeyAuthProvider, httpClient } from './api-key.js';
+import { FinanzierungsrechnerPage } from './finanzierungsrechner.js';
 import { parseDocumentation } from './documentation.js';
 import { i18nProvider } from './i18n.js';
 import { ImmobilieCreate, ImmobilieEdit, ImmobilieList, ImmobilieShow } from './immobilie.js';
@@ -46,6 +49,12 @@ createRoot(root).render(
       <ResourceGuesser name="bundeslands" />
       <ResourceGuesser name="heizungstyps" />
       <ResourceGuesser name="users" />
+      {/* Not a list: the calculator's page (POST only; nothing to list, show or edit). */}
+      <Resource
+        name="finanzierungsrechners"
+        icon={CalculateIcon}
+        list={<FinanzierungsrechnerPage entrypoint={entrypoint} />}
+      />
     </HydraAdmin>
   </StrictMode>,
 );
