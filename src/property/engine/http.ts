@@ -9,6 +9,7 @@ import {
   STATUS_BY_KIND,
   typeViolation,
   MethodNotAllowedError,
+  violationStatus,
 } from './errors.js';
 import { negotiateErrorFormat, requireContentType, type Format } from './negotiation.js';
 
@@ -84,7 +85,7 @@ export function jsonBody(request: FastifyRequest, accepted: readonly string[]): 
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new ConstraintViolationError([typeViolation('', 'Syntax error')]);
+    throw new ConstraintViolationError([typeViolation('', 'Syntax error')], 'request');
   }
   // PostgreSQL cannot store a NUL and SQLite can: refused here, once, for every field of every resource.
   const at = nulPath(parsed);
@@ -116,7 +117,7 @@ export function sendError(
   let detail: string;
   let violations: ConstraintViolationError['violations'] | undefined;
   if (err instanceof ConstraintViolationError) {
-    status = 400;
+    status = violationStatus(err, settings.hydraPrefix);
     detail = err.message;
     violations = err.violations;
   } else if (err instanceof AppError) {

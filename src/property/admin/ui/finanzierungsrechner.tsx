@@ -370,6 +370,8 @@ function Ergebnisse({ result }: { result: Ergebnis }) {
   );
 }
 
+const HEADROOM = 1.15;
+
 const COLORS = { zinsen: '#e57373', tilgung: '#64b5f6', sondertilgung: '#1565c0', restschuld: '#2e7d32' };
 
 /**
@@ -384,10 +386,10 @@ function Chart({ rows, darlehen, bindung }: { rows: readonly Row[]; darlehen: nu
   const plotH = height - pad.top - pad.bottom;
   const n = Math.max(rows.length, 1);
   const slot = plotW / n;
-  // 15 % headroom above the highest bar, for the legend.
-  const maxPayment = 1.15 * Math.max(1, ...rows.map((r) => r.zinsen + r.tilgung + r.sondertilgung));
-  const yDebt = (v: number) => pad.top + plotH - (v / Math.max(darlehen * 1.15, 1)) * plotH;
-  const yPay = (v: number) => (v / maxPayment) * plotH;
+  const maxPayment = Math.max(1, ...rows.map((r) => r.zinsen + r.tilgung + r.sondertilgung));
+  // Both axes end 15 % above their highest value: room for the legend.
+  const yDebt = (v: number) => pad.top + plotH - (v / Math.max(darlehen * HEADROOM, 1)) * plotH;
+  const yPay = (v: number) => (v / (maxPayment * HEADROOM)) * plotH;
   const x = (i: number) => pad.left + i * slot;
   const line = [`${x(0)},${yDebt(darlehen)}`, ...rows.map((r, i) => `${x(i + 1)},${yDebt(r.restschuld)}`)].join(' ');
   const ticks = [0, 0.25, 0.5, 0.75, 1];
