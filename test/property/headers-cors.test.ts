@@ -105,7 +105,7 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
       });
       expect(res.status).toBe(200);
       expect(res.headers.link).toBe(
-        `<http://props.example.test:8443/api/docs.jsonld>; rel="http://www.w3.org/ns/hydra/core#apiDocumentation"`,
+        `<http://props.example.test:8443/api/docs.jsonld>; rel="http://www.w3.org/ns/hydra/core#apiDocumentation",<http://props.example.test:8443/.well-known/mercure>; rel="mercure"`,
       );
       const context = await rawRequest(url, '/api/contexts/Bundesland', {
         headers: { host: 'props.example.test:8443' },

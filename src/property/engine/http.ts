@@ -29,6 +29,8 @@ export interface HttpSettings {
   readonly publicUrl: string | undefined;
   /** Used when a request carries no usable Host header. */
   readonly fallbackOrigin: string;
+  /** Path of a Mercure hub to advertise in every answer's Link header (`rel="mercure"`). */
+  readonly mercureHubPath?: string;
 }
 
 export function origin(request: FastifyRequest, settings: HttpSettings): string {
@@ -42,7 +44,10 @@ export function docsUrl(request: FastifyRequest, settings: HttpSettings): string
 }
 
 export function apiDocLink(request: FastifyRequest, settings: HttpSettings): string {
-  return `<${docsUrl(request, settings)}>; rel="${HYDRA_DOC_REL}"`;
+  const docs = `<${docsUrl(request, settings)}>; rel="${HYDRA_DOC_REL}"`;
+  return settings.mercureHubPath
+    ? `${docs},<${origin(request, settings)}${settings.mercureHubPath}>; rel="mercure"`
+    : docs;
 }
 
 export const CONTENT_TYPE: Readonly<Record<Format, string>> = {
