@@ -7,13 +7,15 @@ import { apiKeyAuthProvider, httpClient } from './api-key.js';
 import { FinanzierungsrechnerPage } from './finanzierungsrechner.js';
 import { parseDocumentation } from './documentation.js';
 import { i18nProvider } from './i18n.js';
+import { LiveListGuesser } from './live-updates.js';
 import { ImmobilieCreate, ImmobilieEdit, ImmobilieList, ImmobilieShow } from './immobilie.js';
 import { LoginPage } from './login-page.js';
 
 /**
  * The property service's admin: API Platform's HydraAdmin over this origin's API, signed in with
  * an API key. Everything it loads comes from this server: react-admin's telemetry ping is off
- * (`disableTelemetry`), Mercure is off (the API has no hub), no web fonts.
+ * (`disableTelemetry`), no web fonts. The lists and the property pages update live through the
+ * API's Mercure hub (live-updates.tsx); the data provider's own per-record Mercure stays off.
  */
 
 const root = document.getElementById('root') as HTMLElement;
@@ -46,9 +48,9 @@ createRoot(root).render(
         create={ImmobilieCreate}
         recordRepresentation="adresse"
       />
-      <ResourceGuesser name="bundeslands" />
-      <ResourceGuesser name="heizungstyps" />
-      <ResourceGuesser name="users" />
+      <ResourceGuesser name="bundeslands" list={LiveListGuesser} />
+      <ResourceGuesser name="heizungstyps" list={LiveListGuesser} />
+      <ResourceGuesser name="users" list={LiveListGuesser} />
       {/* Not a list: the calculator's page (POST only; nothing to list, show or edit). */}
       <Resource
         name="finanzierungsrechners"
