@@ -1,10 +1,8 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildAdmin } from '../../scripts/build-admin.js';
-import { dialects, startPropertyServer, type PropertyTestServer } from '../support/property-server.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { dialects } from '../support/property-server.js';
+import { adminServer, builtAdmin, hasChromium, plain, signIn } from './admin-browser.js';
 
 /**
  * Issue 31 item 5: the financing calculator page of the admin (`#/finanzierungsrechners`) in a
@@ -14,40 +12,20 @@ import { dialects, startPropertyServer, type PropertyTestServer } from '../suppo
  * ADMIN_TEST_SCREENSHOTS when set).
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium)
-  console.warn(`admin-calculator.browser.test: skipped, ${CHROMIUM} not found (apt-get install chromium)`);
+  console.warn('admin-calculator.browser.test: skipped, /usr/bin/chromium not found (apt-get install chromium)');
 
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 const SCREENSHOTS = process.env.ADMIN_TEST_SCREENSHOTS ?? path.resolve('.tmp/screenshots');
-const plain = (text: string) => text.replace(/[\u00a0\u202f]/g, ' ').trim();
-
-let adminDir: string;
-beforeAll(async () => {
-  adminDir = mkdtempSync(path.join(tmpdir(), 'admin-build-'));
-  await buildAdmin(adminDir);
-  mkdirSync(SCREENSHOTS, { recursive: true });
-}, 180_000);
-afterAll(() => {
-  if (adminDir) rmSync(adminDir, { recursive: true, force: true });
-});
+const adminDir = builtAdmin();
+beforeAll(() => mkdirSync(SCREENSHOTS, { recursive: true }));
 
 describe.each(dialects)('the calculator page of the admin (%s)', (dialect) => {
-  let server: PropertyTestServer;
-  let browser: Browser | undefined;
-  beforeAll(async () => {
-    server = await startPropertyServer({ dialect, env: { PROPERTY_ADMIN_DIR: adminDir } });
-    if (hasChromium) browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const session = adminServer(dialect, adminDir);
 
   it.skipIf(!hasChromium)(
     'computes bauprojektexperte.de Szenario A for a picked property and draws its chart; violations show at their field',
     async () => {
+      const server = session.server();
       const manager = await server.createAccount('user');
       const created = await fetch(`${server.url}/api/immobilies`, {
         method: 'POST',
@@ -61,7 +39,7 @@ describe.each(dialects)('the calculator page of the admin (%s)', (dialect) => {
       });
       expect(created.status).toBe(201);
 
-      const page = await (browser as Browser).newPage({ viewport: { width: 1280, height: 1000 } });
+      const page = await signIn(session.browser(), server, manager.key);
       const problems: string[] = [];
       const foreign: string[] = [];
       page.on('pageerror', (e) => problems.push(e.message));
@@ -69,9 +47,6 @@ describe.each(dialects)('the calculator page of the admin (%s)', (dialect) => {
         const u = r.url();
         if (!/^(data|blob|about):/.test(u) && new URL(u).host !== new URL(server.url).host) foreign.push(u);
       });
-      await page.goto(`${server.url}/admin`);
-      await page.locator('input[name="apiKey"]').fill(manager.key);
-      await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByRole('menuitem', { name: 'Finanzierungsrechner' }).click();
       await page.waitForURL(/#\/finanzierungsrechners/);
       await expect.poll(() => page.locator('body').innerText()).not.toContain('Not Found');

@@ -1,10 +1,7 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildAdmin } from '../../scripts/build-admin.js';
-import { dialects, startPropertyServer, type Account, type PropertyTestServer } from '../support/property-server.js';
+import type { Browser, Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { dialects, type Account, type PropertyTestServer } from '../support/property-server.js';
+import { adminServer, builtAdmin, hasChromium, plain, signIn } from './admin-browser.js';
 
 /**
  * Issue 31 item 1 in the admin: two sessions side by side in Chromium. One writes (creates, then
@@ -14,25 +11,10 @@ import { dialects, startPropertyServer, type Account, type PropertyTestServer } 
  * for 2 s); the assertions themselves wait as long as the test's timeout.
  */
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
-const plain = (text: string) => text.replace(/[\u00a0\u202f]/g, ' ');
-
-let adminDir: string;
-beforeAll(async () => {
-  adminDir = mkdtempSync(path.join(tmpdir(), 'admin-build-'));
-  await buildAdmin(adminDir);
-}, 180_000);
-afterAll(() => {
-  if (adminDir) rmSync(adminDir, { recursive: true, force: true });
-});
+const adminDir = builtAdmin();
 
 async function openList(browser: Browser, server: PropertyTestServer, account: Account): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  await page.goto(`${server.url}/admin`);
-  await page.locator('input[name="apiKey"]').fill(account.key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  const page = await signIn(browser, server, account.key);
   await page.getByRole('menuitem', { name: 'Immobilien' }).click();
   await page.waitForURL(/#\/immobilies/);
   await page.locator('#main-content').waitFor();
@@ -50,29 +32,22 @@ async function shows(page: Page, text: string, since: number): Promise<number> {
 }
 
 describe.each(dialects)('live updates in the admin (%s)', (dialect) => {
-  let server: PropertyTestServer;
-  let browser: Browser | undefined;
-  beforeAll(async () => {
-    server = await startPropertyServer({ dialect, env: { PROPERTY_ADMIN_DIR: adminDir } });
-    if (hasChromium) browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-  });
+  const session = adminServer(dialect, adminDir);
 
   it.skipIf(!hasChromium)(
     "one session's create and edit show in the other's list without a reload; a user sees only their own",
     async () => {
+      const server = session.server();
+      const browser = session.browser();
       const [watcher, writer, user, other] = await Promise.all([
         server.createAccount('admin'),
         server.createAccount('admin'),
         server.createAccount('user'),
         server.createAccount('user'),
       ]);
-      const watching = await openList(browser as Browser, server, watcher);
-      const userPage = await openList(browser as Browser, server, user);
-      const writing = await openList(browser as Browser, server, writer);
+      const watching = await openList(browser, server, watcher);
+      const userPage = await openList(browser, server, user);
+      const writing = await openList(browser, server, writer);
       // Let both subscribers connect: the hub's token request and stream are the last things they open.
       for (const page of [watching, userPage])
         await expect
