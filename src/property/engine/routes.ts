@@ -36,9 +36,14 @@ export interface CommittedWrite {
 
 const ALL_METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const WRITE_TYPES = ['application/ld+json', 'application/json'];
-/** API Platform's default response headers, besides the docs Link. */
+/**
+ * API Platform's default response headers, besides the docs Link. Vary names every request
+ * header an answer depends on: the format (Accept) and the caller (X-API-KEY decides what a
+ * collection lists, and whether an item is there at all), so no cache hands one key's answer to
+ * another (issue 31).
+ */
 const STATIC_HEADERS = {
-  vary: 'Accept',
+  vary: 'Accept, X-API-KEY',
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'deny',
   'cache-control': 'no-cache, private',
