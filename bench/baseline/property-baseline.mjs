@@ -161,6 +161,7 @@ function immobilie(row, embedded) {
   if (row.zimmer !== null) out.zimmer = row.zimmer;
   out.typ = row.typ;
   if (row.kaufpreis !== null) out.kaufpreis = row.kaufpreis;
+  if (row.kaltmiete !== null) out.kaltmiete = row.kaltmiete;
   out.bundesland = `/api/bundeslands/${row.bundesland_id}`;
   if (row.heizungstyp_id !== null) out.heizungstyp = `/api/heizungstyps/${row.heizungstyp_id}`;
   if (row.created_at !== null) out.createdAt = timestamp(row.created_at);
@@ -171,10 +172,18 @@ function immobilie(row, embedded) {
       kaufpreis: row.kaufpreis,
       wohnflaeche: row.wohnflaeche,
       grunderwerbsteuerSatz: satz === null ? null : Number(satz),
+      kaltmiete: row.kaltmiete,
     },
     SAETZE,
   );
-  for (const name of ['preisProQuadratmeter', 'grunderwerbsteuer', 'kaufnebenkosten', 'gesamtkosten'])
+  for (const name of [
+    'preisProQuadratmeter',
+    'grunderwerbsteuer',
+    'kaufnebenkosten',
+    'gesamtkosten',
+    'bruttomietrendite',
+    'kaufpreisfaktor',
+  ])
     if (costs[name] !== undefined) out[name] = costs[name];
   return out;
 }
@@ -254,8 +263,8 @@ function send(req, res, status, body, headers = {}) {
   const out = {
     'x-request-id': randomUUID(),
     ...req.rateLimit,
-    link: `<http://${req.headers.host}/api/docs.jsonld>; rel="${DOCS_REL}"`,
-    vary: 'Accept',
+    link: `<http://${req.headers.host}/api/docs.jsonld>; rel="${DOCS_REL}",<http://${req.headers.host}/.well-known/mercure>; rel="mercure"`,
+    vary: 'Accept, X-API-KEY',
     'x-content-type-options': 'nosniff',
     'x-frame-options': 'deny',
     'cache-control': 'no-cache, private',
@@ -367,6 +376,7 @@ function createHandler(db) {
         input.zimmer ?? null,
         input.typ,
         input.kaufpreis ?? null,
+        input.kaltmiete ?? null,
         bundesland,
         heizungstyp ?? null,
         now,

@@ -5,7 +5,7 @@
  */
 
 const IMMOBILIE_COLUMNS =
-  '"id", "verwalter_id", "adresse", "wohnflaeche", "nutzflaeche", "zimmer", "typ", "kaufpreis", "bundesland_id", "heizungstyp_id", "created_at", "updated_at"';
+  '"id", "verwalter_id", "adresse", "wohnflaeche", "nutzflaeche", "zimmer", "typ", "kaufpreis", "kaltmiete", "bundesland_id", "heizungstyp_id", "created_at", "updated_at"';
 
 export const SQL = {
   auth: 'select "id", "role" from "users" where "api_key_hash" = ?',
@@ -30,7 +30,7 @@ export const SQL = {
   begin: 'begin',
   bundeslandExists: 'select "id" from "bundesland" where "id" in (?)',
   heizungstypExists: 'select "id" from "heizungstyp" where "id" in (?)',
-  insert: `insert into "immobilie" ("verwalter_id", "adresse", "wohnflaeche", "nutzflaeche", "zimmer", "typ", "kaufpreis", "bundesland_id", "heizungstyp_id", "created_at", "updated_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning "id"`,
+  insert: `insert into "immobilie" ("verwalter_id", "adresse", "wohnflaeche", "nutzflaeche", "zimmer", "typ", "kaufpreis", "kaltmiete", "bundesland_id", "heizungstyp_id", "created_at", "updated_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning "id"`,
   immobilie: `select ${IMMOBILIE_COLUMNS} from "immobilie" where "id" = ?`,
   commit: 'commit',
 };

@@ -6,6 +6,7 @@ import type { Registry } from 'prom-client';
 import { buildHttpApp, type MetricsExposure, type Readiness } from '../platform/http/app.js';
 import { corsResponseHeaders, registerCorsPreflight, type CorsPolicy } from '../platform/http/cors.js';
 import { registerAdminRoutes } from './admin/admin.routes.js';
+import { randomBytes } from 'node:crypto';
 import { registerDocsRoutes } from './engine/docs.routes.js';
 import { renderError } from './engine/errors.js';
 import { sendError } from './engine/http.js';
@@ -13,6 +14,9 @@ import { createEngine, type PaginationOptions } from './engine/operations.js';
 import type { AnyDb } from './engine/persistence.js';
 import { registerResourceRoutes } from './engine/routes.js';
 import type { propertyConfigSpec } from './property.config.js';
+import { createMercureHub } from './mercure/hub.js';
+import { MERCURE_PATH, registerMercureRoutes } from './mercure/hub.routes.js';
+import { mercurePublisher } from './mercure/publisher.js';
 import { propertyRegistry } from './registry.js';
 import type { KostenSaetze } from './calculator/kaufnebenkosten.js';
 import { KOSTEN_SETTINGS } from './resources/immobilie.provider.js';
@@ -69,6 +73,7 @@ function httpOptions(config: PropertyConfig) {
     hydraPrefix: config.hydraPrefix,
     publicUrl: config.publicUrl?.replace(/\/+$/, ''),
     fallbackOrigin: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,
+    mercureHubPath: MERCURE_PATH,
   };
 }
 
@@ -138,12 +143,29 @@ export async function buildPropertyApp({
     exposedHeaders: ['Link', 'Location', 'Content-Location', 'ETag', 'Accept-Patch', 'X-Request-Id'],
     maxAgeSeconds: 3600,
   };
+  // The Mercure hub (decision 0038): updates travel through the database's signal to every instance.
+  const mercureSecret = config.mercureJwtSecret ?? randomBytes(32).toString('hex');
+  if (mercureSecret.length < 32) throw new Error('PROPERTY_MERCURE_JWT_SECRET must have at least 32 characters');
+  const hub = createMercureHub({ database, log: app.log });
+  await hub.start();
+  app.addHook('preClose', async () => hub.close());
+  const usersPath = User?.path ?? `${propertyRegistry.prefix}/users`;
+  const authenticate = createApiKeyAuthenticator(database.db as Kysely<SecurityDatabase>);
   registerResourceRoutes(app, {
     ...http,
     corsHeaders: corsResponseHeaders(cors),
     engine,
-    authenticate: createApiKeyAuthenticator(database.db as Kysely<SecurityDatabase>),
+    onWrite: mercurePublisher(hub, propertyRegistry, http, usersPath),
+    authenticate,
     pageParameter: PAGINATION.pageParameter,
+  });
+  registerMercureRoutes(app, {
+    ...http,
+    hub,
+    secret: mercureSecret,
+    authenticate,
+    usersPath,
+    tokenTtlSeconds: config.mercureTokenTtlSeconds,
   });
   registerDocsRoutes(app, {
     ...http,

@@ -26,6 +26,18 @@ export const propertyConfigSpec = {
     'JSON-LD spelling: `true` = API Platform 3.x (`hydra:member`), `false` = 4.x (`member`)',
     true,
   ),
+  mercureJwtSecret: env.optionalString(
+    'PROPERTY_MERCURE_JWT_SECRET',
+    'secret (at least 32 characters) signing and checking the HS256 tokens of the built-in Mercure hub (`/.well-known/mercure`): subscriber tokens from `/.well-known/mercure/token`, and publisher tokens of outside publishers; every instance needs the same one; never logged',
+    'unset: a random secret per process (tokens then work only on the instance that issued them)',
+  ),
+  mercureTokenTtlSeconds: env.integer(
+    'PROPERTY_MERCURE_TOKEN_TTL_SECONDS',
+    'lifetime of the subscriber tokens `/.well-known/mercure/token` gives, seconds',
+    3600,
+    60,
+    86_400,
+  ),
   adminDir: env.optionalString(
     'PROPERTY_ADMIN_DIR',
     'directory of the built admin served at `/admin` (written by `npm run build`, or `npm run build:admin` alone)',

@@ -238,7 +238,7 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
       expect(missing.status).toBe(400);
       expect(
         (missing.body as { violations: { propertyPath: string }[] }).violations.map((v) => v.propertyPath).sort(),
-      ).toEqual(['eigenkapital', 'tilgungssatz', 'zinsbindungJahre', 'zinssatz']);
+      ).toEqual(['eigenkapital', 'zinsbindungJahre', 'zinssatz']);
       expectHydraError(
         await post({ kaufpreis: 1, eigenkapital: 0, zinssatz: 1, tilgungssatz: 1, zinsbindungJahre: 1 }, null),
         401,
@@ -249,6 +249,108 @@ describe.each(dialects)('%s: calculator, PUT/PATCH, If-Match, ids, e-mail case, 
         'Method Not Allowed (Allow: POST)',
       );
       expect((await api(url, '/api/finanzierungsrechners/1', { key: user.key })).status).toBe(404);
+    });
+  });
+
+  describe('financing: Sondertilgung, Anschlusszins, Wunschrate, sums, monthly plan (issue 31)', () => {
+    const post = (body: unknown) => api(url, '/api/finanzierungsrechners', { method: 'POST', key: user.key, body });
+    const base = { kaufpreis: 400000, eigenkapital: 50000, zinssatz: 3.9, zinsbindungJahre: 10 };
+    type Row = { zinsen: number; tilgung: number; sondertilgung: number; restschuld: number };
+
+    it('answers every new output; the monthly plan only when asked for', async () => {
+      // bauprojektexperte.de/tilgungsrechner, Szenario B: 350,000 € at 3.9 % with a Wunschrate of 1,600 €,
+      // "1. Rate ≈ 1.138 € Zins · 462 € Tilgung".
+      const res = await post({
+        ...base,
+        wunschrate: 1600,
+        anschlusszins: 5,
+        sondertilgung: 20000,
+        sondertilgungAbJahr: 2,
+        sondertilgungMaxProzent: 5,
+        monatlich: true,
+      });
+      expect(res.status, res.text).toBe(200);
+      const body = res.body as Record<string, unknown>;
+      expect(body).toMatchObject({
+        darlehensbetrag: 350000,
+        monatsrate: 1600,
+        wunschrate: 1600,
+        anfaenglicheTilgung: 1.59,
+        effektivzinsOhneGebuehren: 3.97,
+        anschlusszins: 5,
+        sondertilgung: 20000,
+        sondertilgungAbJahr: 2,
+        sondertilgungMaxProzent: 5,
+      });
+      expect(body).not.toHaveProperty('monatlich');
+      const monate = body.monatsplan as (Row & { monat: number })[];
+      expect(monate[0]).toEqual({
+        monat: 1,
+        jahr: 1,
+        zinsen: 1137.5,
+        tilgung: 462.5,
+        sondertilgung: 0,
+        restschuld: 349537.5,
+      });
+      const jahre = body.tilgungsplan as (Row & { jahr: number })[];
+      expect(jahre[0]?.sondertilgung).toBe(0);
+      expect(jahre[1]?.sondertilgung).toBe(17500); // capped at 5 % of 350,000
+      expect(monate[23]?.sondertilgung).toBe(17500);
+      const sum = (rows: readonly Row[], key: keyof Row) =>
+        rows.reduce((t, r) => t + Math.round(r[key] * 100), 0) / 100;
+      const gesamt = body.summenGesamt as { zinsen: number; tilgung: number; sondertilgung: number };
+      expect(sum(jahre, 'zinsen')).toBe(gesamt.zinsen);
+      expect(sum(jahre, 'sondertilgung')).toBe(gesamt.sondertilgung);
+      expect(Math.round((gesamt.tilgung + gesamt.sondertilgung) * 100)).toBe(35000000);
+      const bindung = body.summenZinsbindung as {
+        zinsen: number;
+        tilgung: number;
+        sondertilgung: number;
+        zahlungen: number;
+      };
+      expect(sum(jahre.slice(0, 10), 'zinsen')).toBe(bindung.zinsen);
+      expect(bindung.zahlungen).toBe(
+        Math.round((bindung.zinsen + bindung.tilgung + bindung.sondertilgung) * 100) / 100,
+      );
+      expect(jahre[9]?.restschuld).toBe(body.restschuldNachZinsbindung);
+
+      const yearly = (await post({ ...base, tilgungssatz: 2 })).body as Record<string, unknown>;
+      expect(yearly).not.toHaveProperty('monatsplan');
+      expect(yearly).not.toHaveProperty('wunschrate');
+      expect(yearly).not.toHaveProperty('sondertilgung');
+      expect(yearly.anfaenglicheTilgung).toBe(2);
+      expect((yearly.tilgungsplan as Row[]).every((r) => r.sondertilgung === 0)).toBe(true);
+    });
+
+    it('refuses neither or both of tilgungssatz and wunschrate, a rate below the interest, bad new inputs', async () => {
+      expectViolationAt(await post(base), 'tilgungssatz');
+      expectViolationAt(await post({ ...base, tilgungssatz: 2, wunschrate: 1600 }), 'tilgungssatz');
+      // 350,000 × 3.9 % / 12 = 1,137.50 € interest in the first month.
+      expectViolationAt(await post({ ...base, wunschrate: 1137.5 }), 'wunschrate');
+      expect((await post({ ...base, wunschrate: 1137.51 })).status).toBe(200);
+      expectViolationAt(
+        await post({ ...base, tilgungssatz: 2, sondertilgungMaxProzent: 101 }),
+        'sondertilgungMaxProzent',
+      );
+      expectViolationAt(await post({ ...base, tilgungssatz: 2, sondertilgung: -1 }), 'sondertilgung');
+      expectViolationAt(await post({ ...base, tilgungssatz: 2, sondertilgungAbJahr: 0 }), 'sondertilgungAbJahr');
+      expectViolationAt(await post({ ...base, tilgungssatz: 2, anschlusszins: 'hoch' }), 'anschlusszins');
+      expectViolationAt(await post({ ...base, tilgungssatz: 2, monatlich: 'ja' }), 'monatlich');
+    });
+  });
+
+  describe('rental yield of Immobilie (issue 31)', () => {
+    it('kaltmiete gives bruttomietrendite and kaufpreisfaktor; without it they are absent', async () => {
+      const item = await createImmobilie(url, user.key, { kaufpreis: 420000, kaltmiete: 1250 } as never);
+      expect(item).toMatchObject({ kaltmiete: 1250, bruttomietrendite: 3.57, kaufpreisfaktor: 28 });
+      const cleared = await api(url, item['@id'], { method: 'PATCH', key: user.key, body: { kaltmiete: null } });
+      expect(cleared.status).toBe(200);
+      for (const key of ['kaltmiete', 'bruttomietrendite', 'kaufpreisfaktor'])
+        expect(cleared.body).not.toHaveProperty(key);
+      expectViolationAt(
+        await api(url, item['@id'], { method: 'PATCH', key: user.key, body: { kaltmiete: -5 } }),
+        'kaltmiete',
+      );
     });
   });
 

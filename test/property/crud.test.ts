@@ -139,6 +139,7 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
           zimmer: 'Immobilie/zimmer',
           typ: 'Immobilie/typ',
           kaufpreis: 'Immobilie/kaufpreis',
+          kaltmiete: 'Immobilie/kaltmiete',
           bundesland: { '@id': 'Immobilie/bundesland', '@type': '@id' },
           heizungstyp: { '@id': 'Immobilie/heizungstyp', '@type': '@id' },
           createdAt: 'Immobilie/createdAt',
@@ -147,6 +148,8 @@ describe.each(dialects)('%s: property CRUD', (dialect) => {
           grunderwerbsteuer: 'Immobilie/grunderwerbsteuer',
           kaufnebenkosten: 'Immobilie/kaufnebenkosten',
           gesamtkosten: 'Immobilie/gesamtkosten',
+          bruttomietrendite: 'Immobilie/bruttomietrendite',
+          kaufpreisfaktor: 'Immobilie/kaufpreisfaktor',
         },
       });
     });

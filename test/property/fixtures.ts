@@ -10,7 +10,9 @@ export const PROBLEM = 'application/problem+json; charset=utf-8';
 
 export const HYDRA_DOC_REL = 'http://www.w3.org/ns/hydra/core#apiDocumentation';
 export const docsUrl = (url: string): string => `${url}/api/docs.jsonld`;
-export const docsLink = (url: string): string => `<${docsUrl(url)}>; rel="${HYDRA_DOC_REL}"`;
+/** The Link of every answer: the Hydra documentation and the Mercure hub (issue 31). */
+export const docsLink = (url: string): string =>
+  `<${docsUrl(url)}>; rel="${HYDRA_DOC_REL}",<${url}/.well-known/mercure>; rel="mercure"`;
 export const errorLink = (url: string): string =>
   `${docsLink(url)},<http://www.w3.org/ns/hydra/error>; rel="http://www.w3.org/ns/json-ld#error"`;
 

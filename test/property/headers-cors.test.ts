@@ -16,6 +16,7 @@ const tokens = (value: string | null): string[] =>
 
 function expectSecurityHeaders(res: ApiResponse, label: string): void {
   expect(tokens(res.headers.get('vary')), `${label}: Vary`).toContain('accept');
+  expect(tokens(res.headers.get('vary')), `${label}: Vary names the key`).toContain('x-api-key');
   expect(res.headers.get('x-content-type-options'), `${label}: X-Content-Type-Options`).toBe('nosniff');
   expect(res.headers.get('x-frame-options')?.toLowerCase(), `${label}: X-Frame-Options`).toBe('deny');
 }
@@ -105,7 +106,7 @@ describe.each(dialects)('%s: headers and CORS', (dialect) => {
       });
       expect(res.status).toBe(200);
       expect(res.headers.link).toBe(
-        `<http://props.example.test:8443/api/docs.jsonld>; rel="http://www.w3.org/ns/hydra/core#apiDocumentation"`,
+        `<http://props.example.test:8443/api/docs.jsonld>; rel="http://www.w3.org/ns/hydra/core#apiDocumentation",<http://props.example.test:8443/.well-known/mercure>; rel="mercure"`,
       );
       const context = await rawRequest(url, '/api/contexts/Bundesland', {
         headers: { host: 'props.example.test:8443' },
@@ -297,7 +298,7 @@ describe('CORS with a list of allowed origins (PROPERTY_CORS_ORIGINS)', () => {
     const res = await api(server.url, '/api/bundeslands/1', { headers: { origin: ORIGIN } });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
-    expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'origin']);
+    expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'x-api-key', 'origin']);
     expect(tokens(res.headers.get('access-control-expose-headers'))).toEqual(
       expect.arrayContaining(['link', 'location', 'content-location']),
     );
@@ -309,7 +310,7 @@ describe('CORS with a list of allowed origins (PROPERTY_CORS_ORIGINS)', () => {
       expect(res.status).toBe(200);
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
       expect(res.headers.get('access-control-expose-headers')).toBeNull();
-      expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'origin']);
+      expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'x-api-key', 'origin']);
     }
   });
 

@@ -22,6 +22,8 @@ export interface Account {
 }
 
 export interface PropertyTestServer {
+  /** The database it runs on (a second instance on the same database: `env: { PROPERTY_DATABASE_URL }`). */
+  readonly databaseUrl: string;
   /** `http://127.0.0.1:<port>` */
   readonly url: string;
   /** The management listener, when `env` sets PROPERTY_MANAGEMENT_PORT (`0` picks a free port). */
@@ -70,6 +72,7 @@ export async function startPropertyServer(
   const url = service.url.replace('localhost', '127.0.0.1');
   return {
     url,
+    databaseUrl: config.databaseUrl as string,
     managementUrl: service.managementUrl?.replace('localhost', '127.0.0.1'),
     dialect,
     async createAccount(role, accountOptions = {}) {

@@ -1,4 +1,4 @@
-import { divide, eur, exact, multiply, percent, toCents } from './money.js';
+import { divide, eur, exact, multiply, percent, toCents, toHundredths } from './money.js';
 
 /** The default cost percentages (of the purchase price) the service is configured with. */
 export interface KostenSaetze {
@@ -23,6 +23,8 @@ export interface Kaufkosten {
   readonly grunderwerbsteuer?: number;
   readonly kaufnebenkosten?: Kaufnebenkosten;
   readonly gesamtkosten?: number;
+  readonly bruttomietrendite?: number;
+  readonly kaufpreisfaktor?: number;
 }
 
 export interface Kaufdaten {
@@ -32,6 +34,8 @@ export interface Kaufdaten {
   readonly wohnflaeche?: number | null;
   /** The state's transfer tax rate in percent; absent → no tax, no sum, no total. */
   readonly grunderwerbsteuerSatz?: number | null;
+  /** Monthly cold rent in EUR; absent → no rental yield, no price-to-rent factor. */
+  readonly kaltmiete?: number | null;
 }
 
 const present = (v: number | null | undefined): v is number => typeof v === 'number' && Number.isFinite(v);
@@ -67,5 +71,13 @@ export function kaufkosten(input: Kaufdaten, saetze: KostenSaetze): Kaufkosten {
     out.gesamtkosten = eur(toCents(preis) + summe);
   }
   out.kaufnebenkosten = nebenkosten as Kaufnebenkosten;
+  if (present(input.kaltmiete)) {
+    // Gross rental yield = 12 × rent / price × 100 %; price-to-rent factor = price / (12 × rent).
+    const jahresmiete = multiply(exact(input.kaltmiete), { num: 12n, den: 1n });
+    const rendite = divide(multiply(jahresmiete, { num: 100n, den: 1n }), preis);
+    if (rendite) out.bruttomietrendite = eur(toHundredths(rendite));
+    const faktor = divide(preis, jahresmiete);
+    if (faktor) out.kaufpreisfaktor = eur(toHundredths(faktor));
+  }
   return out;
 }

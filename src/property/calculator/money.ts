@@ -57,6 +57,19 @@ export function toCents(eur: Fraction): bigint {
   return (2n * cents.num + cents.den) / (2n * cents.den);
 }
 
+/** a^n for a whole n ≥ 0, exactly. */
+export function power(a: Fraction, n: number): Fraction {
+  let result: Fraction = { num: 1n, den: 1n };
+  for (let i = 0; i < n; i++) result = multiply(result, a);
+  return result;
+}
+
+/**
+ * A ratio or percentage rounded half up to two decimals, as whole hundredths: the same one
+ * rounding step as `toCents` (a percentage of 3.5567 → 356 hundredths → 3.56 with `eur`).
+ */
+export const toHundredths = (value: Fraction): bigint => toCents(value);
+
 export const fromCents = (cents: bigint): Fraction => ({ num: cents, den: 100n });
 
 /** Cents as a EUR number for the wire: an integer divided by 100 prints as its exact decimal. */

@@ -163,7 +163,7 @@ export const f = {
     } = {},
   ) => field(kind, { ...options, writable: false, stored: false }),
   /** A value a non-persisted resource takes as input only (it is not part of the answer). */
-  input: <K extends 'integer' | 'number' | 'string' | 'ref'>(
+  input: <K extends 'integer' | 'number' | 'string' | 'boolean' | 'ref'>(
     kind: K,
     options: FieldOptions & { minimum?: number; maximum?: number; target?: string } = {},
   ) => field(kind, { ...options, readable: false, stored: false }),

@@ -86,11 +86,16 @@ export function registerDocsRoutes(app: FastifyInstance, options: DocsRouteOptio
         openApi ??= openApiDocument(registry, {
           maximumItemsPerPage: options.maximumItemsPerPage,
           ...options.clientPagination,
+          unprocessableEntity: !options.hydraPrefix,
         });
         return sendJson(request, reply, 200, `${DOCS_MIME[format]}; charset=utf-8`, openApi);
       case 'yaml':
       case 'yamlopenapi':
-        openApi ??= openApiDocument(registry, { maximumItemsPerPage: options.maximumItemsPerPage });
+        openApi ??= openApiDocument(registry, {
+          maximumItemsPerPage: options.maximumItemsPerPage,
+          ...options.clientPagination,
+          unprocessableEntity: !options.hydraPrefix,
+        });
         openApiYaml ??= (await loadYaml())(openApi, { aliasDuplicateObjects: false });
         return reply.code(200).header('content-type', `${DOCS_MIME[format]}; charset=utf-8`).send(openApiYaml);
       case 'html':

@@ -56,15 +56,27 @@ export function typeViolation(propertyPath: string, message: string): Violation 
   return { propertyPath, message, code: VIOLATION.type.code };
 }
 
-/** Invalid input: answered 400 with a ConstraintViolationList body. */
+/**
+ * Invalid input, with a ConstraintViolationList body. `body`: the request body breaks the
+ * resource's constraints (types included), answered 400 in the 3.x wire and 422 in the 4.x wire,
+ * as API Platform 4 does; `request`: a query parameter or a body that is no JSON at all, always 400.
+ */
 export class ConstraintViolationError extends AppError {
-  constructor(readonly violations: readonly Violation[]) {
+  constructor(
+    readonly violations: readonly Violation[],
+    readonly source: 'body' | 'request' = 'body',
+  ) {
     super(
       'validation',
       violations.map((v) => (v.propertyPath ? `${v.propertyPath}: ${v.message}` : v.message)).join('\n'),
       { code: 'CONSTRAINT_VIOLATION' },
     );
   }
+}
+
+/** The status of a violation list: 422 for body violations in the 4.x wire (no `hydra:` prefix), else 400. */
+export function violationStatus(error: ConstraintViolationError, hydraPrefix: boolean): 400 | 422 {
+  return error.source === 'body' && !hydraPrefix ? 422 : 400;
 }
 
 /** A query-string or request problem that is not about the body (bad page number): 400 hydra:Error. */
@@ -112,6 +124,7 @@ const REASON: Readonly<Record<number, string>> = {
   413: 'Payload Too Large',
   414: 'URI Too Long',
   415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
@@ -142,6 +155,14 @@ export function renderError(
   prefix: string,
 ): RenderedError {
   const title = 'An error occurred';
+  if (format === 'problem' && violations && !hydraPrefix) {
+    // API Platform 4's problem+json of a ConstraintViolationList, without the JSON-LD keys.
+    const code = violations.map((v) => v.code).join('-');
+    return {
+      contentType: 'application/problem+json; charset=utf-8',
+      body: { status, violations, detail, description: detail, title, type: `/validation_errors/${code}` },
+    };
+  }
   if (format === 'problem') {
     const body: Record<string, unknown> = { type: 'https://tools.ietf.org/html/rfc2616#section-10', title, detail };
     if (violations) body.violations = violations;

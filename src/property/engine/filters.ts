@@ -305,7 +305,7 @@ export function filterConditions(registry: Registry, resource: ResourceMetadata,
       }
     }
   }
-  if (violations.length) throw new ConstraintViolationError(violations);
+  if (violations.length) throw new ConstraintViolationError(violations, 'request');
   return conditions;
 }
 
@@ -383,7 +383,7 @@ export function ordering(resource: ResourceMetadata, query: Query): OrderBy[] {
     if (!order.some((o) => o.target === filter.target))
       order.push({ target: filter.target, direction: dir, nullable: filter.target.nullable });
   }
-  if (violations.length) throw new ConstraintViolationError(violations);
+  if (violations.length) throw new ConstraintViolationError(violations, 'request');
   if (!order.some((o) => o.target.column === resource.idField.column && !o.target.ratio))
     order.push({ target: resource.idField, direction: 'asc', nullable: false });
   return order;

@@ -10,6 +10,7 @@ import {
   STATUS_BY_KIND,
   typeViolation,
   MethodNotAllowedError,
+  violationStatus,
 } from './errors.js';
 import { negotiateErrorFormat, requireContentType, type Format } from './negotiation.js';
 
@@ -29,6 +30,8 @@ export interface HttpSettings {
   readonly publicUrl: string | undefined;
   /** Used when a request carries no usable Host header. */
   readonly fallbackOrigin: string;
+  /** Path of a Mercure hub to advertise in every answer's Link header (`rel="mercure"`). */
+  readonly mercureHubPath?: string;
 }
 
 export function origin(request: FastifyRequest, settings: HttpSettings): string {
@@ -42,7 +45,10 @@ export function docsUrl(request: FastifyRequest, settings: HttpSettings): string
 }
 
 export function apiDocLink(request: FastifyRequest, settings: HttpSettings): string {
-  return `<${docsUrl(request, settings)}>; rel="${HYDRA_DOC_REL}"`;
+  const docs = `<${docsUrl(request, settings)}>; rel="${HYDRA_DOC_REL}"`;
+  return settings.mercureHubPath
+    ? `${docs},<${origin(request, settings)}${settings.mercureHubPath}>; rel="mercure"`
+    : docs;
 }
 
 export const CONTENT_TYPE: Readonly<Record<Format, string>> = {
@@ -87,7 +93,7 @@ export function jsonBody(request: FastifyRequest, accepted: readonly string[]): 
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new ConstraintViolationError([typeViolation('', 'Syntax error')]);
+    throw new ConstraintViolationError([typeViolation('', 'Syntax error')], 'request');
   }
   // PostgreSQL cannot store a NUL and SQLite can: refused here, once, for every field of every resource.
   const at = nulPath(parsed);
@@ -119,7 +125,7 @@ export function sendError(
   let detail: string;
   let violations: ConstraintViolationError['violations'] | undefined;
   if (err instanceof ConstraintViolationError) {
-    status = 400;
+    status = violationStatus(err, settings.hydraPrefix);
     detail = err.message;
     violations = err.violations;
   } else if (err instanceof AppError) {

@@ -36,6 +36,8 @@ export interface OpenApiOptions {
   readonly clientEnabled?: boolean;
   readonly clientPartial?: boolean;
   readonly unpaginatedMaximum?: number;
+  /** The 4.x wire: body violations answer 422 (the 3.x wire: 400). */
+  readonly unprocessableEntity?: boolean;
 }
 
 interface Pagination {
@@ -44,6 +46,8 @@ interface Pagination {
   readonly clientEnabled: boolean;
   readonly clientPartial: boolean;
   readonly unpaginatedMaximum: number;
+  /** Not pagination, but passed along with it to every operation: body violations answer 422. */
+  readonly unprocessableEntity: boolean;
 }
 
 /** OpenAPI summaries of API Platform; note DELETE says "Removes" here but "Deletes" in Hydra. */
@@ -86,6 +90,7 @@ export function openApiDocument(registry: Registry, options: OpenApiOptions = {}
     clientEnabled: options.clientEnabled ?? false,
     clientPartial: options.clientPartial ?? false,
     unpaginatedMaximum: options.unpaginatedMaximum ?? options.maximumItemsPerPage ?? 100,
+    unprocessableEntity: options.unprocessableEntity ?? false,
   };
   const paths: Json = {};
   for (const resource of registry.resources) {
@@ -162,7 +167,7 @@ function operation(
   const op: Json = {
     operationId: operationId(registry, resource, name),
     tags: [resource.shortName],
-    responses: responses(registry, resource, name, definition),
+    responses: responses(registry, resource, name, definition, pagination.unprocessableEntity),
     summary,
     description: definition.description ?? summary,
     parameters:
@@ -206,6 +211,7 @@ function responses(
   resource: ResourceMetadata,
   name: OperationName,
   definition: OperationDefinition,
+  unprocessable = false,
 ): Json {
   const s = resource.shortName;
   const out: Json = {};
@@ -252,7 +258,12 @@ function responses(
       out['204'] = { description: `${s} resource deleted` };
       break;
   }
-  if (WRITE_OPERATIONS.includes(name)) out['400'] = errorResponse('Invalid input', true);
+  if (WRITE_OPERATIONS.includes(name)) {
+    if (unprocessable) {
+      out['400'] = errorResponse('Invalid input: the body is not JSON (a Syntax error violation)', true);
+      out['422'] = errorResponse('Unprocessable entity: the body breaks the constraints (a violation per field)', true);
+    } else out['400'] = errorResponse('Invalid input', true);
+  }
 
   out['401'] = errorResponse(
     definition.security(null)

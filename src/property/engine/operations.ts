@@ -382,20 +382,21 @@ export function createEngine(options: EngineOptions) {
       });
     },
 
-    /** The second of two concurrent deletes finds no row left and answers 404, like a late one. */
+    /** The second of two concurrent deletes finds no row left and answers 404, like a late one. Resolves to the deleted item. */
     async delete(
       resource: ResourceMetadata,
       rawId: string,
       principal: Principal | null,
       precondition?: Precondition,
-    ): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+    ): Promise<Item> {
+      return db.transaction().execute(async (trx) => {
         const item = await loadItem(trx, resource, 'delete', rawId, principal, true);
         if (precondition) {
           const get = resource.operations.get('get');
           precondition(get ? await provideOne(trx, get, 'get', principal, item) : item);
         }
         if (!(await deleteItem(trx, resource, item.id))) throw new NotFoundError();
+        return item;
       });
     },
   };

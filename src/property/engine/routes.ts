@@ -20,13 +20,30 @@ export interface RouteOptions extends HttpSettings {
   readonly pageParameter: string;
   /** CORS headers for an actual request with this Origin (preflights are answered elsewhere). */
   readonly corsHeaders: (origin: string | undefined) => Readonly<Record<string, string>>;
+  /**
+   * Called after each committed write of a persisted resource (not awaited; the answer does not
+   * wait): the Mercure publisher. `item` is what a GET answers now; for a delete, the item as it was.
+   */
+  readonly onWrite?: (write: CommittedWrite) => void;
+}
+
+export interface CommittedWrite {
+  readonly request: FastifyRequest;
+  readonly resource: ResourceMetadata;
+  readonly operation: 'post' | 'put' | 'patch' | 'delete';
+  readonly item: Item;
 }
 
 const ALL_METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const WRITE_TYPES = ['application/ld+json', 'application/json'];
-/** API Platform's default response headers, besides the docs Link. */
+/**
+ * API Platform's default response headers, besides the docs Link. Vary names every request
+ * header an answer depends on: the format (Accept) and the caller (X-API-KEY decides what a
+ * collection lists, and whether an item is there at all), so no cache hands one key's answer to
+ * another (issue 31).
+ */
 const STATIC_HEADERS = {
-  vary: 'Accept',
+  vary: 'Accept, X-API-KEY',
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'deny',
   'cache-control': 'no-cache, private',
@@ -176,6 +193,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
               normalizeItem(registry, resource, item, format, 'post'),
             );
           const iri = `${resource.path}/${item.id}`;
+          options.onWrite?.({ request, resource, operation: 'post', item });
           reply.header('location', iri).header('content-location', iri);
           return sendJson(
             request,
@@ -236,6 +254,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
             ifMatch(request, etagsOf),
           );
           itemHeaders(reply, item.id);
+          options.onWrite?.({ request, resource, operation: op, item });
           return sendJson(
             request,
             reply,
@@ -250,7 +269,8 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
       app.delete(itemPath, async (request, reply) => {
         const { base } = splitSuffix((request.params as { id: string }).id);
         const principal = principalOf(request);
-        await engine.delete(resource, base, principal, ifMatch(request, etagsOf));
+        const item = await engine.delete(resource, base, principal, ifMatch(request, etagsOf));
+        options.onWrite?.({ request, resource, operation: 'delete', item });
         return reply.code(204).send();
       });
     }

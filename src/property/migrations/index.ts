@@ -5,6 +5,7 @@ import * as timestampsAndFilterIndexes from './0003_timestamps_and_filter_indexe
 import * as collectionCounts from './0004_collection_counts.js';
 import * as transferTaxRates from './0005_transfer_tax_rates.js';
 import * as idsNeverReusedEmailCase from './0006_ids_never_reused_email_case.js';
+import * as kaltmiete from './0007_kaltmiete.js';
 
 export const propertyMigrations: MigrationSet = {
   '0001_create_tables': createTables,
@@ -13,6 +14,7 @@ export const propertyMigrations: MigrationSet = {
   '0004_collection_counts': collectionCounts,
   '0005_transfer_tax_rates': transferTaxRates,
   '0006_ids_never_reused_email_case': idsNeverReusedEmailCase,
+  '0007_kaltmiete': kaltmiete,
 };
 
 export const PROPERTY_MIGRATION_TABLE = 'property_migrations';

@@ -28,6 +28,7 @@ export const withKaufkosten: Provider = async (items, ctx) => {
         kaufpreis: item.kaufpreis as number | null,
         wohnflaeche: item.wohnflaeche as number | null,
         grunderwerbsteuerSatz: satz as number | null | undefined,
+        kaltmiete: item.kaltmiete as number | null,
       },
       saetze,
     );

@@ -49,6 +49,12 @@ export const Immobilie = defineResource({
     zimmer: f.integer({ minimum: 0, maximum: 10_000, description: 'Number of rooms', example: 4 }),
     typ: f.enumOf(IMMOBILIEN_TYP, { required: true, description: 'Kind of property (ImmobilienTyp)' }),
     kaufpreis: f.number({ minimum: 0, maximum: 1e15, description: 'Purchase price in EUR', example: 420000 }),
+    kaltmiete: f.number({
+      minimum: 0,
+      maximum: 1e12,
+      description: 'Monthly cold rent (Kaltmiete) in EUR, actual or expected; for the rental yield',
+      example: 1250,
+    }),
     bundesland: f.ref('Bundesland', { column: 'bundesland_id', required: true, description: 'Federal state' }),
     heizungstyp: f.ref('Heizungstyp', { column: 'heizungstyp_id', description: 'Heating type' }),
     createdAt: f.timestamp('created', {
@@ -91,6 +97,16 @@ export const Immobilie = defineResource({
     gesamtkosten: f.computed('number', {
       description: 'Computed: kaufpreis + kaufnebenkosten.summe in EUR; absent when the sum is',
       example: 466494,
+    }),
+    bruttomietrendite: f.computed('number', {
+      description:
+        'Computed: gross rental yield in percent, 12 × kaltmiete / kaufpreis × 100, rounded half up to two decimals; absent without kaltmiete or kaufpreis (or when kaufpreis is 0)',
+      example: 3.57,
+    }),
+    kaufpreisfaktor: f.computed('number', {
+      description:
+        'Computed: price-to-rent factor, kaufpreis / (12 × kaltmiete), rounded half up to two decimals; absent without kaltmiete or kaufpreis (or when kaltmiete is 0)',
+      example: 28,
     }),
   },
   operations: {

@@ -22,6 +22,9 @@ const messages = {
         nutzflaeche: 'Nutzfläche (m²)',
         zimmer: 'Zimmer',
         kaufpreis: 'Kaufpreis',
+        kaltmiete: 'Kaltmiete (monatlich)',
+        bruttomietrendite: 'Bruttomietrendite (%)',
+        kaufpreisfaktor: 'Kaufpreisfaktor',
         preisProQuadratmeter: 'Preis pro m²',
         grunderwerbsteuer: 'Grunderwerbsteuer',
         kaufnebenkosten: 'Kaufnebenkosten',
@@ -39,6 +42,7 @@ const messages = {
       name: 'Benutzer |||| Benutzer',
       fields: { name: 'Name', email: 'E-Mail', role: 'Rolle', apiKey: 'API-Schlüssel' },
     },
+    finanzierungsrechners: { name: 'Finanzierungsrechner |||| Finanzierungsrechner' },
   },
 };
 

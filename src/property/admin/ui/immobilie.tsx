@@ -1,6 +1,7 @@
 import { CreateGuesser, EditGuesser, FieldGuesser, InputGuesser, ListGuesser, ShowGuesser } from '@api-platform/admin';
 import { InputAdornment, Table, TableBody, TableCell, TableRow, Typography } from '@mui/material';
-import { DateField, NumberInput, useRecordContext } from 'react-admin';
+import { DateField, NumberField, NumberInput, useRecordContext } from 'react-admin';
+import { LiveUpdates } from './live-updates.js';
 import { AreaField, EuroField, LOCALE } from './money.js';
 
 /**
@@ -15,37 +16,46 @@ const squareMetres = { endAdornment: <InputAdornment position="end">m²</InputAd
 
 export function ImmobilieList() {
   return (
-    <ListGuesser>
-      <FieldGuesser source="adresse" />
-      <FieldGuesser source="typ" />
-      <FieldGuesser source="bundesland" />
-      <AreaField source="wohnflaeche" label="Wohnfläche (m²)" />
-      <FieldGuesser source="zimmer" />
-      <EuroField source="kaufpreis" label="Kaufpreis" />
-      <EuroField source="preisProQuadratmeter" label="Preis pro m²" />
-    </ListGuesser>
+    <>
+      <LiveUpdates />
+      <ListGuesser>
+        <FieldGuesser source="adresse" />
+        <FieldGuesser source="typ" />
+        <FieldGuesser source="bundesland" />
+        <AreaField source="wohnflaeche" label="Wohnfläche (m²)" />
+        <FieldGuesser source="zimmer" />
+        <EuroField source="kaufpreis" label="Kaufpreis" />
+        <EuroField source="preisProQuadratmeter" label="Preis pro m²" />
+      </ListGuesser>
+    </>
   );
 }
 
 export function ImmobilieShow() {
   return (
-    <ShowGuesser>
-      <FieldGuesser source="adresse" />
-      <FieldGuesser source="typ" />
-      <FieldGuesser source="bundesland" />
-      <FieldGuesser source="heizungstyp" />
-      <FieldGuesser source="verwalter" />
-      <AreaField source="wohnflaeche" label="Wohnfläche (m²)" />
-      <AreaField source="nutzflaeche" label="Nutzfläche (m²)" />
-      <FieldGuesser source="zimmer" />
-      <EuroField source="kaufpreis" label="Kaufpreis" />
-      <EuroField source="preisProQuadratmeter" label="Preis pro m²" />
-      <EuroField source="grunderwerbsteuer" label="Grunderwerbsteuer" />
-      <KaufnebenkostenField label="Kaufnebenkosten" />
-      <EuroField source="gesamtkosten" label="Gesamtkosten" sx={{ fontWeight: 'bold' }} />
-      <DateField source="createdAt" label="Angelegt" showTime locales={LOCALE} />
-      <DateField source="updatedAt" label="Geändert" showTime locales={LOCALE} />
-    </ShowGuesser>
+    <>
+      <LiveUpdates />
+      <ShowGuesser>
+        <FieldGuesser source="adresse" />
+        <FieldGuesser source="typ" />
+        <FieldGuesser source="bundesland" />
+        <FieldGuesser source="heizungstyp" />
+        <FieldGuesser source="verwalter" />
+        <AreaField source="wohnflaeche" label="Wohnfläche (m²)" />
+        <AreaField source="nutzflaeche" label="Nutzfläche (m²)" />
+        <FieldGuesser source="zimmer" />
+        <EuroField source="kaufpreis" label="Kaufpreis" />
+        <EuroField source="preisProQuadratmeter" label="Preis pro m²" />
+        <EuroField source="grunderwerbsteuer" label="Grunderwerbsteuer" />
+        <KaufnebenkostenField label="Kaufnebenkosten" />
+        <EuroField source="gesamtkosten" label="Gesamtkosten" sx={{ fontWeight: 'bold' }} />
+        <EuroField source="kaltmiete" label="Kaltmiete (Monat)" />
+        <NumberField source="bruttomietrendite" label="Bruttomietrendite (%)" locales={LOCALE} emptyText="–" />
+        <NumberField source="kaufpreisfaktor" label="Kaufpreisfaktor" locales={LOCALE} emptyText="–" />
+        <DateField source="createdAt" label="Angelegt" showTime locales={LOCALE} />
+        <DateField source="updatedAt" label="Geändert" showTime locales={LOCALE} />
+      </ShowGuesser>
+    </>
   );
 }
 
@@ -96,6 +106,7 @@ function ImmobilieInputs() {
       <InputGuesser source="nutzflaeche" label="Nutzfläche" InputProps={squareMetres} />
       <InputGuesser source="zimmer" />
       <NumberInput source="kaufpreis" label="Kaufpreis" min={0} step={1000} InputProps={euro} />
+      <NumberInput source="kaltmiete" label="Kaltmiete (Monat)" min={0} step={50} InputProps={euro} />
       <InputGuesser source="verwalter" />
     </>
   );

@@ -1,5 +1,6 @@
-import { FieldGuesser, ListGuesser, ShowGuesser } from '@api-platform/admin';
+import { FieldGuesser, ShowGuesser } from '@api-platform/admin';
 import { NumberField, type NumberFieldProps } from 'react-admin';
+import { LiveListGuesser } from './live-updates.js';
 import { LOCALE } from './money.js';
 
 /**
@@ -34,7 +35,7 @@ const userFields = [
   <FieldGuesser key="role" source="role" />,
 ];
 
-export const BundeslandList = () => <ListGuesser>{stateFields}</ListGuesser>;
+export const BundeslandList = () => <LiveListGuesser>{stateFields}</LiveListGuesser>;
 export const BundeslandShow = () => <ShowGuesser>{stateFields}</ShowGuesser>;
-export const UserList = () => <ListGuesser>{userFields}</ListGuesser>;
+export const UserList = () => <LiveListGuesser>{userFields}</LiveListGuesser>;
 export const UserShow = () => <ShowGuesser>{userFields}</ShowGuesser>;
