@@ -42,7 +42,7 @@ mkdirSync(RESULTS, { recursive: true });
 
 const from = (file) => import(pathToFileURL(path.join(ROOT, 'dist', 'src', file)).href);
 const [service, configMod, configSpec, text] = await Promise.all(
-  ['inbox/service.js', 'platform/config/config.js', 'inbox/inbox.config.js', 'inbox/search/search-text.js'].map(from),
+  ['inbox/service.js', 'platform/config/config.js', 'inbox/inbox.config.js', 'inbox/core/search-text.js'].map(from),
 );
 
 // --- the data: deterministic, a Zipf-like vocabulary (a few very common words, many rare ones) ---

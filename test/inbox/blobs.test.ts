@@ -25,7 +25,7 @@ import { deliver } from '../support/smtp-client.js';
 import { b64, call, enc, organization, unique } from './fixtures.js';
 
 /**
- * Large bytes written ahead of their delivery as blobs (src/inbox/messages/message-blobs.ts,
+ * Large bytes written ahead of their delivery as blobs (src/inbox/mailstore/message-blobs.ts,
  * docs/decisions/0027): what a delivery that stores no copy leaves behind, what the sweep takes
  * and keeps, and the move of migration 0012's pieces into blobs.
  */

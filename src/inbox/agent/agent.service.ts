@@ -59,7 +59,7 @@ const newCode = () => String(randomInt(0, 1_000_000)).padStart(6, '0');
 
 /**
  * Agent sign-up (decision 0018): an agent creates an organization with one inbox and an
- * organization key that is limited (api-keys/scope.ts UNVERIFIED_DENIED; mail only to the human)
+ * organization key that is limited (core/scope.ts UNVERIFIED_DENIED; mail only to the human)
  * until the human it names enters the 6-digit code mailed to them. Codes are stored as hashes,
  * expire after 24 h and allow 10 wrong entries.
  */

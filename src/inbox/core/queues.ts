@@ -1,6 +1,6 @@
 /**
  * The durable queue of mail for non-local recipients (payload: `OutboundMailJob`), filled by
- * delivery (delivery/delivery.service.ts) in the sending transaction and handled by
+ * delivery (mailstore/delivery.service.ts) in the sending transaction and handled by
  * `outbound.worker.ts`: it hands the stored source to INBOX_SMTP_RELAY_URL and emits
  * message.sent, message.delivered, message.bounced or message.rejected for those recipients.
  * Without a relay, sends to them are refused before delivery.

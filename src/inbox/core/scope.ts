@@ -204,7 +204,7 @@ export interface KeyOwner {
   readonly podId?: string;
   /** Set for keys limited to one inbox. */
   readonly inboxId?: string;
-  /** Undefined: every permission. Otherwise only those set to true (see api-keys/scope.ts). */
+  /** Undefined: every permission. Otherwise only those set to true (see `holds` above). */
   readonly permissions?: Permissions;
   /** Set while the key's organization is an unverified agent sign-up: the only address it may mail. */
   readonly sendOnlyTo?: string;

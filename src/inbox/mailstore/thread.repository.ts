@@ -97,7 +97,7 @@ export async function findThreadsForUpdate(db: Db, threadIds: readonly string[],
 
 /**
  * The newest threads of an inbox with this normalized subject key (index `threads_subject`): the
- * candidates of the subject fallback of threading (delivery/threading.ts), which then checks their participants.
+ * candidates of the subject fallback of threading (mailstore/threading.ts), which then checks their participants.
  */
 export async function findRecentThreadsBySubject(
   db: Db,
