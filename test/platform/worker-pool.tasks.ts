@@ -31,6 +31,10 @@ async function* chunks(input: PiecesInput): AsyncGenerator<Buffer> {
 serveTasks({
   double: (n: number) => ({ value: n * 2 }),
   thread: () => ({ value: threadId }),
+  /** Never yields: only ending its thread stops it. */
+  spin: () => {
+    for (;;);
+  },
   wait: async (ms: number) => {
     await new Promise((resolve) => setTimeout(resolve, ms));
     return { value: threadId };

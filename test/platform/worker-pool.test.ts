@@ -42,6 +42,20 @@ describe('worker pool', () => {
     expect(after.status === 'fulfilled' && after.value).not.toBe(before);
   });
 
+  it('ends a task that runs past its timeout with its thread; the next task gets a new thread', async () => {
+    pool = createWorkerPool({ module, size: 1 });
+    const before = await pool.run<number>('thread', null);
+    const [late, next] = await Promise.allSettled([
+      pool.run('spin', null, [], { timeoutMs: 200 }),
+      pool.run<number>('thread', null),
+    ]);
+    expect(late.status === 'rejected' && late.reason).toBeInstanceOf(WorkerPoolError);
+    expect(late.status === 'rejected' && (late.reason as Error).message).toMatch(/longer than 200 ms/);
+    expect(next.status === 'fulfilled' && next.value).not.toBe(before);
+    // A task that ends in time is untouched by its limit.
+    expect(await pool.run('double', 4, [], { timeoutMs: 5_000 })).toBe(8);
+  });
+
   it('runs its threads at a lower CPU priority than the event loop (Linux), leaving the process as it was', async () => {
     pool = createWorkerPool({ module, size: 1 });
     const before = getPriority();

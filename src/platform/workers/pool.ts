@@ -9,10 +9,18 @@ import { Worker, type ResourceLimits, type Transferable } from 'node:worker_thre
  * the next one.
  */
 export interface WorkerPool {
-  /** Runs `task` with `input` (structured-cloned; `transfer` moves ArrayBuffers instead). */
-  run<T>(task: string, input: unknown, transfer?: readonly Transferable[]): Promise<T>;
+  /**
+   * Runs `task` with `input` (structured-cloned; `transfer` moves ArrayBuffers instead). With
+   * `timeoutMs`, a task still running that long after it started fails with a WorkerPoolError and
+   * its thread is ended (the only way to stop JavaScript that does not yield).
+   */
+  run<T>(task: string, input: unknown, transfer?: readonly Transferable[], options?: RunOptions): Promise<T>;
   /** Ends every thread; queued and running tasks fail. */
   close(): Promise<void>;
+}
+
+export interface RunOptions {
+  readonly timeoutMs?: number;
 }
 
 export interface WorkerPoolOptions {
@@ -30,6 +38,7 @@ interface Job {
   readonly task: string;
   readonly input: unknown;
   readonly transfer: readonly Transferable[];
+  readonly timeoutMs: number | undefined;
   resolve(value: unknown): void;
   reject(error: Error): void;
 }
@@ -38,6 +47,8 @@ interface Thread {
   readonly worker: Worker;
   job: Job | undefined;
   idle: NodeJS.Timeout | undefined;
+  /** The running job's time limit. */
+  deadline: NodeJS.Timeout | undefined;
 }
 
 /** The pool could not run a task (its thread died, or the pool is closed): not the task's own error. */
@@ -68,10 +79,11 @@ export function createWorkerPool(options: WorkerPoolOptions): WorkerPool {
         })
       : new Worker(options.module, { resourceLimits: options.resourceLimits });
     worker.unref();
-    const thread: Thread = { worker, job: undefined, idle: undefined };
+    const thread: Thread = { worker, job: undefined, idle: undefined, deadline: undefined };
     worker.on('message', (reply: TaskReply) => {
       const job = thread.job;
       thread.job = undefined;
+      clearTimeout(thread.deadline);
       if (job) {
         if (reply.ok) job.resolve(reply.value);
         else job.reject(Object.assign(new Error(reply.message), { name: reply.name }));
@@ -81,6 +93,7 @@ export function createWorkerPool(options: WorkerPoolOptions): WorkerPool {
     const fail = (error: Error) => {
       threads.delete(thread);
       if (thread.idle) clearTimeout(thread.idle);
+      clearTimeout(thread.deadline);
       thread.job?.reject(error);
       thread.job = undefined;
       // Queued work gets a fresh thread.
@@ -111,22 +124,42 @@ export function createWorkerPool(options: WorkerPoolOptions): WorkerPool {
     if (thread.idle) clearTimeout(thread.idle);
     thread.idle = undefined;
     thread.job = job;
+    if (job.timeoutMs !== undefined) {
+      thread.deadline = setTimeout(() => {
+        if (thread.job !== job) return;
+        thread.job = undefined;
+        threads.delete(thread);
+        job.reject(new WorkerPoolError(`the task ${job.task} ran longer than ${job.timeoutMs} ms`));
+        void thread.worker.terminate();
+        // Queued work gets a fresh thread.
+        if (queue.length && !closed) next(spawnTracked());
+      }, job.timeoutMs);
+      thread.deadline.unref();
+    }
     try {
       thread.worker.postMessage({ task: job.task, input: job.input }, job.transfer as Transferable[]);
     } catch (error) {
       // The input could not be handed over (a value that cannot be cloned, a buffer already
       // moved): that task fails, and the thread, which never got it, takes the next.
       thread.job = undefined;
+      clearTimeout(thread.deadline);
       job.reject(error instanceof Error ? error : new Error(String(error)));
       next(thread);
     }
   }
 
   return {
-    run<T>(task: string, input: unknown, transfer: readonly Transferable[] = []): Promise<T> {
+    run<T>(task: string, input: unknown, transfer: readonly Transferable[] = [], run: RunOptions = {}): Promise<T> {
       if (closed) return Promise.reject(new WorkerPoolError('the worker pool is closed'));
       return new Promise<T>((resolve, reject) => {
-        queue.push({ task, input, transfer, resolve: resolve as (value: unknown) => void, reject });
+        queue.push({
+          task,
+          input,
+          transfer,
+          timeoutMs: run.timeoutMs,
+          resolve: resolve as (value: unknown) => void,
+          reject,
+        });
         const free = [...threads].find((t) => t.job === undefined);
         if (free) next(free);
         else if (threads.size < size) next(spawnTracked());
