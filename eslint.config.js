@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 
 const SERVICES = 'See docs/architecture.md: platform/ imports no service, and the services never import each other.';
 const LAYERS =
-  'See docs/architecture.md: repositories and services know nothing of HTTP (inbox/http/) nor of request schemas (*.schemas.ts); only routes import *.schemas.ts.';
+  'See docs/architecture.md: repositories and services know nothing of HTTP (inbox/http/) nor of request schemas (*.schemas.ts); only routes (and MCP tools, *.tools.ts) import *.schemas.ts.';
 const CORE =
   'See docs/architecture.md: inbox/core/ holds types, pure rules, wire shapes and catalogues; it imports only platform basics and mail/ (no SQL, no I/O, no Fastify).';
 const STORE =
@@ -44,7 +44,13 @@ const THREAD_WRITES = [
 ];
 const SUMMARY_WRITES = [['**/mailstore/thread-summary.js'], STORE];
 const INBOX = 'src/inbox/**/*.ts';
-const ROUTES = ['src/inbox/**/*.routes.ts', 'src/inbox/**/*.schemas.ts', 'src/inbox/**/*.test.ts'];
+/** The doors: HTTP routes and the MCP door's tools (which take the routes' request shapes, renamed). */
+const ROUTES = [
+  'src/inbox/**/*.routes.ts',
+  'src/inbox/**/*.tools.ts',
+  'src/inbox/**/*.schemas.ts',
+  'src/inbox/**/*.test.ts',
+];
 /** Event type and queue names outside their catalogues. */
 const CATALOGUED = [
   {
@@ -76,7 +82,7 @@ export default tseslint.config(
     rules: forbidAll(NOT_PROPERTY, NOT_SCHEMAS, STORE_WRITES, THREAD_WRITES, SUMMARY_WRITES),
   },
   {
-    files: ['src/inbox/**/*.routes.ts', 'src/inbox/**/*.schemas.ts'],
+    files: ['src/inbox/**/*.routes.ts', 'src/inbox/**/*.tools.ts', 'src/inbox/**/*.schemas.ts'],
     rules: forbidAll(NOT_PROPERTY, STORE_WRITES, THREAD_WRITES, SUMMARY_WRITES),
   },
   {

@@ -42,6 +42,8 @@ import { messageRoutes } from './messages/message.routes.js';
 import { inboxPool, LARGE_STRING_BYTES, OFFLOAD_JSON_BYTES } from './offload.js';
 import type { MessageService } from './messages/message.service.js';
 import { searchRoutes } from './search/search.routes.js';
+import { mcpRoutes } from './mcp/mcp.routes.js';
+import type { MessageWaiters } from './mcp/message-waiters.js';
 import type { SearchService } from './search/search.service.js';
 import { threadRoutes } from './threads/thread.routes.js';
 import type { ThreadService } from './threads/thread.service.js';
@@ -93,6 +95,8 @@ declare module 'fastify' {
      * a large attachment's base64 is decoded as the body arrives (`receivedBytes`).
      */
     attachmentBytes?: boolean;
+    /** The MCP endpoint: its body is JSON-RPC, checked by the MCP door itself (a NUL is a tool error, not a 400). */
+    mcp?: boolean;
   }
 }
 
@@ -127,7 +131,13 @@ function attachmentBase64At(path: JsonPath, maxRawBytes: number | undefined) {
 export async function buildInboxApp(
   services: InboxServices,
   database: Pick<Database<unknown>, 'ping'>,
-  ops: { registry?: Registry; ready?: () => Promise<Readiness>; metrics?: MetricsExposure } = {},
+  ops: {
+    registry?: Registry;
+    ready?: () => Promise<Readiness>;
+    metrics?: MetricsExposure;
+    /** The committed-events feed's waiters for MCP `wait_for_message` (without: it looks once and answers). */
+    waiters?: MessageWaiters;
+  } = {},
 ): Promise<InboxApp> {
   const { config } = services;
   // Attachments travel base64-encoded inside JSON: allow for that, text and html at their limits
@@ -181,7 +191,7 @@ export async function buildInboxApp(
   app.addHook('preValidation', async (request) => {
     // The SDK creates an inbox with no body at all; treat a missing body as an empty object.
     if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
-    refuseNulInBody(request.body);
+    if (!request.routeOptions.config?.mcp) refuseNulInBody(request.body);
   });
 
   await app.register(swagger, {
@@ -221,6 +231,11 @@ export async function buildInboxApp(
   });
   domainRoutes(app, services.domains);
   searchRoutes(app, services.search);
+  mcpRoutes(app, {
+    apiKeys: services.apiKeys,
+    limiter: services.limiter,
+    services: { ...services, waiters: ops.waiters },
+  });
 
   app.get('/v0/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
   app.get('/v0/docs', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>

@@ -4,6 +4,7 @@ import { parseJsonTask } from '../platform/workers/json.js';
 import { decodeBase64Task } from './mail/base64.js';
 import { composeInPieces, type ComposeInput } from './mail/compose.js';
 import { distinctBodyWords, type BodyParts } from './core/search-text.js';
+import { extractText, type TextFormat } from './mail/attachment-text.js';
 
 /** The tasks of the inbox's worker threads (`offload.ts`). */
 
@@ -23,7 +24,12 @@ async function bodyWordsTask(input: BodyParts): Promise<TaskResult> {
   return { value: await distinctBodyWords(input) };
 }
 
+async function attachmentTextTask({ format, bytes }: { format: TextFormat; bytes: Uint8Array }): Promise<TaskResult> {
+  return { value: await extractText(format, bytes) };
+}
+
 serveTasks({
+  attachmentText: attachmentTextTask,
   compose: composeTask,
   parseJson: parseJsonTask,
   decodeBase64: decodeBase64Task,

@@ -15,6 +15,23 @@ export function inboxPool(): WorkerPool {
   return pool;
 }
 
+let textThreads: WorkerPool | undefined;
+
+/**
+ * One thread apart for reading attachments' text (PDF, DOCX): a document may take seconds and much
+ * memory, and must not hold up the composing of sends in `inboxPool`. Its heap is bounded, and a
+ * document past EXTRACT_TIMEOUT_MS ends its thread (mail/attachment-text.ts).
+ */
+export function textPool(): WorkerPool {
+  textThreads ??= createWorkerPool({
+    module: taskModule(import.meta.url, './inbox.tasks'),
+    size: 1,
+    idleMs: 10_000,
+    resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 16 },
+  });
+  return textThreads;
+}
+
 /**
  * The young generation of the inbox's task threads, in MiB (Node's default lets it grow to 32 MiB
  * and more). Their tasks make megabytes of short-lived pieces and strings; a smaller young

@@ -46,6 +46,7 @@ import { createInboundService } from './smtp/inbound.service.js';
 import { startSmtpServer, type RunningSmtpServer } from './smtp/smtp.server.js';
 import { createThreadService } from './threads/thread.service.js';
 import { createEventFeed, type EventFeed } from './realtime/event-feed.js';
+import { createMessageWaiters } from './mcp/message-waiters.js';
 import { attachRealtime, type RealtimeServer } from './realtime/websocket.server.js';
 import { webhookDeliveryQueue } from './webhooks/webhook-delivery.worker.js';
 import { createWebhookClient } from './webhooks/webhook.client.js';
@@ -359,6 +360,7 @@ export async function startInboxService(
         registry,
         ready,
         metrics: metricsExposure(config.metricsToken, 'api', managementPort !== undefined),
+        waiters: createMessageWaiters(feed),
       })) as unknown as FastifyInstance;
       const { services } = runtime;
       const ws = attachRealtime(

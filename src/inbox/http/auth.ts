@@ -28,31 +28,49 @@ export function bearerKeyOf(header: string | undefined): { key?: string; problem
 }
 
 /**
- * `Authorization: Bearer am_…` on every /v0 route, then the per-key request budget: missing,
- * malformed or unknown keys answer 401; a spent budget 429 with Retry-After and RateLimit headers.
+ * The owner of a presented key, charged one request of its budget: a missing, malformed or unknown
+ * key is a 401, a spent budget a 429 with RateLimit headers. The one check of every door that takes
+ * keys over HTTP (the /v0 routes, the MCP endpoint).
+ */
+export async function authenticateKey(
+  apiKeys: KeyAuthenticator,
+  limiter: RateLimiter,
+  presented: { key?: string; problem?: string },
+  reply: FastifyReply,
+  missing = 'Missing API key: send Authorization: Bearer <key>.',
+): Promise<KeyOwner> {
+  const { key, problem } = presented;
+  if (problem) throw new UnauthenticatedError(problem, { code: 'MALFORMED_API_KEY' });
+  if (!key) throw new UnauthenticatedError(missing, { code: 'MISSING_API_KEY' });
+  const owner = await apiKeys.authenticate(key);
+  if (!owner) throw new UnauthenticatedError('Invalid API key.', { code: 'INVALID_API_KEY' });
+  const rate = await limiter.hit(owner.apiKeyId);
+  reply.header('ratelimit-limit', String(rate.limit));
+  reply.header('ratelimit-remaining', String(rate.remaining));
+  reply.header('ratelimit-reset', String(rate.resetSeconds));
+  if (!rate.allowed) {
+    throw new AppError(
+      'rate_limited',
+      `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`,
+      {
+        code: 'RATE_LIMIT_EXCEEDED',
+        details: { code: 'RATE_LIMIT_EXCEEDED', retry_after_seconds: rate.resetSeconds },
+      },
+    );
+  }
+  return owner;
+}
+
+/**
+ * `Authorization: Bearer am_…` on every /v0 route, then the per-key request budget (authenticateKey).
  */
 export function bearerAuth(apiKeys: KeyAuthenticator, limiter: RateLimiter) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const { key, problem } = bearerKeyOf(request.headers.authorization);
-    if (problem) throw new UnauthenticatedError(problem, { code: 'MALFORMED_API_KEY' });
-    if (!key)
-      throw new UnauthenticatedError('Missing API key: send Authorization: Bearer <key>.', { code: 'MISSING_API_KEY' });
-    const owner = await apiKeys.authenticate(key);
-    if (!owner) throw new UnauthenticatedError('Invalid API key.', { code: 'INVALID_API_KEY' });
-    const rate = await limiter.hit(owner.apiKeyId);
-    reply.header('ratelimit-limit', String(rate.limit));
-    reply.header('ratelimit-remaining', String(rate.remaining));
-    reply.header('ratelimit-reset', String(rate.resetSeconds));
-    if (!rate.allowed) {
-      throw new AppError(
-        'rate_limited',
-        `Rate limit of ${rate.limit} requests per minute exceeded; retry in ${rate.resetSeconds} s.`,
-        {
-          code: 'RATE_LIMIT_EXCEEDED',
-          details: { code: 'RATE_LIMIT_EXCEEDED', retry_after_seconds: rate.resetSeconds },
-        },
-      );
-    }
-    owners.set(request, owner);
+    owners.set(request, await authenticateKey(apiKeys, limiter, bearerKeyOf(request.headers.authorization), reply));
   };
+}
+
+/** The owner of a request authenticated by another door's own check (the MCP endpoint): for ownerOf. */
+export function setOwner(request: FastifyRequest, owner: KeyOwner): void {
+  owners.set(request, owner);
 }

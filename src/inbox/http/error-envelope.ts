@@ -63,6 +63,21 @@ export function inboxClientErrorBody(status: number, message: string): { content
   return { contentType: 'application/json; charset=utf-8', body: JSON.stringify(body) };
 }
 
+/** The status and body of an application error: for HTTP answers, and for the MCP door's error results. */
+export function appErrorBody(err: AppError): { status: number; body: ErrorBody } {
+  const m = ERROR_BY_KIND[err.kind];
+  return {
+    status: m.status,
+    body: {
+      error: {
+        type: m.type,
+        message: err.message,
+        details: { ...err.details, ...(err.details.code ? {} : { code: err.code }) },
+      },
+    },
+  };
+}
+
 /** The one error mapper of the inbox service. */
 export function sendInboxError(request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
   let status: number;
@@ -71,16 +86,10 @@ export function sendInboxError(request: FastifyRequest, reply: FastifyReply, err
     validation?: { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }[];
   };
   if (err instanceof AppError) {
-    const m = ERROR_BY_KIND[err.kind];
-    status = m.status;
-    body = {
-      error: {
-        type: m.type,
-        message: err.message,
-        details: { ...err.details, ...(err.details.code ? {} : { code: err.code }) },
-      },
-    };
+    ({ status, body } = appErrorBody(err));
     if (status >= 500) request.log.error({ err }, 'request failed');
+    // RFC 9110: a 401 names the scheme that would have worked.
+    if (status === 401) reply.header('www-authenticate', 'Bearer realm="agentmail"');
     const retryAfter = err.details.retry_after_seconds;
     if (status === 429 && typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
   } else if (fe?.validation) {

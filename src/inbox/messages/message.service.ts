@@ -125,6 +125,32 @@ export function createMessageService(deps: MessageServiceDeps) {
     return { url: `${base}/v0/downloads/${token}`, expiresAt };
   }
 
+  /** An attachment of a thread (of the organization, or of one inbox) that the key may read. */
+  async function threadAttachmentInScope(
+    owner: KeyOwner,
+    threadId: string,
+    attachmentId: string,
+    inboxId?: string,
+    podId?: string,
+  ) {
+    requirePermission(owner, 'messageRead');
+    const found = await findThreadAttachment(
+      db,
+      owner.organizationId,
+      threadId,
+      attachmentId,
+      inboxId === undefined ? undefined : normalizeInboxId(inboxId),
+    );
+    // Out of the key's scope (or of the pod of the route): as if it did not exist.
+    if (
+      !found ||
+      ((owner.podId !== undefined || owner.inboxId !== undefined || podId !== undefined) &&
+        !(await findScopedInbox(db, owner, found.inboxId, podId)))
+    )
+      throw new AttachmentNotFoundError(attachmentId);
+    return found;
+  }
+
   return {
     async get(owner: KeyOwner, inboxId: string, messageId: string): Promise<Message> {
       requirePermission(owner, 'messageRead');
@@ -238,27 +264,26 @@ export function createMessageService(deps: MessageServiceDeps) {
       inboxId?: string,
       podId?: string,
     ): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
-      requirePermission(owner, 'messageRead');
-      const found = await findThreadAttachment(
-        db,
-        owner.organizationId,
-        threadId,
-        attachmentId,
-        inboxId === undefined ? undefined : normalizeInboxId(inboxId),
-      );
-      // Out of the key's scope (or of the pod of the route): as if it did not exist.
-      if (
-        !found ||
-        ((owner.podId !== undefined || owner.inboxId !== undefined || podId !== undefined) &&
-          !(await findScopedInbox(db, owner, found.inboxId, podId)))
-      )
-        throw new AttachmentNotFoundError(attachmentId);
+      const found = await threadAttachmentInScope(owner, threadId, attachmentId, inboxId, podId);
       const { token, expiresAt } = await downloads.sign({
         kind: 'attachment',
         messagePk: found.messagePk,
         attachmentId,
       });
       return { attachment: found.attachment, ...link(token, expiresAt, origin) };
+    },
+
+    /** The bytes of an attachment found through a thread, for readers in the service (MCP `get_attachment`'s text). */
+    async threadAttachmentContent(
+      owner: KeyOwner,
+      threadId: string,
+      attachmentId: string,
+      inboxId?: string,
+    ): Promise<AttachmentContent> {
+      const found = await threadAttachmentInScope(owner, threadId, attachmentId, inboxId);
+      const file = await findAttachmentContent(db, found.messagePk, attachmentId);
+      if (!file) throw new AttachmentNotFoundError(attachmentId);
+      return file;
     },
 
     /** A signed download link of anything download links serve (drafts' attachments sign theirs here). */

@@ -38,8 +38,11 @@ export interface FeedConsumer {
 
 export interface EventFeed {
   readonly publish: PublishEvents;
-  /** Starts listening (once per feed) and hands committed events to `consumer`. */
-  consume(consumer: FeedConsumer): Promise<void>;
+  /**
+   * Hands committed events to `consumer` (the WebSocket server, the MCP door's waiters); the first
+   * consumer starts the listening. Resolves to the function that removes the consumer again.
+   */
+  consume(consumer: FeedConsumer): Promise<() => void>;
   close(): Promise<void>;
 }
 
@@ -84,7 +87,9 @@ export function createEventFeed(
   log: { warn(o: object, m: string): void; error(o: object, m: string): void },
 ): EventFeed {
   let stop: (() => Promise<void>) | undefined;
+  let listening: Promise<void> | undefined;
   let closed = false;
+  const consumers = new Set<FeedConsumer>();
   // Reads start at once, in parallel; deliveries follow the order of the signals.
   let chain: Promise<void> = Promise.resolve();
 
@@ -92,46 +97,68 @@ export function createEventFeed(
     for (const chunk of packSummaries(events)) await database.notifyIn(trx, TOPIC, chunk);
   };
 
+  function onSignal(payload: string | undefined): void {
+    if (closed) return;
+    if (payload === undefined) {
+      log.warn(
+        {},
+        'realtime: the event feed reconnected; events committed meanwhile were not pushed to WebSocket or MCP clients (webhooks still deliver them)',
+      );
+      return;
+    }
+    if (!payload || !consumers.size) return;
+    let wanted: FeedEventSummary[];
+    try {
+      wanted = unpack(payload).filter((s) => [...consumers].some((c) => c.wants(s)));
+    } catch (err) {
+      log.error({ err }, 'realtime: unreadable event feed signal');
+      return;
+    }
+    if (!wanted.length) return;
+    const read = findEventPayloads(
+      database.db,
+      wanted.map((s) => s.eventId),
+    );
+    read.catch(() => undefined); // awaited in turn below; handled there
+    chain = chain.then(async () => {
+      try {
+        const payloads = await read;
+        const events = wanted.flatMap((s) => {
+          const stored = payloads.get(s.eventId);
+          return stored === undefined ? [] : [{ ...s, payload: stored }];
+        });
+        if (!events.length || closed) return;
+        for (const consumer of consumers) {
+          const mine = consumers.size === 1 ? events : events.filter((e) => consumer.wants(e));
+          if (!mine.length) continue;
+          try {
+            consumer.deliver(mine);
+          } catch (err) {
+            log.error({ err }, 'realtime: a consumer of the event feed failed');
+          }
+        }
+      } catch (err) {
+        log.error({ err }, 'realtime: reading events for real-time clients failed');
+      }
+    });
+  }
+
   return {
     publish,
     async consume(consumer) {
-      if (stop || closed) throw new Error('the event feed has a consumer already (or is closed)');
-      stop = await database.listen(TOPIC, (payload) => {
-        if (closed) return;
-        if (payload === undefined) {
-          log.warn(
-            {},
-            'realtime: the event feed reconnected; events committed meanwhile were not pushed to WebSocket clients (webhooks still deliver them)',
-          );
-          return;
-        }
-        if (!payload) return;
-        let wanted: FeedEventSummary[];
-        try {
-          wanted = unpack(payload).filter((s) => consumer.wants(s));
-        } catch (err) {
-          log.error({ err }, 'realtime: unreadable event feed signal');
-          return;
-        }
-        if (!wanted.length) return;
-        const read = findEventPayloads(
-          database.db,
-          wanted.map((s) => s.eventId),
-        );
-        read.catch(() => undefined); // awaited in turn below; handled there
-        chain = chain.then(async () => {
-          try {
-            const payloads = await read;
-            const events = wanted.flatMap((s) => {
-              const stored = payloads.get(s.eventId);
-              return stored === undefined ? [] : [{ ...s, payload: stored }];
-            });
-            if (events.length && !closed) consumer.deliver(events);
-          } catch (err) {
-            log.error({ err }, 'realtime: reading events for WebSocket clients failed');
-          }
-        });
+      if (closed) throw new Error('the event feed is closed');
+      consumers.add(consumer);
+      listening ??= database.listen(TOPIC, onSignal).then((unlisten) => {
+        stop = unlisten;
       });
+      try {
+        await listening;
+      } catch (err) {
+        consumers.delete(consumer);
+        listening = undefined;
+        throw err;
+      }
+      return () => void consumers.delete(consumer);
     },
     async close() {
       closed = true;

@@ -1,3 +1,4 @@
+import { pageEnvelope } from '../core/page.wire.js';
 import { Type, type Static } from 'typebox';
 import { errorResponses } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
@@ -7,7 +8,7 @@ import { InboxIdParams } from '../messages/message.schemas.js';
 import { MessageItemResponse, toMessageItemResponse } from '../core/message.wire.js';
 import { ThreadItemResponse, toThreadItemResponse } from '../core/thread.wire.js';
 import { PodIdParams, SearchInboxesQuery, SearchQuery } from './search.schemas.js';
-import type { SearchPage, SearchQuery as SearchInput, SearchService } from './search.service.js';
+import type { SearchQuery as SearchInput, SearchService } from './search.service.js';
 
 const page = { count: Type.Integer(), limit: Type.Integer(), next_page_token: Type.Optional(Type.String()) };
 const SearchMessagesResponse = Type.Object({
@@ -33,15 +34,6 @@ function input(q: Static<typeof SearchQuery>): SearchInput {
   };
 }
 
-function envelope<T, K extends string, W>(key: K, result: SearchPage<T>, map: (item: T) => W) {
-  return {
-    count: result.items.length,
-    limit: result.limit,
-    ...(result.nextPageToken ? { next_page_token: result.nextPageToken } : {}),
-    [key]: result.items.map(map),
-  } as { count: number; limit: number; next_page_token?: string } & Record<K, W[]>;
-}
-
 /**
  * The search routes, and their pod-level variants. Registered as static paths (`…/search`), which
  * the router prefers to the `/:id` routes beside them.
@@ -58,7 +50,7 @@ export function searchRoutes(app: InboxApp, search: SearchService): void {
       response: { 200: SearchMessagesResponse, ...errorResponses },
     },
     handler: async (request) =>
-      envelope(
+      pageEnvelope(
         'messages',
         await search.messages(ownerOf(request), request.params.inbox_id, input(request.query)),
         toMessageItemResponse,
@@ -74,7 +66,7 @@ export function searchRoutes(app: InboxApp, search: SearchService): void {
       response: { 200: SearchThreadsResponse, ...errorResponses },
     },
     handler: async (request) =>
-      envelope(
+      pageEnvelope(
         'threads',
         await search.threads(ownerOf(request), { inboxId: request.params.inbox_id }, input(request.query)),
         toThreadItemResponse,
@@ -89,7 +81,7 @@ export function searchRoutes(app: InboxApp, search: SearchService): void {
       response: { 200: SearchThreadsResponse, ...errorResponses },
     },
     handler: async (request) =>
-      envelope('threads', await search.threads(ownerOf(request), {}, input(request.query)), toThreadItemResponse),
+      pageEnvelope('threads', await search.threads(ownerOf(request), {}, input(request.query)), toThreadItemResponse),
   });
 
   app.get('/v0/pods/:pod_id/threads/search', {
@@ -101,7 +93,7 @@ export function searchRoutes(app: InboxApp, search: SearchService): void {
       response: { 200: SearchThreadsResponse, ...errorResponses },
     },
     handler: async (request) =>
-      envelope(
+      pageEnvelope(
         'threads',
         await search.threads(ownerOf(request), { podId: request.params.pod_id }, input(request.query)),
         toThreadItemResponse,
@@ -122,7 +114,7 @@ export function searchRoutes(app: InboxApp, search: SearchService): void {
       response: { 200: SearchInboxesResponse, ...errorResponses },
     },
     handler: async (request) =>
-      envelope('inboxes', await search.inboxes(ownerOf(request), inboxSearch(request.query)), toInboxResponse),
+      pageEnvelope('inboxes', await search.inboxes(ownerOf(request), inboxSearch(request.query)), toInboxResponse),
   });
 
   app.get('/v0/pods/:pod_id/inboxes/search', {
@@ -134,7 +126,7 @@ export function searchRoutes(app: InboxApp, search: SearchService): void {
       response: { 200: SearchInboxesResponse, ...errorResponses },
     },
     handler: async (request) =>
-      envelope(
+      pageEnvelope(
         'inboxes',
         await search.inboxes(ownerOf(request), { ...inboxSearch(request.query), podId: request.params.pod_id }),
         toInboxResponse,
