@@ -60,6 +60,20 @@ Options:
     options: { email: { type: 'string' } },
     run: (values) => propertyUsersRotateKey(values as { email?: string }),
   },
+  mcp: {
+    usage: 'mcp [--url URL] [--tools NAMES]',
+    summary: 'A stdio MCP server that forwards to a running inbox service (for stdio-only MCP clients).',
+    help: `Speaks MCP on stdin/stdout for clients that start their servers as processes, and forwards
+every tools/list and tools/call to the inbox service's /mcp endpoint (Streamable HTTP).
+The API key comes from the environment, AGENTMAIL_API_KEY, and is never printed.
+Stdout carries the protocol only; errors go to stderr.
+
+Options:
+  --url URL       the service's MCP endpoint (default: AGENTMAIL_MCP_URL, else http://127.0.0.1:3000/mcp)
+  --tools NAMES   offer only these tools, comma-separated (e.g. list_inboxes,send_message)`,
+    options: { url: { type: 'string' }, tools: { type: 'string' } },
+    run: (values) => mcpBridge(values as { url?: string; tools?: string }),
+  },
   migrate: {
     usage: 'migrate',
     summary: 'Runs the database migrations of every service.',
@@ -193,6 +207,21 @@ async function propertyUsersRotateKey(values: { email?: string }): Promise<void>
   } finally {
     await database.destroy();
   }
+}
+
+async function mcpBridge(values: { url?: string; tools?: string }): Promise<void> {
+  const { DEFAULT_MCP_URL, parseToolList, runStdioBridge } = await import('./inbox/mcp/stdio-bridge.js');
+  const apiKey = process.env.AGENTMAIL_API_KEY?.trim();
+  if (!apiKey) throw new CommandError('AGENTMAIL_API_KEY is not set: the bridge needs the key to send to the server.');
+  const url = values.url ?? process.env.AGENTMAIL_MCP_URL ?? DEFAULT_MCP_URL;
+  if (!/^https?:\/\//.test(url)) throw new UsageError(`--url must be an http(s) URL, not "${url}"`);
+  let tools: string[] | undefined;
+  try {
+    tools = values.tools === undefined ? undefined : parseToolList(values.tools);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  await runStdioBridge({ url, apiKey, ...(tools ? { tools } : {}) });
 }
 
 async function migrate(): Promise<void> {

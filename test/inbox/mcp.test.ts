@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { Document, Packer, Paragraph, TextRun } from 'docx';
 import nodemailer from 'nodemailer';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +24,16 @@ async function pdfOf(text: string): Promise<Buffer> {
   return Buffer.from(await doc.save());
 }
 
+/** The `docx` generator's few parts used here (its bundled .d.ts files do not resolve under NodeNext). */
+interface Docx {
+  Document: new (o: { sections: { children: unknown[] }[] }) => unknown;
+  Paragraph: new (o: { children: unknown[] }) => unknown;
+  TextRun: new (text: string) => unknown;
+  Packer: { toBuffer(doc: unknown): Promise<Buffer> };
+}
+
 async function docxOf(text: string): Promise<Buffer> {
+  const { Document, Packer, Paragraph, TextRun } = (await import('docx' as string)) as Docx;
   const doc = new Document({ sections: [{ children: [new Paragraph({ children: [new TextRun(text)] })] }] });
   return Packer.toBuffer(doc);
 }
@@ -282,7 +290,7 @@ describe.each(dialects)('MCP door (%s)', (dialect) => {
     const bearer = await connectMcp(server.url, org.key, 'bearer');
     expect((await bearer.call('get_inbox', { inboxId: a })).inboxId).toBe(a);
     await bearer.close();
-    for (const headers of [
+    for (const headers of <Record<string, string>[]>[
       {},
       { 'x-api-key': 'am_not_a_key' },
       { authorization: 'Bearer am_nope' },

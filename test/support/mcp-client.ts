@@ -30,7 +30,8 @@ export async function connectMcp(
   how: 'x-api-key' | 'bearer' = 'x-api-key',
 ): Promise<McpTestClient> {
   const client = new Client({ name: 'mcp-test', version: '1.0.0' });
-  const headers = how === 'x-api-key' ? { 'x-api-key': key } : { authorization: `Bearer ${key}` };
+  const headers: Record<string, string> =
+    how === 'x-api-key' ? { 'x-api-key': key } : { authorization: `Bearer ${key}` };
   await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', serverUrl), { requestInit: { headers } }));
   const { tools } = await client.listTools();
   const validators = new Map<string, ValidateFunction>(
