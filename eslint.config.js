@@ -131,7 +131,7 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': ['error', ...CATALOGUED] },
   },
   {
-    files: ['bench/**/*.mjs', 'scripts/**/*.mjs', '.ci/**/*.mjs'],
+    files: ['bench/**/*.mjs', 'scripts/**/*.mjs', 'bin/**/*.mjs', '.ci/**/*.mjs'],
     languageOptions: {
       globals: {
         process: 'readonly',
