@@ -10,14 +10,31 @@
 /** Objects whose keys belong to the caller: kept as they are. */
 const OPAQUE = new Set(['metadata', 'headers']);
 
-export const camel = (key: string): string => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-export const snake = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+const renamed = (rename: (key: string) => string) => {
+  // The wire has a few dozen field names: each is renamed once.
+  const seen = new Map<string, string>();
+  return (key: string): string => {
+    let out = seen.get(key);
+    if (out === undefined) {
+      out = rename(key);
+      if (seen.size < 10_000) seen.set(key, out);
+    }
+    return out;
+  };
+};
+
+export const camel = renamed((key) => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()));
+export const snake = renamed((key) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
 
 function renameKeys(value: unknown, rename: (key: string) => string): unknown {
+  if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map((v) => renameKeys(v, rename));
-  if (value === null || typeof value !== 'object' || Buffer.isBuffer(value)) return value;
+  if (Buffer.isBuffer(value)) return value;
   const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) out[rename(key)] = OPAQUE.has(key) ? v : renameKeys(v, rename);
+  for (const key in value) {
+    const v = (value as Record<string, unknown>)[key];
+    out[rename(key)] = OPAQUE.has(key) ? v : renameKeys(v, rename);
+  }
   return out;
 }
 

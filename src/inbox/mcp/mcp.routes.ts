@@ -9,6 +9,7 @@ import {
   McpError,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -56,7 +57,7 @@ function presentedKey(request: FastifyRequest): { key?: string; problem?: string
 }
 
 /** JSON for the text of a result, with `<` escaped so no mail content can close the markers around it. */
-const safeJson = (value: unknown) => JSON.stringify(value, null, 1).replace(/</g, '\\u003c');
+const safeJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
 
 function result(tool: McpTool, structured: Record<string, unknown>): CallToolResult {
   const json = safeJson(structured);
@@ -129,11 +130,16 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     }
   }
 
+  // One JSON Schema validator for every request's server: the SDK would otherwise build a new Ajv
+  // (and compile its formats) for each (it validates elicitation answers, which this server never asks for).
+  const jsonSchemaValidator = new AjvJsonSchemaValidator(ajv);
+
   /** A fresh protocol server for one request (stateless: nothing of it outlives the POST). */
   function serverFor(owner: KeyOwner, request: FastifyRequest, signal: AbortSignal): Server {
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
+      jsonSchemaValidator,
     });
     server.setRequestHandler(ListToolsRequestSchema, () => listing);
     server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
@@ -147,14 +153,9 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
                 method: 'notifications/progress',
                 params: { progressToken: token, progress: ++step, message },
               });
-      return call(
-        owner,
-        request,
-        req.params.name,
-        req.params.arguments ?? {},
-        AbortSignal.any([signal, extra.signal]),
-        progress,
-      );
+      // The client going away is the one cancellation a stateless server sees (a notifications/cancelled
+      // would come in another POST, which no server holds on to).
+      return call(owner, request, req.params.name, req.params.arguments ?? {}, signal, progress);
     });
     return server;
   }
@@ -198,13 +199,12 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     );
     reply.code(answer.status);
     answer.headers.forEach((value, name) => void reply.header(name, value));
-    reply.raw.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
     if (!answer.body) return void (await reply.send(''));
-    if (answer.headers.get('content-type')?.startsWith('text/event-stream'))
+    if (answer.headers.get('content-type')?.startsWith('text/event-stream')) {
+      // A stream may outlive its client: closing the transport ends what is still running for it.
+      reply.raw.on('close', () => void transport.close());
       return void (await reply.send(Readable.fromWeb(answer.body as NodeReadableStream<Uint8Array>)));
+    }
     await reply.send(await answer.text());
   }
 
