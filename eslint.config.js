@@ -139,6 +139,7 @@ export default tseslint.config(
         URL: 'readonly',
         setTimeout: 'readonly',
         Buffer: 'readonly',
+        fetch: 'readonly',
       },
     },
   },
