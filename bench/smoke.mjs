@@ -46,6 +46,10 @@ const BENCHES = [
     name: 'bigsend-arrivals',
     argv: ['bench/bigsend-run.mjs', '--runs', '1', '--duration', '2', '--variants', 'mixed', '--arrivals', '10'],
   },
+  {
+    name: 'mcp',
+    argv: ['bench/mcp-run.mjs', '--runs', '1', '--duration', '1', '--warmup', '1', '--messages', '200'],
+  },
   { name: 'ws', argv: ['bench/websocket-run.mjs', '--connections', '20', '--messages', '5', '--warmup', '2'] },
   {
     name: 'search',
