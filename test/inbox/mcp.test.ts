@@ -241,6 +241,40 @@ describe.each(dialects)('MCP door (%s)', (dialect) => {
     expect(toolError(await mcp.raw('get_thread', { inboxId: b, threadId: item!.threadId })).type).toBe('not_found');
   });
 
+  it('get_attachment: a broken PDF or DOCX gives its metadata and link with textError, never an error or a crash', async () => {
+    const sent = await mcp.call('send_message', {
+      inboxId: a,
+      to: [b],
+      subject: 'broken files',
+      text: 'see attached',
+      attachments: [
+        {
+          filename: 'broken.pdf',
+          contentType: 'application/pdf',
+          content: b64('%PDF-1.7\n1 0 obj << /Type /Catalog >>\ngarbage'),
+        },
+        { filename: 'broken.docx', content: b64('PK\u0003\u0004 not a zip at all') },
+        { filename: 'fake.pdf', contentType: 'application/pdf', content: b64('MZ an executable') },
+      ],
+    });
+    const thread = await mcp.call('get_thread', { inboxId: a, threadId: sent.threadId });
+    const files = (thread.messages as { attachments: { attachmentId: string; filename: string }[] }[])[0]!.attachments;
+    for (const file of files) {
+      const got = await mcp.call('get_attachment', {
+        inboxId: a,
+        threadId: sent.threadId,
+        attachmentId: file.attachmentId,
+      });
+      expect(got.downloadUrl).toMatch(/\/v0\/downloads\//);
+      expect(got.text).toBeUndefined();
+      // A file whose first bytes are not its claimed format is not read at all.
+      if (file.filename === 'fake.pdf') expect(got.textError).toBeUndefined();
+      else expect(got.textError).toMatch(/could not be read/);
+    }
+    // The service still answers.
+    expect((await mcp.call('get_inbox', { inboxId: a })).inboxId).toBe(a);
+  });
+
   it('drafts: create, list, get, update, schedule, send and delete', async () => {
     const draft = await mcp.call('create_draft', { inboxId: a, to: [b], subject: 'For review', text: 'Draft body' });
     expect(draft).toMatchObject({ inboxId: a, subject: 'For review', text: 'Draft body', to: [b] });
