@@ -1,6 +1,5 @@
 import { Type } from 'typebox';
 import { ValidationError } from '../../platform/errors/app-error.js';
-import { requirePermission } from '../core/scope.js';
 import { ownerOf } from '../http/auth.js';
 import { errorResponses } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';
@@ -73,7 +72,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     config: { attachmentBytes: true },
     handler: async (request, reply) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftCreate');
       refuseFields(request.body, CREATE_REFUSED);
       const { draft, created } = await drafts.create(owner, request.params.inbox_id, toCreateDraftInput(request.body));
       return reply.code(created ? 201 : 200).send(toDraftResponse(draft));
@@ -90,7 +88,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftRead');
       return toList(await drafts.list(owner, { inboxId: request.params.inbox_id }, toDraftListQuery(request.query)));
     },
   });
@@ -104,7 +101,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftRead');
       return toDraftResponse(await drafts.get(owner, { inboxId: request.params.inbox_id }, request.params.draft_id));
     },
   });
@@ -121,7 +117,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     config: { attachmentBytes: true },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftUpdate');
       refuseFields(request.body, NOT_UPDATABLE);
       return toDraftResponse(
         await drafts.update(owner, request.params.inbox_id, request.params.draft_id, toUpdateDraftInput(request.body)),
@@ -138,7 +133,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request, reply) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftDelete');
       await drafts.delete(owner, request.params.inbox_id, request.params.draft_id);
       return reply.code(204).send(null);
     },
@@ -156,7 +150,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftSend');
       const b = request.body;
       const sent = await drafts.send(owner, request.params.inbox_id, request.params.draft_id, {
         ...(b.add_labels !== undefined ? { addLabels: labelList(b.add_labels) } : {}),
@@ -175,7 +168,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftRead');
       const p = request.params;
       return toDownload(
         await drafts.attachmentLink(
@@ -198,7 +190,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftRead');
       return toList(await drafts.list(owner, {}, toDraftListQuery(request.query)));
     },
   });
@@ -212,7 +203,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftRead');
       return toDraftResponse(await drafts.get(owner, {}, request.params.draft_id));
     },
   });
@@ -226,7 +216,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftRead');
       const p = request.params;
       return toDownload(await drafts.attachmentLink(owner, {}, p.draft_id, p.attachment_id, requestOrigin(request)));
     },
@@ -242,7 +231,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftRead');
       return toList(await drafts.list(owner, { podId: request.params.pod_id }, toDraftListQuery(request.query)));
     },
   });
@@ -256,7 +244,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftRead');
       return toDraftResponse(await drafts.get(owner, { podId: request.params.pod_id }, request.params.draft_id));
     },
   });
@@ -270,7 +257,6 @@ export function draftRoutes(app: InboxApp, drafts: DraftService): void {
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      requirePermission(owner, 'draftRead');
       const p = request.params;
       return toDownload(
         await drafts.attachmentLink(owner, { podId: p.pod_id }, p.draft_id, p.attachment_id, requestOrigin(request)),

@@ -240,6 +240,7 @@ export function createDraftService(deps: DraftServiceDeps) {
       inboxId: string,
       input: CreateDraftInput,
     ): Promise<{ draft: Draft; created: boolean }> {
+      requirePermission(owner, 'draftCreate');
       const inbox = await requireInbox(owner, inboxId);
       if (input.clientId !== undefined) {
         const existing = await findDraftByClientId(db, inbox.inboxId, input.clientId);
@@ -333,6 +334,7 @@ export function createDraftService(deps: DraftServiceDeps) {
      * labels and schedule. A scheduled send that has started (send_status `sending`) answers 409.
      */
     async update(owner: KeyOwner, inboxId: string, draftId: string, change: UpdateDraftInput): Promise<Draft> {
+      requirePermission(owner, 'draftUpdate');
       const inbox = await requireInbox(owner, inboxId);
       checkBodySizes(
         {
@@ -428,6 +430,7 @@ export function createDraftService(deps: DraftServiceDeps) {
 
     /** Deletes a draft, and with it its scheduled send; one being sent answers 409. */
     async delete(owner: KeyOwner, inboxId: string, draftId: string): Promise<void> {
+      requirePermission(owner, 'draftDelete');
       const inbox = await requireInbox(owner, inboxId);
       const scope = scopeOf(owner, { inboxId: inbox.inboxId });
       await commits.run(async (trx) => {
@@ -449,6 +452,7 @@ export function createDraftService(deps: DraftServiceDeps) {
       draftId: string,
       change: { addLabels?: readonly string[]; removeLabels?: readonly string[] },
     ): Promise<{ messageId: string; threadId: string }> {
+      requirePermission(owner, 'draftSend');
       const inbox = await requireInbox(owner, inboxId);
       const add = draftLabels('add_labels', change.addLabels);
       const remove = draftLabels('remove_labels', change.removeLabels);
@@ -473,11 +477,13 @@ export function createDraftService(deps: DraftServiceDeps) {
     },
 
     async get(owner: KeyOwner, path: { inboxId?: string; podId?: string }, draftId: string): Promise<Draft> {
+      requirePermission(owner, 'draftRead');
       return requireDraft(owner, await resolve(owner, path), draftId);
     },
 
     /** Newest-updated first (or oldest with `ascending`), by keyset, in the inbox, pod or organization. */
     async list(owner: KeyOwner, path: { inboxId?: string; podId?: string }, query: DraftListQuery) {
+      requirePermission(owner, 'draftRead');
       const limit = parseLimit(query.limit);
       const { labels, before, after } = parseListFilter(query);
       const cursor = query.pageToken ? decodeCursor(query.pageToken, 'integer') : undefined;
@@ -500,6 +506,7 @@ export function createDraftService(deps: DraftServiceDeps) {
       attachmentId: string,
       origin: string,
     ): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
+      requirePermission(owner, 'draftRead');
       const draft = await requireDraft(owner, await resolve(owner, path), draftId);
       const attachment = draft.attachments.find((a) => a.attachmentId === attachmentId);
       if (!attachment) throw new AttachmentNotFoundError(attachmentId);
