@@ -10,7 +10,7 @@ import { build } from 'esbuild';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ADMIN_MANIFEST, type AdminManifest } from '../src/property/admin/admin-files.js';
+import { PAGE_MANIFEST, type PageManifest } from '../src/platform/http/page-bundle.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -18,11 +18,19 @@ export const ADMIN_ENTRY = join(root, 'src/property/admin/ui/main.tsx');
 export const ADMIN_OUT_DIR = join(root, 'dist/admin');
 
 /** Bundles the admin into `outDir` (emptied first) and writes its manifest; returns the manifest. */
-export async function buildAdmin(outDir: string = ADMIN_OUT_DIR): Promise<AdminManifest> {
+export function buildAdmin(outDir: string = ADMIN_OUT_DIR): Promise<PageManifest> {
+  return bundlePage('admin', ADMIN_ENTRY, outDir);
+}
+
+/**
+ * Bundles a browser page (`entry`, its CSS imports included) into `outDir/assets` with content-hashed
+ * names, emptying `outDir` first, and writes the manifest the services read (platform/http/page-bundle.ts).
+ */
+export async function bundlePage(name: string, entryFile: string, outDir: string): Promise<PageManifest> {
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const result = await build({
-    entryPoints: { admin: ADMIN_ENTRY },
+    entryPoints: { [name]: entryFile },
     outdir: join(outDir, 'assets'),
     entryNames: '[name]-[hash]',
     assetNames: '[name]-[hash]',
@@ -43,12 +51,12 @@ export async function buildAdmin(outDir: string = ADMIN_OUT_DIR): Promise<AdminM
   const entry = outputs.find(([, output]) => output.entryPoint !== undefined);
   if (!entry) throw new Error('esbuild produced no entry output');
   const [script, output] = entry;
-  const manifest: AdminManifest = {
+  const manifest: PageManifest = {
     script: basename(script),
     stylesheet: output.cssBundle ? basename(output.cssBundle) : undefined,
     files: outputs.map(([file]) => basename(file)).sort(),
   };
-  writeFileSync(join(outDir, ADMIN_MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+  writeFileSync(join(outDir, PAGE_MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
   return manifest;
 }
 

@@ -3,15 +3,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The built admin (`npm run build:admin` → `dist/admin/`): a manifest naming the bundle's files,
- * and the files themselves. Only files the manifest lists are ever read, so no request path
- * reaches the file system.
+ * A browser page bundled at build time (`npm run build`: the property admin into `dist/admin/`, the
+ * inbox console into `dist/console/`): a manifest naming the bundle's files, and the files
+ * themselves. Only files the manifest lists are ever read, so no request path reaches the file system.
  */
 
-export const ADMIN_MANIFEST = 'manifest.json';
+export const PAGE_MANIFEST = 'manifest.json';
 
-export interface AdminManifest {
-  /** The ES module that starts the admin (file name under `assets/`). */
+export interface PageManifest {
+  /** The ES module that starts the page (file name under `assets/`). */
   readonly script: string;
   /** The stylesheet of the bundle, when it has one. */
   readonly stylesheet?: string | undefined;
@@ -19,7 +19,7 @@ export interface AdminManifest {
   readonly files: readonly string[];
 }
 
-export interface AdminAsset {
+export interface PageAsset {
   readonly body: Buffer;
   readonly contentType: string;
 }
@@ -34,26 +34,26 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.woff2': 'font/woff2',
 };
 
-/** `dist/admin` of the package this module belongs to (from `src/…` in tests, `dist/src/…` built). */
-export function defaultAdminDir(): string {
+/** `dist/<name>` of the package this module belongs to (from `src/…` in tests, `dist/src/…` built). */
+export function distDir(name: string): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'package.json'))) {
     const parent = dirname(dir);
-    if (parent === dir) throw new Error('package.json not found above the admin module');
+    if (parent === dir) throw new Error('package.json not found above the page-bundle module');
     dir = parent;
   }
-  return join(dir, 'dist', 'admin');
+  return join(dir, 'dist', name);
 }
 
-/** Reads the built admin in `dir`, or undefined when it has not been built. */
-export function readAdminBuild(
+/** Reads the bundle built in `dir`, or undefined when it has not been built. */
+export function readPageBundle(
   dir: string,
-): { manifest: AdminManifest; asset(name: string): AdminAsset | undefined } | undefined {
-  const manifestPath = join(dir, ADMIN_MANIFEST);
+): { manifest: PageManifest; asset(name: string): PageAsset | undefined } | undefined {
+  const manifestPath = join(dir, PAGE_MANIFEST);
   if (!existsSync(manifestPath)) return undefined;
-  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as AdminManifest;
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as PageManifest;
   const known = new Set(manifest.files);
-  const cache = new Map<string, AdminAsset>();
+  const cache = new Map<string, PageAsset>();
   return {
     manifest,
     asset(name) {

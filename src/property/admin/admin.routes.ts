@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError, NotFoundError } from '../../platform/errors/app-error.js';
 import { escapeHtml, SWAGGER_UI_CSP } from '../../platform/http/swagger-ui.js';
-import { defaultAdminDir, readAdminBuild } from './admin-files.js';
+import { distDir, readPageBundle } from '../../platform/http/page-bundle.js';
 
 export interface AdminRouteOptions {
   /** Where the admin is served, e.g. `/admin`. */
@@ -19,11 +19,11 @@ export interface AdminRouteOptions {
  * this origin). The page is the same for every URL of the admin: react-admin routes in the hash.
  */
 export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOptions): void {
-  const directory = options.directory ?? defaultAdminDir();
+  const directory = options.directory ?? distDir('admin');
   const assetsPath = `${options.path}/assets`;
-  let build: ReturnType<typeof readAdminBuild>;
+  let build: ReturnType<typeof readPageBundle>;
   const current = () => {
-    build ??= readAdminBuild(directory);
+    build ??= readPageBundle(directory);
     if (!build) {
       throw new AppError(
         'unavailable',
