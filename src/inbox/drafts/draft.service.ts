@@ -376,8 +376,10 @@ export function createDraftService(deps: DraftServiceDeps) {
           ...draft.attachments.filter((a) => !removeIds.includes(a.attachmentId)),
           ...added.map((a) => a.meta),
         ];
+        // What one request could give at most: its inline files and its files by url.
         const total = attachments.reduce((sum, a) => sum + a.size, 0);
-        if (total > deps.maxAttachmentBytes) throw new AttachmentsTooLargeError(total, deps.maxAttachmentBytes);
+        const max = deps.maxAttachmentBytes + deps.attachmentUrls.maxBytes;
+        if (total > max) throw new AttachmentsTooLargeError(total, max);
 
         let { sendStatus, sendJobId } = draft;
         let scheduledAt = draft.sendAt;

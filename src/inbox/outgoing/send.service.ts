@@ -56,17 +56,20 @@ export function createSendService(deps: SendServiceDeps) {
   /**
    * Composes the message from the sending inbox (read before the unit of work: its display name
    * and domain go into the source), then stores the sender's copy, delivers to local inboxes and
-   * queues the rest in one transaction with the quota count and the events.
+   * queues the rest in one transaction with the quota count and the events. The message is
+   * validated (`outgoing`: files given by url fetched) only once the key is known to reach the
+   * sending inbox.
    */
   async function send(
     owner: KeyOwner,
     senderId: string,
-    out: Outgoing,
+    outgoing: () => Promise<Outgoing>,
     answer: AnswerHeaders,
     within?: (trx: Db) => Promise<void>,
   ): Promise<{ messageId: string; threadId: string }> {
     const sender = await findScopedInbox(db, owner, senderId);
     if (!sender) throw new InboxNotFoundError(senderId);
+    const out = await outgoing();
     if (owner.sendOnlyTo !== undefined) {
       // An unverified agent sign-up mails only the human it named (decision 0018).
       const other = out.recipients.find((r) => r.mailbox.address.toLowerCase() !== owner.sendOnlyTo);
@@ -172,7 +175,7 @@ export function createSendService(deps: SendServiceDeps) {
     async send(owner: KeyOwner, inboxId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
-      return send(owner, normalizeInboxId(inboxId), await validate(input), answerHeaders(undefined));
+      return send(owner, normalizeInboxId(inboxId), () => validate(input), answerHeaders(undefined));
     },
 
     /** Answers a message of the inbox (answers.ts `replyInput`); In-Reply-To and References make it join the thread on both sides. */
@@ -185,7 +188,7 @@ export function createSendService(deps: SendServiceDeps) {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       const parent = await findOwnMessage(db, owner, inboxId, messageId);
-      return send(owner, parent.inboxId, await validate(replyInput(parent, input)), answerHeaders(parent));
+      return send(owner, parent.inboxId, () => validate(replyInput(parent, input)), answerHeaders(parent));
     },
 
     /**
@@ -204,7 +207,7 @@ export function createSendService(deps: SendServiceDeps) {
       return send(
         owner,
         original.inboxId,
-        await validate(forwardInput(original, input, await carriedAttachments(original))),
+        async () => validate(forwardInput(original, input, await carriedAttachments(original))),
         answerHeaders(original),
       );
     },
@@ -228,7 +231,7 @@ export function createSendService(deps: SendServiceDeps) {
         return send(
           owner,
           senderId,
-          await validate(forwardInput(original, draft.input, await carriedAttachments(original))),
+          async () => validate(forwardInput(original, draft.input, await carriedAttachments(original))),
           answerHeaders(original),
           within,
         );
@@ -236,7 +239,7 @@ export function createSendService(deps: SendServiceDeps) {
       return send(
         owner,
         senderId,
-        await validate(draft.input),
+        () => validate(draft.input),
         { inReplyTo: draft.inReplyTo, references: draft.references },
         within,
       );
