@@ -108,6 +108,7 @@ export function createAgentService(deps: AgentServiceDeps) {
           domain: deps.domain,
           displayName: 'Sign-up',
           clientId: null,
+          status: 'active',
           createdAt: now,
           updatedAt: now,
         });
@@ -197,6 +198,7 @@ export function createAgentService(deps: AgentServiceDeps) {
             domain: deps.domain,
             displayName: null,
             clientId: null,
+            status: 'active',
             createdAt: at,
             updatedAt: at,
           });

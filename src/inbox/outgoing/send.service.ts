@@ -2,7 +2,7 @@ import { recipientRule } from '../core/recipients.js';
 import { timeOrderedUuid } from '../../platform/ids.js';
 import { type KeyOwner, requirePermission } from '../core/scope.js';
 import type { ComposedMessage, DeliveryPathDeps } from '../mailstore/delivery.service.js';
-import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
+import { InboxNotFoundError, InboxPausedError } from '../inboxes/inbox.errors.js';
 import { ExternalDeliveryDisabledError } from '../core/message.errors.js';
 import { findScopedInbox } from '../inboxes/inbox-scope.js';
 import { normalizeInboxId } from '../core/inbox.js';
@@ -69,6 +69,7 @@ export function createSendService(deps: SendServiceDeps) {
   ): Promise<{ messageId: string; threadId: string }> {
     const sender = await findScopedInbox(db, owner, senderId);
     if (!sender) throw new InboxNotFoundError(senderId);
+    if (sender.status === 'paused') throw new InboxPausedError(sender.inboxId);
     const out = await outgoing();
     if (owner.sendOnlyTo !== undefined) {
       // An unverified agent sign-up mails only the human it named (decision 0018).
