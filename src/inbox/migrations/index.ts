@@ -12,6 +12,7 @@ import * as searchStatistics from './0011_search_statistics.js';
 import * as messageChunks from './0012_message_chunks.js';
 import * as blobs from './0013_blobs.js';
 import * as inboxStatus from './0014_inbox_status.js';
+import * as agentHumanChanges from './0015_agent_human_changes.js';
 
 export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
@@ -27,6 +28,7 @@ export const inboxMigrations: MigrationSet = {
   '0012_message_chunks': messageChunks,
   '0013_blobs': blobs,
   '0014_inbox_status': inboxStatus,
+  '0015_agent_human_changes': agentHumanChanges,
 };
 
 export const INBOX_MIGRATION_TABLE = 'inbox_migrations';

@@ -76,7 +76,9 @@ export function createSendService(deps: SendServiceDeps) {
       const other = out.recipients.find((r) => r.mailbox.address.toLowerCase() !== owner.sendOnlyTo);
       if (other)
         throw new ForbiddenError(
-          `Message rejected: ${other.mailbox.address} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`,
+          owner.sendOnlyTo
+            ? `Message rejected: ${other.mailbox.address} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`
+            : `Message rejected: this organization has no human attached yet, so it sends to nobody (POST /v0/agent/human).`,
           { code: 'MESSAGE_REJECTED', details: { field: other.field, code: 'MESSAGE_REJECTED' } },
         );
     }
