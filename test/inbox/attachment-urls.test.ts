@@ -266,6 +266,14 @@ describe.each(dialects)('%s: attachments by url', (dialect) => {
       'not_found',
       'INBOX_NOT_FOUND',
     );
+    expectError(
+      await call(server.url, org.key, 'PATCH', `/v0/inboxes/${enc(sender)}/drafts/no-such-draft`, {
+        add_attachments: [{ url: `${files.url}/files/report.pdf` }],
+      }),
+      404,
+      'not_found',
+      'DRAFT_NOT_FOUND',
+    );
     expect(files.hits.length).toBe(before);
   });
 });
