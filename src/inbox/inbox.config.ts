@@ -42,10 +42,25 @@ export const inboxConfigSpec = {
   ),
   maxAttachmentBytes: env.integer(
     'INBOX_MAX_ATTACHMENT_BYTES',
-    'total decoded attachment size per sent message, bytes',
+    'total decoded size of the attachments one request gives inline (base64 `content`), bytes; the largest accepted request body follows from it (400 `ATTACHMENTS_TOO_LARGE` beyond)',
     10 * 1024 * 1024,
     0,
     100 * 1024 * 1024,
+  ),
+  // Attachments given by `url` (outgoing/attachment-urls.ts, docs/decisions/0042).
+  attachmentUrlMaxBytes: env.integer(
+    'INBOX_ATTACHMENT_URL_MAX_BYTES',
+    'total bytes fetched for the attachments one request gives by `url` (send, reply, forward, draft), redirects followed, under the egress policy of `INBOX_WEBHOOK_ALLOW_PRIVATE` (400 `ATTACHMENT_URL_TOO_LARGE` beyond)',
+    30 * 1024 * 1024,
+    0,
+    100 * 1024 * 1024,
+  ),
+  attachmentUrlTimeoutMs: env.integer(
+    'INBOX_ATTACHMENT_URL_TIMEOUT_MS',
+    'time one attachment `url` has to deliver its file, redirects included, ms (400 `ATTACHMENT_URL_TIMEOUT` beyond)',
+    30_000,
+    100,
+    300_000,
   ),
   maxBodyBytes: env.integer(
     'INBOX_MAX_BODY_BYTES',
@@ -64,7 +79,7 @@ export const inboxConfigSpec = {
   ),
   webhookAllowPrivate: env.boolean(
     'INBOX_WEBHOOK_ALLOW_PRIVATE',
-    'allow webhook URLs on private, loopback and link-local addresses (tests, local use)',
+    'allow webhook URLs and attachment URLs on private, loopback and link-local addresses (tests, local use); off, both are refused there, at every redirect',
     false,
   ),
   webhookTimeoutMs: env.integer(

@@ -147,6 +147,11 @@ export function createInboxServices(
     maxAttachmentBytes: config.maxAttachmentBytes,
     maxBodyBytes: config.maxBodyBytes,
     relayConfigured: config.smtpRelayUrl !== undefined,
+    attachmentUrls: {
+      allowPrivate: config.webhookAllowPrivate,
+      timeoutMs: config.attachmentUrlTimeoutMs,
+      maxBytes: config.attachmentUrlMaxBytes,
+    },
   };
   const outgoing = createSendService({
     db,

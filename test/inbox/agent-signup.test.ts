@@ -46,6 +46,12 @@ describe.each(dialects)('agent sign-up (%s)', (dialect) => {
       const verify = await sdkError(server.client(key).agent.verify({ otpCode: '123456' }));
       expect(verify.statusCode).toBe(403);
       expect(verify.body.error.details.code).toBe('AGENT_SIGNUP_DISABLED');
+      expectError(
+        await call(server.url, key, 'POST', '/v0/agent/human', { human_email: 'h@example.org' }),
+        403,
+        'permission_error',
+        'AGENT_SIGNUP_DISABLED',
+      );
     });
   });
 
@@ -222,6 +228,100 @@ describe.each(dialects)('agent sign-up (%s)', (dialect) => {
       );
     });
 
+    it('signs up without a human (receives, sends to nobody), attaches one later, replaces it twice at most (attachHuman)', async () => {
+      const username = unique('solo');
+      const sent = relay.received.length;
+      const signUp = await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { username });
+      expect(signUp.status).toBe(200);
+      const { api_key: key, inbox_id: inbox } = signUp.body as { api_key: string; inbox_id: string };
+      const send = (to: string) =>
+        call(server.url, key, 'POST', `/v0/inboxes/${inbox}/messages/send`, { to, subject: 's', text: 't' });
+      const attach = (humanEmail: string, withKey = key) =>
+        call(server.url, withKey, 'POST', '/v0/agent/human', { human_email: humanEmail });
+      expectError(await send('anyone@example.net'), 403, 'permission_error', 'MESSAGE_REJECTED');
+      expectError(
+        await call(server.url, key, 'POST', '/v0/agent/verify', { otp_code: '123456' }),
+        403,
+        'permission_error',
+        'NO_HUMAN_ATTACHED',
+      );
+      // Nothing proves a second sign-up without a human is the same agent: the username stays taken.
+      expectError(
+        await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { username }),
+        409,
+        'conflict',
+        'ADDRESS_TAKEN',
+      );
+      expect(relay.received.length).toBe(sent);
+
+      const first = `${unique('first')}@example.org`;
+      const attached = await attach(first);
+      expect(attached.status).toBe(200);
+      expect(attached.body).toEqual({ human_email: first, instructions: expect.stringContaining('/v0/agent/verify') });
+      const firstCode = await codeFor(first, sent + 1);
+      expect((await send(first)).status).toBe(200);
+      expectError(await send('anyone@example.net'), 403, 'permission_error', 'MESSAGE_REJECTED');
+      // The same human while the code is valid: the code (and its attempts) stay, nothing is mailed.
+      const again = await attach(first.toUpperCase());
+      expect(again.body.instructions).toContain('still valid');
+      await relay.waitFor(sent + 2);
+      expect(relay.received.length).toBe(sent + 2);
+
+      // Replaced: the new human gets a new code, the old code stops working.
+      const second = `${unique('second')}@example.org`;
+      expect((await attach(second)).status).toBe(200);
+      const secondCode = await codeFor(second, sent + 3);
+      expectError(await send(first), 403, 'permission_error', 'MESSAGE_REJECTED');
+      if (firstCode !== secondCode)
+        expectError(
+          await call(server.url, key, 'POST', '/v0/agent/verify', { otp_code: firstCode }),
+          400,
+          'validation_error',
+          'INVALID_OTP_CODE',
+          'otp_code',
+        );
+      // An expired code is issued again for the same human.
+      clock.advance(25 * 3600e3);
+      expect((await attach(second)).status).toBe(200);
+      const renewed = await codeFor(second, sent + 4);
+      const third = `${unique('third')}@example.org`;
+      expect((await attach(third)).status).toBe(200);
+      await relay.waitFor(sent + 5);
+      expectError(
+        await attach(`${unique('fourth')}@example.org`),
+        403,
+        'permission_error',
+        'HUMAN_CHANGES_EXHAUSTED',
+        'human_email',
+      );
+      expectError(await attach('not an address'), 400, 'validation_error', 'INVALID_EMAIL', 'human_email');
+      expectError(await attach(inbox), 400, 'validation_error', 'INVALID_EMAIL', 'human_email');
+      expectError(
+        await call(server.url, key, 'POST', '/v0/agent/human', {}),
+        400,
+        'validation_error',
+        'REQUIRED',
+        'human_email',
+      );
+      expectError(
+        await call(server.url, undefined, 'POST', '/v0/agent/human', { human_email: third }),
+        401,
+        'authentication_error',
+        'MISSING_API_KEY',
+      );
+      const { key: plain } = await server.createKey();
+      expectError(await attach(third, plain), 403, 'permission_error', 'NOT_AGENT_ORGANIZATION');
+
+      // The third human's code verifies; after that the human is fixed.
+      const thirdCode = await codeFor(third, sent + 5);
+      expect(renewed).toMatch(/^\d{6}$/);
+      expect((await call(server.url, key, 'POST', '/v0/agent/verify', { otp_code: thirdCode })).body).toEqual({
+        verified: true,
+      });
+      expectError(await attach(third), 403, 'permission_error', 'ORGANIZATION_ALREADY_VERIFIED');
+      expect((await send('anyone@example.net')).status).toBe(200);
+    });
+
     it('refuses bad input in the spec error format, and verify of an organization that never signed up', async () => {
       expectError(
         await call(server.url, undefined, 'POST', '/v0/agent/sign-up', {
@@ -244,11 +344,11 @@ describe.each(dialects)('agent sign-up (%s)', (dialect) => {
         'username',
       );
       expectError(
-        await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { username: unique('a') }),
+        await call(server.url, undefined, 'POST', '/v0/agent/sign-up', { human_email: 'h@example.org' }),
         400,
         'validation_error',
         'REQUIRED',
-        undefined,
+        'username',
       );
       expectError(
         await call(server.url, undefined, 'POST', '/v0/agent/verify', { otp_code: '123456' }),

@@ -231,6 +231,73 @@ describe.each(dialects)('API keys through the API (%s)', (dialect) => {
     );
   });
 
+  it("accepts AgentMail's renamed permission names (app_connect, app_share_owner) and the former ones alike", async () => {
+    const org = await organization(server, [unique('perm')]);
+    const [inbox] = org.inboxes as [string];
+    const created = await call(server.url, org.key, 'POST', '/v0/api-keys', {
+      permissions: { inbox_read: true, app_connect: true, provider_share_owner: false },
+    });
+    expect(created.status).toBe(200);
+    // Answered under both names, so that clients of SDK 0.5.27 and of today's API read them.
+    expect(created.body.permissions).toEqual({
+      inbox_read: true,
+      app_connect: true,
+      provider_connect: true,
+      app_share_owner: false,
+      provider_share_owner: false,
+    });
+    const read = await call(server.url, org.key, 'GET', `/v0/api-keys/${created.body.api_key_id}`);
+    expect(read.body.permissions).toEqual(created.body.permissions);
+    // The former name on an inbox key, and a key holding it may hand it on under the new one.
+    const old = await call(server.url, org.key, 'POST', `/v0/inboxes/${encodeURIComponent(inbox)}/api-keys`, {
+      permissions: { api_key_create: true, provider_connect: true },
+    });
+    expect(old.body.permissions).toMatchObject({ app_connect: true, provider_connect: true });
+    const child = await call(
+      server.url,
+      old.body.api_key,
+      'POST',
+      `/v0/inboxes/${encodeURIComponent(inbox)}/api-keys`,
+      {
+        permissions: { app_connect: true },
+      },
+    );
+    expect(child.status).toBe(200);
+    expectError(
+      await call(server.url, old.body.api_key, 'POST', `/v0/inboxes/${encodeURIComponent(inbox)}/api-keys`, {
+        permissions: { app_share_owner: true },
+      }),
+      403,
+      'permission_error',
+      'PERMISSION_ESCALATION',
+    );
+    expectError(
+      await call(server.url, org.key, 'POST', '/v0/api-keys', {
+        permissions: { app_connect: true, provider_connect: false },
+      }),
+      400,
+      'validation_error',
+      'CONFLICTING_PERMISSIONS',
+      'permissions',
+    );
+    expectError(
+      await call(server.url, org.key, 'PATCH', `/v0/api-keys/${created.body.api_key_id}`, {
+        permissions: { app_share_owner: true, provider_share_owner: false },
+      }),
+      400,
+      'validation_error',
+      'CONFLICTING_PERMISSIONS',
+      'permissions',
+    );
+    expectError(
+      await call(server.url, org.key, 'POST', '/v0/api-keys', { permissions: { app_connect: 'yes' } }),
+      400,
+      'validation_error',
+      'INVALID_VALUE',
+      'permissions.app_connect',
+    );
+  });
+
   it('answers bad input and unknown keys in the spec error format', async () => {
     const org = await organization(server);
     expectError(

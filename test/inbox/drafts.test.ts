@@ -338,10 +338,10 @@ describe.each(dialects)('%s: drafts', (dialect) => {
       expectError(await post({ labels: ['scheduled'] }), 400, 'validation_error', 'RESERVED_LABEL', 'labels');
       expectError(await post({ send_at: 'tomorrow-ish' }), 400, 'validation_error', 'INVALID_SEND_AT', 'send_at');
       expectError(
-        await post({ attachments: [{ url: 'https://example.com/x.pdf' }] }),
+        await post({ attachments: [{ url: 'ftp://example.com/x.pdf' }] }),
         400,
         'validation_error',
-        'ATTACHMENT_URL_NOT_SUPPORTED',
+        'ATTACHMENT_URL_INVALID',
         'attachments',
       );
       expectError(
@@ -1020,7 +1020,8 @@ describe.each(dialects)('%s: draft size limits', (dialect) => {
   beforeAll(async () => {
     small = await startInboxServer({
       dialect,
-      env: { INBOX_MAX_ATTACHMENT_BYTES: '1000', INBOX_MAX_BODY_BYTES: '1024' },
+      // A draft's attachments together may be what one request could give: inline and by url (none here).
+      env: { INBOX_MAX_ATTACHMENT_BYTES: '1000', INBOX_ATTACHMENT_URL_MAX_BYTES: '0', INBOX_MAX_BODY_BYTES: '1024' },
     });
   });
   afterAll(async () => {

@@ -295,9 +295,14 @@ describe.each(dialects)('%s: messages', (dialect) => {
       ['MISSING_CONTENT', 'text', { to: 'a@inbox.test', text: '', html: '' }],
       ['INVALID_SUBJECT', 'subject', { to: 'a@inbox.test', text: 'x', subject: 'two\nlines' }],
       [
-        'ATTACHMENT_URL_NOT_SUPPORTED',
+        'ATTACHMENT_URL_INVALID',
         'attachments',
-        { to: 'a@inbox.test', attachments: [{ url: 'http://127.0.0.1/x.pdf', filename: 'x.pdf' }] },
+        { to: 'a@inbox.test', attachments: [{ url: 'ftp://127.0.0.1/x.pdf', filename: 'x.pdf' }] },
+      ],
+      [
+        'INVALID_ATTACHMENT',
+        'attachments',
+        { to: 'a@inbox.test', attachments: [{ url: 'http://127.0.0.1:9/x.pdf', content: 'eA==' }] },
       ],
       ['INVALID_ATTACHMENT', 'attachments', { to: 'a@inbox.test', attachments: [{ filename: 'x.txt' }] }],
       [

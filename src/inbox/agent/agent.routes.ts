@@ -5,7 +5,14 @@ import type { InboxApp } from '../http/types.js';
 import type { AgentService } from './agent.service.js';
 
 const SignUpBody = Type.Object({
-  human_email: Type.String({ minLength: 1, maxLength: 320, description: 'The human who receives the 6-digit code' }),
+  human_email: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 320,
+      description:
+        'The human who receives the 6-digit code; without it the inbox receives but sends to nobody until POST /v0/agent/human',
+    }),
+  ),
   username: Type.String({
     minLength: 1,
     maxLength: 64,
@@ -21,6 +28,17 @@ const SignUpResponse = Type.Object({
 });
 const VerifyBody = Type.Object({ otp_code: Type.String({ minLength: 1, maxLength: 32 }) });
 const VerifyResponse = Type.Object({ verified: Type.Boolean() });
+const AttachHumanBody = Type.Object({
+  human_email: Type.String({
+    minLength: 1,
+    maxLength: 320,
+    description: 'The human who owns the agent: a 6-digit code is mailed there for POST /v0/agent/verify',
+  }),
+});
+const AttachHumanResponse = Type.Object({
+  human_email: Type.String(),
+  instructions: Type.String({ description: 'Next steps for the agent, in plain text' }),
+});
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -29,7 +47,7 @@ declare module 'fastify' {
   }
 }
 
-/** POST /v0/agent/sign-up (no key) and /v0/agent/verify (the key sign-up returned). */
+/** POST /v0/agent/sign-up (no key), /v0/agent/human and /v0/agent/verify (the key sign-up returned). */
 export function agentRoutes(app: InboxApp, agent: AgentService): void {
   const tags = ['agent'];
   const forbidden = { 403: Type.Ref('ErrorResponse'), 409: Type.Ref('ErrorResponse') };
@@ -44,11 +62,27 @@ export function agentRoutes(app: InboxApp, agent: AgentService): void {
       response: { 200: SignUpResponse, ...forbidden, ...errorResponses },
     },
     handler: async (request) => {
+      const b = request.body;
       const result = await agent.signUp(
-        { humanEmail: request.body.human_email, username: request.body.username },
+        { ...(b.human_email !== undefined ? { humanEmail: b.human_email } : {}), username: b.username },
         request.ip,
       );
       return { organization_id: result.organizationId, inbox_id: result.inboxId, api_key: result.apiKey };
+    },
+  });
+
+  app.post('/v0/agent/human', {
+    config: { agentSignup: true },
+    schema: {
+      tags,
+      summary:
+        'Attach (or replace, twice at most) the human of an unverified agent organization; a 6-digit code is mailed to it',
+      body: AttachHumanBody,
+      response: { 200: AttachHumanResponse, ...forbidden, ...errorResponses },
+    },
+    handler: async (request) => {
+      const result = await agent.attachHuman(ownerOf(request), request.body.human_email);
+      return { human_email: result.humanEmail, instructions: result.instructions };
     },
   });
 

@@ -265,12 +265,15 @@ export async function deleteOrganizationKeys(db: Db, organizationId: string): Pr
 
 export interface AgentSignup {
   readonly organizationId: string;
+  /** '' while no human is attached. */
   readonly humanEmail: string;
   readonly inboxId: string;
   readonly codeHash: string;
   readonly codeExpiresAt: string;
   readonly attempts: number;
   readonly verifiedAt: string | null;
+  /** How often the human was replaced (POST /v0/agent/human). */
+  readonly humanChanges?: number;
 }
 
 export async function insertAgentSignup(db: Db, s: AgentSignup & { createdAt: string }): Promise<void> {
@@ -297,6 +300,7 @@ function signupFromRow(row: {
   code_expires_at: string;
   attempts: number;
   verified_at: string | null;
+  human_changes: number | string;
 }): AgentSignup {
   return {
     organizationId: row.organization_id,
@@ -306,6 +310,7 @@ function signupFromRow(row: {
     codeExpiresAt: row.code_expires_at,
     attempts: Number(row.attempts),
     verifiedAt: row.verified_at,
+    humanChanges: Number(row.human_changes),
   };
 }
 
@@ -327,11 +332,20 @@ export async function findAgentSignupByInbox(db: Db, inboxId: string): Promise<A
 export async function updateAgentSignup(
   db: Db,
   organizationId: string,
-  changes: { codeHash?: string; codeExpiresAt?: string; attempts?: number; verifiedAt?: string },
+  changes: {
+    codeHash?: string;
+    codeExpiresAt?: string;
+    attempts?: number;
+    verifiedAt?: string;
+    humanEmail?: string;
+    humanChanges?: number;
+  },
 ): Promise<void> {
   await db
     .updateTable('agent_signups')
     .set({
+      ...(changes.humanEmail !== undefined ? { human_email: changes.humanEmail } : {}),
+      ...(changes.humanChanges !== undefined ? { human_changes: changes.humanChanges } : {}),
       ...(changes.codeHash !== undefined ? { code_hash: changes.codeHash } : {}),
       ...(changes.codeExpiresAt !== undefined ? { code_expires_at: changes.codeExpiresAt } : {}),
       ...(changes.attempts !== undefined ? { attempts: changes.attempts } : {}),

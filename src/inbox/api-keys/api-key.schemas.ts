@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { ApiKeyRecord, Organization } from './api-key.repository.js';
 import {
+  PERMISSION_ALIASES,
   PERMISSIONS,
   permissionsFromWire,
   permissionsToWire,
@@ -8,9 +9,22 @@ import {
   type Permissions,
 } from '../core/scope.js';
 
-/** The SDK's ApiKeyPermissions on the wire (snake_case booleans); unknown names are refused. */
+/**
+ * AgentMail's ApiKeyPermissions on the wire (snake_case booleans), with the former names of renamed
+ * ones (SDK 0.5.27); unknown names are refused.
+ */
 export const PermissionsBody = Type.Object(
-  Object.fromEntries(PERMISSIONS.map((p) => [wirePermissionName(p), Type.Optional(Type.Boolean())])),
+  Object.fromEntries(
+    PERMISSIONS.flatMap((p) => {
+      const alias = PERMISSION_ALIASES[p];
+      return [
+        [wirePermissionName(p), Type.Optional(Type.Boolean())],
+        ...(alias !== undefined
+          ? [[alias, Type.Optional(Type.Boolean({ description: `Former name of ${wirePermissionName(p)}` }))]]
+          : []),
+      ];
+    }),
+  ),
   {
     // An unknown permission is an error, not silently dropped (the validator strips fields of closed objects).
     additionalProperties: Type.Never(),

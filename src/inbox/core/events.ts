@@ -88,6 +88,16 @@ export function webhookMatches(
 const OPENED = 'message.opened' satisfies (typeof SDK_EVENT_TYPES)[number];
 export const METRIC_EVENT_TYPES: readonly string[] = SDK_EVENT_TYPES.filter((t) => t !== OPENED);
 
+/**
+ * metrics.queryRates (AgentMail's RateType): each rate is the count of its event type over the
+ * count of `sent` in the same window.
+ */
+export const RATE_EVENT_TYPES = {
+  sent: 'message.sent',
+  bounce: 'message.bounced',
+  complaint: 'message.complained',
+} as const satisfies Readonly<Record<string, EventType>>;
+
 export const USAGE_TYPES = [
   'storage_bytes',
   'message_count',

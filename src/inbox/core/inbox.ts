@@ -2,6 +2,10 @@
 
 export type InboxMetadata = Readonly<Record<string, string | number | boolean>>;
 
+/** AgentMail's InboxStatus: a paused inbox sends nothing (every door refuses) and still receives. */
+export const INBOX_STATUSES = ['active', 'paused'] as const;
+export type InboxStatus = (typeof INBOX_STATUSES)[number];
+
 export interface Inbox {
   readonly inboxId: string;
   readonly organizationId: string;
@@ -12,6 +16,7 @@ export interface Inbox {
   readonly clientId: string | null;
   /** SDK 0.5 metadata; absent or null: none. */
   readonly metadata?: InboxMetadata | null;
+  readonly status: InboxStatus;
   readonly createdAt: string;
   readonly updatedAt: string;
 }

@@ -12,6 +12,11 @@ export const InboxResponse = Type.Object({
   display_name: Type.Optional(Type.String()),
   client_id: Type.Optional(Type.String()),
   metadata: Type.Optional(Type.Record(Type.String(), MetadataValue)),
+  status: Type.Optional(
+    Type.Union([Type.Literal('active'), Type.Literal('paused')], {
+      description: '`paused` while the inbox is paused (it sends nothing, and still receives); omitted when active',
+    }),
+  ),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
 });
@@ -31,6 +36,7 @@ export function toInboxResponse(inbox: Inbox): Static<typeof InboxResponse> {
     ...(inbox.displayName !== null ? { display_name: inbox.displayName } : {}),
     ...(inbox.clientId !== null ? { client_id: inbox.clientId } : {}),
     ...(inbox.metadata ? { metadata: { ...inbox.metadata } } : {}),
+    ...(inbox.status === 'paused' ? { status: 'paused' as const } : {}),
     created_at: inbox.createdAt,
     updated_at: inbox.updatedAt,
   };

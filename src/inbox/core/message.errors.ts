@@ -45,13 +45,31 @@ export class InvalidAttachmentError extends ValidationError {
   }
 }
 
-export class AttachmentUrlNotSupportedError extends ValidationError {
-  constructor(index: number) {
-    super(
-      `attachments[${index}]: attachments by url are not supported (this service never fetches URLs); send the file as base64 in content.`,
-      'attachments',
-      'ATTACHMENT_URL_NOT_SUPPORTED',
-    );
+/** Why the file of an attachment given by `url` could not be had; each has its own detail code. */
+export type AttachmentUrlFailure =
+  'invalid_url' | 'blocked' | 'unreachable' | 'timeout' | 'too_large' | 'status' | 'too_many_redirects';
+
+const ATTACHMENT_URL_CODES: Readonly<Record<AttachmentUrlFailure, string>> = {
+  invalid_url: 'ATTACHMENT_URL_INVALID',
+  blocked: 'ATTACHMENT_URL_NOT_ALLOWED',
+  unreachable: 'ATTACHMENT_URL_UNREACHABLE',
+  timeout: 'ATTACHMENT_URL_TIMEOUT',
+  too_large: 'ATTACHMENT_URL_TOO_LARGE',
+  status: 'ATTACHMENT_URL_STATUS',
+  too_many_redirects: 'ATTACHMENT_URL_TOO_MANY_REDIRECTS',
+};
+
+/**
+ * 400 for an attachment whose `url` did not give its file (outgoing/attachment-urls.ts):
+ * `details` name the attachment's index and, for a non-2xx answer, its status.
+ */
+export class AttachmentUrlError extends AppError {
+  constructor(index: number, failure: AttachmentUrlFailure, problem: string, status?: number) {
+    const code = ATTACHMENT_URL_CODES[failure];
+    super('validation', `attachments[${index}]: the file at url could not be fetched: ${problem}.`, {
+      code,
+      details: { field: 'attachments', code, index, ...(status !== undefined ? { status } : {}) },
+    });
   }
 }
 

@@ -1,4 +1,4 @@
-import { type NotFoundError, ForbiddenError } from '../../platform/errors/app-error.js';
+import { type NotFoundError, ForbiddenError, ValidationError } from '../../platform/errors/app-error.js';
 
 /**
  * Who may see and change what. Every route answers for one key (`ownerOf(request)`): an
@@ -6,8 +6,9 @@ import { type NotFoundError, ForbiddenError } from '../../platform/errors/app-er
  * Out-of-scope records answer 404 (their existence is not revealed); a missing permission on a
  * record in scope answers 403.
  *
- * The permission names are the SDK's `ApiKeyPermissions` (agentmail 0.5.27). A key without a
- * permission set holds every permission; with a set, only those set to true.
+ * The permission names are AgentMail's `ApiKeyPermissions` (the Python SDK 2.0 and today's API
+ * reference); the names SDK 0.5.27 knew for renamed ones stay accepted (PERMISSION_ALIASES). A
+ * key without a permission set holds every permission; with a set, only those set to true.
  */
 export const PERMISSIONS = [
   'inboxRead',
@@ -43,8 +44,8 @@ export const PERMISSIONS = [
   'apiKeyCreate',
   'apiKeyUpdate',
   'apiKeyDelete',
-  'providerConnect',
-  'providerShareOwner',
+  'appConnect',
+  'appShareOwner',
   'podRead',
   'podCreate',
   'podDelete',
@@ -58,12 +59,35 @@ export function wirePermissionName(permission: Permission): string {
   return permission.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
-/** Wire permissions (snake_case, booleans) → Permissions; names not in PERMISSIONS are dropped. */
+/**
+ * The former wire names of renamed permissions (agentmail 0.5.27: `provider_connect`,
+ * `provider_share_owner`; AgentMail now says `app_connect`, `app_share_owner`). Accepted on the
+ * way in and written out beside the current names, so that clients of either SDK read them.
+ */
+export const PERMISSION_ALIASES: Readonly<Partial<Record<Permission, string>>> = {
+  appConnect: 'provider_connect',
+  appShareOwner: 'provider_share_owner',
+};
+
+/**
+ * Wire permissions (snake_case, booleans) → Permissions; names not in PERMISSIONS (nor former
+ * names) are dropped. A permission given under both names with two values is refused.
+ */
 export function permissionsFromWire(wire: Readonly<Record<string, unknown>>): Permissions {
   const out: Permissions = {};
   for (const p of PERMISSIONS) {
-    const v = wire[wirePermissionName(p)];
+    const name = wirePermissionName(p);
+    const alias = PERMISSION_ALIASES[p];
+    const v = wire[name];
+    const old = alias === undefined ? undefined : wire[alias];
+    if (typeof v === 'boolean' && typeof old === 'boolean' && v !== old)
+      throw new ValidationError(
+        `permissions: ${name} and ${alias} (its former name) name one permission; they cannot differ.`,
+        'permissions',
+        'CONFLICTING_PERMISSIONS',
+      );
     if (typeof v === 'boolean') out[p] = v;
+    else if (typeof old === 'boolean') out[p] = old;
   }
   return out;
 }
@@ -72,7 +96,10 @@ export function permissionsToWire(permissions: Permissions): Record<string, bool
   const out: Record<string, boolean> = {};
   for (const p of PERMISSIONS) {
     const v = permissions[p];
-    if (v !== undefined) out[wirePermissionName(p)] = v;
+    if (v === undefined) continue;
+    out[wirePermissionName(p)] = v;
+    const alias = PERMISSION_ALIASES[p];
+    if (alias !== undefined) out[alias] = v;
   }
   return out;
 }

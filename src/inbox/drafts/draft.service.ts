@@ -347,12 +347,14 @@ export function createDraftService(deps: DraftServiceDeps) {
       const remove = draftLabels('remove_labels', change.removeLabels);
       const both = add.find((l) => remove.includes(l));
       if (both !== undefined) throw new ConflictingLabelsError(both);
+      const scope = scopeOf(owner, { inboxId: inbox.inboxId });
+      // A draft the key does not reach fetches no attachment url (the unit of work checks it again).
+      if (change.addAttachments?.some((a) => a.url !== undefined)) await requireDraft(owner, scope, draftId);
       // New attachments are decoded and checked before the unit of work: it awaits nothing but SQL.
       const added = change.addAttachments?.length
         ? (await rules.validateParts({ attachments: change.addAttachments })).attachments
         : [];
       const sendAt = change.sendAt === undefined || change.sendAt === null ? change.sendAt : parseSendAt(change.sendAt);
-      const scope = scopeOf(owner, { inboxId: inbox.inboxId });
       const result = await commits.run(async (trx) => {
         const draft = await requireDraft(owner, scope, draftId, trx, true);
         if (draft.sendStatus === 'sending') throw new DraftBeingSentError(draftId);
@@ -378,8 +380,10 @@ export function createDraftService(deps: DraftServiceDeps) {
           ...draft.attachments.filter((a) => !removeIds.includes(a.attachmentId)),
           ...added.map((a) => a.meta),
         ];
+        // What one request could give at most: its inline files and its files by url.
         const total = attachments.reduce((sum, a) => sum + a.size, 0);
-        if (total > deps.maxAttachmentBytes) throw new AttachmentsTooLargeError(total, deps.maxAttachmentBytes);
+        const max = deps.maxAttachmentBytes + deps.attachmentUrls.maxBytes;
+        if (total > max) throw new AttachmentsTooLargeError(total, max);
 
         let { sendStatus, sendJobId } = draft;
         let scheduledAt = draft.sendAt;

@@ -1,10 +1,20 @@
-import { ConflictError, NotFoundError, ValidationError } from '../../platform/errors/app-error.js';
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../../platform/errors/app-error.js';
 
 export class InboxNotFoundError extends NotFoundError {
   constructor(inboxId: string) {
     super(`Inbox ${inboxId} not found.`, {
       code: 'INBOX_NOT_FOUND',
       details: { field: 'inbox_id', code: 'INBOX_NOT_FOUND' },
+    });
+  }
+}
+
+/** A send from a paused inbox (AgentMail answers 403 `inbox_paused`): every door, drafts and scheduled sends included. */
+export class InboxPausedError extends ForbiddenError {
+  constructor(inboxId: string) {
+    super(`Inbox ${inboxId} is paused: it sends nothing until its status is active again (PATCH status: active).`, {
+      code: 'INBOX_PAUSED',
+      details: { field: 'inbox_id', code: 'INBOX_PAUSED' },
     });
   }
 }

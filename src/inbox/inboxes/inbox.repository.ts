@@ -1,4 +1,4 @@
-import type { Inbox, InboxMetadata } from '../core/inbox.js';
+import type { Inbox, InboxMetadata, InboxStatus } from '../core/inbox.js';
 import type { Selectable } from 'kysely';
 import { afterKey } from '../../platform/db/keyset.js';
 import { runCompiledOnce } from '../../platform/db/compiled-once.js';
@@ -17,6 +17,7 @@ export function inboxFromRow(row: Selectable<InboxTable>): Inbox {
     displayName: row.display_name,
     clientId: row.client_id,
     metadata: row.metadata ? (JSON.parse(row.metadata) as InboxMetadata) : null,
+    status: row.status === 'paused' ? 'paused' : 'active',
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -34,6 +35,7 @@ export async function insertInbox(db: Db, inbox: Inbox): Promise<void> {
       display_name: inbox.displayName,
       client_id: inbox.clientId,
       metadata: inbox.metadata ? JSON.stringify(inbox.metadata) : null,
+      status: inbox.status === 'paused' ? 'paused' : null,
       search_words: inboxSearchWords(inbox.inboxId, inbox.displayName),
       created_at: inbox.createdAt,
       updated_at: inbox.updatedAt,
@@ -94,17 +96,22 @@ export async function listInboxes(
   return rows.map(inboxFromRow);
 }
 
-/** Changes the display name and/or replaces the metadata (undefined: unchanged). */
+/** Changes the display name, the status and/or replaces the metadata (undefined: unchanged). */
 export async function updateInbox(
   db: Db,
   organizationId: string,
   inboxId: string,
-  change: { displayName?: string | null; metadata?: InboxMetadata | null },
+  change: { displayName?: string | null; metadata?: InboxMetadata | null; status?: InboxStatus },
   updatedAt: string,
 ): Promise<boolean> {
-  const set: { display_name?: string | null; search_words?: string; metadata?: string | null; updated_at: string } = {
-    updated_at: updatedAt,
-  };
+  const set: {
+    display_name?: string | null;
+    search_words?: string;
+    metadata?: string | null;
+    status?: string | null;
+    updated_at: string;
+  } = { updated_at: updatedAt };
+  if (change.status !== undefined) set.status = change.status === 'paused' ? 'paused' : null;
   if (change.displayName !== undefined) {
     set.display_name = change.displayName;
     set.search_words = inboxSearchWords(inboxId, change.displayName);

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { errorResponses, InboxIdParams, PageQuery as ListQuery } from '../http/common.schemas.js';
 import { ownerOf } from '../http/auth.js';
 import type { InboxApp } from '../http/types.js';
-import { CreateInboxBody, UpdateInboxBody, toCreateInboxInput } from './inbox.schemas.js';
+import { CreateInboxBody, UpdateInboxBody, toCreateInboxInput, toUpdateInboxInput } from './inbox.schemas.js';
 import { InboxResponse, ListInboxesResponse, toInboxResponse } from '../core/inbox.wire.js';
 import type { InboxService } from './inbox.service.js';
 
@@ -58,17 +58,13 @@ export function inboxRoutes(app: InboxApp, inboxes: InboxService): void {
   app.patch('/v0/inboxes/:inbox_id', {
     schema: {
       tags,
-      summary: 'Change the display name and/or the metadata of an inbox',
+      summary: 'Change the display name, the metadata and/or the status (active, paused) of an inbox',
       params: InboxIdParams,
       body: UpdateInboxBody,
       response: { 200: InboxResponse, ...errorResponses },
     },
     handler: async (request) => {
-      const b = request.body;
-      const change = {
-        ...(b.display_name !== undefined ? { displayName: b.display_name } : {}),
-        ...(b.metadata !== undefined ? { metadata: b.metadata } : {}),
-      };
+      const change = toUpdateInboxInput(request.body);
       return toInboxResponse(await inboxes.update(ownerOf(request), request.params.inbox_id, change));
     },
   });

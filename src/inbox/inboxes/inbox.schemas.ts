@@ -1,6 +1,11 @@
 import { MetadataValue } from '../core/inbox.wire.js';
 import { Type, type Static } from 'typebox';
-import type { InboxMetadata } from '../core/inbox.js';
+import type { InboxMetadata, InboxStatus } from '../core/inbox.js';
+
+/** AgentMail's InboxStatus: `paused` refuses every send of the inbox (403 INBOX_PAUSED); mail still arrives. */
+const InboxStatusBody = Type.Union([Type.Literal('active'), Type.Literal('paused')], {
+  description: '`paused`: the inbox sends nothing (403 INBOX_PAUSED) and still receives; `active` (default) resumes',
+});
 
 export const CreateInboxBody = Type.Object({
   username: Type.Optional(
@@ -22,6 +27,7 @@ export const CreateInboxBody = Type.Object({
       description: 'Up to 256 keys (1–256 characters); values: strings (≤ 256 characters), numbers, booleans',
     }),
   ),
+  status: Type.Optional(InboxStatusBody),
 });
 
 export const UpdateInboxBody = Type.Object({
@@ -31,7 +37,21 @@ export const UpdateInboxBody = Type.Object({
       description: 'Merged into the metadata: a key set to null is removed; null clears all metadata',
     }),
   ),
+  status: Type.Optional(InboxStatusBody),
 });
+
+/** The update body as the service takes it (the same at /v0/inboxes/:id and the pod route). */
+export function toUpdateInboxInput(b: Static<typeof UpdateInboxBody>): {
+  displayName?: string | null;
+  metadata?: Readonly<Record<string, string | number | boolean | null>> | null;
+  status?: InboxStatus;
+} {
+  return {
+    ...(b.display_name !== undefined ? { displayName: b.display_name } : {}),
+    ...(b.metadata !== undefined ? { metadata: b.metadata } : {}),
+    ...(b.status !== undefined ? { status: b.status } : {}),
+  };
+}
 
 /** The create body as the service takes it (the same at /v0/inboxes and /v0/pods/:pod_id/inboxes). */
 export function toCreateInboxInput(b: Static<typeof CreateInboxBody>): {
@@ -40,6 +60,7 @@ export function toCreateInboxInput(b: Static<typeof CreateInboxBody>): {
   displayName?: string;
   clientId?: string;
   metadata?: InboxMetadata;
+  status?: InboxStatus;
 } {
   return {
     ...(b.username !== undefined ? { username: b.username } : {}),
@@ -47,5 +68,6 @@ export function toCreateInboxInput(b: Static<typeof CreateInboxBody>): {
     ...(b.display_name !== undefined ? { displayName: b.display_name } : {}),
     ...(b.client_id !== undefined ? { clientId: b.client_id } : {}),
     ...(b.metadata !== undefined ? { metadata: b.metadata } : {}),
+    ...(b.status !== undefined ? { status: b.status } : {}),
   };
 }

@@ -1,6 +1,6 @@
 import { checkUsername } from './username.js';
 import { findScopedInbox } from './inbox-scope.js';
-import { normalizeInboxId, type Inbox, type InboxMetadata } from '../core/inbox.js';
+import { normalizeInboxId, type Inbox, type InboxMetadata, type InboxStatus } from '../core/inbox.js';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../platform/db/dialect.js';
@@ -82,7 +82,14 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
     /** Creates an inbox, or returns the one created before with the same client_id. */
     async create(
       owner: KeyOwner,
-      input: { username?: string; domain?: string; displayName?: string; clientId?: string; metadata?: InboxMetadata },
+      input: {
+        username?: string;
+        domain?: string;
+        displayName?: string;
+        clientId?: string;
+        metadata?: InboxMetadata;
+        status?: InboxStatus;
+      },
       inPod?: string,
     ): Promise<{ inbox: Inbox; created: boolean }> {
       requirePermission(owner, 'inboxCreate');
@@ -127,6 +134,7 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
         displayName: input.displayName ?? null,
         clientId: input.clientId ?? null,
         metadata: input.metadata && Object.keys(input.metadata).length ? input.metadata : null,
+        status: input.status ?? 'active',
         createdAt: now,
         updatedAt: now,
       };
@@ -182,9 +190,10 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
     },
 
     /**
-     * Changes the display name and/or merges metadata (a key set to null is removed; metadata null
-     * clears it all). At least one of the two is required; an empty metadata object is refused.
-     * With `podId` (the pod routes), only an inbox of that pod.
+     * Changes the display name, merges metadata (a key set to null is removed; metadata null
+     * clears it all) and/or sets the status (`paused`: sends refused, mail still received). At
+     * least one is required; an empty metadata object is refused. With `podId` (the pod routes),
+     * only an inbox of that pod.
      */
     async update(
       owner: KeyOwner,
@@ -192,12 +201,13 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
       change: {
         displayName?: string | null;
         metadata?: Readonly<Record<string, string | number | boolean | null>> | null;
+        status?: InboxStatus;
       },
       podId?: string,
     ): Promise<Inbox> {
       requirePermission(owner, 'inboxUpdate');
-      if (change.displayName === undefined && change.metadata === undefined)
-        throw new ValidationError('An update needs display_name or metadata.', 'display_name', 'EMPTY_UPDATE');
+      if (change.displayName === undefined && change.metadata === undefined && change.status === undefined)
+        throw new ValidationError('An update needs display_name, metadata or status.', 'display_name', 'EMPTY_UPDATE');
       if (change.metadata) {
         if (!Object.keys(change.metadata).length)
           throw new ValidationError(
@@ -225,6 +235,7 @@ export function createInboxService({ db, clock, ids, domains, customDomain, life
       const set = {
         ...(change.displayName !== undefined ? { displayName: change.displayName } : {}),
         ...(metadata !== undefined ? { metadata } : {}),
+        ...(change.status !== undefined ? { status: change.status } : {}),
       };
       if (!(await updateInbox(db, owner.organizationId, id, set, clock.now().toISOString())))
         throw new InboxNotFoundError(inboxId);

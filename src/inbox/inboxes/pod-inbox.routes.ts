@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { ownerOf } from '../http/auth.js';
 import { errorResponses, PageQuery as InboxListQuery } from '../http/common.schemas.js';
 import type { InboxApp } from '../http/types.js';
-import { CreateInboxBody, UpdateInboxBody, toCreateInboxInput } from './inbox.schemas.js';
+import { CreateInboxBody, UpdateInboxBody, toCreateInboxInput, toUpdateInboxInput } from './inbox.schemas.js';
 import { InboxResponse, ListInboxesResponse, toInboxResponse } from '../core/inbox.wire.js';
 import type { InboxService } from './inbox.service.js';
 import type { PodGuard } from '../pods/pod.service.js';
@@ -78,18 +78,14 @@ export function podInboxRoutes(app: InboxApp, services: { inboxes: InboxService;
   app.patch('/v0/pods/:pod_id/inboxes/:inbox_id', {
     schema: {
       tags,
-      summary: 'Change the display name of an inbox of a pod',
+      summary: 'Change the display name, the metadata and/or the status of an inbox of a pod',
       params: PodInboxParams,
       body: UpdateInboxBody,
       response: { 200: InboxResponse, ...errorResponses },
     },
     handler: async (request) => {
       const owner = ownerOf(request);
-      const b = request.body;
-      const change = {
-        ...(b.display_name !== undefined ? { displayName: b.display_name } : {}),
-        ...(b.metadata !== undefined ? { metadata: b.metadata } : {}),
-      };
+      const change = toUpdateInboxInput(request.body);
       return toInboxResponse(
         await inboxes.update(owner, request.params.inbox_id, change, await requirePod(owner, request.params.pod_id)),
       );

@@ -136,6 +136,16 @@ export function addressOf(formatted: string): string {
   return (m ? (m[1] as string) : formatted).trim();
 }
 
+// A media type with parameters; no line breaks or other control characters, even quoted.
+const MEDIA_TYPE =
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}([ \t]*;[ \t]*[a-z0-9!#$&^_.+-]+=("[^"\\\u0000-\u001f\u007f]*"|[a-z0-9!#$&^_.+-]+))*$/i;
+
+/** Whether `value` is a media type (with parameters) that may go into a Content-Type header as it is. */
+export function isMediaType(value: string): boolean {
+  return value.length <= 255 && MEDIA_TYPE.test(value);
+}
+
 /** The media type nodemailer would give a file of this name (application/octet-stream if unknown). */
 export function mediaTypeOf(filename: string | undefined): string {
   return filename ? detectMimeType(filename) : 'application/octet-stream';

@@ -37,9 +37,13 @@ export const SendAttachmentBody = Type.Object({
   content_type: Type.Optional(Type.String({ maxLength: 1000 })),
   content_disposition: Type.Optional(Type.Union([Type.Literal('attachment'), Type.Literal('inline')])),
   content_id: Type.Optional(Type.String({ maxLength: 1000 })),
-  content: Type.Optional(Type.String({ description: 'The file, base64-encoded' })),
+  content: Type.Optional(Type.String({ description: 'The file, base64-encoded; or give url instead' })),
   url: Type.Optional(
-    Type.String({ description: 'Not supported: the service never fetches URLs (ATTACHMENT_URL_NOT_SUPPORTED)' }),
+    Type.String({
+      maxLength: 8000,
+      description:
+        'An http(s) URL of the file, instead of content: fetched before the send (redirects followed, public addresses only unless INBOX_WEBHOOK_ALLOW_PRIVATE); filename and content_type default to what it answers',
+    }),
   ),
 });
 

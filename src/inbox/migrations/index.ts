@@ -11,6 +11,8 @@ import * as usageAndWebhookScopes from './0010_usage_and_webhook_scopes.js';
 import * as searchStatistics from './0011_search_statistics.js';
 import * as messageChunks from './0012_message_chunks.js';
 import * as blobs from './0013_blobs.js';
+import * as inboxStatus from './0014_inbox_status.js';
+import * as agentHumanChanges from './0015_agent_human_changes.js';
 
 export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
@@ -25,6 +27,8 @@ export const inboxMigrations: MigrationSet = {
   '0011_search_statistics': searchStatistics,
   '0012_message_chunks': messageChunks,
   '0013_blobs': blobs,
+  '0014_inbox_status': inboxStatus,
+  '0015_agent_human_changes': agentHumanChanges,
 };
 
 export const INBOX_MIGRATION_TABLE = 'inbox_migrations';

@@ -3,12 +3,18 @@ import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
 import type { Clock } from '../../platform/clock.js';
 import { decodeBase64 } from '../mail/base64.js';
 import { inboxPool, OFFLOAD_BASE64_CHARS } from '../offload.js';
-import { mediaTypeOf, parseMailbox, splitAddressList, type ComposeAttachment, type Mailbox } from '../mail/compose.js';
+import {
+  isMediaType,
+  mediaTypeOf,
+  parseMailbox,
+  splitAddressList,
+  type ComposeAttachment,
+  type Mailbox,
+} from '../mail/compose.js';
 import { addressKey, domainOf, localDomainSet } from '../mail/domains.js';
 import {
   AttachmentsTooLargeError,
   BodyTooLargeError,
-  AttachmentUrlNotSupportedError,
   ForbiddenHeaderError,
   InvalidAttachmentError,
   InvalidHeaderError,
@@ -19,6 +25,7 @@ import {
   TooManyRecipientsError,
   type AddressField,
 } from '../core/message.errors.js';
+import { fetchAttachmentFile, type AttachmentUrlRules } from './attachment-urls.js';
 
 /**
  * Validation of an outgoing message (send, reply, reply-all, forward, drafts and their sends): the request's fields → `Outgoing`, or the error of the first rule it breaks, each
@@ -61,12 +68,13 @@ const HEADER_NAME = /^[!-9;-~]{1,100}$/;
 // Control characters other than tab, for header values and subjects.
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL_BUT_TAB = /[\u0000-\u0008\u000a-\u001f\u007f]/;
-// A media type with parameters; no line breaks or other control characters, even quoted.
-const MEDIA_TYPE =
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}([ \t]*;[ \t]*[a-z0-9!#$&^_.+-]+=("[^"\\\u0000-\u001f\u007f]*"|[a-z0-9!#$&^_.+-]+))*$/i;
 const MAX_HEADERS = 50;
 
+/**
+ * An attachment as every door gives it: the file as base64 `content`, or a `url` the service
+ * fetches before the send (attachment-urls.ts; a missing filename and contentType then come from
+ * the answer), never both.
+ */
 export interface SendAttachmentInput {
   readonly filename?: string;
   readonly contentType?: string;
@@ -75,7 +83,14 @@ export interface SendAttachmentInput {
   readonly content?: string;
   /** The content already decoded as the body arrived (`content` is then ''). */
   readonly bytes?: Buffer;
+  /** An http(s) URL of the file, instead of `content`. */
   readonly url?: string;
+  /**
+   * Set by the send path only, never by a door: `bytes` were fetched from `url` (counted against
+   * INBOX_ATTACHMENT_URL_MAX_BYTES) or read from storage (a draft's, a forwarded message's,
+   * counted when they were stored), not given inline (INBOX_MAX_ATTACHMENT_BYTES).
+   */
+  readonly admitted?: 'url' | 'stored';
 }
 
 /** A stored attachment (its metadata and bytes) as a send takes it: a forward or a draft carries it on. */
@@ -85,7 +100,9 @@ export function toSendAttachment(meta: AttachmentMeta, content: Buffer): SendAtt
     ...(meta.contentType !== null ? { contentType: meta.contentType } : {}),
     ...(meta.contentDisposition !== null ? { contentDisposition: meta.contentDisposition } : {}),
     ...(meta.contentId !== null ? { contentId: meta.contentId } : {}),
-    content: content.toString('base64'),
+    content: '',
+    bytes: content,
+    admitted: 'stored',
   };
 }
 
@@ -179,9 +196,16 @@ function validateAttachments(
 ): Outgoing['attachments'] {
   let total = 0;
   const out = (list ?? []).map((a, i) => {
-    if (a.url !== undefined) throw new AttachmentUrlNotSupportedError(i);
-    if (typeof a.content !== 'string') throw new InvalidAttachmentError(i, 'content (the file as base64) is required.');
-    const content = a.bytes ?? (decoded?.[i] !== undefined ? decoded[i] : decodeBase64(a.content));
+    if (a.admitted !== undefined) {
+      // Bytes the send path fetched or read from storage.
+    } else if (a.url !== undefined) {
+      if (a.content !== undefined) throw new InvalidAttachmentError(i, 'give either content or url, not both.');
+      if (typeof a.url !== 'string' || !a.url) throw new InvalidAttachmentError(i, 'url must be an http or https URL.');
+    } else if (typeof a.content !== 'string')
+      throw new InvalidAttachmentError(i, 'content (the file as base64) or url is required.');
+    const content =
+      a.bytes ??
+      (a.url !== undefined ? Buffer.alloc(0) : decoded?.[i] !== undefined ? decoded[i] : decodeBase64(a.content ?? ''));
     if (!content) throw new InvalidAttachmentError(i, 'content is not valid base64.');
     let filename: string | null = null;
     if (a.filename !== undefined) {
@@ -196,7 +220,7 @@ function validateAttachments(
     let contentType: string;
     if (a.contentType !== undefined) {
       contentType = a.contentType.trim();
-      if (contentType.length > 255 || !MEDIA_TYPE.test(contentType))
+      if (!isMediaType(contentType))
         throw new InvalidAttachmentError(i, 'content_type must be a media type such as application/pdf.');
     } else {
       contentType = mediaTypeOf(filename ?? undefined);
@@ -213,7 +237,8 @@ function validateAttachments(
     }
     const contentDisposition: ContentDisposition =
       a.contentDisposition ?? (contentId !== null ? 'inline' : 'attachment');
-    total += content.length;
+    // Files fetched from a url or read from storage have limits of their own.
+    if (a.admitted === undefined) total += content.length;
     const meta: AttachmentMeta = {
       attachmentId: newId(),
       filename,
@@ -250,6 +275,8 @@ export interface OutgoingRules {
   readonly maxBodyBytes: number;
   /** Whether mail to other domains may be queued for an SMTP relay. */
   readonly relayConfigured: boolean;
+  /** Attachments given by url: the egress setting, the time per URL and the bytes per request. */
+  readonly attachmentUrls: AttachmentUrlRules;
 }
 
 /**
@@ -304,13 +331,55 @@ export function createOutgoingRules(deps: OutgoingRules) {
     return { to, cc, bcc, replyTo, recipients, subject, text, html, labels, headers, attachments };
   }
 
+  /**
+   * The input with the file of every attachment given by url fetched, in order, one at a time
+   * (the request's bytes within one budget). Every rule is checked first with those files still
+   * empty, so that a request that breaks one fetches nothing.
+   */
+  async function withFetchedFiles(input: SendInput, complete: boolean): Promise<SendInput> {
+    const list = input.attachments;
+    if (!list?.some((a) => a.url !== undefined && a.admitted === undefined)) return input;
+    check(
+      input,
+      complete,
+      list.map(() => Buffer.alloc(0)),
+    );
+    let budget = deps.attachmentUrls.maxBytes;
+    const attachments: SendAttachmentInput[] = [];
+    for (const [i, a] of list.entries()) {
+      if (a.url === undefined || a.admitted !== undefined) {
+        attachments.push(a);
+        continue;
+      }
+      const file = await fetchAttachmentFile(i, a.url, budget, deps.attachmentUrls);
+      budget -= file.bytes.length;
+      const filename = a.filename ?? file.filename;
+      const contentType = a.contentType ?? file.contentType;
+      attachments.push({
+        ...a,
+        ...(filename !== undefined ? { filename } : {}),
+        ...(contentType !== undefined ? { contentType } : {}),
+        bytes: file.bytes,
+        admitted: 'url',
+      });
+    }
+    return { ...input, attachments };
+  }
+
   return {
-    /** A complete send. Attachments of OFFLOAD_BASE64_CHARS or more are decoded in a worker thread first. */
-    validate: async (input: SendInput): Promise<Outgoing> =>
-      check(input, true, await decodeLargeAttachments(input.attachments)),
+    /**
+     * A complete send. Files given by url are fetched first (the caller's unit of work has not
+     * started), attachments of OFFLOAD_BASE64_CHARS or more decoded in a worker thread.
+     */
+    validate: async (input: SendInput): Promise<Outgoing> => {
+      const full = await withFetchedFiles(input, true);
+      return check(full, true, await decodeLargeAttachments(full.attachments));
+    },
     /** What a draft holds so far (content may still be missing); attachments as in `validate`. */
-    validateParts: async (input: SendInput): Promise<Outgoing> =>
-      check(input, false, await decodeLargeAttachments(input.attachments)),
+    validateParts: async (input: SendInput): Promise<Outgoing> => {
+      const full = await withFetchedFiles(input, false);
+      return check(full, false, await decodeLargeAttachments(full.attachments));
+    },
     /** A draft's merged fields inside its unit of work: no attachments, so nothing to decode or await. */
     validateFields: (input: Omit<SendInput, 'attachments'>): Outgoing => check(input, false, undefined),
     maxAttachmentBytes: deps.maxAttachmentBytes,

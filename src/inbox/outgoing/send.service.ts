@@ -2,7 +2,7 @@ import { recipientRule } from '../core/recipients.js';
 import { timeOrderedUuid } from '../../platform/ids.js';
 import { type KeyOwner, requirePermission } from '../core/scope.js';
 import type { ComposedMessage, DeliveryPathDeps } from '../mailstore/delivery.service.js';
-import { InboxNotFoundError } from '../inboxes/inbox.errors.js';
+import { InboxNotFoundError, InboxPausedError } from '../inboxes/inbox.errors.js';
 import { ExternalDeliveryDisabledError } from '../core/message.errors.js';
 import { findScopedInbox } from '../inboxes/inbox-scope.js';
 import { normalizeInboxId } from '../core/inbox.js';
@@ -56,23 +56,29 @@ export function createSendService(deps: SendServiceDeps) {
   /**
    * Composes the message from the sending inbox (read before the unit of work: its display name
    * and domain go into the source), then stores the sender's copy, delivers to local inboxes and
-   * queues the rest in one transaction with the quota count and the events.
+   * queues the rest in one transaction with the quota count and the events. The message is
+   * validated (`outgoing`: files given by url fetched) only once the key is known to reach the
+   * sending inbox.
    */
   async function send(
     owner: KeyOwner,
     senderId: string,
-    out: Outgoing,
+    outgoing: () => Promise<Outgoing>,
     answer: AnswerHeaders,
     within?: (trx: Db) => Promise<void>,
   ): Promise<{ messageId: string; threadId: string }> {
     const sender = await findScopedInbox(db, owner, senderId);
     if (!sender) throw new InboxNotFoundError(senderId);
+    if (sender.status === 'paused') throw new InboxPausedError(sender.inboxId);
+    const out = await outgoing();
     if (owner.sendOnlyTo !== undefined) {
       // An unverified agent sign-up mails only the human it named (decision 0018).
       const other = out.recipients.find((r) => r.mailbox.address.toLowerCase() !== owner.sendOnlyTo);
       if (other)
         throw new ForbiddenError(
-          `Message rejected: ${other.mailbox.address} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`,
+          owner.sendOnlyTo
+            ? `Message rejected: ${other.mailbox.address} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`
+            : `Message rejected: this organization has no human attached yet, so it sends to nobody (POST /v0/agent/human).`,
           { code: 'MESSAGE_REJECTED', details: { field: other.field, code: 'MESSAGE_REJECTED' } },
         );
     }
@@ -172,7 +178,7 @@ export function createSendService(deps: SendServiceDeps) {
     async send(owner: KeyOwner, inboxId: string, input: SendInput): Promise<{ messageId: string; threadId: string }> {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
-      return send(owner, normalizeInboxId(inboxId), await validate(input), answerHeaders(undefined));
+      return send(owner, normalizeInboxId(inboxId), () => validate(input), answerHeaders(undefined));
     },
 
     /** Answers a message of the inbox (answers.ts `replyInput`); In-Reply-To and References make it join the thread on both sides. */
@@ -185,7 +191,7 @@ export function createSendService(deps: SendServiceDeps) {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
       const parent = await findOwnMessage(db, owner, inboxId, messageId);
-      return send(owner, parent.inboxId, await validate(replyInput(parent, input)), answerHeaders(parent));
+      return send(owner, parent.inboxId, () => validate(replyInput(parent, input)), answerHeaders(parent));
     },
 
     /**
@@ -204,7 +210,7 @@ export function createSendService(deps: SendServiceDeps) {
       return send(
         owner,
         original.inboxId,
-        await validate(forwardInput(original, input, await carriedAttachments(original))),
+        async () => validate(forwardInput(original, input, await carriedAttachments(original))),
         answerHeaders(original),
       );
     },
@@ -228,7 +234,7 @@ export function createSendService(deps: SendServiceDeps) {
         return send(
           owner,
           senderId,
-          await validate(forwardInput(original, draft.input, await carriedAttachments(original))),
+          async () => validate(forwardInput(original, draft.input, await carriedAttachments(original))),
           answerHeaders(original),
           within,
         );
@@ -236,7 +242,7 @@ export function createSendService(deps: SendServiceDeps) {
       return send(
         owner,
         senderId,
-        await validate(draft.input),
+        () => validate(draft.input),
         { inReplyTo: draft.inReplyTo, references: draft.references },
         within,
       );

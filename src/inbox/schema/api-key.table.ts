@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 export interface OrganizationTable {
   id: string;
   name: string;
@@ -33,6 +35,7 @@ export interface ApiKeyTable {
 /** Organizations an agent created for itself (POST /v0/agent/sign-up), limited until verified. */
 export interface AgentSignupTable {
   organization_id: string;
+  /** '' until a human is attached (a sign-up without human_email). */
   human_email: string;
   inbox_id: string;
   /** SHA-256 of the 6-digit code. */
@@ -41,4 +44,6 @@ export interface AgentSignupTable {
   attempts: number;
   verified_at: string | null;
   created_at: string;
+  /** How often POST /v0/agent/human replaced the human (migration 0015). */
+  human_changes: Generated<number>;
 }

@@ -10,6 +10,8 @@ export interface InboxTable {
   client_id: string | null;
   /** JSON object of string, number and boolean values (SDK 0.5 `metadata`). */
   metadata: string | null;
+  /** 'paused' (sends refused, mail still received), or NULL: active (migration 0014). */
+  status: string | null;
   /** Words of the address and display name, each preceded by a space (inbox search). */
   search_words: string | null;
   created_at: string;

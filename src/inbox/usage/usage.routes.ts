@@ -4,9 +4,11 @@ import type { InboxApp } from '../http/types.js';
 import {
   InboxParams,
   MetricsEventsQuery,
+  MetricsRatesQuery,
   MetricsUsageQuery,
   PodParams,
   QueryMetricsResponse,
+  QueryRatesResponse,
   QueryUsageResponse,
 } from './usage.schemas.js';
 import type { MetricsAddress, MetricsQuery, UsageService } from './usage.service.js';
@@ -26,8 +28,9 @@ function queryOf(
 }
 
 /**
- * metrics.queryEvents / queryUsage at the organization, pod and inbox levels (permission
- * metricsRead): answered from the counts in usage_counts, never from the Prometheus registry.
+ * metrics.queryEvents / queryUsage / queryRates at the organization, pod and inbox levels
+ * (permission metricsRead): answered from the counts in usage_counts, never from the Prometheus
+ * registry.
  */
 export function usageRoutes(app: InboxApp, usage: UsageService): void {
   const tags = ['metrics'];
@@ -84,6 +87,20 @@ export function usageRoutes(app: InboxApp, usage: UsageService): void {
           level.of(request.params as Record<string, string>),
           queryOf(request.query, request.query.usage_types),
         ),
+    });
+    app.get(`${level.prefix}/metrics/rates`, {
+      schema: {
+        tags,
+        summary: `Rolling bounce and complaint rates of ${level.what}`,
+        ...(level.params ? { params: level.params } : {}),
+        querystring: MetricsRatesQuery,
+        response: { 200: QueryRatesResponse, ...errorResponses },
+      },
+      handler: async (request) =>
+        usage.queryRates(ownerOf(request), level.of(request.params as Record<string, string>), {
+          ...queryOf(request.query, request.query.rate_types),
+          ...(request.query.window !== undefined ? { window: request.query.window } : {}),
+        }),
     });
   }
 }

@@ -1,5 +1,5 @@
 import { COUNTED_USAGE, usageMetric, type UsageType } from './usage-counts.js';
-import { USAGE_TYPES, METRIC_EVENT_TYPES } from '../core/events.js';
+import { USAGE_TYPES, METRIC_EVENT_TYPES, RATE_EVENT_TYPES } from '../core/events.js';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
@@ -102,6 +102,64 @@ function parseRange(query: MetricsQuery, now: Date) {
 
 const iso = (s: number) => new Date(s * 1000).toISOString();
 
+/** metrics.queryRates: AgentMail's RateType, each the ratio of one event type to message.sent. */
+export const RATE_TYPES = ['bounce', 'complaint'] as const;
+export type RateType = (typeof RATE_TYPES)[number];
+const SENT = RATE_EVENT_TYPES.sent;
+const RATE_EVENTS: Readonly<Record<RateType, string>> = RATE_EVENT_TYPES;
+const MIN_RATE_PERIOD = 60;
+const DEFAULT_WINDOW = 86400;
+const MAX_WINDOW = 30 * 86400;
+
+export interface RatesQuery extends MetricsQuery {
+  readonly window?: number;
+}
+
+/**
+ * A rates query's grid (AgentMail's rules): points every `period` (60 s to a day, default an
+ * hour) from `start` to `end` (default the last day), each over the `window` before it (a whole
+ * multiple of the period, at most 30 days, default a day); the range and the window together at
+ * most MAX_BUCKETS periods.
+ */
+function parseRatesRange(query: RatesQuery, now: Date) {
+  const period = query.period ?? DEFAULT_PERIOD;
+  if (!Number.isInteger(period) || period < MIN_RATE_PERIOD || period > 86400)
+    throw new ValidationError(
+      `period must be a whole number of seconds between ${MIN_RATE_PERIOD} and 86400.`,
+      'period',
+      'INVALID_PERIOD',
+    );
+  const window = query.window ?? DEFAULT_WINDOW;
+  if (!Number.isInteger(window) || window < period || window > MAX_WINDOW || window % period !== 0)
+    throw new ValidationError(
+      `window must be a whole multiple of period (${period} s), at most ${MAX_WINDOW} s (30 days).`,
+      'window',
+      'INVALID_WINDOW',
+    );
+  if (query.limit !== undefined && (!Number.isInteger(query.limit) || query.limit < 1))
+    throw new ValidationError('limit must be a positive integer.', 'limit', 'INVALID_LIMIT');
+  const end = parseTime('end', query.end) ?? Math.ceil(now.getTime() / 1000);
+  const start = parseTime('start', query.start) ?? end - DEFAULT_BUCKETS * DEFAULT_PERIOD;
+  if (start >= end) throw new ValidationError('start must be before end.', 'start', 'INVALID_RANGE');
+  const points = Math.ceil((end - start) / period);
+  const spanned = points + window / period;
+  if (spanned > MAX_BUCKETS)
+    throw new ValidationError(
+      `start to end plus the window spans ${spanned} periods of ${period} s; at most ${MAX_BUCKETS}: choose a longer period, a shorter range or a shorter window.`,
+      'period',
+      'TOO_MANY_BUCKETS',
+    );
+  return {
+    start,
+    end,
+    period,
+    window,
+    points,
+    limit: Math.min(query.limit ?? MAX_BUCKETS, MAX_BUCKETS),
+    descending: query.descending === true,
+  };
+}
+
 export function createUsageService({ db, clock }: { db: Kysely<InboxDatabase>; clock: Clock }) {
   async function scopeOf(
     owner: KeyOwner,
@@ -152,6 +210,49 @@ export function createUsageService({ db, clock }: { db: Kysely<InboxDatabase>; c
           counts.map((count, i) => ({ timestamp: iso(range.start + i * range.period), count })),
           range,
         );
+      }
+      return result;
+    },
+
+    /**
+     * Rolling bounce and complaint rates: at each point of the grid, the message.bounced (or
+     * message.complained) events of the window before it divided by its message.sent events, with
+     * that count; null where nothing was sent. Windows follow the period grid (the last point,
+     * capped at `end`, covers its whole last period). Counted per event, as queryEvents counts:
+     * a message to several recipients is one send.
+     */
+    async queryRates(
+      owner: KeyOwner,
+      address: MetricsAddress,
+      query: RatesQuery,
+    ): Promise<Record<string, { timestamp: string; rate: number | null; sent: number }[]>> {
+      const types = (parseTypes('rate_types', query.types, RATE_TYPES) ?? [...RATE_TYPES]) as RateType[];
+      const range = parseRatesRange(query, clock.now());
+      const { scope } = await scopeOf(owner, address);
+      const lead = range.window / range.period;
+      const base = range.start - range.window;
+      const metrics = [SENT, ...types.map((t) => RATE_EVENTS[t])];
+      const sums = await sumByPeriod(db, scope, metrics, { start: base, end: range.end, period: range.period });
+      const series = new Map(metrics.map((m) => [m, new Array<number>(range.points + lead).fill(0)]));
+      for (const s of sums) {
+        const counts = series.get(s.metric);
+        if (counts && s.index >= 0 && s.index < counts.length) counts[s.index] = (counts[s.index] ?? 0) + s.value;
+      }
+      /** The sum of `metric` over the window that ends with point `i`: periods i+1 … i+lead. */
+      const windowed = (metric: string, i: number) =>
+        (series.get(metric) as number[]).slice(i + 1, i + 1 + lead).reduce((a, b) => a + b, 0);
+      const result: Record<string, { timestamp: string; rate: number | null; sent: number }[]> = {};
+      for (const type of types) {
+        const points = Array.from({ length: range.points }, (_, i) => {
+          const sent = windowed(SENT, i);
+          const events = windowed(RATE_EVENTS[type], i);
+          return {
+            timestamp: iso(Math.min(range.start + (i + 1) * range.period, range.end)),
+            rate: sent > 0 ? events / sent : null,
+            sent,
+          };
+        });
+        result[type] = order(points, range);
       }
       return result;
     },
