@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import nodemailer from 'nodemailer';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -273,6 +275,44 @@ describe.each(dialects)('MCP door (%s)', (dialect) => {
     }
     // The service still answers.
     expect((await mcp.call('get_inbox', { inboxId: a })).inboxId).toBe(a);
+  });
+
+  it('send_message takes an attachment by url (fetched under the egress policy), as REST does', async () => {
+    const file = await pdfOf('Remittance 3141 paid');
+    const host = http.createServer((req, res) => {
+      if (!req.url?.startsWith('/files/')) return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'application/pdf' });
+      res.end(file);
+    });
+    await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/files/remittance.pdf`;
+      const sent = await mcp.call('send_message', { inboxId: a, to: [b], subject: 'by url', attachments: [{ url }] });
+      const thread = await mcp.call('get_thread', { inboxId: a, threadId: sent.threadId });
+      const [attachment] = (thread.messages as { attachments: { attachmentId: string; filename: string }[] }[])[0]!
+        .attachments;
+      expect(attachment).toMatchObject({
+        filename: 'remittance.pdf',
+        contentType: 'application/pdf',
+        size: file.length,
+      });
+      const got = await mcp.call('get_attachment', {
+        inboxId: a,
+        threadId: sent.threadId,
+        attachmentId: attachment!.attachmentId,
+      });
+      expect(got.text).toContain('Remittance 3141 paid');
+      const refused = toolError(
+        await mcp.raw('send_message', {
+          inboxId: a,
+          to: [b],
+          attachments: [{ url: `${url.replace('/files/', '/missing/')}x` }],
+        }),
+      );
+      expect(refused).toMatchObject({ type: 'validation_error', details: { code: 'ATTACHMENT_URL_STATUS' } });
+    } finally {
+      host.close();
+    }
   });
 
   it('drafts: create, list, get, update, schedule, send and delete', async () => {
