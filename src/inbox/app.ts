@@ -21,6 +21,7 @@ import { agentRoutes } from './agent/agent.routes.js';
 import { AgentSignupDisabledError, type AgentService } from './agent/agent.service.js';
 import { apiKeyRoutes } from './api-keys/api-key.routes.js';
 import type { ApiKeyService } from './api-keys/api-key.service.js';
+import type { ConsoleSessions } from './console/console-session.service.js';
 import { podRoutes } from './pods/pod.routes.js';
 import { podInboxRoutes } from './inboxes/pod-inbox.routes.js';
 import { podThreadRoutes } from './threads/pod-thread.routes.js';
@@ -43,6 +44,7 @@ import { inboxPool, LARGE_STRING_BYTES, OFFLOAD_JSON_BYTES } from './offload.js'
 import type { MessageService } from './messages/message.service.js';
 import { searchRoutes } from './search/search.routes.js';
 import { mcpRoutes } from './mcp/mcp.routes.js';
+import { consoleRoutes } from './console/console.routes.js';
 import type { MessageWaiters } from './mcp/message-waiters.js';
 import type { SearchService } from './search/search.service.js';
 import { threadRoutes } from './threads/thread.routes.js';
@@ -68,6 +70,8 @@ export interface InboxServices {
   readonly clock: Clock;
   readonly ids: Ids;
   readonly apiKeys: ApiKeyService;
+  /** Web console sign-ins: sessions that stand for an API key (console/). */
+  readonly consoleSessions: ConsoleSessions;
   readonly pods: PodService;
   readonly agent: AgentService;
   readonly inboxes: InboxService;
@@ -180,7 +184,7 @@ export async function buildInboxApp(
   );
   app.addSchema(ErrorResponse);
 
-  const auth = bearerAuth(services.apiKeys, services.limiter);
+  const auth = bearerAuth(services.apiKeys, services.limiter, services.consoleSessions);
   app.addHook('onRequest', async (request, reply) => {
     // Off: the sign-up routes answer 403 with or without a key (decision 0018).
     if (request.routeOptions.config?.agentSignup && !config.agentSignup) throw new AgentSignupDisabledError();
@@ -231,6 +235,7 @@ export async function buildInboxApp(
   });
   domainRoutes(app, services.domains);
   searchRoutes(app, services.search);
+  consoleRoutes(app, services.consoleSessions, config.consoleDir !== undefined ? { directory: config.consoleDir } : {});
   mcpRoutes(app, {
     apiKeys: services.apiKeys,
     limiter: services.limiter,

@@ -69,6 +69,18 @@ export const inboxConfigSpec = {
     1024,
     64 * 1024 * 1024,
   ),
+  consoleDir: env.optionalString(
+    'INBOX_CONSOLE_DIR',
+    'directory of the built web console served at `/console/` (written by `npm run build`, or `npm run build:console` alone)',
+    '`dist/console` of the installation',
+  ),
+  consoleSessionHours: env.integer(
+    'INBOX_CONSOLE_SESSION_HOURS',
+    'lifetime of a web console sign-in (`/console/`), hours; the session ends then, or at sign-out, or when its key is deleted',
+    12,
+    1,
+    24 * 30,
+  ),
   maxRecipients: env.integer('INBOX_MAX_RECIPIENTS', 'recipients (to + cc + bcc) per sent message', 50, 1, 1000),
   downloadUrlTtlSeconds: env.integer(
     'INBOX_DOWNLOAD_URL_TTL_SECONDS',

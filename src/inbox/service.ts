@@ -18,6 +18,7 @@ import { systemIds, type Ids } from '../platform/ids.js';
 import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
 import { createAccessListService, createListScreen } from './access-lists/access-list.service.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
+import { createConsoleSessions } from './console/console-session.service.js';
 import { createInboxEventService } from './events/inbox-event.service.js';
 import { createUsageService } from './usage/usage.service.js';
 import { inboxLifecycle } from './usage/usage-counts.js';
@@ -182,6 +183,13 @@ export function createInboxServices(
     ...rules,
     notifyJobs: () => runner.notify(),
   });
+  const apiKeys = createApiKeyService({
+    db,
+    commits,
+    clock,
+    ids,
+    ...(options.keyChanged ? { keyChanged: options.keyChanged } : {}),
+  });
   const services: InboxServices = {
     config,
     db,
@@ -189,12 +197,13 @@ export function createInboxServices(
     ids,
     limiter,
     events,
-    apiKeys: createApiKeyService({
+    apiKeys,
+    consoleSessions: createConsoleSessions({
       db,
-      commits,
       clock,
       ids,
-      ...(options.keyChanged ? { keyChanged: options.keyChanged } : {}),
+      authenticateKey: (key) => apiKeys.authenticate(key),
+      ttlHours: config.consoleSessionHours,
     }),
     pods: createPodService({ db, commits, clock, ids }),
     inboxes,

@@ -43,24 +43,52 @@ const storedPermissions = (text: string | null): Permissions | undefined =>
  */
 export async function findKeyOwnerByHash(db: Db, keyHash: string): Promise<KeyOwner | undefined> {
   const [row] = await runCompiledOnce(db, 'api_keys.owner', [keyHash], () =>
-    db
-      .selectFrom('api_keys')
-      .leftJoin('agent_signups', (j) =>
-        j
-          .onRef('agent_signups.organization_id', '=', 'api_keys.organization_id')
-          .on('agent_signups.verified_at', 'is', null),
-      )
-      .select([
-        'api_keys.id',
-        'api_keys.organization_id',
-        'api_keys.pod_id',
-        'api_keys.inbox_id',
-        'api_keys.permissions',
-        'agent_signups.human_email',
-      ])
-      .where('api_keys.key_hash', '=', keyHash),
+    ownerQuery(db).where('api_keys.key_hash', '=', keyHash),
   );
-  if (!row) return undefined;
+  return row && ownerOf(row);
+}
+
+/**
+ * The key behind a console session (console/): the same read of the key as findKeyOwnerByHash,
+ * through an unexpired session's row, so a deleted key or a changed permission takes effect at once.
+ */
+export async function findKeyOwnerBySession(db: Db, tokenHash: string, now: string) {
+  const [row] = await runCompiledOnce(db, 'api_keys.owner_by_session', [tokenHash, now], () =>
+    ownerQuery(db)
+      .innerJoin('console_sessions', 'console_sessions.api_key_id', 'api_keys.id')
+      .select(['console_sessions.csrf_token', 'console_sessions.expires_at'])
+      .where('console_sessions.token_hash', '=', tokenHash)
+      .where('console_sessions.expires_at', '>', now),
+  );
+  return row && { owner: ownerOf(row), csrfToken: row.csrf_token, expiresAt: row.expires_at };
+}
+
+function ownerQuery(db: Db) {
+  return db
+    .selectFrom('api_keys')
+    .leftJoin('agent_signups', (j) =>
+      j
+        .onRef('agent_signups.organization_id', '=', 'api_keys.organization_id')
+        .on('agent_signups.verified_at', 'is', null),
+    )
+    .select([
+      'api_keys.id',
+      'api_keys.organization_id',
+      'api_keys.pod_id',
+      'api_keys.inbox_id',
+      'api_keys.permissions',
+      'agent_signups.human_email',
+    ]);
+}
+
+function ownerOf(row: {
+  id: string;
+  organization_id: string;
+  pod_id: string | null;
+  inbox_id: string | null;
+  permissions: string | null;
+  human_email: string | null | undefined;
+}): KeyOwner {
   const unverified = row.human_email !== null && row.human_email !== undefined;
   const permissions = effectivePermissions(storedPermissions(row.permissions), unverified);
   return {

@@ -44,6 +44,12 @@ export async function authenticateKey(
   if (!key) throw new UnauthenticatedError(missing, { code: 'MISSING_API_KEY' });
   const owner = await apiKeys.authenticate(key);
   if (!owner) throw new UnauthenticatedError('Invalid API key.', { code: 'INVALID_API_KEY' });
+  await charge(limiter, owner, reply);
+  return owner;
+}
+
+/** One request of the key's budget (the same for a key and for a console session standing for it). */
+async function charge(limiter: RateLimiter, owner: KeyOwner, reply: FastifyReply): Promise<void> {
   const rate = await limiter.hit(owner.apiKeyId);
   reply.header('ratelimit-limit', String(rate.limit));
   reply.header('ratelimit-remaining', String(rate.remaining));
@@ -58,19 +64,44 @@ export async function authenticateKey(
       },
     );
   }
-  return owner;
+}
+
+/** The console's session cookie (console/console.routes.ts sets it). */
+export const CONSOLE_COOKIE = 'am_console';
+
+/** A cookie's value from a Cookie header, if present. */
+export function cookieOf(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/** What the routes need of console sessions: the owner of a session cookie with its CSRF token. */
+export interface SessionAuthenticator {
+  authenticate(token: string, csrfToken: string | undefined): Promise<KeyOwner | undefined>;
 }
 
 /**
  * `Authorization: Bearer am_…` on every /v0 route, then the per-key request budget (authenticateKey).
+ * Without an Authorization header, the web console's session cookie stands for its key, with the
+ * CSRF token in `X-CSRF-Token` (a cross-site page can send the cookie, never the header).
  */
-export function bearerAuth(apiKeys: KeyAuthenticator, limiter: RateLimiter) {
+export function bearerAuth(apiKeys: KeyAuthenticator, limiter: RateLimiter, sessions?: SessionAuthenticator) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    owners.set(request, await authenticateKey(apiKeys, limiter, bearerKeyOf(request.headers.authorization), reply));
+    const header = request.headers.authorization;
+    const session = header === undefined && sessions ? cookieOf(request.headers.cookie, CONSOLE_COOKIE) : undefined;
+    if (session !== undefined && sessions) {
+      const csrf = request.headers['x-csrf-token'];
+      const owner = await sessions.authenticate(session, Array.isArray(csrf) ? csrf[0] : csrf);
+      if (!owner)
+        throw new UnauthenticatedError('The console session has ended: sign in again.', { code: 'SESSION_EXPIRED' });
+      await charge(limiter, owner, reply);
+      owners.set(request, owner);
+      return;
+    }
+    owners.set(request, await authenticateKey(apiKeys, limiter, bearerKeyOf(header), reply));
   };
-}
-
-/** The owner of a request authenticated by another door's own check (the MCP endpoint): for ownerOf. */
-export function setOwner(request: FastifyRequest, owner: KeyOwner): void {
-  owners.set(request, owner);
 }

@@ -1,6 +1,7 @@
 import type { Executor } from '../../platform/db/types.js';
 import type { JobsDatabase } from '../../platform/jobs/jobs.table.js';
 import type { AgentSignupTable, ApiKeyTable, OrganizationTable, PodTable } from './api-key.table.js';
+import type { ConsoleSessionTable } from './console-session.table.js';
 import type { DomainTable } from './domain.table.js';
 import type { AccessListEntryTable } from './access-list.table.js';
 import type { DraftAttachmentTable, DraftLabelTable, DraftTable } from './draft.table.js';
@@ -24,6 +25,7 @@ export interface InboxDatabase extends JobsDatabase {
   organizations: OrganizationTable;
   pods: PodTable;
   api_keys: ApiKeyTable;
+  console_sessions: ConsoleSessionTable;
   inboxes: InboxTable;
   threads: ThreadTable;
   messages: MessageTable;

@@ -1,0 +1,362 @@
+import './style.css';
+
+/**
+ * The inbox console (issue 30): sign in with an API key, then the inboxes the key may see, their
+ * threads (search, paging) and a thread's messages. It calls the ordinary `/v0` API with the
+ * session cookie and the CSRF token kept here in memory; the key itself is sent once, at sign-in,
+ * and never kept (not in a variable, not in storage, not in the page).
+ */
+
+type Json = Record<string, unknown>;
+
+interface Session {
+  csrf_token: string;
+  expires_at: string;
+  organization_id: string;
+  pod_id?: string;
+  inbox_id?: string;
+}
+
+let session: Session | undefined;
+const app = document.getElementById('app') as HTMLElement;
+
+/** An element with attributes (`on*` functions become listeners) and children. */
+function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, unknown> = {},
+  ...children: (Node | string | undefined | false)[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === false) continue;
+    if (name.startsWith('on') && typeof value === 'function')
+      el.addEventListener(name.slice(2), value as EventListener);
+    else el.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children) if (child !== undefined && child !== false) el.append(child);
+  return el;
+}
+
+class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A request to the service with the session's cookie and CSRF token; the API's error message on failure. */
+async function api(method: string, path: string, body?: unknown): Promise<Json> {
+  const response = await fetch(path, {
+    method,
+    credentials: 'same-origin',
+    headers: {
+      ...(session ? { 'x-csrf-token': session.csrf_token } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  const json = text ? (JSON.parse(text) as Json) : {};
+  if (!response.ok) {
+    const error = (json.error ?? {}) as { message?: string };
+    if (response.status === 401 && path.startsWith('/v0/')) {
+      session = undefined;
+      renderSignIn('Your session has ended. Sign in again.');
+    }
+    throw new ApiError(response.status, error.message ?? `${response.status} ${response.statusText}`);
+  }
+  return json;
+}
+
+function status(message: string, kind: 'info' | 'error' = 'info'): HTMLElement {
+  return h('p', { class: `status ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, message);
+}
+
+function renderSignIn(notice?: string): void {
+  const key = h('input', {
+    id: 'api-key',
+    name: 'api-key',
+    type: 'password',
+    autocomplete: 'off',
+    spellcheck: 'false',
+    required: true,
+    placeholder: 'am_…',
+  });
+  const message = h('div', { id: 'sign-in-message' }, notice ? status(notice) : undefined);
+  const form = h(
+    'form',
+    {
+      class: 'sign-in',
+      'aria-labelledby': 'sign-in-title',
+      onsubmit: async (event: Event) => {
+        event.preventDefault();
+        const value = key.value;
+        // The key leaves the page with this request and is not kept anywhere.
+        key.value = '';
+        try {
+          session = (await api('POST', '/console/session', { api_key: value })) as unknown as Session;
+          await renderConsole();
+        } catch (err) {
+          message.replaceChildren(status((err as Error).message, 'error'));
+          key.focus();
+        }
+      },
+    },
+    h('h1', { id: 'sign-in-title' }, 'Inbox console'),
+    h('label', { for: 'api-key' }, 'API key'),
+    key,
+    h('button', { type: 'submit' }, 'Sign in'),
+    message,
+  );
+  app.replaceChildren(form);
+  key.focus();
+}
+
+async function signOut(): Promise<void> {
+  await api('DELETE', '/console/session').catch(() => undefined);
+  session = undefined;
+  renderSignIn('Signed out.');
+}
+
+const views = {
+  inboxes: h('nav', { class: 'inboxes', 'aria-label': 'Inboxes' }),
+  threads: h('section', { class: 'threads', 'aria-label': 'Threads' }),
+  thread: h('article', { class: 'thread', 'aria-label': 'Thread' }),
+};
+
+async function renderConsole(): Promise<void> {
+  if (!session) return renderSignIn();
+  const scope = session.inbox_id
+    ? `inbox ${session.inbox_id}`
+    : session.pod_id
+      ? `pod ${session.pod_id}`
+      : `organization ${session.organization_id}`;
+  app.replaceChildren(
+    h(
+      'header',
+      { class: 'bar' },
+      h('strong', {}, 'Inbox console'),
+      h('span', { class: 'scope' }, `Signed in for ${scope}`),
+      h('button', { type: 'button', id: 'sign-out', onclick: () => void signOut() }, 'Sign out'),
+    ),
+    h('div', { class: 'panes' }, views.inboxes, views.threads, views.thread),
+  );
+  await loadInboxes();
+}
+
+async function loadInboxes(): Promise<void> {
+  views.inboxes.replaceChildren(h('h2', {}, 'Inboxes'), status('Loading…'));
+  try {
+    const page = await api('GET', '/v0/inboxes?limit=100');
+    const inboxes = page.inboxes as { inbox_id: string; display_name?: string }[];
+    const list = h('ul', {});
+    for (const inbox of inboxes)
+      list.append(
+        h(
+          'li',
+          {},
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'inbox',
+              'data-inbox': inbox.inbox_id,
+              onclick: () => void loadThreads(inbox.inbox_id),
+            },
+            inbox.display_name ? `${inbox.display_name} ` : '',
+            h('span', { class: 'address' }, inbox.inbox_id),
+          ),
+        ),
+      );
+    views.inboxes.replaceChildren(h('h2', {}, 'Inboxes'), inboxes.length ? list : status('No inboxes yet.'));
+  } catch (err) {
+    views.inboxes.replaceChildren(h('h2', {}, 'Inboxes'), status((err as Error).message, 'error'));
+  }
+}
+
+async function loadThreads(inboxId: string, query = '', pageToken?: string): Promise<void> {
+  const search = h('input', { type: 'search', name: 'q', 'aria-label': 'Search threads', value: query });
+  const form = h(
+    'form',
+    {
+      role: 'search',
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        void loadThreads(inboxId, search.value.trim());
+      },
+    },
+    search,
+    h('button', { type: 'submit' }, 'Search'),
+  );
+  views.threads.replaceChildren(h('h2', {}, inboxId), form, status('Loading…'));
+  const params = new URLSearchParams({ limit: '25', ...(pageToken ? { page_token: pageToken } : {}) });
+  if (query) params.set('q', query);
+  const base = `/v0/inboxes/${encodeURIComponent(inboxId)}/threads${query ? '/search' : ''}`;
+  try {
+    const page = await api('GET', `${base}?${params}`);
+    const threads = page.threads as {
+      thread_id: string;
+      subject?: string;
+      senders: string[];
+      preview?: string;
+      timestamp: string;
+      labels: string[];
+    }[];
+    const list = h('ul', {});
+    for (const t of threads)
+      list.append(
+        h(
+          'li',
+          {},
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'thread-item',
+              'data-thread': t.thread_id,
+              onclick: () => void loadThread(inboxId, t.thread_id),
+            },
+            h('span', { class: 'subject' }, t.subject ?? '(no subject)'),
+            h('span', { class: 'senders' }, t.senders.join(', ')),
+            h('time', { datetime: t.timestamp }, new Date(t.timestamp).toLocaleString()),
+            t.labels.includes('unread') && h('span', { class: 'label' }, 'unread'),
+          ),
+        ),
+      );
+    const next = page.next_page_token as string | undefined;
+    views.threads.replaceChildren(
+      h('h2', {}, inboxId),
+      form,
+      threads.length ? list : status(query ? 'No thread matches.' : 'No threads yet.'),
+      ...(next
+        ? [
+            h(
+              'button',
+              { type: 'button', class: 'older', onclick: () => void loadThreads(inboxId, query, next) },
+              'Older',
+            ),
+          ]
+        : []),
+    );
+  } catch (err) {
+    views.threads.replaceChildren(h('h2', {}, inboxId), form, status((err as Error).message, 'error'));
+  }
+}
+
+/**
+ * A message's HTML in a frame of its own: sandboxed (no scripts, no same origin, no forms), and
+ * under a policy of its own that blocks remote images until the person asks for them.
+ */
+function htmlFrame(html: string, remoteImages: boolean): HTMLIFrameElement {
+  const images = remoteImages ? 'data: https: http:' : 'data:';
+  const policy = `default-src 'none'; style-src 'unsafe-inline'; img-src ${images}; font-src data:`;
+  const frame = h('iframe', {
+    sandbox: '',
+    title: 'Message (HTML)',
+    class: 'html-body',
+    referrerpolicy: 'no-referrer',
+  });
+  frame.srcdoc = `<!DOCTYPE html><meta http-equiv="Content-Security-Policy" content="${policy}"><base target="_blank">${html}`;
+  return frame;
+}
+
+async function loadThread(inboxId: string, threadId: string): Promise<void> {
+  views.thread.replaceChildren(status('Loading…'));
+  try {
+    const thread = await api(
+      'GET',
+      `/v0/inboxes/${encodeURIComponent(inboxId)}/threads/${encodeURIComponent(threadId)}`,
+    );
+    const messages = thread.messages as {
+      message_id: string;
+      from: string;
+      to: string[];
+      subject?: string;
+      timestamp: string;
+      labels: string[];
+      text?: string;
+      html?: string;
+      attachments?: { attachment_id: string; filename?: string; size: number }[];
+    }[];
+    views.thread.replaceChildren(
+      h('h2', {}, (thread.subject as string | undefined) ?? '(no subject)'),
+      ...messages.map((m) => {
+        const body = h('div', { class: 'body' });
+        if (m.html) {
+          const show = h('button', { type: 'button', class: 'remote-images' }, 'Show remote images');
+          show.addEventListener('click', () => {
+            body.replaceChildren(htmlFrame(m.html as string, true));
+          });
+          body.append(htmlFrame(m.html, false), show);
+        } else body.append(h('pre', { class: 'text-body' }, m.text ?? ''));
+        const base = `/v0/inboxes/${encodeURIComponent(inboxId)}/messages/${encodeURIComponent(m.message_id)}`;
+        return h(
+          'section',
+          { class: 'message', 'aria-label': `Message from ${m.from}` },
+          h(
+            'p',
+            { class: 'meta' },
+            h('strong', {}, m.from),
+            ` → ${m.to.join(', ')} · `,
+            h('time', { datetime: m.timestamp }, new Date(m.timestamp).toLocaleString()),
+          ),
+          h('p', { class: 'labels' }, ...m.labels.map((l) => h('span', { class: 'label' }, l))),
+          body,
+          m.html && m.text
+            ? h('details', {}, h('summary', {}, 'Text'), h('pre', { class: 'text-body' }, m.text))
+            : undefined,
+          m.attachments?.length
+            ? h(
+                'ul',
+                { class: 'attachments' },
+                ...m.attachments.map((a) =>
+                  h(
+                    'li',
+                    {},
+                    h(
+                      'button',
+                      {
+                        type: 'button',
+                        onclick: async () => {
+                          const link = await api('GET', `${base}/attachments/${encodeURIComponent(a.attachment_id)}`);
+                          window.location.assign(link.download_url as string);
+                        },
+                      },
+                      `${a.filename ?? a.attachment_id} (${a.size} bytes)`,
+                    ),
+                  ),
+                ),
+              )
+            : undefined,
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'raw',
+              onclick: async () => {
+                const link = await api('GET', `${base}/raw`);
+                window.location.assign(link.download_url as string);
+              },
+            },
+            'Source',
+          ),
+        );
+      }),
+    );
+  } catch (err) {
+    views.thread.replaceChildren(status((err as Error).message, 'error'));
+  }
+}
+
+async function start(): Promise<void> {
+  try {
+    session = (await api('GET', '/console/session')) as unknown as Session;
+    await renderConsole();
+  } catch {
+    renderSignIn();
+  }
+}
+
+void start();

@@ -1,0 +1,238 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildConsole } from '../../scripts/build-console.js';
+import { CHROMIUM, hasChromium } from '../property/admin-browser.js';
+import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
+import { bearerKey, call, expectError, organization, unique } from './fixtures.js';
+
+/**
+ * The web console's sign-in (issue 30): an API key exchanged for an HttpOnly, SameSite=Strict
+ * session cookie and a CSRF token; the console then uses the ordinary /v0 routes, held to its key's
+ * scope; sign-out, expiry and a deleted key end the session on the server. And the page in Chromium.
+ */
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire bodies are checked key by key
+  body: any;
+}
+
+async function request(
+  server: InboxTestServer,
+  method: string,
+  url: string,
+  options: { cookie?: string; csrf?: string; body?: unknown } = {},
+): Promise<Answer> {
+  const res = await fetch(`${server.url}${url}`, {
+    method,
+    redirect: 'manual',
+    headers: {
+      ...(options.cookie ? { cookie: options.cookie } : {}),
+      ...(options.csrf ? { 'x-csrf-token': options.csrf } : {}),
+      ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text && text.startsWith('{') ? JSON.parse(text) : text };
+}
+
+async function signIn(server: InboxTestServer, key: string) {
+  const answer = await request(server, 'POST', '/console/session', { body: { api_key: key } });
+  expect(answer.status).toBe(200);
+  const setCookie = answer.headers.get('set-cookie') ?? '';
+  const cookie = setCookie.split(';')[0] as string;
+  return { answer, setCookie, cookie, csrf: answer.body.csrf_token as string };
+}
+
+const asReply = (a: Answer) => ({ ...a, bytes: Buffer.from(JSON.stringify(a.body)) });
+
+describe.each(dialects)('console sessions (%s)', (dialect) => {
+  let server: InboxTestServer;
+  let org: Awaited<ReturnType<typeof organization>>;
+
+  beforeAll(async () => {
+    server = await startInboxServer({ dialect });
+    org = await organization(server, [unique('con'), unique('sole')]);
+  });
+  afterAll(async () => server?.close());
+
+  it('exchanges a key for an HttpOnly, SameSite=Strict cookie and a CSRF token; the key is never sent back', async () => {
+    const { answer, setCookie, cookie, csrf } = await signIn(server, org.key);
+    expect(setCookie).toMatch(/^am_console=amc_[\w-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expect(answer.body).toEqual({
+      csrf_token: csrf,
+      expires_at: expect.any(String),
+      organization_id: org.organizationId,
+    });
+    expect(JSON.stringify(answer.body)).not.toContain(org.key);
+    // The stored row holds the token's hash, never the token or the key.
+    const rows = await server.service.runtime.services.db.selectFrom('console_sessions').selectAll().execute();
+    const text = JSON.stringify(rows);
+    expect(text).not.toContain(cookie.split('=')[1]);
+    expect(text).not.toContain(org.key);
+    // The session answers what the key answers.
+    const viaSession = await request(server, 'GET', '/v0/inboxes', { cookie, csrf });
+    const viaKey = await call(server.url, org.key, 'GET', '/v0/inboxes');
+    expect(viaSession.status).toBe(200);
+    expect(viaSession.body).toEqual(viaKey.body);
+    expect((await request(server, 'GET', '/console/session', { cookie })).body.csrf_token).toBe(csrf);
+  });
+
+  it('refuses a bad key, a cookie without its CSRF token, and a forged one, in the error format', async () => {
+    expectError(
+      asReply(await request(server, 'POST', '/console/session', { body: { api_key: 'am_nope' } })),
+      401,
+      'authentication_error',
+      'INVALID_API_KEY',
+    );
+    expectError(
+      asReply(await request(server, 'POST', '/console/session', { body: {} })),
+      400,
+      'validation_error',
+      'REQUIRED',
+    );
+    const { cookie, csrf } = await signIn(server, org.key);
+    for (const given of [undefined, 'x'.repeat(csrf.length), `${csrf}x`]) {
+      const answer = await request(server, 'GET', '/v0/inboxes', { cookie, ...(given ? { csrf: given } : {}) });
+      expectError(asReply(answer), 401, 'authentication_error', 'CSRF_TOKEN_MISMATCH');
+    }
+    expectError(
+      asReply(await request(server, 'GET', '/v0/inboxes', { cookie: 'am_console=amc_forged', csrf })),
+      401,
+      'authentication_error',
+      'SESSION_EXPIRED',
+    );
+    expectError(
+      asReply(await request(server, 'GET', '/console/session')),
+      401,
+      'authentication_error',
+      'NO_CONSOLE_SESSION',
+    );
+  });
+
+  it("holds a session to its key's scope: an inbox key's session sees its inbox only", async () => {
+    const [own, other] = org.inboxes as [string, string];
+    const inboxKey = bearerKey(await org.client.inboxes.apiKeys.create(own, { name: 'console' })).apiKey;
+    const { cookie, csrf, answer } = await signIn(server, inboxKey);
+    expect(answer.body.inbox_id).toBe(own);
+    const listed = await request(server, 'GET', '/v0/inboxes', { cookie, csrf });
+    expect(listed.body.inboxes.map((i: { inbox_id: string }) => i.inbox_id)).toEqual([own]);
+    expect(
+      (await request(server, 'GET', `/v0/inboxes/${encodeURIComponent(other)}/threads`, { cookie, csrf })).status,
+    ).toBe(404);
+  });
+
+  it('ends at sign-out (which needs the CSRF token), at its time, and with its key', async () => {
+    const signedIn = await signIn(server, org.key);
+    expectError(
+      asReply(await request(server, 'DELETE', '/console/session', { cookie: signedIn.cookie })),
+      401,
+      'authentication_error',
+      'CSRF_TOKEN_MISMATCH',
+    );
+    const out = await request(server, 'DELETE', '/console/session', { cookie: signedIn.cookie, csrf: signedIn.csrf });
+    expect(out.status).toBe(204);
+    expect(out.headers.get('set-cookie')).toMatch(/^am_console=; .*Max-Age=0/);
+    expect((await request(server, 'GET', '/v0/inboxes', signedIn)).status).toBe(401);
+
+    const expiring = await signIn(server, org.key);
+    await server.service.runtime.services.db
+      .updateTable('console_sessions')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .execute();
+    expectError(
+      asReply(await request(server, 'GET', '/v0/inboxes', expiring)),
+      401,
+      'authentication_error',
+      'SESSION_EXPIRED',
+    );
+
+    const created = bearerKey(await org.client.apiKeys.create({ name: unique('temp') }));
+    const withKey = await signIn(server, created.apiKey);
+    expect((await request(server, 'GET', '/v0/inboxes', withKey)).status).toBe(200);
+    await org.client.apiKeys.delete(created.apiKeyId);
+    expect((await request(server, 'GET', '/v0/inboxes', withKey)).status).toBe(401);
+  });
+});
+
+describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
+  let dir = '';
+  let server: InboxTestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'console-build-'));
+    await buildConsole(dir);
+    server = await startInboxServer({ env: { INBOX_CONSOLE_DIR: dir } });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('signs in with a key typed into a password field, shows inboxes, threads and a message whose HTML cannot run scripts, and signs out', async () => {
+    const org = await organization(server, [unique('web'), unique('peer')]);
+    const [inbox, peer] = org.inboxes as [string, string];
+    await org.client.inboxes.messages.send(peer, {
+      to: inbox,
+      subject: 'Rendered safely',
+      text: 'plain part',
+      html: '<p id="p">Hello <b>console</b></p><img src="https://tracker.example/pixel.gif"><script>parent.document.title="pwned"</script>',
+    });
+    const page = await browser.newPage();
+    const requests: string[] = [];
+    page.on('request', (r) => requests.push(r.url()));
+    await page.goto(`${server.url}/console/`);
+    const field = page.locator('#api-key');
+    expect(await field.getAttribute('type')).toBe('password');
+    await field.fill(org.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator(`[data-inbox="${inbox}"]`).click();
+    await page.locator('.thread-item', { hasText: 'Rendered safely' }).click();
+    const frame = page.locator('iframe.html-body');
+    await frame.waitFor();
+    expect(await frame.getAttribute('sandbox')).toBe('');
+    expect(await page.frameLocator('iframe.html-body').locator('#p').innerText()).toBe('Hello console');
+    // No script of the mail ran, no remote image was fetched, nothing left this origin.
+    expect(await page.title()).toBe('Inbox console');
+    expect(requests.some((u) => u.includes('tracker.example'))).toBe(false);
+    expect(requests.every((u) => u.startsWith(server.url) || u.startsWith('about:') || u.startsWith('data:'))).toBe(
+      true,
+    );
+    // The key is nowhere the page's script could read it: not in storage, not in cookies, not in the page.
+    const traces = await page.evaluate(() => {
+      type Storage = Record<string, string>;
+      const w = globalThis as unknown as {
+        localStorage: Storage;
+        sessionStorage: Storage;
+        document: { cookie: string; documentElement: { outerHTML: string } };
+      };
+      return {
+        storage: JSON.stringify({ ...w.localStorage }) + JSON.stringify({ ...w.sessionStorage }),
+        cookie: w.document.cookie,
+        html: w.document.documentElement.outerHTML,
+      };
+    });
+    expect(traces.cookie).toBe('');
+    expect(traces.storage + traces.html).not.toContain(org.key);
+    // The page's policy is strict.
+    const csp = (await (await fetch(`${server.url}/console/`)).headers.get('content-security-policy')) ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('#api-key').waitFor();
+    expect((await page.context().cookies()).filter((c) => c.name === 'am_console' && c.value)).toEqual([]);
+    await page.close();
+  });
+});
