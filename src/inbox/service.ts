@@ -379,7 +379,15 @@ export async function startInboxService(
       const { services } = runtime;
       const ws = attachRealtime(
         app.server,
-        { db: services.db, apiKeys: services.apiKeys, limiter: services.limiter, feed, log, registry },
+        {
+          db: services.db,
+          apiKeys: services.apiKeys,
+          sessions: services.consoleSessions,
+          limiter: services.limiter,
+          feed,
+          log,
+          registry,
+        },
         {
           maxConnections: config.wsMaxConnections,
           maxConnectionsPerKey: config.wsMaxConnectionsPerKey,

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
@@ -230,6 +231,27 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     const csp = (await (await fetch(`${server.url}/console/`)).headers.get('content-security-policy')) ?? '';
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("frame-ancestors 'none'");
+    // Live: a message that arrives now shows up without a reload, over the session's WebSocket.
+    await page.locator('#live', { hasText: 'live' }).waitFor({ timeout: 5000 });
+    await org.client.inboxes.messages.send(peer, { to: inbox, subject: 'Arrived live', text: 'no reload' });
+    await page.locator('.thread-item', { hasText: 'Arrived live' }).waitFor({ timeout: 5000 });
+    // The feed does not take a session from another site's page.
+    const cookie = (await page.context().cookies()).find((c) => c.name === 'am_console');
+    const crossSite = await new Promise<number>((resolve) => {
+      const req = http.get(`${server.url}/v0`, {
+        headers: {
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-version': '13',
+          'sec-websocket-key': Buffer.from('0123456789abcdef').toString('base64'),
+          origin: 'https://evil.example',
+          cookie: `am_console=${cookie?.value ?? ''}`,
+        },
+      });
+      req.on('response', (res) => resolve(res.statusCode ?? 0));
+      req.on('upgrade', () => resolve(101));
+    });
+    expect(crossSite).toBe(403);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.locator('#api-key').waitFor();
     expect((await page.context().cookies()).filter((c) => c.name === 'am_console' && c.value)).toEqual([]);

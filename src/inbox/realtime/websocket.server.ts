@@ -1,4 +1,4 @@
-import { bearerKeyOf } from '../http/auth.js';
+import { bearerKeyOf, CONSOLE_COOKIE, cookieOf } from '../http/auth.js';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Kysely } from 'kysely';
@@ -51,6 +51,8 @@ export interface RealtimeSettings {
 export interface RealtimeDeps {
   readonly db: Kysely<InboxDatabase>;
   readonly apiKeys: Pick<ApiKeyService, 'authenticate'>;
+  /** The web console's sessions: a browser cannot set an Authorization header on a WebSocket. */
+  readonly sessions?: { find(token: string): Promise<{ owner: KeyOwner } | undefined> };
   readonly limiter: RateLimiter;
   readonly feed: EventFeed;
   readonly log: { warn(o: object, m: string): void; error(o: object, m: string): void };
@@ -151,6 +153,17 @@ function refuse(
     );
   }
   setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
+}
+
+/** Whether an upgrade comes from a page of this server (its Origin names the host it connects to). */
+function sameOrigin(request: IncomingMessage): boolean {
+  const origin = request.headers.origin;
+  if (!origin || !request.headers.host) return false;
+  try {
+    return new URL(origin).host === request.headers.host;
+  } catch {
+    return false;
+  }
 }
 
 /** The key of an upgrade request: `?api_key=` (what the SDK sends when given one) or the Bearer header. */
@@ -293,15 +306,32 @@ export function attachRealtime(server: Server, deps: RealtimeDeps, settings: Rea
     if (closing) return refuse(socket, 'unavailable', 'SHUTTING_DOWN', 'The server is shutting down; connect again.');
     const { key, problem } = keyOf(request, url);
     if (problem) return refuse(socket, 'unauthenticated', 'MALFORMED_API_KEY', problem);
-    if (!key)
-      return refuse(
-        socket,
-        'unauthenticated',
-        'MISSING_API_KEY',
-        'Missing API key: send ?api_key=<key> or Authorization: Bearer <key>.',
-      );
-    const owner = await deps.apiKeys.authenticate(key);
-    if (!owner) return refuse(socket, 'unauthenticated', 'INVALID_API_KEY', 'Invalid API key.');
+    const session = key === undefined ? cookieOf(request.headers.cookie, CONSOLE_COOKIE) : undefined;
+    let owner: KeyOwner | undefined;
+    if (session !== undefined && deps.sessions) {
+      // The web console: its session cookie, from its own page only. A browser always names the
+      // page's origin on a WebSocket handshake, and another site's page must not ride the cookie.
+      if (!sameOrigin(request))
+        return refuse(
+          socket,
+          'forbidden',
+          'CROSS_ORIGIN',
+          'A console session connects only from the console page of this server.',
+        );
+      owner = (await deps.sessions.find(session))?.owner;
+      if (!owner)
+        return refuse(socket, 'unauthenticated', 'SESSION_EXPIRED', 'The console session has ended: sign in again.');
+    } else {
+      if (!key)
+        return refuse(
+          socket,
+          'unauthenticated',
+          'MISSING_API_KEY',
+          'Missing API key: send ?api_key=<key> or Authorization: Bearer <key>.',
+        );
+      owner = await deps.apiKeys.authenticate(key);
+      if (!owner) return refuse(socket, 'unauthenticated', 'INVALID_API_KEY', 'Invalid API key.');
+    }
     const rate = await deps.limiter.hit(owner.apiKeyId);
     if (!rate.allowed)
       return refuse(

@@ -18,6 +18,9 @@ interface Session {
 }
 
 let session: Session | undefined;
+/** What the person looks at, so that live events refresh the right panes. */
+const shown: { inboxId?: string; threadId?: string; query: string } = { query: '' };
+let live: WebSocket | undefined;
 const app = document.getElementById('app') as HTMLElement;
 
 /** An element with attributes (`on*` functions become listeners) and children. */
@@ -117,6 +120,8 @@ function renderSignIn(notice?: string): void {
 async function signOut(): Promise<void> {
   await api('DELETE', '/console/session').catch(() => undefined);
   session = undefined;
+  live?.close();
+  live = undefined;
   renderSignIn('Signed out.');
 }
 
@@ -139,11 +144,45 @@ async function renderConsole(): Promise<void> {
       { class: 'bar' },
       h('strong', {}, 'Inbox console'),
       h('span', { class: 'scope' }, `Signed in for ${scope}`),
+      h('span', { id: 'live', class: 'live', title: 'Live updates' }, 'offline'),
       h('button', { type: 'button', id: 'sign-out', onclick: () => void signOut() }, 'Sign out'),
     ),
     h('div', { class: 'panes' }, views.inboxes, views.threads, views.thread),
   );
   await loadInboxes();
+  connectLive();
+}
+
+/**
+ * Live updates: the service's WebSocket feed (`/v0`), authenticated by the session cookie the
+ * browser sends with the handshake. A message received or sent in the inbox on screen refreshes
+ * its threads (and the thread on screen); the connection comes back after a pause when it drops.
+ */
+function connectLive(attempt = 0): void {
+  if (!session || live) return;
+  const socket = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v0`);
+  live = socket;
+  const mark = (text: string) => {
+    const el = document.getElementById('live');
+    if (el) el.textContent = text;
+  };
+  socket.addEventListener('open', () => {
+    socket.send(JSON.stringify({ type: 'subscribe', event_types: ['message.received', 'message.sent'] }));
+  });
+  socket.addEventListener('message', (event) => {
+    const frame = JSON.parse(String(event.data)) as { type?: string; event_type?: string; message?: Json };
+    if (frame.type === 'subscribed') return void mark('live');
+    const inboxId = frame.message?.inbox_id;
+    if (frame.event_type && inboxId !== undefined && inboxId === shown.inboxId) {
+      void loadThreads(shown.inboxId, shown.query);
+      if (shown.threadId && frame.message?.thread_id === shown.threadId) void loadThread(shown.inboxId, shown.threadId);
+    }
+  });
+  socket.addEventListener('close', () => {
+    mark('offline');
+    if (live === socket) live = undefined;
+    if (session) setTimeout(() => connectLive(attempt + 1), Math.min(30_000, 1000 * 2 ** attempt));
+  });
 }
 
 async function loadInboxes(): Promise<void> {
@@ -177,6 +216,9 @@ async function loadInboxes(): Promise<void> {
 }
 
 async function loadThreads(inboxId: string, query = '', pageToken?: string): Promise<void> {
+  if (shown.inboxId !== inboxId) shown.threadId = undefined;
+  shown.inboxId = inboxId;
+  shown.query = query;
   const search = h('input', { type: 'search', name: 'q', 'aria-label': 'Search threads', value: query });
   const form = h(
     'form',
@@ -263,6 +305,7 @@ function htmlFrame(html: string, remoteImages: boolean): HTMLIFrameElement {
 }
 
 async function loadThread(inboxId: string, threadId: string): Promise<void> {
+  shown.threadId = threadId;
   views.thread.replaceChildren(status('Loading…'));
   try {
     const thread = await api(
