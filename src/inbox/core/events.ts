@@ -22,6 +22,11 @@ export const SDK_EVENT_TYPES = [
   'domain.verified',
 ] as const;
 
+/** The events that put mail into an inbox's lists: every kind of received mail, and sent mail (the console's live updates). */
+export const MAIL_LISTED_EVENT_TYPES: readonly string[] = SDK_EVENT_TYPES.filter(
+  (t) => t.startsWith('message.received') || t === 'message.sent',
+);
+
 /** The event catalogue (AgentMail's EventType values this service emits). */
 export const EVENT_TYPES = [
   'message.received',

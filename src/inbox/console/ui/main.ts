@@ -1,4 +1,5 @@
 import './style.css';
+import { MAIL_LISTED_EVENT_TYPES as LIVE_EVENTS } from '../../core/events.js';
 
 /**
  * The inbox console (issue 30): sign in with an API key, then the inboxes the key may see, their
@@ -167,7 +168,7 @@ function connectLive(attempt = 0): void {
     if (el) el.textContent = text;
   };
   socket.addEventListener('open', () => {
-    socket.send(JSON.stringify({ type: 'subscribe', event_types: ['message.received', 'message.sent'] }));
+    socket.send(JSON.stringify({ type: 'subscribe', event_types: LIVE_EVENTS }));
   });
   socket.addEventListener('message', (event) => {
     const frame = JSON.parse(String(event.data)) as { type?: string; event_type?: string; message?: Json };
