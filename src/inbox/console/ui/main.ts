@@ -146,6 +146,8 @@ async function renderConsole(): Promise<void> {
       h('strong', {}, 'Inbox console'),
       h('span', { class: 'scope' }, `Signed in for ${scope}`),
       h('span', { id: 'live', class: 'live', title: 'Live updates' }, 'offline'),
+      h('button', { type: 'button', id: 'mail-tab', onclick: () => void renderConsole() }, 'Mail'),
+      h('button', { type: 'button', id: 'drafts-tab', onclick: () => void renderDrafts() }, 'Drafts to review'),
       h('button', { type: 'button', id: 'sign-out', onclick: () => void signOut() }, 'Sign out'),
     ),
     h('div', { class: 'panes' }, views.inboxes, views.threads, views.thread),
@@ -392,6 +394,167 @@ async function loadThread(inboxId: string, threadId: string): Promise<void> {
   } catch (err) {
     views.thread.replaceChildren(status((err as Error).message, 'error'));
   }
+}
+
+interface DraftItem {
+  inbox_id: string;
+  draft_id: string;
+  to?: string[];
+  subject?: string;
+  preview?: string;
+  send_status?: string;
+  send_at?: string;
+  updated_at: string;
+}
+
+/** `datetime-local`'s value for an ISO time, in the browser's zone. */
+function localInput(iso: string | undefined): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+}
+
+/**
+ * Human in the loop: every draft the key sees, newest first, scheduled ones with their time. A
+ * person reads one, edits it, sends it now, schedules it or discards it. Keyboard: j / k move,
+ * Enter opens, and in a draft Ctrl+Enter sends, Ctrl+S saves, Escape goes back to the list.
+ */
+async function renderDrafts(selected = 0): Promise<void> {
+  if (!session) return renderSignIn();
+  const queue = h('section', { class: 'drafts', 'aria-label': 'Drafts to review' }, h('h2', {}, 'Drafts to review'));
+  const editor = h('article', { class: 'draft-editor', 'aria-label': 'Draft' });
+  const panes = app.querySelector('.panes');
+  if (panes) panes.replaceWith(h('div', { class: 'panes review' }, queue, editor));
+  queue.append(status('Loading…'));
+  let drafts: DraftItem[] = [];
+  try {
+    drafts = (await api('GET', '/v0/drafts?limit=100')).drafts as DraftItem[];
+  } catch (err) {
+    queue.replaceChildren(h('h2', {}, 'Drafts to review'), status((err as Error).message, 'error'));
+    return;
+  }
+  const items = drafts.map((d, i) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'draft-item',
+        'data-draft': d.draft_id,
+        'aria-current': i === selected ? 'true' : false,
+        onclick: () => void openDraft(d),
+      },
+      h('span', { class: 'subject' }, d.subject ?? '(no subject)'),
+      h('span', { class: 'senders' }, `${d.inbox_id} → ${(d.to ?? []).join(', ') || '(no recipient)'}`),
+      d.send_at
+        ? h('span', { class: 'label scheduled' }, `scheduled ${new Date(d.send_at).toLocaleString()}`)
+        : h('time', { datetime: d.updated_at }, new Date(d.updated_at).toLocaleString()),
+    ),
+  );
+  queue.replaceChildren(
+    h('h2', {}, `Drafts to review (${drafts.length})`),
+    drafts.length ? h('ul', {}, ...items.map((b) => h('li', {}, b))) : status('Nothing to review.'),
+  );
+  let index = Math.min(selected, Math.max(0, items.length - 1));
+  items[index]?.focus();
+  queue.addEventListener('keydown', (event) => {
+    if (event.key !== 'j' && event.key !== 'k') return;
+    event.preventDefault();
+    index = Math.max(0, Math.min(items.length - 1, index + (event.key === 'j' ? 1 : -1)));
+    items.forEach((b, i) => (i === index ? b.setAttribute('aria-current', 'true') : b.removeAttribute('aria-current')));
+    items[index]?.focus();
+  });
+
+  async function openDraft(item: DraftItem): Promise<void> {
+    const base = `/v0/inboxes/${encodeURIComponent(item.inbox_id)}/drafts/${encodeURIComponent(item.draft_id)}`;
+    const d = (await api('GET', base)) as Json;
+    const field = (name: string, label: string, value: string, tag: 'input' | 'textarea' = 'input') => {
+      const el = h(tag, { id: `draft-${name}`, name });
+      el.value = value;
+      return [h('label', { for: `draft-${name}` }, label), el] as const;
+    };
+    const [toLabel, to] = field('to', 'To', ((d.to as string[] | undefined) ?? []).join(', '));
+    const [ccLabel, cc] = field('cc', 'Cc', ((d.cc as string[] | undefined) ?? []).join(', '));
+    const [subjectLabel, subject] = field('subject', 'Subject', (d.subject as string | undefined) ?? '');
+    const [textLabel, text] = field('text', 'Text', (d.text as string | undefined) ?? '', 'textarea');
+    const [whenLabel, when] = field('send-at', 'Send at', localInput(d.send_at as string | undefined));
+    when.setAttribute('type', 'datetime-local');
+    const message = h('div', { role: 'status' });
+    const list = (v: string) =>
+      v
+        .split(',')
+        .map((a) => a.trim())
+        .filter(Boolean);
+    const changes = () => ({
+      to: list(to.value),
+      cc: list(cc.value),
+      subject: subject.value,
+      text: text.value,
+    });
+    const act = async (what: string, run: () => Promise<unknown>) => {
+      try {
+        await run();
+        await renderDrafts(index);
+        document.getElementById('review-message')?.replaceChildren(status(what));
+      } catch (err) {
+        message.replaceChildren(status((err as Error).message, 'error'));
+      }
+    };
+    const save = () => act('Saved.', () => api('PATCH', base, changes()));
+    const sendNow = () =>
+      act('Sent.', async () => {
+        await api('PATCH', base, changes());
+        await api('POST', `${base}/send`, {});
+      });
+    const schedule = () =>
+      act('Scheduled.', () =>
+        api('PATCH', base, { ...changes(), send_at: when.value ? new Date(when.value).toISOString() : null }),
+      );
+    const discard = () => {
+      if (window.confirm('Discard this draft?')) void act('Discarded.', () => api('DELETE', base));
+    };
+    const form = h(
+      'form',
+      {
+        class: 'draft-form',
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          void sendNow();
+        },
+        onkeydown: (event: KeyboardEvent) => {
+          if ((event.ctrlKey || event.metaKey) && event.key === 'Enter') {
+            event.preventDefault();
+            void sendNow();
+          } else if ((event.ctrlKey || event.metaKey) && event.key === 's') {
+            event.preventDefault();
+            void save();
+          } else if (event.key === 'Escape') items[index]?.focus();
+        },
+      },
+      h('p', { class: 'meta' }, `From ${item.inbox_id}`),
+      toLabel,
+      to,
+      ccLabel,
+      cc,
+      subjectLabel,
+      subject,
+      textLabel,
+      text,
+      whenLabel,
+      when,
+      h(
+        'div',
+        { class: 'actions' },
+        h('button', { type: 'submit', id: 'send-now' }, 'Send now'),
+        h('button', { type: 'button', id: 'save', onclick: () => void save() }, 'Save'),
+        h('button', { type: 'button', id: 'schedule', onclick: () => void schedule() }, 'Schedule'),
+        h('button', { type: 'button', id: 'discard', onclick: discard }, 'Discard'),
+      ),
+      message,
+    );
+    editor.replaceChildren(h('h2', {}, (d.subject as string | undefined) ?? '(no subject)'), form);
+    text.focus();
+  }
+  editor.replaceChildren(h('div', { id: 'review-message' }));
 }
 
 async function start(): Promise<void> {
