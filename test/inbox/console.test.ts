@@ -300,4 +300,53 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     expect((await org.client.drafts.list()).drafts).toEqual([]);
     await page.close();
   });
+
+  it('writes mail: compose, reply, forward, and labels added and removed, each seen by the API', async () => {
+    const org = await organization(server, [unique('wri'), unique('ter')]);
+    const [me, peer] = org.inboxes as [string, string];
+    await org.client.inboxes.messages.send(peer, { to: me, subject: 'Question', text: 'Can you help?' });
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/console/`);
+    await page.locator('#api-key').fill(org.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator(`[data-inbox="${me}"]`).click();
+    // A new message.
+    await page.locator('#compose').click();
+    await page.locator('#new-message-to').fill(peer);
+    await page.locator('#new-message-subject').fill('Hello from the console');
+    await page.locator('#new-message-text').fill('Typed by a person.');
+    await page.getByRole('form', { name: 'New message' }).getByRole('button', { name: 'Send' }).click();
+    await expect
+      .poll(async () => (await org.client.inboxes.messages.list(peer)).messages.map((m) => m.subject))
+      .toContain('Hello from the console');
+    // A reply in the thread.
+    await page.locator('.thread-item', { hasText: 'Question' }).click();
+    await page.locator('.message .reply').first().click();
+    await page.locator('#reply-text').fill('Yes, gladly.');
+    await page.getByRole('form', { name: 'Reply' }).getByRole('button', { name: 'Send' }).click();
+    await expect.poll(() => page.locator('.thread .message').count()).toBe(2);
+    // A label added, then removed.
+    await page.locator('.add-label input').first().fill('vip');
+    await page.locator('.add-label input').first().press('Enter');
+    await page.locator('.thread .message .label', { hasText: 'vip' }).first().waitFor();
+    const threads = await org.client.inboxes.threads.list(me);
+    const thread = threads.threads.find((t) => t.subject === 'Question');
+    expect(thread?.labels).toContain('vip');
+    await page.getByRole('button', { name: 'Remove label vip' }).first().click();
+    await expect
+      .poll(async () => (await org.client.inboxes.threads.get(me, thread!.threadId)).labels)
+      .not.toContain('vip');
+    // A system label cannot be removed: the API's message is shown, nothing changes.
+    await page.getByRole('button', { name: 'Remove label received' }).first().click();
+    await page.locator('.thread .status.error').first().waitFor();
+    // A forward.
+    await page.locator('.message .forward').first().click();
+    await page.locator('#forward-to').fill(peer);
+    await page.locator('#forward-text').fill('FYI');
+    await page.getByRole('form', { name: 'Forward' }).getByRole('button', { name: 'Send' }).click();
+    await expect
+      .poll(async () => (await org.client.inboxes.messages.list(peer)).messages.map((m) => m.subject))
+      .toContain('Fwd: Question');
+    await page.close();
+  });
 });

@@ -271,8 +271,28 @@ async function loadThreads(inboxId: string, query = '', pageToken?: string): Pro
         ),
       );
     const next = page.next_page_token as string | undefined;
+    const composeSlot = h('div', {});
+    const compose = h(
+      'button',
+      {
+        type: 'button',
+        id: 'compose',
+        onclick: () =>
+          composeSlot.replaceChildren(
+            composer(
+              'New message',
+              { to: true, cc: true, subject: true },
+              (m) => api('POST', `/v0/inboxes/${encodeURIComponent(inboxId)}/messages/send`, m),
+              () => void loadThreads(inboxId, query),
+            ),
+          ),
+      },
+      'Compose',
+    );
     views.threads.replaceChildren(
       h('h2', {}, inboxId),
+      compose,
+      composeSlot,
       form,
       threads.length ? list : status(query ? 'No thread matches.' : 'No threads yet.'),
       ...(next
@@ -288,6 +308,68 @@ async function loadThreads(inboxId: string, query = '', pageToken?: string): Pro
   } catch (err) {
     views.threads.replaceChildren(h('h2', {}, inboxId), form, status((err as Error).message, 'error'));
   }
+}
+
+const addressList = (value: string) =>
+  value
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
+
+/**
+ * A form that writes mail: a new message, a reply, a reply to all, or a forward. `fields` says
+ * which of to, cc and subject it asks for; `send` gets what was typed and makes the API call.
+ */
+function composer(
+  title: string,
+  fields: { to?: boolean; cc?: boolean; subject?: boolean },
+  send: (input: { to: string[]; cc: string[]; subject: string; text: string }) => Promise<unknown>,
+  done: () => void,
+): HTMLFormElement {
+  const id = title.toLowerCase().replace(/\W+/g, '-');
+  const input = (name: string, label: string, tag: 'input' | 'textarea' = 'input') => {
+    const el = h(tag, { id: `${id}-${name}`, name });
+    return { el, nodes: [h('label', { for: `${id}-${name}` }, label), el] };
+  };
+  const to = input('to', 'To');
+  const cc = input('cc', 'Cc');
+  const subject = input('subject', 'Subject');
+  const text = input('text', 'Text', 'textarea');
+  const message = h('div', { role: 'status' });
+  const form = h(
+    'form',
+    {
+      class: 'composer',
+      'aria-label': title,
+      onsubmit: async (event: Event) => {
+        event.preventDefault();
+        try {
+          await send({
+            to: addressList(to.el.value),
+            cc: addressList(cc.el.value),
+            subject: subject.el.value,
+            text: text.el.value,
+          });
+          done();
+        } catch (err) {
+          message.replaceChildren(status((err as Error).message, 'error'));
+        }
+      },
+    },
+    h('h3', {}, title),
+    ...(fields.to ? to.nodes : []),
+    ...(fields.cc ? cc.nodes : []),
+    ...(fields.subject ? subject.nodes : []),
+    ...text.nodes,
+    h(
+      'div',
+      { class: 'actions' },
+      h('button', { type: 'submit' }, 'Send'),
+      h('button', { type: 'button', onclick: () => form.remove() }, 'Cancel'),
+    ),
+    message,
+  );
+  return form;
 }
 
 /**
@@ -348,7 +430,7 @@ async function loadThread(inboxId: string, threadId: string): Promise<void> {
             ` → ${m.to.join(', ')} · `,
             h('time', { datetime: m.timestamp }, new Date(m.timestamp).toLocaleString()),
           ),
-          h('p', { class: 'labels' }, ...m.labels.map((l) => h('span', { class: 'label' }, l))),
+          labelEditor(base, m.labels, () => void loadThread(inboxId, threadId)),
           body,
           m.html && m.text
             ? h('details', {}, h('summary', {}, 'Text'), h('pre', { class: 'text-body' }, m.text))
@@ -388,12 +470,91 @@ async function loadThread(inboxId: string, threadId: string): Promise<void> {
             },
             'Source',
           ),
+          answers(base, () => void loadThread(inboxId, threadId)),
         );
       }),
     );
   } catch (err) {
     views.thread.replaceChildren(status((err as Error).message, 'error'));
   }
+}
+
+/** A message's labels, each removable, and a field to add one (system labels answer the API's error). */
+function labelEditor(base: string, labels: string[], changed: () => void): HTMLElement {
+  const message = h('span', { role: 'status' });
+  const change = async (body: Json) => {
+    try {
+      await api('PATCH', base, body);
+      changed();
+    } catch (err) {
+      message.replaceChildren(status((err as Error).message, 'error'));
+    }
+  };
+  const add = h('input', { name: 'label', 'aria-label': 'Add a label', placeholder: 'add label', size: 10 });
+  return h(
+    'div',
+    { class: 'labels' },
+    ...labels.map((l) =>
+      h(
+        'span',
+        { class: 'label' },
+        l,
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'remove-label',
+            'aria-label': `Remove label ${l}`,
+            onclick: () => void change({ remove_labels: [l] }),
+          },
+          '×',
+        ),
+      ),
+    ),
+    h(
+      'form',
+      {
+        class: 'add-label',
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          if (add.value.trim()) void change({ add_labels: [add.value.trim()] });
+        },
+      },
+      add,
+    ),
+    message,
+  );
+}
+
+/** Reply, reply all and forward of a message, each in a composer below it. */
+function answers(base: string, done: () => void): HTMLElement {
+  const slot = h('div', {});
+  const open = (title: string, fields: { to?: boolean; cc?: boolean }, path: string) =>
+    slot.replaceChildren(
+      composer(
+        title,
+        fields,
+        (m) =>
+          api('POST', `${base}/${path}`, {
+            text: m.text,
+            ...(fields.to ? { to: m.to } : {}),
+            ...(fields.cc && m.cc.length ? { cc: m.cc } : {}),
+          }),
+        done,
+      ),
+    );
+  return h(
+    'div',
+    { class: 'answers' },
+    h('button', { type: 'button', class: 'reply', onclick: () => open('Reply', {}, 'reply') }, 'Reply'),
+    h('button', { type: 'button', class: 'reply-all', onclick: () => open('Reply all', {}, 'reply-all') }, 'Reply all'),
+    h(
+      'button',
+      { type: 'button', class: 'forward', onclick: () => open('Forward', { to: true, cc: true }, 'forward') },
+      'Forward',
+    ),
+    slot,
+  );
 }
 
 interface DraftItem {
