@@ -19,8 +19,6 @@ export const HOSTED_ONLY: Readonly<Record<string, string>> = {
   accounts: 'accounts at third-party mail providers, connected through the hosted service',
   providers: "the hosted service's catalogue of third-party providers to sign in to",
   'inboxes.authorize': "signs an inbox in at a third-party provider through the hosted service's sign-in flow",
-  'domains.getSetupLink':
-    "a link into the hosted service's guided DNS setup; `domains.getZoneFile` gives the records to publish",
 };
 
 export const WEBSOCKET_METHOD = 'websockets.connect';

@@ -233,7 +233,7 @@ export async function buildInboxApp(
     messages: services.messages,
     requirePod: services.pods.requirePod,
   });
-  domainRoutes(app, services.domains);
+  domainRoutes(app, services.domains, config.publicUrl);
   searchRoutes(app, services.search);
   consoleRoutes(app, services.consoleSessions, config.consoleDir !== undefined ? { directory: config.consoleDir } : {});
   mcpRoutes(app, {

@@ -6,6 +6,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../scripts/build-console.js';
 import { CHROMIUM, hasChromium } from '../property/admin-browser.js';
+import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { bearerKey, call, expectError, organization, unique } from './fixtures.js';
 
@@ -129,6 +130,23 @@ describe.each(dialects)('console sessions (%s)', (dialect) => {
     ).toBe(404);
   });
 
+  it("domains.getSetupLink's errors: an unknown domain or another organization's is a 404, no key a 401", async () => {
+    expectError(
+      await call(server.url, org.key, 'GET', '/v0/domains/nothing-here.example/setup-link'),
+      404,
+      'not_found',
+      'DOMAIN_NOT_FOUND',
+    );
+    expectError(
+      await call(server.url, undefined, 'GET', '/v0/domains/nothing-here.example/setup-link'),
+      401,
+      'authentication_error',
+      'MISSING_API_KEY',
+    );
+    const sdkError = await org.client.domains.getSetupLink('nothing-here.example').catch((e: unknown) => e);
+    expect(sdkError).toMatchObject({ statusCode: 404 });
+  });
+
   it('ends at sign-out (which needs the CSRF token), at its time, and with its key', async () => {
     const signedIn = await signIn(server, org.key);
     expectError(
@@ -166,11 +184,20 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
   let dir = '';
   let server: InboxTestServer;
   let browser: Browser;
+  let dns: TestDnsServer;
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'console-build-'));
     await buildConsole(dir);
-    server = await startInboxServer({ env: { INBOX_CONSOLE_DIR: dir } });
+    dns = await startDnsServer();
+    server = await startInboxServer({
+      env: {
+        INBOX_CONSOLE_DIR: dir,
+        INBOX_DNS_SERVERS: dns.address,
+        INBOX_SMTP_HOSTNAME: 'mx.console.test',
+        INBOX_DOMAIN_KEY_SECRET: 'a-test-secret-of-at-least-32-characters!',
+      },
+    });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
@@ -179,6 +206,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
   afterAll(async () => {
     await browser?.close();
     await server?.close();
+    await dns?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -273,7 +301,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     await page.goto(`${server.url}/console/`);
     await page.locator('#api-key').fill(org.key);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('button', { name: 'Drafts to review' }).click();
+    await page.getByRole('link', { name: 'Drafts to review' }).click();
     const items = page.locator('.draft-item');
     await expect.poll(() => items.count()).toBe(2);
     await expect.poll(() => page.locator('.draft-item .scheduled').count()).toBe(1);
@@ -347,6 +375,78 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     await expect
       .poll(async () => (await org.client.inboxes.messages.list(peer)).messages.map((m) => m.subject))
       .toContain('Fwd: Question');
+    await page.close();
+  });
+
+  it("domains: getSetupLink leads to the domain's console page, whose records are copied, published and verified there", async () => {
+    const org = await organization(server);
+    const name = `${unique('shop')}.example`;
+    const page = await browser.newPage();
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    await page.goto(`${server.url}/console/#/domains`);
+    await page.locator('#api-key').fill(org.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#new-domain').fill(name);
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
+    await page.locator('#domain-status', { hasText: 'NOT_STARTED' }).waitFor();
+    // The SDK's getSetupLink answers this very page.
+    const link = await org.client.domains.getSetupLink(name);
+    expect(link).toMatchObject({ supported: true, url: `${server.url}/console/#/domains/${encodeURIComponent(name)}` });
+    await page.goto(link.url as string);
+    await page.locator('#domain-status', { hasText: 'NOT_STARTED' }).waitFor();
+    const records = (await org.client.domains.get(name)).records;
+    expect(await page.locator('table.records tbody tr').count()).toBe(records.length);
+    // Copy a value as a person would, and publish every record at the (test) DNS provider.
+    const dkim = records.find((r) => r.name.includes('._domainkey.'))!;
+    await page.getByRole('button', { name: `Copy the value of the TXT record ${dkim.name}` }).click();
+    expect(
+      await page.evaluate(() =>
+        (
+          globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }
+        ).navigator.clipboard.readText(),
+      ),
+    ).toBe(dkim.value);
+    for (const r of records)
+      dns.add(
+        r.name,
+        r.type === 'MX'
+          ? { type: 'MX', priority: r.priority ?? 10, exchange: r.value }
+          : { type: 'TXT', value: r.value },
+      );
+    await page.locator('#zone-file').click();
+    await page.locator('.zone pre', { hasText: dkim.name }).waitFor();
+    await page.locator('#verify-domain').click();
+    await page.locator('#domain-status', { hasText: 'VERIFIED' }).waitFor();
+    expect((await org.client.domains.get(name)).status).toBe('VERIFIED');
+    await page.close();
+  });
+
+  it('API keys: a new key shown once (and working), scoped to an inbox, revoked from the page', async () => {
+    const org = await organization(server, [unique('keys')]);
+    const inbox = org.inboxes[0] as string;
+    const page = await browser.newPage();
+    page.on('dialog', (dialog) => void dialog.accept());
+    await page.goto(`${server.url}/console/#/keys`);
+    await page.locator('#api-key').fill(org.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#key-name').fill('support desk');
+    await page.locator('#key-inbox').fill(inbox);
+    await page.locator('#key-read-only').check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = (await page.locator('code.secret').innerText()).trim();
+    expect(secret).toMatch(/^am_/);
+    const made = server.client(secret);
+    expect((await made.inboxes.list()).inboxes.map((i) => i.inboxId)).toEqual([inbox]);
+    await expect(made.inboxes.messages.send(inbox, { to: inbox, text: 'x' })).rejects.toMatchObject({
+      statusCode: 403,
+    });
+    // The secret is shown once: the list shows its prefix only, and a reload does not bring it back.
+    await page.reload();
+    await page.locator('table.key-list').waitFor();
+    expect(await page.content()).not.toContain(secret);
+    await page.getByRole('button', { name: 'Revoke support desk' }).click();
+    await expect.poll(() => page.locator('tr', { hasText: 'support desk' }).count()).toBe(0);
+    await expect(made.inboxes.list()).rejects.toMatchObject({ statusCode: 401 });
     await page.close();
   });
 });

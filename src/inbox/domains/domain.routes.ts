@@ -1,3 +1,4 @@
+import { requestOrigin } from '../messages/message.routes.js';
 import { Type } from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import { ownerOf } from '../http/auth.js';
@@ -23,7 +24,14 @@ const ref = Type.Ref('ErrorResponse');
  * `/v0/domains/…` and `/v0/pods/:pod_id/domains/…` (agentmail 0.5.27 `domains` and
  * `pods.domains`): the same operations, the pod routes limited to the pod's domains.
  */
-export function domainRoutes(app: InboxApp, domains: DomainService): void {
+/** What `domains.getSetupLink` answers here: the domain's page of the web console, where a person sees and copies its records. */
+const SetupLinkResponse = Type.Object({
+  supported: Type.Boolean({ description: 'Always true: the console page works for every DNS provider' }),
+  provider_name: Type.Optional(Type.String()),
+  url: Type.Optional(Type.String({ description: "The domain's page of the web console" })),
+});
+
+export function domainRoutes(app: InboxApp, domains: DomainService, publicUrl?: string): void {
   const tags = ['domains'];
   const place = async (request: FastifyRequest): Promise<DomainPlace> => {
     const podId = (request.params as { pod_id?: string }).pod_id;
@@ -136,6 +144,26 @@ export function domainRoutes(app: InboxApp, domains: DomainService): void {
       },
       handler: async (request) =>
         toDomainResponse(await domains.verify(ownerOf(request), await place(request), request.params.domain_id)),
+    });
+
+    app.get(`${base}/:domain_id/setup-link`, {
+      schema: {
+        tags,
+        summary: `A link to set up a domain${where}: its page in the web console`,
+        description:
+          "AgentMail answers a Domain Connect URL of the domain's DNS provider; this service answers the console page that lists the records to publish (with copy buttons and the zone file) and verifies them.",
+        params,
+        response: { 200: SetupLinkResponse, ...errorResponses },
+      },
+      handler: async (request) => {
+        const view = await domains.get(ownerOf(request), await place(request), request.params.domain_id);
+        const origin = (publicUrl ?? requestOrigin(request)).replace(/\/+$/, '');
+        return {
+          supported: true,
+          provider_name: 'Inbox console',
+          url: `${origin}/console/#/domains/${encodeURIComponent(view.domain.domain)}`,
+        };
+      },
     });
 
     app.get(`${base}/:domain_id/zone-file`, {

@@ -74,6 +74,19 @@ async function api(method: string, path: string, body?: unknown): Promise<Json> 
   return json;
 }
 
+/** The same for an answer that is text (a zone file). */
+async function apiText(method: string, path: string): Promise<string> {
+  const response = await fetch(path, {
+    method,
+    credentials: 'same-origin',
+    headers: session ? { 'x-csrf-token': session.csrf_token } : {},
+  });
+  const text = await response.text();
+  if (!response.ok)
+    throw new ApiError(response.status, (JSON.parse(text) as { error?: { message?: string } }).error?.message ?? text);
+  return text;
+}
+
 function status(message: string, kind: 'info' | 'error' = 'info'): HTMLElement {
   return h('p', { class: `status ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, message);
 }
@@ -146,14 +159,54 @@ async function renderConsole(): Promise<void> {
       h('strong', {}, 'Inbox console'),
       h('span', { class: 'scope' }, `Signed in for ${scope}`),
       h('span', { id: 'live', class: 'live', title: 'Live updates' }, 'offline'),
-      h('button', { type: 'button', id: 'mail-tab', onclick: () => void renderConsole() }, 'Mail'),
-      h('button', { type: 'button', id: 'drafts-tab', onclick: () => void renderDrafts() }, 'Drafts to review'),
+      h(
+        'nav',
+        { class: 'tabs', 'aria-label': 'Sections' },
+        h('a', { href: '#/mail', id: 'mail-tab' }, 'Mail'),
+        h('a', { href: '#/drafts', id: 'drafts-tab' }, 'Drafts to review'),
+        h('a', { href: '#/domains', id: 'domains-tab' }, 'Domains'),
+        h('a', { href: '#/keys', id: 'keys-tab' }, 'API keys'),
+      ),
       h('button', { type: 'button', id: 'sign-out', onclick: () => void signOut() }, 'Sign out'),
     ),
-    h('div', { class: 'panes' }, views.inboxes, views.threads, views.thread),
+    h('div', { class: 'panes' }),
   );
-  await loadInboxes();
   connectLive();
+  await route();
+}
+
+/** The section the address names (`#/mail`, `#/drafts`, `#/domains/<domain>`, `#/keys`): links and the back button work. */
+async function route(): Promise<void> {
+  if (!session || !app.querySelector('.bar')) return;
+  const [section = 'mail', id] = location.hash.replace(/^#\/?/, '').split('/');
+  for (const tab of app.querySelectorAll('.tabs a')) {
+    if (tab.getAttribute('href') === `#/${section}`) tab.setAttribute('aria-current', 'page');
+    else tab.removeAttribute('aria-current');
+  }
+  if (section === 'drafts') return renderDrafts();
+  if (section === 'domains') return renderDomains(id === undefined ? undefined : decodeURIComponent(id));
+  if (section === 'keys') return renderKeys();
+  setPanes(h('div', { class: 'panes' }, views.inboxes, views.threads, views.thread));
+  await loadInboxes();
+}
+
+window.addEventListener('hashchange', () => void route());
+
+/** Replaces the panes under the bar. */
+function setPanes(panes: HTMLElement): void {
+  app.querySelector('.panes')?.replaceWith(panes);
+}
+
+/** Text to the clipboard, with a word on the button that did it. */
+function copyButton(text: string, label: string): HTMLButtonElement {
+  const button = h('button', { type: 'button', class: 'copy', 'aria-label': label }, 'Copy');
+  button.addEventListener('click', () => {
+    void navigator.clipboard.writeText(text).then(
+      () => (button.textContent = 'Copied'),
+      () => (button.textContent = 'Copy failed'),
+    );
+  });
+  return button;
 }
 
 /**
@@ -584,8 +637,7 @@ async function renderDrafts(selected = 0): Promise<void> {
   if (!session) return renderSignIn();
   const queue = h('section', { class: 'drafts', 'aria-label': 'Drafts to review' }, h('h2', {}, 'Drafts to review'));
   const editor = h('article', { class: 'draft-editor', 'aria-label': 'Draft' });
-  const panes = app.querySelector('.panes');
-  if (panes) panes.replaceWith(h('div', { class: 'panes review' }, queue, editor));
+  setPanes(h('div', { class: 'panes review' }, queue, editor));
   queue.append(status('Loading…'));
   let drafts: DraftItem[] = [];
   try {
@@ -716,6 +768,261 @@ async function renderDrafts(selected = 0): Promise<void> {
     text.focus();
   }
   editor.replaceChildren(h('div', { id: 'review-message' }));
+}
+
+interface DomainView {
+  domain_id: string;
+  domain: string;
+  status?: string;
+  reason?: string;
+  records?: { type: string; name: string; value: string; status: string; priority?: number }[];
+}
+
+/** Custom domains: add one, its records to publish (copy buttons, the zone file), verify, status. */
+async function renderDomains(selected?: string): Promise<void> {
+  const list = h('section', { class: 'domains', 'aria-label': 'Domains' }, h('h2', {}, 'Domains'), status('Loading…'));
+  const detail = h('article', { class: 'domain', 'aria-label': 'Domain' });
+  setPanes(h('div', { class: 'panes review' }, list, detail));
+  const name = h('input', { id: 'new-domain', name: 'domain', placeholder: 'mail.example.org', required: true });
+  const message = h('div', { role: 'status' });
+  const add = h(
+    'form',
+    {
+      class: 'add-domain',
+      onsubmit: async (event: Event) => {
+        event.preventDefault();
+        try {
+          const created = (await api('POST', '/v0/domains', { domain: name.value.trim() })) as unknown as DomainView;
+          location.hash = `#/domains/${encodeURIComponent(created.domain_id)}`;
+        } catch (err) {
+          message.replaceChildren(status((err as Error).message, 'error'));
+        }
+      },
+    },
+    h('label', { for: 'new-domain' }, 'Add a domain'),
+    name,
+    h('button', { type: 'submit' }, 'Add'),
+    message,
+  );
+  try {
+    const page = await api('GET', '/v0/domains?limit=100');
+    const domains = page.domains as DomainView[];
+    list.replaceChildren(
+      h('h2', {}, 'Domains'),
+      add,
+      domains.length
+        ? h(
+            'ul',
+            {},
+            ...domains.map((d) =>
+              h(
+                'li',
+                {},
+                h(
+                  'a',
+                  {
+                    href: `#/domains/${encodeURIComponent(d.domain_id)}`,
+                    'aria-current': d.domain_id === selected ? 'true' : false,
+                  },
+                  d.domain,
+                ),
+              ),
+            ),
+          )
+        : status('No custom domains yet.'),
+    );
+  } catch (err) {
+    list.replaceChildren(h('h2', {}, 'Domains'), status((err as Error).message, 'error'));
+  }
+  if (selected === undefined) return;
+  const base = `/v0/domains/${encodeURIComponent(selected)}`;
+  const show = (d: DomainView) => {
+    const verifyMessage = h('div', { role: 'status' });
+    const zone = h('div', { class: 'zone' });
+    detail.replaceChildren(
+      h('h2', {}, d.domain),
+      h('p', {}, 'Status: ', h('strong', { id: 'domain-status' }, d.status ?? ''), d.reason ? ` (${d.reason})` : ''),
+      h(
+        'table',
+        { class: 'records' },
+        h('caption', {}, 'Records to publish at your DNS provider'),
+        h(
+          'thead',
+          {},
+          h('tr', {}, ...['Type', 'Name', 'Value', 'Status', ''].map((c) => h('th', { scope: 'col' }, c))),
+        ),
+        h(
+          'tbody',
+          {},
+          ...(d.records ?? []).map((r) =>
+            h(
+              'tr',
+              {},
+              h('td', {}, r.type),
+              h('td', {}, r.name, ' ', copyButton(r.name, `Copy the name of the ${r.type} record`)),
+              h('td', { class: 'value' }, r.priority !== undefined ? `${r.priority} ${r.value}` : r.value),
+              h('td', {}, r.status),
+              h('td', {}, copyButton(r.value, `Copy the value of the ${r.type} record ${r.name}`)),
+            ),
+          ),
+        ),
+      ),
+      h(
+        'div',
+        { class: 'actions' },
+        h(
+          'button',
+          {
+            type: 'button',
+            id: 'verify-domain',
+            onclick: async () => {
+              verifyMessage.replaceChildren(status('Looking the records up…'));
+              try {
+                show((await api('POST', `${base}/verify`)) as unknown as DomainView);
+              } catch (err) {
+                verifyMessage.replaceChildren(status((err as Error).message, 'error'));
+              }
+            },
+          },
+          'Verify now',
+        ),
+        h(
+          'button',
+          {
+            type: 'button',
+            id: 'zone-file',
+            onclick: async () => {
+              const text = await apiText('GET', `${base}/zone-file`);
+              zone.replaceChildren(h('pre', {}, text), copyButton(text, 'Copy the zone file'));
+            },
+          },
+          'Zone file',
+        ),
+      ),
+      verifyMessage,
+      zone,
+    );
+  };
+  try {
+    show((await api('GET', base)) as unknown as DomainView);
+  } catch (err) {
+    detail.replaceChildren(status((err as Error).message, 'error'));
+  }
+}
+
+interface KeyItem {
+  api_key_id: string;
+  prefix: string;
+  name: string;
+  pod_id?: string;
+  inbox_id?: string;
+  created_at: string;
+}
+
+/** API keys: the ones this key may see, a new one (its secret shown once), revoke. */
+async function renderKeys(): Promise<void> {
+  const section = h(
+    'section',
+    { class: 'keys', 'aria-label': 'API keys' },
+    h('h2', {}, 'API keys'),
+    status('Loading…'),
+  );
+  setPanes(h('div', { class: 'panes single' }, section));
+  const name = h('input', { id: 'key-name', name: 'name', required: true });
+  const inbox = h('input', { id: 'key-inbox', name: 'inbox', placeholder: 'every inbox of the key' });
+  const readOnly = h('input', { id: 'key-read-only', name: 'read-only', type: 'checkbox' });
+  const created = h('div', { id: 'created-key', role: 'status' });
+  const form = h(
+    'form',
+    {
+      class: 'add-key',
+      onsubmit: async (event: Event) => {
+        event.preventDefault();
+        const place = inbox.value.trim()
+          ? `/v0/inboxes/${encodeURIComponent(inbox.value.trim())}/api-keys`
+          : '/v0/api-keys';
+        const permissions = readOnly.checked
+          ? { inbox_read: true, message_read: true, draft_read: true, domain_read: true, webhook_read: true }
+          : undefined;
+        try {
+          const key = await api('POST', place, { name: name.value.trim(), ...(permissions ? { permissions } : {}) });
+          const secret = key.api_key as string;
+          created.replaceChildren(
+            h('p', {}, 'The new key, shown this once: copy it now.'),
+            h('code', { class: 'secret' }, secret),
+            copyButton(secret, 'Copy the new key'),
+          );
+          await listKeys();
+        } catch (err) {
+          created.replaceChildren(status((err as Error).message, 'error'));
+        }
+      },
+    },
+    h('label', { for: 'key-name' }, 'Name'),
+    name,
+    h('label', { for: 'key-inbox' }, 'Only this inbox (optional)'),
+    inbox,
+    h('label', {}, readOnly, ' Read only'),
+    h('button', { type: 'submit' }, 'Create key'),
+  );
+  const table = h('div', {});
+  async function listKeys(): Promise<void> {
+    try {
+      const keys = (await api('GET', '/v0/api-keys?limit=100')).api_keys as KeyItem[];
+      table.replaceChildren(
+        h(
+          'table',
+          { class: 'key-list' },
+          h(
+            'thead',
+            {},
+            h('tr', {}, ...['Name', 'Prefix', 'Scope', 'Created', ''].map((c) => h('th', { scope: 'col' }, c))),
+          ),
+          h(
+            'tbody',
+            {},
+            ...keys.map((k) =>
+              h(
+                'tr',
+                { 'data-key': k.api_key_id },
+                h('td', {}, k.name),
+                h('td', {}, h('code', {}, `${k.prefix}…`)),
+                h('td', {}, k.inbox_id ?? k.pod_id ?? 'organization'),
+                h('td', {}, new Date(k.created_at).toLocaleString()),
+                h(
+                  'td',
+                  {},
+                  h(
+                    'button',
+                    {
+                      type: 'button',
+                      class: 'revoke',
+                      'aria-label': `Revoke ${k.name}`,
+                      onclick: async () => {
+                        if (!window.confirm(`Revoke the key "${k.name}"? Programs using it stop working at once.`))
+                          return;
+                        try {
+                          await api('DELETE', `/v0/api-keys/${encodeURIComponent(k.api_key_id)}`);
+                          await listKeys();
+                        } catch (err) {
+                          created.replaceChildren(status((err as Error).message, 'error'));
+                        }
+                      },
+                    },
+                    'Revoke',
+                  ),
+                ),
+              ),
+            ),
+          ),
+        ),
+      );
+    } catch (err) {
+      table.replaceChildren(status((err as Error).message, 'error'));
+    }
+  }
+  section.replaceChildren(h('h2', {}, 'API keys'), form, created, table);
+  await listKeys();
 }
 
 async function start(): Promise<void> {
