@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../scripts/build-console.js';
 import { CHROMIUM, hasChromium } from '../property/admin-browser.js';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { bearerKey, call, expectError, organization, unique } from './fixtures.js';
 
@@ -448,5 +449,56 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     await expect.poll(() => page.locator('tr', { hasText: 'support desk' }).count()).toBe(0);
     await expect(made.inboxes.list()).rejects.toMatchObject({ statusCode: 401 });
     await page.close();
+  });
+
+  it('webhooks and inboxes: a webhook made on the page receives a delivery shown there, then is disabled; an inbox made, renamed and paused', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const org = await organization(server, [unique('hook')]);
+      const inbox = org.inboxes[0] as string;
+      const page = await browser.newPage();
+      page.on('dialog', (dialog) => void dialog.accept());
+      await page.goto(`${server.url}/console/#/webhooks`);
+      await page.locator('#api-key').fill(org.key);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator('#webhook-url').fill(receiver.url('/hook'));
+      await page.locator('#webhook-inboxes').fill(inbox);
+      await page.getByRole('button', { name: 'Create webhook' }).click();
+      await page.locator('#webhook-state', { hasText: 'enabled' }).waitFor();
+      await org.client.inboxes.messages.send(inbox, { to: inbox, subject: 'ping', text: 'x' });
+      await receiver.waitFor(1, 10_000);
+      await server.service.runtime.runner.drain();
+      await expect
+        .poll(
+          async () => {
+            await page.reload();
+            return page.locator('.delivery-list td', { hasText: '200' }).count();
+          },
+          { timeout: 10_000 },
+        )
+        .toBeGreaterThan(0);
+      await page.locator('#toggle-webhook').click();
+      await page.locator('#webhook-state', { hasText: 'disabled' }).waitFor();
+      expect((await org.client.webhooks.list()).webhooks[0]?.enabled).toBe(false);
+
+      // Inboxes: made, renamed and paused from the mail section.
+      await page.goto(`${server.url}/console/#/mail`);
+      const username = unique('made');
+      await page.locator('#new-inbox').fill(username);
+      await page.getByRole('button', { name: 'Create', exact: true }).click();
+      const address = `${username}@inbox.test`;
+      await page.locator(`[data-inbox="${address}"]`).waitFor();
+      await page.locator('.inbox-settings summary').click();
+      await page.locator('#inbox-display-name').fill('Made in the console');
+      await page.locator('#inbox-paused').check();
+      await page.getByRole('button', { name: 'Save inbox' }).click();
+      await page.locator('.inbox-form', { hasText: 'Saved.' }).waitFor();
+      const made = await org.client.inboxes.get(address);
+      expect(made.displayName).toBe('Made in the console');
+      expect((made as unknown as { status?: string }).status).toBe('paused');
+      await page.close();
+    } finally {
+      await receiver.stop();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import './style.css';
-import { MAIL_LISTED_EVENT_TYPES as LIVE_EVENTS } from '../../core/events.js';
+import { MAIL_LISTED_EVENT_TYPES as LIVE_EVENTS, SDK_EVENT_TYPES } from '../../core/events.js';
 
 /**
  * The inbox console (issue 30): sign in with an API key, then the inboxes the key may see, their
@@ -165,6 +165,7 @@ async function renderConsole(): Promise<void> {
         h('a', { href: '#/mail', id: 'mail-tab' }, 'Mail'),
         h('a', { href: '#/drafts', id: 'drafts-tab' }, 'Drafts to review'),
         h('a', { href: '#/domains', id: 'domains-tab' }, 'Domains'),
+        h('a', { href: '#/webhooks', id: 'webhooks-tab' }, 'Webhooks'),
         h('a', { href: '#/keys', id: 'keys-tab' }, 'API keys'),
       ),
       h('button', { type: 'button', id: 'sign-out', onclick: () => void signOut() }, 'Sign out'),
@@ -186,6 +187,7 @@ async function route(): Promise<void> {
   if (section === 'drafts') return renderDrafts();
   if (section === 'domains') return renderDomains(id === undefined ? undefined : decodeURIComponent(id));
   if (section === 'keys') return renderKeys();
+  if (section === 'webhooks') return renderWebhooks(id);
   setPanes(h('div', { class: 'panes' }, views.inboxes, views.threads, views.thread));
   await loadInboxes();
 }
@@ -265,7 +267,33 @@ async function loadInboxes(): Promise<void> {
           ),
         ),
       );
-    views.inboxes.replaceChildren(h('h2', {}, 'Inboxes'), inboxes.length ? list : status('No inboxes yet.'));
+    const username = h('input', { id: 'new-inbox', name: 'username', placeholder: 'username (optional)' });
+    const message = h('div', { role: 'status' });
+    const create = h(
+      'form',
+      {
+        class: 'add-inbox',
+        onsubmit: async (event: Event) => {
+          event.preventDefault();
+          try {
+            const made = await api(
+              'POST',
+              '/v0/inboxes',
+              username.value.trim() ? { username: username.value.trim() } : {},
+            );
+            await loadInboxes();
+            await loadThreads(made.inbox_id as string);
+          } catch (err) {
+            message.replaceChildren(status((err as Error).message, 'error'));
+          }
+        },
+      },
+      h('label', { for: 'new-inbox' }, 'New inbox'),
+      username,
+      h('button', { type: 'submit' }, 'Create'),
+      message,
+    );
+    views.inboxes.replaceChildren(h('h2', {}, 'Inboxes'), inboxes.length ? list : status('No inboxes yet.'), create);
   } catch (err) {
     views.inboxes.replaceChildren(h('h2', {}, 'Inboxes'), status((err as Error).message, 'error'));
   }
@@ -342,9 +370,16 @@ async function loadThreads(inboxId: string, query = '', pageToken?: string): Pro
       },
       'Compose',
     );
+    const settings = h(
+      'details',
+      { class: 'inbox-settings' },
+      h('summary', {}, 'Inbox settings'),
+      inboxSettings(inboxId, () => void loadInboxes()),
+    );
     views.threads.replaceChildren(
       h('h2', {}, inboxId),
       compose,
+      settings,
       composeSlot,
       form,
       threads.length ? list : status(query ? 'No thread matches.' : 'No threads yet.'),
@@ -768,6 +803,246 @@ async function renderDrafts(selected = 0): Promise<void> {
     text.focus();
   }
   editor.replaceChildren(h('div', { id: 'review-message' }));
+}
+
+/** An inbox's display name and whether it may send (paused: it still receives). */
+function inboxSettings(inboxId: string, changed: () => void): HTMLElement {
+  const base = `/v0/inboxes/${encodeURIComponent(inboxId)}`;
+  const name = h('input', { id: 'inbox-display-name', name: 'display_name' });
+  const paused = h('input', { id: 'inbox-paused', name: 'paused', type: 'checkbox' });
+  const message = h('div', { role: 'status' });
+  const form = h(
+    'form',
+    {
+      class: 'inbox-form',
+      onsubmit: async (event: Event) => {
+        event.preventDefault();
+        try {
+          await api('PATCH', base, {
+            display_name: name.value.trim() || null,
+            status: paused.checked ? 'paused' : 'active',
+          });
+          message.replaceChildren(status('Saved.'));
+          changed();
+        } catch (err) {
+          message.replaceChildren(status((err as Error).message, 'error'));
+        }
+      },
+    },
+    h('label', { for: 'inbox-display-name' }, 'Display name'),
+    name,
+    h('label', {}, paused, ' Paused (refuses sends, still receives)'),
+    h('button', { type: 'submit' }, 'Save inbox'),
+    message,
+  );
+  void api('GET', base).then((inbox) => {
+    name.value = (inbox.display_name as string | undefined) ?? '';
+    paused.checked = inbox.status === 'paused';
+  });
+  return form;
+}
+
+interface WebhookItem {
+  webhook_id: string;
+  url: string;
+  event_types?: string[];
+  inbox_ids?: string[];
+  enabled: boolean;
+  disabled_reason?: string;
+}
+
+/** Webhooks: create (URL, event types, inboxes), enable and disable, delete, and each one's recent deliveries. */
+async function renderWebhooks(selected?: string): Promise<void> {
+  const list = h(
+    'section',
+    { class: 'webhooks', 'aria-label': 'Webhooks' },
+    h('h2', {}, 'Webhooks'),
+    status('Loading…'),
+  );
+  const detail = h('article', { class: 'webhook', 'aria-label': 'Webhook' });
+  setPanes(h('div', { class: 'panes review' }, list, detail));
+  const url = h('input', { id: 'webhook-url', name: 'url', type: 'url', required: true, placeholder: 'https://…' });
+  const inboxes = h('input', {
+    id: 'webhook-inboxes',
+    name: 'inboxes',
+    placeholder: 'every inbox (or addresses, comma-separated)',
+  });
+  const types = SDK_EVENT_TYPES.map((t) =>
+    h('input', { type: 'checkbox', name: 'event_types', value: t, checked: t === SDK_EVENT_TYPES[0] }),
+  );
+  const message = h('div', { role: 'status' });
+  const create = h(
+    'form',
+    {
+      class: 'add-webhook',
+      onsubmit: async (event: Event) => {
+        event.preventDefault();
+        const chosen = types.filter((t) => t.checked).map((t) => t.value);
+        try {
+          const made = await api('POST', '/v0/webhooks', {
+            url: url.value.trim(),
+            event_types: chosen,
+            ...(addressList(inboxes.value).length ? { inbox_ids: addressList(inboxes.value) } : {}),
+          });
+          location.hash = `#/webhooks/${encodeURIComponent(made.webhook_id as string)}`;
+        } catch (err) {
+          message.replaceChildren(status((err as Error).message, 'error'));
+        }
+      },
+    },
+    h('label', { for: 'webhook-url' }, 'Endpoint URL'),
+    url,
+    h('label', { for: 'webhook-inboxes' }, 'Inboxes'),
+    inboxes,
+    h(
+      'fieldset',
+      {},
+      h('legend', {}, 'Event types'),
+      ...types.map((t) => h('label', { class: 'check' }, t, ` ${t.value}`)),
+    ),
+    h('button', { type: 'submit' }, 'Create webhook'),
+    message,
+  );
+  let hooks: WebhookItem[] = [];
+  try {
+    hooks = (await api('GET', '/v0/webhooks?limit=100')).webhooks as WebhookItem[];
+    list.replaceChildren(
+      h('h2', {}, 'Webhooks'),
+      hooks.length
+        ? h(
+            'ul',
+            {},
+            ...hooks.map((w) =>
+              h(
+                'li',
+                {},
+                h(
+                  'a',
+                  {
+                    href: `#/webhooks/${encodeURIComponent(w.webhook_id)}`,
+                    'aria-current': w.webhook_id === selected ? 'true' : false,
+                  },
+                  w.url,
+                  w.enabled ? '' : ' (disabled)',
+                ),
+              ),
+            ),
+          )
+        : status('No webhooks yet.'),
+      create,
+    );
+  } catch (err) {
+    list.replaceChildren(h('h2', {}, 'Webhooks'), status((err as Error).message, 'error'));
+    return;
+  }
+  const hook = hooks.find((w) => w.webhook_id === selected);
+  if (!hook) return;
+  const base = `/v0/webhooks/${encodeURIComponent(hook.webhook_id)}`;
+  const deliveries = h('div', { class: 'deliveries' }, status('Loading deliveries…'));
+  const note = h('div', { role: 'status' });
+  detail.replaceChildren(
+    h('h2', {}, hook.url),
+    h(
+      'p',
+      {},
+      `Events: ${(hook.event_types ?? ['all']).join(', ')} · Inboxes: ${(hook.inbox_ids ?? ['all']).join(', ')}`,
+    ),
+    h(
+      'p',
+      {},
+      'State: ',
+      h(
+        'strong',
+        { id: 'webhook-state' },
+        hook.enabled ? 'enabled' : `disabled${hook.disabled_reason ? ` (${hook.disabled_reason})` : ''}`,
+      ),
+    ),
+    h(
+      'div',
+      { class: 'actions' },
+      h(
+        'button',
+        {
+          type: 'button',
+          id: 'toggle-webhook',
+          onclick: async () => {
+            try {
+              await api('PATCH', base, { enabled: !hook.enabled });
+              await renderWebhooks(hook.webhook_id);
+            } catch (err) {
+              note.replaceChildren(status((err as Error).message, 'error'));
+            }
+          },
+        },
+        hook.enabled ? 'Disable' : 'Enable',
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
+          id: 'delete-webhook',
+          onclick: async () => {
+            if (!window.confirm('Delete this webhook?')) return;
+            try {
+              await api('DELETE', base);
+              location.hash = '#/webhooks';
+            } catch (err) {
+              note.replaceChildren(status((err as Error).message, 'error'));
+            }
+          },
+        },
+        'Delete',
+      ),
+    ),
+    note,
+    h('h3', {}, 'Recent deliveries'),
+    deliveries,
+  );
+  try {
+    const rows = (await api('GET', `${base}/deliveries?limit=50`)).deliveries as {
+      event_id: string;
+      event_type?: string;
+      attempt: number;
+      outcome: string;
+      status_code?: number;
+      error?: string;
+      created_at: string;
+    }[];
+    deliveries.replaceChildren(
+      rows.length
+        ? h(
+            'table',
+            { class: 'delivery-list' },
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ...['When', 'Event', 'Attempt', 'Outcome', 'Response'].map((c) => h('th', { scope: 'col' }, c)),
+              ),
+            ),
+            h(
+              'tbody',
+              {},
+              ...rows.map((d) =>
+                h(
+                  'tr',
+                  {},
+                  h('td', {}, new Date(d.created_at).toLocaleString()),
+                  h('td', {}, d.event_type ?? d.event_id),
+                  h('td', {}, String(d.attempt)),
+                  h('td', {}, d.outcome),
+                  h('td', {}, d.status_code !== undefined ? String(d.status_code) : (d.error ?? '')),
+                ),
+              ),
+            ),
+          )
+        : status('No deliveries yet.'),
+    );
+  } catch (err) {
+    deliveries.replaceChildren(status((err as Error).message, 'error'));
+  }
 }
 
 interface DomainView {
