@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../scripts/build-console.js';
 import { CHROMIUM, hasChromium } from '../property/admin-browser.js';
@@ -16,6 +17,33 @@ import { bearerKey, call, expectError, organization, unique } from './fixtures.j
  * session cookie and a CSRF token; the console then uses the ordinary /v0 routes, held to its key's
  * scope; sign-out, expiry and a deleted key end the session on the server. And the page in Chromium.
  */
+
+const require = createRequire(import.meta.url);
+
+/** Where the browser tests leave a screenshot of each step, for a person to look at (`.tmp/` is ignored by git). */
+const SCREENSHOTS = process.env.CONSOLE_TEST_SCREENSHOTS ?? path.resolve('.tmp/screenshots/console');
+/** The console's budget: script and stylesheet together, uncompressed (the property admin's is about 1.5 MB). */
+const BUNDLE_BUDGET_BYTES = 48 * 1024;
+
+async function shot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** axe-core in the page: the accessibility violations of what it shows now, but the minor ones. */
+async function axeViolations(page: Page): Promise<string[]> {
+  // Evaluated by the browser's debugger protocol, which the page's CSP (no inline scripts) does not govern.
+  await page.evaluate(readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8'));
+  const result = await page.evaluate(async () => {
+    const axe = (
+      globalThis as unknown as {
+        axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> };
+      }
+    ).axe;
+    return (await axe.run()).violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
+  });
+  return result.filter((v) => v.impact !== 'minor').map((v) => `${v.id} (${v.impact}, ${v.nodes})`);
+}
 
 interface Answer {
   status: number;
@@ -500,5 +528,50 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     } finally {
       await receiver.stop();
     }
+  });
+
+  it('keeps its bundle under budget, its pages free of accessibility violations (axe-core, all but minor), and draws the charts', async () => {
+    const assets = readdirSync(path.join(dir, 'assets')).filter((f) => /\.(js|css)$/.test(f));
+    const bytes = assets.reduce((sum, f) => sum + statSync(path.join(dir, 'assets', f)).size, 0);
+    expect(bytes).toBeGreaterThan(1000);
+    expect(bytes).toBeLessThanOrEqual(BUNDLE_BUDGET_BYTES);
+
+    const org = await organization(server, [unique('a11y'), unique('peer')]);
+    const [one, two] = org.inboxes as [string, string];
+    await org.client.inboxes.messages.send(one, { to: two, subject: 'Counted', text: 'one' });
+    await org.client.inboxes.messages.send(one, { to: two, subject: 'Counted again', text: 'two' });
+    await org.client.inboxes.drafts.create(one, { to: [two], subject: 'A draft', text: 'x' });
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/console/`);
+    await page.locator('#api-key').waitFor();
+    await shot(page, '1-sign-in');
+    expect(await axeViolations(page)).toEqual([]);
+    await page.locator('#api-key').fill(org.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator(`[data-inbox="${two}"]`).click();
+    await page.locator('.thread-item', { hasText: 'Counted again' }).click();
+    await page.locator('.thread .message').first().waitFor();
+    await shot(page, '2-mail');
+    expect(await axeViolations(page)).toEqual([]);
+    for (const [section, ready] of [
+      ['drafts', '.draft-item'],
+      ['domains', '#new-domain'],
+      ['webhooks', '#webhook-url'],
+      ['keys', 'table.key-list'],
+      ['charts', 'figure.chart-figure'],
+    ] as const) {
+      await page.goto(`${server.url}/console/#/${section}`);
+      await page.locator(ready).first().waitFor();
+      await shot(page, `3-${section}`);
+      expect({ section, violations: await axeViolations(page) }).toEqual({ section, violations: [] });
+    }
+    // The charts: the organization's sends and receipts of today.
+    const sent = page.locator('figure[data-event-type="message.sent"] svg');
+    expect(await sent.getAttribute('aria-label')).toMatch(/^message\.sent: 2 in \d+ days$/);
+    await page.locator('#chart-scope').selectOption(`inbox:${two}`);
+    await expect
+      .poll(() => page.locator('figure[data-event-type="message.received"] svg').getAttribute('aria-label'))
+      .toMatch(/^message\.received: 2 in /);
+    await page.close();
   });
 });

@@ -27,6 +27,14 @@ export const MAIL_LISTED_EVENT_TYPES: readonly string[] = SDK_EVENT_TYPES.filter
   (t) => t.startsWith('message.received') || t === 'message.sent',
 );
 
+/** What the console draws per day: sends, receipts, bounces and complaints. */
+export const CHARTED_EVENT_TYPES: readonly string[] = [
+  'message.sent',
+  'message.received',
+  'message.bounced',
+  'message.complained',
+];
+
 /** The event catalogue (AgentMail's EventType values this service emits). */
 export const EVENT_TYPES = [
   'message.received',

@@ -1,5 +1,5 @@
 import './style.css';
-import { MAIL_LISTED_EVENT_TYPES as LIVE_EVENTS, SDK_EVENT_TYPES } from '../../core/events.js';
+import { CHARTED_EVENT_TYPES, MAIL_LISTED_EVENT_TYPES as LIVE_EVENTS, SDK_EVENT_TYPES } from '../../core/events.js';
 
 /**
  * The inbox console (issue 30): sign in with an API key, then the inboxes the key may see, their
@@ -156,7 +156,7 @@ async function renderConsole(): Promise<void> {
     h(
       'header',
       { class: 'bar' },
-      h('strong', {}, 'Inbox console'),
+      h('h1', { class: 'title' }, 'Inbox console'),
       h('span', { class: 'scope' }, `Signed in for ${scope}`),
       h('span', { id: 'live', class: 'live', title: 'Live updates' }, 'offline'),
       h(
@@ -165,6 +165,7 @@ async function renderConsole(): Promise<void> {
         h('a', { href: '#/mail', id: 'mail-tab' }, 'Mail'),
         h('a', { href: '#/drafts', id: 'drafts-tab' }, 'Drafts to review'),
         h('a', { href: '#/domains', id: 'domains-tab' }, 'Domains'),
+        h('a', { href: '#/charts', id: 'charts-tab' }, 'Charts'),
         h('a', { href: '#/webhooks', id: 'webhooks-tab' }, 'Webhooks'),
         h('a', { href: '#/keys', id: 'keys-tab' }, 'API keys'),
       ),
@@ -188,6 +189,7 @@ async function route(): Promise<void> {
   if (section === 'domains') return renderDomains(id === undefined ? undefined : decodeURIComponent(id));
   if (section === 'keys') return renderKeys();
   if (section === 'webhooks') return renderWebhooks(id);
+  if (section === 'charts') return renderCharts(id === undefined ? undefined : decodeURIComponent(id));
   setPanes(h('div', { class: 'panes' }, views.inboxes, views.threads, views.thread));
   await loadInboxes();
 }
@@ -1045,6 +1047,129 @@ async function renderWebhooks(selected?: string): Promise<void> {
   }
 }
 
+const SVG = 'http://www.w3.org/2000/svg';
+
+/** An SVG element with attributes. */
+function svg(tag: string, attrs: Record<string, string | number>, ...children: (Node | string)[]): SVGElement {
+  const el = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, String(value));
+  el.append(...children);
+  return el;
+}
+
+/** Counts per day as bars, with the numbers as a table beside them for those who read rather than look. */
+function barChart(title: string, points: { timestamp: string; count: number }[]): HTMLElement {
+  const width = 640;
+  const height = 160;
+  const max = Math.max(1, ...points.map((p) => p.count));
+  const bar = width / Math.max(1, points.length);
+  const total = points.reduce((sum, p) => sum + p.count, 0);
+  const chart = svg(
+    'svg',
+    {
+      viewBox: `0 0 ${width} ${height + 20}`,
+      role: 'img',
+      'aria-label': `${title}: ${total} in ${points.length} days`,
+      class: 'chart',
+    },
+    ...points.map((p, i) => {
+      const h2 = Math.round((p.count / max) * height);
+      return svg(
+        'rect',
+        { x: i * bar + 1, y: height - h2, width: Math.max(1, bar - 2), height: h2, class: 'bar' },
+        svg('title', {}, `${p.timestamp.slice(0, 10)}: ${p.count}`),
+      );
+    }),
+    svg('text', { x: 0, y: height + 16, class: 'axis' }, points[0]?.timestamp.slice(0, 10) ?? ''),
+    svg(
+      'text',
+      { x: width, y: height + 16, 'text-anchor': 'end', class: 'axis' },
+      points.at(-1)?.timestamp.slice(0, 10) ?? '',
+    ),
+    svg('text', { x: 0, y: 12, class: 'axis' }, `max ${max}`),
+  );
+  return h(
+    'figure',
+    { class: 'chart-figure', 'data-event-type': title },
+    h('figcaption', {}, `${title} per day (${total} in all)`),
+    chart,
+    h(
+      'details',
+      {},
+      h('summary', {}, 'Numbers'),
+      h(
+        'table',
+        {},
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Day'), h('th', { scope: 'col' }, 'Count'))),
+        h(
+          'tbody',
+          {},
+          ...points.map((p) => h('tr', {}, h('td', {}, p.timestamp.slice(0, 10)), h('td', {}, String(p.count)))),
+        ),
+      ),
+    ),
+  );
+}
+
+/** Sends, receipts, bounces and complaints per day over 30 days, for the organization, a pod or an inbox. */
+async function renderCharts(scope?: string): Promise<void> {
+  const section = h(
+    'section',
+    { class: 'charts', 'aria-label': 'Charts' },
+    h('h2', {}, 'Mail per day'),
+    status('Loading…'),
+  );
+  setPanes(h('div', { class: 'panes single' }, section));
+  const picker = h(
+    'select',
+    { id: 'chart-scope', 'aria-label': 'Whose mail' },
+    h('option', { value: '' }, 'Everything this key sees'),
+  );
+  try {
+    const inboxes = (await api('GET', '/v0/inboxes?limit=100')).inboxes as { inbox_id: string }[];
+    for (const i of inboxes) picker.append(h('option', { value: `inbox:${i.inbox_id}` }, `Inbox ${i.inbox_id}`));
+    if (!session?.inbox_id) {
+      const pods = ((await api('GET', '/v0/pods?limit=100').catch(() => ({ pods: [] }))).pods ?? []) as {
+        pod_id: string;
+        name?: string;
+      }[];
+      for (const p of pods) picker.append(h('option', { value: `pod:${p.pod_id}` }, `Pod ${p.name ?? p.pod_id}`));
+    }
+  } catch {
+    // the organization's charts still work
+  }
+  picker.value = scope ?? '';
+  picker.addEventListener('change', () => (location.hash = `#/charts/${encodeURIComponent(picker.value)}`));
+  const [kind, id] = (scope ?? '').split(/:(.*)/s);
+  const prefix =
+    kind === 'inbox' && id
+      ? `/v0/inboxes/${encodeURIComponent(id)}`
+      : kind === 'pod' && id
+        ? `/v0/pods/${encodeURIComponent(id)}`
+        : '/v0';
+  const end = new Date();
+  const start = new Date(end.getTime() - 30 * 86_400_000);
+  const params = new URLSearchParams({
+    event_types: JSON.stringify(CHARTED_EVENT_TYPES),
+    period: '86400',
+    start: start.toISOString(),
+    end: end.toISOString(),
+  });
+  try {
+    const series = (await api('GET', `${prefix}/metrics/events?${params}`)) as Record<
+      string,
+      { timestamp: string; count: number }[]
+    >;
+    section.replaceChildren(
+      h('h2', {}, 'Mail per day'),
+      picker,
+      ...CHARTED_EVENT_TYPES.map((t) => barChart(t, series[t] ?? [])),
+    );
+  } catch (err) {
+    section.replaceChildren(h('h2', {}, 'Mail per day'), picker, status((err as Error).message, 'error'));
+  }
+}
+
 interface DomainView {
   domain_id: string;
   domain: string;
@@ -1124,7 +1249,7 @@ async function renderDomains(selected?: string): Promise<void> {
         h(
           'thead',
           {},
-          h('tr', {}, ...['Type', 'Name', 'Value', 'Status', ''].map((c) => h('th', { scope: 'col' }, c))),
+          h('tr', {}, ...['Type', 'Name', 'Value', 'Status', 'Copy'].map((c) => h('th', { scope: 'col' }, c))),
         ),
         h(
           'tbody',
@@ -1251,7 +1376,7 @@ async function renderKeys(): Promise<void> {
           h(
             'thead',
             {},
-            h('tr', {}, ...['Name', 'Prefix', 'Scope', 'Created', ''].map((c) => h('th', { scope: 'col' }, c))),
+            h('tr', {}, ...['Name', 'Prefix', 'Scope', 'Created', 'Revoke'].map((c) => h('th', { scope: 'col' }, c))),
           ),
           h(
             'tbody',
