@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -9,7 +10,15 @@ import { buildConsole } from '../../scripts/build-console.js';
 import { CHROMIUM, hasChromium } from '../property/admin-browser.js';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
-import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
+import {
+  createInboxTestDatabase,
+  dialects,
+  startInboxServer,
+  type InboxTestDatabase,
+  type InboxTestServer,
+} from '../support/inbox-server.js';
+import nodemailer from 'nodemailer';
+import { smtpPort } from './smtp-inbound.helpers.js';
 import { bearerKey, call, expectError, organization, unique } from './fixtures.js';
 
 /**
@@ -530,6 +539,44 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     }
   });
 
+  it('a page of another origin cannot write with the session: its form post and its fetch carry no CSRF token', async () => {
+    const org = await organization(server);
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/console/`);
+    await page.locator('#api-key').fill(org.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#live').waitFor();
+    const before = (await org.client.inboxes.list()).inboxes.length;
+    // Another origin (another port of the same host: the same site, so SameSite does not help here;
+    // the CSRF header does).
+    const evil = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<form id="f" method="POST" action="${server.url}/v0/inboxes" enctype="text/plain">
+        <input name='{"username":"stolen","x":"' value='"}'></form>
+        <script>
+          fetch('${server.url}/v0/inboxes', { method: 'POST', credentials: 'include', body: '{}',
+            headers: { 'content-type': 'text/plain' } }).then((r) => (document.title = 'fetch ' + r.status), () => (document.title = 'fetch blocked'));
+        </script>`);
+    });
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    try {
+      const other = `http://127.0.0.1:${(evil.address() as AddressInfo).port}/`;
+      await page.goto(other);
+      await expect.poll(() => page.title()).toMatch(/^fetch/);
+      const answer = page.waitForResponse((r) => r.url() === `${server.url}/v0/inboxes`);
+      await page.evaluate(() =>
+        (globalThis as unknown as { document: { getElementById(id: string): { submit(): void } } }).document
+          .getElementById('f')
+          .submit(),
+      );
+      expect((await answer).status()).toBe(401);
+      expect((await org.client.inboxes.list()).inboxes.length).toBe(before);
+    } finally {
+      evil.close();
+      await page.close();
+    }
+  });
+
   it('keeps its bundle under budget, its pages free of accessibility violations (axe-core, all but minor), and draws the charts', async () => {
     const assets = readdirSync(path.join(dir, 'assets')).filter((f) => /\.(js|css)$/.test(f));
     const bytes = assets.reduce((sum, f) => sum + statSync(path.join(dir, 'assets', f)).size, 0);
@@ -572,6 +619,75 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     await expect
       .poll(() => page.locator('figure[data-event-type="message.received"] svg').getAttribute('aria-label'))
       .toMatch(/^message\.received: 2 in /);
+    await page.close();
+  });
+});
+
+describe.skipIf(!hasChromium || !dialects.includes('postgres'))('console across two instances (postgres)', () => {
+  let dir = '';
+  let database: InboxTestDatabase;
+  let web: InboxTestServer;
+  let mx: InboxTestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'console-build-'));
+    await buildConsole(dir);
+    database = createInboxTestDatabase('postgres');
+    web = await startInboxServer({ database, env: { INBOX_CONSOLE_DIR: dir, INBOX_ROLES: 'api,worker' } });
+    mx = await startInboxServer({ database, env: { INBOX_ROLES: 'api,smtp' } });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await mx?.close();
+    await web?.close();
+    await database?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a message received by SMTP on the other instance appears live; the session signed out on one is dead on both', async () => {
+    const org = await organization(web, [unique('two')]);
+    const inbox = org.inboxes[0] as string;
+    const page = await browser.newPage();
+    const requests: string[] = [];
+    page.on('request', (r) => requests.push(r.url()));
+    await page.goto(`${web.url}/console/`);
+    await page.locator('#api-key').fill(org.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator(`[data-inbox="${inbox}"]`).click();
+    await page.locator('#live', { hasText: 'live' }).waitFor({ timeout: 5000 });
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: smtpPort(mx),
+      secure: false,
+      ignoreTLS: true,
+    });
+    await transport.sendMail({
+      from: 'someone@outside.example',
+      to: inbox,
+      subject: 'Over SMTP elsewhere',
+      text: 'hi',
+    });
+    transport.close();
+    await page.locator('.thread-item', { hasText: 'Over SMTP elsewhere' }).waitFor({ timeout: 5000 });
+    await shot(page, '4-live-from-another-instance');
+    // The cookie works on the other instance too (sessions are rows), until sign-out on this one.
+    const cookie = (await page.context().cookies()).find((c) => c.name === 'am_console')!;
+    const csrf = (await request(web, 'GET', '/console/session', { cookie: `am_console=${cookie.value}` })).body
+      .csrf_token as string;
+    expect((await request(mx, 'GET', '/v0/inboxes', { cookie: `am_console=${cookie.value}`, csrf })).status).toBe(200);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('#api-key').waitFor();
+    for (const instance of [web, mx])
+      expect(
+        (await request(instance, 'GET', '/v0/inboxes', { cookie: `am_console=${cookie.value}`, csrf })).status,
+      ).toBe(401);
+    // Every request the page made stayed on this server.
+    expect(requests.filter((u) => !u.startsWith(web.url))).toEqual([]);
     await page.close();
   });
 });
