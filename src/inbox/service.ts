@@ -1,6 +1,8 @@
 import { createSendService } from './outgoing/send.service.js';
 import { createLabelsService } from './mailstore/labels.service.js';
 import { createRemovalService } from './mailstore/removal.service.js';
+import { createFolderProjection, type FoldersChanged } from './mailstore/folders.js';
+import { FOLDERS_TOPIC, packInboxIds } from './imap/folder-signal.js';
 import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -86,6 +88,8 @@ export function createInboxServices(
     jobPollMs?: number;
     publishEvents?: PublishEvents;
     keyChanged?: (trx: Db, apiKeyId: string) => Promise<void>;
+    /** Announces changed folders of mail clients in the writer's transaction (imap/folder-signal.ts). */
+    foldersChanged?: FoldersChanged;
     log: { warn(o: object, m: string): void; error(o: object, m: string): void };
   },
 ): InboxRuntime {
@@ -108,7 +112,10 @@ export function createInboxServices(
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
   const search = createSearchService({ db });
+  // The folders of mail clients (IMAP), kept by every write of stored mail (decision 0045).
+  const folders = createFolderProjection(options.foldersChanged ? { changed: options.foldersChanged } : {});
   const delivery = createDelivery({
+    folders,
     commits,
     clock,
     ids,
@@ -120,8 +127,8 @@ export function createInboxServices(
   });
   const domains = createDomains(config, { db, commits, clock, ids });
   // The one path of every label change and every removal of stored mail, whichever door asks.
-  const labels = createLabelsService({ recordLabelChanges: events.recordLabelChanges });
-  const removal = createRemovalService({ clock, labels, threadChanged: [search.rebuildThread] });
+  const labels = createLabelsService({ recordLabelChanges: events.recordLabelChanges, folders });
+  const removal = createRemovalService({ clock, labels, threadChanged: [search.rebuildThread], folders });
   const inboxes = createInboxService({
     db,
     clock,
@@ -347,6 +354,9 @@ export async function startInboxService(
       wakeups,
       publishEvents: feed.publish,
       keyChanged: (trx, apiKeyId) => database.notifyIn(trx, KEYS_TOPIC, apiKeyId),
+      foldersChanged: async (trx, inboxIds) => {
+        for (const payload of packInboxIds(inboxIds)) await database.notifyIn(trx, FOLDERS_TOPIC, payload);
+      },
       ...(redis ? { redis } : {}),
     });
     const hasApi = config.roles.includes('api');

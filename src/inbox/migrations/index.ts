@@ -11,6 +11,7 @@ import * as usageAndWebhookScopes from './0010_usage_and_webhook_scopes.js';
 import * as searchStatistics from './0011_search_statistics.js';
 import * as messageChunks from './0012_message_chunks.js';
 import * as blobs from './0013_blobs.js';
+import * as imapFolders from './0014_imap_folders.js';
 
 export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
@@ -25,6 +26,7 @@ export const inboxMigrations: MigrationSet = {
   '0011_search_statistics': searchStatistics,
   '0012_message_chunks': messageChunks,
   '0013_blobs': blobs,
+  '0014_imap_folders': imapFolders,
 };
 
 export const INBOX_MIGRATION_TABLE = 'inbox_migrations';
