@@ -260,6 +260,51 @@ export const inboxConfigSpec = {
     'comma-separated domains the SPF record asked of custom domains includes (`include:`), e.g. the SPF domain of the SMTP relay; the record always has `mx`',
     [],
   ),
+  // IMAP (role `imap`): docs/decisions/0045-imap-server.md.
+  imapPort: env.port(
+    'INBOX_IMAP_PORT',
+    'IMAP listener port, STARTTLS when the TLS settings are set (role `imap`)',
+    1143,
+  ),
+  imapsPort: env.port(
+    'INBOX_IMAPS_PORT',
+    'IMAP listener with implicit TLS (as port 993), only when `INBOX_SMTP_TLS_KEY` and `INBOX_SMTP_TLS_CERT` are set (role `imap`)',
+    1993,
+  ),
+  imapHost: env.optionalString('INBOX_IMAP_HOST', 'listen address of the IMAP listeners', 'the value of `HOST`'),
+  imapAllowPlaintextLoopback: env.boolean(
+    'INBOX_IMAP_ALLOW_PLAINTEXT_LOOPBACK',
+    'accept LOGIN and AUTHENTICATE without TLS from loopback clients (tests, local use); other clients always need TLS',
+    false,
+  ),
+  imapMaxConnections: env.integer(
+    'INBOX_IMAP_MAX_CONNECTIONS',
+    'concurrent IMAP connections one process holds (`BYE` beyond)',
+    1000,
+    1,
+    100_000,
+  ),
+  imapMaxConnectionsPerIp: env.integer(
+    'INBOX_IMAP_MAX_CONNECTIONS_PER_IP',
+    'concurrent IMAP connections from one client address (`BYE` beyond)',
+    50,
+    1,
+    100_000,
+  ),
+  imapIdleTimeoutMs: env.integer(
+    'INBOX_IMAP_IDLE_TIMEOUT_MS',
+    'an IMAP client that sends nothing for this long is logged out, ms (RFC 9051 asks for at least 30 minutes once logged in)',
+    30 * 60_000,
+    1000,
+    24 * 3_600_000,
+  ),
+  imapLoginFailures: env.integer(
+    'INBOX_IMAP_LOGIN_FAILURES',
+    'failed IMAP logins per client address and per user name in 15 minutes; beyond, logins are refused until the window passes',
+    10,
+    1,
+    100_000,
+  ),
   // Agent sign-up (POST /v0/agent/sign-up, /v0/agent/verify): docs/decisions/0018-pods-and-scoped-keys.md.
   agentSignup: env.boolean(
     'INBOX_AGENT_SIGNUP',
@@ -280,8 +325,8 @@ export const inboxConfigSpec = {
   ),
   roles: env.listOf<string>(
     'INBOX_ROLES',
-    'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP); anything else stops the process',
-    ['api', 'worker', 'smtp'],
+    'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail), `smtp` (inbound SMTP) and `imap` (IMAP for mail clients); anything else stops the process',
+    ['api', 'worker', 'smtp', 'imap'],
     ['api', 'worker', 'smtp'],
   ),
 } as const;

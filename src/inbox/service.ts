@@ -2,7 +2,9 @@ import { createSendService } from './outgoing/send.service.js';
 import { createLabelsService } from './mailstore/labels.service.js';
 import { createRemovalService } from './mailstore/removal.service.js';
 import { createFolderProjection, type FoldersChanged } from './mailstore/folders.js';
-import { FOLDERS_TOPIC, packInboxIds } from './imap/folder-signal.js';
+import { FOLDERS_TOPIC, packInboxIds, unpackInboxIds } from './imap/folder-signal.js';
+import { createImapService } from './imap/imap.service.js';
+import { startImapServer, type RunningImapServer } from './imap/imap.server.js';
 import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -68,6 +70,9 @@ const KEYS_TOPIC = 'inbox_api_keys';
 
 export interface InboxRuntime {
   readonly services: InboxServices;
+  /** The mail store's label and removal services, for doors that are not HTTP (IMAP). */
+  readonly labels: ReturnType<typeof createLabelsService>;
+  readonly removal: ReturnType<typeof createRemovalService>;
   readonly runner: JobRunner;
   /** Deletes blobs nothing needs any more (message-blobs.ts `createBlobSweeper`): the worker role runs it every BLOB_SWEEP_MS. */
   sweepBlobs(): Promise<number>;
@@ -252,7 +257,14 @@ export function createInboxServices(
     ...(options.wakeups ? { wakeups: options.wakeups } : {}),
     ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}),
   });
-  return { services, runner, sweepBlobs: blobSweeper.sweep, closeOutbound: () => outbound.close() };
+  return {
+    services,
+    labels,
+    removal,
+    runner,
+    sweepBlobs: blobSweeper.sweep,
+    closeOutbound: () => outbound.close(),
+  };
 }
 
 export interface RunningInboxService {
@@ -266,6 +278,8 @@ export interface RunningInboxService {
   readonly runtime: InboxRuntime;
   /** Real-time events over WebSocket on the API's port (role `api`). */
   readonly realtime: RealtimeServer | undefined;
+  /** The IMAP listeners (role `imap`): STARTTLS, and implicit TLS when a certificate is set. */
+  readonly imap: { readonly host: string; readonly port: number; readonly tlsPort: number | undefined } | undefined;
   close(): Promise<void>;
 }
 
@@ -305,6 +319,55 @@ function startInboundSmtp(
     dataTimeoutMs: config.smtpDataTimeoutMs,
   };
   return startSmtpServer(listener, inbound, pino(loggerOptions(config.logLevel, 'inbox-smtp')));
+}
+
+/** The `imap` role: IMAP for mail clients over the same services as the API (decision 0045). */
+async function startImap(
+  config: InboxConfig,
+  runtime: InboxRuntime,
+  database: Database<InboxDatabase>,
+): Promise<{ server: RunningImapServer; stop: () => Promise<void> }> {
+  const { services } = runtime;
+  const imap = createImapService({
+    db: services.db,
+    commits: services.commits,
+    clock: services.clock,
+    apiKeys: services.apiKeys,
+    labels: runtime.labels,
+    removal: runtime.removal,
+    search: services.search,
+  });
+  const server = await startImapServer(
+    {
+      host: config.imapHost ?? config.host,
+      port: config.imapPort,
+      tlsPort: config.imapsPort,
+      tlsKey: config.smtpTlsKey,
+      tlsCert: config.smtpTlsCert,
+      allowPlaintextLoopback: config.imapAllowPlaintextLoopback,
+      maxConnections: config.imapMaxConnections,
+      maxConnectionsPerIp: config.imapMaxConnectionsPerIp,
+      idleTimeoutMs: config.imapIdleTimeoutMs,
+      loginFailures: config.imapLoginFailures,
+    },
+    imap,
+    pino(loggerOptions(config.logLevel, 'inbox-imap')),
+  );
+  // Changes committed by any process on the database (every instance on PostgreSQL).
+  const stopFolders = await database.listen(FOLDERS_TOPIC, (payload) => {
+    if (payload) server.foldersChanged(unpackInboxIds(payload));
+  });
+  const stopKeys = await database.listen(KEYS_TOPIC, (apiKeyId) => {
+    if (apiKeyId) server.dropKey(apiKeyId);
+  });
+  return {
+    server,
+    async stop() {
+      await stopFolders();
+      await stopKeys();
+      await server.close();
+    },
+  };
 }
 
 /**
@@ -398,6 +461,7 @@ export async function startInboxService(
     let management: FastifyInstance | undefined;
     let managementUrl: string | undefined;
     let smtp: RunningSmtpServer | undefined;
+    let imap: Awaited<ReturnType<typeof startImap>> | undefined;
     let sweeper: NodeJS.Timeout | undefined;
     /** The sweep under way: close waits for it before the database closes. */
     let sweeping: Promise<unknown> | undefined;
@@ -423,8 +487,10 @@ export async function startInboxService(
         }, options.blobSweepMs ?? BLOB_SWEEP_MS).unref();
       }
       if (config.roles.includes('smtp')) smtp = await startInboundSmtp(config, runtime, options.dnsResolver);
+      if (config.roles.includes('imap')) imap = await startImap(config, runtime, database);
     } catch (err) {
       clearInterval(sweeper);
+      await smtp?.close();
       await app?.close();
       await management?.close();
       await runtime.runner.stop();
@@ -439,9 +505,11 @@ export async function startInboxService(
       database,
       runtime,
       realtime,
+      imap: imap ? { host: imap.server.host, port: imap.server.port, tlsPort: imap.server.tlsPort } : undefined,
       async close() {
         // SMTP first: messages in flight still need the database to commit.
         await smtp?.close();
+        await imap?.stop();
         // Closes the WebSocket clients (1001) before the HTTP server.
         await app?.close();
         await stopKeyWatch?.();

@@ -452,14 +452,22 @@ export async function insertServiceSecretIfAbsent(db: Db, name: string, value: s
     .execute();
 }
 
-/** Messages by key (search results, batch reads), without bodies; in no particular order. */
-export async function findMessagesByPks(db: Db, pks: readonly number[]): Promise<Message[]> {
+/**
+ * Messages by key (search results, batch reads, IMAP), without bodies; in no particular order
+ * unless locked with `lock` (then by key, so that writers lock alike).
+ */
+export async function findMessagesByPks(
+  db: Db,
+  pks: readonly number[],
+  options: { lock?: Dialect } = {},
+): Promise<Message[]> {
   if (!pks.length) return [];
-  const rows = await db
+  let q = db
     .selectFrom('messages')
     .select(SUMMARY_COLUMNS)
-    .where('id', 'in', [...pks])
-    .execute();
+    .where('id', 'in', [...pks]);
+  if (options.lock) q = forUpdate(q.orderBy('id'), options.lock);
+  const rows = await q.execute();
   return rows.map((row) => messageFromRow(row));
 }
 
