@@ -300,7 +300,7 @@ export const inboxConfigSpec = {
   ),
   imapLoginFailures: env.integer(
     'INBOX_IMAP_LOGIN_FAILURES',
-    'failed IMAP logins per client address and per user name in 15 minutes; beyond, logins are refused until the window passes',
+    'failed IMAP logins per user name in 15 minutes (per client address: ten times as many); beyond, logins are refused until the window passes',
     10,
     1,
     100_000,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ImapFlow } from 'imapflow';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { organization, unique } from './fixtures.js';
+import { IMAP_ENV, connect } from '../support/imap.js';
 
 /**
  * IMAP for mail clients (decision 0045) with imapflow, a real client, on both dialects: login with
@@ -10,32 +10,6 @@ import { organization, unique } from './fixtures.js';
  */
 
 type Org = Awaited<ReturnType<typeof organization>>;
-
-export const IMAP_ENV = {
-  INBOX_ROLES: 'api,worker,smtp,imap',
-  INBOX_IMAP_PORT: '0',
-  INBOX_IMAPS_PORT: '0',
-  INBOX_IMAP_ALLOW_PLAINTEXT_LOOPBACK: 'true',
-};
-
-export function imapPort(server: InboxTestServer): number {
-  const port = server.service.imap?.port;
-  if (port === undefined) throw new Error('the imap role is not running');
-  return port;
-}
-
-export async function connect(server: InboxTestServer, user: string, pass: string): Promise<ImapFlow> {
-  const client = new ImapFlow({
-    host: '127.0.0.1',
-    port: imapPort(server),
-    secure: false,
-    doSTARTTLS: false,
-    auth: { user, pass },
-    logger: false,
-  });
-  await client.connect();
-  return client;
-}
 
 function waitFor(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -111,8 +111,12 @@ function sequenceSet(value: string, max: number): (n: number) => boolean {
   return (n) => ranges.some(([lo, hi]) => n >= lo && n <= hi);
 }
 
-/** Failed logins per client address and per user name in a window (this process). */
+/**
+ * Failed logins per user name (`limit`) and per client address (ten times as many: one address
+ * may be a whole office behind NAT) in a window, in this process.
+ */
 function loginBudget(limit: number) {
+  const limitOf = (key: string) => (key.startsWith('ip:') ? limit * 10 : limit);
   const failures = new Map<string, { start: number; count: number }>();
   const current = (key: string, now: number) => {
     const f = failures.get(key);
@@ -121,7 +125,7 @@ function loginBudget(limit: number) {
   return {
     blocked(keys: readonly string[]): boolean {
       const now = Date.now();
-      return keys.some((k) => (current(k, now)?.count ?? 0) >= limit);
+      return keys.some((k) => (current(k, now)?.count ?? 0) >= limitOf(k));
     },
     failed(keys: readonly string[]): void {
       const now = Date.now();
@@ -711,11 +715,11 @@ export async function startImapServer(
         const test = sequenceSet(set, max);
         return entries.flatMap((entry, i) => (test(entry.uid) ? [{ seq: i + 1, entry }] : []));
       }
+      // A number beyond the folder is a client error (RFC 3501 §9 seq-number); `*` on an empty folder names nothing.
+      if (set.split(/[,:]/).some((n) => n !== '*' && Number(n) > entries.length))
+        throw new BadCommand('Invalid message sequence number');
       const test = sequenceSet(set, entries.length);
-      if (!entries.length && set !== '*' && !/^\d/.test(set)) return [];
-      const out = entries.flatMap((entry, i) => (test(i + 1) ? [{ seq: i + 1, entry }] : []));
-      if (!entries.length && set !== '') throw new BadCommand('No messages in the folder');
-      return out;
+      return entries.flatMap((entry, i) => (test(i + 1) ? [{ seq: i + 1, entry }] : []));
     }
 
     private pksOf(uids: readonly number[]): number[] {
