@@ -200,6 +200,56 @@ describe.each(dialects)('IMAP with imapflow (%s)', (dialect) => {
     }
   });
 
+  it('streams a large message stored as a blob, whole and in ranges, byte for byte as REST serves it', async () => {
+    const big = 'lorem ipsum dolor sit amet '.repeat(30_000);
+    await org.client.inboxes.messages.send(peer, { to: inbox, subject: unique('big-'), text: big });
+    const stored = (await org.client.inboxes.messages.list(inbox, { limit: 20 })).messages.find(
+      (m) => m.subject !== null && m.size > 600_000,
+    );
+    expect(stored).toBeDefined();
+    const raw = Buffer.from(
+      await (
+        await fetch((await org.client.inboxes.messages.getRaw(inbox, stored?.messageId as string)).downloadUrl)
+      ).arrayBuffer(),
+    );
+    expect(raw.length).toBeGreaterThan(600_000);
+    const client = await connect(server, inbox, org.key);
+    try {
+      const box = await client.mailboxOpen('INBOX');
+      const uid = box.uidNext - 1;
+      const whole = await client.fetchOne(String(uid), { source: true, size: true }, { uid: true });
+      expect(whole && whole.size).toBe(raw.length);
+      expect(whole && whole.source?.equals(raw)).toBe(true);
+      const range = await client.fetchOne(String(uid), { source: { start: 300_000, maxLength: 1000 } }, { uid: true });
+      expect(range && range.source?.equals(raw.subarray(300_000, 301_000))).toBe(true);
+    } finally {
+      await client.logout();
+    }
+  });
+
+  it('tells an IDLE-ing client of a change another IMAP client made, and ends the sessions of a deleted key', async () => {
+    const created = await org.client.apiKeys.create({ name: unique('imap-key') });
+    const key = (created as { apiKey: string; apiKeyId: string }).apiKey;
+    const watcher = await connect(server, inbox, org.key);
+    const actor = await connect(server, inbox, key);
+    try {
+      await watcher.mailboxOpen('INBOX');
+      await actor.mailboxOpen('INBOX');
+      const flags: string[][] = [];
+      watcher.on('flags', (e: { flags: Set<string> }) => flags.push([...e.flags]));
+      void watcher.idle();
+      await new Promise((r) => setTimeout(r, 100));
+      await actor.messageFlagsAdd('1', ['Urgent'], { uid: true });
+      await waitFor(() => flags.some((f) => f.includes('Urgent')), 'FETCH FLAGS from the other session', 1000);
+      const closed = new Promise<void>((resolve) => actor.once('close', () => resolve()));
+      await org.client.apiKeys.delete((created as { apiKeyId: string }).apiKeyId);
+      await closed;
+    } finally {
+      await watcher.logout();
+      actor.close();
+    }
+  });
+
   it('an inbox-scoped key cannot open another inbox', async () => {
     const scoped = await org.client.inboxes.apiKeys.create(inbox, { name: 'imap-scoped' });
     const key = (scoped as { apiKey: string }).apiKey;

@@ -197,7 +197,7 @@ export async function startImapServer(
       socket.on('close', () => this.destroy());
       socket.setTimeout(config.idleTimeoutMs, () => {
         this.write(`* BYE Idle for too long${CRLF}`);
-        this.destroy();
+        this.end();
       });
     }
 
@@ -252,14 +252,30 @@ export async function startImapServer(
       this.write(Buffer.concat([compiler({ tag, command, attributes } as never), CRLF]));
     }
 
+    /** Ends the connection once what was written has been sent (LOGOUT, BYE). */
+    end() {
+      if (this.closed) return;
+      this.socket.end();
+      const socket = this.socket;
+      const timer = setTimeout(() => socket.destroy(), 5_000);
+      timer.unref();
+      this.socket.once('close', () => clearTimeout(timer));
+      this.release();
+    }
+
     destroy() {
+      if (this.closed) return;
+      this.release();
+      this.socket.destroy();
+    }
+
+    private release() {
       if (this.closed) return;
       this.closed = true;
       sessions.delete(this);
       const n = (perIp.get(this.ip) ?? 1) - 1;
       if (n > 0) perIp.set(this.ip, n);
       else perIp.delete(this.ip);
-      this.socket.destroy();
     }
 
     private onData(chunk: Buffer) {
@@ -282,7 +298,7 @@ export async function startImapServer(
         if (lf < 0) {
           if (this.input.length > MAX_LINE_BYTES) {
             this.write('* BYE Command line too long\r\n');
-            this.destroy();
+            this.end();
           }
           break;
         }
@@ -291,7 +307,7 @@ export async function startImapServer(
         if (line[line.length - 1] === 0x0d) line = line.subarray(0, -1);
         if (line.length > MAX_LINE_BYTES) {
           this.write('* BYE Command line too long\r\n');
-          this.destroy();
+          this.end();
           break;
         }
         this.onLine(line);
@@ -326,7 +342,7 @@ export async function startImapServer(
           if (plus) {
             // The client sends the bytes anyway: they cannot be told apart from commands.
             this.write('* BYE Literal too large\r\n');
-            this.destroy();
+            this.end();
             return;
           }
           const tag = (this.command[0] ?? line).toString('latin1').split(' ')[0] || '*';
@@ -357,7 +373,9 @@ export async function startImapServer(
         })
         .finally(() => {
           this.running = false;
-          this.pump();
+          // Changes that arrived while the unit ran: an IDLE-ing client still hears of them.
+          if (this.dirty && this.idleTag !== undefined && !this.closed) this.run(() => this.sync(true));
+          else this.pump();
         });
     }
 
@@ -409,8 +427,7 @@ export async function startImapServer(
           return;
         case 'LOGOUT':
           this.write(`* BYE Logging out\r\n${tag} OK LOGOUT completed\r\n`);
-          this.socket.end();
-          this.destroy();
+          this.end();
           return;
         case 'ID':
           this.respond('*', 'ID', [[str('name'), str('agent-services'), str('vendor'), str('agent-services')]]);
@@ -740,7 +757,13 @@ export async function startImapServer(
       const targets = this.resolve(selected, text(args[0]), byUid);
       const items = fetchItems(args[1]);
       if (byUid && !items.some((i) => i.name === 'UID')) items.unshift({ name: 'UID' });
-      const needsSource = items.some((i) =>
+      // A whole message (BODY[], BODY.PEEK[] or RFC822 without a range) is streamed from the
+      // stored pieces when nothing else asks for the source: never all of a large one in memory.
+      const whole = (i: FetchItem) =>
+        i.name === 'RFC822' || (i.name === 'BODY[]' && !i.partial && !i.section?.parts.length && !i.section?.kind);
+      const streamed = items.filter(whole).length === 1 ? items.find(whole) : undefined;
+      const rest = items.filter((i) => i !== streamed);
+      const needsSource = rest.some((i) =>
         ['ENVELOPE', 'BODYSTRUCTURE', 'BODY', 'BODY[]', 'RFC822', 'RFC822.HEADER', 'RFC822.TEXT'].includes(i.name),
       );
       const seen = !selected.readOnly && items.some((i) => i.setsSeen);
@@ -770,13 +793,49 @@ export async function startImapServer(
           const source = needsSource ? await imap.source(account, message) : undefined;
           const root = source ? parseEntity(source) : undefined;
           const out: Node[] = [];
-          for (const item of items) out.push(...fetchItem(item, t.entry, message, selected, source, root, seen));
-          this.respond('*', `${t.seq} FETCH`, [out]);
+          for (const item of rest) out.push(...fetchItem(item, t.entry, message, selected, source, root, seen));
+          if (streamed) {
+            if (streamed.setsSeen && seen)
+              out.push(atom('FLAGS'), flagList(t.entry, selected.deleted.has(t.entry.uid)));
+            await this.streamSource(t.seq, out, streamed.name === 'RFC822' ? 'RFC822' : 'BODY[]', account, message);
+          } else this.respond('*', `${t.seq} FETCH`, [out]);
           await this.flushed();
           if (this.closed) return;
         }
       }
       this.write(`${tag} OK ${byUid ? 'UID FETCH' : 'FETCH'} completed\r\n`);
+    }
+
+    /** `* n FETCH (… BODY[] {size}` then the stored pieces as they are read, then `)`. */
+    private async streamSource(seq: number, out: Node[], name: string, account: ImapAccount, message: Message) {
+      const opened = await imap.openSource(account, message);
+      const head = compiler({ tag: '*', command: `${seq} FETCH`, attributes: [out] } as never);
+      // The compiled list ends with its `)`: the streamed item goes before it.
+      this.write(
+        Buffer.concat([
+          head.subarray(0, head.length - 1),
+          Buffer.from(`${out.length ? ' ' : ''}${name} {${opened?.size ?? 0}}\r\n`),
+        ]),
+      );
+      let written = 0;
+      try {
+        for await (const piece of opened?.pieces ?? []) {
+          written += piece.length;
+          this.write(piece);
+          await this.flushed();
+          if (this.closed) return;
+        }
+      } catch (err) {
+        // The literal promised bytes that are gone: nothing can follow on this connection.
+        log.warn({ err: err instanceof Error ? err.message : String(err) }, 'imap: source vanished while streamed');
+        this.destroy();
+        return;
+      }
+      if (written !== (opened?.size ?? 0)) {
+        this.destroy();
+        return;
+      }
+      this.write(')\r\n');
     }
 
     private async search(
@@ -970,7 +1029,7 @@ export async function startImapServer(
       for (const s of sessions)
         if (s.account?.owner.apiKeyId === apiKeyId) {
           s.write('* BYE The API key was deleted or changed\r\n');
-          s.destroy();
+          s.end();
         }
     },
     async close() {

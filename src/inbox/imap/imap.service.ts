@@ -11,7 +11,7 @@ import { findScopedInbox } from '../inboxes/inbox-scope.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import type { LabelChange, LabelsService } from '../mailstore/labels.service.js';
 import type { RemovalService } from '../mailstore/removal.service.js';
-import { findMessagesByPks, findRawSource } from '../mailstore/message.repository.js';
+import { findMessagesByPks, findRawSource, openRawSource } from '../mailstore/message.repository.js';
 import { type FolderEntry, findFoldersOf, findUidNext, listFolder } from '../mailstore/folder.repository.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import type { SearchService } from '../search/search.service.js';
@@ -145,6 +145,12 @@ export function createImapService(deps: ImapServiceDeps) {
     async source(account: ImapAccount, message: Message): Promise<Buffer | undefined> {
       if (message.inboxId !== account.inbox.inboxId) return undefined;
       return findRawSource(db, message.pk);
+    },
+
+    /** The stored source in pieces, with its size (BODY[] of a whole message, streamed). */
+    async openSource(account: ImapAccount, message: Message) {
+      if (message.inboxId !== account.inbox.inboxId) return undefined;
+      return openRawSource(db, message.pk);
     },
 
     /** STORE and the implicit \Seen of a FETCH: labels through the labels service (messageUpdate). */

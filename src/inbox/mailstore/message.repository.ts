@@ -14,7 +14,7 @@ import type { Db, InboxDatabase } from '../schema/database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { ListFilter } from '../lists/list-query.js';
 import type { MessageRow } from '../schema/message.table.js';
-import { blobIdsOf, CHUNK_BYTES, claimBlobs, readBlob, type MessageBlobs } from './message-blobs.js';
+import { blobIdsOf, CHUNK_BYTES, claimBlobs, openBlob, readBlob, type MessageBlobs } from './message-blobs.js';
 import { nextTurn } from '../../platform/turns.js';
 
 /** A message about to be stored: no key yet, and the source and attachment bytes with it. */
@@ -421,6 +421,31 @@ export async function findRawSource(db: Db, messagePk: number): Promise<Buffer |
     .where('id', '=', messagePk)
     .executeTakeFirst();
   return row ? sourceOf(db, row) : undefined;
+}
+
+/**
+ * The stored source of a message as its size and its bytes in pieces (IMAP streams it), or
+ * undefined when none was kept: a small source in one piece, a blob's piece by piece.
+ */
+export async function openRawSource(
+  db: Db,
+  messagePk: number,
+): Promise<{ size: number; pieces: AsyncIterable<Buffer> } | undefined> {
+  const row = await db
+    .selectFrom('messages')
+    .select(['raw', 'source_blob'])
+    .where('id', '=', messagePk)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  if (row.source_blob !== null) return openBlob(db, Number(row.source_blob));
+  if (!row.raw) return undefined;
+  const raw = Buffer.from(row.raw);
+  return {
+    size: raw.length,
+    pieces: (async function* () {
+      yield raw;
+    })(),
+  };
 }
 
 /** The source of a message whose `raw` and `source_blob` columns were read already. */
