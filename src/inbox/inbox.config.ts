@@ -300,10 +300,40 @@ export const inboxConfigSpec = {
   ),
   imapLoginFailures: env.integer(
     'INBOX_IMAP_LOGIN_FAILURES',
-    'failed IMAP logins per user name in 15 minutes (per client address: ten times as many); beyond, logins are refused until the window passes',
+    'failed logins of IMAP and of SMTP submission per user name in 15 minutes (per client address: ten times as many); beyond, logins are refused until the window passes',
     10,
     1,
     100_000,
+  ),
+  // SMTP submission (role `submission`): docs/decisions/0045-imap-server.md.
+  submissionPort: env.port(
+    'INBOX_SUBMISSION_PORT',
+    'SMTP submission port for mail clients, STARTTLS when the TLS settings are set (as port 587; role `submission`)',
+    1587,
+  ),
+  submissionsPort: env.port(
+    'INBOX_SUBMISSIONS_PORT',
+    'SMTP submission with implicit TLS (as port 465), only when `INBOX_SMTP_TLS_KEY` and `INBOX_SMTP_TLS_CERT` are set (role `submission`)',
+    1465,
+  ),
+  submissionAllowPlaintextLoopback: env.boolean(
+    'INBOX_SUBMISSION_ALLOW_PLAINTEXT_LOOPBACK',
+    'accept AUTH without TLS from loopback clients (tests, local use); other clients get 538 until STARTTLS',
+    false,
+  ),
+  submissionMaxMessageBytes: env.integer(
+    'INBOX_SUBMISSION_MAX_MESSAGE_BYTES',
+    'largest submitted message, bytes (advertised with SIZE; 552 beyond)',
+    10 * 1024 * 1024,
+    1024,
+    200 * 1024 * 1024,
+  ),
+  submissionMaxSessionMs: env.integer(
+    'INBOX_SUBMISSION_MAX_SESSION_MS',
+    'how long one SMTP submission session may last, ms (421 and closed beyond)',
+    30 * 60_000,
+    1000,
+    24 * 3_600_000,
   ),
   // Agent sign-up (POST /v0/agent/sign-up, /v0/agent/verify): docs/decisions/0018-pods-and-scoped-keys.md.
   agentSignup: env.boolean(
@@ -325,8 +355,8 @@ export const inboxConfigSpec = {
   ),
   roles: env.listOf<string>(
     'INBOX_ROLES',
-    'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail), `smtp` (inbound SMTP) and `imap` (IMAP for mail clients); anything else stops the process',
-    ['api', 'worker', 'smtp', 'imap'],
+    'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail), `smtp` (inbound SMTP), `imap` (IMAP for mail clients) and `submission` (SMTP submission for mail clients); anything else stops the process',
+    ['api', 'worker', 'smtp', 'imap', 'submission'],
     ['api', 'worker', 'smtp'],
   ),
 } as const;

@@ -5,6 +5,8 @@ import { createFolderProjection, type FoldersChanged } from './mailstore/folders
 import { FOLDERS_TOPIC, packInboxIds, unpackInboxIds } from './imap/folder-signal.js';
 import { createImapService } from './imap/imap.service.js';
 import { startImapServer, type RunningImapServer } from './imap/imap.server.js';
+import { loginToInbox } from './inboxes/inbox-login.js';
+import { startSubmissionServer } from './smtp/submission.server.js';
 import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -280,6 +282,9 @@ export interface RunningInboxService {
   readonly realtime: RealtimeServer | undefined;
   /** The IMAP listeners (role `imap`): STARTTLS, and implicit TLS when a certificate is set. */
   readonly imap: { readonly host: string; readonly port: number; readonly tlsPort: number | undefined } | undefined;
+  /** The SMTP submission listeners (role `submission`): STARTTLS, and implicit TLS when a certificate is set. */
+  readonly submission:
+    { readonly host: string; readonly port: number; readonly tlsPort: number | undefined } | undefined;
   close(): Promise<void>;
 }
 
@@ -364,6 +369,42 @@ async function startImap(
     server,
     async stop() {
       await stopFolders();
+      await stopKeys();
+      await server.close();
+    },
+  };
+}
+
+/** The `submission` role: SMTP submission for mail clients, sent as API sends are (decision 0045). */
+async function startSubmission(config: InboxConfig, runtime: InboxRuntime, database: Database<InboxDatabase>) {
+  const { services } = runtime;
+  const server = await startSubmissionServer(
+    {
+      host: config.smtpHost ?? config.host,
+      port: config.submissionPort,
+      tlsPort: config.submissionsPort,
+      hostname: config.smtpHostname ?? os.hostname(),
+      tlsKey: config.smtpTlsKey,
+      tlsCert: config.smtpTlsCert,
+      allowPlaintextLoopback: config.submissionAllowPlaintextLoopback,
+      maxMessageBytes: config.submissionMaxMessageBytes,
+      maxRecipients: config.maxRecipients,
+      maxSessionMs: config.submissionMaxSessionMs,
+      maxConnections: config.smtpMaxConnections,
+      loginFailures: config.imapLoginFailures,
+    },
+    {
+      login: (address, key) => loginToInbox(services.db, services.apiKeys, address, key, 'messageSend'),
+      submit: (owner, inboxId, message) => services.outgoing.submit(owner, inboxId, message),
+    },
+    pino(loggerOptions(config.logLevel, 'inbox-submission')),
+  );
+  const stopKeys = await database.listen(KEYS_TOPIC, (apiKeyId) => {
+    if (apiKeyId) server.dropKey(apiKeyId);
+  });
+  return {
+    server,
+    async stop() {
       await stopKeys();
       await server.close();
     },
@@ -462,6 +503,7 @@ export async function startInboxService(
     let managementUrl: string | undefined;
     let smtp: RunningSmtpServer | undefined;
     let imap: Awaited<ReturnType<typeof startImap>> | undefined;
+    let submission: Awaited<ReturnType<typeof startSubmission>> | undefined;
     let sweeper: NodeJS.Timeout | undefined;
     /** The sweep under way: close waits for it before the database closes. */
     let sweeping: Promise<unknown> | undefined;
@@ -488,9 +530,11 @@ export async function startInboxService(
       }
       if (config.roles.includes('smtp')) smtp = await startInboundSmtp(config, runtime, options.dnsResolver);
       if (config.roles.includes('imap')) imap = await startImap(config, runtime, database);
+      if (config.roles.includes('submission')) submission = await startSubmission(config, runtime, database);
     } catch (err) {
       clearInterval(sweeper);
       await smtp?.close();
+      await imap?.stop();
       await app?.close();
       await management?.close();
       await runtime.runner.stop();
@@ -506,9 +550,13 @@ export async function startInboxService(
       runtime,
       realtime,
       imap: imap ? { host: imap.server.host, port: imap.server.port, tlsPort: imap.server.tlsPort } : undefined,
+      submission: submission
+        ? { host: submission.server.host, port: submission.server.port, tlsPort: submission.server.tlsPort }
+        : undefined,
       async close() {
         // SMTP first: messages in flight still need the database to commit.
         await smtp?.close();
+        await submission?.stop();
         await imap?.stop();
         // Closes the WebSocket clients (1001) before the HTTP server.
         await app?.close();

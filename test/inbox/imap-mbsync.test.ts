@@ -62,7 +62,7 @@ describe.each(dialects)('IMAP with mbsync (%s)', (dialect) => {
         await org.client.inboxes.messages.send(peer, { to: inbox, subject: `sync ${i}`, text: `body ${i}` });
       await org.client.inboxes.messages.send(inbox, { to: peer, subject: 'sync sent', text: 'sent' });
       const maildir = path.join(dir, 'mail');
-    mkdirSync(maildir);
+      mkdirSync(maildir);
       const rc = path.join(dir, 'mbsyncrc');
       writeFileSync(
         rc,

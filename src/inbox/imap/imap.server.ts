@@ -20,6 +20,7 @@ import {
   str,
 } from './imap-fetch.js';
 import { tlsOptions, watchTls } from '../smtp/smtp.server.js';
+import { loginBudget } from '../../platform/login-budget.js';
 
 /**
  * The IMAP listener (decision 0045): a protocol adapter, as smtp.server.ts is. It reads commands
@@ -73,8 +74,6 @@ const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
 const WRITE_TIMEOUT_MS = 60_000;
 /** Messages read from the database per step of a FETCH or SEARCH. */
 const FETCH_BATCH = 100;
-/** The window of the failed-login budget. */
-const LOGIN_WINDOW_MS = 15 * 60_000;
 
 const CRLF = Buffer.from('\r\n');
 const atom = (value: string) => ({ type: 'ATOM', value });
@@ -109,35 +108,6 @@ function sequenceSet(value: string, max: number): (n: number) => boolean {
     return [Math.min(a, hi), Math.max(a, hi)] as const;
   });
   return (n) => ranges.some(([lo, hi]) => n >= lo && n <= hi);
-}
-
-/**
- * Failed logins per user name (`limit`) and per client address (ten times as many: one address
- * may be a whole office behind NAT) in a window, in this process.
- */
-function loginBudget(limit: number) {
-  const limitOf = (key: string) => (key.startsWith('ip:') ? limit * 10 : limit);
-  const failures = new Map<string, { start: number; count: number }>();
-  const current = (key: string, now: number) => {
-    const f = failures.get(key);
-    return f && now - f.start < LOGIN_WINDOW_MS ? f : undefined;
-  };
-  return {
-    blocked(keys: readonly string[]): boolean {
-      const now = Date.now();
-      return keys.some((k) => (current(k, now)?.count ?? 0) >= limitOf(k));
-    },
-    failed(keys: readonly string[]): void {
-      const now = Date.now();
-      if (failures.size > 100_000)
-        for (const [k, f] of failures) if (now - f.start >= LOGIN_WINDOW_MS) failures.delete(k);
-      for (const k of keys) {
-        const f = current(k, now) ?? { start: now, count: 0 };
-        f.count += 1;
-        failures.set(k, f);
-      }
-    },
-  };
 }
 
 interface Selected {
@@ -541,14 +511,13 @@ export async function startImapServer(
     private async login(tag: string, user: string, password: string) {
       if (this.state !== 'fresh') throw new BadCommand('Already logged in');
       if (!this.loginAllowed()) throw new ImapNoError('PRIVACYREQUIRED', 'Log in over TLS (STARTTLS or port 993).');
-      const keys = [`ip:${this.ip}`, `user:${user.toLowerCase()}`];
-      if (budget.blocked(keys)) {
+      if (budget.blocked(user, this.ip)) {
         log.warn({ user, ip: this.ip }, 'imap: login refused, too many failures');
         throw new ImapNoError('UNAVAILABLE', 'Too many failed logins; try again later.');
       }
       const result = await imap.login(user, password);
       if (!result.ok) {
-        budget.failed(keys);
+        budget.failed(user, this.ip);
         log.warn({ user, ip: this.ip, reason: result.reason }, 'imap: login failed');
         if (result.reason === 'permission')
           throw new ImapNoError('AUTHORIZATIONFAILED', 'This API key lacks the message_read permission.');

@@ -8,6 +8,7 @@ import { type KeyOwner, holds } from '../core/scope.js';
 import { TRASH_LABEL } from '../core/thread.js';
 import { type Folder, MESSAGE_FOLDERS, SPAM_LABEL, FOLDERS } from '../core/folders.js';
 import { findScopedInbox } from '../inboxes/inbox-scope.js';
+import { loginToInbox } from '../inboxes/inbox-login.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import type { LabelChange, LabelsService } from '../mailstore/labels.service.js';
 import type { RemovalService } from '../mailstore/removal.service.js';
@@ -99,13 +100,8 @@ export function createImapService(deps: ImapServiceDeps) {
   return {
     /** User name = the inbox's address, password = an API key that reaches it and may read messages. */
     async login(address: string, key: string): Promise<LoginResult> {
-      const owner = await deps.apiKeys.authenticate(key);
-      if (!owner) return { ok: false, reason: 'credentials' };
-      const inbox = await findScopedInbox(db, owner, address);
-      // Out of scope answers as a wrong key does: whether the inbox exists is not revealed.
-      if (!inbox) return { ok: false, reason: 'credentials' };
-      if (!holds(owner, 'messageRead')) return { ok: false, reason: 'permission' };
-      return { ok: true, account: { owner, inbox } };
+      const login = await loginToInbox(db, deps.apiKeys, address, key, 'messageRead');
+      return login.ok ? { ok: true, account: { owner: login.owner, inbox: login.inbox } } : login;
     },
 
     /** The folders the key may open: Trash and Spam need the label permissions lists ask for. */
