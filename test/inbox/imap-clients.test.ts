@@ -117,6 +117,18 @@ describe.each(dialects)('IMAP clients and hostile input (%s)', (dialect) => {
     expect(read.messages.find((m) => m.subject === 'imaplib one')?.labels).not.toContain('unread');
   });
 
+  it('serves curl: the folder list, a message by UID, and a search', async () => {
+    const base = `imap://127.0.0.1:${imapPort(server)}`;
+    const user = ['-u', `${inbox}:${org.key}`];
+    const list = await run('curl', ['-sS', '--fail', ...user, `${base}/`]);
+    expect(list.stdout).toContain('"/" INBOX');
+    expect(list.stdout).toContain('\\Trash) "/" Trash');
+    const message = await run('curl', ['-sS', '--fail', ...user, `${base}/INBOX;UID=1`]);
+    expect(message.stdout).toContain('Subject: imaplib one');
+    const search = await run('curl', ['-sS', '--fail', ...user, `${base}/INBOX?SUBJECT%20%22imaplib%20one%22`]);
+    expect(search.stdout.trim()).toBe('* SEARCH 1');
+  });
+
   it('answers BAD to nonsense, never crashes, and cuts off oversized lines and literals', async () => {
     const raw = await RawImap.open(imapPort(server));
     try {

@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -126,6 +126,32 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
     expect(raw).not.toMatch(/^bcc:/im);
     expect(raw).toMatch(/^Message-ID: /im);
     expect(stored?.bcc).toEqual([hidden]);
+  });
+
+  it('sends with curl over STARTTLS', async () => {
+    const file = path.join(dir, 'curl.eml');
+    writeFileSync(file, `From: ${inbox}\r\nTo: ${peer}\r\nSubject: curl submission\r\n\r\nSent with curl.\r\n`);
+    await run('curl', [
+      '-sS',
+      '--fail',
+      `smtp://127.0.0.1:${ports().starttls}`,
+      '--ssl-reqd',
+      '--cacert',
+      pem.cert,
+      '--resolve',
+      `smtp.inbox.test:${ports().starttls}:127.0.0.1`,
+      '-u',
+      `${inbox}:${org.key}`,
+      '--mail-from',
+      inbox,
+      '--mail-rcpt',
+      peer,
+      '-T',
+      file,
+      '-k',
+    ]);
+    const received = await org.client.inboxes.messages.list(peer, {});
+    expect(received.messages.map((m) => m.subject)).toContain('curl submission');
   });
 
   it('refuses another envelope sender or From with 553, and a key that may not send with 535', async () => {
