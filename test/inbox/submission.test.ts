@@ -8,6 +8,7 @@ import nodemailer from 'nodemailer';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { SmtpTestClient } from '../support/smtp-client.js';
 import { organization, unique } from './fixtures.js';
+import { connect } from '../support/imap.js';
 
 /**
  * SMTP submission for mail clients (decision 0045), on both dialects: AUTH with an inbox address
@@ -59,7 +60,10 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
       dialect,
       jobPollMs: 20,
       env: {
-        INBOX_ROLES: 'api,worker,submission',
+        INBOX_ROLES: 'api,worker,submission,imap',
+        INBOX_IMAP_PORT: '0',
+        INBOX_IMAPS_PORT: '0',
+        INBOX_IMAP_ALLOW_PLAINTEXT_LOOPBACK: 'true',
         INBOX_SUBMISSION_PORT: '0',
         INBOX_SUBMISSIONS_PORT: '0',
         INBOX_SMTP_TLS_KEY: pem.key,
@@ -186,5 +190,34 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
     const wrong = transport({ user: inbox, pass: 'am_wrong' });
     await expect(wrong.verify()).rejects.toMatchObject({ responseCode: 535 });
     wrong.close();
+  });
+
+  it('takes the copy a mail client APPENDs to Sent after sending as the message already there', async () => {
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: ports().starttls,
+      requireTLS: true,
+      tls: { ca: readFileSync(pem.cert), servername: 'smtp.inbox.test' },
+      auth: { user: inbox, pass: org.key },
+    });
+    const mail = { from: inbox, to: peer, subject: unique('copy-'), text: 'kept once' };
+    const info = await transport.sendMail(mail);
+    transport.close();
+    const imap = await connect(server, inbox, org.key);
+    try {
+      const sent = await imap.mailboxOpen('Sent');
+      const copy = `Message-ID: ${info.messageId}\r\nFrom: ${inbox}\r\nTo: ${peer}\r\nSubject: ${mail.subject}\r\n\r\n${'x'.repeat(300_000)}\r\n`;
+      const appended = await imap.append('Sent', copy, ['\\Seen']);
+      expect(appended && appended.uid).toBe(sent.uidNext - 1);
+      expect((await imap.status('Sent', { messages: true })) || undefined).toMatchObject({ messages: sent.exists });
+      // Anything else has no place: refused, and the session goes on.
+      await expect(imap.append('Sent', copy.replace(info.messageId, '<unknown@example.org>'))).rejects.toMatchObject({
+        serverResponseCode: 'CANNOT',
+      });
+      await expect(imap.append('INBOX', copy)).rejects.toMatchObject({ serverResponseCode: 'CANNOT' });
+      expect((await imap.status('INBOX', { messages: true })) || undefined).toMatchObject({ messages: 0 });
+    } finally {
+      await imap.logout();
+    }
   });
 });

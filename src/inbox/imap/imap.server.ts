@@ -66,6 +66,12 @@ export interface RunningImapServer {
 const MAX_LINE_BYTES = 64 * 1024;
 /** A literal of a command; APPEND (not served yet) will need its own, larger limit. */
 const MAX_LITERAL_BYTES = 64 * 1024;
+/**
+ * The message literal of an APPEND: read to its end but kept only up to APPEND_KEPT_BYTES (its
+ * header is all APPEND into Sent looks at), so that it never sits in memory whole.
+ */
+const MAX_APPEND_BYTES = 200 * 1024 * 1024;
+const APPEND_KEPT_BYTES = 64 * 1024;
 /** A whole command with its literals. */
 const MAX_COMMAND_BYTES = 256 * 1024;
 /** Bytes a client may leave unread before it is cut off. */
@@ -144,6 +150,8 @@ export async function startImapServer(
     private command: Buffer[] = [];
     private commandBytes = 0;
     private literalNeeded = 0;
+    /** Bytes of the literal being read that are kept (the rest of an APPEND's is dropped as it arrives). */
+    private literalKept = 0;
     private running = false;
     private closed = false;
     state: 'fresh' | 'auth' | 'selected' = 'fresh';
@@ -184,7 +192,7 @@ export async function startImapServer(
       if (this.state === 'fresh') {
         if (!this.secure && secureContext) caps.push('STARTTLS');
         caps.push(this.loginAllowed() ? 'AUTH=PLAIN' : 'LOGINDISABLED');
-      } else caps.push('UIDPLUS', 'MOVE', 'SPECIAL-USE', 'CHILDREN');
+      } else caps.push('UIDPLUS', 'MOVE', 'SPECIAL-USE', 'CHILDREN', `APPENDLIMIT=${MAX_APPEND_BYTES}`);
       return caps.join(' ');
     }
 
@@ -258,10 +266,13 @@ export async function startImapServer(
     private pump() {
       while (!this.running && !this.closed) {
         if (this.literalNeeded > 0) {
-          if (this.input.length < this.literalNeeded) break;
-          this.command.push(this.input.subarray(0, this.literalNeeded));
-          this.input = this.input.subarray(this.literalNeeded);
-          this.literalNeeded = 0;
+          if (!this.input.length) break;
+          const take = Math.min(this.input.length, this.literalNeeded);
+          const keep = Math.min(take, this.literalKept);
+          if (keep) this.command.push(this.input.subarray(0, keep));
+          this.literalKept -= keep;
+          this.input = this.input.subarray(take);
+          this.literalNeeded -= take;
           continue;
         }
         const lf = this.input.indexOf(0x0a);
@@ -308,7 +319,12 @@ export async function startImapServer(
       if (marker) {
         const size = Number(marker[1]);
         const plus = marker[2] === '+';
-        if (size > MAX_LITERAL_BYTES || this.commandBytes + size > MAX_COMMAND_BYTES) {
+        const append = /^\S+ APPEND /i.test((this.command[0] ?? line).toString('latin1', 0, 64));
+        const kept = append ? Math.min(size, APPEND_KEPT_BYTES) : size;
+        if (
+          (append ? size > MAX_APPEND_BYTES : size > MAX_LITERAL_BYTES) ||
+          this.commandBytes + kept > MAX_COMMAND_BYTES
+        ) {
           if (plus) {
             // The client sends the bytes anyway: they cannot be told apart from commands.
             this.write('* BYE Literal too large\r\n');
@@ -321,9 +337,13 @@ export async function startImapServer(
           this.write(`${tag} BAD [TOOBIG] Literal too large\r\n`);
           return;
         }
-        this.command.push(line, CRLF);
+        // The parser sees the literal as it is kept.
+        const marked =
+          kept === size ? line : Buffer.from(line.toString('latin1').replace(/\{\d+(\+?)\}$/, `{${kept}$1}`), 'latin1');
+        this.command.push(marked, CRLF);
         this.literalNeeded = size;
-        this.commandBytes += size;
+        this.literalKept = kept;
+        this.commandBytes += kept;
         if (!plus) this.write('+ Ready for literal data\r\n');
         return;
       }
@@ -438,7 +458,7 @@ export async function startImapServer(
         case 'RENAME':
           throw new ImapNoError('CANNOT', 'The folders of an inbox are fixed: INBOX, Sent, Trash, Spam, Drafts.');
         case 'APPEND':
-          throw new ImapNoError('CANNOT', 'APPEND is not supported yet.');
+          return this.append(tag, args, account);
         case 'IDLE':
           if (this.selected && this.dirty) await this.sync(true);
           this.idleTag = tag;
@@ -585,6 +605,26 @@ export async function startImapServer(
         this.write(`* ${command} (${attributes.join(' ')}) "/" ${folder}\r\n`);
       }
       this.write(`${tag} OK ${command} completed\r\n`);
+    }
+
+    /**
+     * APPEND into Sent of a message the inbox sent already (a mail client keeping a copy of what it
+     * just sent through SMTP submission): answered with the UID it has there, nothing stored twice.
+     * Anything else has no place in the store yet (Drafts: the next part of decision 0045).
+     */
+    private async append(tag: string, args: ParsedAttribute[], account: ImapAccount) {
+      const folder = this.folderArg(args[0], account);
+      const message = args[args.length - 1];
+      if (!message || Array.isArray(message) || message.type !== 'LITERAL')
+        throw new BadCommand('APPEND needs a message');
+      if (folder !== 'Sent')
+        throw new ImapNoError('CANNOT', `Messages cannot be added to ${folder}; send them through SMTP submission.`);
+      const header = text(message).split(/\r?\n\r?\n/)[0] ?? '';
+      const id = /^message-id:\s*(<[^<>\s]+>)/im.exec(header)?.[1];
+      const sent = id ? await imap.findSent(account, id) : undefined;
+      if (!sent)
+        throw new ImapNoError('CANNOT', 'Sent holds what the inbox sent: send the message through SMTP submission.');
+      this.write(`${tag} OK [APPENDUID ${sent.uidValidity} ${sent.uid}] APPEND completed (already in Sent)\r\n`);
     }
 
     private async status(tag: string, args: ParsedAttribute[], account: ImapAccount) {

@@ -12,7 +12,7 @@ import { loginToInbox } from '../inboxes/inbox-login.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import type { LabelChange, LabelsService } from '../mailstore/labels.service.js';
 import type { RemovalService } from '../mailstore/removal.service.js';
-import { findMessagesByPks, findRawSource, openRawSource } from '../mailstore/message.repository.js';
+import { findMessage, findMessagesByPks, findRawSource, openRawSource } from '../mailstore/message.repository.js';
 import { type FolderEntry, findFoldersOf, findUidNext, listFolder } from '../mailstore/folder.repository.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import type { SearchService } from '../search/search.service.js';
@@ -125,6 +125,14 @@ export function createImapService(deps: ImapServiceDeps) {
       const uidNext = await findUidNext(db, inbox.inboxId, folder);
       const entries = (await listFolder(db, inbox.inboxId, folder)).filter((e) => e.uid < uidNext);
       return { folder, uidValidity, uidNext, entries };
+    },
+
+    /** The UID in Sent of the inbox's message with this Message-ID, if it is there (APPEND into Sent). */
+    async findSent(account: ImapAccount, messageId: string): Promise<{ uidValidity: number; uid: number } | undefined> {
+      const message = await findMessage(db, account.owner.organizationId, account.inbox.inboxId, messageId);
+      if (!message) return undefined;
+      const uid = (await findFoldersOf(db, [message.pk])).find((f) => f.folder === 'Sent')?.uid;
+      return uid === undefined ? undefined : { uidValidity: uidValidityOf(account.inbox), uid };
     },
 
     /** Messages of the account's inbox by key, without bodies (FETCH). */
