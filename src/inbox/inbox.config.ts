@@ -291,6 +291,13 @@ export const inboxConfigSpec = {
     1,
     100_000,
   ),
+  imapMaxConnectionsPerKey: env.integer(
+    'INBOX_IMAP_MAX_CONNECTIONS_PER_KEY',
+    'IMAP sessions one API key may hold logged in on one process (`NO [LIMIT]` at login beyond)',
+    100,
+    1,
+    100_000,
+  ),
   imapIdleTimeoutMs: env.integer(
     'INBOX_IMAP_IDLE_TIMEOUT_MS',
     'an IMAP client that sends nothing for this long is logged out, ms (RFC 9051 asks for at least 30 minutes once logged in)',

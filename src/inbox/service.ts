@@ -352,6 +352,7 @@ async function startImap(
       allowPlaintextLoopback: config.imapAllowPlaintextLoopback,
       maxConnections: config.imapMaxConnections,
       maxConnectionsPerIp: config.imapMaxConnectionsPerIp,
+      maxConnectionsPerKey: config.imapMaxConnectionsPerKey,
       idleTimeoutMs: config.imapIdleTimeoutMs,
       loginFailures: config.imapLoginFailures,
     },

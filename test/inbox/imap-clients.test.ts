@@ -75,7 +75,11 @@ describe.each(dialects)('IMAP clients and hostile input (%s)', (dialect) => {
   let peer: string;
 
   beforeAll(async () => {
-    server = await startInboxServer({ dialect, jobPollMs: 20, env: { ...IMAP_ENV, INBOX_IMAP_LOGIN_FAILURES: '3' } });
+    server = await startInboxServer({
+      dialect,
+      jobPollMs: 20,
+      env: { ...IMAP_ENV, INBOX_IMAP_LOGIN_FAILURES: '3', INBOX_IMAP_MAX_CONNECTIONS_PER_KEY: '3' },
+    });
     org = await organization(server, [unique('py'), unique('peer')]);
     [inbox, peer] = org.inboxes as [string, string];
     for (const word of ['one', 'two'])
@@ -166,6 +170,27 @@ describe.each(dialects)('IMAP clients and hostile input (%s)', (dialect) => {
     const raw = await RawImap.open(imapPort(server));
     expect(await raw.command('f', `LOGIN ${user} am_wrong`)).toMatch(/^f NO \[UNAVAILABLE\]/m);
     raw.close();
+  });
+
+  it('holds at most INBOX_IMAP_MAX_CONNECTIONS_PER_KEY sessions of one key, and refuses moves the labels cannot express', async () => {
+    const created = (await org.client.apiKeys.create({ name: unique('limit') })) as { apiKey: string };
+    const open: RawImap[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        const raw = await RawImap.open(imapPort(server));
+        open.push(raw);
+        expect(await raw.command('l', `LOGIN ${inbox} ${created.apiKey}`)).toMatch(/^l OK/m);
+      }
+      const fourth = await RawImap.open(imapPort(server));
+      open.push(fourth);
+      expect(await fourth.command('l', `LOGIN ${inbox} ${created.apiKey}`)).toMatch(/^l NO \[LIMIT\]/m);
+      const first = open[0] as RawImap;
+      expect(await first.command('s', 'SELECT INBOX')).toMatch(/^s OK/m);
+      expect(await first.command('m', 'UID MOVE 1 Sent')).toMatch(/^m NO \[CANNOT\]/m);
+      expect(await first.command('d', 'MOVE 1 Drafts')).toMatch(/^d NO \[CANNOT\]/m);
+    } finally {
+      for (const raw of open) raw.close();
+    }
   });
 
   it('uses AUTHENTICATE PLAIN with and without an initial response', async () => {

@@ -40,6 +40,8 @@ export interface ImapListenerConfig {
   readonly allowPlaintextLoopback: boolean;
   readonly maxConnections: number;
   readonly maxConnectionsPerIp: number;
+  /** Logged-in sessions of one API key on this process. */
+  readonly maxConnectionsPerKey: number;
   readonly idleTimeoutMs: number;
   readonly loginFailures: number;
 }
@@ -543,6 +545,9 @@ export async function startImapServer(
           throw new ImapNoError('AUTHORIZATIONFAILED', 'This API key lacks the message_read permission.');
         throw new ImapNoError('AUTHENTICATIONFAILED', 'Invalid user name (the inbox address) or API key.');
       }
+      const keyId = result.account.owner.apiKeyId;
+      if ([...sessions].filter((s) => s.account?.owner.apiKeyId === keyId).length >= config.maxConnectionsPerKey)
+        throw new ImapNoError('LIMIT', 'Too many sessions with this API key; log out elsewhere first.');
       this.account = result.account;
       this.state = 'auth';
       log.info({ user, ip: this.ip, apiKeyId: result.account.owner.apiKeyId }, 'imap: logged in');
@@ -956,6 +961,11 @@ export async function startImapServer(
         targets.map((t) => t.entry.pk),
       );
       const moved = targets.filter((t) => uids.has(t.entry.pk));
+      // Received mail has no place in Sent, nor sent mail in INBOX: the labels say where a message is.
+      if (targets.length && !moved.length) {
+        await this.sync(true);
+        throw new ImapNoError('CANNOT', `These messages cannot be moved to ${to}.`);
+      }
       if (moved.length) {
         const view = await imap.open(account, to);
         this.write(
