@@ -32,7 +32,7 @@ describe('npm start: settings it refuses', () => {
     [
       'INBOX_ROLES=foo',
       { INBOX_ROLES: 'foo' },
-      /INBOX_ROLES must be a comma-separated list of api, worker, smtp, got "foo"/,
+      /INBOX_ROLES must be a comma-separated list of api, worker, smtp, imap, submission, got "foo"/,
     ],
     ['INBOX_ROLES=api,foo', { INBOX_ROLES: 'api,foo' }, /INBOX_ROLES .*\(unknown: foo\)/],
     ['INBOX_ROLES=,', { INBOX_ROLES: ',' }, /INBOX_ROLES must be a comma-separated list/],

@@ -413,7 +413,7 @@ async function startSubmission(config: InboxConfig, runtime: InboxRuntime, datab
 }
 
 /**
- * Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker, smtp).
+ * Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker, smtp, imap, submission).
  * `dnsResolver` replaces DNS for SPF/DKIM/DMARC (tests).
  */
 export async function startInboxService(

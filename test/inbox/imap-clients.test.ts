@@ -366,3 +366,16 @@ describe.each(dialects)('IMAP UIDs across restarts and instances (%s)', (dialect
     }
   });
 });
+
+describe('IMAP idle timeout', () => {
+  it('logs out a client that sends nothing for INBOX_IMAP_IDLE_TIMEOUT_MS', async () => {
+    const server = await startInboxServer({ env: { ...IMAP_ENV, INBOX_IMAP_IDLE_TIMEOUT_MS: '1000' } });
+    try {
+      const raw = await RawImap.open(imapPort(server));
+      expect(await raw.until(/^\* BYE Idle for too long/m, 3000)).toMatch(/BYE/);
+      raw.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
