@@ -220,6 +220,15 @@ describe.each(dialects)('IMAP with imapflow (%s)', (dialect) => {
       const whole = await client.fetchOne(String(uid), { source: true, size: true }, { uid: true });
       expect(whole && whole.size).toBe(raw.length);
       expect(whole && whole.source?.equals(raw)).toBe(true);
+      // A header sync reads the first pieces only, and still gives the whole message's size.
+      const head = await client.fetchOne(
+        String(uid),
+        { envelope: true, headers: ['subject'], size: true },
+        { uid: true },
+      );
+      expect(head && head.envelope?.subject).toBe(stored?.subject);
+      expect(head && head.headers?.toString()).toBe(`Subject: ${stored?.subject}\r\n\r\n`);
+      expect(head && head.size).toBe(raw.length);
       const range = await client.fetchOne(String(uid), { source: { start: 300_000, maxLength: 1000 } }, { uid: true });
       expect(range && range.source?.equals(raw.subarray(300_000, 301_000))).toBe(true);
     } finally {

@@ -780,6 +780,13 @@ export async function startImapServer(
       const needsSource = rest.some((i) =>
         ['ENVELOPE', 'BODYSTRUCTURE', 'BODY', 'BODY[]', 'RFC822', 'RFC822.HEADER', 'RFC822.TEXT'].includes(i.name),
       );
+      // ENVELOPE and the message's header sections (what a client's header sync asks for) need
+      // only the first pieces of a source, up to its blank line: a large message is not read whole.
+      const headerOnly = rest.every(
+        (i) =>
+          !['BODYSTRUCTURE', 'BODY', 'RFC822', 'RFC822.TEXT'].includes(i.name) &&
+          (i.name !== 'BODY[]' || (!i.section?.parts.length && (i.section?.kind ?? '').startsWith('HEADER'))),
+      );
       const seen = !selected.readOnly && items.some((i) => i.setsSeen);
       for (let i = 0; i < targets.length; i += FETCH_BATCH) {
         const batch = targets.slice(i, i + FETCH_BATCH);
@@ -804,7 +811,11 @@ export async function startImapServer(
         for (const t of live) {
           const message = messages.get(t.entry.pk);
           if (!message) continue;
-          const source = needsSource ? await imap.source(account, message) : undefined;
+          const source = needsSource
+            ? headerOnly
+              ? await imap.sourceHead(account, message)
+              : await imap.source(account, message)
+            : undefined;
           const root = source ? parseEntity(source) : undefined;
           const out: Node[] = [];
           for (const item of rest) out.push(...fetchItem(item, t.entry, message, selected, source, root, seen));
@@ -1155,7 +1166,7 @@ function fetchItem(
     case 'INTERNALDATE':
       return [atom('INTERNALDATE'), str(internalDate(message.timestamp))];
     case 'RFC822.SIZE':
-      return [atom('RFC822.SIZE'), source ? source.length : message.size];
+      return [atom('RFC822.SIZE'), message.size];
     case 'ENVELOPE':
       return [atom('ENVELOPE'), envelope(tree)];
     case 'BODYSTRUCTURE':
@@ -1356,7 +1367,7 @@ function needsHeaders(key: SearchKey): boolean {
 }
 
 async function headersOf(imap: ImapService, account: ImapAccount, message: Message) {
-  const source = await imap.source(account, message);
+  const source = await imap.sourceHead(account, message);
   return source ? parseEntity(source).fields : [];
 }
 

@@ -151,6 +151,26 @@ export function createImapService(deps: ImapServiceDeps) {
       return findRawSource(db, message.pk);
     },
 
+    /**
+     * The first bytes of the stored source, through the blank line that ends its header (or all of
+     * it when it has none): for ENVELOPE, header sections and HEADER searches, a piece or two of a
+     * large message instead of all of it.
+     */
+    async sourceHead(account: ImapAccount, message: Message): Promise<Buffer | undefined> {
+      if (message.inboxId !== account.inbox.inboxId) return undefined;
+      const opened = await openRawSource(db, message.pk);
+      if (!opened) return undefined;
+      const pieces: Buffer[] = [];
+      let length = 0;
+      for await (const piece of opened.pieces) {
+        pieces.push(piece);
+        length += piece.length;
+        const head = pieces.length === 1 ? piece : Buffer.concat(pieces, length);
+        if (head.includes('\r\n\r\n') || head.includes('\n\n')) return head;
+      }
+      return Buffer.concat(pieces, length);
+    },
+
     /** The stored source in pieces, with its size (BODY[] of a whole message, streamed). */
     async openSource(account: ImapAccount, message: Message) {
       if (message.inboxId !== account.inbox.inboxId) return undefined;
