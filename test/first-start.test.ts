@@ -21,6 +21,8 @@ const start = (env: Record<string, string>) =>
     HOST: '127.0.0.1',
     INBOX_PORT: '0',
     INBOX_SMTP_PORT: '0',
+    INBOX_IMAP_PORT: '0',
+    INBOX_SUBMISSION_PORT: '0',
     PROPERTY_PORT: '0',
     LOG_LEVEL: 'warn',
     INBOX_SMTP_VERIFY_AUTH: 'false',

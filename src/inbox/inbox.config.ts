@@ -364,7 +364,7 @@ export const inboxConfigSpec = {
     'INBOX_ROLES',
     'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail), `smtp` (inbound SMTP), `imap` (IMAP for mail clients) and `submission` (SMTP submission for mail clients); anything else stops the process',
     ['api', 'worker', 'smtp', 'imap', 'submission'],
-    ['api', 'worker', 'smtp'],
+    ['api', 'worker', 'smtp', 'imap', 'submission'],
   ),
 } as const;
 
