@@ -788,6 +788,7 @@ export async function startImapServer(
           (i.name !== 'BODY[]' || (!i.section?.parts.length && (i.section?.kind ?? '').startsWith('HEADER'))),
       );
       const seen = !selected.readOnly && items.some((i) => i.setsSeen);
+      const flagsOnly = items.every((i) => i.name === 'UID' || i.name === 'FLAGS');
       for (let i = 0; i < targets.length; i += FETCH_BATCH) {
         const batch = targets.slice(i, i + FETCH_BATCH);
         const live = batch.filter((t) => !selected.gone.has(t.entry.uid));
@@ -804,12 +805,28 @@ export async function startImapServer(
             }
           }
         }
-        const messages = await imap.messages(
-          account,
-          live.map((t) => t.entry.pk),
-        );
+        // UID and FLAGS are the session's own (a client's flag resync): no row is read for them.
+        const messages = flagsOnly
+          ? undefined
+          : await imap.messages(
+              account,
+              live.map((t) => t.entry.pk),
+            );
         for (const t of live) {
-          const message = messages.get(t.entry.pk);
+          if (flagsOnly) {
+            const out: Node[] = [];
+            for (const item of items)
+              out.push(
+                ...(item.name === 'UID'
+                  ? [atom('UID'), t.entry.uid]
+                  : [atom('FLAGS'), flagList(t.entry, selected.deleted.has(t.entry.uid))]),
+              );
+            this.respond('*', `${t.seq} FETCH`, [out]);
+            if (this.socket.writableNeedDrain) await this.flushed();
+            if (this.closed) return;
+            continue;
+          }
+          const message = messages?.get(t.entry.pk);
           if (!message) continue;
           const source = needsSource
             ? headerOnly
