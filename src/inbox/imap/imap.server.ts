@@ -66,7 +66,7 @@ export interface RunningImapServer {
 
 /** A command line, without its literals. */
 const MAX_LINE_BYTES = 64 * 1024;
-/** A literal of a command; APPEND (not served yet) will need its own, larger limit. */
+/** A literal of any command but APPEND. */
 const MAX_LITERAL_BYTES = 64 * 1024;
 /**
  * The message literal of an APPEND: read to its end but kept only up to APPEND_KEPT_BYTES (its
@@ -110,12 +110,33 @@ const isLoopback = (address: string | undefined) =>
 /** A sequence set against `max` (`*`): a test of membership. */
 function sequenceSet(value: string, max: number): (n: number) => boolean {
   if (!/^(\d+|\*)(:(\d+|\*))?(,(\d+|\*)(:(\d+|\*))?)*$/.test(value)) throw new BadCommand('Invalid sequence set');
-  const ranges = value.split(',').map((part) => {
-    const [a, b] = part.split(':').map((v) => (v === '*' ? max : Number(v))) as [number, number | undefined];
-    const hi = b ?? a;
-    return [Math.min(a, hi), Math.max(a, hi)] as const;
-  });
-  return (n) => ranges.some(([lo, hi]) => n >= lo && n <= hi);
+  const ranges = value
+    .split(',')
+    .map((part) => {
+      const [a, b] = part.split(':').map((v) => (v === '*' ? max : Number(v))) as [number, number | undefined];
+      const hi = b ?? a;
+      return [Math.min(a, hi), Math.max(a, hi)] as const;
+    })
+    .sort((x, y) => x[0] - y[0]);
+  // Merged and searched by halves: a client's set may name thousands of UIDs one by one.
+  const merged: [number, number][] = [];
+  for (const [lo, hi] of ranges) {
+    const last = merged[merged.length - 1];
+    if (last && lo <= last[1] + 1) last[1] = Math.max(last[1], hi);
+    else merged.push([lo, hi]);
+  }
+  return (n) => {
+    let low = 0;
+    let high = merged.length - 1;
+    while (low <= high) {
+      const mid = (low + high) >> 1;
+      const [lo, hi] = merged[mid] as [number, number];
+      if (n < lo) high = mid - 1;
+      else if (n > hi) low = mid + 1;
+      else return true;
+    }
+    return false;
+  };
 }
 
 interface Selected {
