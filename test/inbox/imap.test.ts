@@ -229,6 +229,8 @@ describe.each(dialects)('IMAP with imapflow (%s)', (dialect) => {
       expect(head && head.envelope?.subject).toBe(stored?.subject);
       expect(head && head.headers?.toString()).toBe(`Subject: ${stored?.subject}\r\n\r\n`);
       expect(head && head.size).toBe(raw.length);
+      const part = await client.fetchOne(String(uid), { bodyParts: ['1'] }, { uid: true });
+      expect(part && part.bodyParts?.get('1')?.length).toBeGreaterThan(600_000);
       const range = await client.fetchOne(String(uid), { source: { start: 300_000, maxLength: 1000 } }, { uid: true });
       expect(range && range.source?.equals(raw.subarray(300_000, 301_000))).toBe(true);
     } finally {

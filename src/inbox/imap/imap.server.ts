@@ -221,12 +221,15 @@ export async function startImapServer(
 
     write(data: string | Buffer): boolean {
       if (this.closed) return false;
-      const ok = this.socket.write(data);
+      // What the client left unread before this write: one large answer (a section of a big
+      // message) may exceed the bound, a backlog of answers (pushed to an IDLE client that reads
+      // nothing) may not.
       if (this.socket.writableLength > MAX_UNREAD_BYTES) {
         log.warn({ ip: this.ip }, 'imap: client does not read its responses; disconnected');
         this.destroy();
+        return false;
       }
-      return ok;
+      return this.socket.write(data);
     }
 
     /** Waits until the client has read what was written (backpressure), or cuts it off. */
