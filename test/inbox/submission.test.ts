@@ -68,6 +68,7 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
         INBOX_SUBMISSIONS_PORT: '0',
         INBOX_SMTP_TLS_KEY: pem.key,
         INBOX_SMTP_TLS_CERT: pem.cert,
+        INBOX_SUBMISSION_MAX_MESSAGE_BYTES: '65536',
       },
     });
     org = await organization(server, [unique('sub'), unique('peer'), unique('hidden')]);
@@ -158,7 +159,7 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
     expect(received.messages.map((m) => m.subject)).toContain('curl submission');
   });
 
-  it('refuses another envelope sender or From with 553, and a key that may not send with 535', async () => {
+  it('refuses another envelope sender or From with 553, a message beyond the size limit with 552, and a key that may not send with 535', async () => {
     const transport = (auth: { user: string; pass: string }) =>
       nodemailer.createTransport({
         host: '127.0.0.1',
@@ -179,11 +180,14 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
     });
     const info = await ok.sendMail({ from: `Agent <${inbox}>`, to: peer, subject: 'nodemailer', text: 'hello' });
     expect(info.response).toMatch(/^250 /);
-    ok.close();
+    await expect(
+      ok.sendMail({ from: inbox, to: peer, subject: 'too big', text: 'x'.repeat(100_000) }),
+    ).rejects.toMatchObject({ responseCode: 552 });
     const readOnly = (await org.client.apiKeys.create({
       name: unique('ro'),
       permissions: { messageRead: true, inboxRead: true },
     })) as { apiKey: string };
+    ok.close();
     const refused = transport({ user: inbox, pass: readOnly.apiKey });
     await expect(refused.verify()).rejects.toMatchObject({ responseCode: 535 });
     refused.close();

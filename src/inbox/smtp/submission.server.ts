@@ -143,10 +143,15 @@ export async function startSubmissionServer(
     onData(stream, session, callback) {
       const account = accounts.get(session);
       const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
+      let bytes = 0;
+      // Beyond the limit the rest is read and dropped, never held.
+      stream.on('data', (c: Buffer) => {
+        bytes += c.length;
+        if (bytes <= config.maxMessageBytes) chunks.push(c);
+      });
       stream.on('end', () => {
         if (!account) return callback(reply(530, '5.7.0 Authentication required'));
-        if ((stream as unknown as { sizeExceeded?: boolean }).sizeExceeded)
+        if (bytes > config.maxMessageBytes || (stream as unknown as { sizeExceeded?: boolean }).sizeExceeded)
           return callback(reply(552, `5.3.4 Message larger than ${config.maxMessageBytes} bytes`));
         const source = Buffer.concat(chunks);
         const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
