@@ -43,6 +43,12 @@ const THREAD_WRITES = [
   { importNames: ['insertThreads', 'updateThread', 'updateThreadLabels', 'deleteThreadWithMessages'] },
 ];
 const SUMMARY_WRITES = [['**/mailstore/thread-summary.js'], STORE];
+/** The folders of mail clients (decision 0045): only mailstore/ writes them, in the change's transaction. */
+const FOLDER_WRITES = [
+  ['**/mailstore/folder.repository.js'],
+  STORE,
+  { importNames: ['takeUids', 'insertFolderMessages', 'deleteFolderMessage'] },
+];
 const INBOX = 'src/inbox/**/*.ts';
 /** The doors: HTTP routes and the MCP door's tools (which take the routes' request shapes, renamed). */
 const ROUTES = [
@@ -79,11 +85,11 @@ export default tseslint.config(
   {
     files: [INBOX],
     ignores: ['src/inbox/mailstore/**', 'src/inbox/app.ts', ...ROUTES],
-    rules: forbidAll(NOT_PROPERTY, NOT_SCHEMAS, STORE_WRITES, THREAD_WRITES, SUMMARY_WRITES),
+    rules: forbidAll(NOT_PROPERTY, NOT_SCHEMAS, STORE_WRITES, THREAD_WRITES, SUMMARY_WRITES, FOLDER_WRITES),
   },
   {
     files: ['src/inbox/**/*.routes.ts', 'src/inbox/**/*.tools.ts', 'src/inbox/**/*.schemas.ts'],
-    rules: forbidAll(NOT_PROPERTY, STORE_WRITES, THREAD_WRITES, SUMMARY_WRITES),
+    rules: forbidAll(NOT_PROPERTY, STORE_WRITES, THREAD_WRITES, SUMMARY_WRITES, FOLDER_WRITES),
   },
   {
     files: ['src/inbox/**/*.service.ts', 'src/inbox/**/*.repository.ts'],
@@ -96,6 +102,7 @@ export default tseslint.config(
       STORE_WRITES,
       THREAD_WRITES,
       SUMMARY_WRITES,
+      FOLDER_WRITES,
     ),
   },
   {

@@ -70,6 +70,8 @@ for (let i = 0; i < runs; i++) {
       INBOX_PORT: '0',
       PROPERTY_PORT: '0',
       INBOX_SMTP_PORT: '0',
+      INBOX_IMAP_PORT: '0',
+      INBOX_SUBMISSION_PORT: '0',
     },
     encoding: 'utf8',
   });

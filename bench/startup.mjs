@@ -42,6 +42,8 @@ async function env() {
       INBOX_PORT: String(await freePort()),
       PROPERTY_PORT: String(await freePort()),
       INBOX_SMTP_PORT: String(await freePort()),
+      INBOX_IMAP_PORT: '0',
+      INBOX_SUBMISSION_PORT: '0',
     },
   };
 }

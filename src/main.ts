@@ -39,6 +39,9 @@ async function main(): Promise<void> {
       : `Inbox service:    no HTTP API in this process (INBOX_ROLES=${inboxConfig.roles.join(',')})\n`,
   );
   if (inbox.smtp) process.stdout.write(`Inbox SMTP:       smtp://${inbox.smtp.host}:${inbox.smtp.port}\n`);
+  if (inbox.imap) process.stdout.write(`Inbox IMAP:       imap://${inbox.imap.host}:${inbox.imap.port}\n`);
+  if (inbox.submission)
+    process.stdout.write(`Inbox submission: smtp://${inbox.submission.host}:${inbox.submission.port}\n`);
   process.stdout.write(
     `Property service: ${property.url}/api  (docs: ${property.url}/api/docs.html, admin: ${property.url}/admin)\n`,
   );

@@ -64,6 +64,8 @@ describe.each(dialects)('%s: the bundle npm start runs', (dialect) => {
       INBOX_PORT: String(ports.inbox),
       PROPERTY_PORT: String(ports.property),
       INBOX_SMTP_PORT: String(ports.smtp),
+      INBOX_IMAP_PORT: '0',
+      INBOX_SUBMISSION_PORT: '0',
       ...(pgSchema ? { INBOX_DATABASE_URL: pgSchema.url } : {}),
     };
     child = spawn(process.execPath, ['scripts/build-once.mjs', 'run', 'bundle/main.js'], {

@@ -21,6 +21,8 @@ const start = (env: Record<string, string>) =>
     HOST: '127.0.0.1',
     INBOX_PORT: '0',
     INBOX_SMTP_PORT: '0',
+    INBOX_IMAP_PORT: '0',
+    INBOX_SUBMISSION_PORT: '0',
     PROPERTY_PORT: '0',
     LOG_LEVEL: 'warn',
     INBOX_SMTP_VERIFY_AUTH: 'false',
@@ -32,7 +34,7 @@ describe('npm start: settings it refuses', () => {
     [
       'INBOX_ROLES=foo',
       { INBOX_ROLES: 'foo' },
-      /INBOX_ROLES must be a comma-separated list of api, worker, smtp, got "foo"/,
+      /INBOX_ROLES must be a comma-separated list of api, worker, smtp, imap, submission, got "foo"/,
     ],
     ['INBOX_ROLES=api,foo', { INBOX_ROLES: 'api,foo' }, /INBOX_ROLES .*\(unknown: foo\)/],
     ['INBOX_ROLES=,', { INBOX_ROLES: ',' }, /INBOX_ROLES must be a comma-separated list/],

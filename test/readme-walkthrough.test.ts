@@ -20,7 +20,7 @@ import { dialects, freshPostgresSchema } from './support/dialects.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-const PORTS = { inbox: 3000, property: 3001, smtp: 2525 };
+const PORTS = { inbox: 3000, property: 3001, smtp: 2525, imap: 1143, submission: 1587 };
 
 /** The walk-throughs: their blocks, joined, by name. */
 function walkthroughs(): Map<string, string> {
@@ -120,7 +120,16 @@ describe.each(dialects)('%s: README walk-throughs, run twice in bash and zsh', (
       INBOX_SMTP_VERIFY_AUTH: 'false',
       ...(pgSchema ? { INBOX_DATABASE_URL: pgSchema.url, PROPERTY_DATABASE_URL: pgSchema.url } : {}),
     };
-    for (const variable of ['HOST', 'INBOX_PORT', 'PROPERTY_PORT', 'INBOX_SMTP_PORT', 'INBOX_ROLES', 'REDIS_URL'])
+    for (const variable of [
+      'HOST',
+      'INBOX_PORT',
+      'PROPERTY_PORT',
+      'INBOX_SMTP_PORT',
+      'INBOX_IMAP_PORT',
+      'INBOX_SUBMISSION_PORT',
+      'INBOX_ROLES',
+      'REDIS_URL',
+    ])
       delete env[variable];
     server = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     server.stdout?.on('data', (d: Buffer) => (serverOutput += d.toString()));

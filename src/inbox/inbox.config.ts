@@ -287,6 +287,88 @@ export const inboxConfigSpec = {
     'comma-separated domains the SPF record asked of custom domains includes (`include:`), e.g. the SPF domain of the SMTP relay; the record always has `mx`',
     [],
   ),
+  // IMAP (role `imap`): docs/decisions/0045-imap-server.md.
+  imapPort: env.port(
+    'INBOX_IMAP_PORT',
+    'IMAP listener port, STARTTLS when the TLS settings are set (role `imap`)',
+    1143,
+  ),
+  imapsPort: env.port(
+    'INBOX_IMAPS_PORT',
+    'IMAP listener with implicit TLS (as port 993), only when `INBOX_SMTP_TLS_KEY` and `INBOX_SMTP_TLS_CERT` are set (role `imap`)',
+    1993,
+  ),
+  imapHost: env.optionalString('INBOX_IMAP_HOST', 'listen address of the IMAP listeners', 'the value of `HOST`'),
+  imapAllowPlaintextLoopback: env.boolean(
+    'INBOX_IMAP_ALLOW_PLAINTEXT_LOOPBACK',
+    'accept LOGIN and AUTHENTICATE without TLS from loopback clients (tests, local use); other clients always need TLS',
+    false,
+  ),
+  imapMaxConnections: env.integer(
+    'INBOX_IMAP_MAX_CONNECTIONS',
+    'concurrent IMAP connections one process holds (`BYE` beyond)',
+    1000,
+    1,
+    100_000,
+  ),
+  imapMaxConnectionsPerIp: env.integer(
+    'INBOX_IMAP_MAX_CONNECTIONS_PER_IP',
+    'concurrent IMAP connections from one client address (`BYE` beyond)',
+    50,
+    1,
+    100_000,
+  ),
+  imapMaxConnectionsPerKey: env.integer(
+    'INBOX_IMAP_MAX_CONNECTIONS_PER_KEY',
+    'IMAP sessions one API key may hold logged in on one process (`NO [LIMIT]` at login beyond)',
+    100,
+    1,
+    100_000,
+  ),
+  imapIdleTimeoutMs: env.integer(
+    'INBOX_IMAP_IDLE_TIMEOUT_MS',
+    'an IMAP client that sends nothing for this long is logged out, ms (RFC 9051 asks for at least 30 minutes once logged in)',
+    30 * 60_000,
+    1000,
+    24 * 3_600_000,
+  ),
+  imapLoginFailures: env.integer(
+    'INBOX_IMAP_LOGIN_FAILURES',
+    'failed logins of IMAP and of SMTP submission per user name in 15 minutes (per client address: ten times as many); beyond, logins are refused until the window passes',
+    10,
+    1,
+    100_000,
+  ),
+  // SMTP submission (role `submission`): docs/decisions/0045-imap-server.md.
+  submissionPort: env.port(
+    'INBOX_SUBMISSION_PORT',
+    'SMTP submission port for mail clients, STARTTLS when the TLS settings are set (as port 587; role `submission`)',
+    1587,
+  ),
+  submissionsPort: env.port(
+    'INBOX_SUBMISSIONS_PORT',
+    'SMTP submission with implicit TLS (as port 465), only when `INBOX_SMTP_TLS_KEY` and `INBOX_SMTP_TLS_CERT` are set (role `submission`)',
+    1465,
+  ),
+  submissionAllowPlaintextLoopback: env.boolean(
+    'INBOX_SUBMISSION_ALLOW_PLAINTEXT_LOOPBACK',
+    'accept AUTH without TLS from loopback clients (tests, local use); other clients get 538 until STARTTLS',
+    false,
+  ),
+  submissionMaxMessageBytes: env.integer(
+    'INBOX_SUBMISSION_MAX_MESSAGE_BYTES',
+    'largest submitted message, bytes (advertised with SIZE; 552 beyond)',
+    10 * 1024 * 1024,
+    1024,
+    200 * 1024 * 1024,
+  ),
+  submissionMaxSessionMs: env.integer(
+    'INBOX_SUBMISSION_MAX_SESSION_MS',
+    'how long one SMTP submission session may last, ms (421 and closed beyond)',
+    30 * 60_000,
+    1000,
+    24 * 3_600_000,
+  ),
   // Agent sign-up (POST /v0/agent/sign-up, /v0/agent/verify): docs/decisions/0018-pods-and-scoped-keys.md.
   agentSignup: env.boolean(
     'INBOX_AGENT_SIGNUP',
@@ -307,9 +389,9 @@ export const inboxConfigSpec = {
   ),
   roles: env.listOf<string>(
     'INBOX_ROLES',
-    'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail) and `smtp` (inbound SMTP); anything else stops the process',
-    ['api', 'worker', 'smtp'],
-    ['api', 'worker', 'smtp'],
+    'process roles to run: `api` (HTTP), `worker` (webhook deliveries, outbound mail), `smtp` (inbound SMTP), `imap` (IMAP for mail clients) and `submission` (SMTP submission for mail clients); anything else stops the process',
+    ['api', 'worker', 'smtp', 'imap', 'submission'],
+    ['api', 'worker', 'smtp', 'imap', 'submission'],
   ),
 } as const;
 

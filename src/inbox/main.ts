@@ -22,6 +22,9 @@ async function main(): Promise<void> {
     `Inbox service: ${service.url ?? '(no api role)'}/v0  (roles: ${config.roles.join(', ')}; docs: ${service.url ?? ''}/v0/docs)\n`,
   );
   if (service.smtp) process.stdout.write(`Inbox SMTP:    smtp://${service.smtp.host}:${service.smtp.port}\n`);
+  if (service.imap) process.stdout.write(`Inbox IMAP:    imap://${service.imap.host}:${service.imap.port}\n`);
+  if (service.submission)
+    process.stdout.write(`Inbox submission: smtp://${service.submission.host}:${service.submission.port}\n`);
   closeOnSignals([() => service.close()], log);
 }
 

@@ -1,6 +1,12 @@
 import { createSendService } from './outgoing/send.service.js';
 import { createLabelsService } from './mailstore/labels.service.js';
 import { createRemovalService } from './mailstore/removal.service.js';
+import { createFolderProjection, type FoldersChanged } from './mailstore/folders.js';
+import { FOLDERS_TOPIC, packInboxIds, unpackInboxIds } from './imap/folder-signal.js';
+import { createImapService } from './imap/imap.service.js';
+import { startImapServer, type RunningImapServer } from './imap/imap.server.js';
+import { loginToInbox } from './inboxes/inbox-login.js';
+import { startSubmissionServer } from './smtp/submission.server.js';
 import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -68,6 +74,9 @@ const KEYS_TOPIC = 'inbox_api_keys';
 
 export interface InboxRuntime {
   readonly services: InboxServices;
+  /** The mail store's label and removal services, for doors that are not HTTP (IMAP). */
+  readonly labels: ReturnType<typeof createLabelsService>;
+  readonly removal: ReturnType<typeof createRemovalService>;
   readonly runner: JobRunner;
   /** Deletes blobs nothing needs any more (message-blobs.ts `createBlobSweeper`): the worker role runs it every BLOB_SWEEP_MS. */
   sweepBlobs(): Promise<number>;
@@ -88,6 +97,8 @@ export function createInboxServices(
     jobPollMs?: number;
     publishEvents?: PublishEvents;
     keyChanged?: (trx: Db, apiKeyId: string) => Promise<void>;
+    /** Announces changed folders of mail clients in the writer's transaction (imap/folder-signal.ts). */
+    foldersChanged?: FoldersChanged;
     log: { warn(o: object, m: string): void; error(o: object, m: string): void };
   },
 ): InboxRuntime {
@@ -110,7 +121,10 @@ export function createInboxServices(
   // One commit batcher per database, shared by every writer (created with the Kysely instance).
   const commits = commitsOf(db);
   const search = createSearchService({ db });
+  // The folders of mail clients (IMAP), kept by every write of stored mail (decision 0045).
+  const folders = createFolderProjection(options.foldersChanged ? { changed: options.foldersChanged } : {});
   const delivery = createDelivery({
+    folders,
     commits,
     clock,
     ids,
@@ -122,8 +136,8 @@ export function createInboxServices(
   });
   const domains = createDomains(config, { db, commits, clock, ids });
   // The one path of every label change and every removal of stored mail, whichever door asks.
-  const labels = createLabelsService({ recordLabelChanges: events.recordLabelChanges });
-  const removal = createRemovalService({ clock, labels, threadChanged: [search.rebuildThread] });
+  const labels = createLabelsService({ recordLabelChanges: events.recordLabelChanges, folders });
+  const removal = createRemovalService({ clock, labels, threadChanged: [search.rebuildThread], folders });
   const inboxes = createInboxService({
     db,
     clock,
@@ -260,7 +274,14 @@ export function createInboxServices(
     ...(options.wakeups ? { wakeups: options.wakeups } : {}),
     ...(options.jobPollMs ? { pollMs: options.jobPollMs } : {}),
   });
-  return { services, runner, sweepBlobs: blobSweeper.sweep, closeOutbound: () => outbound.close() };
+  return {
+    services,
+    labels,
+    removal,
+    runner,
+    sweepBlobs: blobSweeper.sweep,
+    closeOutbound: () => outbound.close(),
+  };
 }
 
 export interface RunningInboxService {
@@ -274,6 +295,11 @@ export interface RunningInboxService {
   readonly runtime: InboxRuntime;
   /** Real-time events over WebSocket on the API's port (role `api`). */
   readonly realtime: RealtimeServer | undefined;
+  /** The IMAP listeners (role `imap`): STARTTLS, and implicit TLS when a certificate is set. */
+  readonly imap: { readonly host: string; readonly port: number; readonly tlsPort: number | undefined } | undefined;
+  /** The SMTP submission listeners (role `submission`): STARTTLS, and implicit TLS when a certificate is set. */
+  readonly submission:
+    { readonly host: string; readonly port: number; readonly tlsPort: number | undefined } | undefined;
   close(): Promise<void>;
 }
 
@@ -315,8 +341,94 @@ function startInboundSmtp(
   return startSmtpServer(listener, inbound, pino(loggerOptions(config.logLevel, 'inbox-smtp')));
 }
 
+/** The `imap` role: IMAP for mail clients over the same services as the API (decision 0045). */
+async function startImap(
+  config: InboxConfig,
+  runtime: InboxRuntime,
+  database: Database<InboxDatabase>,
+): Promise<{ server: RunningImapServer; stop: () => Promise<void> }> {
+  const { services } = runtime;
+  const imap = createImapService({
+    db: services.db,
+    commits: services.commits,
+    clock: services.clock,
+    apiKeys: services.apiKeys,
+    labels: runtime.labels,
+    removal: runtime.removal,
+    search: services.search,
+  });
+  const server = await startImapServer(
+    {
+      host: config.imapHost ?? config.host,
+      port: config.imapPort,
+      tlsPort: config.imapsPort,
+      tlsKey: config.smtpTlsKey,
+      tlsCert: config.smtpTlsCert,
+      allowPlaintextLoopback: config.imapAllowPlaintextLoopback,
+      maxConnections: config.imapMaxConnections,
+      maxConnectionsPerIp: config.imapMaxConnectionsPerIp,
+      maxConnectionsPerKey: config.imapMaxConnectionsPerKey,
+      idleTimeoutMs: config.imapIdleTimeoutMs,
+      loginFailures: config.imapLoginFailures,
+    },
+    imap,
+    pino(loggerOptions(config.logLevel, 'inbox-imap')),
+  );
+  // Changes committed by any process on the database (every instance on PostgreSQL).
+  const stopFolders = await database.listen(FOLDERS_TOPIC, (payload) => {
+    if (payload) server.foldersChanged(unpackInboxIds(payload));
+  });
+  const stopKeys = await database.listen(KEYS_TOPIC, (apiKeyId) => {
+    if (apiKeyId) server.dropKey(apiKeyId);
+  });
+  return {
+    server,
+    async stop() {
+      await stopFolders();
+      await stopKeys();
+      await server.close();
+    },
+  };
+}
+
+/** The `submission` role: SMTP submission for mail clients, sent as API sends are (decision 0045). */
+async function startSubmission(config: InboxConfig, runtime: InboxRuntime, database: Database<InboxDatabase>) {
+  const { services } = runtime;
+  const server = await startSubmissionServer(
+    {
+      host: config.smtpHost ?? config.host,
+      port: config.submissionPort,
+      tlsPort: config.submissionsPort,
+      hostname: config.smtpHostname ?? os.hostname(),
+      tlsKey: config.smtpTlsKey,
+      tlsCert: config.smtpTlsCert,
+      allowPlaintextLoopback: config.submissionAllowPlaintextLoopback,
+      maxMessageBytes: config.submissionMaxMessageBytes,
+      maxRecipients: config.maxRecipients,
+      maxSessionMs: config.submissionMaxSessionMs,
+      maxConnections: config.smtpMaxConnections,
+      loginFailures: config.imapLoginFailures,
+    },
+    {
+      login: (address, key) => loginToInbox(services.db, services.apiKeys, address, key, 'messageSend'),
+      submit: (owner, inboxId, message) => services.outgoing.submit(owner, inboxId, message),
+    },
+    pino(loggerOptions(config.logLevel, 'inbox-submission')),
+  );
+  const stopKeys = await database.listen(KEYS_TOPIC, (apiKeyId) => {
+    if (apiKeyId) server.dropKey(apiKeyId);
+  });
+  return {
+    server,
+    async stop() {
+      await stopKeys();
+      await server.close();
+    },
+  };
+}
+
 /**
- * Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker, smtp).
+ * Opens and migrates the database, then starts the roles of INBOX_ROLES (api, worker, smtp, imap, submission).
  * `dnsResolver` replaces DNS for SPF/DKIM/DMARC (tests).
  */
 export async function startInboxService(
@@ -362,6 +474,9 @@ export async function startInboxService(
       wakeups,
       publishEvents: feed.publish,
       keyChanged: (trx, apiKeyId) => database.notifyIn(trx, KEYS_TOPIC, apiKeyId),
+      foldersChanged: async (trx, inboxIds) => {
+        for (const payload of packInboxIds(inboxIds)) await database.notifyIn(trx, FOLDERS_TOPIC, payload);
+      },
       ...(redis ? { redis } : {}),
     });
     const hasApi = config.roles.includes('api');
@@ -412,6 +527,8 @@ export async function startInboxService(
     let management: FastifyInstance | undefined;
     let managementUrl: string | undefined;
     let smtp: RunningSmtpServer | undefined;
+    let imap: Awaited<ReturnType<typeof startImap>> | undefined;
+    let submission: Awaited<ReturnType<typeof startSubmission>> | undefined;
     let sweeper: NodeJS.Timeout | undefined;
     /** The sweep under way: close waits for it before the database closes. */
     let sweeping: Promise<unknown> | undefined;
@@ -437,8 +554,12 @@ export async function startInboxService(
         }, options.blobSweepMs ?? BLOB_SWEEP_MS).unref();
       }
       if (config.roles.includes('smtp')) smtp = await startInboundSmtp(config, runtime, options.dnsResolver);
+      if (config.roles.includes('imap')) imap = await startImap(config, runtime, database);
+      if (config.roles.includes('submission')) submission = await startSubmission(config, runtime, database);
     } catch (err) {
       clearInterval(sweeper);
+      await smtp?.close();
+      await imap?.stop();
       await app?.close();
       await management?.close();
       await runtime.runner.stop();
@@ -453,9 +574,15 @@ export async function startInboxService(
       database,
       runtime,
       realtime,
+      imap: imap ? { host: imap.server.host, port: imap.server.port, tlsPort: imap.server.tlsPort } : undefined,
+      submission: submission
+        ? { host: submission.server.host, port: submission.server.port, tlsPort: submission.server.tlsPort }
+        : undefined,
       async close() {
         // SMTP first: messages in flight still need the database to commit.
         await smtp?.close();
+        await submission?.stop();
+        await imap?.stop();
         // Closes the WebSocket clients (1001) before the HTTP server.
         await app?.close();
         await stopKeyWatch?.();

@@ -39,6 +39,17 @@ export class ExternalDeliveryDisabledError extends ValidationError {
   }
 }
 
+/** A submitted message (SMTP submission) whose envelope sender or From is not the inbox that logged in. */
+export class SenderNotAllowedError extends AppError {
+  constructor(what: 'envelope' | 'from', address: string, inboxId: string) {
+    super(
+      'forbidden',
+      `${what === 'envelope' ? 'The envelope sender' : 'The From address'} ${address.slice(0, 200) || '(none)'} is not the inbox ${inboxId} that logged in.`,
+      { code: 'SENDER_NOT_ALLOWED', details: { field: what } },
+    );
+  }
+}
+
 export class InvalidAttachmentError extends ValidationError {
   constructor(index: number, problem: string) {
     super(`attachments[${index}]: ${problem}`, 'attachments', 'INVALID_ATTACHMENT');

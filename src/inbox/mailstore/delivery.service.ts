@@ -28,6 +28,7 @@ import type { ListScreen } from '../access-lists/access-list.service.js';
 import { countOf, recordUsage, usageOf } from '../usage/usage-counts.js';
 import type { UsageDelta } from '../usage/usage.repository.js';
 import { chooseThreads } from './threading.js';
+import type { FolderProjection } from './folders.js';
 
 /** A message as composed (API) or parsed (SMTP): everything but what differs per copy. */
 export type ComposedMessage = Omit<NewMessage, 'organizationId' | 'inboxId' | 'threadId' | 'labels' | 'bcc'>;
@@ -140,6 +141,8 @@ export interface DeliveryDeps {
   readonly lists?: ListScreen;
   /** Wakes the job runner: `commit` calls it after a commit that queued work (webhook deliveries, outbound mail). */
   readonly notifyJobs?: () => void;
+  /** The folders of mail clients: every stored copy takes its UIDs in the same transaction (decision 0045). */
+  readonly folders?: FolderProjection;
 }
 
 /** The label of a copy the recipient's receive or reply lists refused (hidden from lists unless include_blocked). */
@@ -346,6 +349,10 @@ export function createDelivery(deps: DeliveryDeps) {
       thread: s.thread,
       message: { ...s.message, pk: pks.get(s.inbox.inboxId) as number },
     }));
+    await deps.folders?.stored(
+      trx,
+      storedMessages.map((s) => ({ pk: s.message.pk, inboxId: s.inbox.inboxId, labels: s.message.labels })),
+    );
 
     const first = stored[0] as (typeof stored)[number];
     const emitted: EmitInput[] = [];

@@ -3,6 +3,7 @@ import type { InboxRef } from '../core/inbox.js';
 import type { Db } from '../schema/database.js';
 import { updateMessageLabels } from './message.repository.js';
 import { refreshThreadLabels } from './thread-summary.js';
+import type { FolderProjection } from './folders.js';
 
 /** What labels do to stored messages: add these, remove those (a label in both is the caller's to settle). */
 export interface LabelChange {
@@ -23,9 +24,16 @@ export type RecordLabelChanges = (
  * In the caller's transaction, with the messages locked by the caller: each changed message's row
  * and label index, then the labels of every thread touched (the union of its messages', in thread
  * order so that concurrent changes lock threads alike), then one label.added / label.removed event
- * per label and message (inboxes.events.list), written in one statement.
+ * per label and message (inboxes.events.list), written in one statement; and the folders of mail
+ * clients (`folders`: a message that changes folder gets a new UID there, decision 0045).
  */
-export function createLabelsService({ recordLabelChanges }: { recordLabelChanges: RecordLabelChanges }) {
+export function createLabelsService({
+  recordLabelChanges,
+  folders,
+}: {
+  recordLabelChanges: RecordLabelChanges;
+  folders?: FolderProjection;
+}) {
   return {
     /**
      * Applies `change` to `messages` (all of `inbox`); returns each message's labels after it,
@@ -41,6 +49,7 @@ export function createLabelsService({ recordLabelChanges }: { recordLabelChanges
       const after = new Map<string, string[]>();
       const threads = new Set<string>();
       const events: { messageId: string; added: string[]; removed: string[] }[] = [];
+      const moved: { pk: number; inboxId: string; before: readonly string[]; after: readonly string[] }[] = [];
       for (const m of messages) {
         const next = applyLabels(m.labels, change.add, change.remove);
         after.set(m.messageId, next.labels);
@@ -48,9 +57,11 @@ export function createLabelsService({ recordLabelChanges }: { recordLabelChanges
         await updateMessageLabels(trx, m.pk, next.labels, next.added, next.removed, updatedAt);
         threads.add(m.threadId);
         events.push({ messageId: m.messageId, added: next.added, removed: next.removed });
+        moved.push({ pk: m.pk, inboxId: m.inboxId, before: m.labels, after: next.labels });
       }
       for (const threadId of [...threads].sort()) await refreshThreadLabels(trx, threadId, updatedAt);
       if (events.length) await recordLabelChanges(trx, inbox, events);
+      if (moved.length) await folders?.relabelled(trx, moved);
       return after;
     },
   };

@@ -195,6 +195,44 @@ export async function readBlob(db: Db, id: number): Promise<Buffer | undefined> 
 }
 
 /**
+ * A claimed blob's size and its bytes piece by piece (IMAP streams a large source to a client
+ * this way, never holding all of it): a few pieces per read, each read after the caller took
+ * the previous ones. Undefined when the blob is not (or no longer) there; the pieces end early,
+ * with BlobGoneError, when it was swept meanwhile.
+ */
+export async function openBlob(
+  db: Db,
+  id: number,
+): Promise<{ size: number; pieces: AsyncGenerator<Buffer> } | undefined> {
+  const blob = await runCompiledOnce(db, 'blobs.size', [id, BLOB_CLAIMED], () =>
+    db.selectFrom('blobs').select('size').where('id', '=', id).where('state', '=', BLOB_CLAIMED),
+  );
+  if (!blob[0]) return undefined;
+  const size = Number(blob[0].size);
+  async function* pieces(): AsyncGenerator<Buffer> {
+    let length = 0;
+    for (let from = 0; ; from += PIECES_PER_READ) {
+      const rows = await runCompiledOnce(db, 'blob_chunks.read', [id, from, PIECES_PER_READ], () =>
+        db
+          .selectFrom('blob_chunks')
+          .select('bytes')
+          .where('blob_id', '=', id)
+          .where('seq', '>=', from)
+          .orderBy('seq')
+          .limit(PIECES_PER_READ),
+      );
+      for (const r of rows) {
+        length += r.bytes.length;
+        yield r.bytes;
+      }
+      if (rows.length < PIECES_PER_READ) break;
+    }
+    if (length !== size) throw new Error(`blob ${id} was deleted while it was read`);
+  }
+  return { size, pieces: pieces() };
+}
+
+/**
  * Deletes the blobs among `ids` that `doom` marks for deletion in its unit of work (returning
  * their ids): their pieces PIECES_PER_DELETE per unit, then the blob rows. A doomed blob is never
  * claimed, and a sweep finishes one whose deletion a process left halfway.

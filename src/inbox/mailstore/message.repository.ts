@@ -14,7 +14,7 @@ import type { Db, InboxDatabase } from '../schema/database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { ListFilter } from '../lists/list-query.js';
 import type { MessageRow } from '../schema/message.table.js';
-import { blobIdsOf, CHUNK_BYTES, claimBlobs, readBlob, type MessageBlobs } from './message-blobs.js';
+import { blobIdsOf, CHUNK_BYTES, claimBlobs, openBlob, readBlob, type MessageBlobs } from './message-blobs.js';
 import { nextTurn } from '../../platform/turns.js';
 
 /** A message about to be stored: no key yet, and the source and attachment bytes with it. */
@@ -423,6 +423,31 @@ export async function findRawSource(db: Db, messagePk: number): Promise<Buffer |
   return row ? sourceOf(db, row) : undefined;
 }
 
+/**
+ * The stored source of a message as its size and its bytes in pieces (IMAP streams it), or
+ * undefined when none was kept: a small source in one piece, a blob's piece by piece.
+ */
+export async function openRawSource(
+  db: Db,
+  messagePk: number,
+): Promise<{ size: number; pieces: AsyncIterable<Buffer> } | undefined> {
+  const row = await db
+    .selectFrom('messages')
+    .select(['raw', 'source_blob'])
+    .where('id', '=', messagePk)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  if (row.source_blob !== null) return openBlob(db, Number(row.source_blob));
+  if (!row.raw) return undefined;
+  const raw = Buffer.from(row.raw);
+  return {
+    size: raw.length,
+    pieces: (async function* () {
+      yield raw;
+    })(),
+  };
+}
+
 /** The source of a message whose `raw` and `source_blob` columns were read already. */
 export async function sourceOf(
   db: Db,
@@ -452,14 +477,22 @@ export async function insertServiceSecretIfAbsent(db: Db, name: string, value: s
     .execute();
 }
 
-/** Messages by key (search results, batch reads), without bodies; in no particular order. */
-export async function findMessagesByPks(db: Db, pks: readonly number[]): Promise<Message[]> {
+/**
+ * Messages by key (search results, batch reads, IMAP), without bodies; in no particular order
+ * unless locked with `lock` (then by key, so that writers lock alike).
+ */
+export async function findMessagesByPks(
+  db: Db,
+  pks: readonly number[],
+  options: { lock?: Dialect } = {},
+): Promise<Message[]> {
   if (!pks.length) return [];
-  const rows = await db
+  let q = db
     .selectFrom('messages')
     .select(SUMMARY_COLUMNS)
-    .where('id', 'in', [...pks])
-    .execute();
+    .where('id', 'in', [...pks]);
+  if (options.lock) q = forUpdate(q.orderBy('id'), options.lock);
+  const rows = await q.execute();
   return rows.map((row) => messageFromRow(row));
 }
 

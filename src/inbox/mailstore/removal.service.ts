@@ -5,6 +5,7 @@ import { TRASH_LABEL, type Thread } from '../core/thread.js';
 import type { Db } from '../schema/database.js';
 import { threadDeleted } from '../usage/usage-counts.js';
 import type { LabelsService } from './labels.service.js';
+import type { FolderProjection } from './folders.js';
 import { deleteMessageRow, listThreadMessages } from './message.repository.js';
 import { deleteThreadWithMessages } from './thread.repository.js';
 import { rebuildThreadSummary } from './thread-summary.js';
@@ -21,6 +22,8 @@ export function createRemovalService(deps: {
   clock: Clock;
   labels: LabelsService;
   threadChanged: readonly ThreadChangedHook[];
+  /** The folders of mail clients: told of what left (its rows go by the foreign key). */
+  folders?: FolderProjection;
 }) {
   const { clock, labels } = deps;
   return {
@@ -29,6 +32,7 @@ export function createRemovalService(deps: {
       await deleteMessageRow(trx, message.pk);
       await rebuildThreadSummary(trx, message.threadId, clock.now().toISOString());
       for (const hook of deps.threadChanged) await hook(trx, message.threadId);
+      await deps.folders?.removed(trx, [message.inboxId]);
     },
 
     /**
@@ -48,6 +52,7 @@ export function createRemovalService(deps: {
       if (options.permanent || untrashed.length === 0) {
         await deleteThreadWithMessages(trx, thread.threadId);
         await threadDeleted(trx, inbox, messages, clock.now());
+        await deps.folders?.removed(trx, [inbox.inboxId]);
         return 'deleted';
       }
       await labels.apply(trx, inbox, untrashed, { add: [TRASH_LABEL], remove: [] }, clock.now().toISOString());

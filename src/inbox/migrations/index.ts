@@ -13,6 +13,7 @@ import * as messageChunks from './0012_message_chunks.js';
 import * as blobs from './0013_blobs.js';
 import * as inboxStatus from './0014_inbox_status.js';
 import * as agentHumanChanges from './0015_agent_human_changes.js';
+import * as imapFolders from './0016_imap_folders.js';
 import * as consoleSessions from './0017_console_sessions.js';
 
 export const inboxMigrations: MigrationSet = {
@@ -30,6 +31,7 @@ export const inboxMigrations: MigrationSet = {
   '0013_blobs': blobs,
   '0014_inbox_status': inboxStatus,
   '0015_agent_human_changes': agentHumanChanges,
+  '0016_imap_folders': imapFolders,
   '0017_console_sessions': consoleSessions,
 };
 

@@ -3,11 +3,15 @@ import { timeOrderedUuid } from '../../platform/ids.js';
 import { type KeyOwner, requirePermission } from '../core/scope.js';
 import type { ComposedMessage, DeliveryPathDeps } from '../mailstore/delivery.service.js';
 import { InboxNotFoundError, InboxPausedError } from '../inboxes/inbox.errors.js';
-import { ExternalDeliveryDisabledError } from '../core/message.errors.js';
+import {
+  ExternalDeliveryDisabledError,
+  SenderNotAllowedError,
+  TooManyRecipientsError,
+} from '../core/message.errors.js';
 import { findScopedInbox } from '../inboxes/inbox-scope.js';
 import { normalizeInboxId } from '../core/inbox.js';
 import { ForbiddenError } from '../../platform/errors/app-error.js';
-import { composeSource, formatMailbox, previewOf, type Mailbox } from '../mail/compose.js';
+import { addressOf, composeSource, formatMailbox, previewOf, type Mailbox } from '../mail/compose.js';
 import { CHUNK_BYTES, storedAsBlob } from '../mailstore/message-blobs.js';
 import { domainKey } from '../mail/domains.js';
 import { answerHeaders, forwardInput, replyInput } from './answers.js';
@@ -41,6 +45,47 @@ export interface DraftToSend {
   readonly forwardOf: string | null;
 }
 
+/**
+ * A message a mail client submitted (SMTP submission, decision 0045): its envelope, its source as
+ * the client wrote it, and what the parser made of that source (smtp/parse.ts `inboundContent`).
+ */
+export interface SubmittedMessage {
+  readonly mailFrom: string;
+  readonly recipients: readonly string[];
+  readonly source: Buffer;
+  readonly content: {
+    readonly messageId: string | null;
+    readonly from: string | null;
+    readonly replyTo: readonly string[];
+    readonly to: readonly string[];
+    readonly cc: readonly string[];
+    readonly subject: string | null;
+    readonly text: string | null;
+    readonly html: string | null;
+    readonly preview: string | null;
+    readonly inReplyTo: string | null;
+    readonly references: readonly string[];
+    readonly attachments: readonly {
+      readonly meta: Omit<Message['attachments'][number], 'attachmentId'>;
+      readonly content: Buffer;
+    }[];
+  };
+}
+
+/** The header section of a source without its Bcc fields (RFC 6409 §8.1 lets a submission server remove them). */
+function withoutBcc(source: Buffer): Buffer {
+  const text = source.toString('latin1');
+  const end = /\r?\n\r?\n/.exec(text);
+  const headerEnd = end ? end.index : text.length;
+  const header = text.slice(0, headerEnd);
+  if (!/^bcc:/im.test(header)) return source;
+  const kept = header
+    .split(/(?=\r?\n(?![ \t]))/)
+    .filter((field) => !/^(\r?\n)?bcc:/i.test(field))
+    .join('');
+  return Buffer.concat([Buffer.from(kept.replace(/^\r?\n/, ''), 'latin1'), source.subarray(headerEnd)]);
+}
+
 /** Answer headers of a send: In-Reply-To and References (none for a new message). */
 interface AnswerHeaders {
   readonly inReplyTo: string | null;
@@ -52,6 +97,14 @@ export function createSendService(deps: SendServiceDeps) {
   const { db, delivery, clock, ids } = deps;
   const validate = createOutgoingValidator(deps);
   const rule = recipientRule(deps);
+
+  /** The inbox a send leaves from: in the key's scope, and not paused (every door's sends: API, drafts, SMTP submission). */
+  async function sendingInbox(owner: KeyOwner, inboxId: string) {
+    const sender = await findScopedInbox(db, owner, inboxId);
+    if (!sender) throw new InboxNotFoundError(inboxId);
+    if (sender.status === 'paused') throw new InboxPausedError(sender.inboxId);
+    return sender;
+  }
 
   /**
    * Composes the message from the sending inbox (read before the unit of work: its display name
@@ -67,9 +120,7 @@ export function createSendService(deps: SendServiceDeps) {
     answer: AnswerHeaders,
     within?: (trx: Db) => Promise<void>,
   ): Promise<{ messageId: string; threadId: string }> {
-    const sender = await findScopedInbox(db, owner, senderId);
-    if (!sender) throw new InboxNotFoundError(senderId);
-    if (sender.status === 'paused') throw new InboxPausedError(sender.inboxId);
+    const sender = await sendingInbox(owner, senderId);
     const out = await outgoing();
     if (owner.sendOnlyTo !== undefined) {
       // An unverified agent sign-up mails only the human it named (decision 0018).
@@ -213,6 +264,87 @@ export function createSendService(deps: SendServiceDeps) {
         async () => validate(forwardInput(original, input, await carriedAttachments(original))),
         answerHeaders(original),
       );
+    },
+
+    /**
+     * A message a mail client submitted over SMTP, sent from `inboxId` as an API send is: the
+     * same scope and permission checks, the same recipient rule and relay, and the one delivery
+     * (threading, the copy in Sent, events, send lists, the daily limit; DKIM at the relay). The
+     * source stays the client's own, without Bcc fields; the envelope sender and the From must be
+     * the inbox itself (SenderNotAllowedError).
+     */
+    async submit(
+      owner: KeyOwner,
+      inboxId: string,
+      submitted: SubmittedMessage,
+    ): Promise<{ messageId: string; threadId: string }> {
+      requirePermission(owner, 'messageSend');
+      const sender = await sendingInbox(owner, inboxId);
+      const own = (address: string) => address.trim().toLowerCase() === sender.inboxId;
+      if (!own(submitted.mailFrom)) throw new SenderNotAllowedError('envelope', submitted.mailFrom, sender.inboxId);
+      const from = submitted.content.from;
+      if (from === null || !own(addressOf(from))) throw new SenderNotAllowedError('from', from ?? '', sender.inboxId);
+      if (submitted.recipients.length > deps.maxRecipients)
+        throw new TooManyRecipientsError(submitted.recipients.length, deps.maxRecipients);
+      if (owner.sendOnlyTo !== undefined) {
+        const other = submitted.recipients.find((r) => r.toLowerCase() !== owner.sendOnlyTo);
+        if (other)
+          throw new ForbiddenError(
+            `Message rejected: ${other} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`,
+            { code: 'MESSAGE_REJECTED', details: { field: 'to', code: 'MESSAGE_REJECTED' } },
+          );
+      }
+      const inboxIds = await Promise.all(submitted.recipients.map((r) => rule.inboxIdOf(r)));
+      const recipients = submitted.recipients.flatMap((address, i) => {
+        const id = inboxIds[i];
+        return id === undefined ? [] : [{ address, inboxIds: [id] }];
+      });
+      const external = submitted.recipients.filter((_r, i) => inboxIds[i] === undefined);
+      if (external[0] !== undefined && !deps.relayConfigured)
+        throw new ExternalDeliveryDisabledError('to', external[0], deps.localDomains);
+      const { content } = submitted;
+      const named = new Set([...content.to, ...content.cc].map((m) => addressOf(m).toLowerCase()));
+      const bcc = submitted.recipients.filter((r) => !named.has(r.toLowerCase()));
+      const now = clock.now();
+      const timestamp = now.toISOString();
+      const messageId = content.messageId ?? `<${timeOrderedUuid(now, ids)}@${domainKey(sender.domain)}>`;
+      const added = [
+        ...(content.messageId === null ? [`Message-ID: ${messageId}`] : []),
+        ...(/^date:/im.test(submitted.source.toString('latin1', 0, Math.min(submitted.source.length, 64 * 1024)))
+          ? []
+          : [`Date: ${now.toUTCString().replace('GMT', '+0000')}`]),
+      ];
+      const stripped = withoutBcc(submitted.source);
+      const raw = added.length ? Buffer.concat([Buffer.from(`${added.join('\r\n')}\r\n`), stripped]) : stripped;
+      const prepared = await delivery.prepare({
+        messageId,
+        timestamp,
+        from,
+        replyTo: [...content.replyTo],
+        to: [...content.to],
+        cc: [...content.cc],
+        subject: content.subject,
+        preview: content.preview,
+        text: content.text,
+        html: content.html,
+        inReplyTo: content.inReplyTo,
+        references: [...content.references],
+        headers: null,
+        attachments: content.attachments.map((a) => ({ attachmentId: timeOrderedUuid(now, ids), ...a.meta })),
+        size: raw.length,
+        createdAt: timestamp,
+        updatedAt: timestamp,
+        raw,
+        attachmentContents: content.attachments.map((a) => a.content),
+      });
+      const result = await delivery.commit(prepared, (trx) =>
+        delivery.deliver(trx, {
+          prepared,
+          recipients,
+          sender: { organizationId: owner.organizationId, inboxId: sender.inboxId, labels: [], bcc, external },
+        }),
+      );
+      return { messageId: result.messageId, threadId: result.threadId as string };
     },
 
     /**

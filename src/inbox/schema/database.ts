@@ -6,6 +6,7 @@ import type { DomainTable } from './domain.table.js';
 import type { AccessListEntryTable } from './access-list.table.js';
 import type { DraftAttachmentTable, DraftLabelTable, DraftTable } from './draft.table.js';
 import type { EventTable } from './event.table.js';
+import type { FolderCounterTable, FolderMessageTable } from './folder.table.js';
 import type { InboxTable } from './inbox.table.js';
 import type {
   AttachmentTable,
@@ -46,6 +47,8 @@ export interface InboxDatabase extends JobsDatabase {
   drafts: DraftTable;
   draft_labels: DraftLabelTable;
   draft_attachments: DraftAttachmentTable;
+  folder_counters: FolderCounterTable;
+  folder_messages: FolderMessageTable;
 }
 
 export type Db = Executor<InboxDatabase>;

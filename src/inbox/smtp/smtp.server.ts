@@ -117,7 +117,7 @@ export function readPem(value: string, setting: string): Buffer {
   }
 }
 
-function tlsOptions(config: SmtpListenerConfig): Partial<SMTPServerOptions> {
+export function tlsOptions(config: Pick<SmtpListenerConfig, 'tlsKey' | 'tlsCert'>): { key?: Buffer; cert?: Buffer } {
   if (!config.tlsKey !== !config.tlsCert)
     throw new Error('INBOX_SMTP_TLS_KEY and INBOX_SMTP_TLS_CERT must be set together');
   if (!config.tlsKey || !config.tlsCert) return {};
@@ -133,10 +133,11 @@ const TLS_RELOAD_CHECK_MS = 60_000;
  * the sessions that start TLS from then on. A pair that cannot be read or does not match keeps
  * the previous one (and says so in the log). Returns the function that stops watching.
  */
-function watchTls(
-  config: SmtpListenerConfig,
+export function watchTls(
+  config: Pick<SmtpListenerConfig, 'tlsKey' | 'tlsCert'>,
   apply: (options: { key: Buffer; cert: Buffer }) => void,
   log: SmtpLog,
+  listener = 'smtp',
 ): () => void {
   if (!config.tlsKey || !config.tlsCert) return () => undefined;
   const key = config.tlsKey;
@@ -160,11 +161,11 @@ function watchTls(
       // Proves the pair before it replaces the one in use: a key that does not match throws here.
       createSecureContext(options);
       apply(options);
-      log.info({ why }, 'smtp: TLS key and certificate reloaded');
+      log.info({ why }, `${listener}: TLS key and certificate reloaded`);
     } catch (err) {
       log.warn(
         { why, err: err instanceof Error ? err.message : String(err) },
-        'smtp: TLS key and certificate not reloaded; the previous ones stay in use',
+        `${listener}: TLS key and certificate not reloaded; the previous ones stay in use`,
       );
     }
   };

@@ -1,0 +1,260 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../../platform/clock.js';
+import { dialectOf } from '../../platform/db/dialect.js';
+import type { GroupCommit } from '../../platform/db/group-commit.js';
+import type { Inbox } from '../core/inbox.js';
+import { type Message, validateLabels } from '../core/message.js';
+import { type KeyOwner, holds } from '../core/scope.js';
+import { TRASH_LABEL } from '../core/thread.js';
+import { type Folder, MESSAGE_FOLDERS, SPAM_LABEL, FOLDERS } from '../core/folders.js';
+import { findScopedInbox } from '../inboxes/inbox-scope.js';
+import { loginToInbox } from '../inboxes/inbox-login.js';
+import { findInbox } from '../inboxes/inbox.repository.js';
+import type { LabelChange, LabelsService } from '../mailstore/labels.service.js';
+import type { RemovalService } from '../mailstore/removal.service.js';
+import { findMessage, findMessagesByPks, findRawSource, openRawSource } from '../mailstore/message.repository.js';
+import { type FolderEntry, findFoldersOf, findUidNext, listFolder } from '../mailstore/folder.repository.js';
+import type { Db, InboxDatabase } from '../schema/database.js';
+import type { SearchService } from '../search/search.service.js';
+
+/**
+ * The use cases of a mail client's session (decision 0045), free of the protocol: who logs in,
+ * which folders a key may see, what a folder holds, and every change through the mail store's
+ * labels and removal services, with the same scope checks and events as the REST API.
+ * `imap.server.ts` speaks IMAP over these.
+ */
+
+/** A logged-in session: the key's owner and the one inbox it opened. */
+export interface ImapAccount {
+  readonly owner: KeyOwner;
+  readonly inbox: Inbox;
+}
+
+export interface FolderView {
+  readonly folder: Folder;
+  readonly uidValidity: number;
+  readonly uidNext: number;
+  readonly entries: FolderEntry[];
+}
+
+export type LoginResult =
+  | { readonly ok: true; readonly account: ImapAccount }
+  | { readonly ok: false; readonly reason: 'credentials' | 'permission' };
+
+export interface ImapServiceDeps {
+  readonly db: Kysely<InboxDatabase>;
+  readonly commits: GroupCommit<InboxDatabase>;
+  readonly clock: Clock;
+  readonly apiKeys: { authenticate(key: string): Promise<KeyOwner | undefined> };
+  readonly labels: LabelsService;
+  readonly removal: RemovalService;
+  readonly search: Pick<SearchService, 'messages'>;
+}
+
+/** Statements name at most this many messages each. */
+const BATCH = 500;
+
+function chunks<T>(items: readonly T[], size = BATCH): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** UIDVALIDITY: the inbox's creation time in seconds, within 32 bits and never 0 (decision 0045). */
+export function uidValidityOf(inbox: Pick<Inbox, 'createdAt'>): number {
+  const seconds = Math.floor(Date.parse(inbox.createdAt) / 1000);
+  return (Number.isFinite(seconds) ? seconds % 0xffffffff : 0) || 1;
+}
+
+/** The labels that put a message into `folder` (MOVE), and those that take it out of the others. */
+function moveChange(from: Folder, to: Folder): LabelChange {
+  switch (to) {
+    case 'Trash':
+      return { add: [TRASH_LABEL], remove: [] };
+    case 'Spam':
+      return { add: [SPAM_LABEL], remove: from === 'Trash' ? [TRASH_LABEL] : [] };
+    default:
+      // Back to where its direction puts it (INBOX or Sent): out of the trash and of spam.
+      return { add: [], remove: [TRASH_LABEL, SPAM_LABEL] };
+  }
+}
+
+export function createImapService(deps: ImapServiceDeps) {
+  const { db, commits, clock } = deps;
+
+  /** The messages `pks` of the account's inbox, locked for a change (others are left out: never another inbox's). */
+  async function lockOwn(trx: Db, account: ImapAccount, pks: readonly number[]): Promise<Message[]> {
+    const out: Message[] = [];
+    for (const part of chunks([...pks].sort((a, b) => a - b)))
+      out.push(...(await findMessagesByPks(trx, part, { lock: dialectOf(trx) })));
+    return out.filter((m) => m.inboxId === account.inbox.inboxId && m.organizationId === account.owner.organizationId);
+  }
+
+  /** The inbox again, in scope, inside the change's transaction: a key narrowed or an inbox deleted meanwhile stops here. */
+  async function inboxInTrx(trx: Db, account: ImapAccount): Promise<Inbox> {
+    const inbox = await findScopedInbox(trx, account.owner, account.inbox.inboxId);
+    if (!inbox) throw new ImapNoError('NONEXISTENT', 'The inbox is gone.');
+    return inbox;
+  }
+
+  return {
+    /** User name = the inbox's address, password = an API key that reaches it and may read messages. */
+    async login(address: string, key: string): Promise<LoginResult> {
+      const login = await loginToInbox(db, deps.apiKeys, address, key, 'messageRead');
+      return login.ok ? { ok: true, account: { owner: login.owner, inbox: login.inbox } } : login;
+    },
+
+    /** The folders the key may open: Trash and Spam need the label permissions lists ask for. */
+    folders(account: ImapAccount): Folder[] {
+      return FOLDERS.filter(
+        (f) =>
+          (f !== 'Trash' || holds(account.owner, 'labelTrashRead')) &&
+          (f !== 'Spam' || holds(account.owner, 'labelSpamRead')),
+      );
+    },
+
+    /** What a folder holds now, by UID (SELECT, EXAMINE, STATUS and every resync). */
+    async open(account: ImapAccount, folder: Folder): Promise<FolderView> {
+      if (!this.folders(account).includes(folder))
+        throw new ImapNoError('NOPERM', `This API key may not open ${folder}.`);
+      const inbox = await findInbox(db, account.owner.organizationId, account.inbox.inboxId);
+      if (!inbox) throw new ImapNoError('NONEXISTENT', 'The inbox is gone.');
+      const uidValidity = uidValidityOf(inbox);
+      if (!MESSAGE_FOLDERS.includes(folder)) return { folder, uidValidity, uidNext: 1, entries: [] };
+      // The counter first: a message stored between the two reads shows up at the next resync, never below UIDNEXT.
+      const uidNext = await findUidNext(db, inbox.inboxId, folder);
+      const entries = (await listFolder(db, inbox.inboxId, folder)).filter((e) => e.uid < uidNext);
+      return { folder, uidValidity, uidNext, entries };
+    },
+
+    /** The UID in Sent of the inbox's message with this Message-ID, if it is there (APPEND into Sent). */
+    async findSent(account: ImapAccount, messageId: string): Promise<{ uidValidity: number; uid: number } | undefined> {
+      const message = await findMessage(db, account.owner.organizationId, account.inbox.inboxId, messageId);
+      if (!message) return undefined;
+      const uid = (await findFoldersOf(db, [message.pk])).find((f) => f.folder === 'Sent')?.uid;
+      return uid === undefined ? undefined : { uidValidity: uidValidityOf(account.inbox), uid };
+    },
+
+    /** Messages of the account's inbox by key, without bodies (FETCH). */
+    async messages(account: ImapAccount, pks: readonly number[]): Promise<Map<number, Message>> {
+      const out = new Map<number, Message>();
+      for (const part of chunks(pks))
+        for (const m of await findMessagesByPks(db, part))
+          if (m.inboxId === account.inbox.inboxId && m.organizationId === account.owner.organizationId)
+            out.set(m.pk, m);
+      return out;
+    },
+
+    /** The stored source of a message of the account's inbox. */
+    async source(account: ImapAccount, message: Message): Promise<Buffer | undefined> {
+      if (message.inboxId !== account.inbox.inboxId) return undefined;
+      return findRawSource(db, message.pk);
+    },
+
+    /**
+     * The first bytes of the stored source, through the blank line that ends its header (or all of
+     * it when it has none): for ENVELOPE, header sections and HEADER searches, a piece or two of a
+     * large message instead of all of it.
+     */
+    async sourceHead(account: ImapAccount, message: Message): Promise<Buffer | undefined> {
+      if (message.inboxId !== account.inbox.inboxId) return undefined;
+      const opened = await openRawSource(db, message.pk);
+      if (!opened) return undefined;
+      const pieces: Buffer[] = [];
+      let length = 0;
+      for await (const piece of opened.pieces) {
+        pieces.push(piece);
+        length += piece.length;
+        const head = pieces.length === 1 ? piece : Buffer.concat(pieces, length);
+        if (head.includes('\r\n\r\n') || head.includes('\n\n')) return head;
+      }
+      return Buffer.concat(pieces, length);
+    },
+
+    /** The stored source in pieces, with its size (BODY[] of a whole message, streamed). */
+    async openSource(account: ImapAccount, message: Message) {
+      if (message.inboxId !== account.inbox.inboxId) return undefined;
+      return openRawSource(db, message.pk);
+    },
+
+    /** STORE and the implicit \Seen of a FETCH: labels through the labels service (messageUpdate). */
+    async relabel(account: ImapAccount, pks: readonly number[], change: LabelChange): Promise<Map<number, string[]>> {
+      if (!holds(account.owner, 'messageUpdate'))
+        throw new ImapNoError('NOPERM', 'This API key lacks the message_update permission.');
+      const add = validateLabels('flags', change.add);
+      const remove = validateLabels('flags', change.remove);
+      return commits.run(async (trx) => {
+        const inbox = await inboxInTrx(trx, account);
+        const messages = await lockOwn(trx, account, pks);
+        const byId = await deps.labels.apply(trx, inbox, messages, { add, remove }, clock.now().toISOString());
+        return new Map(messages.map((m) => [m.pk, byId.get(m.messageId) ?? [...m.labels]]));
+      });
+    },
+
+    /** MOVE: a change of labels (decision 0045); returns each moved message's new UID in `to`, by key. */
+    async move(account: ImapAccount, from: Folder, to: Folder, pks: readonly number[]): Promise<Map<number, number>> {
+      if (!holds(account.owner, 'messageUpdate'))
+        throw new ImapNoError('NOPERM', 'This API key lacks the message_update permission.');
+      if (!this.folders(account).includes(to) || to === 'Drafts' || (to === 'INBOX' && from === 'Sent'))
+        throw new ImapNoError('CANNOT', `Messages cannot be moved to ${to} from ${from}.`);
+      const change = moveChange(from, to);
+      return commits.run(async (trx) => {
+        const inbox = await inboxInTrx(trx, account);
+        const messages = await lockOwn(trx, account, pks);
+        await deps.labels.apply(trx, inbox, messages, change, clock.now().toISOString());
+        const uids = new Map<number, number>();
+        for (const part of chunks(messages.map((m) => m.pk)))
+          for (const f of await findFoldersOf(trx, part)) if (f.folder === to) uids.set(f.messagePk, f.uid);
+        return uids;
+      });
+    },
+
+    /**
+     * EXPUNGE of messages marked \Deleted: out of the Trash they go for good (removal service,
+     * messageDelete); anywhere else they move to the Trash, as a client's delete does.
+     */
+    async expunge(account: ImapAccount, folder: Folder, pks: readonly number[]): Promise<void> {
+      if (!pks.length) return;
+      if (folder !== 'Trash') {
+        await this.move(account, folder, 'Trash', pks);
+        return;
+      }
+      if (!holds(account.owner, 'messageDelete'))
+        throw new ImapNoError('NOPERM', 'This API key lacks the message_delete permission.');
+      await commits.run(async (trx) => {
+        await inboxInTrx(trx, account);
+        for (const m of await lockOwn(trx, account, pks)) await deps.removal.deleteMessage(trx, m);
+      });
+    },
+
+    /** SEARCH TEXT/BODY: keys of the account's inbox whose full-text document matches `text` (search/). */
+    async searchText(account: ImapAccount, text: string): Promise<Set<number>> {
+      const out = new Set<number>();
+      let pageToken: string | undefined;
+      // At most 100 pages of 100: a folder of mail clients is searched in full, within reason.
+      for (let page = 0; page < 100; page++) {
+        const result = await deps.search.messages(account.owner, account.inbox.inboxId, {
+          q: text,
+          limit: 100,
+          ...(pageToken ? { pageToken } : {}),
+        });
+        for (const m of result.items) out.add(m.pk);
+        pageToken = result.nextPageToken;
+        if (!pageToken) break;
+      }
+      return out;
+    },
+  };
+}
+
+export type ImapService = ReturnType<typeof createImapService>;
+
+/** A refusal with an IMAP response code (`NO [CODE] text`). */
+export class ImapNoError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}

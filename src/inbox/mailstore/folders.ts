@@ -1,0 +1,81 @@
+import { foldersOf, type Folder } from '../core/folders.js';
+import type { Db } from '../schema/database.js';
+import { insertFolderMessages, deleteFolderMessage, takeUids } from './folder.repository.js';
+
+/**
+ * Tells the processes with mail clients of these inboxes that their folders changed, in the
+ * writer's transaction (service.ts: a NOTIFY on PostgreSQL, heard by every instance after the
+ * commit and never for a rollback; on SQLite once the transaction has ended).
+ */
+export type FoldersChanged = (trx: Db, inboxIds: readonly string[]) => Promise<void>;
+
+/** A stored message as the folders need it. */
+export interface FolderMember {
+  readonly pk: number;
+  readonly inboxId: string;
+}
+
+/**
+ * The folders of mail clients as a projection of labels, kept by the mail store in the
+ * transaction of every change (decision 0045): a message entering a folder gets the folder's
+ * next UID there; one leaving it loses its row (clients see EXPUNGE); a message deleted for good
+ * loses its rows by the foreign key. UIDs are taken per (inbox, folder) in sorted order, so that
+ * concurrent writers lock the counters alike.
+ */
+export function createFolderProjection({ changed }: { changed?: FoldersChanged } = {}) {
+  async function enter(trx: Db, entries: readonly { member: FolderMember; folder: Folder }[]): Promise<void> {
+    const groups = new Map<string, { inboxId: string; folder: Folder; pks: number[] }>();
+    for (const { member, folder } of entries) {
+      const key = `${member.inboxId}\u0000${folder}`;
+      const group = groups.get(key) ?? { inboxId: member.inboxId, folder, pks: [] };
+      group.pks.push(member.pk);
+      groups.set(key, group);
+    }
+    const rows: { inboxId: string; folder: Folder; uid: number; messagePk: number }[] = [];
+    for (const key of [...groups.keys()].sort()) {
+      const { inboxId, folder, pks } = groups.get(key) as { inboxId: string; folder: Folder; pks: number[] };
+      pks.sort((a, b) => a - b);
+      const first = await takeUids(trx, inboxId, folder, pks.length);
+      pks.forEach((messagePk, i) => rows.push({ inboxId, folder, uid: first + i, messagePk }));
+    }
+    await insertFolderMessages(trx, rows);
+  }
+
+  return {
+    /** New messages (delivery): each enters the folders of its labels. */
+    async stored(trx: Db, messages: readonly (FolderMember & { labels: readonly string[] })[]): Promise<void> {
+      await enter(
+        trx,
+        messages.flatMap((m) => foldersOf(m.labels).map((folder) => ({ member: m, folder }))),
+      );
+      await changed?.(trx, [...new Set(messages.map((m) => m.inboxId))]);
+    },
+
+    /**
+     * Labels changed (labels service): a message leaves the folders its old labels chose and the
+     * new ones do not, and enters those only the new ones choose, under a new UID there.
+     */
+    async relabelled(
+      trx: Db,
+      changes: readonly (FolderMember & { before: readonly string[]; after: readonly string[] })[],
+    ): Promise<void> {
+      const entering: { member: FolderMember; folder: Folder }[] = [];
+      for (const c of changes) {
+        const before = foldersOf(c.before);
+        const after = foldersOf(c.after);
+        for (const folder of before) if (!after.includes(folder)) await deleteFolderMessage(trx, c.pk, folder);
+        for (const folder of after) if (!before.includes(folder)) entering.push({ member: c, folder });
+      }
+      await enter(trx, entering);
+      // Flags follow labels: every change is news to a client, folder or not.
+      if (changes.length) await changed?.(trx, [...new Set(changes.map((c) => c.inboxId))]);
+    },
+
+    /** Messages deleted for good (their rows went with them): only the news. */
+    async removed(trx: Db, inboxIds: readonly string[]): Promise<void> {
+      if (inboxIds.length) await changed?.(trx, [...new Set(inboxIds)]);
+    },
+  };
+}
+
+export type FolderProjection = ReturnType<typeof createFolderProjection>;
