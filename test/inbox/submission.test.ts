@@ -194,6 +194,28 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
     const wrong = transport({ user: inbox, pass: 'am_wrong' });
     await expect(wrong.verify()).rejects.toMatchObject({ responseCode: 535 });
     wrong.close();
+    // A paused inbox refuses every send, submission included (550), and sends again once active.
+    const setStatus = async (status: string) =>
+      expect(
+        (
+          await fetch(`${server.url}/v0/inboxes/${encodeURIComponent(inbox)}`, {
+            method: 'PATCH',
+            headers: { authorization: `Bearer ${org.key}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ status }),
+          })
+        ).status,
+      ).toBe(200);
+    await setStatus('paused');
+    const paused = transport({ user: inbox, pass: org.key });
+    await expect(paused.sendMail({ from: inbox, to: peer, subject: 'while paused', text: 'x' })).rejects.toMatchObject({
+      responseCode: 550,
+      response: expect.stringMatching(/paused/i),
+    });
+    await setStatus('active');
+    expect((await paused.sendMail({ from: inbox, to: peer, subject: 'active again', text: 'x' })).response).toMatch(
+      /^250 /,
+    );
+    paused.close();
   });
 
   it('takes the copy a mail client APPENDs to Sent after sending as the message already there', async () => {

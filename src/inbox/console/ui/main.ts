@@ -463,8 +463,28 @@ function composer(
 }
 
 /**
+ * The HTML without anything it would fetch from elsewhere (image sources, backgrounds, style
+ * URLs, stylesheets): parsed in an inert document, which itself loads nothing.
+ */
+function withoutRemoteContent(html: string): string {
+  const doc = new DOMParser().parseFromString(html, 'text/html');
+  const local = (value: string) => /^\s*(data:|cid:|#)/i.test(value);
+  for (const el of doc.querySelectorAll('[src], [srcset], [background], [poster], link[href]')) {
+    for (const attr of ['src', 'srcset', 'background', 'poster', ...(el.tagName === 'LINK' ? ['href'] : [])]) {
+      const value = el.getAttribute(attr);
+      if (value !== null && !local(value)) el.removeAttribute(attr);
+    }
+  }
+  const noUrls = (css: string) => css.replace(/url\s*\([^)]*\)/gi, 'none').replace(/@import[^;]*;?/gi, '');
+  for (const el of doc.querySelectorAll('[style]')) el.setAttribute('style', noUrls(el.getAttribute('style') ?? ''));
+  for (const el of doc.querySelectorAll('style')) el.textContent = noUrls(el.textContent ?? '');
+  return doc.documentElement.outerHTML;
+}
+
+/**
  * A message's HTML in a frame of its own: sandboxed (no scripts, no same origin, no forms), and
- * under a policy of its own that blocks remote images until the person asks for them.
+ * under a policy of its own that blocks remote images until the person asks for them; until then
+ * the HTML also goes in without what it would fetch.
  */
 function htmlFrame(html: string, remoteImages: boolean): HTMLIFrameElement {
   const images = remoteImages ? 'data: https: http:' : 'data:';
@@ -475,7 +495,8 @@ function htmlFrame(html: string, remoteImages: boolean): HTMLIFrameElement {
     class: 'html-body',
     referrerpolicy: 'no-referrer',
   });
-  frame.srcdoc = `<!DOCTYPE html><meta http-equiv="Content-Security-Policy" content="${policy}"><base target="_blank">${html}`;
+  const body = remoteImages ? html : withoutRemoteContent(html);
+  frame.srcdoc = `<!DOCTYPE html><meta http-equiv="Content-Security-Policy" content="${policy}"><base target="_blank">${body}`;
   return frame;
 }
 
