@@ -1,4 +1,4 @@
-/* global fetch, performance */
+/* global performance */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';

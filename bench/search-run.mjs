@@ -1,4 +1,3 @@
-/* global fetch -- Node 20 has it */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';

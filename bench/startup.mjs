@@ -6,7 +6,6 @@
  * and ratios. Every run uses a fresh DATA_DIR and free ports. `--runs N` (default 5; the
  * baseline runs min(N, 3) times: each costs a full TypeScript build).
  */
-/* global fetch */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
