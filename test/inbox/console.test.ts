@@ -539,6 +539,35 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     }
   });
 
+  it('allow and block lists and pods: entries and pods added and removed on the page, as the API sees them', async () => {
+    const org = await organization(server);
+    const page = await browser.newPage();
+    page.on('dialog', (dialog) => void dialog.accept());
+    await page.goto(`${server.url}/console/#/lists`);
+    await page.locator('#api-key').fill(org.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#list-entry').fill('spammer.example');
+    await page.locator('#list-direction').selectOption('receive');
+    await page.locator('#list-type').selectOption('block');
+    await page.getByRole('button', { name: 'Add entry' }).click();
+    await page.locator('[data-list="receive/block"] li', { hasText: 'spammer.example' }).waitFor();
+    const listed = await call(server.url, org.key, 'GET', '/v0/lists/receive/block');
+    expect(listed.body.entries.map((e: { entry: string }) => e.entry)).toEqual(['spammer.example']);
+    await page.getByRole('button', { name: 'Remove spammer.example from receive block' }).click();
+    await expect
+      .poll(async () => (await call(server.url, org.key, 'GET', '/v0/lists/receive/block')).body.entries.length)
+      .toBe(0);
+    await page.goto(`${server.url}/console/#/pods`);
+    const pod = unique('team');
+    await page.locator('#pod-name').fill(pod);
+    await page.getByRole('button', { name: 'Create pod' }).click();
+    await page.locator('li', { hasText: pod }).waitFor();
+    expect((await org.client.pods.list()).pods.map((p) => p.name)).toContain(pod);
+    await page.getByRole('button', { name: `Delete pod ${pod}` }).click();
+    await expect.poll(async () => (await org.client.pods.list()).pods.map((p) => p.name)).not.toContain(pod);
+    await page.close();
+  });
+
   it('a page of another origin cannot write with the session: its form post and its fetch carry no CSRF token', async () => {
     const org = await organization(server);
     const page = await browser.newPage();
@@ -605,6 +634,8 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
       ['domains', '#new-domain'],
       ['webhooks', '#webhook-url'],
       ['keys', 'table.key-list'],
+      ['lists', '#list-entry'],
+      ['pods', '#pod-name'],
       ['charts', 'figure.chart-figure'],
     ] as const) {
       await page.goto(`${server.url}/console/#/${section}`);
@@ -620,7 +651,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
       .poll(() => page.locator('figure[data-event-type="message.received"] svg').getAttribute('aria-label'))
       .toMatch(/^message\.received: 2 in /);
     await page.close();
-  });
+  }, 120_000);
 });
 
 describe.skipIf(!hasChromium || !dialects.includes('postgres'))('console across two instances (postgres)', () => {

@@ -167,6 +167,8 @@ async function renderConsole(): Promise<void> {
         h('a', { href: '#/domains', id: 'domains-tab' }, 'Domains'),
         h('a', { href: '#/charts', id: 'charts-tab' }, 'Charts'),
         h('a', { href: '#/webhooks', id: 'webhooks-tab' }, 'Webhooks'),
+        h('a', { href: '#/lists', id: 'lists-tab' }, 'Allow & block'),
+        h('a', { href: '#/pods', id: 'pods-tab' }, 'Pods'),
         h('a', { href: '#/keys', id: 'keys-tab' }, 'API keys'),
       ),
       h('button', { type: 'button', id: 'sign-out', onclick: () => void signOut() }, 'Sign out'),
@@ -189,6 +191,8 @@ async function route(): Promise<void> {
   if (section === 'domains') return renderDomains(id === undefined ? undefined : decodeURIComponent(id));
   if (section === 'keys') return renderKeys();
   if (section === 'webhooks') return renderWebhooks(id);
+  if (section === 'lists') return renderLists();
+  if (section === 'pods') return renderPods();
   if (section === 'charts') return renderCharts(id === undefined ? undefined : decodeURIComponent(id));
   setPanes(h('div', { class: 'panes' }, views.inboxes, views.threads, views.thread));
   await loadInboxes();
@@ -1189,6 +1193,186 @@ async function renderCharts(scope?: string): Promise<void> {
   } catch (err) {
     section.replaceChildren(h('h2', {}, 'Mail per day'), picker, status((err as Error).message, 'error'));
   }
+}
+
+/** The organization's allow and block lists, for sending, receiving and replying: entries added and removed. */
+async function renderLists(): Promise<void> {
+  const section = h(
+    'section',
+    { class: 'lists', 'aria-label': 'Allow and block lists' },
+    h('h2', {}, 'Allow and block lists'),
+  );
+  setPanes(h('div', { class: 'panes single' }, section));
+  const tables = h('div', {});
+  const entry = h('input', {
+    id: 'list-entry',
+    name: 'entry',
+    required: true,
+    placeholder: 'someone@example.org or example.org',
+  });
+  const direction = h(
+    'select',
+    { id: 'list-direction', name: 'direction' },
+    ...['receive', 'send', 'reply'].map((d) => h('option', { value: d }, d)),
+  );
+  const type = h(
+    'select',
+    { id: 'list-type', name: 'type' },
+    ...['block', 'allow'].map((t) => h('option', { value: t }, t)),
+  );
+  const message = h('div', { role: 'status' });
+  const form = h(
+    'form',
+    {
+      class: 'add-entry',
+      onsubmit: async (event: Event) => {
+        event.preventDefault();
+        try {
+          await api('POST', `/v0/lists/${direction.value}/${type.value}`, { entry: entry.value.trim() });
+          entry.value = '';
+          await show();
+        } catch (err) {
+          message.replaceChildren(status((err as Error).message, 'error'));
+        }
+      },
+    },
+    h('label', { for: 'list-entry' }, 'Address or domain'),
+    entry,
+    h('label', { for: 'list-direction' }, 'When'),
+    direction,
+    h('label', { for: 'list-type' }, 'List'),
+    type,
+    h('button', { type: 'submit' }, 'Add entry'),
+    message,
+  );
+  async function show(): Promise<void> {
+    const parts: HTMLElement[] = [];
+    for (const d of ['receive', 'send', 'reply'])
+      for (const t of ['block', 'allow']) {
+        try {
+          const entries = (await api('GET', `/v0/lists/${d}/${t}?limit=100`)).entries as {
+            entry: string;
+            reason?: string;
+          }[];
+          parts.push(
+            h(
+              'section',
+              { class: 'list', 'data-list': `${d}/${t}` },
+              h(
+                'h3',
+                {},
+                `${t === 'block' ? 'Blocked' : 'Allowed'} when ${d === 'receive' ? 'receiving' : d === 'send' ? 'sending' : 'replying'}`,
+              ),
+              entries.length
+                ? h(
+                    'ul',
+                    {},
+                    ...entries.map((e) =>
+                      h(
+                        'li',
+                        {},
+                        e.entry,
+                        ' ',
+                        h(
+                          'button',
+                          {
+                            type: 'button',
+                            'aria-label': `Remove ${e.entry} from ${d} ${t}`,
+                            onclick: async () => {
+                              await api('DELETE', `/v0/lists/${d}/${t}/${encodeURIComponent(e.entry)}`);
+                              await show();
+                            },
+                          },
+                          'Remove',
+                        ),
+                      ),
+                    ),
+                  )
+                : status('Empty.'),
+            ),
+          );
+        } catch (err) {
+          parts.push(status((err as Error).message, 'error'));
+        }
+      }
+    tables.replaceChildren(...parts);
+  }
+  section.replaceChildren(h('h2', {}, 'Allow and block lists'), form, tables);
+  await show();
+}
+
+/** Pods: the groups of inboxes a key may be limited to; create and delete (an empty one). */
+async function renderPods(): Promise<void> {
+  const section = h('section', { class: 'pods', 'aria-label': 'Pods' }, h('h2', {}, 'Pods'));
+  setPanes(h('div', { class: 'panes single' }, section));
+  const name = h('input', { id: 'pod-name', name: 'name', required: true });
+  const message = h('div', { role: 'status' });
+  const list = h('div', {});
+  const form = h(
+    'form',
+    {
+      class: 'add-pod',
+      onsubmit: async (event: Event) => {
+        event.preventDefault();
+        try {
+          await api('POST', '/v0/pods', { name: name.value.trim() });
+          name.value = '';
+          await show();
+        } catch (err) {
+          message.replaceChildren(status((err as Error).message, 'error'));
+        }
+      },
+    },
+    h('label', { for: 'pod-name' }, 'New pod'),
+    name,
+    h('button', { type: 'submit' }, 'Create pod'),
+    message,
+  );
+  async function show(): Promise<void> {
+    try {
+      const pods = (await api('GET', '/v0/pods?limit=100')).pods as { pod_id: string; name: string }[];
+      list.replaceChildren(
+        pods.length
+          ? h(
+              'ul',
+              {},
+              ...pods.map((p) =>
+                h(
+                  'li',
+                  { 'data-pod': p.pod_id },
+                  `${p.name} `,
+                  h('code', {}, p.pod_id),
+                  ' ',
+                  h('a', { href: `#/charts/${encodeURIComponent(`pod:${p.pod_id}`)}` }, 'Charts'),
+                  ' ',
+                  h(
+                    'button',
+                    {
+                      type: 'button',
+                      'aria-label': `Delete pod ${p.name}`,
+                      onclick: async () => {
+                        if (!window.confirm(`Delete the pod "${p.name}"?`)) return;
+                        try {
+                          await api('DELETE', `/v0/pods/${encodeURIComponent(p.pod_id)}`);
+                          await show();
+                        } catch (err) {
+                          message.replaceChildren(status((err as Error).message, 'error'));
+                        }
+                      },
+                    },
+                    'Delete',
+                  ),
+                ),
+              ),
+            )
+          : status('No pods.'),
+      );
+    } catch (err) {
+      list.replaceChildren(status((err as Error).message, 'error'));
+    }
+  }
+  section.replaceChildren(h('h2', {}, 'Pods'), form, list);
+  await show();
 }
 
 interface DomainView {
