@@ -604,6 +604,17 @@ function createHandler(db, dialect) {
         labels.flatMap((label) => [pks.get(inbox.inbox_id), label]),
       );
       await q(`insertLabels:${labelValues.length / 2}`, labelValues);
+      // Each copy's folder for mail clients (the IMAP projection, decision 0045): a UID from the
+      // folder's counter, in the service's order (by inbox and folder), then the rows.
+      const folders = copies
+        .map(({ inbox, labels }) => ({ inbox, folder: labels.includes('sent') ? 'Sent' : 'INBOX' }))
+        .sort((a, b) => (`${a.inbox.inbox_id}\u0000${a.folder}` < `${b.inbox.inbox_id}\u0000${b.folder}` ? -1 : 1));
+      const folderRows = [];
+      for (const { inbox, folder } of folders) {
+        const [{ uid_next }] = await q('takeUids', [inbox.inbox_id, folder, 2, 1]);
+        folderRows.push(inbox.inbox_id, folder, Number(uid_next) - 1, pks.get(inbox.inbox_id));
+      }
+      await q(`insertFolderMessages:${folderRows.length / 4}`, folderRows);
 
       const eventTime = new Date();
       const createdAt = eventTime.toISOString();

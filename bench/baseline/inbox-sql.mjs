@@ -125,6 +125,12 @@ export const SQL = {
   insertMessages: (n) =>
     `insert into "messages" (${list(MESSAGE_COLUMNS)}) values ${rows(n, MESSAGE_COLUMNS.length)} returning "id", "inbox_id"`,
   insertLabels: (n) => `insert into "message_labels" ("message_pk", "label") values ${rows(n, 2)}`,
+  takeUids: `insert into folder_counters (inbox_id, folder, uid_next)
+    values (?, ?, ?)
+    on conflict (inbox_id, folder) do update set uid_next = folder_counters.uid_next + ?
+    returning uid_next`,
+  insertFolderMessages: (n) =>
+    `insert into "folder_messages" ("inbox_id", "folder", "uid", "message_pk") values ${rows(n, 4)}`,
   insertEvents: (n) => `insert into "events" (${list(EVENT_COLUMNS)}) values ${rows(n, EVENT_COLUMNS.length)}`,
   // access-list.repository.ts listsPresent: per probed (list level, direction) whether it has an
   // allow list (a0 …), per probed direction whether the organization blocks anything there (b0 …).
@@ -203,7 +209,8 @@ export function statement(dialect, name) {
  * sending inbox read before the unit of work (its name and domain go into the source, composed
  * before the unit starts), then in the unit two inboxes looked up, the allow/block lists probed (3
  * levels of the sender for sending, 3 of the recipient for receiving), two threads started, two
- * copies, three labels (sent; received, unread), three events (sent, received, delivered), one
+ * copies, three labels (sent; received, unread), a UID in Sent and one in INBOX for mail clients
+ * (two counters, two folder rows: the IMAP projection, decision 0045), three events (sent, received, delivered), one
  * webhook job, nine usage counts in one upsert, the day's send counter; and two message and two
  * thread search documents (`sendSearch`: at the end of a SQLite batch, before the counter on
  * PostgreSQL, see `sendBatch`).
@@ -217,6 +224,9 @@ export const PLAN = {
     'insertThreads:2',
     'insertMessages:2',
     'insertLabels:3',
+    'takeUids',
+    'takeUids',
+    'insertFolderMessages:2',
     'insertEvents:3',
     'webhooks',
     'insertJobs:1',
