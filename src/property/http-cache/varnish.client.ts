@@ -32,6 +32,7 @@ export interface VarnishPurgerOptions {
 
 export const BAN_HEADER = 'ApiPlatform-Ban-Regex';
 const ESCAPE = /[.*+?^${}()|[\]\\]/g;
+const IDLE_MS = 2_000;
 
 /** The ban regexes for `tags`: as few as fit a header each. */
 export function banRegexes(tags: readonly string[]): string[] {
@@ -53,10 +54,10 @@ export function banRegexes(tags: readonly string[]): string[] {
 }
 
 export function createVarnishPurger({ urls, timeoutMs, log, registry }: VarnishPurgerOptions): CachePurger {
-  const agents = {
-    'http:': new http.Agent({ keepAlive: true, maxSockets: 8 }),
-    'https:': new https.Agent({ keepAlive: true, maxSockets: 8 }),
-  };
+  // Idle connections are dropped after 2 s, before Varnish's own idle timeout (5 s) closes them
+  // under a request; one that closes anyway while reused is retried once on a new connection.
+  const agentOptions = { keepAlive: true, maxSockets: 8, timeout: IDLE_MS };
+  const agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
   const purges = new Counter({
     name: 'property_http_cache_purges_total',
     help: 'BAN requests sent to the shared caches (PROPERTY_HTTP_CACHE_PURGE_URLS), by result',
@@ -64,14 +65,14 @@ export function createVarnishPurger({ urls, timeoutMs, log, registry }: VarnishP
     registers: registry ? [registry] : [],
   });
 
-  const ban = (target: string, regex: string): Promise<void> =>
+  const ban = (target: string, regex: string, signal = AbortSignal.timeout(timeoutMs), retry = true): Promise<void> =>
     new Promise<void>((resolve) => {
       const url = new URL(target);
       const request = (url.protocol === 'https:' ? https : http).request(url, {
         method: 'BAN',
         headers: { [BAN_HEADER]: regex },
         agent: agents[url.protocol as 'http:' | 'https:'],
-        signal: AbortSignal.timeout(timeoutMs),
+        signal,
       });
       let settled = false;
       const fail = (reason: unknown) => {
@@ -84,7 +85,14 @@ export function createVarnishPurger({ urls, timeoutMs, log, registry }: VarnishP
         );
         resolve();
       };
-      request.on('error', fail);
+      request.on('error', (err: NodeJS.ErrnoException) => {
+        // A kept-alive connection the cache closed as we reused it: the request never arrived.
+        const closedUnderUs = err.code === 'ECONNRESET' || err.message === 'socket hang up';
+        if (retry && request.reusedSocket && closedUnderUs && !settled && !signal.aborted) {
+          settled = true;
+          void ban(target, regex, signal, false).then(resolve);
+        } else fail(err);
+      });
       request.on('response', (response) => {
         response.resume();
         response.on('error', fail);
