@@ -17,7 +17,7 @@ import type { propertyConfigSpec } from './property.config.js';
 import { createMercureHub } from './mercure/hub.js';
 import { MERCURE_PATH, registerMercureRoutes } from './mercure/hub.routes.js';
 import { mercurePublisher } from './mercure/publisher.js';
-import { writeTags } from './engine/http-cache.js';
+import { writeTagsOf } from './engine/http-cache.js';
 import { createVarnishPurger } from './http-cache/varnish.client.js';
 import { propertyRegistry } from './registry.js';
 import type { KostenSaetze } from './calculator/kaufnebenkosten.js';
@@ -175,7 +175,11 @@ export async function buildPropertyApp({
       ...(registry ? { registry } : {}),
     });
     app.addHook('onClose', async () => purger.close());
-    afterCommit.push(({ resource, operation, item }) => purger.purge(writeTags(resource, operation, item)));
+    const writeTags = writeTagsOf(propertyRegistry);
+    afterCommit.push(({ resource, operation, item }) => {
+      const tags = writeTags(resource, operation, item);
+      return tags.length ? purger.purge(tags) : undefined;
+    });
   }
   registerResourceRoutes(app, {
     ...http,

@@ -58,11 +58,28 @@ export function tagsOf(
 }
 
 /**
- * What a committed write makes stale: the collection (its pages and totals) and, unless the
- * item is new, the item, which purges every answer that shows it or refers to it. Unlike API
- * Platform's Doctrine listener the targets of the item's references are not purged: no resource
- * here shows its referrers, so their answers did not change.
+ * What a committed write makes stale in a shared cache: the collection (its pages and totals)
+ * and, unless the item is new, the item, which purges every answer that shows it or refers to
+ * it. Only answers of public resources are ever in a shared cache, and their tags name only
+ * public resources and what those refer to; a write of anything else (a property, an account)
+ * purges nothing and costs nothing. Unlike API Platform's Doctrine listener the targets of the
+ * item's references are not purged: no resource here shows its referrers, so their answers did
+ * not change.
  */
-export function writeTags(resource: ResourceMetadata, operation: 'post' | 'put' | 'patch' | 'delete', item: Item) {
-  return operation === 'post' ? [resource.path] : [resource.path, `${resource.path}/${item.id}`];
+export function writeTagsOf(
+  registry: Registry,
+): (resource: ResourceMetadata, operation: 'post' | 'put' | 'patch' | 'delete', item: Item) => readonly string[] {
+  const shared = new Set<string>();
+  for (const resource of registry.resources) {
+    if (!resource.cacheHeaders?.public) continue;
+    shared.add(resource.shortName);
+    for (const field of resource.fields)
+      if (field.kind === 'ref' && field.readable && field.target) shared.add(field.target);
+  }
+  return (resource, operation, item) =>
+    !shared.has(resource.shortName)
+      ? []
+      : operation === 'post'
+        ? [resource.path]
+        : [resource.path, `${resource.path}/${item.id}`];
 }
