@@ -120,31 +120,41 @@ function scenarios({ apiKey, adminKey }) {
         },
       },
     ],
-    // One write, three ways of paying for it after the commit, each beside the same server with both off.
+    // A property's write with Mercure and the purge, with Mercure alone, and a reference-data write
+    // (the only writes that purge, decision 0047), each beside the same server with both off.
     writecost: [
+      ['post', 'POST /api/immobilies, Mercure + purge on', 'true', { apiKey, method: 'POST', path: '/api/immobilies' }],
       [
-        'Mercure + purge',
-        'post',
-        { PROPERTY_MERCURE_ENABLED: 'true', PROPERTY_HTTP_CACHE_PURGE_URLS: purgeTarget ?? '' },
+        'postMercure',
+        'POST /api/immobilies, Mercure only on',
+        'false',
+        { apiKey, method: 'POST', path: '/api/immobilies' },
       ],
-      ['Mercure only', 'postMercure', { PROPERTY_MERCURE_ENABLED: 'true', PROPERTY_HTTP_CACHE_PURGE_URLS: '' }],
       [
-        'purge only',
-        'postPurge',
-        { PROPERTY_MERCURE_ENABLED: 'false', PROPERTY_HTTP_CACHE_PURGE_URLS: purgeTarget ?? '' },
+        'patchReference',
+        'PATCH /api/heizungstyps/3, Mercure + purge on',
+        'true',
+        { apiKey: adminKey, method: 'PATCH', path: '/api/heizungstyps/3' },
       ],
-    ].map(([what, plan, oursEnv]) => ({
-      name: `POST /api/immobilies, ${what} on ÷ off`,
+    ].map(([plan, name, purge, write]) => ({
+      name: `${name} ÷ off`,
       plan,
       read: false,
       sameServer: true,
-      oursEnv,
+      oursEnv: {
+        PROPERTY_MERCURE_ENABLED: 'true',
+        PROPERTY_HTTP_CACHE_PURGE_URLS: purge === 'true' ? (purgeTarget ?? '') : '',
+      },
       limitEnv: { PROPERTY_MERCURE_ENABLED: 'false', PROPERTY_HTTP_CACHE_PURGE_URLS: '' },
       request: {
-        method: 'POST',
-        path: '/api/immobilies',
-        headers: { accept, 'x-api-key': apiKey, 'content-type': accept },
-        body: POST_BODY,
+        method: write.method,
+        path: write.path,
+        headers: {
+          accept,
+          'x-api-key': write.apiKey,
+          'content-type': write.method === 'PATCH' ? 'application/merge-patch+json' : accept,
+        },
+        body: write.method === 'PATCH' ? JSON.stringify({ name: 'Heizung (bench)' }) : POST_BODY,
       },
     })),
     scale: [
