@@ -292,6 +292,17 @@ describe('settings of the HTTP cache', () => {
     }
   });
 
+  it('behind a trusted proxy without a public URL, Vary names the forwarded host and scheme', async () => {
+    const server = await startPropertyServer({ env: { PROPERTY_TRUST_PROXY: 'true' } });
+    try {
+      const res = await api(server.url, '/api/bundeslands/1', { headers: { 'x-forwarded-host': 'api.example.org' } });
+      expect(res.headers.get('link')).toContain('//api.example.org/api/docs.jsonld');
+      expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'x-forwarded-host', 'x-forwarded-proto']);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a purge that fails does not fail the write: logged, counted in the metrics', async () => {
     const closed = await freePort();
     const server = await startPropertyServer({
