@@ -120,8 +120,10 @@ function scenarios({ apiKey, adminKey }) {
         },
       },
     ],
-    // A property's write with Mercure and the purge, with Mercure alone, and a reference-data write
-    // (the only writes that purge, decision 0047), each beside the same server with both off.
+    // A property's write with Mercure and the purge on, and with Mercure alone, each beside the same
+    // server with both off. A property's write sends no purge (decision 0047); the writes that do,
+    // of reference data, are not here: 50 connections writing one row measure its lock on
+    // PostgreSQL (they failed there), and the load tool sends one path.
     writecost: [
       ['post', 'POST /api/immobilies, Mercure + purge on', 'true', { apiKey, method: 'POST', path: '/api/immobilies' }],
       [
@@ -129,12 +131,6 @@ function scenarios({ apiKey, adminKey }) {
         'POST /api/immobilies, Mercure only on',
         'false',
         { apiKey, method: 'POST', path: '/api/immobilies' },
-      ],
-      [
-        'patchReference',
-        'PATCH /api/heizungstyps/3, Mercure + purge on',
-        'true',
-        { apiKey: adminKey, method: 'PATCH', path: '/api/heizungstyps/3' },
       ],
     ].map(([plan, name, purge, write]) => ({
       name: `${name} ÷ off`,
@@ -149,12 +145,8 @@ function scenarios({ apiKey, adminKey }) {
       request: {
         method: write.method,
         path: write.path,
-        headers: {
-          accept,
-          'x-api-key': write.apiKey,
-          'content-type': write.method === 'PATCH' ? 'application/merge-patch+json' : accept,
-        },
-        body: write.method === 'PATCH' ? JSON.stringify({ name: 'Heizung (bench)' }) : POST_BODY,
+        headers: { accept, 'x-api-key': write.apiKey, 'content-type': accept },
+        body: POST_BODY,
       },
     })),
     scale: [
