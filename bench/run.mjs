@@ -21,11 +21,13 @@ import {
   writeResults,
 } from './lib/harness.mjs';
 import { dropSchema, seed } from './seed.mjs';
+import { startVarnish } from './lib/varnish.mjs';
 
 /**
  * `npm run bench`: the property server against its limit (bench/baseline/property-baseline.mjs)
  * on the same database, scenario by scenario, alternating, server on CPU 0 and autocannon on CPU 1.
  * Options: --runs 3 --duration 10 --warmup 3 --connections 50 --items 10000 --only collection|item|post
+ * --suite default|filters|scale|writecost --dialects sqlite,postgres
  * --profile (or BENCH_RUNS, BENCH_DURATION, …, BENCH_PROFILE=1). PostgreSQL too when
  * BENCH_POSTGRES_URL or TEST_POSTGRES_URL is set (schema bench_property, dropped afterwards).
  */
@@ -43,7 +45,7 @@ const CHECK = process.env.BENCH_CHECK !== '0';
 
 const { values: args } = parseArgs({
   options: Object.fromEntries(
-    ['runs', 'duration', 'warmup', 'connections', 'items', 'only', 'suite']
+    ['runs', 'duration', 'warmup', 'connections', 'items', 'only', 'suite', 'dialects']
       .map((k) => [k, { type: 'string' }])
       .concat([['profile', { type: 'boolean' }]]),
   ),
@@ -70,8 +72,13 @@ const POST_BODY = JSON.stringify({
   heizungstyp: '/api/heizungstyps/3',
 });
 
+/** Where the writecost suite's purges go: a private varnishd the run starts (main). */
+let purgeTarget;
+
 /**
- * The suites: `default` (the three scenarios, same SQL in the limit), `filters` (issue 12: a search
+ * The suites: `default` (the three scenarios, same SQL in the limit), `writecost` (issue 31: the
+ * same write against the same server with Mercure and the HTTP-cache purge on, and with both
+ * off; the "limit" is then ours with them off, and the ratio must stay ≥ 0.90), `filters` (issue 12: a search
  * and a range filter with the total, same SQL in the limit) and `scale` (issue 12 §5: the
  * collection with its exact total, owner key and admin key, against the page-only limit, which
  * never counts).
@@ -113,6 +120,35 @@ function scenarios({ apiKey, adminKey }) {
         },
       },
     ],
+    // A property's write with Mercure and the purge on, and with Mercure alone, each beside the same
+    // server with both off. A property's write sends no purge (decision 0047); the writes that do,
+    // of reference data, are not here: 50 connections writing one row measure its lock on
+    // PostgreSQL (they failed there), and the load tool sends one path.
+    writecost: [
+      ['post', 'POST /api/immobilies, Mercure + purge on', 'true', { apiKey, method: 'POST', path: '/api/immobilies' }],
+      [
+        'postMercure',
+        'POST /api/immobilies, Mercure only on',
+        'false',
+        { apiKey, method: 'POST', path: '/api/immobilies' },
+      ],
+    ].map(([plan, name, purge, write]) => ({
+      name: `${name} ÷ off`,
+      plan,
+      read: false,
+      sameServer: true,
+      oursEnv: {
+        PROPERTY_MERCURE_ENABLED: 'true',
+        PROPERTY_HTTP_CACHE_PURGE_URLS: purge === 'true' ? (purgeTarget ?? '') : '',
+      },
+      limitEnv: { PROPERTY_MERCURE_ENABLED: 'false', PROPERTY_HTTP_CACHE_PURGE_URLS: '' },
+      request: {
+        method: write.method,
+        path: write.path,
+        headers: { accept, 'x-api-key': write.apiKey, 'content-type': accept },
+        body: POST_BODY,
+      },
+    })),
     scale: [
       {
         name: 'GET /api/immobilies (owner key)',
@@ -130,7 +166,7 @@ function scenarios({ apiKey, adminKey }) {
       },
     ],
   };
-  return (suites[opts.suite] ?? []).filter((s) => !args.only || s.plan === args.only);
+  return (suites[opts.suite] ?? []).filter((s) => !args.only || args.only.split(',').includes(s.plan));
 }
 
 function databases(dir) {
@@ -139,12 +175,14 @@ function databases(dir) {
   ];
   const pgUrl = postgresUrl('bench_property');
   if (pgUrl) out.push({ dialect: 'postgres', url: pgUrl });
-  return out;
+  const only = args.dialects ?? process.env.BENCH_DIALECTS;
+  return only ? out.filter((db) => only.split(',').includes(db.dialect)) : out;
 }
 
 /** Starts a server pinned to SERVER_CPU; resolves once it printed its first line (it listens). */
 function startServer(kind, db, port, nodeArgs = [], scenario = undefined) {
-  const limitEnv = kind === 'baseline' ? (scenario?.limitEnv ?? {}) : {};
+  const limitEnv = kind === 'baseline' ? (scenario?.limitEnv ?? {}) : (scenario?.oursEnv ?? {});
+  const file = scenario?.sameServer ? SERVERS.ours : SERVERS[kind];
   const env = {
     LOG_LEVEL: 'warn',
     HOST: '127.0.0.1',
@@ -157,7 +195,7 @@ function startServer(kind, db, port, nodeArgs = [], scenario = undefined) {
     PROPERTY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '10000000',
     PROPERTY_REGISTRATION_LIMIT_PER_HOUR: '10000000',
   };
-  return harness.startServer({ label: kind, file: SERVERS[kind], env, nodeArgs });
+  return harness.startServer({ label: kind, file, env, nodeArgs });
 }
 
 /** One measurement: fresh server, warm-up, measured load from its own core, server killed by PID. */
@@ -200,7 +238,15 @@ function table(summary) {
     '|---|---|--:|--:|--:|--:|--:|---|---|',
   ];
   for (const s of summary) {
-    const verdict = s.read ? (s.ratio >= 0.7 ? 'met' : '**missed**') : 'n/a (write)';
+    const verdict = s.sameServer
+      ? s.ratio >= 0.9
+        ? 'met (write cost ≤ 10 %)'
+        : '**missed** (write cost > 10 %)'
+      : s.read
+        ? s.ratio >= 0.7
+          ? 'met'
+          : '**missed**'
+        : 'n/a (write)';
     const perRequest = (m) => `${fmt(m.cpuUs)}${m.dbCpuUs ? ` + ${fmt(m.dbCpuUs)}` : ''}`;
     const cpu = `${perRequest(s.ours)} / ${perRequest(s.baseline)}`;
     rows.push(
@@ -218,7 +264,9 @@ async function benchScenario(db, scenario, port, stamp) {
       () => fn(port),
     );
   let bytes;
-  if (CHECK) {
+  if (scenario.sameServer) {
+    console.log(`${db.dialect} ${scenario.name}: one server, two settings; "limit" below is ours with them off`);
+  } else if (CHECK) {
     await checkSql({
       main: SERVERS.ours,
       dialect: db.dialect,
@@ -242,6 +290,7 @@ async function benchScenario(db, scenario, port, stamp) {
     dialect: db.dialect,
     scenario: scenario.name,
     read: scenario.read,
+    sameServer: scenario.sameServer ?? false,
     bytes,
     ours,
     baseline,
@@ -259,6 +308,14 @@ async function main() {
   rmSync(SNAPSHOT, { recursive: true, force: true });
   if (!process.env.BENCH_OURS) snapshotDist(path.basename(SNAPSHOT));
   const source = sourceOf(['src/property', 'src/platform']);
+  let varnish = null;
+  if (opts.suite === 'writecost') {
+    varnish = await startVarnish({ port: await harness.freePort(), backendPort: port });
+    if (!varnish)
+      throw new Error('the writecost suite needs varnishd (apt-get install -y --no-install-recommends varnish)');
+    purgeTarget = varnish.url;
+    console.log(`writecost: purges go to a private varnishd at ${varnish.url}`);
+  }
   console.log(
     `property bench (suite ${opts.suite}): ${opts.runs} runs × ${opts.duration} s (+${opts.warmup} s warm-up), ${opts.connections} connections, ${opts.items} items; server on CPU ${SERVER_CPU}, autocannon on CPU ${LOAD_CPU}`,
   );
@@ -277,6 +334,7 @@ async function main() {
   } finally {
     rmSync(dir, { recursive: true, force: true });
     rmSync(SNAPSHOT, { recursive: true, force: true });
+    await varnish?.close();
   }
   const summary = results.map((r) => r.summary);
   const machine = machineDescription();
@@ -298,7 +356,9 @@ async function main() {
   };
   const md = [
     `Property bench (suite ${opts.suite}, ${opts.items} immobilien), ${new Date().toISOString()}; ${machine}`,
-    `Servers: ours = ${servers.ours} (built from ${source}), limit = ${servers.baseline}.`,
+    opts.suite === 'writecost'
+      ? `Server: ${servers.ours} (built from ${source}); "limit" = the same server with Mercure and the purge off, the purges going to a private varnishd.`
+      : `Servers: ours = ${servers.ours} (built from ${source}), limit = ${servers.baseline}.`,
     `Median of ${opts.runs} runs, ${opts.duration} s each after ${opts.warmup} s warm-up, ${opts.connections} connections. Ratio = ours / limit (req/s).`,
     'CPU µs/request: server process (+ PostgreSQL backends) CPU time divided by requests served.',
     `Runs disturbed by other work on the machine (> 0.25 core, after 3 attempts): ${raw.runs.filter((r) => r.disturbed).length} of ${raw.runs.length}.`,

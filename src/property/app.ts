@@ -12,11 +12,13 @@ import { renderError } from './engine/errors.js';
 import { sendError } from './engine/http.js';
 import { createEngine, type PaginationOptions } from './engine/operations.js';
 import type { AnyDb } from './engine/persistence.js';
-import { registerResourceRoutes } from './engine/routes.js';
+import { registerResourceRoutes, type CommittedWrite } from './engine/routes.js';
 import type { propertyConfigSpec } from './property.config.js';
 import { createMercureHub } from './mercure/hub.js';
 import { MERCURE_PATH, registerMercureRoutes } from './mercure/hub.routes.js';
 import { mercurePublisher } from './mercure/publisher.js';
+import { writeTagsOf } from './engine/http-cache.js';
+import { createVarnishPurger } from './http-cache/varnish.client.js';
 import { propertyRegistry } from './registry.js';
 import type { KostenSaetze } from './calculator/kaufnebenkosten.js';
 import { KOSTEN_SETTINGS } from './resources/immobilie.provider.js';
@@ -73,7 +75,7 @@ function httpOptions(config: PropertyConfig) {
     hydraPrefix: config.hydraPrefix,
     publicUrl: config.publicUrl?.replace(/\/+$/, ''),
     fallbackOrigin: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,
-    mercureHubPath: MERCURE_PATH,
+    ...(config.mercureEnabled ? { mercureHubPath: MERCURE_PATH } : {}),
   };
 }
 
@@ -143,29 +145,51 @@ export async function buildPropertyApp({
     exposedHeaders: ['Link', 'Location', 'Content-Location', 'ETag', 'Accept-Patch', 'X-Request-Id'],
     maxAgeSeconds: 3600,
   };
-  // The Mercure hub (decision 0038): updates travel through the database's signal to every instance.
-  const mercureSecret = config.mercureJwtSecret ?? randomBytes(32).toString('hex');
-  if (mercureSecret.length < 32) throw new Error('PROPERTY_MERCURE_JWT_SECRET must have at least 32 characters');
-  const hub = createMercureHub({ database, log: app.log });
-  await hub.start();
-  app.addHook('preClose', async () => hub.close());
   const usersPath = User?.path ?? `${propertyRegistry.prefix}/users`;
   const authenticate = createApiKeyAuthenticator(database.db as Kysely<SecurityDatabase>);
+  // After each committed write, one hook: the Mercure update (decision 0038; not awaited) and the
+  // shared caches' purge (decision 0047; awaited, so the writer's next read through the cache is fresh).
+  const afterCommit: ((write: CommittedWrite) => void | Promise<void>)[] = [];
+  if (config.mercureEnabled) {
+    // The Mercure hub (decision 0038): updates travel through the database's signal to every instance.
+    const mercureSecret = config.mercureJwtSecret ?? randomBytes(32).toString('hex');
+    if (mercureSecret.length < 32) throw new Error('PROPERTY_MERCURE_JWT_SECRET must have at least 32 characters');
+    const hub = createMercureHub({ database, log: app.log });
+    await hub.start();
+    app.addHook('preClose', async () => hub.close());
+    afterCommit.push(mercurePublisher(hub, propertyRegistry, http, usersPath));
+    registerMercureRoutes(app, {
+      ...http,
+      hub,
+      secret: mercureSecret,
+      authenticate,
+      usersPath,
+      tokenTtlSeconds: config.mercureTokenTtlSeconds,
+    });
+  }
+  if (config.httpCachePurgeUrls.length) {
+    const purger = createVarnishPurger({
+      urls: config.httpCachePurgeUrls,
+      timeoutMs: config.httpCachePurgeTimeoutMs,
+      log: app.log,
+      ...(registry ? { registry } : {}),
+    });
+    app.addHook('onClose', async () => purger.close());
+    const writeTags = writeTagsOf(propertyRegistry);
+    afterCommit.push(({ resource, operation, item }) => {
+      const tags = writeTags(resource, operation, item);
+      return tags.length ? purger.purge(tags) : undefined;
+    });
+  }
   registerResourceRoutes(app, {
     ...http,
     corsHeaders: corsResponseHeaders(cors),
     engine,
-    onWrite: mercurePublisher(hub, propertyRegistry, http, usersPath),
+    ...(afterCommit.length ? { onWrite: joinHooks(afterCommit) } : {}),
     authenticate,
     pageParameter: PAGINATION.pageParameter,
-  });
-  registerMercureRoutes(app, {
-    ...http,
-    hub,
-    secret: mercureSecret,
-    authenticate,
-    usersPath,
-    tokenTtlSeconds: config.mercureTokenTtlSeconds,
+    httpCache: { maxAge: config.httpCacheMaxAge, sharedMaxAge: config.httpCacheSharedMaxAge },
+    varyForwarded: config.trustProxy && !http.publicUrl,
   });
   registerDocsRoutes(app, {
     ...http,
@@ -185,4 +209,15 @@ export async function buildPropertyApp({
   });
   await registerCorsPreflight(app, cors);
   return app;
+}
+
+/** Runs every after-commit hook; the answer waits for those that return a promise. */
+function joinHooks(
+  hooks: readonly ((write: CommittedWrite) => void | Promise<void>)[],
+): (write: CommittedWrite) => void | Promise<void> {
+  if (hooks.length === 1) return hooks[0] as (write: CommittedWrite) => void | Promise<void>;
+  return (write) => {
+    const waits = hooks.map((hook) => hook(write)).filter((r): r is Promise<void> => r instanceof Promise);
+    return waits.length ? Promise.all(waits).then(() => undefined) : undefined;
+  };
 }

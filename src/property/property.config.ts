@@ -38,6 +38,37 @@ export const propertyConfigSpec = {
     60,
     86_400,
   ),
+  mercureEnabled: env.boolean(
+    'PROPERTY_MERCURE_ENABLED',
+    'the built-in Mercure hub (`/.well-known/mercure`, the `rel="mercure"` Link, an update per committed write); `false` turns all of it off',
+    true,
+  ),
+  httpCacheMaxAge: env.integer(
+    'PROPERTY_HTTP_CACHE_MAX_AGE',
+    '`max-age` of the answers of public resources (federal states, heating types): seconds a browser keeps them, which no purge reaches',
+    60,
+    0,
+    31_536_000,
+  ),
+  httpCacheSharedMaxAge: env.integer(
+    'PROPERTY_HTTP_CACHE_SHARED_MAX_AGE',
+    '`s-maxage` of the answers of public resources: seconds a shared cache (Varnish, a CDN) keeps them; set `PROPERTY_HTTP_CACHE_PURGE_URLS` so writes purge them',
+    3600,
+    0,
+    31_536_000,
+  ),
+  httpCachePurgeUrls: env.urlList(
+    'PROPERTY_HTTP_CACHE_PURGE_URLS',
+    'shared caches to purge after each committed write, comma-separated (`http://varnish:6081`): a Varnish `BAN` with the `ApiPlatform-Ban-Regex` header over the `Cache-Tags` of the answers (VCL in `test/fixtures/varnish.vcl`); every instance needs it',
+    ['http:', 'https:'],
+  ),
+  httpCachePurgeTimeoutMs: env.integer(
+    'PROPERTY_HTTP_CACHE_PURGE_TIMEOUT_MS',
+    'how long a write waits for its purge before it answers anyway (the failure is logged and counted in `property_http_cache_purges_total`)',
+    1000,
+    50,
+    60_000,
+  ),
   adminDir: env.optionalString(
     'PROPERTY_ADMIN_DIR',
     'directory of the built admin served at `/admin` (written by `npm run build`, or `npm run build:admin` alone)',

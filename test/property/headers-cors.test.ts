@@ -16,7 +16,10 @@ const tokens = (value: string | null): string[] =>
 
 function expectSecurityHeaders(res: ApiResponse, label: string): void {
   expect(tokens(res.headers.get('vary')), `${label}: Vary`).toContain('accept');
-  expect(tokens(res.headers.get('vary')), `${label}: Vary names the key`).toContain('x-api-key');
+  // A public answer is the same for every key (decision 0047): a shared cache must not split it by key.
+  if (res.headers.get('cache-control')?.startsWith('public'))
+    expect(tokens(res.headers.get('vary')), `${label}: a public answer's Vary`).not.toContain('x-api-key');
+  else expect(tokens(res.headers.get('vary')), `${label}: Vary names the key`).toContain('x-api-key');
   expect(res.headers.get('x-content-type-options'), `${label}: X-Content-Type-Options`).toBe('nosniff');
   expect(res.headers.get('x-frame-options')?.toLowerCase(), `${label}: X-Frame-Options`).toBe('deny');
 }
@@ -294,11 +297,13 @@ describe('CORS with a list of allowed origins (PROPERTY_CORS_ORIGINS)', () => {
     await server?.close();
   });
 
-  it('an allowed origin is echoed, with Vary: Accept, Origin', async () => {
+  it('an allowed origin is echoed, with Vary: Accept, Origin (and the key where it matters)', async () => {
     const res = await api(server.url, '/api/bundeslands/1', { headers: { origin: ORIGIN } });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe(ORIGIN);
-    expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'x-api-key', 'origin']);
+    expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'origin']);
+    const keyed = await api(server.url, '/api/immobilies', { headers: { origin: ORIGIN } });
+    expect(tokens(keyed.headers.get('vary'))).toEqual(['accept', 'x-api-key', 'origin']);
     expect(tokens(res.headers.get('access-control-expose-headers'))).toEqual(
       expect.arrayContaining(['link', 'location', 'content-location']),
     );
@@ -310,7 +315,7 @@ describe('CORS with a list of allowed origins (PROPERTY_CORS_ORIGINS)', () => {
       expect(res.status).toBe(200);
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
       expect(res.headers.get('access-control-expose-headers')).toBeNull();
-      expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'x-api-key', 'origin']);
+      expect(tokens(res.headers.get('vary'))).toEqual(['accept', 'origin']);
     }
   });
 

@@ -128,6 +128,28 @@ export const env = {
       return [...new Set(items)] as T[];
     });
   },
+  /** A comma-separated list of URLs, each with one of `protocols`; unset = none. */
+  urlList(variable: string, description: string, protocols: readonly string[]): Setting<readonly string[]> {
+    return setting<readonly string[]>(variable, description, [], 'unset (none)', (raw) => {
+      const urls = raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      for (const item of urls) {
+        let parsed: URL;
+        try {
+          parsed = new URL(item);
+        } catch {
+          throw new SettingProblem(`must be a comma-separated list of URLs, got "${redactUrl(item)}"`);
+        }
+        if (!protocols.includes(parsed.protocol))
+          throw new SettingProblem(
+            `must use ${protocols.join(' or ')}, got "${parsed.protocol}" in "${redactUrl(item)}"`,
+          );
+      }
+      return urls;
+    });
+  },
   url(
     variable: string,
     description: string,

@@ -33,8 +33,11 @@ export interface Database<DB> {
    * SQLite (one connection per process, transactions one after the other): emitted once the
    * connection is free again, i.e. after the transaction ended; it may then also have rolled back,
    * so listeners must treat the payload as a hint to read committed rows, not as the rows.
+   * Several payloads are several signals, in their order, sent in one statement (on PostgreSQL a
+   * NOTIFY outside a transaction is a commit of its own, which serializes on the server's notify
+   * lock: one statement for a burst of signals keeps that to one commit).
    */
-  notifyIn(trx: Executor<DB>, topic: string, payload: string): Promise<void>;
+  notifyIn(trx: Executor<DB>, topic: string, payload: string | readonly string[]): Promise<void>;
   /**
    * Calls `onSignal` for each `notify(topic)` (payload '') and `notifyIn` (its payload), and once
    * with no payload after a lost connection came back (signals may have been missed meanwhile).
@@ -83,6 +86,15 @@ function checkPayload(payload: string): void {
   if (Buffer.byteLength(payload) > NOTIFY_PAYLOAD_LIMIT)
     throw new Error(`notify payload of ${Buffer.byteLength(payload)} bytes exceeds ${NOTIFY_PAYLOAD_LIMIT}`);
 }
+
+function payloadsOf(payload: string | readonly string[]): readonly string[] {
+  const payloads = typeof payload === 'string' ? [payload] : payload;
+  for (const p of payloads) checkPayload(p);
+  return payloads;
+}
+
+/** How many pg_notify calls one statement carries (PostgreSQL allows 1,664 result columns). */
+const NOTIFY_BATCH = 200;
 
 export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
   const database = await open<DB>(options);
@@ -172,13 +184,15 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
       signals.emit(topic, '');
     },
     async notifyIn(_trx, topic, payload) {
-      checkPayload(payload);
+      const payloads = payloadsOf(payload);
       // The one connection is held by the transaction until it ends: a statement queued now runs
       // after the COMMIT (or ROLLBACK), and only then is the signal given. Not awaited: the caller
       // is inside that transaction.
       void sql`select 1`
         .execute(db)
-        .then(() => signals.emit(topic, payload))
+        .then(() => {
+          for (const p of payloads) signals.emit(topic, p);
+        })
         .catch(() => undefined);
     },
     async listen(topic, onSignal) {
@@ -289,8 +303,12 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
       await pool.query('select pg_notify($1, $2)', [channel(topic), '']);
     },
     async notifyIn(trx, topic, payload) {
-      checkPayload(payload);
-      await sql`select pg_notify(${channel(topic)}, ${payload})`.execute(trx);
+      const payloads = payloadsOf(payload);
+      const name = channel(topic);
+      for (let i = 0; i < payloads.length; i += NOTIFY_BATCH) {
+        const calls = payloads.slice(i, i + NOTIFY_BATCH).map((p) => sql`pg_notify(${name}, ${p})`);
+        await sql`select ${sql.join(calls)}`.execute(trx);
+      }
     },
     listen: (topic, onSignal) => listenPostgres(url.toString(), channel(topic), onSignal),
     async destroy() {

@@ -261,6 +261,22 @@ export interface ResourceLink {
 
 export type FieldSpecs = Readonly<Record<string, FieldSpec>>;
 
+/**
+ * How shared caches may keep a resource's GET answers (API Platform's `cacheHeaders`). Without
+ * it an answer is `private, no-cache`: a browser revalidates it by its ETag, no shared cache keeps
+ * it. `public: true` is for answers that are the same for every caller (the registry checks that
+ * reads need no key, no scope and no provider decide them): `Cache-Control: public` with
+ * `max-age` (browsers, which no purge reaches) and `s-maxage` (shared caches, which the purge on
+ * each write keeps right); lifetimes left out come from the service's settings.
+ */
+export interface CacheHeaders {
+  readonly public: true;
+  /** Seconds a browser may keep the answer. */
+  readonly maxAge?: number;
+  /** Seconds a shared cache (Varnish, a CDN) may keep the answer. */
+  readonly sharedMaxAge?: number;
+}
+
 export interface ResourceDefinition<F extends FieldSpecs = FieldSpecs> {
   readonly shortName: string;
   readonly description?: string;
@@ -287,6 +303,8 @@ export interface ResourceDefinition<F extends FieldSpecs = FieldSpecs> {
    * outside the scope answer 404. Returns field → required value, or null for no restriction.
    */
   readonly scope?: (principal: Principal | null) => Readonly<Partial<Record<keyof F & string, number | string>>> | null;
+  /** Shared caching of the GET answers; absent, they are private to the caller. */
+  readonly cacheHeaders?: CacheHeaders;
 }
 
 /** `searchFilter({ adresse: 'ipartial', typ: 'exact' })`: one SearchFilter entry per property. */

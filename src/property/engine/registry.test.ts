@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   anyone,
+  authenticated,
   dateFilter,
   defineResource,
   existsFilter,
@@ -14,6 +15,42 @@ import { buildRegistry, RegistryError } from './registry.js';
 const options = { prefix: '/api', title: 't', description: 'd', version: '1' };
 
 describe('buildRegistry', () => {
+  it('refuses public caching of answers that differ by caller (decision 0047)', () => {
+    const byCaller = defineResource({
+      shortName: 'Gamma',
+      path: '/api/gammas',
+      table: 'gamma',
+      fields: { id: f.id(), owner: f.integer() },
+      cacheHeaders: { public: true, sharedMaxAge: -5 },
+      operations: {
+        getCollection: { security: authenticated },
+        get: { security: anyone, securityItem: () => true, provider: async (items) => items },
+      },
+      scope: (principal) => ({ owner: principal?.id ?? -1 }),
+    });
+    expect(() => buildRegistry([byCaller], options)).toThrow(RegistryError);
+    let message = '';
+    try {
+      buildRegistry([byCaller], options);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('cacheHeaders.public: getCollection must be readable without a key');
+    expect(message).toContain('cacheHeaders.public: get has an item rule');
+    expect(message).toContain('cacheHeaders.public: get has a provider');
+    expect(message).toContain('cacheHeaders.public: a scope makes answers differ by caller');
+    expect(message).toContain('cacheHeaders.public: sharedMaxAge must be whole seconds');
+    const fine = defineResource({
+      shortName: 'Delta',
+      path: '/api/deltas',
+      table: 'delta',
+      fields: { id: f.id() },
+      cacheHeaders: { public: true, maxAge: 10 },
+      operations: { get: { security: anyone } },
+    });
+    expect(buildRegistry([fine], options).resources[0]?.cacheHeaders).toEqual({ public: true, maxAge: 10 });
+  });
+
   it('rejects unknown references, duplicate paths, bad filters and missing security, all at once', () => {
     const a = defineResource({
       shortName: 'Alpha',

@@ -3,6 +3,7 @@ import {
   OPERATION_NAMES,
   PROCESSOR_OPERATIONS,
   PROVIDER_OPERATIONS,
+  type CacheHeaders,
   type FieldDefinition,
   type FieldKind,
   type SearchStrategy,
@@ -71,6 +72,8 @@ export interface ResourceMetadata {
   /** The owner field whose counts the database maintains (see ResourceDefinition.countedBy). */
   readonly countedBy: FieldMetadata | undefined;
   readonly scope: ResourceDefinition['scope'];
+  /** Shared caching of the GET answers (see ResourceDefinition.cacheHeaders); undefined = private. */
+  readonly cacheHeaders: CacheHeaders | undefined;
 }
 
 export interface Registry {
@@ -192,6 +195,7 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
         problems.push(`${where}: link path ${link.path} must look like /parent/{id}/children`);
       else links.push({ path: link.path, from: link.from, toField });
     }
+    if (def.cacheHeaders) publicReadProblems(def, operations, problems);
     const countedBy = def.countedBy === undefined ? undefined : fieldsByName.get(def.countedBy);
     if (def.countedBy !== undefined && countedBy?.kind !== 'ref')
       problems.push(`${where}: countedBy names no ref field`);
@@ -215,6 +219,7 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
       links,
       countedBy,
       scope: def.scope,
+      cacheHeaders: def.cacheHeaders,
     });
   }
   if (problems.length) throw new RegistryError(`Invalid resource definitions:\n  - ${problems.join('\n  - ')}`);
@@ -228,6 +233,35 @@ export function buildRegistry(definitions: readonly ResourceDefinition[], option
     resources,
     byShortName: (shortName: string) => byName.get(shortName),
   });
+}
+
+/**
+ * A shared cache hands one answer to every caller, so an answer may be public only when no
+ * caller could get another: anyone may read, and no scope, item rule or provider (which sees the
+ * principal) decides what the answer holds.
+ */
+function publicReadProblems(
+  def: ResourceDefinition,
+  operations: ReadonlyMap<OperationName, OperationDefinition>,
+  problems: string[],
+): void {
+  const where = `resource ${def.shortName}: cacheHeaders.public`;
+  const reads = (['getCollection', 'get'] as const).filter((name) => operations.has(name));
+  if (!reads.length) problems.push(`${where} needs a get or getCollection operation`);
+  for (const name of reads) {
+    const op = operations.get(name) as OperationDefinition;
+    if (!op.security(null)) problems.push(`${where}: ${name} must be readable without a key`);
+    if (op.securityItem) problems.push(`${where}: ${name} has an item rule, so answers differ by caller`);
+    if (op.provider) problems.push(`${where}: ${name} has a provider, which may answer by caller`);
+  }
+  if (def.scope) problems.push(`${where}: a scope makes answers differ by caller`);
+  for (const [key, value] of [
+    ['maxAge', def.cacheHeaders?.maxAge],
+    ['sharedMaxAge', def.cacheHeaders?.sharedMaxAge],
+  ] as const) {
+    if (value !== undefined && (!Number.isInteger(value) || value < 0 || value > 31_536_000))
+      problems.push(`${where}: ${key} must be whole seconds from 0 to 31536000`);
+  }
 }
 
 /** Resolves and checks the declared filters: each names a field or derived value that suits it. */

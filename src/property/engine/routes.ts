@@ -5,6 +5,14 @@ import { OPERATION_METHOD, type Item, type OperationName, type Principal } from 
 import { contextDocument, entrypointDocument } from './contexts.js';
 import { prefersHtml } from './docs.routes.js';
 import { MethodNotAllowedError } from './errors.js';
+import {
+  CACHE_TAGS_HEADER,
+  MAX_TAGS_LENGTH,
+  PRIVATE_CACHE_CONTROL,
+  publicCacheControl,
+  tagsOf,
+  type HttpCacheDefaults,
+} from './http-cache.js';
 import { CONTENT_TYPE, apiDocLink, docsUrl, etagOf, jsonBody, sendError, sendJson, type HttpSettings } from './http.js';
 import { OUTPUT_FORMATS, SUFFIX_FORMATS, negotiate, type Format } from './negotiation.js';
 import { selectedProperties } from './filters.js';
@@ -21,10 +29,20 @@ export interface RouteOptions extends HttpSettings {
   /** CORS headers for an actual request with this Origin (preflights are answered elsewhere). */
   readonly corsHeaders: (origin: string | undefined) => Readonly<Record<string, string>>;
   /**
-   * Called after each committed write of a persisted resource (not awaited; the answer does not
-   * wait): the Mercure publisher. `item` is what a GET answers now; for a delete, the item as it was.
+   * Called after each committed write of a persisted resource, before the answer: the Mercure
+   * publisher and the shared cache's purge (app.ts joins them). What it returns is awaited, so a
+   * hook that must land before the client reads again (a purge) returns its promise, and one that
+   * must not hold the answer (a publish) returns nothing. It must not reject: a committed write
+   * stays a success. `item` is what a GET answers now; for a delete, the item as it was.
    */
-  readonly onWrite?: (write: CommittedWrite) => void;
+  readonly onWrite?: (write: CommittedWrite) => void | Promise<void>;
+  /** Lifetimes of public answers whose resource does not set its own (decision 0047). */
+  readonly httpCache: HttpCacheDefaults;
+  /**
+   * Whether X-Forwarded-Host and X-Forwarded-Proto decide the absolute URLs of an answer (a
+   * trusted proxy without a fixed public URL): then Vary names them too.
+   */
+  readonly varyForwarded?: boolean;
 }
 
 export interface CommittedWrite {
@@ -40,14 +58,16 @@ const WRITE_TYPES = ['application/ld+json', 'application/json'];
  * API Platform's default response headers, besides the docs Link. Vary names every request
  * header an answer depends on: the format (Accept) and the caller (X-API-KEY decides what a
  * collection lists, and whether an item is there at all), so no cache hands one key's answer to
- * another (issue 31).
+ * another (issue 31). Answers of public resources, the same for every caller, do not name the key
+ * (decision 0047). Nothing varies on Accept-Language: the service speaks one language.
  */
 const STATIC_HEADERS = {
   vary: 'Accept, X-API-KEY',
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'deny',
-  'cache-control': 'no-cache, private',
+  'cache-control': PRIVATE_CACHE_CONTROL,
 } as const;
+const FORWARDED_VARY = 'X-Forwarded-Host, X-Forwarded-Proto';
 const PATCH_TYPES = ['application/merge-patch+json'];
 
 /** Splits `7.jsonld` into id and format; an unknown suffix is a 404, as in API Platform. */
@@ -103,25 +123,53 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
     }
     return link;
   };
-  // The default headers joined with each distinct CORS answer, once (the CORS objects are shared).
-  const withCors = new WeakMap<object, Readonly<Record<string, string>>>();
-  const defaultHeaders = (origin: string | undefined): Readonly<Record<string, string>> => {
+  // The default headers joined with each distinct CORS answer, once (the CORS objects are shared),
+  // and the Vary of a public answer, which is the same without the key.
+  const baseVary = options.varyForwarded ? `${STATIC_HEADERS.vary}, ${FORWARDED_VARY}` : STATIC_HEADERS.vary;
+  const withCors = new WeakMap<object, { all: Readonly<Record<string, string>>; publicVary: string }>();
+  const headersFor = (origin: string | undefined) => {
     const cors = options.corsHeaders(origin);
     let headers = withCors.get(cors);
     if (!headers) {
+      const vary = cors.vary ? `${baseVary}, ${cors.vary}` : baseVary;
       headers = {
-        ...STATIC_HEADERS,
-        ...cors,
-        vary: cors.vary ? `${STATIC_HEADERS.vary}, ${cors.vary}` : STATIC_HEADERS.vary,
+        all: { ...STATIC_HEADERS, ...cors, vary },
+        publicVary: vary
+          .split(', ')
+          .filter((h) => h !== 'X-API-KEY')
+          .join(', '),
       };
       withCors.set(cors, headers);
     }
     return headers;
   };
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('link', linkFor(request)).headers(defaultHeaders(request.headers.origin));
+    reply.header('link', linkFor(request)).headers(headersFor(request.headers.origin).all);
     done();
   });
+
+  /**
+   * A successful read: its cache tags, and for a public resource the shared Cache-Control and the
+   * Vary without the key. A tag list too long to send keeps the answer private (http-cache.ts).
+   */
+  const publicControl = new Map(registry.resources.map((r) => [r, publicCacheControl(r, options.httpCache)]));
+  const sendRead = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    resource: ResourceMetadata,
+    items: readonly Item[],
+    collection: boolean,
+    format: Format,
+    body: unknown,
+  ) => {
+    const tags = tagsOf(registry, resource, items, collection).join(',');
+    if (tags.length <= MAX_TAGS_LENGTH) {
+      reply.header(CACHE_TAGS_HEADER, tags);
+      const control = publicControl.get(resource);
+      if (control) reply.header('cache-control', control).header('vary', headersFor(request.headers.origin).publicVary);
+    }
+    return sendJson(request, reply, 200, CONTENT_TYPE[format], body);
+  };
   app.setErrorHandler((err, request, reply) => sendError(request, reply, err, options));
   app.setNotFoundHandler((request, reply) => sendError(request, reply, new NotFoundError(), options));
   // Bodies are read as text and parsed by the engine, so that every syntax error and every media
@@ -193,7 +241,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
               normalizeItem(registry, resource, item, format, 'post'),
             );
           const iri = `${resource.path}/${item.id}`;
-          options.onWrite?.({ request, resource, operation: 'post', item });
+          await options.onWrite?.({ request, resource, operation: 'post', item });
           reply.header('location', iri).header('content-location', iri);
           return sendJson(
             request,
@@ -227,11 +275,13 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
         const item = await engine.get(resource, base, principal);
         itemHeaders(reply, item.id);
         const selected = selectedProperties(resource, parseQuery(rawQuery(request)));
-        return sendJson(
+        return sendRead(
           request,
           reply,
-          200,
-          CONTENT_TYPE[format],
+          resource,
+          [item],
+          false,
+          format,
           normalizeItem(registry, resource, item, format, 'get', false, selected),
         );
       });
@@ -254,7 +304,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
             ifMatch(request, etagsOf),
           );
           itemHeaders(reply, item.id);
-          options.onWrite?.({ request, resource, operation: op, item });
+          await options.onWrite?.({ request, resource, operation: op, item });
           return sendJson(
             request,
             reply,
@@ -270,7 +320,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
         const { base } = splitSuffix((request.params as { id: string }).id);
         const principal = principalOf(request);
         const item = await engine.delete(resource, base, principal, ifMatch(request, etagsOf));
-        options.onWrite?.({ request, resource, operation: 'delete', item });
+        await options.onWrite?.({ request, resource, operation: 'delete', item });
         return reply.code(204).send();
       });
     }
@@ -319,7 +369,7 @@ export function registerResourceRoutes(app: FastifyInstance, options: RouteOptio
       format,
       options.hydraPrefix,
     );
-    return sendJson(request, reply, 200, CONTENT_TYPE[format], body);
+    return sendRead(request, reply, resource, result.items, true, format, body);
   }
 
   const link = (parent: ParentSelection): string => parent.link.path.replace('{id}', parent.rawId);

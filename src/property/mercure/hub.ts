@@ -103,6 +103,26 @@ export function createMercureHub(options: MercureHubOptions): MercureHub {
     }
   };
 
+  // The updates of one turn of the event loop go out as one signal statement, in their order: on
+  // PostgreSQL each NOTIFY statement is a commit of its own that serializes on the server's notify
+  // lock and takes a pooled connection from the writes (the write-cost bench, decision 0047).
+  let batch: string[] | undefined;
+  let sent: Promise<void> = Promise.resolve();
+  const signal = (payload: string): Promise<void> => {
+    if (!batch) {
+      const payloads: string[] = [];
+      batch = payloads;
+      sent = new Promise<void>((resolve, reject) =>
+        setImmediate(() => {
+          batch = undefined;
+          options.database.notifyIn(options.database.db as never, MERCURE_SIGNAL, payloads).then(resolve, reject);
+        }),
+      );
+    }
+    batch.push(payload);
+    return sent;
+  };
+
   return {
     async start() {
       stopListening ??= await options.database.listen(MERCURE_SIGNAL, onSignal);
@@ -116,7 +136,7 @@ export function createMercureHub(options: MercureHubOptions): MercureHub {
       const payload = JSON.stringify(update);
       if (Buffer.byteLength(payload) > NOTIFY_PAYLOAD_LIMIT)
         throw new RangeError(`a Mercure update of ${Buffer.byteLength(payload)} bytes does not fit a database signal`);
-      await options.database.notifyIn(options.database.db as never, MERCURE_SIGNAL, payload);
+      await signal(payload);
       return update.id;
     },
     attach(res, subscriber, lastEventId) {

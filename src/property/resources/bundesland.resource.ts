@@ -33,6 +33,8 @@ export const Bundesland = defineResource({
       example: 5.5,
     }),
   },
+  // The same for every caller and rarely written: shared caches keep it, each write purges it.
+  cacheHeaders: { public: true },
   operations: {
     getCollection: { security: anyone },
     get: { security: anyone },

@@ -18,6 +18,8 @@ export const Heizungstyp = defineResource({
       example: 'Wärmepumpe',
     }),
   },
+  // The same for every caller and rarely written: shared caches keep it, each write purges it.
+  cacheHeaders: { public: true },
   operations: {
     getCollection: { security: anyone },
     get: { security: anyone },
