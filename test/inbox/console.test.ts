@@ -4,10 +4,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../scripts/build-console.js';
-import { CHROMIUM, hasChromium } from '../property/admin-browser.js';
+import { hasChromium, launchChromium } from '../property/admin-browser.js';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
 import {
@@ -236,10 +236,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
         INBOX_DOMAIN_KEY_SECRET: 'a-test-secret-of-at-least-32-characters!',
       },
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
@@ -667,10 +664,7 @@ describe.skipIf(!hasChromium || !dialects.includes('postgres'))('console across 
     database = createInboxTestDatabase('postgres');
     web = await startInboxServer({ database, env: { INBOX_CONSOLE_DIR: dir, INBOX_ROLES: 'api,worker' } });
     mx = await startInboxServer({ database, env: { INBOX_ROLES: 'api,smtp' } });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();

@@ -12,6 +12,9 @@ export const CHROMIUM = '/usr/bin/chromium';
 export const hasChromium = existsSync(CHROMIUM);
 const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'];
 
+/** Debian's Chromium, headless, as every browser test of the repository starts it (never a downloaded browser). */
+export const launchChromium = (): Promise<Browser> => chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
+
 /** Text as shown, with the non-breaking spaces of number formats made plain. */
 export const plain = (text: string) => text.replace(/[\u00a0\u202f]/g, ' ').trim();
 
@@ -34,7 +37,7 @@ export function adminServer(dialect: TestDialect, adminDir: () => string) {
   let browser: Browser | undefined;
   beforeAll(async () => {
     server = await startPropertyServer({ dialect, env: { PROPERTY_ADMIN_DIR: adminDir() } });
-    if (hasChromium) browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
+    if (hasChromium) browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
