@@ -258,7 +258,23 @@ function rateLimitHeaders(req) {
   };
 }
 
-function send(req, res, status, body, headers = {}) {
+/** The IRIs a page of properties contains, as the service's Cache-Tags name them (engine/http-cache.ts). */
+function immobilieTags(rows) {
+  const tags = new Set(['/api/immobilies']);
+  for (const row of rows) {
+    tags.add(`/api/immobilies/${row.id}`);
+    tags.add(`/api/users/${row.verwalter_id}`);
+    tags.add(`/api/bundeslands/${row.bundesland_id}`);
+    if (row.heizungstyp_id !== null) tags.add(`/api/heizungstyps/${row.heizungstyp_id}`);
+  }
+  return [...tags].join(',');
+}
+
+/** The service's defaults for public answers (PROPERTY_HTTP_CACHE_MAX_AGE, …_SHARED_MAX_AGE). */
+const HTTP_CACHE_MAX_AGE = 60;
+const HTTP_CACHE_SHARED_MAX_AGE = 3600;
+
+function send(req, res, status, body, headers = {}, tags = undefined) {
   const text = JSON.stringify(body);
   const out = {
     'x-request-id': randomUUID(),
@@ -271,6 +287,7 @@ function send(req, res, status, body, headers = {}) {
     'access-control-allow-origin': '*',
     'access-control-expose-headers': 'Link, Location, Content-Location, ETag, Accept-Patch, X-Request-Id',
     ...headers,
+    ...(tags !== undefined ? { 'cache-tags': tags } : {}),
     'content-type': CONTENT_TYPE,
   };
   if (status === 200) out.etag = `"${createHash('md5').update(text).digest('hex')}"`;
@@ -327,9 +344,12 @@ function createHandler(db) {
     const page = (all ? db.query('pageAll', [PAGE_SIZE, 0]) : db.query('page', [user.id, PAGE_SIZE, 0])).then(
       withStates,
     );
-    if (PAGE_ONLY) return send(req, res, 200, collection((await totals).get(owner) ?? 0, await page, ''));
+    if (PAGE_ONLY) {
+      const rows = await page;
+      return send(req, res, 200, collection((await totals).get(owner) ?? 0, rows, ''), {}, immobilieTags(rows));
+    }
     const [[counted], rows] = await Promise.all([db.query('counted', ['immobilie', owner]), page]);
-    send(req, res, 200, collection(Number(counted?.total ?? 0), rows, ''));
+    send(req, res, 200, collection(Number(counted?.total ?? 0), rows, ''), {}, immobilieTags(rows));
   };
 
   /** `?adresse=<term>&kaufpreis[gte]=<n>` in the owner's scope, with the capped count. */
@@ -342,7 +362,14 @@ function createHandler(db) {
       db.query('cappedCount', [...values, COUNT_CAP + 1]),
       db.query('pageFiltered', [...values, PAGE_SIZE, 0]).then(withStates),
     ]);
-    send(req, res, 200, collection(Number(total) > COUNT_CAP ? undefined : Number(total), rows, query));
+    send(
+      req,
+      res,
+      200,
+      collection(Number(total) > COUNT_CAP ? undefined : Number(total), rows, query),
+      {},
+      immobilieTags(rows),
+    );
   };
 
   const getBundesland = async (req, res, id) => {
@@ -351,10 +378,20 @@ function createHandler(db) {
     const body = { '@context': '/api/contexts/Bundesland', '@id': `/api/bundeslands/${row.id}`, '@type': 'Bundesland' };
     Object.assign(body, { id: row.id, name: row.name, code: row.code });
     if (row.grunderwerbsteuer_satz !== null) body.grunderwerbsteuerSatz = Number(row.grunderwerbsteuer_satz);
-    send(req, res, 200, body, {
-      'content-location': `/api/bundeslands/${row.id}`,
-      'accept-patch': 'application/merge-patch+json',
-    });
+    // Reference data is public (decision 0047): the same answer for every caller, kept by shared caches.
+    send(
+      req,
+      res,
+      200,
+      body,
+      {
+        vary: 'Accept',
+        'cache-control': `public, max-age=${HTTP_CACHE_MAX_AGE}, s-maxage=${HTTP_CACHE_SHARED_MAX_AGE}`,
+        'content-location': `/api/bundeslands/${row.id}`,
+        'accept-patch': 'application/merge-patch+json',
+      },
+      `/api/bundeslands/${row.id}`,
+    );
   };
 
   const postImmobilie = async (req, res) => {
