@@ -499,8 +499,14 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
       await page.locator('#webhook-inboxes').fill(inbox);
       await page.getByRole('button', { name: 'Create webhook' }).click();
       await page.locator('#webhook-state', { hasText: 'enabled' }).waitFor();
+      // "Send test event": a signed webhook.test through the delivery worker, its attempt shown on the page.
+      await page.locator('#test-webhook').click();
+      await page.locator('.webhook p.status', { hasText: 'delivered (200)' }).waitFor({ timeout: 15_000 });
+      await page.locator('.delivery-list td', { hasText: 'webhook.test' }).waitFor();
+      expect(JSON.parse(receiver.received[0]?.body ?? '{}')).toMatchObject({ event_type: 'webhook.test' });
+      await shot(page, '5-webhook-test-event');
       await org.client.inboxes.messages.send(inbox, { to: inbox, subject: 'ping', text: 'x' });
-      await receiver.waitFor(1, 10_000);
+      await receiver.waitFor(2, 10_000);
       await server.service.runtime.runner.drain();
       await expect
         .poll(
@@ -514,6 +520,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
       await page.locator('#toggle-webhook').click();
       await page.locator('#webhook-state', { hasText: 'disabled' }).waitFor();
       expect((await org.client.webhooks.list()).webhooks[0]?.enabled).toBe(false);
+      expect(await page.locator('#test-webhook').isDisabled()).toBe(true);
 
       // Inboxes: made, renamed and paused from the mail section.
       await page.goto(`${server.url}/console/#/mail`);
