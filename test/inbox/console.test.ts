@@ -654,6 +654,18 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     await expect
       .poll(() => page.locator('figure[data-event-type="message.received"] svg').getAttribute('aria-label'))
       .toMatch(/^message\.received: 2 in /);
+    expect(await page.locator('figure[data-event-type="message.sent"] svg').getAttribute('aria-label')).toMatch(
+      /^message\.sent: 0 in /,
+    );
+    // A pod's: both inboxes live in the organization's default pod, so its sends are theirs.
+    const podId = (await org.client.inboxes.get(one)).podId;
+    await page.locator('#chart-scope').selectOption(`pod:${podId}`);
+    await expect
+      .poll(() => page.locator('figure[data-event-type="message.sent"] svg').getAttribute('aria-label'))
+      .toMatch(/^message\.sent: 2 in /);
+    expect(page.url()).toContain(`#/charts/${encodeURIComponent(`pod:${podId}`)}`);
+    await shot(page, '3-charts-pod');
+    expect(await axeViolations(page)).toEqual([]);
     await page.close();
   }, 120_000);
 });
