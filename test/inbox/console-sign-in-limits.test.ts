@@ -9,6 +9,7 @@ import {
   startInboxServer,
   type InboxTestDatabase,
 } from '../support/inbox-server.js';
+import { privateRedis } from '../support/redis-server.js';
 import { expectError } from './fixtures.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -154,4 +155,40 @@ describe.each(dialects)('%s: console sign-in failure limits', (dialect) => {
       expect(output).not.toContain(piece);
     // A service start compiling TypeScript as it loads: room on a busy machine.
   }, 120_000);
+
+  it('shares the budget between instances through Redis: failures on one are counted on the other', async () => {
+    const redis = await privateRedis();
+    const database = createInboxTestDatabase(dialect);
+    databases.push(database);
+    const env = { REDIS_URL: redis.url, INBOX_CONSOLE_SIGNIN_FAILURES: '2' };
+    const one = await startInboxServer({ database, env });
+    const two = await startInboxServer({ database, env: { ...env, INBOX_ROLES: 'api' } });
+    try {
+      const { key } = await one.createKey();
+      expectError(
+        await signInFrom(one.url, '127.0.0.5', 'am_wrong-one'),
+        401,
+        'authentication_error',
+        'INVALID_API_KEY',
+      );
+      expectError(
+        await signInFrom(two.url, '127.0.0.5', 'am_wrong-two'),
+        401,
+        'authentication_error',
+        'INVALID_API_KEY',
+      );
+      for (const instance of [one, two])
+        expectError(
+          await signInFrom(instance.url, '127.0.0.5', key),
+          429,
+          'rate_limit_exceeded',
+          'TOO_MANY_SIGN_IN_FAILURES',
+        );
+      expect((await signInFrom(two.url, '127.0.0.6', key)).status).toBe(200);
+    } finally {
+      await two.close();
+      await one.close();
+      await redis.stop();
+    }
+  });
 });
