@@ -83,7 +83,7 @@ export const inboxConfigSpec = {
   ),
   consoleSignInFailures: env.integer(
     'INBOX_CONSOLE_SIGNIN_FAILURES',
-    'failed web console sign-ins allowed per client address in 15 minutes; more answer 429 `TOO_MANY_SIGN_IN_FAILURES` with Retry-After until the window ends (shared through Redis when `REDIS_URL` is set)',
+    "failed web console sign-ins allowed per client address in 15 minutes; more answer 429 `TOO_MANY_SIGN_IN_FAILURES` with Retry-After until the window ends (shared through Redis when `REDIS_URL` is set; behind a reverse proxy the address is the proxy's, as the inbox service reads no `X-Forwarded-For`)",
     10,
     1,
     10_000,
