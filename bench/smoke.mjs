@@ -58,6 +58,7 @@ const BENCHES = [
   { name: 'faults', argv: ['bench/faults.mjs'], env: { BENCH_RUNS: '1', BENCH_REQUESTS: '20' } },
   { name: 'startup', argv: ['bench/startup.mjs', '--runs', '1'] },
   { name: 'admin', command: 'npx', argv: ['tsx', 'bench/admin-login.ts', '--runs', '1'] },
+  { name: 'console', argv: ['bench/console-run.mjs', '--runs', '1'] },
   // SQLite only: on PostgreSQL it writes its keys into the database it is given and leaves them.
   { name: 'key-lookup', command: 'npx', argv: ['tsx', 'bench/key-lookup.ts', 'sqlite'] },
 ];

@@ -81,6 +81,13 @@ export const inboxConfigSpec = {
     1,
     24 * 30,
   ),
+  consoleSignInFailures: env.integer(
+    'INBOX_CONSOLE_SIGNIN_FAILURES',
+    "failed web console sign-ins allowed per client address in 15 minutes; more answer 429 `TOO_MANY_SIGN_IN_FAILURES` with Retry-After until the window ends (shared through Redis when `REDIS_URL` is set; behind a reverse proxy the address is the proxy's, as the inbox service reads no `X-Forwarded-For`)",
+    10,
+    1,
+    10_000,
+  ),
   maxRecipients: env.integer('INBOX_MAX_RECIPIENTS', 'recipients (to + cc + bcc) per sent message', 50, 1, 1000),
   downloadUrlTtlSeconds: env.integer(
     'INBOX_DOWNLOAD_URL_TTL_SECONDS',

@@ -24,7 +24,7 @@ import { systemIds, type Ids } from '../platform/ids.js';
 import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
 import { createAccessListService, createListScreen } from './access-lists/access-list.service.js';
 import { createApiKeyService } from './api-keys/api-key.service.js';
-import { createConsoleSessions } from './console/console-session.service.js';
+import { SIGN_IN_FAILURE_WINDOW_MS, createConsoleSessions } from './console/console-session.service.js';
 import { createInboxEventService } from './events/inbox-event.service.js';
 import { createUsageService } from './usage/usage.service.js';
 import { inboxLifecycle } from './usage/usage-counts.js';
@@ -218,6 +218,11 @@ export function createInboxServices(
       ids,
       authenticateKey: (key) => apiKeys.authenticate(key),
       ttlHours: config.consoleSessionHours,
+      failures: options.redis
+        ? sharedRateLimiter(options.redis, config.consoleSignInFailures, 'inbox:console-signin', {
+            windowMs: SIGN_IN_FAILURE_WINDOW_MS,
+          })
+        : memoryRateLimiter(config.consoleSignInFailures, SIGN_IN_FAILURE_WINDOW_MS),
     }),
     pods: createPodService({ db, commits, clock, ids }),
     inboxes,
@@ -242,7 +247,15 @@ export function createInboxServices(
     }),
     threads: createThreadService({ db, commits, clock, labels, removal }),
     search,
-    webhooks: createWebhookService({ db, commits, clock, ids, allowPrivateUrls: config.webhookAllowPrivate }),
+    webhooks: createWebhookService({
+      db,
+      commits,
+      clock,
+      ids,
+      allowPrivateUrls: config.webhookAllowPrivate,
+      events,
+      notifyJobs: () => runner.notify(),
+    }),
     accessLists: createAccessListService({ db, commits, clock }),
     usage: createUsageService({ db, clock }),
     inboxEvents: createInboxEventService({ db }),

@@ -218,9 +218,17 @@ describe.each(dialects)('console sessions (%s)', (dialect) => {
   });
 });
 
-describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
+/**
+ * The page in Chromium, on each dialect. On PostgreSQL two instances share the database, as in a
+ * deployment behind a balancer: the page talks to `server`, and what the test sets up and checks
+ * through the API (organizations, sends, drafts, keys) goes through `api`, the other instance, so
+ * that every step also proves the page sees what another instance wrote. On SQLite both are one.
+ */
+describe.skipIf(!hasChromium).each(dialects)('console page in Chromium (%s)', (dialect) => {
   let dir = '';
+  let database: InboxTestDatabase | undefined;
   let server: InboxTestServer;
+  let api: InboxTestServer;
   let browser: Browser;
   let dns: TestDnsServer;
 
@@ -228,25 +236,33 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'console-build-'));
     await buildConsole(dir);
     dns = await startDnsServer();
-    server = await startInboxServer({
-      env: {
-        INBOX_CONSOLE_DIR: dir,
-        INBOX_DNS_SERVERS: dns.address,
-        INBOX_SMTP_HOSTNAME: 'mx.console.test',
-        INBOX_DOMAIN_KEY_SECRET: 'a-test-secret-of-at-least-32-characters!',
-      },
-    });
+    const env = {
+      INBOX_CONSOLE_DIR: dir,
+      INBOX_DNS_SERVERS: dns.address,
+      INBOX_SMTP_HOSTNAME: 'mx.console.test',
+      INBOX_DOMAIN_KEY_SECRET: 'a-test-secret-of-at-least-32-characters!',
+    };
+    if (dialect === 'postgres') {
+      database = createInboxTestDatabase('postgres');
+      server = await startInboxServer({ database, env });
+      api = await startInboxServer({ database, env: { ...env, INBOX_ROLES: 'api,smtp' } });
+    } else {
+      server = await startInboxServer({ env });
+      api = server;
+    }
     browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
+    if (api !== server) await api?.close();
     await server?.close();
+    await database?.drop();
     await dns?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   it('signs in with a key typed into a password field, shows inboxes, threads and a message whose HTML cannot run scripts, and signs out', async () => {
-    const org = await organization(server, [unique('web'), unique('peer')]);
+    const org = await organization(api, [unique('web'), unique('peer')]);
     const [inbox, peer] = org.inboxes as [string, string];
     await org.client.inboxes.messages.send(peer, {
       to: inbox,
@@ -322,7 +338,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
   });
 
   it('reviews drafts: every inbox the key sees, keyboard to move and open, edit and send now, discard', async () => {
-    const org = await organization(server, [unique('rev'), unique('iew')]);
+    const org = await organization(api, [unique('rev'), unique('iew')]);
     const [one, two] = org.inboxes as [string, string];
     const first = await org.client.inboxes.drafts.create(one, {
       to: [two],
@@ -365,7 +381,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
   });
 
   it('writes mail: compose, reply, forward, and labels added and removed, each seen by the API', async () => {
-    const org = await organization(server, [unique('wri'), unique('ter')]);
+    const org = await organization(api, [unique('wri'), unique('ter')]);
     const [me, peer] = org.inboxes as [string, string];
     await org.client.inboxes.messages.send(peer, { to: me, subject: 'Question', text: 'Can you help?' });
     const page = await browser.newPage();
@@ -414,7 +430,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
   });
 
   it("domains: getSetupLink leads to the domain's console page, whose records are copied, published and verified there", async () => {
-    const org = await organization(server);
+    const org = await organization(api);
     const name = `${unique('shop')}.example`;
     const page = await browser.newPage();
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
@@ -424,9 +440,9 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     await page.locator('#new-domain').fill(name);
     await page.getByRole('button', { name: 'Add', exact: true }).click();
     await page.locator('#domain-status', { hasText: 'NOT_STARTED' }).waitFor();
-    // The SDK's getSetupLink answers this very page.
+    // The SDK's getSetupLink answers this very page, on the instance that was asked (its own origin).
     const link = await org.client.domains.getSetupLink(name);
-    expect(link).toMatchObject({ supported: true, url: `${server.url}/console/#/domains/${encodeURIComponent(name)}` });
+    expect(link).toMatchObject({ supported: true, url: `${api.url}/console/#/domains/${encodeURIComponent(name)}` });
     await page.goto(link.url as string);
     await page.locator('#domain-status', { hasText: 'NOT_STARTED' }).waitFor();
     const records = (await org.client.domains.get(name)).records;
@@ -457,7 +473,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
   });
 
   it('API keys: a new key shown once (and working), scoped to an inbox, revoked from the page', async () => {
-    const org = await organization(server, [unique('keys')]);
+    const org = await organization(api, [unique('keys')]);
     const inbox = org.inboxes[0] as string;
     const page = await browser.newPage();
     page.on('dialog', (dialog) => void dialog.accept());
@@ -470,7 +486,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     await page.getByRole('button', { name: 'Create key' }).click();
     const secret = (await page.locator('code.secret').innerText()).trim();
     expect(secret).toMatch(/^am_/);
-    const made = server.client(secret);
+    const made = api.client(secret);
     expect((await made.inboxes.list()).inboxes.map((i) => i.inboxId)).toEqual([inbox]);
     await expect(made.inboxes.messages.send(inbox, { to: inbox, text: 'x' })).rejects.toMatchObject({
       statusCode: 403,
@@ -488,7 +504,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
   it('webhooks and inboxes: a webhook made on the page receives a delivery shown there, then is disabled; an inbox made, renamed and paused', async () => {
     const receiver = await startWebhookReceiver();
     try {
-      const org = await organization(server, [unique('hook')]);
+      const org = await organization(api, [unique('hook')]);
       const inbox = org.inboxes[0] as string;
       const page = await browser.newPage();
       page.on('dialog', (dialog) => void dialog.accept());
@@ -499,8 +515,14 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
       await page.locator('#webhook-inboxes').fill(inbox);
       await page.getByRole('button', { name: 'Create webhook' }).click();
       await page.locator('#webhook-state', { hasText: 'enabled' }).waitFor();
+      // "Send test event": a signed webhook.test through the delivery worker, its attempt shown on the page.
+      await page.locator('#test-webhook').click();
+      await page.locator('.webhook p.status', { hasText: 'delivered (200)' }).waitFor({ timeout: 15_000 });
+      await page.locator('.delivery-list td', { hasText: 'webhook.test' }).waitFor();
+      expect(JSON.parse(receiver.received[0]?.body ?? '{}')).toMatchObject({ event_type: 'webhook.test' });
+      await shot(page, '5-webhook-test-event');
       await org.client.inboxes.messages.send(inbox, { to: inbox, subject: 'ping', text: 'x' });
-      await receiver.waitFor(1, 10_000);
+      await receiver.waitFor(2, 10_000);
       await server.service.runtime.runner.drain();
       await expect
         .poll(
@@ -514,6 +536,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
       await page.locator('#toggle-webhook').click();
       await page.locator('#webhook-state', { hasText: 'disabled' }).waitFor();
       expect((await org.client.webhooks.list()).webhooks[0]?.enabled).toBe(false);
+      expect(await page.locator('#test-webhook').isDisabled()).toBe(true);
 
       // Inboxes: made, renamed and paused from the mail section.
       await page.goto(`${server.url}/console/#/mail`);
@@ -537,7 +560,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
   });
 
   it('allow and block lists and pods: entries and pods added and removed on the page, as the API sees them', async () => {
-    const org = await organization(server);
+    const org = await organization(api);
     const page = await browser.newPage();
     page.on('dialog', (dialog) => void dialog.accept());
     await page.goto(`${server.url}/console/#/lists`);
@@ -548,11 +571,11 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     await page.locator('#list-type').selectOption('block');
     await page.getByRole('button', { name: 'Add entry' }).click();
     await page.locator('[data-list="receive/block"] li', { hasText: 'spammer.example' }).waitFor();
-    const listed = await call(server.url, org.key, 'GET', '/v0/lists/receive/block');
+    const listed = await call(api.url, org.key, 'GET', '/v0/lists/receive/block');
     expect(listed.body.entries.map((e: { entry: string }) => e.entry)).toEqual(['spammer.example']);
     await page.getByRole('button', { name: 'Remove spammer.example from receive block' }).click();
     await expect
-      .poll(async () => (await call(server.url, org.key, 'GET', '/v0/lists/receive/block')).body.entries.length)
+      .poll(async () => (await call(api.url, org.key, 'GET', '/v0/lists/receive/block')).body.entries.length)
       .toBe(0);
     await page.goto(`${server.url}/console/#/pods`);
     const pod = unique('team');
@@ -566,7 +589,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
   });
 
   it('a page of another origin cannot write with the session: its form post and its fetch carry no CSRF token', async () => {
-    const org = await organization(server);
+    const org = await organization(api);
     const page = await browser.newPage();
     await page.goto(`${server.url}/console/`);
     await page.locator('#api-key').fill(org.key);
@@ -609,7 +632,7 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     expect(bytes).toBeGreaterThan(1000);
     expect(bytes).toBeLessThanOrEqual(BUNDLE_BUDGET_BYTES);
 
-    const org = await organization(server, [unique('a11y'), unique('peer')]);
+    const org = await organization(api, [unique('a11y'), unique('peer')]);
     const [one, two] = org.inboxes as [string, string];
     await org.client.inboxes.messages.send(one, { to: two, subject: 'Counted', text: 'one' });
     await org.client.inboxes.messages.send(one, { to: two, subject: 'Counted again', text: 'two' });
@@ -647,6 +670,18 @@ describe.skipIf(!hasChromium)('console page in Chromium (sqlite)', () => {
     await expect
       .poll(() => page.locator('figure[data-event-type="message.received"] svg').getAttribute('aria-label'))
       .toMatch(/^message\.received: 2 in /);
+    expect(await page.locator('figure[data-event-type="message.sent"] svg').getAttribute('aria-label')).toMatch(
+      /^message\.sent: 0 in /,
+    );
+    // A pod's: both inboxes live in the organization's default pod, so its sends are theirs.
+    const podId = (await org.client.inboxes.get(one)).podId;
+    await page.locator('#chart-scope').selectOption(`pod:${podId}`);
+    await expect
+      .poll(() => page.locator('figure[data-event-type="message.sent"] svg').getAttribute('aria-label'))
+      .toMatch(/^message\.sent: 2 in /);
+    expect(page.url()).toContain(`#/charts/${encodeURIComponent(`pod:${podId}`)}`);
+    await shot(page, '3-charts-pod');
+    expect(await axeViolations(page)).toEqual([]);
     await page.close();
   }, 120_000);
 });
@@ -674,15 +709,23 @@ describe.skipIf(!hasChromium || !dialects.includes('postgres'))('console across 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a message received by SMTP on the other instance appears live; the session signed out on one is dead on both', async () => {
-    const org = await organization(web, [unique('two')]);
-    const inbox = org.inboxes[0] as string;
+  it("the main flow across instances: sees only the key's inboxes, a message received by SMTP on the other instance appears live, a draft written there is approved here and sent, and the session signed out on one is dead on both", async () => {
+    const org = await organization(web, [unique('two'), unique('peer')]);
+    const [inbox, peer] = org.inboxes as [string, string];
+    const stranger = await organization(mx, [unique('strange')]);
     const page = await browser.newPage();
     const requests: string[] = [];
     page.on('request', (r) => requests.push(r.url()));
     await page.goto(`${web.url}/console/`);
     await page.locator('#api-key').fill(org.key);
     await page.getByRole('button', { name: 'Sign in' }).click();
+    // Only the key's inboxes: not the other organization's, made on the other instance.
+    await page.locator(`[data-inbox="${inbox}"]`).waitFor();
+    const listed = await page
+      .locator('[data-inbox]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-inbox')));
+    expect(listed.sort()).toEqual([inbox, peer].sort());
+    expect(listed).not.toContain(stranger.inboxes[0]);
     await page.locator(`[data-inbox="${inbox}"]`).click();
     await page.locator('#live', { hasText: 'live' }).waitFor({ timeout: 5000 });
     const transport = nodemailer.createTransport({
@@ -700,6 +743,25 @@ describe.skipIf(!hasChromium || !dialects.includes('postgres'))('console across 
     transport.close();
     await page.locator('.thread-item', { hasText: 'Over SMTP elsewhere' }).waitFor({ timeout: 5000 });
     await shot(page, '4-live-from-another-instance');
+    // An agent writes a draft through the other instance; the person approves it from the queue here.
+    const draft = await mx.client(org.key).inboxes.drafts.create(inbox, {
+      to: [peer],
+      subject: 'Written elsewhere',
+      text: 'Draft body',
+    });
+    await page.getByRole('link', { name: 'Drafts to review' }).click();
+    await page.locator(`.draft-item[data-draft="${draft.draftId}"]`).focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#draft-subject').fill('Approved here');
+    await page.keyboard.press('Control+Enter');
+    await page.locator('#review-message', { hasText: 'Sent.' }).waitFor();
+    await shot(page, '4-draft-approved-across-instances');
+    // The other instance finds it sent, and received by the peer.
+    const sent = await mx.client(org.key).inboxes.messages.list(inbox, { labels: ['sent'] });
+    expect(sent.messages.map((m) => m.subject)).toContain('Approved here');
+    const received = await mx.client(org.key).inboxes.messages.list(peer);
+    expect(received.messages.map((m) => m.subject)).toContain('Approved here');
+    expect((await mx.client(org.key).drafts.list()).drafts).toEqual([]);
     // The cookie works on the other instance too (sessions are rows), until sign-out on this one.
     const cookie = (await page.context().cookies()).find((c) => c.name === 'am_console')!;
     const csrf = (await request(web, 'GET', '/console/session', { cookie: `am_console=${cookie.value}` })).body

@@ -34,4 +34,21 @@ describe.each(backends)('%s rate limiter', (_name, make) => {
       await limiter.close();
     }
   });
+
+  it('peeks at a window without counting: allowed while one more hit would be', async () => {
+    let t = Date.UTC(2026, 0, 1, 0, 0, 10);
+    const limiter = await make(2, () => t);
+    try {
+      expect(await limiter.peek('p')).toEqual({ allowed: true, limit: 2, remaining: 2, resetSeconds: 50 });
+      await limiter.hit('p');
+      expect((await limiter.peek('p')).remaining).toBe(1);
+      await limiter.hit('p');
+      expect(await limiter.peek('p')).toEqual({ allowed: false, limit: 2, remaining: 0, resetSeconds: 50 });
+      expect((await limiter.peek('p')).allowed).toBe(false);
+      t += 50_000;
+      expect((await limiter.peek('p')).allowed).toBe(true);
+    } finally {
+      await limiter.close();
+    }
+  });
 });

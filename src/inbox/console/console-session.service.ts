@@ -10,6 +10,7 @@ import {
   deleteExpiredConsoleSessions,
   insertConsoleSession,
 } from './console-session.repository.js';
+import { ConsoleSignInLimitError } from './console.errors.js';
 
 /**
  * Sign-in to the web console (docs/decisions/0046-console-sessions.md): a person types an API key
@@ -29,20 +30,50 @@ export interface ConsoleSession {
   readonly expiresAt: string;
 }
 
+/** The window of the failed sign-in budget (INBOX_CONSOLE_SIGNIN_FAILURES per client address). */
+export const SIGN_IN_FAILURE_WINDOW_MS = 15 * 60_000;
+
+/** What the failed sign-in budget answers (a platform RateLimiter is one). */
+interface Budget {
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetSeconds: number;
+}
+
 export interface ConsoleSessionDeps {
   readonly db: Kysely<InboxDatabase>;
   readonly clock: Clock;
   readonly ids: Ids;
   readonly authenticateKey: (key: string) => Promise<KeyOwner | undefined>;
   readonly ttlHours: number;
+  /**
+   * Failed sign-ins per client address (a RateLimiter with a SIGN_IN_FAILURE_WINDOW_MS window,
+   * shared through Redis when there is one): a spent budget refuses even a valid key until the
+   * window ends, so the page cannot be used to try keys.
+   */
+  readonly failures: { hit(key: string): Promise<Budget>; peek(key: string): Promise<Budget> };
 }
 
-export function createConsoleSessions({ db, clock, ids, authenticateKey, ttlHours }: ConsoleSessionDeps) {
+export function createConsoleSessions({ db, clock, ids, authenticateKey, ttlHours, failures }: ConsoleSessionDeps) {
   return {
-    /** A new session for a valid key (401 otherwise): its cookie token, once, and the session. */
-    async signIn(key: string): Promise<ConsoleSession & { token: string }> {
+    /**
+     * A new session for a valid key: its cookie token, once, and the session. An invalid key is a
+     * 401 and counts against `client` (the request's address); a spent budget is a 429 before the
+     * key is even looked at.
+     */
+    async signIn(key: string, client: string): Promise<ConsoleSession & { token: string }> {
+      const budget = await failures.peek(client);
+      if (!budget.allowed)
+        throw new ConsoleSignInLimitError(budget.limit, budget.resetSeconds, SIGN_IN_FAILURE_WINDOW_MS / 60_000);
       const owner = await authenticateKey(key.trim());
-      if (!owner) throw new UnauthenticatedError('Invalid API key.', { code: 'INVALID_API_KEY' });
+      if (!owner) {
+        const after = await failures.hit(client);
+        throw new UnauthenticatedError('Invalid API key.', {
+          code: 'INVALID_API_KEY',
+          details: { code: 'INVALID_API_KEY', sign_in_attempts_left: after.remaining },
+        });
+      }
       const now = clock.now();
       const token = newSecret(ids, CONSOLE_TOKEN_PREFIX, 32);
       const csrfToken = ids.token(24);

@@ -89,10 +89,23 @@ export function consoleRoutes(app: InboxApp, sessions: ConsoleSessions, options:
       hide: true,
       summary: 'Sign in to the web console with an API key: a session cookie and its CSRF token',
       body: SignInBody,
-      response: { 200: SessionResponse },
+      response: { 200: SessionResponse, 401: Type.Ref('ErrorResponse'), 429: Type.Ref('ErrorResponse') },
     },
     handler: async (request, reply) => {
-      const session = await sessions.signIn(request.body.api_key);
+      let session: Awaited<ReturnType<ConsoleSessions['signIn']>>;
+      try {
+        session = await sessions.signIn(request.body.api_key, request.ip);
+      } catch (err) {
+        // Who tried and what came of it, never what was typed (the key or a near miss of one).
+        if (err instanceof AppError && (err.kind === 'unauthenticated' || err.kind === 'rate_limited'))
+          request.log.warn(
+            { client: request.ip, code: err.code, attempts_left: err.details.sign_in_attempts_left },
+            err.kind === 'rate_limited'
+              ? 'console sign-in refused: too many failures from this address'
+              : 'console sign-in failed',
+          );
+        throw err;
+      }
       const seconds = Math.max(1, Math.round((Date.parse(session.expiresAt) - Date.now()) / 1000));
       void reply.header('set-cookie', cookie(request, session.token, seconds)).header('cache-control', 'no-store');
       return sessionBody(session);

@@ -47,6 +47,13 @@ export const EVENT_TYPES = [
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/**
+ * A test event (decision 0049): sent on request to one webhook through the ordinary delivery path
+ * (signed, retried, logged), whatever its event type filter; never fanned out, sent to no
+ * WebSocket, listed nowhere and not counted.
+ */
+export const WEBHOOK_TEST_EVENT = 'webhook.test';
+
 /** A copy withheld by the recipient's block lists: counted in the metrics under this SDK type, never emitted. */
 export const RECEIVED_BLOCKED = 'message.received.blocked' satisfies (typeof SDK_EVENT_TYPES)[number];
 

@@ -1,4 +1,4 @@
-import { LABEL_ADDED, LABEL_REMOVED, type EmitInput, webhookMatches } from '../core/events.js';
+import { LABEL_ADDED, LABEL_REMOVED, WEBHOOK_TEST_EVENT, type EmitInput, webhookMatches } from '../core/events.js';
 import { WEBHOOK_DELIVERY_QUEUE, type WebhookDeliveryJob } from '../core/queues.js';
 import type { Clock } from '../../platform/clock.js';
 import { timeOrderedUuid, type Ids } from '../../platform/ids.js';
@@ -50,6 +50,41 @@ export function createEventService({ clock, ids, publish }: { clock: Clock; ids:
         createdAt: at,
       }));
       await insertEvents(trx, events);
+    },
+
+    /**
+     * A test event for one webhook (webhooks.sendTest): stored, and one delivery job for that webhook
+     * alone, in the caller's transaction. Not published (no WebSocket hears it), not counted.
+     */
+    async emitWebhookTest(
+      trx: Db,
+      webhook: { organizationId: string; webhookId: string; podId: string | null; inboxId: string | null },
+    ): Promise<StoredEvent> {
+      const now = clock.now();
+      const eventId = `evt_${timeOrderedUuid(now, ids).replace(/-/g, '')}`;
+      const event: StoredEvent = {
+        eventId,
+        organizationId: webhook.organizationId,
+        eventType: WEBHOOK_TEST_EVENT,
+        inboxId: webhook.inboxId,
+        podId: webhook.podId,
+        payload: JSON.stringify({
+          type: 'event',
+          event_type: WEBHOOK_TEST_EVENT,
+          event_id: eventId,
+          webhook_id: webhook.webhookId,
+          created_at: now.toISOString(),
+        }),
+        createdAt: now.toISOString(),
+      };
+      await insertEvents(trx, [event]);
+      await enqueueMany(trx, clock, [
+        {
+          queue: WEBHOOK_DELIVERY_QUEUE,
+          payload: { webhook_id: webhook.webhookId, event_id: eventId } satisfies WebhookDeliveryJob,
+        },
+      ]);
+      return event;
     },
 
     /**

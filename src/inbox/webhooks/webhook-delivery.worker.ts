@@ -10,7 +10,7 @@ import {
 import type { InboxDatabase } from '../schema/database.js';
 import { findEvent } from '../events/event.repository.js';
 import { type WebhookDeliveryJob } from '../core/queues.js';
-import { webhookMatches } from '../core/events.js';
+import { WEBHOOK_TEST_EVENT, webhookMatches } from '../core/events.js';
 import { deliveryHeaders } from './webhook-headers.js';
 import { signatureHeaders, type WebhookAttempt, type WebhookClient } from './webhook.client.js';
 import { disableWebhook, findWebhookById, insertDelivery, type DeliveryOutcome } from './webhook.repository.js';
@@ -101,7 +101,12 @@ export function webhookDeliveryQueue({
       if (!webhook?.enabled) return;
       const event = await findEvent(db, eventId);
       if (!event || event.organizationId !== webhook.organizationId) return;
-      if (!webhookMatches(webhook, event.eventType, event.inboxId ?? '', event.podId ?? '')) return;
+      // A test event is queued for its one webhook alone, whatever that webhook's filters (decision 0049).
+      if (
+        event.eventType !== WEBHOOK_TEST_EVENT &&
+        !webhookMatches(webhook, event.eventType, event.inboxId ?? '', event.podId ?? '')
+      )
+        return;
 
       const now = clock.now();
       const attempt = await client.post(

@@ -65,3 +65,13 @@ export class WebhookClientIdTakenError extends ConflictError {
     });
   }
 }
+
+/** A test event goes to enabled webhooks only: the delivery worker sends nothing to a disabled one. */
+export class WebhookDisabledError extends ConflictError {
+  constructor(webhookId: string) {
+    super(`Webhook ${webhookId} is disabled; enable it to send a test event.`, {
+      code: 'WEBHOOK_DISABLED',
+      details: { field: 'webhook_id', code: 'WEBHOOK_DISABLED' },
+    });
+  }
+}

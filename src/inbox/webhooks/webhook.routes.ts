@@ -10,8 +10,10 @@ import {
   UpdateWebhookBody,
   WebhookBody,
   WebhookIdParams,
+  TestEventResponse,
   WebhookResponse,
   toDeliveryResponse,
+  toTestEventResponse,
   toWebhookResponse,
 } from './webhook.schemas.js';
 import type { WebhookInput, WebhookService } from './webhook.service.js';
@@ -131,6 +133,21 @@ export function webhookRoutes(app: InboxApp, webhooks: WebhookService): void {
     handler: async (request, reply) => {
       await webhooks.delete(ownerOf(request), request.params.webhook_id);
       return reply.code(204).send(null);
+    },
+  });
+
+  app.post('/v0/webhooks/:webhook_id/test', {
+    schema: {
+      tags,
+      summary: 'Send a test event to a webhook (this service only, not AgentMail)',
+      description:
+        "Queues one webhook.test event for this webhook alone, whatever its event_types and inbox filters, and answers 202 at once. It is delivered like any event: signed with the webhook's secret, retried on the same schedule, and logged in its deliveries (filter them by the event_id answered). Needs the webhook update permission; a disabled webhook answers 409.",
+      params: WebhookIdParams,
+      response: { 202: TestEventResponse, ...conflict, ...errorResponses },
+    },
+    handler: async (request, reply) => {
+      const test = await webhooks.sendTest(ownerOf(request), request.params.webhook_id);
+      return reply.code(202).send(toTestEventResponse(request.params.webhook_id, test));
     },
   });
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { EVENT_TYPES } from '../core/events.js';
+import { EVENT_TYPES, WEBHOOK_TEST_EVENT } from '../core/events.js';
 import { MAX_FILTER_IDS } from './webhook.errors.js';
 import type { Webhook, WebhookDelivery } from './webhook.repository.js';
 
@@ -178,6 +178,22 @@ export const DeliveryResponse = Type.Object({
   response: Type.Optional(Type.String({ description: 'The first 1 KB of the response body' })),
   created_at: Type.String({ format: 'date-time' }),
 });
+
+export const TestEventResponse = Type.Object({
+  webhook_id: Type.String(),
+  event_id: Type.String({
+    description: 'The test event: its deliveries are listed under this event_id (GET …/deliveries?event_id=)',
+  }),
+  event_type: Type.Literal(WEBHOOK_TEST_EVENT),
+  created_at: Type.String({ format: 'date-time' }),
+});
+
+export function toTestEventResponse(
+  webhookId: string,
+  test: { eventId: string; createdAt: string },
+): Static<typeof TestEventResponse> {
+  return { webhook_id: webhookId, event_id: test.eventId, event_type: WEBHOOK_TEST_EVENT, created_at: test.createdAt };
+}
 
 export const ListDeliveriesResponse = Type.Object({
   count: Type.Integer(),

@@ -24,10 +24,12 @@ import {
   UnknownInboxIdError,
   UnknownPodIdError,
   WebhookClientIdTakenError,
+  WebhookDisabledError,
   WebhookNotFoundError,
   WebhookUrlNotAllowedError,
 } from './webhook.errors.js';
 import { WEBHOOK_SECRET_PREFIX } from './webhook.client.js';
+import type { EventService } from '../events/event.service.js';
 import {
   deleteWebhook,
   findWebhook,
@@ -95,11 +97,23 @@ export interface WebhookServiceDeps {
   readonly ids: Ids;
   /** INBOX_WEBHOOK_ALLOW_PRIVATE: let URLs name private, loopback and link-local hosts. */
   readonly allowPrivateUrls: boolean;
+  /** The outbox: a test event and its one delivery job are written there (sendTest). */
+  readonly events: Pick<EventService, 'emitWebhookTest'>;
+  /** Wakes the job runners after a commit that queued a delivery. */
+  readonly notifyJobs: () => void;
 }
 
 const unique = <T>(items: readonly T[]): T[] => [...new Set(items)];
 
-export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls }: WebhookServiceDeps) {
+export function createWebhookService({
+  db,
+  commits,
+  clock,
+  ids,
+  allowPrivateUrls,
+  events,
+  notifyJobs,
+}: WebhookServiceDeps) {
   /** The URL as stored: http(s), absolute, no credentials, and (unless allowed) no private literal host. */
   function checkUrl(raw: string): string {
     const value = raw.trim();
@@ -428,6 +442,35 @@ export function createWebhookService({ db, commits, clock, ids, allowPrivateUrls
           clock.now().toISOString(),
         );
       });
+    },
+
+    /**
+     * A test event to this webhook through the ordinary delivery path (decision 0049): signed,
+     * retried and logged in its deliveries like any event, whatever its event type filter.
+     * Changes what the receiver sees, so it takes the update permission; a disabled webhook is a 409.
+     */
+    async sendTest(
+      owner: KeyOwner,
+      webhookId: string,
+      scope?: WebhookScope,
+    ): Promise<{ eventId: string; createdAt: string }> {
+      requirePermission(owner, 'webhookUpdate');
+      const found = await mustFind(owner, webhookId, scope);
+      if (!found.enabled) throw new WebhookDisabledError(webhookId);
+      const event = await commits.run(async (trx) => {
+        // Read again under the row lock: a delete or disable that committed since is not raced.
+        const current = await findWebhookForUpdate(trx, owner.organizationId, webhookId);
+        if (!current) throw new WebhookNotFoundError(webhookId);
+        if (!current.enabled) throw new WebhookDisabledError(webhookId);
+        return events.emitWebhookTest(trx, {
+          organizationId: current.organizationId,
+          webhookId,
+          podId: current.scopePodId,
+          inboxId: current.scopeInboxId,
+        });
+      });
+      notifyJobs();
+      return { eventId: event.eventId, createdAt: event.createdAt };
     },
 
     /** The delivery log of a webhook, newest attempt first unless ascending. */

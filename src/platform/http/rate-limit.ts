@@ -11,6 +11,8 @@ export interface RateLimitResult {
 
 export interface RateLimiter {
   hit(key: string): Promise<RateLimitResult>;
+  /** The window of `key` as it stands, without counting: `allowed` says whether one more hit would be. */
+  peek(key: string): Promise<RateLimitResult>;
   close(): Promise<void>;
 }
 
@@ -38,6 +40,18 @@ export function memoryRateLimiter(limit: number, windowMs = 60_000, now: () => n
         allowed: w.count <= limit,
         limit,
         remaining: Math.max(0, limit - w.count),
+        resetSeconds: Math.ceil((start + windowMs - t) / 1000),
+      };
+    },
+    async peek(key) {
+      const t = now();
+      const start = t - (t % windowMs);
+      const w = windows.get(key);
+      const count = w && w.start === start ? w.count : 0;
+      return {
+        allowed: count < limit,
+        limit,
+        remaining: Math.max(0, limit - count),
         resetSeconds: Math.ceil((start + windowMs - t) / 1000),
       };
     },
@@ -87,6 +101,23 @@ export function sharedRateLimiter(
       }
       return {
         allowed: count <= limit,
+        limit,
+        remaining: Math.max(0, limit - count),
+        resetSeconds: Math.ceil((start + windowMs - t) / 1000),
+      };
+    },
+    async peek(key) {
+      const t = now();
+      const start = t - (t % windowMs);
+      let count: number;
+      try {
+        count = Number((await redis.run((r) => r.get(`${prefix}:${key}:${start}`))) ?? 0);
+      } catch {
+        fallbacks.inc();
+        return local.peek(key);
+      }
+      return {
+        allowed: count < limit,
         limit,
         remaining: Math.max(0, limit - count),
         resetSeconds: Math.ceil((start + windowMs - t) / 1000),

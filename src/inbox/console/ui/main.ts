@@ -1007,6 +1007,43 @@ async function renderWebhooks(selected?: string): Promise<void> {
         'button',
         {
           type: 'button',
+          id: 'test-webhook',
+          disabled: !hook.enabled,
+          title: hook.enabled ? 'Sends a signed webhook.test event to this endpoint' : 'Enable the webhook first',
+          onclick: async () => {
+            try {
+              const sent = await api('POST', `${base}/test`);
+              const eventId = sent.event_id as string;
+              note.replaceChildren(status(`Test event ${eventId} queued; waiting for the first attempt…`));
+              // The worker sends it in the background: the log shows each attempt once it is made.
+              for (let i = 0; i < 30; i++) {
+                const found = (await api('GET', `${base}/deliveries?event_id=${encodeURIComponent(eventId)}`))
+                  .deliveries as { outcome: string; status_code?: number; error?: string }[];
+                const first = found[found.length - 1];
+                if (first) {
+                  note.replaceChildren(
+                    status(
+                      `Test event ${eventId}: ${first.outcome}${first.status_code !== undefined ? ` (${first.status_code})` : first.error ? ` (${first.error})` : ''}.`,
+                      first.outcome === 'delivered' ? 'info' : 'error',
+                    ),
+                  );
+                  await loadDeliveries();
+                  return;
+                }
+                await new Promise((resolve) => setTimeout(resolve, 500));
+              }
+              note.replaceChildren(status(`Test event ${eventId} queued; no attempt yet. Reload later.`));
+            } catch (err) {
+              note.replaceChildren(status((err as Error).message, 'error'));
+            }
+          },
+        },
+        'Send test event',
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
           id: 'delete-webhook',
           onclick: async () => {
             if (!window.confirm('Delete this webhook?')) return;
@@ -1025,50 +1062,55 @@ async function renderWebhooks(selected?: string): Promise<void> {
     h('h3', {}, 'Recent deliveries'),
     deliveries,
   );
-  try {
-    const rows = (await api('GET', `${base}/deliveries?limit=50`)).deliveries as {
-      event_id: string;
-      event_type?: string;
-      attempt: number;
-      outcome: string;
-      status_code?: number;
-      error?: string;
-      created_at: string;
-    }[];
-    deliveries.replaceChildren(
-      rows.length
-        ? h(
-            'table',
-            { class: 'delivery-list' },
-            h(
-              'thead',
-              {},
+  await loadDeliveries();
+
+  /** The delivery log, newest first: status, attempts and response code of each attempt. */
+  async function loadDeliveries(): Promise<void> {
+    try {
+      const rows = (await api('GET', `${base}/deliveries?limit=50`)).deliveries as {
+        event_id: string;
+        event_type?: string;
+        attempt: number;
+        outcome: string;
+        status_code?: number;
+        error?: string;
+        created_at: string;
+      }[];
+      deliveries.replaceChildren(
+        rows.length
+          ? h(
+              'table',
+              { class: 'delivery-list' },
               h(
-                'tr',
+                'thead',
                 {},
-                ...['When', 'Event', 'Attempt', 'Outcome', 'Response'].map((c) => h('th', { scope: 'col' }, c)),
-              ),
-            ),
-            h(
-              'tbody',
-              {},
-              ...rows.map((d) =>
                 h(
                   'tr',
                   {},
-                  h('td', {}, new Date(d.created_at).toLocaleString()),
-                  h('td', {}, d.event_type ?? d.event_id),
-                  h('td', {}, String(d.attempt)),
-                  h('td', {}, d.outcome),
-                  h('td', {}, d.status_code !== undefined ? String(d.status_code) : (d.error ?? '')),
+                  ...['When', 'Event', 'Attempt', 'Outcome', 'Response'].map((c) => h('th', { scope: 'col' }, c)),
                 ),
               ),
-            ),
-          )
-        : status('No deliveries yet.'),
-    );
-  } catch (err) {
-    deliveries.replaceChildren(status((err as Error).message, 'error'));
+              h(
+                'tbody',
+                {},
+                ...rows.map((d) =>
+                  h(
+                    'tr',
+                    {},
+                    h('td', {}, new Date(d.created_at).toLocaleString()),
+                    h('td', {}, d.event_type ?? d.event_id),
+                    h('td', {}, String(d.attempt)),
+                    h('td', {}, d.outcome),
+                    h('td', {}, d.status_code !== undefined ? String(d.status_code) : (d.error ?? '')),
+                  ),
+                ),
+              ),
+            )
+          : status('No deliveries yet.'),
+      );
+    } catch (err) {
+      deliveries.replaceChildren(status((err as Error).message, 'error'));
+    }
   }
 }
 
