@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CompiledQuery, Kysely, SqliteDialect, sql, type Generated } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/platform/db/database.js';
+import { openDatabase, walSync, type Database } from '../../src/platform/db/database.js';
+import { commitSyncOf } from '../../src/platform/db/driver.js';
 import { incrementCounter } from '../../src/platform/db/dialect.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../src/platform/db/compiled-once.js';
 import { afterUnits, createGroupCommit, MAX_ATTEMPTS } from '../../src/platform/db/group-commit.js';
@@ -210,6 +211,93 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
         .map((i) => `t${i}`)
         .sort(),
     );
+  });
+
+  it('FULL on a SQLite file: the connection commits at NORMAL and the WAL is synced after each commit, off the event loop; every path waits for it', async () => {
+    if (dialect !== 'sqlite') return expect(commitSyncOf(db)).toBeUndefined();
+    // 1 = NORMAL: COMMIT writes the WAL without its fsync; the commit sync does it afterwards.
+    expect((await sql<{ synchronous: number }>`pragma synchronous`.execute(db)).rows[0]?.synchronous).toBe(1);
+    expect(commitSyncOf(db)).toBeDefined();
+    // The paths a write can take each settle, and the rows are there afterwards: a batch of the
+    // group commit, a write outside a transaction through Kysely, one compiled once (the direct
+    // runner), and a transaction of Kysely's own.
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        database.commits.run((trx) =>
+          trx
+            .insertInto('rows')
+            .values({ ts: `g${i}`, note: 'batch' })
+            .execute(),
+        ),
+      ),
+    );
+    await db.insertInto('rows').values({ ts: 'a', note: 'autocommit' }).execute();
+    await runCompiledOnce(db, 'rows.full-direct', ['d', 'direct'], () =>
+      db.insertInto('rows').values({ ts: 'd', note: 'direct' }),
+    );
+    await db.transaction().execute((trx) => trx.insertInto('rows').values({ ts: 't', note: 'transaction' }).execute());
+    expect(
+      await db
+        .selectFrom('rows')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirst(),
+    ).toEqual({
+      n: 13,
+    });
+    // An in-memory database and NORMAL have no commit sync.
+    const memory = await openDatabase<TestDb>({
+      url: 'sqlite::memory:',
+      dataDir: tmpdir(),
+      defaultFile: 'x.db',
+      sqliteSynchronous: 'FULL',
+    });
+    const dir = mkdtempSync(path.join(tmpdir(), 'dbh-normal-'));
+    const normal = await openDatabase<TestDb>({
+      url: `sqlite:${path.join(dir, 'n.db')}`,
+      dataDir: dir,
+      defaultFile: 'x.db',
+    });
+    try {
+      expect(commitSyncOf(memory.db)).toBeUndefined();
+      expect(commitSyncOf(normal.db)).toBeUndefined();
+    } finally {
+      await memory.destroy();
+      await normal.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('walSync: a sync asked for while one runs waits for the next one, which all such callers share', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'dbh-wal-'));
+    const other = await openDatabase<TestDb>({
+      url: `sqlite:${path.join(dir, 'w.db')}`,
+      dataDir: dir,
+      defaultFile: 'x.db',
+    });
+    await sql`create table t (x integer)`.execute(other.db);
+    const syncs = walSync(path.join(dir, 'w.db'));
+    try {
+      const first = syncs.sync();
+      const second = syncs.sync();
+      const third = syncs.sync();
+      expect(second).toBe(third);
+      expect(second).not.toBe(first);
+      const order: string[] = [];
+      await Promise.all([first.then(() => order.push('first')), second.then(() => order.push('second'))]);
+      expect(order).toEqual(['first', 'second']);
+      // Nothing running: a new call starts a sync of its own.
+      const fourth = syncs.sync();
+      expect(fourth).not.toBe(second);
+      await fourth;
+    } finally {
+      await syncs.close();
+      await other.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // A database file whose WAL does not exist: the sync fails rather than claim durability.
+    const missing = walSync(path.join(dir, 'gone.db'));
+    await expect(missing.sync()).rejects.toMatchObject({ code: 'ENOENT' });
+    await missing.close();
   });
 
   it('group commit (SQLite): units arriving on the next turns of the event loop join the batch, up to maxWaitMs', async () => {

@@ -43,3 +43,30 @@ export function setDirectRunner(executor: object, runner: DirectRunner): void {
 export function markVerifying(adapter: object): void {
   VERIFIED.add(adapter);
 }
+
+/**
+ * The durability of a SQLite database opened with `synchronous = FULL` (database.ts `walSync`,
+ * decision 0041): its COMMITs do not sync, a sync of the WAL after them does. Every COMMIT through
+ * Kysely and every write outside a transaction waits for that sync before it returns, holding
+ * SQLite's one connection meanwhile; the commit batcher (group-commit.ts) instead asks to skip it
+ * for its COMMIT (`deferNext`), releases the connection to the next batch at once, and settles
+ * the batch's units only once `sync()` resolved.
+ */
+export interface CommitSync {
+  /** The next statement run through Kysely's connection (a batch's COMMIT) waits for no sync. */
+  deferNext(): void;
+  /** Resolves once every commit made before the call is durable. */
+  sync(): Promise<void>;
+}
+
+const COMMIT_SYNC = new WeakMap<object, CommitSync>();
+
+/** The commit sync of a database opened here with one (SQLite with FULL on a file), else undefined. */
+export function commitSyncOf(executor: object): CommitSync | undefined {
+  return COMMIT_SYNC.get(executor);
+}
+
+/** Registers the commit sync of a database opened here (database.ts). */
+export function setCommitSync(executor: object, commitSync: CommitSync): void {
+  COMMIT_SYNC.set(executor, commitSync);
+}

@@ -1,5 +1,6 @@
 import { CompiledQuery, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
 import { dialectOf, isTransientConflict } from './dialect.js';
+import { commitSyncOf } from './driver.js';
 
 /**
  * Runs units of work in transactions, committing concurrent ones together in SQLite.
@@ -100,6 +101,18 @@ export function createGroupCommit<DB>(
   const queue: Pending<DB>[] = [];
   let draining = false;
 
+  /**
+   * COMMITs `trx`. With a commit sync (SQLite at FULL on a file: driver.ts `CommitSync`), the
+   * COMMIT returns without one and `durable` resolves once the WAL's fsync that follows it did:
+   * the connection goes to the next batch at once, and this batch's units settle only then.
+   */
+  async function commit(trx: ControlledTransaction<DB>): Promise<{ durable: Promise<void> }> {
+    const commitSync = commitSyncOf(db);
+    commitSync?.deferNext();
+    await trx.commit().execute();
+    return { durable: commitSync ? commitSync.sync() : Promise.resolve() };
+  }
+
   /** Runs one unit alone in the transaction `trx` (just begun) and commits it: no savepoint needed. */
   async function runAlone(trx: ControlledTransaction<DB>, item: Pending<DB>): Promise<void> {
     let value: unknown;
@@ -115,8 +128,9 @@ export function createGroupCommit<DB>(
       item.reject(error);
       return;
     }
+    let committed;
     try {
-      await trx.commit().execute();
+      committed = await commit(trx);
     } catch (error) {
       await trx
         .rollback()
@@ -125,7 +139,11 @@ export function createGroupCommit<DB>(
       item.reject(error);
       return;
     }
-    item.resolve(value);
+    // Committed but not known durable when the sync fails: answered as a failed commit.
+    committed.durable.then(
+      () => item.resolve(value),
+      (error: unknown) => item.reject(error),
+    );
   }
 
   async function begin(): Promise<ControlledTransaction<DB>> {
@@ -194,8 +212,9 @@ export function createGroupCommit<DB>(
       }
       return;
     }
+    let committed;
     try {
-      await trx.commit().execute();
+      committed = await commit(trx);
     } catch (error) {
       // COMMIT failed: nothing of the batch is durable.
       await trx
@@ -205,11 +224,18 @@ export function createGroupCommit<DB>(
       for (const item of batch) item.reject(error);
       return;
     }
-    batch.forEach((item, i) => {
-      const outcome = outcomes[i] as (typeof outcomes)[number];
-      if (outcome.ok) item.resolve(outcome.value);
-      else item.reject(outcome.error);
-    });
+    // Not awaited: the next batch runs while this one's sync does.
+    committed.durable.then(
+      () =>
+        batch.forEach((item, i) => {
+          const outcome = outcomes[i] as (typeof outcomes)[number];
+          if (outcome.ok) item.resolve(outcome.value);
+          else item.reject(outcome.error);
+        }),
+      (error: unknown) => {
+        for (const item of batch) item.reject(error);
+      },
+    );
   }
 
   async function drain(): Promise<void> {
