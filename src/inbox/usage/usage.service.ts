@@ -70,34 +70,57 @@ function parseTypes(
   return [...new Set(types)];
 }
 
-function parseRange(query: MetricsQuery, now: Date) {
+/** A query's `period`: whole seconds from `min` to a day. */
+function parsePeriod(query: MetricsQuery, min: number): number {
   const period = query.period ?? DEFAULT_PERIOD;
-  if (!Number.isInteger(period) || period < 1 || period > 86400)
+  if (!Number.isInteger(period) || period < min || period > 86400)
     throw new ValidationError(
-      'period must be a whole number of seconds between 1 and 86400.',
+      `period must be a whole number of seconds between ${min} and 86400.`,
       'period',
       'INVALID_PERIOD',
     );
+  return period;
+}
+
+/**
+ * A query's `start` to `end` (end defaults to now, start to `defaultSpan` seconds before end),
+ * its `limit` and order; `periods(start, end)` is how many periods the answer spans, at most
+ * MAX_BUCKETS (`spans` words the refusal).
+ */
+function parseSpan(
+  query: MetricsQuery,
+  now: Date,
+  defaultSpan: number,
+  periods: (start: number, end: number) => number,
+  spans: (count: number) => string,
+) {
   if (query.limit !== undefined && (!Number.isInteger(query.limit) || query.limit < 1))
     throw new ValidationError('limit must be a positive integer.', 'limit', 'INVALID_LIMIT');
   const end = parseTime('end', query.end) ?? Math.ceil(now.getTime() / 1000);
-  const start = parseTime('start', query.start) ?? end - period * DEFAULT_BUCKETS;
+  const start = parseTime('start', query.start) ?? end - defaultSpan;
   if (start >= end) throw new ValidationError('start must be before end.', 'start', 'INVALID_RANGE');
-  const buckets = Math.ceil((end - start) / period);
-  if (buckets > MAX_BUCKETS)
-    throw new ValidationError(
-      `start to end spans ${buckets} periods of ${period} s; at most ${MAX_BUCKETS}: choose a longer period or a shorter range.`,
-      'period',
-      'TOO_MANY_BUCKETS',
-    );
+  const count = periods(start, end);
+  if (count > MAX_BUCKETS) throw new ValidationError(spans(count), 'period', 'TOO_MANY_BUCKETS');
   return {
     start,
     end,
-    period,
-    buckets,
     limit: Math.min(query.limit ?? MAX_BUCKETS, MAX_BUCKETS),
     descending: query.descending === true,
   };
+}
+
+function parseRange(query: MetricsQuery, now: Date) {
+  const period = parsePeriod(query, 1);
+  const periods = (start: number, end: number) => Math.ceil((end - start) / period);
+  const span = parseSpan(
+    query,
+    now,
+    period * DEFAULT_BUCKETS,
+    periods,
+    (n) =>
+      `start to end spans ${n} periods of ${period} s; at most ${MAX_BUCKETS}: choose a longer period or a shorter range.`,
+  );
+  return { ...span, period, buckets: periods(span.start, span.end) };
 }
 
 const iso = (s: number) => new Date(s * 1000).toISOString();
@@ -122,13 +145,7 @@ export interface RatesQuery extends MetricsQuery {
  * most MAX_BUCKETS periods.
  */
 function parseRatesRange(query: RatesQuery, now: Date) {
-  const period = query.period ?? DEFAULT_PERIOD;
-  if (!Number.isInteger(period) || period < MIN_RATE_PERIOD || period > 86400)
-    throw new ValidationError(
-      `period must be a whole number of seconds between ${MIN_RATE_PERIOD} and 86400.`,
-      'period',
-      'INVALID_PERIOD',
-    );
+  const period = parsePeriod(query, MIN_RATE_PERIOD);
   const window = query.window ?? DEFAULT_WINDOW;
   if (!Number.isInteger(window) || window < period || window > MAX_WINDOW || window % period !== 0)
     throw new ValidationError(
@@ -136,28 +153,16 @@ function parseRatesRange(query: RatesQuery, now: Date) {
       'window',
       'INVALID_WINDOW',
     );
-  if (query.limit !== undefined && (!Number.isInteger(query.limit) || query.limit < 1))
-    throw new ValidationError('limit must be a positive integer.', 'limit', 'INVALID_LIMIT');
-  const end = parseTime('end', query.end) ?? Math.ceil(now.getTime() / 1000);
-  const start = parseTime('start', query.start) ?? end - DEFAULT_BUCKETS * DEFAULT_PERIOD;
-  if (start >= end) throw new ValidationError('start must be before end.', 'start', 'INVALID_RANGE');
-  const points = Math.ceil((end - start) / period);
-  const spanned = points + window / period;
-  if (spanned > MAX_BUCKETS)
-    throw new ValidationError(
-      `start to end plus the window spans ${spanned} periods of ${period} s; at most ${MAX_BUCKETS}: choose a longer period, a shorter range or a shorter window.`,
-      'period',
-      'TOO_MANY_BUCKETS',
-    );
-  return {
-    start,
-    end,
-    period,
-    window,
-    points,
-    limit: Math.min(query.limit ?? MAX_BUCKETS, MAX_BUCKETS),
-    descending: query.descending === true,
-  };
+  const points = (start: number, end: number) => Math.ceil((end - start) / period);
+  const span = parseSpan(
+    query,
+    now,
+    DEFAULT_BUCKETS * DEFAULT_PERIOD,
+    (start, end) => points(start, end) + window / period,
+    (n) =>
+      `start to end plus the window spans ${n} periods of ${period} s; at most ${MAX_BUCKETS}: choose a longer period, a shorter range or a shorter window.`,
+  );
+  return { ...span, period, window, points: points(span.start, span.end) };
 }
 
 export function createUsageService({ db, clock }: { db: Kysely<InboxDatabase>; clock: Clock }) {
