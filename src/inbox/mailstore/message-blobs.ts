@@ -162,43 +162,37 @@ export async function claimBlobs(trx: Db, ids: readonly number[]): Promise<void>
   if (Number(result.numUpdatedRows) !== new Set(ids).size) throw new BlobGoneError(ids);
 }
 
+/** A blob swept while it was read (its message was deleted meanwhile): its pieces stop short. */
+export class BlobReadCutError extends Error {
+  constructor(id: number) {
+    super(`blob ${id} was deleted while it was read`);
+  }
+}
+
 /**
  * The bytes of blob `id` put together from its pieces, or undefined when it is not claimed or its
  * pieces do not add up to its size (swept while this read ran: the message is gone too).
  */
 export async function readBlob(db: Db, id: number): Promise<Buffer | undefined> {
-  const blob = await runCompiledOnce(db, 'blobs.size', [id, BLOB_CLAIMED], () =>
-    db.selectFrom('blobs').select('size').where('id', '=', id).where('state', '=', BLOB_CLAIMED),
-  );
-  if (!blob[0]) return undefined;
+  const blob = await openBlob(db, id);
+  if (!blob) return undefined;
   const pieces: Buffer[] = [];
-  let length = 0;
-  for (let from = 0; ; from += PIECES_PER_READ) {
-    if (from) await nextTurn();
-    const rows = await runCompiledOnce(db, 'blob_chunks.read', [id, from, PIECES_PER_READ], () =>
-      db
-        .selectFrom('blob_chunks')
-        .select('bytes')
-        .where('blob_id', '=', id)
-        .where('seq', '>=', from)
-        .orderBy('seq')
-        .limit(PIECES_PER_READ),
-    );
-    for (const r of rows) {
-      // Both drivers hand back a Buffer of its own: the concatenation below is the one copy.
-      pieces.push(r.bytes);
-      length += r.bytes.length;
-    }
-    if (rows.length < PIECES_PER_READ) break;
+  try {
+    // Both drivers hand back a Buffer of its own: the concatenation below is the one copy.
+    for await (const piece of blob.pieces) pieces.push(piece);
+  } catch (err) {
+    if (err instanceof BlobReadCutError) return undefined;
+    throw err;
   }
-  return length === Number(blob[0].size) ? Buffer.concat(pieces, length) : undefined;
+  return Buffer.concat(pieces, blob.size);
 }
 
 /**
  * A claimed blob's size and its bytes piece by piece (IMAP streams a large source to a client
- * this way, never holding all of it): a few pieces per read, each read after the caller took
- * the previous ones. Undefined when the blob is not (or no longer) there; the pieces end early,
- * with BlobGoneError, when it was swept meanwhile.
+ * this way, never holding all of it; `readBlob` gathers them): a few pieces per read, each read
+ * on a later turn of the event loop, after the caller took the previous ones. Undefined when the
+ * blob is not (or no longer) there; the pieces end early, with BlobReadCutError, when it was
+ * swept meanwhile.
  */
 export async function openBlob(
   db: Db,
@@ -212,6 +206,7 @@ export async function openBlob(
   async function* pieces(): AsyncGenerator<Buffer> {
     let length = 0;
     for (let from = 0; ; from += PIECES_PER_READ) {
+      if (from) await nextTurn();
       const rows = await runCompiledOnce(db, 'blob_chunks.read', [id, from, PIECES_PER_READ], () =>
         db
           .selectFrom('blob_chunks')
@@ -227,7 +222,7 @@ export async function openBlob(
       }
       if (rows.length < PIECES_PER_READ) break;
     }
-    if (length !== size) throw new Error(`blob ${id} was deleted while it was read`);
+    if (length !== size) throw new BlobReadCutError(id);
   }
   return { size, pieces: pieces() };
 }
