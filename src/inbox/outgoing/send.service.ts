@@ -4,6 +4,7 @@ import { type KeyOwner, requirePermission } from '../core/scope.js';
 import type { ComposedMessage, DeliveryPathDeps } from '../mailstore/delivery.service.js';
 import { InboxNotFoundError, InboxPausedError } from '../inboxes/inbox.errors.js';
 import {
+  type AddressField,
   ExternalDeliveryDisabledError,
   SenderNotAllowedError,
   TooManyRecipientsError,
@@ -107,6 +108,34 @@ export function createSendService(deps: SendServiceDeps) {
   }
 
   /**
+   * Where a send's recipients go, after the checks every door's send passes: an unverified agent
+   * sign-up mails only the human it named (decision 0018); recipients on local and verified
+   * custom domains are delivered here, the rest need the relay (refused before anything is composed).
+   */
+  async function route(owner: KeyOwner, addresses: readonly { address: string; field: AddressField }[]) {
+    if (owner.sendOnlyTo !== undefined) {
+      const other = addresses.find((r) => r.address.toLowerCase() !== owner.sendOnlyTo);
+      if (other)
+        throw new ForbiddenError(
+          owner.sendOnlyTo
+            ? `Message rejected: ${other.address} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`
+            : `Message rejected: this organization has no human attached yet, so it sends to nobody (POST /v0/agent/human).`,
+          { code: 'MESSAGE_REJECTED', details: { field: other.field, code: 'MESSAGE_REJECTED' } },
+        );
+    }
+    const inboxIds = await Promise.all(addresses.map((r) => rule.inboxIdOf(r.address)));
+    const recipients = addresses.flatMap((r, i) => {
+      const inboxId = inboxIds[i];
+      return inboxId === undefined ? [] : [{ address: r.address, inboxIds: [inboxId] }];
+    });
+    const externals = addresses.filter((_r, i) => inboxIds[i] === undefined);
+    const firstExternal = externals[0];
+    if (firstExternal && !deps.relayConfigured)
+      throw new ExternalDeliveryDisabledError(firstExternal.field, firstExternal.address, deps.localDomains);
+    return { recipients, external: externals.map((r) => r.address) };
+  }
+
+  /**
    * Composes the message from the sending inbox (read before the unit of work: its display name
    * and domain go into the source), then stores the sender's copy, delivers to local inboxes and
    * queues the rest in one transaction with the quota count and the events. The message is
@@ -122,29 +151,10 @@ export function createSendService(deps: SendServiceDeps) {
   ): Promise<{ messageId: string; threadId: string }> {
     const sender = await sendingInbox(owner, senderId);
     const out = await outgoing();
-    if (owner.sendOnlyTo !== undefined) {
-      // An unverified agent sign-up mails only the human it named (decision 0018).
-      const other = out.recipients.find((r) => r.mailbox.address.toLowerCase() !== owner.sendOnlyTo);
-      if (other)
-        throw new ForbiddenError(
-          owner.sendOnlyTo
-            ? `Message rejected: ${other.mailbox.address} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`
-            : `Message rejected: this organization has no human attached yet, so it sends to nobody (POST /v0/agent/human).`,
-          { code: 'MESSAGE_REJECTED', details: { field: other.field, code: 'MESSAGE_REJECTED' } },
-        );
-    }
-    // Recipients on local and verified custom domains are delivered here, not handed to the relay;
-    // the rest need one, refused before the message is composed.
-    const inboxIds = await Promise.all(out.recipients.map((r) => rule.inboxIdOf(r.mailbox.address)));
-    const recipients = out.recipients.flatMap((r, i) => {
-      const inboxId = inboxIds[i];
-      return inboxId === undefined ? [] : [{ address: r.mailbox.address, inboxIds: [inboxId] }];
-    });
-    const externalRecipients = out.recipients.filter((_r, i) => inboxIds[i] === undefined);
-    const firstExternal = externalRecipients[0];
-    if (firstExternal && !deps.relayConfigured)
-      throw new ExternalDeliveryDisabledError(firstExternal.field, firstExternal.mailbox.address, deps.localDomains);
-    const external = externalRecipients.map((r) => r.mailbox.address);
+    const { recipients, external } = await route(
+      owner,
+      out.recipients.map((r) => ({ address: r.mailbox.address, field: r.field })),
+    );
     const now = clock.now();
     const timestamp = now.toISOString();
     // ASCII on the wire: an internationalized domain goes into the Message-ID in its xn-- form.
@@ -286,22 +296,10 @@ export function createSendService(deps: SendServiceDeps) {
       if (from === null || !own(addressOf(from))) throw new SenderNotAllowedError('from', from ?? '', sender.inboxId);
       if (submitted.recipients.length > deps.maxRecipients)
         throw new TooManyRecipientsError(submitted.recipients.length, deps.maxRecipients);
-      if (owner.sendOnlyTo !== undefined) {
-        const other = submitted.recipients.find((r) => r.toLowerCase() !== owner.sendOnlyTo);
-        if (other)
-          throw new ForbiddenError(
-            `Message rejected: ${other} is not allowed before the organization is verified; only ${owner.sendOnlyTo} is.`,
-            { code: 'MESSAGE_REJECTED', details: { field: 'to', code: 'MESSAGE_REJECTED' } },
-          );
-      }
-      const inboxIds = await Promise.all(submitted.recipients.map((r) => rule.inboxIdOf(r)));
-      const recipients = submitted.recipients.flatMap((address, i) => {
-        const id = inboxIds[i];
-        return id === undefined ? [] : [{ address, inboxIds: [id] }];
-      });
-      const external = submitted.recipients.filter((_r, i) => inboxIds[i] === undefined);
-      if (external[0] !== undefined && !deps.relayConfigured)
-        throw new ExternalDeliveryDisabledError('to', external[0], deps.localDomains);
+      const { recipients, external } = await route(
+        owner,
+        submitted.recipients.map((address) => ({ address, field: 'to' })),
+      );
       const { content } = submitted;
       const named = new Set([...content.to, ...content.cc].map((m) => addressOf(m).toLowerCase()));
       const bcc = submitted.recipients.filter((r) => !named.has(r.toLowerCase()));
