@@ -33,13 +33,17 @@ import {
  * Ratio = MCP ÷ REST (req/s).
  * Options: --runs 3 --duration 10 --warmup 3 --connections 50 --messages 5000 --only list|send
  * --dialect sqlite|postgres|both (PostgreSQL with BENCH_POSTGRES_URL or TEST_POSTGRES_URL, schema
- * bench_mcp, dropped afterwards).
+ * bench_mcp, dropped afterwards) --profile (one more run of each door under --cpu-prof, not counted:
+ * where the server's time goes, in bench/results/profiles/).
  */
 
 const { values: args } = parseArgs({
-  options: Object.fromEntries(
-    ['runs', 'duration', 'warmup', 'connections', 'messages', 'only', 'dialect'].map((k) => [k, { type: 'string' }]),
-  ),
+  options: {
+    ...Object.fromEntries(
+      ['runs', 'duration', 'warmup', 'connections', 'messages', 'only', 'dialect'].map((k) => [k, { type: 'string' }]),
+    ),
+    profile: { type: 'boolean' },
+  },
 });
 const opts = {
   runs: Number(args.runs ?? process.env.BENCH_RUNS ?? 3),
@@ -49,6 +53,7 @@ const opts = {
   messages: Number(args.messages ?? 5000),
   only: args.only,
   dialect: args.dialect ?? process.env.BENCH_DIALECT ?? 'both',
+  profile: args.profile ?? process.env.BENCH_PROFILE === '1',
 };
 
 const SNAPSHOT = snapshotDist('.dist-snapshot-mcp');
@@ -174,6 +179,22 @@ async function benchDialect(dialect) {
           }),
         { dialect, scenario: scenario.id },
       );
+      if (opts.profile)
+        for (const kind of ['ours', 'baseline']) {
+          const where = path.join(RESULTS, 'profiles', `${timestamp()}-mcp-${dialect}-${scenario.id}-${kind}`);
+          const { r, text } = await harness.profiled(where, (nodeArgs) =>
+            harness.measure({
+              label: `${kind} ${scenario.id} (profiled)`,
+              start: start(db, dir, port),
+              dialect,
+              request: kind === 'ours' ? scenario.mcp : scenario.rest,
+              port,
+              load: { connections: opts.connections, warmup: opts.warmup, duration: opts.duration },
+              nodeArgs,
+            }),
+          );
+          console.log(`  profiled ${kind} (not counted): ${fmt(r.rps)} req/s\n${text.replace(/^/gm, '    ')}`);
+        }
       const mcp = medians(runs, 'ours');
       const rest = medians(runs, 'baseline');
       out.push({ dialect, scenario: scenario.id, name: scenario.name, mcp, rest, ratio: mcp.rps / rest.rps, runs });
