@@ -17,8 +17,8 @@ import { commitSyncOf } from './driver.js';
  * in which another unit joined buys one more turn, up to `maxWaitMs` after the first unit. Alone,
  * a unit waits one turn as before; under load the batches grow from the units that finished the
  * same turn (3–4 with 20 SMTP sessions) to what arrives in a few milliseconds (about 10), and the
- * fsync, which blocks the event loop, is paid that many times less often (bench/README.md, "Inbox
- * service: SMTP").
+ * fsync is paid that many times less often (bench/README.md, "Inbox service: SMTP"); it runs in
+ * the thread pool while the next batch does (decision 0041).
  */
 export interface GroupCommit<DB> {
   run<T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
