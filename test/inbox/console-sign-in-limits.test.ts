@@ -1,7 +1,4 @@
-import { spawn } from 'node:child_process';
 import http from 'node:http';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   createInboxTestDatabase,
@@ -9,10 +6,9 @@ import {
   startInboxServer,
   type InboxTestDatabase,
 } from '../support/inbox-server.js';
+import { runEntry, waitFor } from '../support/process.js';
 import { privateRedis } from '../support/redis-server.js';
 import { expectError } from './fixtures.js';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** POST /console/session from a chosen loopback address (127.0.0.0/8 is all this host's). */
 function signInFrom(
@@ -85,34 +81,20 @@ describe.each(dialects)('%s: console sign-in failure limits', (dialect) => {
       'am_third-guess-1234',
     ];
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/inbox/main.ts'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        HOST: '127.0.0.1',
-        INBOX_PORT: '0',
-        INBOX_ROLES: 'api',
-        DATA_DIR: database.dataDir,
-        INBOX_DATABASE_URL: database.url,
-        INBOX_DOMAINS: 'inbox.test',
-        INBOX_CONSOLE_SIGNIN_FAILURES: '3',
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const service = runEntry('src/inbox/main.ts', {
+      HOST: '127.0.0.1',
+      INBOX_PORT: '0',
+      INBOX_ROLES: 'api',
+      DATA_DIR: database.dataDir,
+      INBOX_DATABASE_URL: database.url,
+      INBOX_DOMAINS: 'inbox.test',
+      INBOX_CONSOLE_SIGNIN_FAILURES: '3',
+      LOG_LEVEL: 'info',
     });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const output = () => service.output();
     try {
       const deadline = Date.now() + 90_000;
-      let m: RegExpExecArray | null;
-      while (!(m = /Inbox service: (http:\/\/\S+)\/v0/.exec(output))) {
-        if (Date.now() > deadline || child.exitCode !== null)
-          throw new Error(`the inbox service did not start:\n${output}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const m = await waitFor(service, /Inbox service: (http:\/\/\S+)\/v0/, 90_000);
       const base = (m[1] as string).replace('localhost', '127.0.0.1');
 
       // Successful sign-ins are not failures: any number of them.
@@ -138,21 +120,27 @@ describe.each(dialects)('%s: console sign-in failure limits', (dialect) => {
       // Another address is not affected.
       expect((await signInFrom(base, '127.0.0.4', key)).status).toBe(200);
 
-      while (output.split('console sign-in refused').length < 3) {
-        if (Date.now() > deadline) throw new Error(`no log lines:\n${output}`);
+      while (output().split('console sign-in refused').length < 3) {
+        if (Date.now() > deadline) throw new Error(`no log lines:\n${output()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     } finally {
-      child.kill('SIGTERM');
-      await exited;
+      service.child.kill('SIGTERM');
+      await service.exited;
     }
-    const failed = output.split('\n').filter((l) => l.includes('"console sign-in failed"'));
+    const failed = output()
+      .split('\n')
+      .filter((l) => l.includes('"console sign-in failed"'));
     expect(failed).toHaveLength(3);
     for (const line of failed) expect(JSON.parse(line)).toMatchObject({ level: 40, client: '127.0.0.2' });
-    expect(output.split('\n').filter((l) => l.includes('"console sign-in refused'))).toHaveLength(2);
+    expect(
+      output()
+        .split('\n')
+        .filter((l) => l.includes('"console sign-in refused')),
+    ).toHaveLength(2);
     // Neither the real key nor any guess (nor a long piece of one) is anywhere in the output.
     for (const piece of [key, key.slice(3, 20), ...wrong, ...wrong.map((w) => w.slice(3, 16)), 'am_fourth-guess'])
-      expect(output).not.toContain(piece);
+      expect(output()).not.toContain(piece);
     // A service start compiling TypeScript as it loads: room on a busy machine.
   }, 120_000);
 

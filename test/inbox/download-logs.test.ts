@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SECRET_SEGMENT_SHOWN } from '../../src/platform/log/logger.js';
 import {
@@ -8,8 +6,7 @@ import {
   startInboxServer,
   type InboxTestDatabase,
 } from '../support/inbox-server.js';
-
-const root = path.resolve(import.meta.dirname, '../..');
+import { runEntry, waitFor } from '../support/process.js';
 
 /**
  * Signed download URLs are capabilities (issue 13, item 9): the service's info logs show a
@@ -50,53 +47,41 @@ describe.each(dialects)('%s: download tokens in the logs', (dialect) => {
     const token = downloadPath.slice('/v0/downloads/'.length);
     expect(token.length).toBeGreaterThan(40);
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/inbox/main.ts'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        HOST: '127.0.0.1',
-        INBOX_PORT: '0',
-        INBOX_ROLES: 'api',
-        DATA_DIR: database.dataDir,
-        INBOX_DATABASE_URL: database.url,
-        INBOX_DOMAINS: 'inbox.test',
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const service = runEntry('src/inbox/main.ts', {
+      HOST: '127.0.0.1',
+      INBOX_PORT: '0',
+      INBOX_ROLES: 'api',
+      DATA_DIR: database.dataDir,
+      INBOX_DATABASE_URL: database.url,
+      INBOX_DOMAINS: 'inbox.test',
+      LOG_LEVEL: 'info',
     });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const output = () => service.output();
     try {
       const deadline = Date.now() + 90_000;
-      let m: RegExpExecArray | null;
-      while (!(m = /Inbox service: (http:\/\/\S+)\/v0/.exec(output))) {
-        if (Date.now() > deadline || child.exitCode !== null)
-          throw new Error(`the inbox service did not start:\n${output}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const m = await waitFor(service, /Inbox service: (http:\/\/\S+)\/v0/, 90_000);
       const base = (m[1] as string).replace('localhost', '127.0.0.1');
       for (const p of [downloadPath, downloadPath.replace('/downloads/', '/%64ownloads/'), `${downloadPath}?x=1`]) {
         const res = await fetch(`${base}${p}`);
         expect([p, res.status]).toEqual([p, 200]);
         expect(await res.text()).toBe('ABC');
       }
-      while (output.split('"statusCode":200').length < 4) {
-        if (Date.now() > deadline) throw new Error(`no request lines:\n${output}`);
+      while (output().split('"statusCode":200').length < 4) {
+        if (Date.now() > deadline) throw new Error(`no request lines:\n${output()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     } finally {
-      child.kill('SIGTERM');
-      await exited;
+      service.child.kill('SIGTERM');
+      await service.exited;
     }
-    const lines = output.split('\n').filter((l) => l.includes('/downloads/'));
+    const lines = output()
+      .split('\n')
+      .filter((l) => l.includes('/downloads/'));
     expect(lines.length).toBeGreaterThanOrEqual(3);
-    expect(output).toContain(`"url":"/v0/downloads/${token.slice(0, SECRET_SEGMENT_SHOWN)}…"`);
+    expect(output()).toContain(`"url":"/v0/downloads/${token.slice(0, SECRET_SEGMENT_SHOWN)}…"`);
     // Neither the token nor its signature half (nor a long piece of either) is anywhere.
     for (const piece of [token, ...token.split('.'), token.slice(SECRET_SEGMENT_SHOWN, SECRET_SEGMENT_SHOWN + 12)])
-      expect(output).not.toContain(piece);
+      expect(output()).not.toContain(piece);
     // Two service starts, one of them a process compiling TypeScript as it loads: room on a busy machine.
   }, 120_000);
 });
