@@ -401,9 +401,13 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
     async notifyIn(trx, topic, payload) {
       const payloads = payloadsOf(payload);
       const name = channel(topic);
+      // Outside a transaction the statement is a commit of its own that holds the server's notify
+      // lock until it is flushed; a signal is a hint (a lost one is like a listener's reconnect),
+      // so that commit does not wait for the WAL's flush (synchronous_commit off, for it alone).
+      const unflushed = trx.isTransaction ? [] : [sql`set_config('synchronous_commit', 'off', true)`];
       for (let i = 0; i < payloads.length; i += NOTIFY_BATCH) {
         const calls = payloads.slice(i, i + NOTIFY_BATCH).map((p) => sql`pg_notify(${name}, ${p})`);
-        await sql`select ${sql.join(calls)}`.execute(trx);
+        await sql`select ${sql.join([...unflushed, ...calls])}`.execute(trx);
       }
     },
     listen: (topic, onSignal) => listenPostgres(url.toString(), channel(topic), onSignal),

@@ -103,25 +103,41 @@ export function createMercureHub(options: MercureHubOptions): MercureHub {
     }
   };
 
-  // The updates of one turn of the event loop go out as one signal statement, in their order: on
-  // PostgreSQL each NOTIFY statement is a commit of its own that serializes on the server's notify
-  // lock and takes a pooled connection from the writes (the write-cost bench, decision 0047).
-  let batch: string[] | undefined;
-  let sent: Promise<void> = Promise.resolve();
-  const signal = (payload: string): Promise<void> => {
-    if (!batch) {
-      const payloads: string[] = [];
-      batch = payloads;
-      sent = new Promise<void>((resolve, reject) =>
-        setImmediate(() => {
-          batch = undefined;
-          options.database.notifyIn(options.database.db as never, MERCURE_SIGNAL, payloads).then(resolve, reject);
-        }),
-      );
-    }
-    batch.push(payload);
-    return sent;
+  // At most one signal statement in flight per process: the updates published while it runs go
+  // out together in the next one, in their order. On PostgreSQL each NOTIFY statement is a commit
+  // of its own, and every commit that notifies takes the server's one notify lock until it is
+  // flushed: one statement per turn of the event loop (the first design) meant hundreds of such
+  // commits a second under 50 writing connections, queued on that lock and holding pooled
+  // connections the writes wait for (decision 0047, "Write cost").
+  let queued: { payload: string; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  let sending = false;
+  const flush = () => {
+    sending = true;
+    // One turn first: the updates of the writes that committed in the same turn join this one.
+    setImmediate(() => {
+      const batch = queued;
+      queued = [];
+      options.database
+        .notifyIn(
+          options.database.db as never,
+          MERCURE_SIGNAL,
+          batch.map((q) => q.payload),
+        )
+        .then(
+          () => batch.forEach((q) => q.resolve()),
+          (err: unknown) => batch.forEach((q) => q.reject(err)),
+        )
+        .finally(() => {
+          sending = false;
+          if (queued.length) flush();
+        });
+    });
   };
+  const signal = (payload: string): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      queued.push({ payload, resolve, reject });
+      if (!sending) flush();
+    });
 
   return {
     async start() {
