@@ -206,6 +206,8 @@ async function phase({ port, pid, loopFile, others, big, body, senders, status =
   let sendMs = [];
   const rssBefore = rss(pid);
   const cpuBefore = mainThreadCpuMs(pid);
+  // PostgreSQL's backends work for the sends too, on the same cores: their CPU beside the loop's.
+  const pgCpuBefore = harness.cpuSeconds(harness.postgresPids());
   let peak = rssBefore;
   const end = performance.now() + opts.duration * 1000;
   const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 10);
@@ -243,6 +245,7 @@ async function phase({ port, pid, loopFile, others, big, body, senders, status =
   clearInterval(sampler);
   const loop = await loopDelay(pid, loopFile);
   const mainCpuMs = mainThreadCpuMs(pid) - cpuBefore;
+  const postgresCpuMs = (harness.cpuSeconds(harness.postgresPids()) - pgCpuBefore) * 1000;
   // The readers' thread's array as it is: spreading it into another overflows the stack in long phases.
   const sorted = read.latencies.sort((a, b) => a - b);
   return {
@@ -252,6 +255,7 @@ async function phase({ port, pid, loopFile, others, big, body, senders, status =
     p99: percentile(sorted, 99),
     max: sorted[sorted.length - 1],
     mainCpuMs,
+    postgresCpuMs,
     sends: sent,
     sendMedianMs: sendMs.length ? median(sendMs) : null,
     rssBefore,
@@ -470,8 +474,8 @@ function medianTable(results) {
 function table(results) {
   const mb = (n) => fmt(n / 2 ** 20, 1);
   const rows = [
-    `| Database | Variant | Server (load) | Message | Others' p50 / p99 / max alone | Others' p50 / p99 / max, one send after the other | Others' p50 / p99 / max during big sends | Event-loop delay p99 / max, stalls ≥ 10 ms (count: ms in all): one send after the other; during big sends | p99 ratio | p99 < ${TARGET_P99_MS} ms | Big sends (median) | Event-loop CPU per big send | RSS idle → warm → peak with one send → peak | Peak RSS per send in flight, from warm | < ${TARGET_RSS_FACTOR}× message | From idle | Each further send in flight |`,
-    '|---|---|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|---|--:|--:|',
+    `| Database | Variant | Server (load) | Message | Others' p50 / p99 / max alone | Others' p50 / p99 / max, one send after the other | Others' p50 / p99 / max during big sends | Event-loop delay p99 / max, stalls ≥ 10 ms (count: ms in all): one send after the other; during big sends | CPU of the event loop / of PostgreSQL's processes: one send after the other; during | p99 ratio | p99 < ${TARGET_P99_MS} ms | Big sends (median) | Event-loop CPU per big send | RSS idle → warm → peak with one send → peak | Peak RSS per send in flight, from warm | < ${TARGET_RSS_FACTOR}× message | From idle | Each further send in flight |`,
+    '|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|---|--:|--:|',
   ];
   for (const r of results) {
     const { perSend, factor, fromIdleFactor, fromWarmFactor } = rssPerSend(r);
@@ -479,12 +483,13 @@ function table(results) {
     const readCpu = r.alone.requests ? (r.alone.mainCpuMs / r.alone.requests) * r.during.requests : 0;
     const loopPerSend = r.during.sends ? (r.during.mainCpuMs - readCpu) / r.during.sends : 0;
     const lat = (p) => `${fmt(p.p50, 1)} / ${fmt(p.p99, 1)} / ${fmt(p.max, 1)} ms`;
+    const cpu = (p) => `${fmt(p.mainCpuMs)} / ${p.postgresCpuMs === undefined ? '–' : fmt(p.postgresCpuMs)} ms`;
     const loop = ({ loop: l }) =>
       l
         ? `${fmt(l.p99, 1)} / ${fmt(l.max, 1)} ms, ${l.stalls}: ${l.stalledMs} ms (longest ${l.longest.join(', ')})`
         : '–';
     rows.push(
-      `| ${r.dialect} | ${r.variant} | ${r.server} #${r.run} (${fmt(r.load, 1)}) | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.one)} | ${lat(r.during)} | ${loop(r.one)}; ${loop(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${fmt(loopPerSend)} ms | ${mb(r.rssIdle)} → ${mb(r.alone.rssPeak)} → ${mb(r.one.rssPeak)} → ${mb(r.during.rssPeak)} MiB | **${fmt(fromWarmFactor, 2)}×** | ${fromWarmFactor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} | ${fmt(fromIdleFactor, 2)}× | ${mb(perSend)} MiB = ${fmt(factor, 2)}× |`,
+      `| ${r.dialect} | ${r.variant} | ${r.server} #${r.run} (${fmt(r.load, 1)}) | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.one)} | ${lat(r.during)} | ${loop(r.one)}; ${loop(r.during)} | ${cpu(r.one)}; ${cpu(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${fmt(loopPerSend)} ms | ${mb(r.rssIdle)} → ${mb(r.alone.rssPeak)} → ${mb(r.one.rssPeak)} → ${mb(r.during.rssPeak)} MiB | **${fmt(fromWarmFactor, 2)}×** | ${fromWarmFactor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} | ${fmt(fromIdleFactor, 2)}× | ${mb(perSend)} MiB = ${fmt(factor, 2)}× |`,
     );
   }
   return rows.join('\n');

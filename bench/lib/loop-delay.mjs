@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { setInterval } from 'node:timers';
 
 /**
  * Loaded into a measured server with `node --import` (bench/bigsend-run.mjs): the event loop's
