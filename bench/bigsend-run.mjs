@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +20,7 @@ import {
   timestamp,
   writeResults,
 } from './lib/harness.mjs';
-import { summarizeProfile, formatProfile } from './profile.mjs';
+import { formatLongTasks, formatProfile, longTasks, summarizeProfile } from './profile.mjs';
 
 /**
  * `npm run bench:bigsend`: do sends at the size limits stall other organizations? One inbox
@@ -87,6 +87,8 @@ const MAIN = process.env.BENCH_OURS ?? path.join(ROOT, 'dist/src/inbox/main.js')
 /** Another build's main.js (e.g. the commit before a change): run right before ours for each variant, same database. */
 const BASELINE = process.env.BENCH_BASELINE;
 const TARGET_P99_MS = 50;
+/** Started in every measured server: its event-loop delay per phase. */
+const LOOP_DELAY = new URL('./lib/loop-delay.mjs', import.meta.url).href;
 const TARGET_RSS_FACTOR = 4;
 
 /** Prose with umlauts and long paragraphs (quoted-printable, as real mail), `bytes` UTF-8 bytes long. */
@@ -176,14 +178,36 @@ function mainThreadCpuMs(pid) {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
+/** The server's event-loop delay since the last call (lib/loop-delay.mjs, which it was started with): signals it and reads its report. */
+async function loopDelay(pid, file) {
+  const seqOf = () => {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8'));
+    } catch {
+      return { seq: 0 };
+    }
+  };
+  const before = existsSync(file) ? seqOf().seq : 0;
+  process.kill(pid, 'SIGUSR2');
+  for (let i = 0; i < 300; i++) {
+    await sleep(10);
+    const report = seqOf();
+    if (report.seq > before) return report;
+  }
+  throw new Error('the server did not report its event-loop delay');
+}
+
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 /** One phase: readers of `others` for `duration` s, with `senders` loops of big sends of `body` if given. */
-async function phase({ port, pid, others, big, body, senders, status = 200 }) {
+async function phase({ port, pid, loopFile, others, big, body, senders, status = 200 }) {
+  await loopDelay(pid, loopFile);
   let sent = 0;
   let sendMs = [];
   const rssBefore = rss(pid);
   const cpuBefore = mainThreadCpuMs(pid);
+  // PostgreSQL's backends work for the sends too, on the same cores: their CPU beside the loop's.
+  const pgCpuBefore = harness.cpuSeconds(harness.postgresPids());
   let peak = rssBefore;
   const end = performance.now() + opts.duration * 1000;
   const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 10);
@@ -219,7 +243,9 @@ async function phase({ port, pid, others, big, body, senders, status = 200 }) {
   };
   const [read] = await Promise.all([readers, ...(body ? Array.from({ length: senders }, sender) : [])]);
   clearInterval(sampler);
+  const loop = await loopDelay(pid, loopFile);
   const mainCpuMs = mainThreadCpuMs(pid) - cpuBefore;
+  const postgresCpuMs = (harness.cpuSeconds(harness.postgresPids()) - pgCpuBefore) * 1000;
   // The readers' thread's array as it is: spreading it into another overflows the stack in long phases.
   const sorted = read.latencies.sort((a, b) => a - b);
   return {
@@ -229,10 +255,12 @@ async function phase({ port, pid, others, big, body, senders, status = 200 }) {
     p99: percentile(sorted, 99),
     max: sorted[sorted.length - 1],
     mainCpuMs,
+    postgresCpuMs,
     sends: sent,
     sendMedianMs: sendMs.length ? median(sendMs) : null,
     rssBefore,
     rssPeak: peak,
+    loop,
   };
 }
 
@@ -294,9 +322,19 @@ async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], f
     INBOX_DOMAINS: DOMAIN,
     INBOX_RATE_LIMIT_PER_MINUTE: '10000000',
     INBOX_SEND_LIMIT_PER_DAY: '100000000',
+    BENCH_LOOP_DELAY_FILE: path.join(dir, 'loop-delay.json'),
   };
   // Not pinned: the server and its worker threads may use both cores.
-  const child = await harness.startServer({ label: variant, file, env, nodeArgs, pin: false });
+  // A report left by the last server would count as this one's.
+  rmSync(env.BENCH_LOOP_DELAY_FILE, { force: true });
+  const child = await harness.startServer({
+    label: variant,
+    file,
+    env,
+    nodeArgs: ['--import', LOOP_DELAY, ...nodeArgs],
+    pin: false,
+  });
+  const loopFile = env.BENCH_LOOP_DELAY_FILE;
   try {
     // Warm-up: a few reads and one big send, so that both phases start from a warm server.
     for (let i = 0; i < 50; i++) await request(port, 'GET', '/v0/inboxes', seeded.others.apiKey);
@@ -307,6 +345,7 @@ async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], f
       ? await phase({
           port,
           pid: child.pid,
+          loopFile,
           others: seeded.others,
           big: seeded.big,
           body: refused(body),
@@ -345,11 +384,20 @@ async function runVariant(db, dir, port, seeded, variant, body, nodeArgs = [], f
     };
     if (received) return { ...base, floor: true, received };
     await sleep(500);
-    const alone = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big });
-    const one = await phase({ port, pid: child.pid, others: seeded.others, big: seeded.big, body, senders: 1 });
+    const alone = await phase({ port, pid: child.pid, loopFile, others: seeded.others, big: seeded.big });
+    const one = await phase({
+      port,
+      pid: child.pid,
+      loopFile,
+      others: seeded.others,
+      big: seeded.big,
+      body,
+      senders: 1,
+    });
     const during = await phase({
       port,
       pid: child.pid,
+      loopFile,
       others: seeded.others,
       big: seeded.big,
       body,
@@ -397,8 +445,8 @@ function rssPerSend(r) {
 function medianTable(results) {
   const mb = (n) => fmt(n / 2 ** 20, 1);
   const rows = [
-    `| Database | Variant | Server | Runs | Others' p99 alone (median) | Others' p99 during big sends: median (min–max) | p99 < ${TARGET_P99_MS} ms (median) | Peak RSS per send in flight, from warm (median) | < ${TARGET_RSS_FACTOR}× message (median) | From idle (median) | Once, with the first send in flight (median) | Each further send in flight: median (min–max) |`,
-    '|---|---|---|--:|--:|--:|---|--:|---|--:|--:|--:|',
+    `| Database | Variant | Server | Runs | Others' p99 alone (median) | Others' p99, one send after the other (median) | Others' p99 during big sends: median (min–max) | p99 < ${TARGET_P99_MS} ms (median) | Peak RSS per send in flight, from warm (median) | < ${TARGET_RSS_FACTOR}× message (median) | From idle (median) | Once, with the first send in flight (median) | Each further send in flight: median (min–max) |`,
+    '|---|---|---|--:|--:|--:|--:|---|--:|---|--:|--:|--:|',
   ];
   const groups = new Map();
   for (const r of results) {
@@ -417,7 +465,7 @@ function medianTable(results) {
     const fromIdle = median(runs.map((r) => rssPerSend(r).fromIdleFactor));
     const fromWarm = median(runs.map((r) => rssPerSend(r).fromWarmFactor));
     rows.push(
-      `| ${first.dialect} | ${first.variant} | ${first.server} | ${runs.length} | ${fmt(median(runs.map((r) => r.alone.p99)), 1)} ms | **${fmt(p99, 1)}** (${fmt(Math.min(...during), 1)}–${fmt(Math.max(...during), 1)}) ms | ${p99 < TARGET_P99_MS ? 'met' : '**missed**'} | **${fmt(fromWarm, 2)}×** | ${fromWarm < TARGET_RSS_FACTOR ? 'met' : '**missed**'} | ${fmt(fromIdle, 2)}× | ${mb(once)} MiB | ${mb(perSend)} MiB = ${fmt(factor, 2)}× (${fmt(Math.min(...factors), 2)}–${fmt(Math.max(...factors), 2)}×) |`,
+      `| ${first.dialect} | ${first.variant} | ${first.server} | ${runs.length} | ${fmt(median(runs.map((r) => r.alone.p99)), 1)} ms | ${fmt(median(runs.map((r) => r.one.p99)), 1)} ms | **${fmt(p99, 1)}** (${fmt(Math.min(...during), 1)}–${fmt(Math.max(...during), 1)}) ms | ${p99 < TARGET_P99_MS ? 'met' : '**missed**'} | **${fmt(fromWarm, 2)}×** | ${fromWarm < TARGET_RSS_FACTOR ? 'met' : '**missed**'} | ${fmt(fromIdle, 2)}× | ${mb(once)} MiB | ${mb(perSend)} MiB = ${fmt(factor, 2)}× (${fmt(Math.min(...factors), 2)}–${fmt(Math.max(...factors), 2)}×) |`,
     );
   }
   return rows.join('\n');
@@ -426,8 +474,8 @@ function medianTable(results) {
 function table(results) {
   const mb = (n) => fmt(n / 2 ** 20, 1);
   const rows = [
-    `| Database | Variant | Server (load) | Message | Others' p50 / p99 / max alone | Others' p50 / p99 / max, one send after the other | Others' p50 / p99 / max during big sends | p99 ratio | p99 < ${TARGET_P99_MS} ms | Big sends (median) | Event-loop CPU per big send | RSS idle → warm → peak with one send → peak | Peak RSS per send in flight, from warm | < ${TARGET_RSS_FACTOR}× message | From idle | Each further send in flight |`,
-    '|---|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|---|--:|--:|',
+    `| Database | Variant | Server (load) | Message | Others' p50 / p99 / max alone | Others' p50 / p99 / max, one send after the other | Others' p50 / p99 / max during big sends | Event-loop delay p99 / max, stalls ≥ 10 ms (count: ms in all): one send after the other; during big sends | CPU of the event loop / of PostgreSQL's processes: one send after the other; during | p99 ratio | p99 < ${TARGET_P99_MS} ms | Big sends (median) | Event-loop CPU per big send | RSS idle → warm → peak with one send → peak | Peak RSS per send in flight, from warm | < ${TARGET_RSS_FACTOR}× message | From idle | Each further send in flight |`,
+    '|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|---|--:|--:|',
   ];
   for (const r of results) {
     const { perSend, factor, fromIdleFactor, fromWarmFactor } = rssPerSend(r);
@@ -435,8 +483,13 @@ function table(results) {
     const readCpu = r.alone.requests ? (r.alone.mainCpuMs / r.alone.requests) * r.during.requests : 0;
     const loopPerSend = r.during.sends ? (r.during.mainCpuMs - readCpu) / r.during.sends : 0;
     const lat = (p) => `${fmt(p.p50, 1)} / ${fmt(p.p99, 1)} / ${fmt(p.max, 1)} ms`;
+    const cpu = (p) => `${fmt(p.mainCpuMs)} / ${p.postgresCpuMs === undefined ? '–' : fmt(p.postgresCpuMs)} ms`;
+    const loop = ({ loop: l }) =>
+      l
+        ? `${fmt(l.p99, 1)} / ${fmt(l.max, 1)} ms, ${l.stalls}: ${l.stalledMs} ms (longest ${l.longest.join(', ')})`
+        : '–';
     rows.push(
-      `| ${r.dialect} | ${r.variant} | ${r.server} #${r.run} (${fmt(r.load, 1)}) | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.one)} | ${lat(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${fmt(loopPerSend)} ms | ${mb(r.rssIdle)} → ${mb(r.alone.rssPeak)} → ${mb(r.one.rssPeak)} → ${mb(r.during.rssPeak)} MiB | **${fmt(fromWarmFactor, 2)}×** | ${fromWarmFactor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} | ${fmt(fromIdleFactor, 2)}× | ${mb(perSend)} MiB = ${fmt(factor, 2)}× |`,
+      `| ${r.dialect} | ${r.variant} | ${r.server} #${r.run} (${fmt(r.load, 1)}) | ${mb(r.messageBytes)} MiB | ${lat(r.alone)} | ${lat(r.one)} | ${lat(r.during)} | ${loop(r.one)}; ${loop(r.during)} | ${cpu(r.one)}; ${cpu(r.during)} | **${fmt(r.during.p99 / r.alone.p99, 2)}** | ${r.during.p99 < TARGET_P99_MS ? 'met' : '**missed**'} | ${r.during.sends} in ${opts.duration} s (${fmt(r.during.sendMedianMs ?? 0)} ms) | ${fmt(loopPerSend)} ms | ${mb(r.rssIdle)} → ${mb(r.alone.rssPeak)} → ${mb(r.one.rssPeak)} → ${mb(r.during.rssPeak)} MiB | **${fmt(fromWarmFactor, 2)}×** | ${fromWarmFactor < TARGET_RSS_FACTOR ? 'met' : '**missed**'} | ${fmt(fromIdleFactor, 2)}× | ${mb(perSend)} MiB = ${fmt(factor, 2)}× |`,
     );
   }
   return rows.join('\n');
@@ -518,7 +571,10 @@ async function main() {
                 file: path.relative(ROOT, path.join(profileDir, file)),
                 ...top,
               });
+              const long = longTasks(path.join(profileDir, file));
+              profiles[profiles.length - 1].longTasks = long;
               console.log(`  profile ${file} (not counted):\n${formatProfile(top).replace(/^/gm, '    ')}`);
+              console.log(`  its tasks of 10 ms or more:\n${formatLongTasks(long).replace(/^/gm, '    ')}`);
             }
           }
         }

@@ -56,25 +56,31 @@ export function createBase64Sink(maxRawBytes: number | undefined): BytesSink {
         return;
       }
       let chars = piece.toString('latin1');
-      if (OUTSIDE.test(chars)) return giveUp(piece);
-      const standard = STANDARD_ONLY.test(chars);
-      const url = URL_SAFE_ONLY.test(chars);
+      // Single characters are looked for with indexOf, which is many times faster than a
+      // character class over 64 KiB; a character outside both alphabets is found by the decoder,
+      // which skips it and so writes fewer bytes than the groups hold (below, and `end`).
+      const standard = chars.includes('+') || chars.includes('/');
+      const url = chars.includes('-') || chars.includes('_');
       if ((standard && (url || urlSafe === true)) || (url && urlSafe === false)) return giveUp(piece);
       if (chars.includes(' ')) chars = chars.replace(/ +/g, '');
       chars = carry + chars;
       const pad = chars.indexOf('=');
       // Padding ends the content: at most two, and nothing after them.
       if (pad >= 0 && (chars.length - pad > 2 || NOT_PAD.test(chars.slice(pad)))) return giveUp(piece);
-      if (standard || url) urlSafe = url;
       const limit = pad >= 0 ? pad : chars.length;
       const whole = limit - (limit % 4);
-      if (whole) decoded.size += decoded.reserve((whole / 4) * 3).write(chars.slice(0, whole), decoded.size, 'base64');
+      if (whole) {
+        const bytes = (whole / 4) * 3;
+        if (decoded.reserve(bytes).write(chars.slice(0, whole), decoded.size, 'base64') !== bytes) return giveUp(piece);
+        decoded.size += bytes;
+      }
+      if (standard || url) urlSafe = url;
       carry = chars.slice(whole);
     },
     end() {
       if (!json) {
         const length = (decoded.size / 3) * 4 + carry.length;
-        if (length % 4 === 1 || (carry.includes('=') && length % 4 !== 0)) giveUp();
+        if (length % 4 === 1 || (carry.includes('=') && length % 4 !== 0) || !CARRY.test(carry)) giveUp();
       }
       if (json) {
         json.append(QUOTE);
@@ -87,7 +93,6 @@ export function createBase64Sink(maxRawBytes: number | undefined): BytesSink {
 }
 
 const QUOTE = Buffer.from('"');
-const OUTSIDE = /[^A-Za-z0-9+/\-_= ]/;
-const STANDARD_ONLY = /[+/]/;
-const URL_SAFE_ONLY = /[-_]/;
+/** What may be left undecoded at the end: under a group of the alphabet, then up to two `=`. */
+const CARRY = /^[A-Za-z0-9+/_-]{0,3}={0,2}$/;
 const NOT_PAD = /[^=]/;

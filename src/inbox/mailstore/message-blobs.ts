@@ -2,6 +2,8 @@ import { sql } from 'kysely';
 import type { Clock } from '../../platform/clock.js';
 import { insertCompiledOnce, runCompiledOnce } from '../../platform/db/compiled-once.js';
 import type { GroupCommit } from '../../platform/db/group-commit.js';
+import { dialectOf } from '../../platform/db/dialect.js';
+import type { Dialect } from '../../platform/db/types.js';
 import { nextTurn } from '../../platform/turns.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 
@@ -26,8 +28,15 @@ export const BLOB_UNCLAIMED = 0;
 export const BLOB_CLAIMED = 1;
 export const BLOB_DOOMED = -1;
 
-/** Pieces written per transaction (1 MiB), and so per commit and fsync. */
-const PIECES_PER_WRITE = 4;
+/**
+ * Pieces written per transaction, and so per commit: on SQLite one (256 KiB), on PostgreSQL four
+ * (1 MiB). SQLite's COMMIT writes the unit's pages to the WAL on the event loop, synchronously:
+ * with four pieces a unit held every other request for 15–110 ms on a busy machine, about four
+ * times what one piece costs. PostgreSQL's commit runs in its server (the event loop only sends
+ * each piece, one statement each either way), and each commit waits for its WAL's flush: fewer
+ * and larger units there (docs/decisions/0050-big-sends-in-short-steps.md).
+ */
+const piecesPerWrite = (dialect: Dialect): number => (dialect === 'sqlite' ? 1 : 4);
 /** Pieces read per statement (and per turn of the event loop). */
 const PIECES_PER_READ = 4;
 /** Pieces deleted per transaction. */
@@ -68,7 +77,7 @@ export async function storeBlob(commits: GroupCommit<InboxDatabase>, clock: Cloc
 }
 
 /**
- * Writes the bytes of `source` as a new unclaimed blob: PIECES_PER_WRITE pieces per unit of work
+ * Writes the bytes of `source` as a new unclaimed blob: `piecesPerWrite` pieces per unit of work
  * of `commits`, a turn of the event loop apart. `source` yields the pieces as they are made (or
  * sliced from whole bytes), each CHUNK_BYTES long but the last. Pieces are taken between units,
  * never inside one, and a unit is written only once the piece after it is known, so that the last
@@ -92,9 +101,11 @@ export async function storeBlobPieces(
       if (!(await pieces.next()).done) throw new Error('storeBlob: a piece shorter than CHUNK_BYTES before the last');
       return { blob: null, bytes, size: bytes.length };
     }
-    for (let seq = 0; !next.done; seq += PIECES_PER_WRITE) {
+    // The first unit holds one piece; it learns the dialect, which sizes the units after it.
+    let perWrite = 1;
+    for (let seq = 0; !next.done;) {
       const unit: Buffer[] = [];
-      while (!next.done && unit.length < PIECES_PER_WRITE) {
+      while (!next.done && unit.length < perWrite) {
         const short = next.value.length < CHUNK_BYTES;
         unit.push(next.value);
         size += next.value.length;
@@ -103,7 +114,10 @@ export async function storeBlobPieces(
       }
       const last = next.done === true;
       await nextTurn();
+      const first = seq;
+      let dialect: Dialect | undefined;
       id = await commits.run(async (trx) => {
+        dialect = dialectOf(trx);
         const row = { state: BLOB_UNCLAIMED, size: last ? size : 0, created_at: created };
         const blob =
           id ??
@@ -115,7 +129,7 @@ export async function storeBlobPieces(
             )[0]?.id,
           );
         for (const [i, bytes] of unit.entries()) {
-          const piece = { blob_id: blob, seq: seq + i, bytes };
+          const piece = { blob_id: blob, seq: first + i, bytes };
           await insertCompiledOnce(trx, 'blob_chunks.insert', [piece], () =>
             trx.insertInto('blob_chunks').values(piece),
           );
@@ -126,6 +140,8 @@ export async function storeBlobPieces(
           );
         return blob;
       });
+      seq += unit.length;
+      if (dialect) perWrite = piecesPerWrite(dialect);
     }
   } catch (error) {
     // Pieces not taken (a unit failed): their maker stops first, so that it does not wait through the release.
