@@ -196,6 +196,7 @@ export function createInboxServices(
     outgoing,
     ...rules,
     notifyJobs: () => runner.notify(),
+    folders,
   });
   const apiKeys = createApiKeyService({
     db,
@@ -356,6 +357,7 @@ async function startImap(
     labels: runtime.labels,
     removal: runtime.removal,
     search: services.search,
+    drafts: services.drafts,
   });
   const server = await startImapServer(
     {
