@@ -110,7 +110,7 @@ describe.each(dialects)('IMAP Drafts (%s)', (dialect) => {
       expect(client.mailbox && client.mailbox.exists).toBe(0);
       const status = await client.status('Drafts', { messages: true, uidNext: true });
       expect(status).toMatchObject({ messages: 0 });
-      expect(Number(status?.uidNext)).toBeGreaterThan(Number(after[1]?.uid));
+      expect(Number(status && status.uidNext)).toBeGreaterThan(Number(after[1]?.uid));
     } finally {
       await client.logout();
     }

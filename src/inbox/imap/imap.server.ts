@@ -6,6 +6,7 @@ import { type Folder, SPECIAL_USE, folderNamed, labelOfFlag, UNREAD_LABEL } from
 import type { Message } from '../core/message.js';
 import type { LabelChange } from '../mailstore/labels.service.js';
 import type { FolderEntry } from '../mailstore/folder.repository.js';
+import type { MimeEntity } from '../mail/mime-structure.js';
 import { type ImapAccount, type ImapService, ImapNoError } from './imap.service.js';
 import {
   type Node,
@@ -82,6 +83,11 @@ const MAX_COMMAND_BYTES = 256 * 1024;
 const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
 /** How long a write may wait for a client that reads nothing. */
 const WRITE_TIMEOUT_MS = 60_000;
+/**
+ * A message larger than this whose FETCH needs its structure but no body bytes (BODYSTRUCTURE with
+ * a header sync) is scanned piece by piece rather than read whole.
+ */
+const SCAN_STRUCTURE_BYTES = 256 * 1024;
 /** Messages read from the database per step of a FETCH or SEARCH. */
 const FETCH_BATCH = 100;
 
@@ -821,6 +827,12 @@ export async function startImapServer(
           !['BODYSTRUCTURE', 'BODY', 'RFC822', 'RFC822.TEXT'].includes(i.name) &&
           (i.name !== 'BODY[]' || (!i.section?.parts.length && (i.section?.kind ?? '').startsWith('HEADER'))),
       );
+      // BODYSTRUCTURE (and BODY) need the structure of all of the source, not its bytes.
+      const structureOnly = rest.every(
+        (i) =>
+          !['RFC822', 'RFC822.TEXT'].includes(i.name) &&
+          (i.name !== 'BODY[]' || (!i.section?.parts.length && (i.section?.kind ?? '').startsWith('HEADER'))),
+      );
       const seen = !selected.readOnly && items.some((i) => i.setsSeen);
       const flagsOnly = items.every((i) => i.name === 'UID' || i.name === 'FLAGS');
       for (let i = 0; i < targets.length; i += FETCH_BATCH) {
@@ -863,12 +875,13 @@ export async function startImapServer(
           }
           const message = messages?.get(t.entry.pk);
           if (!message) continue;
-          const source = needsSource
-            ? headerOnly
-              ? await imap.sourceHead(account, message)
-              : await imap.source(account, message)
-            : undefined;
-          const root = source ? parseEntity(source) : undefined;
+          let source: Buffer | undefined;
+          let root: MimeEntity | undefined;
+          if (needsSource && headerOnly) source = await imap.sourceHead(account, message);
+          else if (needsSource && structureOnly && message.size > SCAN_STRUCTURE_BYTES)
+            ({ head: source, root } = (await imap.scanSource(account, message)) ?? {});
+          else if (needsSource) source = await imap.source(account, message);
+          root ??= source ? parseEntity(source) : undefined;
           const out: Node[] = [];
           for (const item of rest) out.push(...fetchItem(item, t.entry, message, selected, source, root, seen));
           if (streamed) {

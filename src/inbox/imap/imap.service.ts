@@ -20,6 +20,7 @@ import type { DraftService } from '../drafts/draft.service.js';
 import { AppError } from '../../platform/errors/app-error.js';
 import { composeMessage, formatMailbox, parseMailbox, type Mailbox } from '../mail/compose.js';
 import { inboundContent, parseMessageWithMailparser } from '../smtp/parse.js';
+import { MimeScanner, parseEntity, type MimeEntity } from '../mail/mime-structure.js';
 
 /**
  * The use cases of a mail client's session (decision 0045), free of the protocol: who logs in,
@@ -108,6 +109,39 @@ export function createImapService(deps: ImapServiceDeps) {
       const m = parseMailbox(a);
       return m ? [m] : [];
     });
+
+  /**
+   * The stored source of a message of the account's inbox, piece by piece: its first pieces up to
+   * the blank line that ends its header, and with `scan` the structure of all of it (the pieces
+   * after the header are read and dropped). A draft's source is in memory already.
+   */
+  async function readSource(
+    account: ImapAccount,
+    message: Message,
+    scan: boolean,
+  ): Promise<{ head: Buffer; root?: MimeEntity } | undefined> {
+    if (message.inboxId !== account.inbox.inboxId) return undefined;
+    const draft = draftSources.get(message);
+    if (draft) return { head: draft, root: parseEntity(draft) };
+    const opened = await openRawSource(db, message.pk);
+    if (!opened) return undefined;
+    const scanner = scan ? new MimeScanner() : undefined;
+    const pieces: Buffer[] = [];
+    let length = 0;
+    let head: Buffer | undefined;
+    for await (const piece of opened.pieces) {
+      scanner?.push(piece);
+      if (head) continue;
+      pieces.push(piece);
+      length += piece.length;
+      const first = pieces.length === 1 ? piece : Buffer.concat(pieces, length);
+      if (first.includes('\r\n\r\n') || first.includes('\n\n')) {
+        head = first;
+        if (!scanner) break;
+      }
+    }
+    return { head: head ?? Buffer.concat(pieces, length), ...(scanner ? { root: scanner.end() } : {}) };
+  }
 
   /** Drafts of the account's inbox by key, as messages with sources (Drafts is their read-only view). */
   async function draftMessages(account: ImapAccount, pks: readonly number[]): Promise<DraftMessage[]> {
@@ -258,20 +292,16 @@ export function createImapService(deps: ImapServiceDeps) {
      * large message instead of all of it.
      */
     async sourceHead(account: ImapAccount, message: Message): Promise<Buffer | undefined> {
-      if (message.inboxId !== account.inbox.inboxId) return undefined;
-      const draft = draftSources.get(message);
-      if (draft) return draft;
-      const opened = await openRawSource(db, message.pk);
-      if (!opened) return undefined;
-      const pieces: Buffer[] = [];
-      let length = 0;
-      for await (const piece of opened.pieces) {
-        pieces.push(piece);
-        length += piece.length;
-        const head = pieces.length === 1 ? piece : Buffer.concat(pieces, length);
-        if (head.includes('\r\n\r\n') || head.includes('\n\n')) return head;
-      }
-      return Buffer.concat(pieces, length);
+      return (await readSource(account, message, false))?.head;
+    },
+
+    /**
+     * The first bytes of the stored source (as `sourceHead`) and the MIME structure of all of it,
+     * read piece by piece and never held whole (BODYSTRUCTURE of a large message).
+     */
+    async scanSource(account: ImapAccount, message: Message): Promise<{ head: Buffer; root: MimeEntity } | undefined> {
+      const read = await readSource(account, message, true);
+      return read && { head: read.head, root: read.root as MimeEntity };
     },
 
     /** The stored source in pieces, with its size (BODY[] of a whole message, streamed). */
