@@ -371,6 +371,7 @@ async function startImap(
       maxConnectionsPerIp: config.imapMaxConnectionsPerIp,
       maxConnectionsPerKey: config.imapMaxConnectionsPerKey,
       idleTimeoutMs: config.imapIdleTimeoutMs,
+      writeTimeoutMs: config.imapWriteTimeoutMs,
       loginFailures: config.imapLoginFailures,
     },
     imap,

@@ -1,8 +1,7 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { b64, organization, secretOf, unique } from './fixtures.js';
-import { IMAP_ENV, connect, imapPort } from '../support/imap.js';
+import { IMAP_ENV, RawImap, connect, imapPort } from '../support/imap.js';
 
 /**
  * The Drafts folder of mail clients (decision 0045, "Drafts") with imapflow on both dialects: the
@@ -12,43 +11,6 @@ import { IMAP_ENV, connect, imapPort } from '../support/imap.js';
  */
 
 type Org = Awaited<ReturnType<typeof organization>>;
-
-/** A raw IMAP exchange: the lines the server sends until one starts with `until`. */
-async function rawSession(port: number, steps: { send: string; until: RegExp }[]): Promise<string[]> {
-  const socket = net.connect(port, '127.0.0.1');
-  const replies: string[] = [];
-  let buffer = '';
-  const waitFor = (re: RegExp) =>
-    new Promise<string>((resolve, reject) => {
-      const check = () => {
-        const line = buffer.split('\r\n').find((l) => re.test(l));
-        if (line !== undefined) {
-          socket.off('data', onData);
-          socket.off('close', onClose);
-          resolve(line);
-        }
-      };
-      const onData = (chunk: Buffer) => {
-        buffer += chunk.toString('latin1');
-        check();
-      };
-      const onClose = () => reject(new Error(`closed before ${re}: ${buffer}`));
-      socket.on('data', onData);
-      socket.on('close', onClose);
-      check();
-    });
-  try {
-    await waitFor(/^\* OK/);
-    for (const step of steps) {
-      buffer = '';
-      socket.write(step.send);
-      replies.push(await waitFor(step.until));
-    }
-    return replies;
-  } finally {
-    socket.destroy();
-  }
-}
 
 describe.each(dialects)('IMAP Drafts (%s)', (dialect) => {
   let server: InboxTestServer;
@@ -195,12 +157,15 @@ describe.each(dialects)('IMAP Drafts (%s)', (dialect) => {
     }
     expect((await org.client.inboxes.drafts.list(inbox)).count).toBe(0);
     // A synchronizing literal beyond the bound is refused before a byte of it is sent.
-    const lines = await rawSession(imapPort(server), [
-      { send: `a LOGIN ${inbox} ${org.key}\r\n`, until: /^a / },
-      { send: 'b APPEND Drafts {20000000}\r\n', until: /^b / },
-      { send: 'c NOOP\r\n', until: /^c / },
-    ]);
-    expect(lines).toEqual([expect.stringMatching(/^a OK/), 'b BAD [TOOBIG] Literal too large', 'c OK NOOP completed']);
+    const raw = await RawImap.open(imapPort(server));
+    try {
+      expect(await raw.command('a', `LOGIN ${inbox} ${org.key}`)).toMatch(/^a OK/m);
+      raw.send('b APPEND Drafts {20000000}\r\n');
+      expect(await raw.until(/^b .*\r\n/m)).toMatch(/^b BAD \[TOOBIG\] Literal too large/m);
+      expect(await raw.command('c', 'NOOP')).toMatch(/^c OK NOOP completed/m);
+    } finally {
+      raw.close();
+    }
   });
 
   it('a key without draft_read has no Drafts folder', async () => {

@@ -44,6 +44,8 @@ export interface ImapListenerConfig {
   /** Logged-in sessions of one API key on this process. */
   readonly maxConnectionsPerKey: number;
   readonly idleTimeoutMs: number;
+  /** How long a write may wait for a client that reads nothing before it is cut off. */
+  readonly writeTimeoutMs: number;
   readonly loginFailures: number;
 }
 
@@ -81,8 +83,6 @@ const MAX_DRAFT_APPEND_BYTES = 10 * 1024 * 1024;
 const MAX_COMMAND_BYTES = 256 * 1024;
 /** Bytes a client may leave unread before it is cut off. */
 const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
-/** How long a write may wait for a client that reads nothing. */
-const WRITE_TIMEOUT_MS = 60_000;
 /**
  * A message larger than this whose FETCH needs its structure but no body bytes (BODYSTRUCTURE with
  * a header sync) is scanned piece by piece rather than read whole.
@@ -248,7 +248,7 @@ export async function startImapServer(
           log.warn({ ip: this.ip }, 'imap: client stopped reading; disconnected');
           this.destroy();
           resolve();
-        }, WRITE_TIMEOUT_MS);
+        }, config.writeTimeoutMs);
         const done = () => {
           clearTimeout(timer);
           this.socket.off('drain', done);
