@@ -859,6 +859,9 @@ export async function startImapServer(
               live.map((t) => t.entry.pk),
               selected.folder,
             );
+        // A header sync reads the small sources of the batch in one statement.
+        const heads =
+          needsSource && headerOnly && messages ? await imap.sourceHeads(account, [...messages.values()]) : undefined;
         for (const t of live) {
           if (flagsOnly) {
             const out: Node[] = [];
@@ -877,7 +880,7 @@ export async function startImapServer(
           if (!message) continue;
           let source: Buffer | undefined;
           let root: MimeEntity | undefined;
-          if (needsSource && headerOnly) source = await imap.sourceHead(account, message);
+          if (needsSource && headerOnly) source = heads?.get(message.pk) ?? (await imap.sourceHead(account, message));
           else if (needsSource && structureOnly && message.size > SCAN_STRUCTURE_BYTES)
             ({ head: source, root } = (await imap.scanSource(account, message)) ?? {});
           else if (needsSource) source = await imap.source(account, message);

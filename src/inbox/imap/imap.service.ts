@@ -12,14 +12,20 @@ import { loginToInbox } from '../inboxes/inbox-login.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import type { LabelChange, LabelsService } from '../mailstore/labels.service.js';
 import type { RemovalService } from '../mailstore/removal.service.js';
-import { findMessage, findMessagesByPks, findRawSource, openRawSource } from '../mailstore/message.repository.js';
+import {
+  findMessage,
+  findMessagesByPks,
+  findRawSource,
+  findRowSources,
+  openRawSource,
+} from '../mailstore/message.repository.js';
 import { type FolderEntry, findFoldersOf, findUidNext, listFolder } from '../mailstore/folder.repository.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import type { SearchService } from '../search/search.service.js';
 import type { DraftService } from '../drafts/draft.service.js';
 import { AppError } from '../../platform/errors/app-error.js';
 import { composeMessage, formatMailbox, parseMailbox, type Mailbox } from '../mail/compose.js';
-import { inboundContent, parseMessageWithMailparser } from '../smtp/parse.js';
+import { headerSectionEnd, inboundContent, parseMessageWithMailparser } from '../smtp/parse.js';
 import { MimeScanner, parseEntity, type MimeEntity } from '../mail/mime-structure.js';
 
 /**
@@ -62,6 +68,12 @@ export interface ImapServiceDeps {
 interface DraftMessage {
   readonly message: Message;
   readonly source: Buffer;
+}
+
+/** Bytes of a source through the empty line that ends its header (all of it without one). */
+function headWithBlankLine(raw: Buffer): number {
+  const end = headerSectionEnd(raw);
+  return end >= raw.length ? raw.length : end + (raw[end] === 0x0d ? 2 : 1);
 }
 
 /** An error of a service the REST API would answer with 4xx, as IMAP's `NO [code]`. */
@@ -293,6 +305,27 @@ export function createImapService(deps: ImapServiceDeps) {
      */
     async sourceHead(account: ImapAccount, message: Message): Promise<Buffer | undefined> {
       return (await readSource(account, message, false))?.head;
+    },
+
+    /**
+     * `sourceHead` of many messages at once: the small sources kept in their rows read in one
+     * statement per batch (a header sync of a folder), the others (blobs, drafts) one by one.
+     */
+    async sourceHeads(account: ImapAccount, messages: readonly Message[]): Promise<Map<number, Buffer>> {
+      const own = messages.filter((m) => m.inboxId === account.inbox.inboxId && !draftSources.has(m));
+      const out = new Map<number, Buffer>();
+      for (const part of chunks(own))
+        for (const [pk, raw] of await findRowSources(
+          db,
+          part.map((m) => m.pk),
+        ))
+          out.set(pk, raw.subarray(0, headWithBlankLine(raw)));
+      for (const m of messages)
+        if (!out.has(m.pk)) {
+          const head = await this.sourceHead(account, m);
+          if (head) out.set(m.pk, head);
+        }
+      return out;
     },
 
     /**
