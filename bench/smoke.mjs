@@ -41,6 +41,10 @@ const BENCHES = [
     name: 'smtp-postfix',
     argv: ['bench/smtp-run.mjs', '--anchor', 'postfix', '--runs', '1', '--messages', '200', '--sessions', '4'],
   },
+  {
+    name: 'imap-dovecot',
+    argv: ['bench/imap-run.mjs', '--messages', '300', '--runs', '1', '--searches', '2', '--idles', '3'],
+  },
   { name: 'bigsend', argv: ['bench/bigsend-run.mjs', '--runs', '1', '--duration', '2'] },
   {
     name: 'bigsend-arrivals',

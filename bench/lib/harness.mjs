@@ -77,6 +77,11 @@ export async function startServer({ label, file, env, nodeArgs = [], pin = true 
   lines.on('line', (line) =>
     process.stdout.write(`  [${label}] ${line.length > 300 ? `${line.slice(0, 300)}…` : line}\n`),
   );
+  return stoppable(child);
+}
+
+/** A child process as a server: its pid, and stop() (SIGTERM, SIGKILL after 10 s, until it exited). */
+export function stoppable(child) {
   return {
     pid: child.pid,
     async stop() {

@@ -339,6 +339,13 @@ export const inboxConfigSpec = {
     1000,
     24 * 3_600_000,
   ),
+  imapWriteTimeoutMs: env.integer(
+    'INBOX_IMAP_WRITE_TIMEOUT_MS',
+    'an IMAP client that reads none of an answer for this long is cut off, ms',
+    60_000,
+    100,
+    3_600_000,
+  ),
   imapLoginFailures: env.integer(
     'INBOX_IMAP_LOGIN_FAILURES',
     'failed logins of IMAP and of SMTP submission per user name in 15 minutes (per client address: ten times as many); beyond, logins are refused until the window passes',

@@ -196,6 +196,7 @@ export function createInboxServices(
     outgoing,
     ...rules,
     notifyJobs: () => runner.notify(),
+    folders,
   });
   const apiKeys = createApiKeyService({
     db,
@@ -369,6 +370,7 @@ async function startImap(
     labels: runtime.labels,
     removal: runtime.removal,
     search: services.search,
+    drafts: services.drafts,
   });
   const server = await startImapServer(
     {
@@ -382,6 +384,7 @@ async function startImap(
       maxConnectionsPerIp: config.imapMaxConnectionsPerIp,
       maxConnectionsPerKey: config.imapMaxConnectionsPerKey,
       idleTimeoutMs: config.imapIdleTimeoutMs,
+      writeTimeoutMs: config.imapWriteTimeoutMs,
       loginFailures: config.imapLoginFailures,
     },
     imap,

@@ -1,15 +1,14 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import tls from 'node:tls';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImapFlow } from 'imapflow';
 import { createInboxTestDatabase, dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { organization, unique } from './fixtures.js';
-import { IMAP_ENV, connect, imapPort } from '../support/imap.js';
+import { IMAP_ENV, RawImap, connect, greeting, imapPort } from '../support/imap.js';
+import { testCertificate, type TestCertificate } from '../support/tls.js';
 
 /**
  * IMAP for mail clients beyond imapflow (decision 0045): Python's imaplib, TLS (STARTTLS, implicit
@@ -18,55 +17,6 @@ import { IMAP_ENV, connect, imapPort } from '../support/imap.js';
  */
 
 const run = promisify(execFile);
-
-/** A raw IMAP conversation: send lines, read until a tagged answer. */
-class RawImap {
-  private buffer = '';
-  private constructor(private readonly socket: net.Socket) {
-    socket.setEncoding('latin1');
-    socket.on('data', (d: string) => (this.buffer += d));
-  }
-
-  static async open(port: number): Promise<RawImap> {
-    const socket = net.connect(port, '127.0.0.1');
-    await new Promise<void>((resolve, reject) => {
-      socket.once('connect', () => resolve());
-      socket.once('error', reject);
-    });
-    const raw = new RawImap(socket);
-    await raw.until(/^\* OK.*\r\n/m);
-    return raw;
-  }
-
-  async until(pattern: RegExp, timeoutMs = 3000): Promise<string> {
-    const started = Date.now();
-    while (!pattern.test(this.buffer)) {
-      if (this.socket.destroyed && !pattern.test(this.buffer)) throw new Error(`closed; got ${this.buffer}`);
-      if (Date.now() - started > timeoutMs) throw new Error(`timed out; got ${JSON.stringify(this.buffer)}`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    const out = this.buffer;
-    this.buffer = '';
-    return out;
-  }
-
-  send(data: string | Buffer): void {
-    this.socket.write(data);
-  }
-
-  async command(tag: string, line: string): Promise<string> {
-    this.send(`${tag} ${line}\r\n`);
-    return this.until(new RegExp(`^${tag} (OK|NO|BAD).*\\r\\n`, 'm'));
-  }
-
-  get closed(): boolean {
-    return this.socket.destroyed || this.socket.readableEnded;
-  }
-
-  close(): void {
-    this.socket.destroy();
-  }
-}
 
 describe.each(dialects)('IMAP clients and hostile input (%s)', (dialect) => {
   let server: InboxTestServer;
@@ -215,38 +165,19 @@ describe.each(dialects)('IMAP clients and hostile input (%s)', (dialect) => {
 });
 
 describe('IMAP over TLS', () => {
-  let dir: string;
+  let pem: TestCertificate;
   let server: InboxTestServer;
   let org: Awaited<ReturnType<typeof organization>>;
   let inbox: string;
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'imap-pem-'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        path.join(dir, 'key.pem'),
-        '-out',
-        path.join(dir, 'cert.pem'),
-        '-days',
-        '1',
-        '-subj',
-        '/CN=imap.inbox.test',
-      ],
-      { stdio: 'ignore' },
-    );
+    pem = testCertificate('imap.inbox.test');
     server = await startInboxServer({
       env: {
         ...IMAP_ENV,
         INBOX_IMAP_ALLOW_PLAINTEXT_LOOPBACK: 'false',
-        INBOX_SMTP_TLS_KEY: path.join(dir, 'key.pem'),
-        INBOX_SMTP_TLS_CERT: path.join(dir, 'cert.pem'),
+        INBOX_SMTP_TLS_KEY: pem.key,
+        INBOX_SMTP_TLS_CERT: pem.cert,
       },
     });
     org = await organization(server, [unique('tls')]);
@@ -255,7 +186,7 @@ describe('IMAP over TLS', () => {
 
   afterAll(async () => {
     await server?.close();
-    rmSync(dir, { recursive: true, force: true });
+    pem?.remove();
   });
 
   it('refuses LOGIN in clear text and offers STARTTLS', async () => {
@@ -268,7 +199,7 @@ describe('IMAP over TLS', () => {
   });
 
   it('logs in after STARTTLS and on the implicit-TLS port', async () => {
-    const ca = readFileSync(path.join(dir, 'cert.pem'));
+    const ca = readFileSync(pem.cert);
     const starttls = new ImapFlow({
       host: '127.0.0.1',
       port: imapPort(server),
@@ -367,7 +298,90 @@ describe.each(dialects)('IMAP UIDs across restarts and instances (%s)', (dialect
   });
 });
 
-describe('IMAP idle timeout', () => {
+describe('IMAP limits', () => {
+  it('refuses connections beyond INBOX_IMAP_MAX_CONNECTIONS_PER_IP and INBOX_IMAP_MAX_CONNECTIONS with BYE, and frees a slot at LOGOUT', async () => {
+    const server = await startInboxServer({
+      env: { ...IMAP_ENV, INBOX_IMAP_MAX_CONNECTIONS_PER_IP: '2', INBOX_IMAP_MAX_CONNECTIONS: '3' },
+    });
+    const open: RawImap[] = [];
+    try {
+      const port = imapPort(server);
+      open.push(await RawImap.open(port), await RawImap.open(port));
+      expect(await greeting(port)).toBe('* BYE Too many connections; try again later');
+      // Another client address still gets in, up to the process's bound.
+      open.push(await RawImap.open(port, '127.0.0.2'));
+      expect(await greeting(port, '127.0.0.3')).toBe('* BYE Too many connections; try again later');
+      expect(await (open[0] as RawImap).command('z', 'LOGOUT')).toMatch(/^z OK/m);
+      expect(await greeting(port, '127.0.0.3')).toMatch(/^\* OK /);
+    } finally {
+      for (const raw of open) raw.close();
+      await server.close();
+    }
+  });
+
+  it('bounds a whole command with its literals, and ends the session for a LITERAL+ beyond the bound', async () => {
+    const server = await startInboxServer({ env: IMAP_ENV });
+    try {
+      const raw = await RawImap.open(imapPort(server));
+      // Synchronizing literals: each fits, together they do not; the client is told before sending more.
+      raw.send('a SEARCH TEXT {60000}\r\n');
+      let reply = await raw.until(/^(\+ |a BAD).*\r\n/m);
+      let literals = 0;
+      while (reply.startsWith('+')) {
+        literals++;
+        raw.send(`${'x'.repeat(60_000)} TEXT {60000}\r\n`);
+        reply = await raw.until(/^(\+ |a BAD).*\r\n/m);
+      }
+      expect(literals).toBe(4);
+      expect(reply).toMatch(/^a BAD \[TOOBIG\]/m);
+      expect(await raw.command('b', 'NOOP')).toMatch(/^b OK/m);
+      // A non-synchronizing literal cannot be refused before its bytes arrive: the session ends.
+      raw.send('c LOGIN {99999999+}\r\n');
+      expect(await raw.until(/^\* BYE .*\r\n/m)).toMatch(/^\* BYE Literal too large/m);
+      raw.close();
+      const after = await RawImap.open(imapPort(server));
+      expect(await after.command('d', 'CAPABILITY')).toMatch(/^d OK/m);
+      after.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('cuts off a client that reads none of its answers for INBOX_IMAP_WRITE_TIMEOUT_MS', async () => {
+    const server = await startInboxServer({
+      jobPollMs: 20,
+      env: { ...IMAP_ENV, INBOX_IMAP_WRITE_TIMEOUT_MS: '200', INBOX_IMAP_MAX_CONNECTIONS_PER_IP: '1' },
+    });
+    try {
+      const org = await organization(server, [unique('reader'), unique('peer')]);
+      const [inbox, peer] = org.inboxes as [string, string];
+      await org.client.inboxes.messages.send(peer, { to: inbox, subject: 'big', text: 'big body '.repeat(120_000) });
+      const port = imapPort(server);
+      const socket = net.connect(port, '127.0.0.1');
+      socket.setEncoding('latin1');
+      let received = '';
+      const selected = new Promise<void>((resolve) =>
+        socket.on('data', (d: string) => {
+          received += d;
+          if (/^s OK/m.test(received)) resolve();
+        }),
+      );
+      socket.write(`l LOGIN ${inbox} ${org.key}\r\ns SELECT INBOX\r\n`);
+      await selected;
+      // From here on the client reads nothing and asks for 30 copies of a 1 MB message.
+      socket.pause();
+      for (let i = 0; i < 30; i++) socket.write(`f${i} UID FETCH 1:* BODY.PEEK[]\r\n`);
+      // The one connection this address may hold is free again once the server cut the reader off.
+      while ((await greeting(port)).startsWith('* BYE')) await new Promise((r) => setTimeout(r, 20));
+      const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.resume();
+      await ended;
+      expect(received).not.toMatch(/^f29 OK/m);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('logs out a client that sends nothing for INBOX_IMAP_IDLE_TIMEOUT_MS', async () => {
     const server = await startInboxServer({ env: { ...IMAP_ENV, INBOX_IMAP_IDLE_TIMEOUT_MS: '1000' } });
     try {

@@ -11,8 +11,8 @@ import { organization, unique } from './fixtures.js';
  * from there for mail that arrives later. The state before 0014 is made by undoing it (its tables
  * dropped, its row removed) on a database the service filled.
  */
-describe.each(dialects)('IMAP folders of mail stored before migration 0016 (%s)', (dialect) => {
-  it('gives existing mail its folders and UIDs, and new mail the next UID', async () => {
+describe.each(dialects)('IMAP folders of mail stored before migrations 0016 and 0018 (%s)', (dialect) => {
+  it('gives existing mail and drafts their folders and UIDs, and new mail the next UID', async () => {
     const database = createInboxTestDatabase(dialect);
     let server = await startInboxServer({ database, jobPollMs: 20, env: IMAP_ENV });
     try {
@@ -27,12 +27,16 @@ describe.each(dialects)('IMAP folders of mail stored before migration 0016 (%s)'
       const idOf = (s: string) => listed.find((m) => m.subject === s)?.messageId as string;
       await client.inboxes.messages.update(inbox, idOf('second'), { addLabels: ['trash'] });
       await client.inboxes.messages.update(inbox, idOf('third'), { addLabels: ['spam'] });
+      for (const subject of ['draft one', 'draft two'])
+        await client.inboxes.drafts.create(inbox, { subject, to: [peer] });
 
       const db = server.service.database.db;
       await db.schema.dropTable('folder_messages').execute();
       await db.schema.dropTable('folder_counters').execute();
       // As before an upgrade from a version without 0016: the later migrations are not there either.
       await db.schema.dropTable('console_sessions').execute();
+      await db.schema.dropIndex('drafts_imap_uid').execute();
+      await db.schema.alterTable('drafts').dropColumn('imap_uid').execute();
       await sql`delete from ${sql.table(INBOX_MIGRATION_TABLE)} where name >= '0016_imap_folders'`.execute(db);
       await server.close();
       server = await startInboxServer({ database, jobPollMs: 20, env: IMAP_ENV });
@@ -64,6 +68,14 @@ describe.each(dialects)('IMAP folders of mail stored before migration 0016 (%s)'
         });
         expect(await folder('Trash')).toEqual({ uidNext: 2, messages: [[1, 'second']] });
         expect(await folder('Spam')).toEqual({ uidNext: 2, messages: [[1, 'third']] });
+        // Drafts stored before 0018: UIDs in the order they were stored, and the counter past them.
+        expect(await folder('Drafts')).toEqual({
+          uidNext: 3,
+          messages: [
+            [1, 'draft one'],
+            [2, 'draft two'],
+          ],
+        });
         await server.client(org.key).inboxes.messages.send(peer, { to: inbox, subject: 'after', text: 'after' });
         const after = await folder('INBOX');
         expect(after.messages.at(-1)).toEqual([4, 'after']);

@@ -229,6 +229,16 @@ describe.each(dialects)('IMAP with imapflow (%s)', (dialect) => {
       expect(head && head.envelope?.subject).toBe(stored?.subject);
       expect(head && head.headers?.toString()).toBe(`Subject: ${stored?.subject}\r\n\r\n`);
       expect(head && head.size).toBe(raw.length);
+      // Its structure, read piece by piece: the body's size and lines as the source has them.
+      const structure = await client.fetchOne(String(uid), { bodyStructure: true, envelope: true }, { uid: true });
+      const blank = raw.indexOf('\r\n\r\n');
+      const body = raw.subarray(blank + 4);
+      expect(structure && structure.bodyStructure).toMatchObject({
+        type: 'text/plain',
+        size: body.length,
+        lineCount: body.toString('latin1').split('\n').length - (body.at(-1) === 0x0a ? 1 : 0),
+      });
+      expect(structure && structure.envelope?.subject).toBe(stored?.subject);
       const part = await client.fetchOne(String(uid), { bodyParts: ['1'] }, { uid: true });
       expect(part && part.bodyParts?.get('1')?.length).toBeGreaterThan(600_000);
       const range = await client.fetchOne(String(uid), { source: { start: 300_000, maxLength: 1000 } }, { uid: true });

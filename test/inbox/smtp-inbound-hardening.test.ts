@@ -1,13 +1,12 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPem } from '../../src/inbox/smtp/smtp.server.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { deliver, SmtpTestClient, storedMessageId, transact } from '../support/smtp-client.js';
 import { call, enc, organization, unique } from './fixtures.js';
+import { testCertificate, type TestCertificate } from '../support/tls.js';
 import { getMessage, simpleMessage, smtpPort, storedRows } from './smtp-inbound.helpers.js';
 
 /**
@@ -316,40 +315,21 @@ describe.each(dialects)('%s: inbound SMTP under hostile and unusual input', (dia
 });
 
 describe('inbound SMTP TLS material', () => {
-  let dir: string;
+  let pem: TestCertificate;
   let keyPem: string;
   let certPem: string;
   beforeAll(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'smtp-pem-'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        path.join(dir, 'key.pem'),
-        '-out',
-        path.join(dir, 'cert.pem'),
-        '-days',
-        '1',
-        '-subj',
-        '/CN=mx.inbox.test',
-      ],
-      { stdio: 'ignore' },
-    );
-    keyPem = readFileSync(path.join(dir, 'key.pem'), 'utf8');
-    certPem = readFileSync(path.join(dir, 'cert.pem'), 'utf8');
+    pem = testCertificate('mx.inbox.test');
+    keyPem = readFileSync(pem.key, 'utf8');
+    certPem = readFileSync(pem.cert, 'utf8');
   });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(() => pem?.remove());
 
   it('takes PEM text quoted and on one line with \\n escapes, as environment files hand it over', () => {
     const oneLine = (pem: string) => `"${pem.trim().replace(/\n/g, '\\n')}"`;
     expect(readPem(oneLine(keyPem), 'INBOX_SMTP_TLS_KEY').toString()).toBe(keyPem.trim());
     expect(readPem(`'${certPem}'`, 'INBOX_SMTP_TLS_CERT').toString()).toBe(certPem.trim());
-    expect(readPem(path.join(dir, 'key.pem'), 'INBOX_SMTP_TLS_KEY').toString()).toBe(keyPem);
+    expect(readPem(pem.key, 'INBOX_SMTP_TLS_KEY').toString()).toBe(keyPem);
   });
 
   it('never repeats the value in an error: a mangled key (no BEGIN line) read as a path names only the setting', () => {
@@ -398,30 +378,8 @@ describe('inbound SMTP TLS material', () => {
     'serves a renewed key and certificate after SIGHUP without a restart, and keeps the pair in use when the new one does not match',
     { timeout: 30_000 },
     async () => {
-      const files = mkdtempSync(path.join(tmpdir(), 'smtp-renew-'));
-      const keyFile = path.join(files, 'key.pem');
-      const certFile = path.join(files, 'cert.pem');
-      const issue = (cn: string, key = keyFile, cert = certFile) =>
-        execFileSync(
-          'openssl',
-          [
-            'req',
-            '-x509',
-            '-newkey',
-            'rsa:2048',
-            '-nodes',
-            '-keyout',
-            key,
-            '-out',
-            cert,
-            '-days',
-            '1',
-            '-subj',
-            `/CN=${cn}`,
-          ],
-          { stdio: 'ignore' },
-        );
-      issue('first.inbox.test');
+      const renewed = testCertificate('first.inbox.test');
+      const { issue, dir: files, key: keyFile, cert: certFile } = renewed;
       const server = await startInboxServer({ env: { INBOX_SMTP_TLS_KEY: keyFile, INBOX_SMTP_TLS_CERT: certFile } });
       /** The subject CN a new STARTTLS session is shown. */
       const served = async () => {
@@ -450,7 +408,7 @@ describe('inbound SMTP TLS material', () => {
         expect(await served()).toBe('renewed.inbox.test');
       } finally {
         await server.close();
-        rmSync(files, { recursive: true, force: true });
+        renewed.remove();
       }
     },
   );

@@ -1,6 +1,5 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { dialects, startInboxServer, type InboxTestServer } from '../support/inb
 import { SmtpTestClient } from '../support/smtp-client.js';
 import { organization, unique } from './fixtures.js';
 import { connect } from '../support/imap.js';
+import { testCertificate, type TestCertificate } from '../support/tls.js';
 
 /**
  * SMTP submission for mail clients (decision 0045), on both dialects: AUTH with an inbox address
@@ -19,34 +19,8 @@ import { connect } from '../support/imap.js';
 
 const run = promisify(execFile);
 
-function certificate(dir: string): { key: string; cert: string } {
-  const key = path.join(dir, 'key.pem');
-  const cert = path.join(dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=smtp.inbox.test',
-    ],
-    { stdio: 'ignore' },
-  );
-  return { key, cert };
-}
-
 describe.each(dialects)('SMTP submission (%s)', (dialect) => {
-  let dir: string;
-  let pem: { key: string; cert: string };
+  let pem: TestCertificate;
   let server: InboxTestServer;
   let org: Awaited<ReturnType<typeof organization>>;
   let inbox: string;
@@ -54,8 +28,7 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
   let hidden: string;
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'submission-'));
-    pem = certificate(dir);
+    pem = testCertificate('smtp.inbox.test');
     server = await startInboxServer({
       dialect,
       jobPollMs: 20,
@@ -77,7 +50,7 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
 
   afterAll(async () => {
     await server?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    pem?.remove();
   });
 
   const ports = () => ({
@@ -134,7 +107,7 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
   });
 
   it('sends with curl over STARTTLS', async () => {
-    const file = path.join(dir, 'curl.eml');
+    const file = path.join(pem.dir, 'curl.eml');
     writeFileSync(file, `From: ${inbox}\r\nTo: ${peer}\r\nSubject: curl submission\r\n\r\nSent with curl.\r\n`);
     await run('curl', [
       '-sS',

@@ -38,6 +38,8 @@ export interface Draft {
   readonly sendJobId: number | null;
   /** Rises with every change: a send removes only the revision it composed. */
   readonly revision: number;
+  /** Its UID in the Drafts folder of mail clients: taken anew with every revision (decision 0045). */
+  readonly imapUid: number;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -87,6 +89,7 @@ export function draftFromRow(row: DraftRow): Draft {
     sendStatus: row.send_status as SendStatus | null,
     sendJobId: row.send_job_id === null ? null : Number(row.send_job_id),
     revision: Number(row.revision),
+    imapUid: Number(row.imap_uid ?? 0),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -114,6 +117,7 @@ function contentColumns(
     send_status: d.sendStatus,
     send_job_id: d.sendJobId,
     revision: d.revision,
+    imap_uid: d.imapUid,
     updated_at: d.updatedAt,
   };
 }
@@ -307,4 +311,27 @@ export async function listDraftAttachmentContents(
     const content = bytes.get(meta.attachmentId);
     return content ? [{ meta, content }] : [];
   });
+}
+
+/** The drafts of an inbox by their UID in the Drafts folder (IMAP): UID, key and labels. */
+export async function listDraftUids(db: Db, inboxId: string): Promise<{ uid: number; pk: number; labels: string[] }[]> {
+  const rows = await db
+    .selectFrom('drafts')
+    .select(['id', 'imap_uid', 'labels'])
+    .where('inbox_id', '=', inboxId)
+    .orderBy('imap_uid')
+    .execute();
+  return rows.map((r) => ({ uid: Number(r.imap_uid ?? 0), pk: Number(r.id), labels: json<string[]>(r.labels, []) }));
+}
+
+/** Drafts of an inbox by key (others are left out). */
+export async function findDraftsByPks(db: Db, inboxId: string, pks: readonly number[]): Promise<Draft[]> {
+  if (!pks.length) return [];
+  const rows = await db
+    .selectFrom('drafts')
+    .selectAll()
+    .where('inbox_id', '=', inboxId)
+    .where('id', 'in', [...pks])
+    .execute();
+  return rows.map(draftFromRow);
 }

@@ -19,6 +19,7 @@ import { AttachmentNotFoundError, AttachmentsTooLargeError, ConflictingLabelsErr
 import { type AttachmentMeta, validateLabels } from '../core/message.js';
 import { type DownloadLink, type MessageService } from '../messages/message.service.js';
 import type { SendService } from '../outgoing/send.service.js';
+import type { FolderProjection } from '../mailstore/folders.js';
 import { findOwnMessage } from '../mailstore/message-lookup.js';
 import {
   checkBodySizes,
@@ -42,10 +43,12 @@ import {
   deleteDraftAttachments,
   findDraft,
   findDraftByClientId,
+  findDraftsByPks,
   insertDraft,
   insertDraftAttachments,
   listDraftAttachmentContents,
   listDrafts,
+  listDraftUids,
   updateDraft,
   type Draft,
   type DraftScope,
@@ -99,6 +102,8 @@ export interface DraftServiceDeps extends OutgoingRules {
   readonly outgoing: Pick<SendService, 'sendDraft'>;
   /** Wakes the job runner after a commit that queued work. */
   readonly notifyJobs: () => void;
+  /** The Drafts folder of mail clients: a UID per revision, and the news of a change (decision 0045). */
+  readonly folders: Pick<FolderProjection, 'draftSaved' | 'removed'>;
 }
 
 /** A send_at from the wire: a date-time a job can be scheduled at (ISO-8601 UTC, years 0001–9999). */
@@ -135,7 +140,7 @@ function labelChange(before: readonly string[], after: readonly string[]) {
  * the durable queue, always through the one send path (docs/decisions/0016).
  */
 export function createDraftService(deps: DraftServiceDeps) {
-  const { db, commits, clock, ids, messages, outgoing } = deps;
+  const { db, commits, clock, ids, messages, outgoing, folders } = deps;
   const dialect = dialectOf(db);
   const rules = createOutgoingRules(deps);
 
@@ -228,6 +233,7 @@ export function createDraftService(deps: DraftServiceDeps) {
       sendStatus: 'failed',
       labels: withScheduled(draft.labels, 'failed'),
       revision: draft.revision + 1,
+      imapUid: await folders.draftSaved(trx, draft.inboxId),
       updatedAt: clock.now().toISOString(),
     };
     await updateDraft(trx, failed, draft.revision, labelChange(draft.labels, failed.labels));
@@ -282,7 +288,7 @@ export function createDraftService(deps: DraftServiceDeps) {
       const timestamp = now.toISOString();
       const draftId = timeOrderedUuid(now, ids);
       const status: SendStatus | null = sendAt === null ? null : 'scheduled';
-      const draft: Omit<Draft, 'pk'> = {
+      const draft: Omit<Draft, 'pk' | 'imapUid'> = {
         draftId,
         organizationId: inbox.organizationId,
         podId: inbox.podId,
@@ -311,12 +317,13 @@ export function createDraftService(deps: DraftServiceDeps) {
       try {
         const stored = await commits.run(async (trx) => {
           const sendJobId = sendAt === null ? null : await schedule(trx, inbox.organizationId, draftId, sendAt);
+          const imapUid = await folders.draftSaved(trx, inbox.inboxId);
           const pk = await insertDraft(
             trx,
-            { ...draft, sendJobId },
+            { ...draft, sendJobId, imapUid },
             out.attachments.map((a) => ({ meta: a.meta, content: a.compose.content })),
           );
-          return { ...draft, sendJobId, pk };
+          return { ...draft, sendJobId, imapUid, pk };
         });
         if (sendAt !== null) deps.notifyJobs();
         return { draft: stored, created: true };
@@ -416,6 +423,7 @@ export function createDraftService(deps: DraftServiceDeps) {
           sendStatus,
           sendJobId,
           revision: draft.revision + 1,
+          imapUid: await folders.draftSaved(trx, draft.inboxId),
           updatedAt: clock.now().toISOString(),
         };
         if (!(await updateDraft(trx, next, draft.revision, labelChange(draft.labels, labels))))
@@ -442,6 +450,7 @@ export function createDraftService(deps: DraftServiceDeps) {
         if (draft.sendStatus === 'sending') throw new DraftBeingSentError(draftId);
         if (draft.sendJobId !== null) await cancelJob(trx, clock, draft.sendJobId);
         await deleteDraft(trx, draft.pk);
+        await folders.removed(trx, [draft.inboxId]);
       });
     },
 
@@ -471,6 +480,7 @@ export function createDraftService(deps: DraftServiceDeps) {
       const sent = await sendAsIs(owner, draft, labels, async (trx) => {
         if (await deleteDraft(trx, draft.pk, draft.revision)) {
           if (draft.sendJobId !== null) await cancelJob(trx, clock, draft.sendJobId);
+          await folders.removed(trx, [draft.inboxId]);
           return;
         }
         const now = await findDraft(trx, { organizationId: draft.organizationId }, draft.draftId);
@@ -545,6 +555,7 @@ export function createDraftService(deps: DraftServiceDeps) {
           ...draft,
           sendStatus: 'sending',
           revision: draft.revision + 1,
+          imapUid: await folders.draftSaved(trx, draft.inboxId),
           updatedAt: clock.now().toISOString(),
         };
         if (!(await updateDraft(trx, sending, draft.revision, { added: [], removed: [] })))
@@ -562,6 +573,7 @@ export function createDraftService(deps: DraftServiceDeps) {
       try {
         await sendAsIs(owner, taken, userLabels(taken), async (trx) => {
           if (!(await deleteDraft(trx, taken.pk, taken.revision))) throw new DraftChangedError(draftId);
+          await folders.removed(trx, [taken.inboxId]);
           await job.finish(trx, { status: 'done' });
         });
       } catch (err) {
@@ -572,6 +584,25 @@ export function createDraftService(deps: DraftServiceDeps) {
           await job.finish(trx, { status: 'dead', error: `${err.code}: ${err.message}` });
         });
       }
+    },
+
+    /**
+     * The Drafts folder of mail clients (IMAP, decision 0045): the inbox's drafts by UID, read
+     * with the permission and scope of a REST list.
+     */
+    async folder(owner: KeyOwner, inboxId: string): Promise<{ uid: number; pk: number; labels: string[] }[]> {
+      requirePermission(owner, 'draftRead');
+      return listDraftUids(db, (await requireInbox(owner, inboxId)).inboxId);
+    },
+
+    /** Drafts of the inbox by key with their attachments' bytes (what a mail client fetches). */
+    async withAttachments(owner: KeyOwner, inboxId: string, pks: readonly number[]) {
+      requirePermission(owner, 'draftRead');
+      const inbox = await requireInbox(owner, inboxId);
+      const out: { draft: Draft; attachments: { meta: AttachmentMeta; content: Buffer }[] }[] = [];
+      for (const draft of await findDraftsByPks(db, inbox.inboxId, pks))
+        if (inScope(owner, draft)) out.push({ draft, attachments: await listDraftAttachmentContents(db, draft) });
+      return out;
     },
 
     markFailed,

@@ -97,9 +97,9 @@ export function bodyStructure(source: Buffer, e: MimeEntity, extended: boolean):
     out.push(
       envelope(e.message),
       bodyStructure(source, e.message, extended),
-      lineCount(source, e.bodyStart, e.bodyEnd),
+      e.lines ?? lineCount(source, e.bodyStart, e.bodyEnd),
     );
-  else if (e.type === 'text') out.push(lineCount(source, e.bodyStart, e.bodyEnd));
+  else if (e.type === 'text') out.push(e.lines ?? lineCount(source, e.bodyStart, e.bodyEnd));
   if (extended) out.push(str(fieldOf(e, 'content-md5') ?? null), disposition(), language(), location());
   return out;
 }

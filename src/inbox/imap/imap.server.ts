@@ -6,6 +6,7 @@ import { type Folder, SPECIAL_USE, folderNamed, labelOfFlag, UNREAD_LABEL } from
 import type { Message } from '../core/message.js';
 import type { LabelChange } from '../mailstore/labels.service.js';
 import type { FolderEntry } from '../mailstore/folder.repository.js';
+import type { MimeEntity } from '../mail/mime-structure.js';
 import { type ImapAccount, type ImapService, ImapNoError } from './imap.service.js';
 import {
   type Node,
@@ -43,6 +44,8 @@ export interface ImapListenerConfig {
   /** Logged-in sessions of one API key on this process. */
   readonly maxConnectionsPerKey: number;
   readonly idleTimeoutMs: number;
+  /** How long a write may wait for a client that reads nothing before it is cut off. */
+  readonly writeTimeoutMs: number;
   readonly loginFailures: number;
 }
 
@@ -74,12 +77,17 @@ const MAX_LITERAL_BYTES = 64 * 1024;
  */
 const MAX_APPEND_BYTES = 200 * 1024 * 1024;
 const APPEND_KEPT_BYTES = 64 * 1024;
+/** The message literal of an APPEND into Drafts: kept whole (it becomes a draft), so bounded lower. */
+const MAX_DRAFT_APPEND_BYTES = 10 * 1024 * 1024;
 /** A whole command with its literals. */
 const MAX_COMMAND_BYTES = 256 * 1024;
 /** Bytes a client may leave unread before it is cut off. */
 const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
-/** How long a write may wait for a client that reads nothing. */
-const WRITE_TIMEOUT_MS = 60_000;
+/**
+ * A message larger than this whose FETCH needs its structure but no body bytes (BODYSTRUCTURE with
+ * a header sync) is scanned piece by piece rather than read whole.
+ */
+const SCAN_STRUCTURE_BYTES = 256 * 1024;
 /** Messages read from the database per step of a FETCH or SEARCH. */
 const FETCH_BATCH = 100;
 
@@ -240,7 +248,7 @@ export async function startImapServer(
           log.warn({ ip: this.ip }, 'imap: client stopped reading; disconnected');
           this.destroy();
           resolve();
-        }, WRITE_TIMEOUT_MS);
+        }, config.writeTimeoutMs);
         const done = () => {
           clearTimeout(timer);
           this.socket.off('drain', done);
@@ -345,12 +353,13 @@ export async function startImapServer(
       if (marker) {
         const size = Number(marker[1]);
         const plus = marker[2] === '+';
-        const append = /^\S+ APPEND /i.test((this.command[0] ?? line).toString('latin1', 0, 64));
-        const kept = append ? Math.min(size, APPEND_KEPT_BYTES) : size;
-        if (
-          (append ? size > MAX_APPEND_BYTES : size > MAX_LITERAL_BYTES) ||
-          this.commandBytes + kept > MAX_COMMAND_BYTES
-        ) {
+        const start = (this.command[0] ?? line).toString('latin1', 0, 64);
+        const append = /^\S+ APPEND /i.test(start);
+        // Into Drafts the whole message is kept (it becomes a draft); elsewhere only its header.
+        const draft = append && /^\S+ APPEND "?Drafts"?(?: |$)/i.test(start);
+        const kept = append && !draft ? Math.min(size, APPEND_KEPT_BYTES) : size;
+        const limit = draft ? MAX_DRAFT_APPEND_BYTES : append ? MAX_APPEND_BYTES : MAX_LITERAL_BYTES;
+        if (size > limit || this.commandBytes + kept > MAX_COMMAND_BYTES + (draft ? MAX_DRAFT_APPEND_BYTES : 0)) {
           if (plus) {
             // The client sends the bytes anyway: they cannot be told apart from commands.
             this.write('* BYE Literal too large\r\n');
@@ -637,15 +646,22 @@ export async function startImapServer(
     }
 
     /**
-     * APPEND into Sent of a message the inbox sent already (a mail client keeping a copy of what it
-     * just sent through SMTP submission): answered with the UID it has there, nothing stored twice.
-     * Anything else has no place in the store yet (Drafts: the next part of decision 0045).
+     * APPEND into Drafts makes a draft (the draft service, as the REST API does). APPEND into Sent
+     * of a message the inbox sent already (a mail client keeping a copy of what it just sent
+     * through SMTP submission) is answered with the UID it has there, nothing stored twice.
+     * Anything else has no place in the store: messages enter it only by delivery.
      */
     private async append(tag: string, args: ParsedAttribute[], account: ImapAccount) {
       const folder = this.folderArg(args[0], account);
       const message = args[args.length - 1];
       if (!message || Array.isArray(message) || message.type !== 'LITERAL')
         throw new BadCommand('APPEND needs a message');
+      if (folder === 'Drafts') {
+        const raw = Buffer.isBuffer(message.value) ? message.value : Buffer.from(String(message.value), 'utf8');
+        const made = await imap.appendDraft(account, raw);
+        this.write(`${tag} OK [APPENDUID ${made.uidValidity} ${made.uid}] APPEND completed (a new draft)\r\n`);
+        return;
+      }
       if (folder !== 'Sent')
         throw new ImapNoError('CANNOT', `Messages cannot be added to ${folder}; send them through SMTP submission.`);
       const header = text(message).split(/\r?\n\r?\n/)[0] ?? '';
@@ -811,6 +827,12 @@ export async function startImapServer(
           !['BODYSTRUCTURE', 'BODY', 'RFC822', 'RFC822.TEXT'].includes(i.name) &&
           (i.name !== 'BODY[]' || (!i.section?.parts.length && (i.section?.kind ?? '').startsWith('HEADER'))),
       );
+      // BODYSTRUCTURE (and BODY) need the structure of all of the source, not its bytes.
+      const structureOnly = rest.every(
+        (i) =>
+          !['RFC822', 'RFC822.TEXT'].includes(i.name) &&
+          (i.name !== 'BODY[]' || (!i.section?.parts.length && (i.section?.kind ?? '').startsWith('HEADER'))),
+      );
       const seen = !selected.readOnly && items.some((i) => i.setsSeen);
       const flagsOnly = items.every((i) => i.name === 'UID' || i.name === 'FLAGS');
       for (let i = 0; i < targets.length; i += FETCH_BATCH) {
@@ -835,7 +857,11 @@ export async function startImapServer(
           : await imap.messages(
               account,
               live.map((t) => t.entry.pk),
+              selected.folder,
             );
+        // A header sync reads the small sources of the batch in one statement.
+        const heads =
+          needsSource && headerOnly && messages ? await imap.sourceHeads(account, [...messages.values()]) : undefined;
         for (const t of live) {
           if (flagsOnly) {
             const out: Node[] = [];
@@ -852,12 +878,13 @@ export async function startImapServer(
           }
           const message = messages?.get(t.entry.pk);
           if (!message) continue;
-          const source = needsSource
-            ? headerOnly
-              ? await imap.sourceHead(account, message)
-              : await imap.source(account, message)
-            : undefined;
-          const root = source ? parseEntity(source) : undefined;
+          let source: Buffer | undefined;
+          let root: MimeEntity | undefined;
+          if (needsSource && headerOnly) source = heads?.get(message.pk) ?? (await imap.sourceHead(account, message));
+          else if (needsSource && structureOnly && message.size > SCAN_STRUCTURE_BYTES)
+            ({ head: source, root } = (await imap.scanSource(account, message)) ?? {});
+          else if (needsSource) source = await imap.source(account, message);
+          root ??= source ? parseEntity(source) : undefined;
           const out: Node[] = [];
           for (const item of rest) out.push(...fetchItem(item, t.entry, message, selected, source, root, seen));
           if (streamed) {
@@ -920,24 +947,40 @@ export async function startImapServer(
         criteria = criteria.slice(2);
       }
       const query = parseSearch(criteria);
-      const texts = new Map<string, Set<number>>();
-      for (const t of searchTexts(query)) if (!texts.has(t)) texts.set(t, await imap.searchText(account, t));
       const live = selected.entries
         .map((entry, i) => ({ seq: i + 1, entry }))
         .filter((t) => !selected.gone.has(t.entry.uid));
+      const leaves = searchLeaves(query);
+      const texts = new Map<string, Set<number>>();
+      for (const key of leaves) {
+        if (key.op !== 'text' || texts.has(key.value)) continue;
+        // Drafts are no messages: their keys are drafts', searched in their own fields.
+        const found =
+          selected.folder === 'Drafts'
+            ? await imap.searchDrafts(
+                account,
+                live.map((t) => t.entry.pk),
+                key.value,
+              )
+            : await imap.searchText(account, key.value, selected.folder);
+        texts.set(key.value, found);
+      }
+      const needsMessage = leaves.some((k) => ['field', 'header', 'date', 'size'].includes(k.op));
+      const needsHeaders = leaves.some((k) => k.op === 'header');
       const hits: number[] = [];
       const ctx: SearchContext = { selected, texts, max: selected.entries.length };
       for (let i = 0; i < live.length; i += FETCH_BATCH) {
         const batch = live.slice(i, i + FETCH_BATCH);
-        const messages = needsMessage(query)
+        const messages = needsMessage
           ? await imap.messages(
               account,
               batch.map((t) => t.entry.pk),
+              selected.folder,
             )
           : new Map<number, Message>();
         for (const t of batch) {
           const message = messages.get(t.entry.pk);
-          const headers = needsHeaders(query) && message ? await headersOf(imap, account, message) : undefined;
+          const headers = needsHeaders && message ? await headersOf(imap, account, message) : undefined;
           if (matches(query, { ...t, message, headers }, ctx)) hits.push(byUid ? t.entry.uid : t.seq);
         }
       }
@@ -1359,51 +1402,17 @@ function parseSearchList(list: ParsedAttribute[], depth: number): SearchKey[] {
   return parsed.op === 'and' ? parsed.keys : [parsed];
 }
 
-function searchTexts(key: SearchKey): string[] {
+/** The keys of a SEARCH that are no AND, OR nor NOT: what its evaluation will need. */
+function searchLeaves(key: SearchKey): SearchKey[] {
   switch (key.op) {
-    case 'text':
-      return [key.value];
     case 'and':
-      return key.keys.flatMap(searchTexts);
+      return key.keys.flatMap(searchLeaves);
     case 'not':
-      return searchTexts(key.key);
+      return searchLeaves(key.key);
     case 'or':
-      return [...searchTexts(key.a), ...searchTexts(key.b)];
+      return [...searchLeaves(key.a), ...searchLeaves(key.b)];
     default:
-      return [];
-  }
-}
-
-function needsMessage(key: SearchKey): boolean {
-  switch (key.op) {
-    case 'field':
-    case 'header':
-    case 'date':
-    case 'size':
-      return true;
-    case 'and':
-      return key.keys.some(needsMessage);
-    case 'not':
-      return needsMessage(key.key);
-    case 'or':
-      return needsMessage(key.a) || needsMessage(key.b);
-    default:
-      return false;
-  }
-}
-
-function needsHeaders(key: SearchKey): boolean {
-  switch (key.op) {
-    case 'header':
-      return true;
-    case 'and':
-      return key.keys.some(needsHeaders);
-    case 'not':
-      return needsHeaders(key.key);
-    case 'or':
-      return needsHeaders(key.a) || needsHeaders(key.b);
-    default:
-      return false;
+      return [key];
   }
 }
 

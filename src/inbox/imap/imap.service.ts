@@ -12,10 +12,21 @@ import { loginToInbox } from '../inboxes/inbox-login.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
 import type { LabelChange, LabelsService } from '../mailstore/labels.service.js';
 import type { RemovalService } from '../mailstore/removal.service.js';
-import { findMessage, findMessagesByPks, findRawSource, openRawSource } from '../mailstore/message.repository.js';
+import {
+  findMessage,
+  findMessagesByPks,
+  findRawSource,
+  findRowSources,
+  openRawSource,
+} from '../mailstore/message.repository.js';
 import { type FolderEntry, findFoldersOf, findUidNext, listFolder } from '../mailstore/folder.repository.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import type { SearchService } from '../search/search.service.js';
+import type { DraftService } from '../drafts/draft.service.js';
+import { AppError } from '../../platform/errors/app-error.js';
+import { composeMessage, formatMailbox, parseMailbox, type Mailbox } from '../mail/compose.js';
+import { headerSectionEnd, inboundContent, parseMessageWithMailparser } from '../smtp/parse.js';
+import { MimeScanner, parseEntity, type MimeEntity } from '../mail/mime-structure.js';
 
 /**
  * The use cases of a mail client's session (decision 0045), free of the protocol: who logs in,
@@ -49,6 +60,27 @@ export interface ImapServiceDeps {
   readonly labels: LabelsService;
   readonly removal: RemovalService;
   readonly search: Pick<SearchService, 'messages'>;
+  /** The Drafts folder: the inbox's drafts, and APPEND creating one (decision 0045). */
+  readonly drafts: Pick<DraftService, 'create' | 'folder' | 'withAttachments'>;
+}
+
+/** A draft as a mail client sees it: its fields and source, composed again on every read (decision 0045). */
+interface DraftMessage {
+  readonly message: Message;
+  readonly source: Buffer;
+}
+
+/** Bytes of a source through the empty line that ends its header (all of it without one). */
+function headWithBlankLine(raw: Buffer): number {
+  const end = headerSectionEnd(raw);
+  return end >= raw.length ? raw.length : end + (raw[end] === 0x0d ? 2 : 1);
+}
+
+/** An error of a service the REST API would answer with 4xx, as IMAP's `NO [code]`. */
+function asImapNo(err: unknown): unknown {
+  if (!(err instanceof AppError) || !err.expected) return err;
+  const code = err.kind === 'forbidden' ? 'NOPERM' : err.kind === 'not_found' ? 'NONEXISTENT' : 'CANNOT';
+  return new ImapNoError(code, err.message);
 }
 
 /** Statements name at most this many messages each. */
@@ -81,6 +113,107 @@ function moveChange(from: Folder, to: Folder): LabelChange {
 
 export function createImapService(deps: ImapServiceDeps) {
   const { db, commits, clock } = deps;
+  /** The sources of drafts read by `messages`, for the FETCH of the same Message objects. */
+  const draftSources = new WeakMap<Message, Buffer>();
+
+  const mailboxes = (list: readonly string[]): Mailbox[] =>
+    list.flatMap((a) => {
+      const m = parseMailbox(a);
+      return m ? [m] : [];
+    });
+
+  /**
+   * The stored source of a message of the account's inbox, piece by piece: its first pieces up to
+   * the blank line that ends its header, and with `scan` the structure of all of it (the pieces
+   * after the header are read and dropped). A draft's source is in memory already.
+   */
+  async function readSource(
+    account: ImapAccount,
+    message: Message,
+    scan: boolean,
+  ): Promise<{ head: Buffer; root?: MimeEntity } | undefined> {
+    if (message.inboxId !== account.inbox.inboxId) return undefined;
+    const draft = draftSources.get(message);
+    if (draft) return { head: draft, root: parseEntity(draft) };
+    const opened = await openRawSource(db, message.pk);
+    if (!opened) return undefined;
+    const scanner = scan ? new MimeScanner() : undefined;
+    const pieces: Buffer[] = [];
+    let length = 0;
+    let head: Buffer | undefined;
+    for await (const piece of opened.pieces) {
+      scanner?.push(piece);
+      if (head) continue;
+      pieces.push(piece);
+      length += piece.length;
+      const first = pieces.length === 1 ? piece : Buffer.concat(pieces, length);
+      if (first.includes('\r\n\r\n') || first.includes('\n\n')) {
+        head = first;
+        if (!scanner) break;
+      }
+    }
+    return { head: head ?? Buffer.concat(pieces, length), ...(scanner ? { root: scanner.end() } : {}) };
+  }
+
+  /** Drafts of the account's inbox by key, as messages with sources (Drafts is their read-only view). */
+  async function draftMessages(account: ImapAccount, pks: readonly number[]): Promise<DraftMessage[]> {
+    const inbox = account.inbox;
+    const from = { name: inbox.displayName ?? '', address: inbox.inboxId };
+    const out: DraftMessage[] = [];
+    for (const { draft, attachments } of await deps.drafts.withAttachments(account.owner, inbox.inboxId, pks)) {
+      const messageId = `<${draft.draftId}@${inbox.domain}>`;
+      // The same revision composes to the same bytes: a stable boundary and the draft's own date and id.
+      const source = await composeMessage({
+        messageId,
+        date: new Date(draft.updatedAt),
+        from,
+        to: mailboxes(draft.to),
+        cc: mailboxes(draft.cc),
+        replyTo: mailboxes(draft.replyTo),
+        subject: draft.subject,
+        text: draft.text,
+        html: draft.html,
+        inReplyTo: draft.inReplyTo,
+        references: draft.references,
+        headers: {},
+        baseBoundary: `${draft.draftId}-${draft.revision}`,
+        attachments: attachments.map((a) => ({
+          filename: a.meta.filename,
+          contentType: a.meta.contentType ?? 'application/octet-stream',
+          contentDisposition: a.meta.contentDisposition ?? 'attachment',
+          contentId: a.meta.contentId,
+          content: a.content,
+        })),
+      });
+      const message: Message = {
+        pk: draft.pk,
+        organizationId: draft.organizationId,
+        inboxId: draft.inboxId,
+        threadId: '',
+        messageId,
+        labels: draft.labels,
+        timestamp: draft.updatedAt,
+        from: formatMailbox(from),
+        replyTo: draft.replyTo,
+        to: draft.to,
+        cc: draft.cc,
+        bcc: draft.bcc,
+        subject: draft.subject,
+        preview: draft.preview,
+        text: draft.text,
+        html: draft.html,
+        inReplyTo: draft.inReplyTo,
+        references: draft.references,
+        headers: null,
+        attachments: draft.attachments,
+        size: source.length,
+        createdAt: draft.createdAt,
+        updatedAt: draft.updatedAt,
+      };
+      out.push({ message, source });
+    }
+    return out;
+  }
 
   /** The messages `pks` of the account's inbox, locked for a change (others are left out: never another inbox's). */
   async function lockOwn(trx: Db, account: ImapAccount, pks: readonly number[]): Promise<Message[]> {
@@ -109,7 +242,8 @@ export function createImapService(deps: ImapServiceDeps) {
       return FOLDERS.filter(
         (f) =>
           (f !== 'Trash' || holds(account.owner, 'labelTrashRead')) &&
-          (f !== 'Spam' || holds(account.owner, 'labelSpamRead')),
+          (f !== 'Spam' || holds(account.owner, 'labelSpamRead')) &&
+          (f !== 'Drafts' || holds(account.owner, 'draftRead')),
       );
     },
 
@@ -120,11 +254,14 @@ export function createImapService(deps: ImapServiceDeps) {
       const inbox = await findInbox(db, account.owner.organizationId, account.inbox.inboxId);
       if (!inbox) throw new ImapNoError('NONEXISTENT', 'The inbox is gone.');
       const uidValidity = uidValidityOf(inbox);
-      if (!MESSAGE_FOLDERS.includes(folder)) return { folder, uidValidity, uidNext: 1, entries: [] };
       // The counter first: a message stored between the two reads shows up at the next resync, never below UIDNEXT.
       const uidNext = await findUidNext(db, inbox.inboxId, folder);
-      const entries = (await listFolder(db, inbox.inboxId, folder)).filter((e) => e.uid < uidNext);
-      return { folder, uidValidity, uidNext, entries };
+      const all = MESSAGE_FOLDERS.includes(folder)
+        ? await listFolder(db, inbox.inboxId, folder)
+        : await deps.drafts.folder(account.owner, inbox.inboxId).catch((err: unknown) => {
+            throw asImapNo(err);
+          });
+      return { folder, uidValidity, uidNext, entries: all.filter((e) => e.uid < uidNext) };
     },
 
     /** The UID in Sent of the inbox's message with this Message-ID, if it is there (APPEND into Sent). */
@@ -135,9 +272,17 @@ export function createImapService(deps: ImapServiceDeps) {
       return uid === undefined ? undefined : { uidValidity: uidValidityOf(account.inbox), uid };
     },
 
-    /** Messages of the account's inbox by key, without bodies (FETCH). */
-    async messages(account: ImapAccount, pks: readonly number[]): Promise<Map<number, Message>> {
+    /** Messages of the account's inbox by key, without bodies (FETCH); in Drafts, its drafts as messages. */
+    async messages(account: ImapAccount, pks: readonly number[], folder: Folder): Promise<Map<number, Message>> {
       const out = new Map<number, Message>();
+      if (folder === 'Drafts') {
+        for (const part of chunks(pks))
+          for (const { message, source } of await draftMessages(account, part)) {
+            draftSources.set(message, source);
+            out.set(message.pk, message);
+          }
+        return out;
+      }
       for (const part of chunks(pks))
         for (const m of await findMessagesByPks(db, part))
           if (m.inboxId === account.inbox.inboxId && m.organizationId === account.owner.organizationId)
@@ -148,6 +293,8 @@ export function createImapService(deps: ImapServiceDeps) {
     /** The stored source of a message of the account's inbox. */
     async source(account: ImapAccount, message: Message): Promise<Buffer | undefined> {
       if (message.inboxId !== account.inbox.inboxId) return undefined;
+      const draft = draftSources.get(message);
+      if (draft) return draft;
       return findRawSource(db, message.pk);
     },
 
@@ -157,23 +304,44 @@ export function createImapService(deps: ImapServiceDeps) {
      * large message instead of all of it.
      */
     async sourceHead(account: ImapAccount, message: Message): Promise<Buffer | undefined> {
-      if (message.inboxId !== account.inbox.inboxId) return undefined;
-      const opened = await openRawSource(db, message.pk);
-      if (!opened) return undefined;
-      const pieces: Buffer[] = [];
-      let length = 0;
-      for await (const piece of opened.pieces) {
-        pieces.push(piece);
-        length += piece.length;
-        const head = pieces.length === 1 ? piece : Buffer.concat(pieces, length);
-        if (head.includes('\r\n\r\n') || head.includes('\n\n')) return head;
-      }
-      return Buffer.concat(pieces, length);
+      return (await readSource(account, message, false))?.head;
+    },
+
+    /**
+     * `sourceHead` of many messages at once: the small sources kept in their rows read in one
+     * statement per batch (a header sync of a folder), the others (blobs, drafts) one by one.
+     */
+    async sourceHeads(account: ImapAccount, messages: readonly Message[]): Promise<Map<number, Buffer>> {
+      const own = messages.filter((m) => m.inboxId === account.inbox.inboxId && !draftSources.has(m));
+      const out = new Map<number, Buffer>();
+      for (const part of chunks(own))
+        for (const [pk, raw] of await findRowSources(
+          db,
+          part.map((m) => m.pk),
+        ))
+          out.set(pk, raw.subarray(0, headWithBlankLine(raw)));
+      for (const m of messages)
+        if (!out.has(m.pk)) {
+          const head = await this.sourceHead(account, m);
+          if (head) out.set(m.pk, head);
+        }
+      return out;
+    },
+
+    /**
+     * The first bytes of the stored source (as `sourceHead`) and the MIME structure of all of it,
+     * read piece by piece and never held whole (BODYSTRUCTURE of a large message).
+     */
+    async scanSource(account: ImapAccount, message: Message): Promise<{ head: Buffer; root: MimeEntity } | undefined> {
+      const read = await readSource(account, message, true);
+      return read && { head: read.head, root: read.root as MimeEntity };
     },
 
     /** The stored source in pieces, with its size (BODY[] of a whole message, streamed). */
     async openSource(account: ImapAccount, message: Message) {
       if (message.inboxId !== account.inbox.inboxId) return undefined;
+      const draft = draftSources.get(message);
+      if (draft) return { size: draft.length, pieces: [draft] };
       return openRawSource(db, message.pk);
     },
 
@@ -227,15 +395,78 @@ export function createImapService(deps: ImapServiceDeps) {
       });
     },
 
-    /** SEARCH TEXT/BODY: keys of the account's inbox whose full-text document matches `text` (search/). */
-    async searchText(account: ImapAccount, text: string): Promise<Set<number>> {
+    /**
+     * APPEND into Drafts: the message becomes a draft of the inbox through the draft service, as
+     * `POST /v0/inboxes/:id/drafts` makes one (draft_create, the rules of a send, the same rows);
+     * returns its UID in Drafts. Its From is the inbox's, whatever the message says.
+     */
+    async appendDraft(account: ImapAccount, raw: Buffer): Promise<{ uidValidity: number; uid: number }> {
+      const parsed = await parseMessageWithMailparser(raw).catch(() => {
+        throw new ImapNoError('CANNOT', 'The message cannot be parsed.');
+      });
+      const content = inboundContent(parsed);
+      const bcc = (Array.isArray(parsed.bcc) ? parsed.bcc : parsed.bcc ? [parsed.bcc] : []).flatMap((o) =>
+        o.value.flatMap((v) => (v.address ? [formatMailbox({ name: v.name ?? '', address: v.address })] : [])),
+      );
+      try {
+        const { draft } = await deps.drafts.create(account.owner, account.inbox.inboxId, {
+          to: content.to,
+          cc: content.cc,
+          bcc,
+          ...(content.replyTo.length ? { replyTo: content.replyTo } : {}),
+          ...(content.subject !== null ? { subject: content.subject } : {}),
+          ...(content.text !== null ? { text: content.text } : {}),
+          ...(content.html !== null ? { html: content.html } : {}),
+          attachments: content.attachments.map((a) => ({
+            ...(a.meta.filename !== null ? { filename: a.meta.filename } : {}),
+            ...(a.meta.contentType !== null ? { contentType: a.meta.contentType } : {}),
+            ...(a.meta.contentDisposition !== null ? { contentDisposition: a.meta.contentDisposition } : {}),
+            ...(a.meta.contentId !== null ? { contentId: a.meta.contentId } : {}),
+            content: '',
+            bytes: a.content,
+          })),
+        });
+        return { uidValidity: uidValidityOf(account.inbox), uid: draft.imapUid };
+      } catch (err) {
+        throw asImapNo(err);
+      }
+    },
+
+    /** SEARCH TEXT/BODY in Drafts: the drafts whose fields hold `text` (drafts are not in the full-text index). */
+    async searchDrafts(account: ImapAccount, pks: readonly number[], text: string): Promise<Set<number>> {
+      const needle = text.toLowerCase();
       const out = new Set<number>();
+      for (const part of chunks(pks))
+        for (const { draft } of await deps.drafts.withAttachments(account.owner, account.inbox.inboxId, part)) {
+          const fields = [draft.subject, draft.text, draft.html, ...draft.to, ...draft.cc, ...draft.bcc];
+          if (fields.some((f) => f?.toLowerCase().includes(needle))) out.add(draft.pk);
+        }
+      return out;
+    },
+
+    /**
+     * SEARCH TEXT/BODY: keys of the account's inbox whose full-text document matches `text`
+     * (search/). In Trash and Spam the labels lists hide are searched too, with the permissions
+     * a list's include_* flags need (what the key lacks, the folder's messages are not: only a
+     * message in the trash and spam or blocked at once is left out then).
+     */
+    async searchText(account: ImapAccount, text: string, folder: Folder): Promise<Set<number>> {
+      const out = new Set<number>();
+      const hidden =
+        folder === 'Trash' || folder === 'Spam'
+          ? {
+              includeTrash: folder === 'Trash',
+              includeSpam: folder === 'Spam' || holds(account.owner, 'labelSpamRead'),
+              includeBlocked: holds(account.owner, 'labelBlockedRead'),
+            }
+          : {};
       let pageToken: string | undefined;
       // At most 100 pages of 100: a folder of mail clients is searched in full, within reason.
       for (let page = 0; page < 100; page++) {
         const result = await deps.search.messages(account.owner, account.inbox.inboxId, {
           q: text,
           limit: 100,
+          ...hidden,
           ...(pageToken ? { pageToken } : {}),
         });
         for (const m of result.items) out.add(m.pk);

@@ -173,6 +173,8 @@ export interface ComposeInput {
   readonly references: readonly string[];
   readonly headers: Readonly<Record<string, string>>;
   readonly attachments: readonly ComposeAttachment[];
+  /** The shared part of multipart boundaries: given, the same input composes to the same bytes (random otherwise). */
+  readonly baseBoundary?: string;
 }
 
 /** Pieces of a large source as composeMessage gathers them (the delivery takes them in its blobs' pieces instead). */
@@ -274,6 +276,7 @@ async function composer(input: ComposeInput, sliced: boolean): Promise<MailCompo
     ...(input.inReplyTo ? { inReplyTo: input.inReplyTo } : {}),
     ...(input.references.length ? { references: [...input.references] } : {}),
     headers: { ...input.headers },
+    ...(input.baseBoundary ? { baseBoundary: input.baseBoundary } : {}),
     attachments: input.attachments.map((a) => ({
       content: sliced && alwaysBase64(a.contentType) ? inSlices(a.content) : a.content,
       contentType: a.contentType,

@@ -21,6 +21,8 @@ export interface MimeEntity {
   readonly children: readonly MimeEntity[];
   /** The message a message/rfc822 entity holds. */
   readonly message?: MimeEntity;
+  /** Lines of the body, counted as `lineCount` does (set by `MimeScanner`, which keeps no source). */
+  readonly lines?: number;
 }
 
 /** Entities nest at most this deep; deeper ones are taken as opaque bodies (hostile input). */
@@ -220,4 +222,234 @@ export function envelopeAddresses(value: string | undefined): EnvelopeAddress[] 
     } else add(entry);
   }
   return out.length ? out : null;
+}
+
+/** A header longer than this is cut for its fields (its offsets stay exact). */
+const MAX_SCANNED_HEADER = 256 * 1024;
+/** A line longer than this is neither a header field nor a boundary (hostile input). */
+const MAX_SCANNED_LINE = 64 * 1024;
+
+interface Frame {
+  readonly headerStart: number;
+  readonly defaultType: string;
+  readonly depth: number;
+  header: Buffer[];
+  headerBytes: number;
+  /** Set once the header has ended. */
+  body?: {
+    readonly headerEnd: number;
+    readonly bodyStart: number;
+    /** Line feeds seen before the body started. */
+    readonly lfBefore: number;
+    readonly type: string;
+    readonly subtype: string;
+    readonly params: readonly (readonly [string, string])[];
+    readonly fields: [string, string][];
+    /** multipart: the delimiter line, and whether the closing one was seen. */
+    readonly delimiter?: Buffer;
+    closed: boolean;
+    children: MimeEntity[];
+    /** The part being read (multipart), or the message held (message/rfc822). */
+    child?: Frame;
+  };
+}
+
+/**
+ * `parseEntity`'s structure of a source read in pieces, holding one line at a time and each
+ * entity's header, never the source: for BODYSTRUCTURE of a large stored message (decision
+ * 0045). Each leaf entity carries its line count. `push` the pieces in order, then `end()`.
+ * mime-structure.test.ts proves it gives `parseEntity`'s structure for any cut into pieces.
+ */
+export class MimeScanner {
+  private offset = 0;
+  private lfs = 0;
+  private carry: Buffer[] = [];
+  private carryBytes = 0;
+  /** The previous line: where it started, its length without its line break, its break's length. */
+  private previous: { start: number; content: number; terminator: number } | undefined;
+  private readonly root: Frame = { headerStart: 0, defaultType: 'text/plain', depth: 0, header: [], headerBytes: 0 };
+
+  /** The last byte pushed (a CR before a line feed in the next piece makes a CRLF). */
+  private lastByte = -1;
+
+  push(piece: Buffer): void {
+    let from = 0;
+    while (from < piece.length) {
+      const lf = piece.indexOf(0x0a, from);
+      const end = lf < 0 ? piece.length : lf + 1;
+      if (this.carryBytes < MAX_SCANNED_LINE)
+        this.carry.push(piece.subarray(from, Math.min(end, from + MAX_SCANNED_LINE - this.carryBytes)));
+      this.carryBytes += end - from;
+      if (lf >= 0) {
+        const before = lf > from ? piece[lf - 1] : this.carryBytes > 1 ? this.lastByte : -1;
+        this.lastByte = 0x0a;
+        from = end;
+        this.line(before === 0x0d ? 2 : 1);
+      } else {
+        this.lastByte = piece[end - 1] as number;
+        from = end;
+      }
+    }
+  }
+
+  end(): MimeEntity {
+    if (this.carryBytes) this.line(0);
+    return this.close(this.root, this.offset, this.lfs, this.offset === 0 ? undefined : this.lastByteIsLf);
+  }
+
+  private lastByteIsLf: boolean | undefined;
+
+  /** One whole line (or the unterminated last one) of `carryBytes` bytes, ended by `terminator` bytes. */
+  private line(terminator: number): void {
+    const text = this.carry.length === 1 ? (this.carry[0] as Buffer) : Buffer.concat(this.carry);
+    const length = this.carryBytes;
+    const start = this.offset;
+    const terminated = terminator > 0;
+    this.carry = [];
+    this.carryBytes = 0;
+    const whole = length <= MAX_SCANNED_LINE;
+    this.consume(this.root, text, start, length, terminator, whole);
+    this.offset += length;
+    if (terminated) this.lfs++;
+    this.lastByteIsLf = terminated;
+    this.previous = { start, content: length - terminator, terminator };
+  }
+
+  /** The line at `start` within `frame` (the entity it lies in, from the outermost down). */
+  private consume(frame: Frame, text: Buffer, start: number, length: number, terminator: number, whole: boolean) {
+    const body = frame.body;
+    if (!body) {
+      // The header ends at the first empty line (or at once, with an empty first line).
+      if (length === terminator && terminator > 0) {
+        this.startBody(frame, start, start + length);
+        return;
+      }
+      if (frame.headerBytes < MAX_SCANNED_HEADER && whole) {
+        frame.header.push(Buffer.from(text));
+        frame.headerBytes += length;
+      }
+      return;
+    }
+    if (body.delimiter && !body.closed && whole && this.isDelimiter(text, body.delimiter, terminator)) {
+      const closing = text.toString('latin1', body.delimiter.length, length - terminator).trim() === '--';
+      if (body.child) {
+        body.children.push(this.closeAtDelimiter(body.child, start));
+        body.child = undefined;
+      }
+      if (closing) body.closed = true;
+      else
+        body.child = {
+          headerStart: start + length,
+          defaultType: body.subtype === 'digest' ? 'message/rfc822' : 'text/plain',
+          depth: frame.depth + 1,
+          header: [],
+          headerBytes: 0,
+        };
+      return;
+    }
+    if (body.child) this.consume(body.child, text, start, length, terminator, whole);
+  }
+
+  private isDelimiter(text: Buffer, delimiter: Buffer, terminator: number): boolean {
+    if (text.length < delimiter.length || text.compare(delimiter, 0, delimiter.length, 0, delimiter.length) !== 0)
+      return false;
+    const rest = text.toString('latin1', delimiter.length, text.length - terminator).trim();
+    return rest === '' || rest === '--';
+  }
+
+  private startBody(frame: Frame, headerEnd: number, bodyStart: number) {
+    const fields = headerFields(Buffer.concat(frame.header).toString('latin1'));
+    frame.header = [];
+    const ct = parseParams(fieldOf({ fields }, 'content-type') ?? frame.defaultType);
+    let [type, subtype] = ct.value.toLowerCase().split('/') as [string, string | undefined];
+    let params: (readonly [string, string])[] = ct.params;
+    if (!type || !subtype || !/^[a-z0-9!#$&^_.+-]+$/.test(type + subtype)) {
+      [type, subtype] = frame.defaultType.split('/') as [string, string];
+      params = [];
+    }
+    if (type === 'text' && !params.some(([n]) => n === 'charset')) params = [...params, ['charset', 'us-ascii']];
+    const lfBefore = this.lfs + 1;
+    const base = {
+      headerEnd,
+      bodyStart,
+      lfBefore,
+      type,
+      subtype: subtype as string,
+      params,
+      fields,
+      closed: false,
+      children: [],
+    };
+    if (frame.depth >= MAX_DEPTH) {
+      frame.body = base;
+      return;
+    }
+    const boundary = type === 'multipart' ? params.find(([n]) => n === 'boundary')?.[1] : undefined;
+    const encoding = (fieldOf({ fields }, 'content-transfer-encoding') ?? '7bit').toLowerCase();
+    frame.body = {
+      ...base,
+      ...(boundary ? { delimiter: Buffer.from(`--${boundary}`, 'latin1') } : {}),
+      ...(type === 'message' && subtype === 'rfc822' && ['7bit', '8bit', 'binary'].includes(encoding)
+        ? {
+            child: {
+              headerStart: bodyStart,
+              defaultType: 'text/plain',
+              depth: frame.depth + 1,
+              header: [],
+              headerBytes: 0,
+            },
+          }
+        : {}),
+    };
+  }
+
+  /** Ends `frame` before the delimiter line at `at`: the line break before it belongs to the delimiter. */
+  private closeAtDelimiter(frame: Frame, at: number): MimeEntity {
+    const prev = this.previous;
+    if (!prev || prev.start < frame.headerStart || at === frame.headerStart)
+      return this.close(frame, at, this.lfs, undefined);
+    // The previous line lies in the entity: the entity ends before its line break.
+    return this.close(
+      frame,
+      at - prev.terminator,
+      this.lfs - (prev.terminator ? 1 : 0),
+      prev.content === 0 ? true : false,
+    );
+  }
+
+  /**
+   * The entity of `frame`, ending at `end`, with `lfs` line feeds before `end`, `lastLf` whether
+   * the byte before `end` is a line feed (undefined: `end` is where the entity starts, or unknown
+   * because the source is empty).
+   */
+  private close(frame: Frame, end: number, lfs: number, lastLf: boolean | undefined): MimeEntity {
+    if (!frame.body) {
+      // No empty line: all of it is header.
+      this.startBody(frame, end, end);
+    }
+    const body = frame.body as NonNullable<Frame['body']>;
+    const bodyStart = Math.min(body.bodyStart, end);
+    const children = [...body.children];
+    let message: MimeEntity | undefined;
+    // A delimiter on the last line of the entity opens no part (splitParts).
+    if (body.child && (!body.delimiter || body.child.headerStart < end)) {
+      const child = this.close(body.child, end, lfs, lastLf);
+      if (body.delimiter) children.push(child);
+      else message = child;
+    }
+    const lfsInBody = Math.max(0, lfs - body.lfBefore);
+    const lines = end <= bodyStart ? 0 : lfsInBody + (lastLf === false ? 1 : 0);
+    return {
+      headerStart: frame.headerStart,
+      bodyStart,
+      bodyEnd: end,
+      fields: body.fields,
+      type: body.type,
+      subtype: body.subtype,
+      params: body.params,
+      children,
+      ...(message ? { message } : {}),
+      lines,
+    };
+  }
 }

@@ -71,7 +71,18 @@ export function createFolderProjection({ changed }: { changed?: FoldersChanged }
       if (changes.length) await changed?.(trx, [...new Set(changes.map((c) => c.inboxId))]);
     },
 
-    /** Messages deleted for good (their rows went with them): only the news. */
+    /**
+     * A draft stored or changed (drafts/draft.service.ts): its next UID in the inbox's Drafts,
+     * taken from the folder's counter as a message's are; a changed draft is a new message to a
+     * mail client (the old UID is gone, clients see EXPUNGE and EXISTS).
+     */
+    async draftSaved(trx: Db, inboxId: string): Promise<number> {
+      const uid = await takeUids(trx, inboxId, 'Drafts', 1);
+      await changed?.(trx, [inboxId]);
+      return uid;
+    },
+
+    /** Messages deleted for good (their rows went with them), or drafts removed: only the news. */
     async removed(trx: Db, inboxIds: readonly string[]): Promise<void> {
       if (inboxIds.length) await changed?.(trx, [...new Set(inboxIds)]);
     },

@@ -424,6 +424,21 @@ export async function findRawSource(db: Db, messagePk: number): Promise<Buffer |
 }
 
 /**
+ * The sources kept in the messages' own row (small ones; those in blobs are left out), by key, in
+ * one statement: what a header sync of a whole folder reads.
+ */
+export async function findRowSources(db: Db, messagePks: readonly number[]): Promise<Map<number, Buffer>> {
+  if (!messagePks.length) return new Map();
+  const rows = await db
+    .selectFrom('messages')
+    .select(['id', 'raw'])
+    .where('id', 'in', [...messagePks])
+    .where('source_blob', 'is', null)
+    .execute();
+  return new Map(rows.flatMap((r) => (r.raw ? [[Number(r.id), Buffer.from(r.raw)] as const] : [])));
+}
+
+/**
  * The stored source of a message as its size and its bytes in pieces (IMAP streams it), or
  * undefined when none was kept: a small source in one piece, a blob's piece by piece.
  */

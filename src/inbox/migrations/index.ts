@@ -15,6 +15,7 @@ import * as inboxStatus from './0014_inbox_status.js';
 import * as agentHumanChanges from './0015_agent_human_changes.js';
 import * as imapFolders from './0016_imap_folders.js';
 import * as consoleSessions from './0017_console_sessions.js';
+import * as draftUids from './0018_draft_uids.js';
 
 export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
@@ -33,6 +34,7 @@ export const inboxMigrations: MigrationSet = {
   '0015_agent_human_changes': agentHumanChanges,
   '0016_imap_folders': imapFolders,
   '0017_console_sessions': consoleSessions,
+  '0018_draft_uids': draftUids,
 };
 
 export const INBOX_MIGRATION_TABLE = 'inbox_migrations';

@@ -26,6 +26,8 @@ export interface DraftTable {
   send_status: string | null;
   send_job_id: number | string | null;
   revision: number;
+  /** The draft's UID in the Drafts folder of mail clients (decision 0045); new at every revision. */
+  imap_uid: number | string | null;
   created_at: string;
   updated_at: string;
 }

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { decodeCursor, encodeCursor } from '../../platform/db/cursor.js';
 import { afterUnits } from '../../platform/db/group-commit.js';
 import { ValidationError } from '../../platform/errors/app-error.js';
-import { type KeyOwner, requirePermission } from '../core/scope.js';
+import { type KeyOwner, requireLabelPermissions, requirePermission } from '../core/scope.js';
 import { podInScope } from '../pods/pod-scope.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import type { ComposedMessage, StoreHook } from '../mailstore/delivery.service.js';
@@ -44,6 +44,13 @@ export interface SearchQuery {
   readonly pageToken?: string;
   readonly before?: string;
   readonly after?: string;
+  /**
+   * Messages hidden by default, asked for with the label permission a list needs (IMAP's Trash
+   * and Spam folders; the REST routes do not offer them).
+   */
+  readonly includeSpam?: boolean;
+  readonly includeBlocked?: boolean;
+  readonly includeTrash?: boolean;
 }
 
 export interface SearchPage<T> {
@@ -120,7 +127,11 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
     return {
       terms,
       limit,
-      filter: { hidden: HIDDEN, ...time('before', query.before), ...time('after', query.after) },
+      filter: {
+        hidden: HIDDEN.filter((label) => query[HIDDEN_BY_DEFAULT[label as keyof typeof HIDDEN_BY_DEFAULT]] !== true),
+        ...time('before', query.before),
+        ...time('after', query.after),
+      },
       after: decodeSearchCursor(query.pageToken),
     };
   }
@@ -165,6 +176,7 @@ export function createSearchService({ db }: { db: Kysely<InboxDatabase> }) {
     /** Messages of one inbox matching `q`, best first (subject, then addresses, then anywhere; newest first within each). */
     async messages(owner: KeyOwner, inboxId: string, query: SearchQuery): Promise<SearchPage<Message>> {
       requirePermission(owner, 'messageRead');
+      requireLabelPermissions(owner, query);
       const { terms, limit, filter, after } = prepare(query);
       const inbox = await requireScopedInbox(db, owner, inboxId);
       const hits = await searchMessageHits(
