@@ -4,9 +4,9 @@ import {
   createInboxTestDatabase,
   dialects,
   startInboxServer,
+  runInboxProcess,
   type InboxTestDatabase,
 } from '../support/inbox-server.js';
-import { runEntry, waitFor } from '../support/process.js';
 import { privateRedis } from '../support/redis-server.js';
 import { expectError } from './fixtures.js';
 
@@ -81,21 +81,10 @@ describe.each(dialects)('%s: console sign-in failure limits', (dialect) => {
       'am_third-guess-1234',
     ];
 
-    const service = runEntry('src/inbox/main.ts', {
-      HOST: '127.0.0.1',
-      INBOX_PORT: '0',
-      INBOX_ROLES: 'api',
-      DATA_DIR: database.dataDir,
-      INBOX_DATABASE_URL: database.url,
-      INBOX_DOMAINS: 'inbox.test',
-      INBOX_CONSOLE_SIGNIN_FAILURES: '3',
-      LOG_LEVEL: 'info',
-    });
+    const { run: service, base } = await runInboxProcess(database, { INBOX_CONSOLE_SIGNIN_FAILURES: '3' });
     const output = () => service.output();
     try {
       const deadline = Date.now() + 90_000;
-      const m = await waitFor(service, /Inbox service: (http:\/\/\S+)\/v0/, 90_000);
-      const base = (m[1] as string).replace('localhost', '127.0.0.1');
 
       // Successful sign-ins are not failures: any number of them.
       for (let i = 0; i < 4; i++) expect((await signInFrom(base, '127.0.0.3', key)).status).toBe(200);

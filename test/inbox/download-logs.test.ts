@@ -4,9 +4,9 @@ import {
   createInboxTestDatabase,
   dialects,
   startInboxServer,
+  runInboxProcess,
   type InboxTestDatabase,
 } from '../support/inbox-server.js';
-import { runEntry, waitFor } from '../support/process.js';
 
 /**
  * Signed download URLs are capabilities (issue 13, item 9): the service's info logs show a
@@ -47,20 +47,10 @@ describe.each(dialects)('%s: download tokens in the logs', (dialect) => {
     const token = downloadPath.slice('/v0/downloads/'.length);
     expect(token.length).toBeGreaterThan(40);
 
-    const service = runEntry('src/inbox/main.ts', {
-      HOST: '127.0.0.1',
-      INBOX_PORT: '0',
-      INBOX_ROLES: 'api',
-      DATA_DIR: database.dataDir,
-      INBOX_DATABASE_URL: database.url,
-      INBOX_DOMAINS: 'inbox.test',
-      LOG_LEVEL: 'info',
-    });
+    const { run: service, base } = await runInboxProcess(database);
     const output = () => service.output();
     try {
       const deadline = Date.now() + 90_000;
-      const m = await waitFor(service, /Inbox service: (http:\/\/\S+)\/v0/, 90_000);
-      const base = (m[1] as string).replace('localhost', '127.0.0.1');
       for (const p of [downloadPath, downloadPath.replace('/downloads/', '/%64ownloads/'), `${downloadPath}?x=1`]) {
         const res = await fetch(`${base}${p}`);
         expect([p, res.status]).toEqual([p, 200]);

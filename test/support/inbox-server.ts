@@ -10,6 +10,7 @@ import type { CreatedKey } from '../../src/inbox/api-keys/api-key.service.js';
 import { inboxConfigSpec } from '../../src/inbox/inbox.config.js';
 import { startInboxService, type RunningInboxService } from '../../src/inbox/service.js';
 import { dialects, freshPostgresSchema, type TestDialect } from './dialects.js';
+import { runEntry, waitFor, type EntryRun } from './process.js';
 
 export { dialects, type TestDialect };
 
@@ -143,4 +144,28 @@ export async function callInbox(
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- test bodies are inspected freely
     body: text ? (JSON.parse(text) as Record<string, any>) : undefined,
   };
+}
+
+/**
+ * `src/inbox/main.ts` as a process of its own on `database` (the API role on a free loopback port,
+ * info logs, `env` added), as `npm run start:inbox` runs it, for tests that read what it prints;
+ * resolves once it listens, with its base URL. The caller stops it (`run.child.kill()`).
+ */
+export async function runInboxProcess(
+  database: InboxTestDatabase,
+  env: Record<string, string> = {},
+): Promise<{ run: EntryRun; base: string }> {
+  const run = runEntry('src/inbox/main.ts', {
+    HOST: '127.0.0.1',
+    INBOX_PORT: '0',
+    INBOX_ROLES: 'api',
+    DATA_DIR: database.dataDir,
+    INBOX_DATABASE_URL: database.url,
+    INBOX_DOMAINS: 'inbox.test',
+    LOG_LEVEL: 'info',
+    ...env,
+  });
+  // A service start compiling TypeScript as it loads: room on a busy machine.
+  const m = await waitFor(run, /Inbox service: (http:\/\/\S+)\/v0/, 90_000);
+  return { run, base: (m[1] as string).replace('localhost', '127.0.0.1') };
 }
