@@ -9,6 +9,7 @@ import { SmtpTestClient } from '../support/smtp-client.js';
 import { organization, unique } from './fixtures.js';
 import { connect } from '../support/imap.js';
 import { testCertificate, type TestCertificate } from '../support/tls.js';
+import { startSmtpRelay } from '../support/smtp-relay.js';
 
 /**
  * SMTP submission for mail clients (decision 0045), on both dialects: AUTH with an inbox address
@@ -189,6 +190,56 @@ describe.each(dialects)('SMTP submission (%s)', (dialect) => {
       /^250 /,
     );
     paused.close();
+  });
+
+  it('refuses, as the API does, what an unverified agent sign-up submits to anyone but its human (550), and sends to the human', async () => {
+    const relay = await startSmtpRelay();
+    const signUps = await startInboxServer({
+      dialect,
+      env: {
+        INBOX_ROLES: 'api,worker,submission',
+        INBOX_SUBMISSION_PORT: '0',
+        INBOX_SUBMISSIONS_PORT: '0',
+        INBOX_SMTP_TLS_KEY: pem.key,
+        INBOX_SMTP_TLS_CERT: pem.cert,
+        INBOX_AGENT_SIGNUP: 'true',
+        INBOX_SMTP_RELAY_URL: relay.url(),
+        INBOX_SMTP_RELAY_TIMEOUT_MS: '5000',
+      },
+    });
+    try {
+      const human = `${unique('human')}@example.org`;
+      const agent = await signUps.client('am_unused').agent.signUp({ humanEmail: human, username: unique('agent') });
+      const transport = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: signUps.service.submission?.port as number,
+        secure: false,
+        requireTLS: true,
+        tls: { ca: readFileSync(pem.cert), servername: 'smtp.inbox.test' },
+        auth: { user: agent.inboxId, pass: agent.apiKey },
+      });
+      try {
+        await expect(
+          transport.sendMail({ from: agent.inboxId, to: 'stranger@example.net', subject: 'no', text: 'x' }),
+        ).rejects.toMatchObject({
+          responseCode: 550,
+          response: expect.stringContaining(
+            `stranger@example.net is not allowed before the organization is verified; only ${human} is`,
+          ),
+        });
+        // One stranger among the recipients refuses the whole message.
+        await expect(
+          transport.sendMail({ from: agent.inboxId, to: [human, 'stranger@example.net'], subject: 'no', text: 'x' }),
+        ).rejects.toMatchObject({ responseCode: 550 });
+        const sent = await transport.sendMail({ from: agent.inboxId, to: human, subject: 'to my human', text: 'hi' });
+        expect(sent.response).toMatch(/^250 /);
+      } finally {
+        transport.close();
+      }
+    } finally {
+      await signUps.close();
+      await relay.stop();
+    }
   });
 
   it('takes the copy a mail client APPENDs to Sent after sending as the message already there', async () => {
