@@ -84,8 +84,8 @@ function parsePeriod(query: MetricsQuery, min: number): number {
 
 /**
  * A query's `start` to `end` (end defaults to now, start to `defaultSpan` seconds before end),
- * its `limit` and order; `periods(start, end)` is how many periods the answer spans, at most
- * MAX_BUCKETS (`spans` words the refusal).
+ * its `limit` and order; `count` = `periods(start, end)`, how many periods the answer spans, at
+ * most MAX_BUCKETS (`spans` words the refusal).
  */
 function parseSpan(
   query: MetricsQuery,
@@ -104,6 +104,7 @@ function parseSpan(
   return {
     start,
     end,
+    count,
     limit: Math.min(query.limit ?? MAX_BUCKETS, MAX_BUCKETS),
     descending: query.descending === true,
   };
@@ -111,16 +112,15 @@ function parseSpan(
 
 function parseRange(query: MetricsQuery, now: Date) {
   const period = parsePeriod(query, 1);
-  const periods = (start: number, end: number) => Math.ceil((end - start) / period);
   const span = parseSpan(
     query,
     now,
     period * DEFAULT_BUCKETS,
-    periods,
+    (start, end) => Math.ceil((end - start) / period),
     (n) =>
       `start to end spans ${n} periods of ${period} s; at most ${MAX_BUCKETS}: choose a longer period or a shorter range.`,
   );
-  return { ...span, period, buckets: periods(span.start, span.end) };
+  return { ...span, period, buckets: span.count };
 }
 
 const iso = (s: number) => new Date(s * 1000).toISOString();
