@@ -249,6 +249,8 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
   // turns of the event loop): WAL lets it read the last committed state meanwhile, so such reads
   // need not wait for the writer's COMMIT. Opened on first use; a `:memory:` database has none.
   let reader: Sqlite.Database | undefined;
+  /** Set while the checkpoint thread finishes the WAL with the writes held back (below). */
+  let quiet = false;
   const readerOf = () => (reader ??= withStatementCache(openSqliteReader(file)));
   setDirectRunner(db, (sql, parameters) => {
     if (!sqlite.open) return undefined;
@@ -260,12 +262,29 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
       return stmt.reader && stmt.readonly ? stmt.all(parameters as unknown[]) : undefined;
     }
     const stmt = cached.prepare(sql);
+    // While the checkpoint thread finishes the WAL a write waits for it, through Kysely's connection.
+    if (quiet && !stmt.readonly) return undefined;
     const rows = stmt.reader ? stmt.all(parameters as unknown[]) : (stmt.run(parameters as unknown[]), []);
     // A write outside a transaction (an autocommit) is answered once durable, as through Kysely.
     return wal && !stmt.readonly ? wal.sync().then(() => rows) : rows;
   });
-  // Checkpoints (copying the WAL into the file, and its fsync) in a thread of their own.
-  const checkpointer = file === ':memory:' ? undefined : checkpointOffThread(sqlite, file);
+  // Checkpoints (copying the WAL into the file, and its fsync) in a thread of their own. Holding
+  // Kysely's one connection keeps every transaction and every write through Kysely out; `quiet`
+  // sends the direct runner's writes there too.
+  const checkpointer =
+    file === ':memory:'
+      ? undefined
+      : checkpointOffThread(sqlite, file, {
+          quiet: (work) =>
+            db.connection().execute(async () => {
+              quiet = true;
+              try {
+                return await work();
+              } finally {
+                quiet = false;
+              }
+            }),
+        });
   const signals = sqliteSignals(file);
   return {
     db,
