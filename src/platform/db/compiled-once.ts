@@ -1,7 +1,8 @@
 import { CompiledQuery, type Compilable } from 'kysely';
-import { directRunner, verifiesStatementCache } from './driver.js';
+import { directRunner, transactionRunner, verifiesStatementCache } from './driver.js';
 
 interface QueryExecutorLike {
+  readonly isTransaction: boolean;
   getExecutor(): { adapter: object };
   executeQuery<R>(query: CompiledQuery<R>): Promise<{ rows: R[] }>;
 }
@@ -63,7 +64,7 @@ export async function runCompiledOnce<R>(
     if (cache.size >= MAX) cache.clear();
     cache.set(key, sql);
   }
-  const direct = directRunner(executor)?.(sql, parameters);
+  const direct = (directRunner(executor) ?? transactionRunner(executor))?.(sql, parameters);
   if (direct) return (await direct) as R[];
   return (await executor.executeQuery<R>(CompiledQuery.raw(sql, [...parameters]) as CompiledQuery<R>)).rows;
 }

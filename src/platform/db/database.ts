@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { redactUrl } from '../config/config.js';
 import { commitsOf, type GroupCommit } from './group-commit.js';
 import { checkpointOffThread } from './sqlite-checkpoint.js';
-import { markVerifying, setCommitSync, setDirectRunner } from './driver.js';
+import { markVerifying, setCommitSync, setDirectRunner, setTransactionRunner } from './driver.js';
 
 export interface Database<DB> {
   readonly db: Kysely<DB>;
@@ -267,6 +267,13 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
     const rows = stmt.reader ? stmt.all(parameters as unknown[]) : (stmt.run(parameters as unknown[]), []);
     // A write outside a transaction (an autocommit) is answered once durable, as through Kysely.
     return wal && !stmt.readonly ? wal.sync().then(() => rows) : rows;
+  });
+  // A statement of the transaction that holds the connection (driver.ts `transactionRunner`):
+  // inside it nothing commits, so nothing waits for the WAL's sync either.
+  setTransactionRunner(db.getExecutor().adapter, (sql, parameters) => {
+    if (!sqlite.open || !sqlite.inTransaction) return undefined;
+    const stmt = cached.prepare(sql);
+    return stmt.reader ? stmt.all(parameters as unknown[]) : (stmt.run(parameters as unknown[]), []);
   });
   // Checkpoints (copying the WAL into the file, and its fsync) in a thread of their own. Holding
   // Kysely's one connection keeps every transaction and every write through Kysely out; `quiet`

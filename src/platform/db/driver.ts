@@ -39,6 +39,29 @@ export function setDirectRunner(executor: object, runner: DirectRunner): void {
   DIRECT.set(executor, runner);
 }
 
+const IN_TRANSACTION = new WeakMap<object, DirectRunner>();
+
+/**
+ * A runner for compiled statements inside a transaction of a database opened here, or undefined.
+ * SQLite only: a transaction holds the one connection from its BEGIN to its end, so a statement
+ * of that transaction can run on the connection at once, synchronously, instead of through
+ * Kysely's connection provider and driver (a promise chain per statement; a send runs about
+ * twenty statements in its unit). The runner returns undefined when no transaction is open on the
+ * connection. `executor` is the transaction (Kysely's `isTransaction`); its database is found
+ * through the adapter it shares with the Kysely instance.
+ */
+export function transactionRunner(executor: {
+  readonly isTransaction: boolean;
+  getExecutor(): { adapter: object };
+}): DirectRunner | undefined {
+  return executor.isTransaction ? IN_TRANSACTION.get(executor.getExecutor().adapter) : undefined;
+}
+
+/** Registers the in-transaction runner of a database opened here (database.ts), by its adapter. */
+export function setTransactionRunner(adapter: object, runner: DirectRunner): void {
+  IN_TRANSACTION.set(adapter, runner);
+}
+
 /** Marks a database opened here as verifying its compiled-once statements (database.ts). */
 export function markVerifying(adapter: object): void {
   VERIFIED.add(adapter);
