@@ -1,7 +1,4 @@
-import { Readable } from 'node:stream';
-import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -22,6 +19,7 @@ import { appErrorBody } from '../http/error-envelope.js';
 import type { InboxApp } from '../http/types.js';
 import { requestOrigin } from '../messages/message.routes.js';
 import { mcpTools, WAIT_MAX_SECONDS, type McpTool, type ToolContext, type ToolServices } from './mcp.tools.js';
+import { PostTransport } from './post-transport.js';
 
 /**
  * The MCP door (docs/decisions/0044-mcp-built-in.md): Model Context Protocol over Streamable HTTP
@@ -179,33 +177,27 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     if ((request.body as { params?: { name?: unknown } } | undefined)?.params?.name === 'wait_for_message')
       request.raw.socket.setTimeout((WAIT_MAX_SECONDS + 30) * 1000);
     const gone = new AbortController();
+    const transport = new PostTransport(streams(request.body));
     reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) gone.abort();
+      if (reply.raw.writableFinished) return;
+      gone.abort();
+      // Ends what still runs for a client that went away (a stream, or a JSON answer nobody will read).
+      void transport.close();
     });
-    const server = serverFor(owner, request, gone.signal);
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: !streams(request.body),
-    });
-    await server.connect(transport);
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(request.headers)) {
-      if (value === undefined) continue;
-      headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-    }
-    const answer = await transport.handleRequest(
-      new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers }),
-      { parsedBody: request.body },
-    );
+    await serverFor(owner, request, gone.signal).connect(transport);
+    const answer = await transport.handle(request.body, request.headers);
     reply.code(answer.status);
-    answer.headers.forEach((value, name) => void reply.header(name, value));
-    if (!answer.body) return void (await reply.send(''));
-    if (answer.headers.get('content-type')?.startsWith('text/event-stream')) {
-      // A stream may outlive its client: closing the transport ends what is still running for it.
-      reply.raw.on('close', () => void transport.close());
-      return void (await reply.send(Readable.fromWeb(answer.body as NodeReadableStream<Uint8Array>)));
+    if ('stream' in answer) {
+      void reply.headers({
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+      });
+      return void (await reply.send(answer.stream));
     }
-    await reply.send(await answer.text());
+    if (answer.json === undefined) return void (await reply.send(''));
+    void reply.header('content-type', 'application/json');
+    await reply.send(answer.json);
   }
 
   app.post(MCP_PATH, { config: { public: true, mcp: true }, schema: { hide: true } }, async (request, reply) => {
