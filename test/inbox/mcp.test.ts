@@ -438,6 +438,21 @@ describe.each(dialects)('MCP door (%s)', (dialect) => {
       Array.from({ length: 101 }, (_, i) => ping(i)),
     );
     expect([tooMany.status, tooMany.json.error.code]).toEqual([400, -32600]);
+    // A result's structured content is written from the JSON of its text (decision 0051): the same data, `<` and all.
+    const subject = `<b>tagged</b> & "quoted" ${unique('s')}`;
+    await mcp.call('send_message', { inboxId: a, to: [b], subject, text: 'x' });
+    const listed = await mcpPost(server, key, {
+      jsonrpc: '2.0',
+      id: 'l',
+      method: 'tools/call',
+      params: { name: 'list_messages', arguments: { inboxId: b, limit: 3 } },
+    });
+    expect(listed.text).not.toContain('<b>');
+    const structured = listed.json.result.structuredContent;
+    expect(structured.messages.map((m: { subject: string }) => m.subject)).toContain(subject);
+    const rendered = listed.json.result.content[0].text as string;
+    expect(JSON.parse(rendered.slice(rendered.indexOf('{'), rendered.lastIndexOf('}') + 1))).toEqual(structured);
+    expect(structured).toEqual(await mcp.call('list_messages', { inboxId: b, limit: 3 }));
     // A tools/call that asks for progress is answered as an event stream, whose last event is its result.
     const streamed = await mcpPost(server, key, {
       jsonrpc: '2.0',
