@@ -466,6 +466,7 @@ describe.each(dialects)('MCP door (%s)', (dialect) => {
     });
     expect(streamed.status).toBe(200);
     expect(streamed.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(streamed.headers.get('x-accel-buffering')).toBe('no');
     expect(streamed.text).toMatch(/^event: message\ndata: .*\n\n$/s);
     const events = streamed.text.trim().split('\n\n');
     const last = JSON.parse(events.at(-1)!.split('\ndata: ')[1]!);

@@ -227,10 +227,12 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     const answer = await transport.handle(request.body, request.headers);
     reply.code(answer.status);
     if ('stream' in answer) {
+      // The SDK transport's headers: no proxy may buffer or transform a stream of progress.
       void reply.headers({
         'content-type': 'text/event-stream',
-        'cache-control': 'no-cache',
+        'cache-control': 'no-cache, no-transform',
         connection: 'keep-alive',
+        'x-accel-buffering': 'no',
       });
       return void (await reply.send(answer.stream));
     }
