@@ -391,6 +391,95 @@ describe.each(dialects)('MCP door (%s)', (dialect) => {
     expect(broken.json.error.type).toBe('validation_error');
   });
 
+  it("HTTP: the transport keeps the SDK transport's rules: 202 for notifications, JSON-RPC errors, batches, protocol versions, event streams", async () => {
+    const key = { 'x-api-key': org.key };
+    const notified = await mcpPost(server, key, { jsonrpc: '2.0', method: 'notifications/initialized' });
+    expect([notified.status, notified.text]).toEqual([202, '']);
+    const initialized = await mcpPost(server, key, {
+      jsonrpc: '2.0',
+      id: 'i',
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
+    expect(initialized.status).toBe(200);
+    expect(initialized.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(initialized.headers.get('mcp-session-id')).toBeNull();
+    expect(initialized.json).toMatchObject({ jsonrpc: '2.0', id: 'i', result: { protocolVersion: '2025-06-18' } });
+    const notRpc = await mcpPost(server, key, { hello: 'world' });
+    expect(notRpc.status).toBe(400);
+    expect(notRpc.json).toEqual({
+      jsonrpc: '2.0',
+      error: { code: -32700, message: 'Parse error: Invalid JSON-RPC message' },
+      id: null,
+    });
+    const oldVersion = await mcpPost(server, { ...key, 'mcp-protocol-version': '1999-01-01' }, listTools);
+    expect(oldVersion.status).toBe(400);
+    expect(oldVersion.json.error.message).toMatch(/Unsupported protocol version: 1999-01-01/);
+    expect((await mcpPost(server, { ...key, 'mcp-protocol-version': '2025-06-18' }, listTools)).status).toBe(200);
+    const jsonOnly = await mcpPost(server, { ...key, accept: 'application/json' }, listTools);
+    expect([jsonOnly.status, jsonOnly.json.error.code]).toEqual([406, -32000]);
+    const text = await mcpPost(server, { ...key, 'content-type': 'text/plain' }, listTools);
+    expect(text.status).toBe(415); // the API's own refusal, before the transport sees it
+    const ping = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' });
+    const batch = await mcpPost(server, key, [
+      ping(1),
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      ping(2),
+    ]);
+    expect(batch.status).toBe(200);
+    expect(batch.json).toBeUndefined(); // an array
+    expect(JSON.parse(batch.text)).toEqual([
+      { jsonrpc: '2.0', id: 1, result: {} },
+      { jsonrpc: '2.0', id: 2, result: {} },
+    ]);
+    const tooMany = await mcpPost(
+      server,
+      key,
+      Array.from({ length: 101 }, (_, i) => ping(i)),
+    );
+    expect([tooMany.status, tooMany.json.error.code]).toEqual([400, -32600]);
+    // A result's structured content is written from the JSON of its text (decision 0051): the same data, `<` and all.
+    const subject = `<b>tagged</b> & "quoted" ${unique('s')}`;
+    await mcp.call('send_message', { inboxId: a, to: [b], subject, text: 'x' });
+    const listed = await mcpPost(server, key, {
+      jsonrpc: '2.0',
+      id: 'l',
+      method: 'tools/call',
+      params: { name: 'list_messages', arguments: { inboxId: b, limit: 3 } },
+    });
+    expect(listed.text).not.toContain('<b>');
+    const structured = listed.json.result.structuredContent;
+    expect(structured.messages.map((m: { subject: string }) => m.subject)).toContain(subject);
+    const rendered = listed.json.result.content[0].text as string;
+    expect(JSON.parse(rendered.slice(rendered.indexOf('{'), rendered.lastIndexOf('}') + 1))).toEqual(structured);
+    expect(structured).toEqual(await mcp.call('list_messages', { inboxId: b, limit: 3 }));
+    // A tools/call that asks for progress is answered as an event stream, whose last event is its result.
+    const streamed = await mcpPost(server, key, {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: {
+        name: 'wait_for_message',
+        arguments: { inboxId: a, from: 'nobody.example', timeoutSeconds: 0.3 },
+        _meta: { progressToken: 'p' },
+      },
+    });
+    expect(streamed.status).toBe(200);
+    expect(streamed.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(streamed.headers.get('x-accel-buffering')).toBe('no');
+    expect(streamed.text).toMatch(/^event: message\ndata: .*\n\n$/s);
+    const events = streamed.text.trim().split('\n\n');
+    const last = JSON.parse(events.at(-1)!.split('\ndata: ')[1]!);
+    expect(last).toMatchObject({ id: 7, result: { structuredContent: { timedOut: true } } });
+    // The official client asking for progress reads the stream too.
+    const viaClient = await mcp.client.callTool(
+      { name: 'wait_for_message', arguments: { inboxId: a, from: 'nobody.example', timeoutSeconds: 0.3 } },
+      undefined,
+      { onprogress: () => {} },
+    );
+    expect(viaClient.structuredContent).toEqual({ timedOut: true });
+  });
+
   it('scoped keys: another inbox, another pod and another organization reach nothing through any tool; no permission, no tool', async () => {
     const p1 = await org.client.pods.create({ name: unique('p') });
     const inPod = (await org.client.pods.inboxes.create(p1.podId, { username: unique('podded') })).inboxId;

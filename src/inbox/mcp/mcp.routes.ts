@@ -1,7 +1,4 @@
-import { Readable } from 'node:stream';
-import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -22,6 +19,7 @@ import { appErrorBody } from '../http/error-envelope.js';
 import type { InboxApp } from '../http/types.js';
 import { requestOrigin } from '../messages/message.routes.js';
 import { mcpTools, WAIT_MAX_SECONDS, type McpTool, type ToolContext, type ToolServices } from './mcp.tools.js';
+import { PostTransport, type Serialize } from './post-transport.js';
 
 /**
  * The MCP door (docs/decisions/0044-mcp-built-in.md): Model Context Protocol over Streamable HTTP
@@ -59,10 +57,47 @@ function presentedKey(request: FastifyRequest): { key?: string; problem?: string
 /** JSON for the text of a result, with `<` escaped so no mail content can close the markers around it. */
 const safeJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
 
-function result(tool: McpTool, structured: Record<string, unknown>): CallToolResult {
+/** The last tool result of a POST: its text, and the JSON of its structured content that the text holds. */
+interface Rendered {
+  text?: string;
+  json?: string;
+}
+
+function result(tool: McpTool, structured: Record<string, unknown>, rendered: Rendered): CallToolResult {
   const json = safeJson(structured);
   const text = tool.external ? `${EXTERNAL_NOTE}\n<external-email-content>\n${json}\n</external-email-content>` : json;
+  rendered.text = text;
+  rendered.json = json;
   return { content: [{ type: 'text', text }], structuredContent: structured };
+}
+
+/**
+ * Writes an answer's JSON-RPC message. A tool result carries its content twice, as structured
+ * content and as the text rendering the specification asks for, which is that same JSON: rather
+ * than serialize the structured content a second time, the JSON already written for the text is
+ * put in its place (`<` escaped as `\u003c` is the same JSON). The text is recognised by identity of
+ * content, so a result the SDK changed on its way falls back to plain `JSON.stringify`.
+ */
+function answerJson(rendered: Rendered): Serialize {
+  return (message) => {
+    const {
+      jsonrpc,
+      id,
+      result: answer,
+      ...others
+    } = message as { jsonrpc?: string; id?: unknown; result?: CallToolResult };
+    const content = answer?.content?.[0];
+    if (
+      rendered.json === undefined ||
+      answer?.structuredContent === undefined ||
+      content?.type !== 'text' ||
+      content.text !== rendered.text ||
+      Object.keys(others).length > 0
+    )
+      return JSON.stringify(message);
+    const { structuredContent: _, ...rest } = answer;
+    return `{"jsonrpc":${JSON.stringify(jsonrpc)},"id":${JSON.stringify(id)},"result":${JSON.stringify(rest).slice(0, -1)},"structuredContent":${rendered.json}}}`;
+  };
 }
 
 function errorResult(message: string, body: unknown): CallToolResult {
@@ -93,6 +128,7 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     args: Record<string, unknown>,
     signal: AbortSignal,
     progress: ToolContext['progress'],
+    rendered: Rendered,
   ): Promise<CallToolResult> {
     const tool = byName.get(name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name.slice(0, 100)}`);
@@ -118,7 +154,7 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     }
     try {
       const ctx: ToolContext = { owner, origin: requestOrigin(request), signal, ...(progress ? { progress } : {}) };
-      return result(tool, await tool.run(ctx, args));
+      return result(tool, await tool.run(ctx, args), rendered);
     } catch (err) {
       if (err instanceof AppError) {
         const { body } = appErrorBody(err);
@@ -135,7 +171,7 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
   const jsonSchemaValidator = new AjvJsonSchemaValidator(ajv);
 
   /** A fresh protocol server for one request (stateless: nothing of it outlives the POST). */
-  function serverFor(owner: KeyOwner, request: FastifyRequest, signal: AbortSignal): Server {
+  function serverFor(owner: KeyOwner, request: FastifyRequest, signal: AbortSignal, rendered: Rendered): Server {
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
@@ -155,7 +191,7 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
               });
       // The client going away is the one cancellation a stateless server sees (a notifications/cancelled
       // would come in another POST, which no server holds on to).
-      return call(owner, request, req.params.name, req.params.arguments ?? {}, signal, progress);
+      return call(owner, request, req.params.name, req.params.arguments ?? {}, signal, progress, rendered);
     });
     return server;
   }
@@ -179,33 +215,30 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     if ((request.body as { params?: { name?: unknown } } | undefined)?.params?.name === 'wait_for_message')
       request.raw.socket.setTimeout((WAIT_MAX_SECONDS + 30) * 1000);
     const gone = new AbortController();
+    const rendered: Rendered = {};
+    const transport = new PostTransport(streams(request.body), answerJson(rendered));
     reply.raw.on('close', () => {
-      if (!reply.raw.writableFinished) gone.abort();
+      if (reply.raw.writableFinished) return;
+      gone.abort();
+      // Ends what still runs for a client that went away (a stream, or a JSON answer nobody will read).
+      void transport.close();
     });
-    const server = serverFor(owner, request, gone.signal);
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: !streams(request.body),
-    });
-    await server.connect(transport);
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(request.headers)) {
-      if (value === undefined) continue;
-      headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-    }
-    const answer = await transport.handleRequest(
-      new Request(`http://localhost${MCP_PATH}`, { method: 'POST', headers }),
-      { parsedBody: request.body },
-    );
+    await serverFor(owner, request, gone.signal, rendered).connect(transport);
+    const answer = await transport.handle(request.body, request.headers);
     reply.code(answer.status);
-    answer.headers.forEach((value, name) => void reply.header(name, value));
-    if (!answer.body) return void (await reply.send(''));
-    if (answer.headers.get('content-type')?.startsWith('text/event-stream')) {
-      // A stream may outlive its client: closing the transport ends what is still running for it.
-      reply.raw.on('close', () => void transport.close());
-      return void (await reply.send(Readable.fromWeb(answer.body as NodeReadableStream<Uint8Array>)));
+    if ('stream' in answer) {
+      // The SDK transport's headers: no proxy may buffer or transform a stream of progress.
+      void reply.headers({
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      return void (await reply.send(answer.stream));
     }
-    await reply.send(await answer.text());
+    if (answer.json === undefined) return void (await reply.send(''));
+    void reply.header('content-type', 'application/json');
+    await reply.send(answer.json);
   }
 
   app.post(MCP_PATH, { config: { public: true, mcp: true }, schema: { hide: true } }, async (request, reply) => {
