@@ -63,6 +63,21 @@ describe.each(dialects)('%s: operations endpoints, request ids, 404, 405, HEAD',
       expect(res.text).toContain('process_cpu_user_seconds_total');
     });
 
+    it('labels each request with its route template, the same for HEAD and for a refused method, and "unmatched" when no route matched', async () => {
+      await api(url, '/api/bundeslands/16');
+      await api(url, '/api/bundeslands/16', { method: 'HEAD' });
+      await api(url, '/api/bundeslands/16', { method: 'POST' });
+      await api(url, '/nowhere-at-all');
+      const { text } = await api(server.managementUrl ?? '', '/metrics');
+      const count = (labels: string) =>
+        Number(new RegExp(`http_request_duration_seconds_count\\{${labels}\\} (\\d+)`).exec(text)?.[1] ?? 0);
+      expect(count('method="GET",route="/api/bundeslands/:id",status_code="200"')).toBeGreaterThan(0);
+      expect(count('method="HEAD",route="/api/bundeslands/:id",status_code="200"')).toBeGreaterThan(0);
+      expect(count('method="POST",route="/api/bundeslands/:id",status_code="405"')).toBeGreaterThan(0);
+      expect(count('method="GET",route="unmatched",status_code="404"')).toBeGreaterThan(0);
+      expect(text).not.toContain('nowhere-at-all');
+    });
+
     it('metrics never contain an API key', async () => {
       await api(url, '/api/immobilies', { key: user.key });
       await api(url, `/api/immobilies?key=${encodeURIComponent(admin.key)}`, { key: admin.key });

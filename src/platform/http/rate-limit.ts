@@ -11,6 +11,11 @@ export interface RateLimitResult {
 
 export interface RateLimiter {
   hit(key: string): Promise<RateLimitResult>;
+  /**
+   * `hit` without a promise, for a limiter that counts in this process's memory: hot paths then
+   * decide in the same turn. Absent where the count lives elsewhere (Redis).
+   */
+  readonly hitNow?: (key: string) => RateLimitResult;
   /** The window of `key` as it stands, without counting: `allowed` says whether one more hit would be. */
   peek(key: string): Promise<RateLimitResult>;
   close(): Promise<void>;
@@ -24,24 +29,28 @@ export interface RateLimiter {
 export function memoryRateLimiter(limit: number, windowMs = 60_000, now: () => number = Date.now): RateLimiter {
   const windows = new Map<string, { start: number; count: number }>();
   let sweeps = 0;
+  const hitNow = (key: string): RateLimitResult => {
+    const t = now();
+    const start = t - (t % windowMs);
+    let w = windows.get(key);
+    if (!w || w.start !== start) {
+      w = { start, count: 0 };
+      windows.set(key, w);
+      // Forget old windows now and then so that idle keys do not accumulate.
+      if (++sweeps % 1000 === 0) for (const [k, v] of windows) if (v.start !== start) windows.delete(k);
+    }
+    w.count++;
+    return {
+      allowed: w.count <= limit,
+      limit,
+      remaining: Math.max(0, limit - w.count),
+      resetSeconds: Math.ceil((start + windowMs - t) / 1000),
+    };
+  };
   return {
+    hitNow,
     async hit(key) {
-      const t = now();
-      const start = t - (t % windowMs);
-      let w = windows.get(key);
-      if (!w || w.start !== start) {
-        w = { start, count: 0 };
-        windows.set(key, w);
-        // Forget old windows now and then so that idle keys do not accumulate.
-        if (++sweeps % 1000 === 0) for (const [k, v] of windows) if (v.start !== start) windows.delete(k);
-      }
-      w.count++;
-      return {
-        allowed: w.count <= limit,
-        limit,
-        remaining: Math.max(0, limit - w.count),
-        resetSeconds: Math.ceil((start + windowMs - t) / 1000),
-      };
+      return hitNow(key);
     },
     async peek(key) {
       const t = now();

@@ -82,38 +82,64 @@ function setHeaders(reply: FastifyReply, results: readonly RateLimitResult[]): v
 }
 
 /**
+ * The answer to a request's hits: its RateLimit-* headers, and the error of the budget it went
+ * over, if any (a registration's budget first, then the key's, then the address's).
+ */
+function decide(
+  reply: FastifyReply,
+  byAddress: RateLimitResult,
+  byKey: RateLimitResult | undefined,
+  byRegistration: RateLimitResult | undefined,
+): AppError | undefined {
+  const results = [byAddress, byKey, byRegistration].filter((r): r is RateLimitResult => r !== undefined);
+  setHeaders(reply, results);
+  const refused =
+    byRegistration && !byRegistration.allowed
+      ? exceeded(byRegistration, 'registrations per hour from one client address')
+      : byKey && !byKey.allowed
+        ? exceeded(byKey, 'requests per minute per API key')
+        : !byAddress.allowed
+          ? exceeded(byAddress, 'requests per minute from one client address')
+          : undefined;
+  if (refused) reply.header('retry-after', String(refused.details.retry_after_seconds));
+  return refused;
+}
+
+/**
  * Counts every request under `prefix` (CORS preflights aside) before authentication, so that
- * invented keys are counted against their address too, and refuses those over a budget.
+ * invented keys are counted against their address too, and refuses those over a budget. Budgets
+ * kept in this process's memory are counted in the same turn (no promise per request on the hot
+ * read paths); shared ones (Redis) are awaited.
  */
 export function registerRateLimits(
   app: FastifyInstance,
   limits: PropertyRateLimits,
   options: { prefix: string; registrationPath: string },
 ): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.method === 'OPTIONS' || !request.url.startsWith(options.prefix)) return;
+  const { perAddress, perKey, registrations } = limits;
+  const inMemory =
+    perAddress.hitNow && perKey.hitNow && registrations.hitNow
+      ? { address: perAddress.hitNow, key: perKey.hitNow, registration: registrations.hitNow }
+      : undefined;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.method === 'OPTIONS' || !request.url.startsWith(options.prefix)) return done();
     const key = request.headers['x-api-key'];
-    const hasKey = typeof key === 'string' && key !== '';
+    const keyHash = typeof key === 'string' && key !== '' ? hashSecret(key).slice(0, 32) : undefined;
     const address = request.ip;
-    const [byAddress, byKey] = await Promise.all([
-      limits.perAddress.hit(address),
-      hasKey ? limits.perKey.hit(hashSecret(key).slice(0, 32)) : undefined,
-    ]);
-    const registering = !hasKey && request.method === 'POST' && request.url.split('?')[0] === options.registrationPath;
-    const byRegistration = registering ? await limits.registrations.hit(address) : undefined;
-    const results = [byAddress, byKey, byRegistration].filter((r): r is RateLimitResult => r !== undefined);
-    setHeaders(reply, results);
-    const refused =
-      byRegistration && !byRegistration.allowed
-        ? exceeded(byRegistration, 'registrations per hour from one client address')
-        : byKey && !byKey.allowed
-          ? exceeded(byKey, 'requests per minute per API key')
-          : !byAddress.allowed
-            ? exceeded(byAddress, 'requests per minute from one client address')
-            : undefined;
-    if (refused) {
-      reply.header('retry-after', String(refused.details.retry_after_seconds));
-      throw refused;
+    const registering =
+      keyHash === undefined && request.method === 'POST' && request.url.split('?')[0] === options.registrationPath;
+    if (inMemory) {
+      const byKey = keyHash === undefined ? undefined : inMemory.key(keyHash);
+      const byRegistration = registering ? inMemory.registration(address) : undefined;
+      return done(decide(reply, inMemory.address(address), byKey, byRegistration));
     }
+    void (async () => {
+      const [byAddress, byKey] = await Promise.all([
+        perAddress.hit(address),
+        keyHash === undefined ? undefined : perKey.hit(keyHash),
+      ]);
+      const byRegistration = registering ? await registrations.hit(address) : undefined;
+      return decide(reply, byAddress, byKey, byRegistration);
+    })().then((refused) => done(refused), done);
   });
 }
