@@ -38,12 +38,15 @@ import {
  * Every scenario is first run once unmeasured on each server (Dovecot builds its index and cache
  * then, ours warms its statements). Checks: both folders hold --messages messages and the search
  * finds the same message (its Message-ID) on both. Reports ours ÷ Dovecot per scenario (above 1:
- * ours is faster). Options: --messages 10000 --runs 3 --bodies 100 --searches 5 --idles 20.
+ * ours is faster). Options: --messages 10000 --runs 3 --bodies 100 --searches 5 --idles 20
+ * --scenarios headers,bodies,search,idle. BENCH_IMAP_PROFILE=dir starts our server with
+ * `node --cpu-prof --cpu-prof-dir=dir` (a profile written when it stops; read it with
+ * `node bench/lib/cpu-profile.mjs dir/*.cpuprofile`).
  */
 
 const { values: args } = parseArgs({
   options: Object.fromEntries(
-    ['messages', 'runs', 'bodies', 'searches', 'idles'].map((name) => [name, { type: 'string' }]),
+    ['messages', 'runs', 'bodies', 'searches', 'idles', 'scenarios'].map((name) => [name, { type: 'string' }]),
   ),
 });
 const opts = {
@@ -52,7 +55,10 @@ const opts = {
   bodies: Number(args.bodies ?? 100),
   searches: Number(args.searches ?? 5),
   idles: Number(args.idles ?? 20),
+  scenarios: (args.scenarios ?? 'headers,bodies,search,idle').split(','),
 };
+/** A folder for CPU profiles of our server (node --cpu-prof), when set. */
+const PROFILE = process.env.BENCH_IMAP_PROFILE;
 const DOMAIN = 'inbox.localhost';
 const RARE = 'xylophonequartz';
 const WORDS = 'agent inbox mail report invoice meeting draft review budget schedule summary thread'.split(' ');
@@ -247,6 +253,7 @@ try {
   const ours = await startServer({
     label: 'ours',
     file: path.join(dist, 'src/inbox/main.js'),
+    nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROFILE)}`] : [],
     env: {
       ...seeded.env,
       INBOX_PORT: String(await freePort()),
@@ -264,7 +271,7 @@ try {
     dovecot: { port: dovecotPort, user: 'bench', pass: 'any' },
   };
 
-  const names = ['headers', 'bodies', 'search', 'idle'];
+  const names = ['headers', 'bodies', 'search', 'idle'].filter((n) => opts.scenarios.includes(n));
   const results = {};
   for (const name of names) {
     results[name] = { ours: [], dovecot: [] };
