@@ -7,7 +7,7 @@ import type { Message } from '../core/message.js';
 import type { LabelChange } from '../mailstore/labels.service.js';
 import type { FolderEntry } from '../mailstore/folder.repository.js';
 import type { MimeEntity } from '../mail/mime-structure.js';
-import { type ImapAccount, type ImapService, ImapNoError } from './imap.service.js';
+import { type ImapAccount, type ImapService, ImapNoError, uidValidityOf } from './imap.service.js';
 import {
   type Node,
   type SectionRequest,
@@ -157,6 +157,8 @@ interface Selected {
   readOnly: boolean;
   uidValidity: number;
   uidNext: number;
+  /** The folder's modseq the entries reflect (decision 0052): a resync reads only what changed after it. */
+  modseq: number;
   /** The messages as the client knows them, by sequence number − 1. */
   entries: FolderEntry[];
   /** UIDs gone from the store whose EXPUNGE the client has not been told yet. */
@@ -747,6 +749,7 @@ export async function startImapServer(
         readOnly,
         uidValidity: view.uidValidity,
         uidNext: view.uidNext,
+        modseq: view.modseq,
         entries: view.entries,
         gone: new Set(),
         deleted: new Set(),
@@ -778,34 +781,55 @@ export async function startImapServer(
       const account = this.account;
       if (!selected || !account) return;
       this.dirty = false;
-      const view = await imap.open(account, selected.folder);
+      const entries = selected.entries;
+      const lastUid = entries.length ? (entries[entries.length - 1] as FolderEntry).uid : 0;
+      // Only what changed since the session's modseq (decision 0052); Drafts is read whole.
+      const changes = await imap.changes(account, selected.folder, {
+        modseq: selected.modseq,
+        lastUid,
+        count: entries.length - selected.gone.size,
+      });
       if (this.selected !== selected) return;
-      const now = new Map(view.entries.map((e) => [e.uid, e]));
+      let fresh: Map<number, FolderEntry>;
+      let uidNext: number;
+      if (changes) {
+        fresh = new Map(changes.entries.map((e) => [e.uid, e]));
+        if (changes.present) {
+          const present = new Set(changes.present);
+          for (const e of entries) if (!present.has(e.uid)) selected.gone.add(e.uid);
+        }
+        uidNext = changes.uidNext;
+        selected.modseq = Math.max(selected.modseq, changes.modseq);
+      } else {
+        const view = await imap.open(account, selected.folder);
+        if (this.selected !== selected) return;
+        fresh = new Map(view.entries.map((e) => [e.uid, e]));
+        for (const e of entries) if (!fresh.has(e.uid)) selected.gone.add(e.uid);
+        uidNext = view.uidNext;
+      }
       const lines: string[] = [];
-      for (const e of selected.entries) if (!now.has(e.uid)) selected.gone.add(e.uid);
       if (expunges && selected.gone.size) {
-        for (let i = selected.entries.length - 1; i >= 0; i--) {
-          const uid = (selected.entries[i] as FolderEntry).uid;
+        for (let i = entries.length - 1; i >= 0; i--) {
+          const uid = (entries[i] as FolderEntry).uid;
           if (!selected.gone.has(uid)) continue;
           lines.push(`* ${i + 1} EXPUNGE`);
-          selected.entries.splice(i, 1);
+          entries.splice(i, 1);
           selected.deleted.delete(uid);
         }
         selected.gone.clear();
       }
-      selected.entries.forEach((e, i) => {
-        const fresh = now.get(e.uid);
-        if (!fresh || sameLabels(fresh.labels, e.labels)) return;
-        selected.entries[i] = fresh;
-        lines.push(this.flagsLine(i + 1, fresh, selected));
+      entries.forEach((e, i) => {
+        const now = fresh.get(e.uid);
+        if (!now || selected.gone.has(e.uid) || sameLabels(now.labels, e.labels)) return;
+        entries[i] = now;
+        lines.push(this.flagsLine(i + 1, now, selected));
       });
-      const known = selected.entries.length ? (selected.entries[selected.entries.length - 1] as FolderEntry).uid : 0;
-      const added = view.entries.filter((e) => e.uid > known);
+      const added = [...fresh.values()].filter((e) => e.uid > lastUid).sort((a, b) => a.uid - b.uid);
       if (added.length) {
-        selected.entries.push(...added);
-        lines.push(`* ${selected.entries.length} EXISTS`);
+        entries.push(...added);
+        lines.push(`* ${entries.length} EXISTS`);
       }
-      selected.uidNext = Math.max(selected.uidNext, view.uidNext);
+      selected.uidNext = Math.max(selected.uidNext, uidNext);
       if (lines.length) this.write(`${lines.join('\r\n')}\r\n`);
     }
 
@@ -1098,9 +1122,9 @@ export async function startImapServer(
         throw new ImapNoError('CANNOT', `These messages cannot be moved to ${to}.`);
       }
       if (moved.length) {
-        const view = await imap.open(account, to);
+        // UIDVALIDITY is the inbox's, the same in every folder: the target is not read whole for it.
         this.write(
-          `* OK [COPYUID ${view.uidValidity} ${moved.map((t) => t.entry.uid).join(',')} ${moved.map((t) => uids.get(t.entry.pk)).join(',')}] Moved\r\n`,
+          `* OK [COPYUID ${uidValidityOf(account.inbox)} ${moved.map((t) => t.entry.uid).join(',')} ${moved.map((t) => uids.get(t.entry.pk)).join(',')}] Moved\r\n`,
         );
       }
       await this.sync(true);
