@@ -5,7 +5,8 @@ import path from 'node:path';
  * `node bench/lib/cpu-profile.mjs file.cpuprofile [--top 30] [--filter text]`: the functions of a
  * V8 CPU profile (node --cpu-prof) by self time and by inclusive time, in milliseconds, so that a
  * bench's server time can be read without a browser. A function is named by its name, file and
- * line; `--filter` keeps the rows whose name holds the text.
+ * line; `--filter` keeps the rows whose name holds the text; `--callers name` lists the callers of
+ * the functions whose name holds it, by the time spent in them from there.
  */
 
 const files = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
@@ -15,6 +16,7 @@ const option = (name, fallback) => {
 };
 const top = Number(option('top', 30));
 const filter = option('filter', '');
+const callersOf = option('callers', '');
 
 for (const file of files) {
   const profile = JSON.parse(readFileSync(file, 'utf8'));
@@ -54,6 +56,21 @@ for (const file of files) {
       .slice(0, top)
       .forEach(([k, us]) => console.log(`${(us / 1000).toFixed(1).padStart(10)} ms  ${k}`));
   };
+  if (callersOf) {
+    const callers = new Map();
+    for (const [id, us] of selfUs) {
+      const seen = new Set();
+      for (let cur = id; parent.get(cur) !== undefined; cur = parent.get(cur)) {
+        if (!key(nodes.get(cur)).includes(callersOf)) continue;
+        const k = `${key(nodes.get(parent.get(cur)))} -> ${key(nodes.get(cur))}`;
+        if (seen.has(k)) continue;
+        seen.add(k);
+        callers.set(k, (callers.get(k) ?? 0) + us);
+      }
+    }
+    print(`callers of ${callersOf}`, callers);
+    continue;
+  }
   print('self', self);
   print('inclusive', inclusive);
 }

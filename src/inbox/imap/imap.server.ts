@@ -1,7 +1,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
-import { compiler, parser } from 'imapflow/lib/handler/imap-handler.js';
+import { parser } from 'imapflow/lib/handler/imap-handler.js';
 import { type Folder, SPECIAL_USE, folderNamed, labelOfFlag, UNREAD_LABEL } from '../core/folders.js';
 import type { Message } from '../core/message.js';
 import type { LabelChange } from '../mailstore/labels.service.js';
@@ -12,6 +12,7 @@ import {
   type Node,
   type SectionRequest,
   bodyStructure,
+  compileResponse,
   envelope,
   flagList,
   internalDate,
@@ -26,8 +27,9 @@ import { loginBudget } from '../../platform/login-budget.js';
 /**
  * The IMAP listener (decision 0045): a protocol adapter, as smtp.server.ts is. It reads commands
  * (lines and literals, with their limits), parses them with imapflow's parser, keeps the state of
- * a session (the selected folder's UIDs and flags as the client knows them) and answers through
- * imapflow's compiler; every decision and every change is `imap.service.ts`'s.
+ * a session (the selected folder's UIDs and flags as the client knows them) and answers as
+ * imapflow's compiler would (imap-fetch.ts `compileResponse`, decision 0052); every decision and
+ * every change is `imap.service.ts`'s.
  */
 
 export interface ImapListenerConfig {
@@ -295,7 +297,8 @@ export async function startImapServer(
     }
 
     respond(tag: string, command: string, attributes: Node[]) {
-      this.write(Buffer.concat([compiler({ tag, command, attributes } as never), CRLF]));
+      this.write(compileResponse(tag, command, attributes));
+      this.write(CRLF);
     }
 
     /** Ends the connection once what was written has been sent (LOGOUT, BYE). */
@@ -962,7 +965,7 @@ export async function startImapServer(
     /** `* n FETCH (… BODY[] {size}` then the stored pieces as they are read, then `)`. */
     private async streamSource(seq: number, out: Node[], name: string, account: ImapAccount, message: Message) {
       const opened = await imap.openSource(account, message);
-      const head = compiler({ tag: '*', command: `${seq} FETCH`, attributes: [out] } as never);
+      const head = compileResponse('*', `${seq} FETCH`, [out]);
       // The compiled list ends with its `)`: the streamed item goes before it.
       this.write(
         Buffer.concat([
