@@ -92,6 +92,8 @@ const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
 const SCAN_STRUCTURE_BYTES = 256 * 1024;
 /** Messages read from the database per step of a FETCH or SEARCH. */
 const FETCH_BATCH = 100;
+/** BODY[] of messages whose sources are in their rows: read together up to this many bytes. */
+const SMALL_SOURCES_BYTES = 1024 * 1024;
 /**
  * Answers are held (the socket corked) while a command runs and sent when it ends, or whenever this
  * many bytes wait: one write per command or per 64 KiB instead of one per line and literal piece.
@@ -925,7 +927,23 @@ export async function startImapServer(
         // A header sync reads the small sources of the batch in one statement.
         const heads =
           needsSource && headerOnly && messages ? await imap.sourceHeads(account, [...messages.values()]) : undefined;
-        for (const t of live) {
+        // BODY[] of small messages: the sources kept in their rows, read in one statement per
+        // SMALL_SOURCES_BYTES of them; larger ones (blobs) are streamed piece by piece below.
+        let small = new Map<number, Buffer>();
+        let smallUntil = 0;
+        for (const [index, t] of live.entries()) {
+          if (streamed && messages && index >= smallUntil) {
+            let bytes = 0;
+            const group: Message[] = [];
+            for (smallUntil = index; smallUntil < live.length; smallUntil++) {
+              const m = messages.get((live[smallUntil] as (typeof live)[number]).entry.pk);
+              if (!m) continue;
+              if (group.length && bytes + m.size > SMALL_SOURCES_BYTES) break;
+              bytes += m.size;
+              group.push(m);
+            }
+            small = await imap.smallSources(account, group, SMALL_SOURCES_BYTES);
+          }
           if (flagsOnly) {
             const out: Node[] = [];
             for (const item of items)
@@ -953,7 +971,8 @@ export async function startImapServer(
           if (streamed) {
             if (streamed.setsSeen && seen)
               out.push(atom('FLAGS'), flagList(t.entry, selected.deleted.has(t.entry.uid)));
-            await this.streamSource(t.seq, out, streamed.name === 'RFC822' ? 'RFC822' : 'BODY[]', account, message);
+            const name = streamed.name === 'RFC822' ? 'RFC822' : 'BODY[]';
+            await this.streamSource(t.seq, out, name, account, message, small.get(message.pk));
           } else this.respond('*', `${t.seq} FETCH`, [out]);
           await this.paced();
           if (this.closed) return;
@@ -963,8 +982,15 @@ export async function startImapServer(
     }
 
     /** `* n FETCH (… BODY[] {size}` then the stored pieces as they are read, then `)`. */
-    private async streamSource(seq: number, out: Node[], name: string, account: ImapAccount, message: Message) {
-      const opened = await imap.openSource(account, message);
+    private async streamSource(
+      seq: number,
+      out: Node[],
+      name: string,
+      account: ImapAccount,
+      message: Message,
+      raw: Buffer | undefined,
+    ) {
+      const opened = raw ? { size: raw.length, pieces: [raw] } : await imap.openSource(account, message);
       const head = compileResponse('*', `${seq} FETCH`, [out]);
       // The compiled list ends with its `)`: the streamed item goes before it.
       this.write(

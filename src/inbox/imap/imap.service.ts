@@ -384,6 +384,24 @@ export function createImapService(deps: ImapServiceDeps) {
     },
 
     /**
+     * The whole sources of `messages` that are kept in their rows (blobs and drafts are left out),
+     * in one statement, up to `maxBytes` of them by their sizes: BODY[] of a batch of small messages.
+     */
+    async smallSources(
+      account: ImapAccount,
+      messages: readonly Message[],
+      maxBytes: number,
+    ): Promise<Map<number, Buffer>> {
+      const own = messages.filter(
+        (m) => m.inboxId === account.inbox.inboxId && !draftSources.has(m) && m.size <= maxBytes,
+      );
+      return findRowSources(
+        db,
+        own.map((m) => m.pk),
+      );
+    },
+
+    /**
      * The first bytes of the stored source (as `sourceHead`) and the MIME structure of all of it,
      * read piece by piece and never held whole (BODYSTRUCTURE of a large message).
      */
