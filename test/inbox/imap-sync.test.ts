@@ -130,6 +130,12 @@ describe.each(dialects)('IMAP incremental resync (%s)', (dialect) => {
       );
       expect(now).toEqual(await fresh());
       expect(now.find(([uid]) => uid === third)?.[1]).toBe('\\Flagged');
+      // STATUS counts what a SELECT lists, without listing it.
+      const status = await watcher.command(`t${++tag}`, 'STATUS INBOX (MESSAGES UNSEEN UIDNEXT)');
+      const uidNext = Number(/UIDNEXT (\d+)/.exec(await watcher.command(`t${++tag}`, 'EXAMINE INBOX'))?.[1]);
+      expect(status).toMatch(
+        `* STATUS INBOX (MESSAGES ${now.length} UNSEEN ${now.filter(([, f]) => !f.includes('\\Seen')).length} UIDNEXT ${uidNext})`,
+      );
       // The moved message is in the Trash (EXPUNGE outside it moves there), under a UID of its own.
       const trash = await session();
       try {

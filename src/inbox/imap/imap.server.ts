@@ -719,13 +719,13 @@ export async function startImapServer(
       const folder = this.folderArg(args[0], account);
       const items = args[1];
       if (!Array.isArray(items) || !items.length) throw new BadCommand('STATUS needs a list of items');
-      const view = await imap.open(account, folder);
+      const view = await imap.status(account, folder);
       const out: Node[] = [];
       for (const item of items) {
         const name = text(item).toUpperCase();
         const value =
           name === 'MESSAGES'
-            ? view.entries.length
+            ? view.messages
             : name === 'RECENT'
               ? 0
               : name === 'UIDNEXT'
@@ -733,7 +733,7 @@ export async function startImapServer(
                 : name === 'UIDVALIDITY'
                   ? view.uidValidity
                   : name === 'UNSEEN'
-                    ? view.entries.filter((e) => e.labels.includes(UNREAD_LABEL)).length
+                    ? view.unseen
                     : undefined;
         if (value === undefined) throw new BadCommand(`Unknown STATUS item ${name.slice(0, 40)}`);
         out.push(atom(name), value);

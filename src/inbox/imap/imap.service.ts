@@ -6,7 +6,7 @@ import type { Inbox } from '../core/inbox.js';
 import { type Message, validateLabels } from '../core/message.js';
 import { type KeyOwner, holds } from '../core/scope.js';
 import { TRASH_LABEL } from '../core/thread.js';
-import { type Folder, MESSAGE_FOLDERS, SPAM_LABEL, FOLDERS } from '../core/folders.js';
+import { type Folder, MESSAGE_FOLDERS, SPAM_LABEL, FOLDERS, UNREAD_LABEL } from '../core/folders.js';
 import { findScopedInbox } from '../inboxes/inbox-scope.js';
 import { loginToInbox } from '../inboxes/inbox-login.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
@@ -21,6 +21,7 @@ import {
 } from '../mailstore/message.repository.js';
 import {
   type FolderEntry,
+  countFolder,
   countFolderUpTo,
   findFoldersOf,
   findFolderState,
@@ -288,6 +289,28 @@ export function createImapService(deps: ImapServiceDeps) {
         modseq: MESSAGE_FOLDERS.includes(folder) ? modseq : 0,
         entries: all.filter((e) => e.uid < uidNext),
       };
+    },
+
+    /**
+     * STATUS of a folder: its counts, without reading it whole (a client polls every folder so);
+     * Drafts is read as `open` reads it. Counted below the UIDNEXT read first, as `open` lists.
+     */
+    async status(
+      account: ImapAccount,
+      folder: Folder,
+    ): Promise<{ uidValidity: number; uidNext: number; messages: number; unseen: number }> {
+      if (!MESSAGE_FOLDERS.includes(folder)) {
+        const view = await this.open(account, folder);
+        const unseen = view.entries.filter((e) => e.labels.includes(UNREAD_LABEL)).length;
+        return { uidValidity: view.uidValidity, uidNext: view.uidNext, messages: view.entries.length, unseen };
+      }
+      if (!this.folders(account).includes(folder))
+        throw new ImapNoError('NOPERM', `This API key may not open ${folder}.`);
+      const inbox = await findInbox(db, account.owner.organizationId, account.inbox.inboxId);
+      if (!inbox) throw new ImapNoError('NONEXISTENT', 'The inbox is gone.');
+      const { uidNext } = await findFolderState(db, inbox.inboxId, folder);
+      const counts = await countFolder(db, inbox.inboxId, folder, uidNext, UNREAD_LABEL);
+      return { uidValidity: uidValidityOf(inbox), uidNext, messages: counts.messages, unseen: counts.labelled };
     },
 
     /**

@@ -157,6 +157,33 @@ export async function listFolderUidsUpTo(db: Db, inboxId: string, folder: Folder
   return rows.map((r) => Number(r.uid));
 }
 
+/** How many messages a folder holds below `uidNext`, and how many of them carry `label` (STATUS). */
+export async function countFolder(
+  db: Db,
+  inboxId: string,
+  folder: Folder,
+  uidNext: number,
+  label: string,
+): Promise<{ messages: number; labelled: number }> {
+  const all = await db
+    .selectFrom('folder_messages')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('inbox_id', '=', inboxId)
+    .where('folder', '=', folder)
+    .where('uid', '<', uidNext)
+    .executeTakeFirst();
+  const labelled = await db
+    .selectFrom('folder_messages')
+    .innerJoin('message_labels', 'message_labels.message_pk', 'folder_messages.message_pk')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('folder_messages.inbox_id', '=', inboxId)
+    .where('folder_messages.folder', '=', folder)
+    .where('folder_messages.uid', '<', uidNext)
+    .where('message_labels.label', '=', label)
+    .executeTakeFirst();
+  return { messages: Number(all?.n ?? 0), labelled: Number(labelled?.n ?? 0) };
+}
+
 /** The folders of `messagePks` (for a change that moves them). */
 export async function findFoldersOf(
   db: Db,
