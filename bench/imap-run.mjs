@@ -6,10 +6,12 @@ import { pathToFileURL } from 'node:url';
 import { clearTimeout } from 'node:timers';
 import { parseArgs } from 'node:util';
 import { ImapFlow } from 'imapflow';
+import { sql } from 'kysely';
 import { ensureDovecot, dovecotVersion, startDovecot, writeMaildir } from './lib/dovecot.mjs';
 import {
   freePort,
   machineDescription,
+  postgresUrl,
   median,
   fmt,
   RESULTS,
@@ -38,12 +40,19 @@ import {
  * Every scenario is first run once unmeasured on each server (Dovecot builds its index and cache
  * then, ours warms its statements). Checks: both folders hold --messages messages and the search
  * finds the same message (its Message-ID) on both. Reports ours ÷ Dovecot per scenario (above 1:
- * ours is faster). Options: --messages 10000 --runs 3 --bodies 100 --searches 5 --idles 20.
+ * ours is faster). Options: --messages 10000 --runs 3 --bodies 100 --searches 5 --idles 20
+ * --scenarios headers,bodies,search,idle --dialect sqlite (or postgres: BENCH_POSTGRES_URL or
+ * TEST_POSTGRES_URL, schema bench_imap, dropped afterwards). BENCH_IMAP_PROFILE=dir starts our server with
+ * `node --cpu-prof --cpu-prof-dir=dir` (a profile written when it stops; read it with
+ * `node bench/lib/cpu-profile.mjs dir/*.cpuprofile`).
  */
 
 const { values: args } = parseArgs({
   options: Object.fromEntries(
-    ['messages', 'runs', 'bodies', 'searches', 'idles'].map((name) => [name, { type: 'string' }]),
+    ['messages', 'runs', 'bodies', 'searches', 'idles', 'scenarios', 'dialect'].map((name) => [
+      name,
+      { type: 'string' },
+    ]),
   ),
 });
 const opts = {
@@ -52,7 +61,17 @@ const opts = {
   bodies: Number(args.bodies ?? 100),
   searches: Number(args.searches ?? 5),
   idles: Number(args.idles ?? 20),
+  scenarios: (args.scenarios ?? 'headers,bodies,search,idle').split(','),
+  dialect: args.dialect ?? 'sqlite',
 };
+if (!['sqlite', 'postgres'].includes(opts.dialect)) throw new Error('--dialect is sqlite or postgres');
+/** PostgreSQL (--dialect postgres): BENCH_POSTGRES_URL or TEST_POSTGRES_URL, schema bench_imap, dropped afterwards. */
+const PG_SCHEMA = 'bench_imap';
+const pgUrl = opts.dialect === 'postgres' ? postgresUrl(PG_SCHEMA) : undefined;
+if (opts.dialect === 'postgres' && !pgUrl)
+  throw new Error('--dialect postgres needs BENCH_POSTGRES_URL or TEST_POSTGRES_URL');
+/** A folder for CPU profiles of our server (node --cpu-prof), when set. */
+const PROFILE = process.env.BENCH_IMAP_PROFILE;
 const DOMAIN = 'inbox.localhost';
 const RARE = 'xylophonequartz';
 const WORDS = 'agent inbox mail report invoice meeting draft review budget schedule summary thread'.split(' ');
@@ -84,7 +103,7 @@ function text(i) {
 async function seed(svc, dir) {
   const env = {
     LOG_LEVEL: 'warn',
-    INBOX_DATABASE_URL: `sqlite:${path.join(dir, 'imap.db')}`,
+    INBOX_DATABASE_URL: pgUrl ?? `sqlite:${path.join(dir, 'imap.db')}`,
     DATA_DIR: dir,
     INBOX_DOMAINS: DOMAIN,
     INBOX_ROLES: 'imap',
@@ -93,6 +112,10 @@ async function seed(svc, dir) {
   const config = svc.loadConfig(svc.inboxConfigSpec, env);
   const database = await svc.openInboxDatabase(config);
   try {
+    if (pgUrl) {
+      await sql`drop schema if exists ${sql.id(PG_SCHEMA)} cascade`.execute(database.db);
+      await sql`create schema ${sql.id(PG_SCHEMA)}`.execute(database.db);
+    }
     await svc.migrateInbox(database);
     const { services } = svc.createInboxServices(config, database.db, { log: { warn() {}, error() {} } });
     const key = await services.apiKeys.createKey({ name: 'bench-imap' });
@@ -122,6 +145,17 @@ async function seed(svc, dir) {
     for (const r of rows) sources.push(await svc.findRawSource(database.db, Number(r.message_pk)));
     await services.limiter.close();
     return { env, user: inbox.inboxId, pass: key.key, sources };
+  } finally {
+    await database.destroy();
+  }
+}
+
+async function dropSchema() {
+  const svc = await loadService(dist);
+  const config = svc.loadConfig(svc.inboxConfigSpec, { INBOX_DATABASE_URL: pgUrl, INBOX_DOMAINS: DOMAIN });
+  const database = await svc.openInboxDatabase(config);
+  try {
+    await sql`drop schema if exists ${sql.id(PG_SCHEMA)} cascade`.execute(database.db);
   } finally {
     await database.destroy();
   }
@@ -247,6 +281,7 @@ try {
   const ours = await startServer({
     label: 'ours',
     file: path.join(dist, 'src/inbox/main.js'),
+    nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROFILE)}`] : [],
     env: {
       ...seeded.env,
       INBOX_PORT: String(await freePort()),
@@ -264,7 +299,7 @@ try {
     dovecot: { port: dovecotPort, user: 'bench', pass: 'any' },
   };
 
-  const names = ['headers', 'bodies', 'search', 'idle'];
+  const names = ['headers', 'bodies', 'search', 'idle'].filter((n) => opts.scenarios.includes(n));
   const results = {};
   for (const name of names) {
     results[name] = { ours: [], dovecot: [] };
@@ -296,7 +331,7 @@ try {
   const md = [
     `# bench:imap ${stamp}`,
     '',
-    `${opts.messages} messages in INBOX, ${opts.runs} runs per scenario (medians), alternating. Ours = dist/src/inbox/main.js (INBOX_ROLES=imap, SQLite, built from ${sourceOf(['src'])}); ${dovecotVersion()} as a private instance, Maildir, no FTS plugin. Client: imapflow. ${machineDescription()}.`,
+    `${opts.messages} messages in INBOX, ${opts.runs} runs per scenario (medians), alternating. Ours = dist/src/inbox/main.js (INBOX_ROLES=imap, ${pgUrl ? 'PostgreSQL' : 'SQLite'}, built from ${sourceOf(['src'])}); ${dovecotVersion()} as a private instance, Maildir, no FTS plugin. Client: imapflow. ${machineDescription()}.`,
     '',
     '| scenario | ours | Dovecot | unit | ours ÷ Dovecot |',
     '|---|---|---|---|---|',
@@ -306,6 +341,7 @@ try {
   writeResults(stamp, { opts, results }, md);
 } finally {
   for (const s of servers.reverse()) await s.stop();
+  if (pgUrl) await dropSchema().catch((err) => console.error(`schema ${PG_SCHEMA} not dropped: ${err.message}`));
   rmSync(dir, { recursive: true, force: true });
   rmSync(path.join(RESULTS, '.dist-snapshot-imap'), { recursive: true, force: true });
 }

@@ -611,10 +611,10 @@ function createHandler(db, dialect) {
         .sort((a, b) => (`${a.inbox.inbox_id}\u0000${a.folder}` < `${b.inbox.inbox_id}\u0000${b.folder}` ? -1 : 1));
       const folderRows = [];
       for (const { inbox, folder } of folders) {
-        const [{ uid_next }] = await q('takeUids', [inbox.inbox_id, folder, 2, 1]);
-        folderRows.push(inbox.inbox_id, folder, Number(uid_next) - 1, pks.get(inbox.inbox_id));
+        const [{ uid_next, modseq }] = await q('takeUids', [inbox.inbox_id, folder, 2, 1]);
+        folderRows.push(inbox.inbox_id, folder, Number(uid_next) - 1, pks.get(inbox.inbox_id), Number(modseq));
       }
-      await q(`insertFolderMessages:${folderRows.length / 4}`, folderRows);
+      await q(`insertFolderMessages:${folderRows.length / 5}`, folderRows);
 
       const eventTime = new Date();
       const createdAt = eventTime.toISOString();

@@ -125,12 +125,13 @@ export const SQL = {
   insertMessages: (n) =>
     `insert into "messages" (${list(MESSAGE_COLUMNS)}) values ${rows(n, MESSAGE_COLUMNS.length)} returning "id", "inbox_id"`,
   insertLabels: (n) => `insert into "message_labels" ("message_pk", "label") values ${rows(n, 2)}`,
-  takeUids: `insert into folder_counters (inbox_id, folder, uid_next)
-    values (?, ?, ?)
-    on conflict (inbox_id, folder) do update set uid_next = folder_counters.uid_next + ?
-    returning uid_next`,
+  takeUids: `insert into folder_counters (inbox_id, folder, uid_next, modseq)
+    values (?, ?, ?, 1)
+    on conflict (inbox_id, folder) do update
+      set uid_next = folder_counters.uid_next + ?, modseq = folder_counters.modseq + 1
+    returning uid_next, modseq`,
   insertFolderMessages: (n) =>
-    `insert into "folder_messages" ("inbox_id", "folder", "uid", "message_pk") values ${rows(n, 4)}`,
+    `insert into "folder_messages" ("inbox_id", "folder", "uid", "message_pk", "modseq") values ${rows(n, 5)}`,
   insertEvents: (n) => `insert into "events" (${list(EVENT_COLUMNS)}) values ${rows(n, EVENT_COLUMNS.length)}`,
   // access-list.repository.ts listsPresent: per probed (list level, direction) whether it has an
   // allow list (a0 …), per probed direction whether the organization blocks anything there (b0 …).

@@ -1,17 +1,18 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
-import { compiler, parser } from 'imapflow/lib/handler/imap-handler.js';
+import { parser } from 'imapflow/lib/handler/imap-handler.js';
 import { type Folder, SPECIAL_USE, folderNamed, labelOfFlag, UNREAD_LABEL } from '../core/folders.js';
 import type { Message } from '../core/message.js';
 import type { LabelChange } from '../mailstore/labels.service.js';
 import type { FolderEntry } from '../mailstore/folder.repository.js';
 import type { MimeEntity } from '../mail/mime-structure.js';
-import { type ImapAccount, type ImapService, ImapNoError } from './imap.service.js';
+import { type ImapAccount, type ImapService, ImapNoError, uidValidityOf } from './imap.service.js';
 import {
   type Node,
   type SectionRequest,
   bodyStructure,
+  compileResponse,
   envelope,
   flagList,
   internalDate,
@@ -26,8 +27,9 @@ import { loginBudget } from '../../platform/login-budget.js';
 /**
  * The IMAP listener (decision 0045): a protocol adapter, as smtp.server.ts is. It reads commands
  * (lines and literals, with their limits), parses them with imapflow's parser, keeps the state of
- * a session (the selected folder's UIDs and flags as the client knows them) and answers through
- * imapflow's compiler; every decision and every change is `imap.service.ts`'s.
+ * a session (the selected folder's UIDs and flags as the client knows them) and answers as
+ * imapflow's compiler would (imap-fetch.ts `compileResponse`, decision 0052); every decision and
+ * every change is `imap.service.ts`'s.
  */
 
 export interface ImapListenerConfig {
@@ -90,6 +92,13 @@ const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
 const SCAN_STRUCTURE_BYTES = 256 * 1024;
 /** Messages read from the database per step of a FETCH or SEARCH. */
 const FETCH_BATCH = 100;
+/** BODY[] of messages whose sources are in their rows: read together up to this many bytes. */
+const SMALL_SOURCES_BYTES = 1024 * 1024;
+/**
+ * Answers are held (the socket corked) while a command runs and sent when it ends, or whenever this
+ * many bytes wait: one write per command or per 64 KiB instead of one per line and literal piece.
+ */
+const SEND_BYTES = 64 * 1024;
 
 const CRLF = Buffer.from('\r\n');
 const atom = (value: string) => ({ type: 'ATOM', value });
@@ -152,6 +161,8 @@ interface Selected {
   readOnly: boolean;
   uidValidity: number;
   uidNext: number;
+  /** The folder's modseq the entries reflect (decision 0052): a resync reads only what changed after it. */
+  modseq: number;
   /** The messages as the client knows them, by sequence number − 1. */
   entries: FolderEntry[];
   /** UIDs gone from the store whose EXPUNGE the client has not been told yet. */
@@ -191,6 +202,8 @@ export async function startImapServer(
     private idleTag: string | undefined;
     private saslTag: string | undefined;
     private dirty = false;
+    /** The socket this session corked (the one of its command's start: STARTTLS replaces it). */
+    private corked: net.Socket | undefined;
     private readonly ip: string;
 
     constructor(socket: net.Socket, secure: boolean) {
@@ -201,6 +214,9 @@ export async function startImapServer(
     }
 
     private attach(socket: net.Socket) {
+      // Answers go out when the session sends them (whole, see SEND_BYTES), not when an ACK comes
+      // back: Nagle's wait for one, against a client's delayed ACK, cost 40 ms per FETCH.
+      socket.setNoDelay(true);
       socket.on('data', (chunk: Buffer) => this.onData(chunk));
       socket.on('error', () => this.destroy());
       socket.on('close', () => this.destroy());
@@ -240,8 +256,30 @@ export async function startImapServer(
       return this.socket.write(data);
     }
 
-    /** Waits until the client has read what was written (backpressure), or cuts it off. */
+    /** Holds what is written until `send` (or the end of the command): a command's answer in few writes. */
+    private hold() {
+      if (this.corked || this.closed) return;
+      this.corked = this.socket;
+      this.corked.cork();
+    }
+
+    /** Sends what `hold` kept back. */
+    private send() {
+      const corked = this.corked;
+      this.corked = undefined;
+      corked?.uncork();
+    }
+
+    /** Sends what is held once SEND_BYTES of it wait, then waits for the client (backpressure). */
+    async paced(): Promise<void> {
+      if (this.socket.writableLength < SEND_BYTES) return;
+      await this.flushed();
+      this.hold();
+    }
+
+    /** Sends what is held and waits until the client has read what was written (backpressure), or cuts it off. */
     async flushed(): Promise<void> {
+      this.send();
       if (this.closed || !this.socket.writableNeedDrain) return;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -261,7 +299,8 @@ export async function startImapServer(
     }
 
     respond(tag: string, command: string, attributes: Node[]) {
-      this.write(Buffer.concat([compiler({ tag, command, attributes } as never), CRLF]));
+      this.write(compileResponse(tag, command, attributes));
+      this.write(CRLF);
     }
 
     /** Ends the connection once what was written has been sent (LOGOUT, BYE). */
@@ -392,11 +431,13 @@ export async function startImapServer(
     /** Runs one unit of work; input waits until it is done. */
     run(work: () => Promise<void>) {
       this.running = true;
+      this.hold();
       work()
         .catch((err: unknown) => {
           log.error({ err }, 'imap: command failed');
         })
         .finally(() => {
+          this.send();
           this.running = false;
           // Changes that arrived while the unit ran: an IDLE-ing client still hears of them.
           if (this.dirty && this.idleTag !== undefined && !this.closed) this.run(() => this.sync(true));
@@ -548,6 +589,8 @@ export async function startImapServer(
       if (this.secure || !secureContext) throw new BadCommand('STARTTLS is not available');
       if (this.state !== 'fresh') throw new BadCommand('STARTTLS only before login');
       this.write(`${tag} OK Begin TLS negotiation now\r\n`);
+      // Out on the plain socket before TLS takes it over.
+      this.send();
       // Whatever the client sent after STARTTLS in clear text is dropped (command injection).
       this.input = Buffer.alloc(0);
       const plain = this.socket;
@@ -676,13 +719,13 @@ export async function startImapServer(
       const folder = this.folderArg(args[0], account);
       const items = args[1];
       if (!Array.isArray(items) || !items.length) throw new BadCommand('STATUS needs a list of items');
-      const view = await imap.open(account, folder);
+      const view = await imap.status(account, folder);
       const out: Node[] = [];
       for (const item of items) {
         const name = text(item).toUpperCase();
         const value =
           name === 'MESSAGES'
-            ? view.entries.length
+            ? view.messages
             : name === 'RECENT'
               ? 0
               : name === 'UIDNEXT'
@@ -690,7 +733,7 @@ export async function startImapServer(
                 : name === 'UIDVALIDITY'
                   ? view.uidValidity
                   : name === 'UNSEEN'
-                    ? view.entries.filter((e) => e.labels.includes(UNREAD_LABEL)).length
+                    ? view.unseen
                     : undefined;
         if (value === undefined) throw new BadCommand(`Unknown STATUS item ${name.slice(0, 40)}`);
         out.push(atom(name), value);
@@ -711,6 +754,7 @@ export async function startImapServer(
         readOnly,
         uidValidity: view.uidValidity,
         uidNext: view.uidNext,
+        modseq: view.modseq,
         entries: view.entries,
         gone: new Set(),
         deleted: new Set(),
@@ -742,34 +786,55 @@ export async function startImapServer(
       const account = this.account;
       if (!selected || !account) return;
       this.dirty = false;
-      const view = await imap.open(account, selected.folder);
+      const entries = selected.entries;
+      const lastUid = entries.length ? (entries[entries.length - 1] as FolderEntry).uid : 0;
+      // Only what changed since the session's modseq (decision 0052); Drafts is read whole.
+      const changes = await imap.changes(account, selected.folder, {
+        modseq: selected.modseq,
+        lastUid,
+        count: entries.length - selected.gone.size,
+      });
       if (this.selected !== selected) return;
-      const now = new Map(view.entries.map((e) => [e.uid, e]));
+      let fresh: Map<number, FolderEntry>;
+      let uidNext: number;
+      if (changes) {
+        fresh = new Map(changes.entries.map((e) => [e.uid, e]));
+        if (changes.present) {
+          const present = new Set(changes.present);
+          for (const e of entries) if (!present.has(e.uid)) selected.gone.add(e.uid);
+        }
+        uidNext = changes.uidNext;
+        selected.modseq = Math.max(selected.modseq, changes.modseq);
+      } else {
+        const view = await imap.open(account, selected.folder);
+        if (this.selected !== selected) return;
+        fresh = new Map(view.entries.map((e) => [e.uid, e]));
+        for (const e of entries) if (!fresh.has(e.uid)) selected.gone.add(e.uid);
+        uidNext = view.uidNext;
+      }
       const lines: string[] = [];
-      for (const e of selected.entries) if (!now.has(e.uid)) selected.gone.add(e.uid);
       if (expunges && selected.gone.size) {
-        for (let i = selected.entries.length - 1; i >= 0; i--) {
-          const uid = (selected.entries[i] as FolderEntry).uid;
+        for (let i = entries.length - 1; i >= 0; i--) {
+          const uid = (entries[i] as FolderEntry).uid;
           if (!selected.gone.has(uid)) continue;
           lines.push(`* ${i + 1} EXPUNGE`);
-          selected.entries.splice(i, 1);
+          entries.splice(i, 1);
           selected.deleted.delete(uid);
         }
         selected.gone.clear();
       }
-      selected.entries.forEach((e, i) => {
-        const fresh = now.get(e.uid);
-        if (!fresh || sameLabels(fresh.labels, e.labels)) return;
-        selected.entries[i] = fresh;
-        lines.push(this.flagsLine(i + 1, fresh, selected));
+      entries.forEach((e, i) => {
+        const now = fresh.get(e.uid);
+        if (!now || selected.gone.has(e.uid) || sameLabels(now.labels, e.labels)) return;
+        entries[i] = now;
+        lines.push(this.flagsLine(i + 1, now, selected));
       });
-      const known = selected.entries.length ? (selected.entries[selected.entries.length - 1] as FolderEntry).uid : 0;
-      const added = view.entries.filter((e) => e.uid > known);
+      const added = [...fresh.values()].filter((e) => e.uid > lastUid).sort((a, b) => a.uid - b.uid);
       if (added.length) {
-        selected.entries.push(...added);
-        lines.push(`* ${selected.entries.length} EXISTS`);
+        entries.push(...added);
+        lines.push(`* ${entries.length} EXISTS`);
       }
-      selected.uidNext = Math.max(selected.uidNext, view.uidNext);
+      selected.uidNext = Math.max(selected.uidNext, uidNext);
       if (lines.length) this.write(`${lines.join('\r\n')}\r\n`);
     }
 
@@ -862,7 +927,23 @@ export async function startImapServer(
         // A header sync reads the small sources of the batch in one statement.
         const heads =
           needsSource && headerOnly && messages ? await imap.sourceHeads(account, [...messages.values()]) : undefined;
-        for (const t of live) {
+        // BODY[] of small messages: the sources kept in their rows, read in one statement per
+        // SMALL_SOURCES_BYTES of them; larger ones (blobs) are streamed piece by piece below.
+        let small = new Map<number, Buffer>();
+        let smallUntil = 0;
+        for (const [index, t] of live.entries()) {
+          if (streamed && messages && index >= smallUntil) {
+            let bytes = 0;
+            const group: Message[] = [];
+            for (smallUntil = index; smallUntil < live.length; smallUntil++) {
+              const m = messages.get((live[smallUntil] as (typeof live)[number]).entry.pk);
+              if (!m) continue;
+              if (group.length && bytes + m.size > SMALL_SOURCES_BYTES) break;
+              bytes += m.size;
+              group.push(m);
+            }
+            small = await imap.smallSources(account, group, SMALL_SOURCES_BYTES);
+          }
           if (flagsOnly) {
             const out: Node[] = [];
             for (const item of items)
@@ -872,7 +953,7 @@ export async function startImapServer(
                   : [atom('FLAGS'), flagList(t.entry, selected.deleted.has(t.entry.uid))]),
               );
             this.respond('*', `${t.seq} FETCH`, [out]);
-            if (this.socket.writableNeedDrain) await this.flushed();
+            await this.paced();
             if (this.closed) return;
             continue;
           }
@@ -890,9 +971,10 @@ export async function startImapServer(
           if (streamed) {
             if (streamed.setsSeen && seen)
               out.push(atom('FLAGS'), flagList(t.entry, selected.deleted.has(t.entry.uid)));
-            await this.streamSource(t.seq, out, streamed.name === 'RFC822' ? 'RFC822' : 'BODY[]', account, message);
+            const name = streamed.name === 'RFC822' ? 'RFC822' : 'BODY[]';
+            await this.streamSource(t.seq, out, name, account, message, small.get(message.pk));
           } else this.respond('*', `${t.seq} FETCH`, [out]);
-          await this.flushed();
+          await this.paced();
           if (this.closed) return;
         }
       }
@@ -900,9 +982,16 @@ export async function startImapServer(
     }
 
     /** `* n FETCH (… BODY[] {size}` then the stored pieces as they are read, then `)`. */
-    private async streamSource(seq: number, out: Node[], name: string, account: ImapAccount, message: Message) {
-      const opened = await imap.openSource(account, message);
-      const head = compiler({ tag: '*', command: `${seq} FETCH`, attributes: [out] } as never);
+    private async streamSource(
+      seq: number,
+      out: Node[],
+      name: string,
+      account: ImapAccount,
+      message: Message,
+      raw: Buffer | undefined,
+    ) {
+      const opened = raw ? { size: raw.length, pieces: [raw] } : await imap.openSource(account, message);
+      const head = compileResponse('*', `${seq} FETCH`, [out]);
       // The compiled list ends with its `)`: the streamed item goes before it.
       this.write(
         Buffer.concat([
@@ -915,7 +1004,7 @@ export async function startImapServer(
         for await (const piece of opened?.pieces ?? []) {
           written += piece.length;
           this.write(piece);
-          await this.flushed();
+          await this.paced();
           if (this.closed) return;
         }
       } catch (err) {
@@ -1062,9 +1151,9 @@ export async function startImapServer(
         throw new ImapNoError('CANNOT', `These messages cannot be moved to ${to}.`);
       }
       if (moved.length) {
-        const view = await imap.open(account, to);
+        // UIDVALIDITY is the inbox's, the same in every folder: the target is not read whole for it.
         this.write(
-          `* OK [COPYUID ${view.uidValidity} ${moved.map((t) => t.entry.uid).join(',')} ${moved.map((t) => uids.get(t.entry.pk)).join(',')}] Moved\r\n`,
+          `* OK [COPYUID ${uidValidityOf(account.inbox)} ${moved.map((t) => t.entry.uid).join(',')} ${moved.map((t) => uids.get(t.entry.pk)).join(',')}] Moved\r\n`,
         );
       }
       await this.sync(true);

@@ -6,7 +6,7 @@ import type { Inbox } from '../core/inbox.js';
 import { type Message, validateLabels } from '../core/message.js';
 import { type KeyOwner, holds } from '../core/scope.js';
 import { TRASH_LABEL } from '../core/thread.js';
-import { type Folder, MESSAGE_FOLDERS, SPAM_LABEL, FOLDERS } from '../core/folders.js';
+import { type Folder, MESSAGE_FOLDERS, SPAM_LABEL, FOLDERS, UNREAD_LABEL } from '../core/folders.js';
 import { findScopedInbox } from '../inboxes/inbox-scope.js';
 import { loginToInbox } from '../inboxes/inbox-login.js';
 import { findInbox } from '../inboxes/inbox.repository.js';
@@ -19,7 +19,16 @@ import {
   findRowSources,
   openRawSource,
 } from '../mailstore/message.repository.js';
-import { type FolderEntry, findFoldersOf, findUidNext, listFolder } from '../mailstore/folder.repository.js';
+import {
+  type FolderEntry,
+  countFolder,
+  countFolderUpTo,
+  findFoldersOf,
+  findFolderState,
+  listFolder,
+  listFolderChanges,
+  listFolderUidsUpTo,
+} from '../mailstore/folder.repository.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
 import type { SearchService } from '../search/search.service.js';
 import type { DraftService } from '../drafts/draft.service.js';
@@ -45,7 +54,19 @@ export interface FolderView {
   readonly folder: Folder;
   readonly uidValidity: number;
   readonly uidNext: number;
+  /** The folder's modseq when it was read (migration 0019; 0 for Drafts, which is read whole). */
+  readonly modseq: number;
   readonly entries: FolderEntry[];
+}
+
+/** What changed in a folder since a session last read it (`ImapService.changes`). */
+export interface FolderChanges {
+  readonly uidNext: number;
+  readonly modseq: number;
+  /** Messages new or with other labels since the modseq the session knew, below `uidNext`, by UID. */
+  readonly entries: FolderEntry[];
+  /** The UIDs up to the session's last that are still there, when some of them are gone (else undefined). */
+  readonly present: number[] | undefined;
 }
 
 export type LoginResult =
@@ -255,13 +276,70 @@ export function createImapService(deps: ImapServiceDeps) {
       if (!inbox) throw new ImapNoError('NONEXISTENT', 'The inbox is gone.');
       const uidValidity = uidValidityOf(inbox);
       // The counter first: a message stored between the two reads shows up at the next resync, never below UIDNEXT.
-      const uidNext = await findUidNext(db, inbox.inboxId, folder);
+      const { uidNext, modseq } = await findFolderState(db, inbox.inboxId, folder);
       const all = MESSAGE_FOLDERS.includes(folder)
         ? await listFolder(db, inbox.inboxId, folder)
         : await deps.drafts.folder(account.owner, inbox.inboxId).catch((err: unknown) => {
             throw asImapNo(err);
           });
-      return { folder, uidValidity, uidNext, entries: all.filter((e) => e.uid < uidNext) };
+      return {
+        folder,
+        uidValidity,
+        uidNext,
+        modseq: MESSAGE_FOLDERS.includes(folder) ? modseq : 0,
+        entries: all.filter((e) => e.uid < uidNext),
+      };
+    },
+
+    /**
+     * STATUS of a folder: its counts, without reading it whole (a client polls every folder so);
+     * Drafts is read as `open` reads it. Counted below the UIDNEXT read first, as `open` lists.
+     */
+    async status(
+      account: ImapAccount,
+      folder: Folder,
+    ): Promise<{ uidValidity: number; uidNext: number; messages: number; unseen: number }> {
+      if (!MESSAGE_FOLDERS.includes(folder)) {
+        const view = await this.open(account, folder);
+        const unseen = view.entries.filter((e) => e.labels.includes(UNREAD_LABEL)).length;
+        return { uidValidity: view.uidValidity, uidNext: view.uidNext, messages: view.entries.length, unseen };
+      }
+      if (!this.folders(account).includes(folder))
+        throw new ImapNoError('NOPERM', `This API key may not open ${folder}.`);
+      const inbox = await findInbox(db, account.owner.organizationId, account.inbox.inboxId);
+      if (!inbox) throw new ImapNoError('NONEXISTENT', 'The inbox is gone.');
+      const { uidNext } = await findFolderState(db, inbox.inboxId, folder);
+      const counts = await countFolder(db, inbox.inboxId, folder, uidNext, UNREAD_LABEL);
+      return { uidValidity: uidValidityOf(inbox), uidNext, messages: counts.messages, unseen: counts.labelled };
+    },
+
+    /**
+     * What changed in a message folder since a session read it at `since.modseq` knowing `since.count`
+     * messages up to UID `since.lastUid` (decision 0052): the rows written after that modseq, and
+     * only when fewer than `since.count` rows remain up to `lastUid` the UIDs that do. Read in the
+     * order `open` reads: the counter first, so every row below its UIDNEXT is committed and every
+     * row written later has a higher modseq and is read next time. Undefined for Drafts (read whole).
+     */
+    async changes(
+      account: ImapAccount,
+      folder: Folder,
+      since: { modseq: number; lastUid: number; count: number },
+    ): Promise<FolderChanges | undefined> {
+      if (!MESSAGE_FOLDERS.includes(folder)) return undefined;
+      if (!this.folders(account).includes(folder))
+        throw new ImapNoError('NOPERM', `This API key may not open ${folder}.`);
+      const inboxId = account.inbox.inboxId;
+      if (!(await findInbox(db, account.owner.organizationId, inboxId)))
+        throw new ImapNoError('NONEXISTENT', 'The inbox is gone.');
+      const { uidNext, modseq } = await findFolderState(db, inboxId, folder);
+      const entries =
+        modseq > since.modseq
+          ? (await listFolderChanges(db, inboxId, folder, since.modseq)).filter((e) => e.uid < uidNext)
+          : [];
+      const remaining = since.lastUid ? await countFolderUpTo(db, inboxId, folder, since.lastUid) : 0;
+      const present =
+        remaining < since.count ? await listFolderUidsUpTo(db, inboxId, folder, since.lastUid) : undefined;
+      return { uidNext, modseq, entries, present };
     },
 
     /** The UID in Sent of the inbox's message with this Message-ID, if it is there (APPEND into Sent). */
@@ -326,6 +404,24 @@ export function createImapService(deps: ImapServiceDeps) {
           if (head) out.set(m.pk, head);
         }
       return out;
+    },
+
+    /**
+     * The whole sources of `messages` that are kept in their rows (blobs and drafts are left out),
+     * in one statement, up to `maxBytes` of them by their sizes: BODY[] of a batch of small messages.
+     */
+    async smallSources(
+      account: ImapAccount,
+      messages: readonly Message[],
+      maxBytes: number,
+    ): Promise<Map<number, Buffer>> {
+      const own = messages.filter(
+        (m) => m.inboxId === account.inbox.inboxId && !draftSources.has(m) && m.size <= maxBytes,
+      );
+      return findRowSources(
+        db,
+        own.map((m) => m.pk),
+      );
     },
 
     /**

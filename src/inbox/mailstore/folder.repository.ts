@@ -9,30 +9,59 @@ import type { Db } from '../schema/database.js';
  */
 
 /**
- * Takes `count` UIDs of an inbox's folder and returns the first: one statement that creates the
- * counter at 1 + count or adds count to it. On PostgreSQL the counter row stays locked until the
- * commit, so UIDs of one folder become visible in the order they were taken, never a lower one
- * after a higher one.
+ * Takes `count` UIDs (0 for none) and the next modseq of an inbox's folder (migration 0019) and
+ * returns the first UID and the modseq: one statement that creates the counter or adds to it. On
+ * PostgreSQL the counter row stays locked until the commit, so UIDs and modseqs of one folder
+ * become visible in the order they were taken, never a lower one after a higher one.
  */
-export async function takeUids(db: Db, inboxId: string, folder: Folder, count: number): Promise<number> {
-  const { rows } = await sql<{ uid_next: number | string }>`insert into folder_counters (inbox_id, folder, uid_next)
-    values (${inboxId}, ${folder}, ${1 + count})
-    on conflict (inbox_id, folder) do update set uid_next = folder_counters.uid_next + ${count}
-    returning uid_next`.execute(db);
-  return Number(rows[0]?.uid_next) - count;
+export async function takeUids(
+  db: Db,
+  inboxId: string,
+  folder: Folder,
+  count: number,
+): Promise<{ first: number; modseq: number }> {
+  const { rows } = await sql<{
+    uid_next: number | string;
+    modseq: number | string;
+  }>`insert into folder_counters (inbox_id, folder, uid_next, modseq)
+    values (${inboxId}, ${folder}, ${1 + count}, 1)
+    on conflict (inbox_id, folder) do update
+      set uid_next = folder_counters.uid_next + ${count}, modseq = folder_counters.modseq + 1
+    returning uid_next, modseq`.execute(db);
+  return { first: Number(rows[0]?.uid_next) - count, modseq: Number(rows[0]?.modseq) };
+}
+
+/** Marks the rows of `messagePks` in a folder as changed at `modseq` (their labels changed). */
+export async function stampFolderMessages(
+  db: Db,
+  folder: Folder,
+  messagePks: readonly number[],
+  modseq: number,
+): Promise<void> {
+  for (let i = 0; i < messagePks.length; i += 500)
+    await db
+      .updateTable('folder_messages')
+      .set({ modseq })
+      .where('folder', '=', folder)
+      .where('message_pk', 'in', messagePks.slice(i, i + 500))
+      .execute();
 }
 
 export async function insertFolderMessages(
   db: Db,
-  rows: readonly { inboxId: string; folder: Folder; uid: number; messagePk: number }[],
+  rows: readonly { inboxId: string; folder: Folder; uid: number; messagePk: number; modseq: number }[],
 ): Promise<void> {
   for (let i = 0; i < rows.length; i += 500)
     await db
       .insertInto('folder_messages')
       .values(
-        rows
-          .slice(i, i + 500)
-          .map((r) => ({ inbox_id: r.inboxId, folder: r.folder, uid: r.uid, message_pk: r.messagePk })),
+        rows.slice(i, i + 500).map((r) => ({
+          inbox_id: r.inboxId,
+          folder: r.folder,
+          uid: r.uid,
+          message_pk: r.messagePk,
+          modseq: r.modseq,
+        })),
       )
       .execute();
 }
@@ -41,15 +70,24 @@ export async function deleteFolderMessage(db: Db, messagePk: number, folder: Fol
   await db.deleteFrom('folder_messages').where('message_pk', '=', messagePk).where('folder', '=', folder).execute();
 }
 
-/** The next UID of a folder (1 when none was ever taken). */
-export async function findUidNext(db: Db, inboxId: string, folder: Folder): Promise<number> {
+/** The next UID of a folder (1 when none was ever taken) and its modseq (0 then). */
+export async function findFolderState(
+  db: Db,
+  inboxId: string,
+  folder: Folder,
+): Promise<{ uidNext: number; modseq: number }> {
   const row = await db
     .selectFrom('folder_counters')
-    .select('uid_next')
+    .select(['uid_next', 'modseq'])
     .where('inbox_id', '=', inboxId)
     .where('folder', '=', folder)
     .executeTakeFirst();
-  return row ? Number(row.uid_next) : 1;
+  return row ? { uidNext: Number(row.uid_next), modseq: Number(row.modseq) } : { uidNext: 1, modseq: 0 };
+}
+
+/** The next UID of a folder (1 when none was ever taken). */
+export async function findUidNext(db: Db, inboxId: string, folder: Folder): Promise<number> {
+  return (await findFolderState(db, inboxId, folder)).uidNext;
 }
 
 /** A message as a folder lists it: its UID, key and labels. */
@@ -70,6 +108,80 @@ export async function listFolder(db: Db, inboxId: string, folder: Folder): Promi
     .orderBy('folder_messages.uid')
     .execute();
   return rows.map((r) => ({ uid: Number(r.uid), pk: Number(r.message_pk), labels: JSON.parse(r.labels) as string[] }));
+}
+
+/**
+ * The messages of a folder whose row was written after `modseq` (new ones and those whose labels
+ * changed), by UID: what an incremental resync reads instead of the whole folder.
+ */
+export async function listFolderChanges(
+  db: Db,
+  inboxId: string,
+  folder: Folder,
+  modseq: number,
+): Promise<FolderEntry[]> {
+  const rows = await db
+    .selectFrom('folder_messages')
+    .innerJoin('messages', 'messages.id', 'folder_messages.message_pk')
+    .select(['folder_messages.uid', 'folder_messages.message_pk', 'messages.labels'])
+    .where('folder_messages.inbox_id', '=', inboxId)
+    .where('folder_messages.folder', '=', folder)
+    .where('folder_messages.modseq', '>', modseq)
+    .orderBy('folder_messages.uid')
+    .execute();
+  return rows.map((r) => ({ uid: Number(r.uid), pk: Number(r.message_pk), labels: JSON.parse(r.labels) as string[] }));
+}
+
+/** How many messages of a folder have a UID up to `maxUid` (one range of the primary key). */
+export async function countFolderUpTo(db: Db, inboxId: string, folder: Folder, maxUid: number): Promise<number> {
+  const row = await db
+    .selectFrom('folder_messages')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('inbox_id', '=', inboxId)
+    .where('folder', '=', folder)
+    .where('uid', '<=', maxUid)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/** The UIDs of a folder up to `maxUid` (which of them are gone, when the count says some are). */
+export async function listFolderUidsUpTo(db: Db, inboxId: string, folder: Folder, maxUid: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('folder_messages')
+    .select('uid')
+    .where('inbox_id', '=', inboxId)
+    .where('folder', '=', folder)
+    .where('uid', '<=', maxUid)
+    .orderBy('uid')
+    .execute();
+  return rows.map((r) => Number(r.uid));
+}
+
+/** How many messages a folder holds below `uidNext`, and how many of them carry `label` (STATUS). */
+export async function countFolder(
+  db: Db,
+  inboxId: string,
+  folder: Folder,
+  uidNext: number,
+  label: string,
+): Promise<{ messages: number; labelled: number }> {
+  const all = await db
+    .selectFrom('folder_messages')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('inbox_id', '=', inboxId)
+    .where('folder', '=', folder)
+    .where('uid', '<', uidNext)
+    .executeTakeFirst();
+  const labelled = await db
+    .selectFrom('folder_messages')
+    .innerJoin('message_labels', 'message_labels.message_pk', 'folder_messages.message_pk')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('folder_messages.inbox_id', '=', inboxId)
+    .where('folder_messages.folder', '=', folder)
+    .where('folder_messages.uid', '<', uidNext)
+    .where('message_labels.label', '=', label)
+    .executeTakeFirst();
+  return { messages: Number(all?.n ?? 0), labelled: Number(labelled?.n ?? 0) };
 }
 
 /** The folders of `messagePks` (for a change that moves them). */

@@ -1,6 +1,6 @@
 import { foldersOf, type Folder } from '../core/folders.js';
 import type { Db } from '../schema/database.js';
-import { insertFolderMessages, deleteFolderMessage, takeUids } from './folder.repository.js';
+import { insertFolderMessages, deleteFolderMessage, stampFolderMessages, takeUids } from './folder.repository.js';
 
 /**
  * Tells the processes with mail clients of these inboxes that their folders changed, in the
@@ -23,20 +23,30 @@ export interface FolderMember {
  * concurrent writers lock the counters alike.
  */
 export function createFolderProjection({ changed }: { changed?: FoldersChanged } = {}) {
-  async function enter(trx: Db, entries: readonly { member: FolderMember; folder: Folder }[]): Promise<void> {
-    const groups = new Map<string, { inboxId: string; folder: Folder; pks: number[] }>();
-    for (const { member, folder } of entries) {
+  /**
+   * One write per (inbox, folder) touched, in sorted order so that concurrent writers lock the
+   * counters alike: the folder's next modseq (migration 0019), UIDs for the messages entering it
+   * (rows written at that modseq), and that modseq stamped on the rows of messages that stay in
+   * it with other labels (their flags changed).
+   */
+  async function write(
+    trx: Db,
+    entries: readonly { member: FolderMember; folder: Folder; stays?: boolean }[],
+  ): Promise<void> {
+    const groups = new Map<string, { inboxId: string; folder: Folder; entering: number[]; staying: number[] }>();
+    for (const { member, folder, stays } of entries) {
       const key = `${member.inboxId}\u0000${folder}`;
-      const group = groups.get(key) ?? { inboxId: member.inboxId, folder, pks: [] };
-      group.pks.push(member.pk);
+      const group = groups.get(key) ?? { inboxId: member.inboxId, folder, entering: [], staying: [] };
+      (stays ? group.staying : group.entering).push(member.pk);
       groups.set(key, group);
     }
-    const rows: { inboxId: string; folder: Folder; uid: number; messagePk: number }[] = [];
+    const rows: { inboxId: string; folder: Folder; uid: number; messagePk: number; modseq: number }[] = [];
     for (const key of [...groups.keys()].sort()) {
-      const { inboxId, folder, pks } = groups.get(key) as { inboxId: string; folder: Folder; pks: number[] };
-      pks.sort((a, b) => a - b);
-      const first = await takeUids(trx, inboxId, folder, pks.length);
-      pks.forEach((messagePk, i) => rows.push({ inboxId, folder, uid: first + i, messagePk }));
+      const { inboxId, folder, entering, staying } = groups.get(key) as NonNullable<ReturnType<typeof groups.get>>;
+      entering.sort((a, b) => a - b);
+      const { first, modseq } = await takeUids(trx, inboxId, folder, entering.length);
+      entering.forEach((messagePk, i) => rows.push({ inboxId, folder, uid: first + i, messagePk, modseq }));
+      if (staying.length) await stampFolderMessages(trx, folder, staying, modseq);
     }
     await insertFolderMessages(trx, rows);
   }
@@ -44,7 +54,7 @@ export function createFolderProjection({ changed }: { changed?: FoldersChanged }
   return {
     /** New messages (delivery): each enters the folders of its labels. */
     async stored(trx: Db, messages: readonly (FolderMember & { labels: readonly string[] })[]): Promise<void> {
-      await enter(
+      await write(
         trx,
         messages.flatMap((m) => foldersOf(m.labels).map((folder) => ({ member: m, folder }))),
       );
@@ -53,20 +63,21 @@ export function createFolderProjection({ changed }: { changed?: FoldersChanged }
 
     /**
      * Labels changed (labels service): a message leaves the folders its old labels chose and the
-     * new ones do not, and enters those only the new ones choose, under a new UID there.
+     * new ones do not, and enters those only the new ones choose, under a new UID there; in the
+     * folders it stays in, its row is stamped with the folder's next modseq (its flags changed).
      */
     async relabelled(
       trx: Db,
       changes: readonly (FolderMember & { before: readonly string[]; after: readonly string[] })[],
     ): Promise<void> {
-      const entering: { member: FolderMember; folder: Folder }[] = [];
+      const entries: { member: FolderMember; folder: Folder; stays: boolean }[] = [];
       for (const c of changes) {
         const before = foldersOf(c.before);
         const after = foldersOf(c.after);
         for (const folder of before) if (!after.includes(folder)) await deleteFolderMessage(trx, c.pk, folder);
-        for (const folder of after) if (!before.includes(folder)) entering.push({ member: c, folder });
+        for (const folder of after) entries.push({ member: c, folder, stays: before.includes(folder) });
       }
-      await enter(trx, entering);
+      await write(trx, entries);
       // Flags follow labels: every change is news to a client, folder or not.
       if (changes.length) await changed?.(trx, [...new Set(changes.map((c) => c.inboxId))]);
     },
@@ -77,9 +88,9 @@ export function createFolderProjection({ changed }: { changed?: FoldersChanged }
      * mail client (the old UID is gone, clients see EXPUNGE and EXISTS).
      */
     async draftSaved(trx: Db, inboxId: string): Promise<number> {
-      const uid = await takeUids(trx, inboxId, 'Drafts', 1);
+      const { first } = await takeUids(trx, inboxId, 'Drafts', 1);
       await changed?.(trx, [inboxId]);
-      return uid;
+      return first;
     },
 
     /** Messages deleted for good (their rows went with them), or drafts removed: only the news. */

@@ -16,6 +16,7 @@ import * as agentHumanChanges from './0015_agent_human_changes.js';
 import * as imapFolders from './0016_imap_folders.js';
 import * as consoleSessions from './0017_console_sessions.js';
 import * as draftUids from './0018_draft_uids.js';
+import * as folderModseq from './0019_folder_modseq.js';
 
 export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
@@ -35,6 +36,7 @@ export const inboxMigrations: MigrationSet = {
   '0016_imap_folders': imapFolders,
   '0017_console_sessions': consoleSessions,
   '0018_draft_uids': draftUids,
+  '0019_folder_modseq': folderModseq,
 };
 
 export const INBOX_MIGRATION_TABLE = 'inbox_migrations';
