@@ -165,13 +165,7 @@ export async function countFolder(
   uidNext: number,
   label: string,
 ): Promise<{ messages: number; labelled: number }> {
-  const all = await db
-    .selectFrom('folder_messages')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('inbox_id', '=', inboxId)
-    .where('folder', '=', folder)
-    .where('uid', '<', uidNext)
-    .executeTakeFirst();
+  const messages = await countFolderUpTo(db, inboxId, folder, uidNext - 1);
   const labelled = await db
     .selectFrom('folder_messages')
     .innerJoin('message_labels', 'message_labels.message_pk', 'folder_messages.message_pk')
@@ -181,7 +175,7 @@ export async function countFolder(
     .where('folder_messages.uid', '<', uidNext)
     .where('message_labels.label', '=', label)
     .executeTakeFirst();
-  return { messages: Number(all?.n ?? 0), labelled: Number(labelled?.n ?? 0) };
+  return { messages, labelled: Number(labelled?.n ?? 0) };
 }
 
 /** The folders of `messagePks` (for a change that moves them). */
