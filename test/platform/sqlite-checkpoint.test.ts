@@ -4,7 +4,8 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/platform/db/database.js';
-import { WAL_FINISH_BYTES } from '../../src/platform/db/sqlite-checkpoint.js';
+import Sqlite from 'better-sqlite3';
+import { checkpointOffThread, WAL_FINISH_BYTES } from '../../src/platform/db/sqlite-checkpoint.js';
 
 /**
  * A commit on the service's SQLite connection never copies the WAL into the database file (that
@@ -117,6 +118,53 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
       expect((await database.db.selectFrom('blobs').select('id').execute()).length).toBe(1);
     } finally {
       await database.destroy();
+    }
+  });
+  it('finishes a large WAL in the thread only while the writer holds back (quiet), and the next write starts the WAL over', async () => {
+    const file = path.join(dir, 'quiet.db');
+    const sqlite = new Sqlite(file);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.exec('create table blobs (id integer primary key, content blob not null)');
+    let held = false;
+    let windows = 0;
+    let writesWhileHeld = 0;
+    const checkpointer = checkpointOffThread(sqlite, file, {
+      intervalMs: 50,
+      quiet: async (work) => {
+        held = true;
+        windows++;
+        try {
+          return await work();
+        } finally {
+          held = false;
+        }
+      },
+    });
+    try {
+      const insert = sqlite.prepare('insert or replace into blobs (id, content) values (1, ?)');
+      const content = Buffer.alloc(128 * 1024, 7);
+      let restartedAfterFinish = false;
+      const deadline = Date.now() + 20_000;
+      // A writer that pauses only between its writes, as the service's connection does; it never
+      // writes while held (the service's writes wait for Kysely's connection then).
+      while (Date.now() < deadline && !restartedAfterFinish) {
+        if (held) {
+          writesWhileHeld++;
+          await new Promise((r) => setTimeout(r, 1));
+          continue;
+        }
+        const finishesBefore = checkpointer.finishes;
+        insert.run(content);
+        if (finishesBefore > 0 && statSync(`${file}-wal`).size < WAL_FINISH_BYTES) restartedAfterFinish = true;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      expect(windows).toBeGreaterThan(0);
+      expect(checkpointer.finishes).toBeGreaterThan(0);
+      expect(writesWhileHeld).toBeGreaterThan(0);
+      expect(restartedAfterFinish).toBe(true);
+    } finally {
+      checkpointer.stop();
+      sqlite.close();
     }
   });
 });
