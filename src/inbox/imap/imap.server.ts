@@ -546,7 +546,7 @@ export async function startImapServer(
         case 'CLOSE':
         case 'UNSELECT':
           if (command === 'CLOSE' && !selected.readOnly && selected.deleted.size)
-            await imap.expunge(account, selected.folder, this.pksOf([...selected.deleted]));
+            await this.expungeMarked(account, selected, [...selected.deleted]);
           this.selected = undefined;
           this.state = 'auth';
           this.write(`${tag} OK ${command} completed\r\n`);
@@ -748,7 +748,8 @@ export async function startImapServer(
       this.state = 'auth';
       const folder = this.folderArg(args[0], account);
       const view = await imap.open(account, folder);
-      const readOnly = command === 'EXAMINE' || folder === 'Drafts';
+      // Drafts is read-write for keys that may delete drafts (EXPUNGE deletes them), else a view.
+      const readOnly = command === 'EXAMINE' || (folder === 'Drafts' && !imap.draftsWritable(account));
       this.selected = {
         folder,
         readOnly,
@@ -765,7 +766,7 @@ export async function startImapServer(
       this.write(
         [
           '* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)',
-          `* OK [PERMANENTFLAGS (${readOnly ? '' : '\\Answered \\Flagged \\Deleted \\Seen \\*'})] Flags permitted`,
+          `* OK [PERMANENTFLAGS (${readOnly ? '' : folder === 'Drafts' ? '\\Deleted' : '\\Answered \\Flagged \\Deleted \\Seen \\*'})] Flags permitted`,
           `* ${view.entries.length} EXISTS`,
           '* 0 RECENT',
           ...(firstUnseen >= 0 ? [`* OK [UNSEEN ${firstUnseen + 1}] First unseen`] : []),
@@ -898,7 +899,8 @@ export async function startImapServer(
           !['RFC822', 'RFC822.TEXT'].includes(i.name) &&
           (i.name !== 'BODY[]' || (!i.section?.parts.length && (i.section?.kind ?? '').startsWith('HEADER'))),
       );
-      const seen = !selected.readOnly && items.some((i) => i.setsSeen);
+      // Drafts have no unread label: a FETCH there changes nothing (and their keys are no messages').
+      const seen = !selected.readOnly && selected.folder !== 'Drafts' && items.some((i) => i.setsSeen);
       const flagsOnly = items.every((i) => i.name === 'UID' || i.name === 'FLAGS');
       for (let i = 0; i < targets.length; i += FETCH_BATCH) {
         const batch = targets.slice(i, i + FETCH_BATCH);
@@ -1109,7 +1111,9 @@ export async function startImapServer(
         groups.set(key, g);
       }
       const after = new Map<number, string[]>();
-      for (const g of groups.values()) {
+      // In Drafts only \Deleted counts, kept by the session as everywhere: drafts have no labels
+      // flags stand for (always \Seen), and their keys are no messages' (decision 0045).
+      for (const g of selected.folder === 'Drafts' ? [] : groups.values()) {
         if (!g.change.add.length && !g.change.remove.length) continue;
         for (const [pk, labels] of await imap.relabel(account, g.pks, g.change)) after.set(pk, labels);
       }
@@ -1134,6 +1138,8 @@ export async function startImapServer(
 
     private async move(tag: string, byUid: boolean, args: ParsedAttribute[], account: ImapAccount, selected: Selected) {
       if (selected.readOnly) throw new ImapNoError('READ-ONLY', 'The folder is open read-only.');
+      if (selected.folder === 'Drafts')
+        throw new ImapNoError('CANNOT', 'Drafts cannot be moved or copied; send them, or delete them (EXPUNGE).');
       if (this.dirty) await this.sync(true);
       const targets = this.resolve(selected, text(args[0]), byUid).filter((t) => !selected.gone.has(t.entry.uid));
       const to = this.folderArg(args[1], account);
@@ -1164,9 +1170,19 @@ export async function startImapServer(
       if (selected.readOnly) throw new ImapNoError('READ-ONLY', 'The folder is open read-only.');
       const inSet = uidSet === undefined ? () => true : sequenceSet(uidSet, selected.uidNext);
       const uids = [...selected.deleted].filter(inSet);
-      await imap.expunge(account, selected.folder, this.pksOf(uids));
+      await this.expungeMarked(account, selected, uids);
       await this.sync(true);
       this.write(`${tag} OK ${uidSet === undefined ? 'EXPUNGE' : 'UID EXPUNGE'} completed\r\n`);
+    }
+
+    /** The marked messages `uids` out of the folder: drafts deleted, messages to the Trash or gone. */
+    private async expungeMarked(account: ImapAccount, selected: Selected, uids: readonly number[]) {
+      if (selected.folder !== 'Drafts') return imap.expunge(account, selected.folder, this.pksOf(uids));
+      const wanted = new Set(uids);
+      return imap.expungeDrafts(
+        account,
+        selected.entries.filter((e) => wanted.has(e.uid) && !selected.gone.has(e.uid)),
+      );
     }
   }
 
