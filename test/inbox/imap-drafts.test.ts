@@ -214,8 +214,10 @@ describe.each(dialects)('IMAP Drafts (%s)', (dialect) => {
         AgentMail.NotFoundError,
       );
       expect(client.mailbox && client.mailbox.exists).toBe(1);
-      const left = await client.fetchOne('1', { uid: true, envelope: true });
+      const left = await client.fetchOne('1', { uid: true, envelope: true, flags: true });
       expect(left && left.uid).toBe(v2 && v2.uid);
+      expect(left && [...(left.flags ?? [])]).toEqual(['\\Seen', '\\Draft']);
+      expect(await client.search({ draft: true }, { uid: true })).toEqual([v2 && v2.uid]);
       expect(left && left.envelope?.subject).toBe('Autosaved v2');
     } finally {
       await client.logout();
@@ -238,7 +240,7 @@ describe.each(dialects)('IMAP Drafts (%s)', (dialect) => {
       // \Seen is accepted (drafts are always seen), \Flagged left: only \Deleted is the session's.
       expect(await raw.command('d', 'STORE 1:4 +FLAGS (\\Seen \\Flagged)')).toMatch(/^d OK/m);
       expect(await raw.command('e', 'STORE 1,3 +FLAGS (\\Deleted)')).toMatch(
-        /^\* 1 FETCH \(UID \d+ FLAGS \(\\Seen \\Deleted\)\)\r\n\* 3 FETCH/m,
+        /^\* 1 FETCH \(UID \d+ FLAGS \(\\Seen \\Draft \\Deleted\)\)\r\n\* 3 FETCH/m,
       );
       const expunged = await raw.command('f', 'EXPUNGE');
       expect(expunged.match(/^\* \d+ EXPUNGE/gm)).toEqual(['* 3 EXPUNGE', '* 1 EXPUNGE']);

@@ -840,7 +840,7 @@ export async function startImapServer(
     }
 
     private flagsLine(seq: number, e: FolderEntry, selected: Selected): string {
-      const flags = flagList(e, selected.deleted.has(e.uid)).map((f) => (f as { value: string }).value);
+      const flags = entryFlags(e, selected).map((f) => (f as { value: string }).value);
       return `* ${seq} FETCH (UID ${e.uid} FLAGS (${flags.join(' ')}))`;
     }
 
@@ -950,9 +950,7 @@ export async function startImapServer(
             const out: Node[] = [];
             for (const item of items)
               out.push(
-                ...(item.name === 'UID'
-                  ? [atom('UID'), t.entry.uid]
-                  : [atom('FLAGS'), flagList(t.entry, selected.deleted.has(t.entry.uid))]),
+                ...(item.name === 'UID' ? [atom('UID'), t.entry.uid] : [atom('FLAGS'), entryFlags(t.entry, selected)]),
               );
             this.respond('*', `${t.seq} FETCH`, [out]);
             await this.paced();
@@ -971,8 +969,7 @@ export async function startImapServer(
           const out: Node[] = [];
           for (const item of rest) out.push(...fetchItem(item, t.entry, message, selected, source, root, seen));
           if (streamed) {
-            if (streamed.setsSeen && seen)
-              out.push(atom('FLAGS'), flagList(t.entry, selected.deleted.has(t.entry.uid)));
+            if (streamed.setsSeen && seen) out.push(atom('FLAGS'), entryFlags(t.entry, selected));
             const name = streamed.name === 'RFC822' ? 'RFC822' : 'BODY[]';
             await this.streamSource(t.seq, out, name, account, message, small.get(message.pk));
           } else this.respond('*', `${t.seq} FETCH`, [out]);
@@ -1351,7 +1348,7 @@ function fetchItem(
     case 'UID':
       return [atom('UID'), entry.uid];
     case 'FLAGS':
-      return [atom('FLAGS'), flagList(entry, selected.deleted.has(entry.uid))];
+      return [atom('FLAGS'), entryFlags(entry, selected)];
     case 'INTERNALDATE':
       return [atom('INTERNALDATE'), str(internalDate(message.timestamp))];
     case 'RFC822.SIZE':
@@ -1391,8 +1388,13 @@ function fetchItem(
   }
 }
 
+/** An entry's flags in the session: a draft's have `\\Draft` (decision 0045), a marked one `\\Deleted`. */
+function entryFlags(entry: FolderEntry, selected: Selected): Node[] {
+  return flagList(entry, selected.deleted.has(entry.uid), selected.folder === 'Drafts');
+}
+
 function flagsItem(entry: FolderEntry, selected: Selected): Node[] {
-  return [atom('FLAGS'), flagList(entry, selected.deleted.has(entry.uid))];
+  return [atom('FLAGS'), entryFlags(entry, selected)];
 }
 
 // ---- SEARCH -----------------------------------------------------------------------------------
@@ -1450,7 +1452,7 @@ function parseSearch(args: ParsedAttribute[]): SearchKey {
         return { op: 'flag', flag: '\\Answered', set: word === 'ANSWERED' };
       case 'DRAFT':
       case 'UNDRAFT':
-        return word === 'DRAFT' ? { op: 'not', key: { op: 'all' } } : { op: 'all' };
+        return { op: 'flag', flag: '\\Draft', set: word === 'DRAFT' };
       case 'DELETED':
       case 'UNDELETED':
         return { op: 'deleted', set: word === 'DELETED' };
@@ -1554,7 +1556,7 @@ function matches(key: SearchKey, t: SearchTarget, ctx: SearchContext): boolean {
     case 'deleted':
       return ctx.selected.deleted.has(t.entry.uid) === key.set;
     case 'flag': {
-      const has = flagList(t.entry, false).some(
+      const has = flagList(t.entry, false, ctx.selected.folder === 'Drafts').some(
         (f) => (f as { value: string }).value.toLowerCase() === key.flag.toLowerCase(),
       );
       return has === key.set;
