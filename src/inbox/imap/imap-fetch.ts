@@ -179,7 +179,7 @@ export function sectionBytes(source: Buffer, root: MimeEntity, request: SectionR
 export { parseEntity, headerFields };
 
 /** The FLAGS of a message, with the session's \Deleted. */
-/** The flags of a message: its labels', `\\Draft` for a draft (IMAP's Drafts), `\\Deleted` when the session marked it. */
+/** The flags of a message: its labels', `\Draft` for a draft (IMAP's Drafts), `\Deleted` when the session marked it. */
 export function flagList(
   message: Pick<Message, 'labels'> | { labels: readonly string[] },
   deleted: boolean,

@@ -1388,7 +1388,7 @@ function fetchItem(
   }
 }
 
-/** An entry's flags in the session: a draft's have `\\Draft` (decision 0045), a marked one `\\Deleted`. */
+/** An entry's flags in the session: a draft's have `\Draft` (decision 0045), a marked one `\Deleted`. */
 function entryFlags(entry: FolderEntry, selected: Selected): Node[] {
   return flagList(entry, selected.deleted.has(entry.uid), selected.folder === 'Drafts');
 }
