@@ -174,6 +174,13 @@ export function createDraftService(deps: DraftServiceDeps) {
     return draft;
   }
 
+  /** Drafts of the inbox by key, with the permission and scope of a REST read (IMAP's Drafts). */
+  async function readableByPks(owner: KeyOwner, inboxId: string, pks: readonly number[]): Promise<Draft[]> {
+    requirePermission(owner, 'draftRead');
+    const inbox = await requireInbox(owner, inboxId);
+    return (await findDraftsByPks(db, inbox.inboxId, pks)).filter((draft) => inScope(owner, draft));
+  }
+
   /** Where a path points: an inbox's drafts, a pod's, or the organization's. */
   async function resolve(owner: KeyOwner, path: { inboxId?: string; podId?: string }): Promise<DraftScope> {
     if (path.inboxId !== undefined)
@@ -440,17 +447,28 @@ export function createDraftService(deps: DraftServiceDeps) {
       return result.draft;
     },
 
-    /** Deletes a draft, and with it its scheduled send; one being sent answers 409. */
-    async delete(owner: KeyOwner, inboxId: string, draftId: string): Promise<void> {
+    /**
+     * Deletes a draft, and with it its scheduled send; one being sent answers 409. With
+     * `expected.imapUid` (IMAP EXPUNGE in Drafts, decision 0045) only that revision is deleted: a
+     * draft changed since (a new UID) is left, and the answer is false.
+     */
+    async delete(
+      owner: KeyOwner,
+      inboxId: string,
+      draftId: string,
+      expected: { imapUid?: number } = {},
+    ): Promise<boolean> {
       requirePermission(owner, 'draftDelete');
       const inbox = await requireInbox(owner, inboxId);
       const scope = scopeOf(owner, { inboxId: inbox.inboxId });
-      await commits.run(async (trx) => {
+      return commits.run(async (trx) => {
         const draft = await requireDraft(owner, scope, draftId, trx, true);
+        if (expected.imapUid !== undefined && draft.imapUid !== expected.imapUid) return false;
         if (draft.sendStatus === 'sending') throw new DraftBeingSentError(draftId);
         if (draft.sendJobId !== null) await cancelJob(trx, clock, draft.sendJobId);
         await deleteDraft(trx, draft.pk);
         await folders.removed(trx, [draft.inboxId]);
+        return true;
       });
     },
 
@@ -595,13 +613,14 @@ export function createDraftService(deps: DraftServiceDeps) {
       return listDraftUids(db, (await requireInbox(owner, inboxId)).inboxId);
     },
 
+    /** Drafts of the inbox by key, with the permission and scope of a REST read (IMAP's Drafts). */
+    byPks: readableByPks,
+
     /** Drafts of the inbox by key with their attachments' bytes (what a mail client fetches). */
     async withAttachments(owner: KeyOwner, inboxId: string, pks: readonly number[]) {
-      requirePermission(owner, 'draftRead');
-      const inbox = await requireInbox(owner, inboxId);
       const out: { draft: Draft; attachments: { meta: AttachmentMeta; content: Buffer }[] }[] = [];
-      for (const draft of await findDraftsByPks(db, inbox.inboxId, pks))
-        if (inScope(owner, draft)) out.push({ draft, attachments: await listDraftAttachmentContents(db, draft) });
+      for (const draft of await readableByPks(owner, inboxId, pks))
+        out.push({ draft, attachments: await listDraftAttachmentContents(db, draft) });
       return out;
     },
 

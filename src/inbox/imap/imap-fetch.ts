@@ -179,8 +179,15 @@ export function sectionBytes(source: Buffer, root: MimeEntity, request: SectionR
 export { parseEntity, headerFields };
 
 /** The FLAGS of a message, with the session's \Deleted. */
-export function flagList(message: Pick<Message, 'labels'> | { labels: readonly string[] }, deleted: boolean): Node[] {
-  return [...flagsOf(message.labels), ...(deleted ? ['\\Deleted'] : [])].map((f) => atom(f));
+/** The flags of a message: its labels', `\Draft` for a draft (IMAP's Drafts), `\Deleted` when the session marked it. */
+export function flagList(
+  message: Pick<Message, 'labels'> | { labels: readonly string[] },
+  deleted: boolean,
+  draft = false,
+): Node[] {
+  return [...flagsOf(message.labels), ...(draft ? ['\\Draft'] : []), ...(deleted ? ['\\Deleted'] : [])].map((f) =>
+    atom(f),
+  );
 }
 
 /** A character outside ATOM-CHAR (RFC 3501 §9): such an atom is written as a quoted string. */

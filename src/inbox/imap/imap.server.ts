@@ -546,7 +546,7 @@ export async function startImapServer(
         case 'CLOSE':
         case 'UNSELECT':
           if (command === 'CLOSE' && !selected.readOnly && selected.deleted.size)
-            await imap.expunge(account, selected.folder, this.pksOf([...selected.deleted]));
+            await this.expungeMarked(account, selected, [...selected.deleted]);
           this.selected = undefined;
           this.state = 'auth';
           this.write(`${tag} OK ${command} completed\r\n`);
@@ -748,7 +748,8 @@ export async function startImapServer(
       this.state = 'auth';
       const folder = this.folderArg(args[0], account);
       const view = await imap.open(account, folder);
-      const readOnly = command === 'EXAMINE' || folder === 'Drafts';
+      // Drafts is read-write for keys that may delete drafts (EXPUNGE deletes them), else a view.
+      const readOnly = command === 'EXAMINE' || (folder === 'Drafts' && !imap.draftsWritable(account));
       this.selected = {
         folder,
         readOnly,
@@ -765,7 +766,7 @@ export async function startImapServer(
       this.write(
         [
           '* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)',
-          `* OK [PERMANENTFLAGS (${readOnly ? '' : '\\Answered \\Flagged \\Deleted \\Seen \\*'})] Flags permitted`,
+          `* OK [PERMANENTFLAGS (${readOnly ? '' : folder === 'Drafts' ? '\\Deleted' : '\\Answered \\Flagged \\Deleted \\Seen \\*'})] Flags permitted`,
           `* ${view.entries.length} EXISTS`,
           '* 0 RECENT',
           ...(firstUnseen >= 0 ? [`* OK [UNSEEN ${firstUnseen + 1}] First unseen`] : []),
@@ -839,7 +840,7 @@ export async function startImapServer(
     }
 
     private flagsLine(seq: number, e: FolderEntry, selected: Selected): string {
-      const flags = flagList(e, selected.deleted.has(e.uid)).map((f) => (f as { value: string }).value);
+      const flags = entryFlags(e, selected).map((f) => (f as { value: string }).value);
       return `* ${seq} FETCH (UID ${e.uid} FLAGS (${flags.join(' ')}))`;
     }
 
@@ -898,7 +899,8 @@ export async function startImapServer(
           !['RFC822', 'RFC822.TEXT'].includes(i.name) &&
           (i.name !== 'BODY[]' || (!i.section?.parts.length && (i.section?.kind ?? '').startsWith('HEADER'))),
       );
-      const seen = !selected.readOnly && items.some((i) => i.setsSeen);
+      // Drafts have no unread label: a FETCH there changes nothing (and their keys are no messages').
+      const seen = !selected.readOnly && selected.folder !== 'Drafts' && items.some((i) => i.setsSeen);
       const flagsOnly = items.every((i) => i.name === 'UID' || i.name === 'FLAGS');
       for (let i = 0; i < targets.length; i += FETCH_BATCH) {
         const batch = targets.slice(i, i + FETCH_BATCH);
@@ -948,9 +950,7 @@ export async function startImapServer(
             const out: Node[] = [];
             for (const item of items)
               out.push(
-                ...(item.name === 'UID'
-                  ? [atom('UID'), t.entry.uid]
-                  : [atom('FLAGS'), flagList(t.entry, selected.deleted.has(t.entry.uid))]),
+                ...(item.name === 'UID' ? [atom('UID'), t.entry.uid] : [atom('FLAGS'), entryFlags(t.entry, selected)]),
               );
             this.respond('*', `${t.seq} FETCH`, [out]);
             await this.paced();
@@ -969,8 +969,7 @@ export async function startImapServer(
           const out: Node[] = [];
           for (const item of rest) out.push(...fetchItem(item, t.entry, message, selected, source, root, seen));
           if (streamed) {
-            if (streamed.setsSeen && seen)
-              out.push(atom('FLAGS'), flagList(t.entry, selected.deleted.has(t.entry.uid)));
+            if (streamed.setsSeen && seen) out.push(atom('FLAGS'), entryFlags(t.entry, selected));
             const name = streamed.name === 'RFC822' ? 'RFC822' : 'BODY[]';
             await this.streamSource(t.seq, out, name, account, message, small.get(message.pk));
           } else this.respond('*', `${t.seq} FETCH`, [out]);
@@ -1109,7 +1108,9 @@ export async function startImapServer(
         groups.set(key, g);
       }
       const after = new Map<number, string[]>();
-      for (const g of groups.values()) {
+      // In Drafts only \Deleted counts, kept by the session as everywhere: drafts have no labels
+      // flags stand for (always \Seen), and their keys are no messages' (decision 0045).
+      for (const g of selected.folder === 'Drafts' ? [] : groups.values()) {
         if (!g.change.add.length && !g.change.remove.length) continue;
         for (const [pk, labels] of await imap.relabel(account, g.pks, g.change)) after.set(pk, labels);
       }
@@ -1134,6 +1135,8 @@ export async function startImapServer(
 
     private async move(tag: string, byUid: boolean, args: ParsedAttribute[], account: ImapAccount, selected: Selected) {
       if (selected.readOnly) throw new ImapNoError('READ-ONLY', 'The folder is open read-only.');
+      if (selected.folder === 'Drafts')
+        throw new ImapNoError('CANNOT', 'Drafts cannot be moved or copied; send them, or delete them (EXPUNGE).');
       if (this.dirty) await this.sync(true);
       const targets = this.resolve(selected, text(args[0]), byUid).filter((t) => !selected.gone.has(t.entry.uid));
       const to = this.folderArg(args[1], account);
@@ -1164,9 +1167,19 @@ export async function startImapServer(
       if (selected.readOnly) throw new ImapNoError('READ-ONLY', 'The folder is open read-only.');
       const inSet = uidSet === undefined ? () => true : sequenceSet(uidSet, selected.uidNext);
       const uids = [...selected.deleted].filter(inSet);
-      await imap.expunge(account, selected.folder, this.pksOf(uids));
+      await this.expungeMarked(account, selected, uids);
       await this.sync(true);
       this.write(`${tag} OK ${uidSet === undefined ? 'EXPUNGE' : 'UID EXPUNGE'} completed\r\n`);
+    }
+
+    /** The marked messages `uids` out of the folder: drafts deleted, messages to the Trash or gone. */
+    private async expungeMarked(account: ImapAccount, selected: Selected, uids: readonly number[]) {
+      if (selected.folder !== 'Drafts') return imap.expunge(account, selected.folder, this.pksOf(uids));
+      const wanted = new Set(uids);
+      return imap.expungeDrafts(
+        account,
+        selected.entries.filter((e) => wanted.has(e.uid) && !selected.gone.has(e.uid)),
+      );
     }
   }
 
@@ -1335,7 +1348,7 @@ function fetchItem(
     case 'UID':
       return [atom('UID'), entry.uid];
     case 'FLAGS':
-      return [atom('FLAGS'), flagList(entry, selected.deleted.has(entry.uid))];
+      return [atom('FLAGS'), entryFlags(entry, selected)];
     case 'INTERNALDATE':
       return [atom('INTERNALDATE'), str(internalDate(message.timestamp))];
     case 'RFC822.SIZE':
@@ -1375,8 +1388,13 @@ function fetchItem(
   }
 }
 
+/** An entry's flags in the session: a draft's have `\Draft` (decision 0045), a marked one `\Deleted`. */
+function entryFlags(entry: FolderEntry, selected: Selected): Node[] {
+  return flagList(entry, selected.deleted.has(entry.uid), selected.folder === 'Drafts');
+}
+
 function flagsItem(entry: FolderEntry, selected: Selected): Node[] {
-  return [atom('FLAGS'), flagList(entry, selected.deleted.has(entry.uid))];
+  return [atom('FLAGS'), entryFlags(entry, selected)];
 }
 
 // ---- SEARCH -----------------------------------------------------------------------------------
@@ -1434,7 +1452,7 @@ function parseSearch(args: ParsedAttribute[]): SearchKey {
         return { op: 'flag', flag: '\\Answered', set: word === 'ANSWERED' };
       case 'DRAFT':
       case 'UNDRAFT':
-        return word === 'DRAFT' ? { op: 'not', key: { op: 'all' } } : { op: 'all' };
+        return { op: 'flag', flag: '\\Draft', set: word === 'DRAFT' };
       case 'DELETED':
       case 'UNDELETED':
         return { op: 'deleted', set: word === 'DELETED' };
@@ -1538,7 +1556,7 @@ function matches(key: SearchKey, t: SearchTarget, ctx: SearchContext): boolean {
     case 'deleted':
       return ctx.selected.deleted.has(t.entry.uid) === key.set;
     case 'flag': {
-      const has = flagList(t.entry, false).some(
+      const has = flagList(t.entry, false, ctx.selected.folder === 'Drafts').some(
         (f) => (f as { value: string }).value.toLowerCase() === key.flag.toLowerCase(),
       );
       return has === key.set;

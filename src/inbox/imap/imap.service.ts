@@ -33,6 +33,7 @@ import type { Db, InboxDatabase } from '../schema/database.js';
 import type { SearchService } from '../search/search.service.js';
 import type { DraftService } from '../drafts/draft.service.js';
 import { AppError } from '../../platform/errors/app-error.js';
+import { DraftBeingSentError, DraftNotFoundError } from '../drafts/draft.errors.js';
 import { composeMessage, formatMailbox, parseMailbox, type Mailbox } from '../mail/compose.js';
 import { headerSectionEnd, inboundContent, parseMessageWithMailparser } from '../smtp/parse.js';
 import { MimeScanner, parseEntity, type MimeEntity } from '../mail/mime-structure.js';
@@ -82,7 +83,7 @@ export interface ImapServiceDeps {
   readonly removal: RemovalService;
   readonly search: Pick<SearchService, 'messages'>;
   /** The Drafts folder: the inbox's drafts, and APPEND creating one (decision 0045). */
-  readonly drafts: Pick<DraftService, 'create' | 'folder' | 'withAttachments'>;
+  readonly drafts: Pick<DraftService, 'create' | 'folder' | 'withAttachments' | 'byPks' | 'delete'>;
 }
 
 /** A draft as a mail client sees it: its fields and source, composed again on every read (decision 0045). */
@@ -176,7 +177,7 @@ export function createImapService(deps: ImapServiceDeps) {
     return { head: head ?? Buffer.concat(pieces, length), ...(scanner ? { root: scanner.end() } : {}) };
   }
 
-  /** Drafts of the account's inbox by key, as messages with sources (Drafts is their read-only view). */
+  /** Drafts of the account's inbox by key, as messages with sources (Drafts is their view). */
   async function draftMessages(account: ImapAccount, pks: readonly number[]): Promise<DraftMessage[]> {
     const inbox = account.inbox;
     const from = { name: inbox.displayName ?? '', address: inbox.inboxId };
@@ -457,6 +458,9 @@ export function createImapService(deps: ImapServiceDeps) {
 
     /** MOVE: a change of labels (decision 0045); returns each moved message's new UID in `to`, by key. */
     async move(account: ImapAccount, from: Folder, to: Folder, pks: readonly number[]): Promise<Map<number, number>> {
+      // Drafts' keys are drafts', not messages': no label of a message may change through them.
+      if (from === 'Drafts')
+        throw new ImapNoError('CANNOT', 'Drafts cannot be moved or copied; send them, or delete them (EXPUNGE).');
       if (!holds(account.owner, 'messageUpdate'))
         throw new ImapNoError('NOPERM', 'This API key lacks the message_update permission.');
       if (!this.folders(account).includes(to) || to === 'Drafts' || (to === 'INBOX' && from === 'Sent'))
@@ -478,6 +482,7 @@ export function createImapService(deps: ImapServiceDeps) {
      * messageDelete); anywhere else they move to the Trash, as a client's delete does.
      */
     async expunge(account: ImapAccount, folder: Folder, pks: readonly number[]): Promise<void> {
+      if (folder === 'Drafts') throw new ImapNoError('CANNOT', 'Drafts are deleted by expungeDrafts.');
       if (!pks.length) return;
       if (folder !== 'Trash') {
         await this.move(account, folder, 'Trash', pks);
@@ -489,6 +494,40 @@ export function createImapService(deps: ImapServiceDeps) {
         await inboxInTrx(trx, account);
         for (const m of await lockOwn(trx, account, pks)) await deps.removal.deleteMessage(trx, m);
       });
+    },
+
+    /**
+     * Whether Drafts opens read-write: EXPUNGE there deletes drafts, so the key needs draft_delete,
+     * what `DELETE /v0/inboxes/:id/drafts/:draft_id` needs (decision 0045). The draft service
+     * checks it again at every delete.
+     */
+    draftsWritable(account: ImapAccount): boolean {
+      return holds(account.owner, 'draftDelete');
+    },
+
+    /**
+     * EXPUNGE (and CLOSE) in Drafts: the drafts marked \Deleted, by their UIDs in the session,
+     * deleted one by one through the draft service's `delete`, the function of
+     * `DELETE /v0/inboxes/:id/drafts/:draft_id` (its permission, scope and cancelled send). Only
+     * the revision the client marked goes: a draft changed since has another UID and stays. A
+     * draft gone meanwhile or being sent (it leaves Drafts when sent) is passed over.
+     */
+    async expungeDrafts(account: ImapAccount, marked: readonly { pk: number; uid: number }[]): Promise<void> {
+      if (!marked.length) return;
+      const inboxId = account.inbox.inboxId;
+      const uidOf = new Map(marked.map((e) => [e.pk, e.uid]));
+      try {
+        for (const part of chunks([...uidOf.keys()]))
+          for (const draft of await deps.drafts.byPks(account.owner, inboxId, part)) {
+            try {
+              await deps.drafts.delete(account.owner, inboxId, draft.draftId, { imapUid: uidOf.get(draft.pk) ?? -1 });
+            } catch (err) {
+              if (!(err instanceof DraftNotFoundError || err instanceof DraftBeingSentError)) throw err;
+            }
+          }
+      } catch (err) {
+        throw asImapNo(err);
+      }
     },
 
     /**
