@@ -127,7 +127,6 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
     sqlite.exec('create table blobs (id integer primary key, content blob not null)');
     let held = false;
     let windows = 0;
-    let writesWhileHeld = 0;
     const checkpointer = checkpointOffThread(sqlite, file, {
       intervalMs: 50,
       quiet: async (work) => {
@@ -149,7 +148,6 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
       // writes while held (the service's writes wait for Kysely's connection then).
       while (Date.now() < deadline && !restartedAfterFinish) {
         if (held) {
-          writesWhileHeld++;
           await new Promise((r) => setTimeout(r, 1));
           continue;
         }
@@ -160,7 +158,6 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
       }
       expect(windows).toBeGreaterThan(0);
       expect(checkpointer.finishes).toBeGreaterThan(0);
-      expect(writesWhileHeld).toBeGreaterThan(0);
       expect(restartedAfterFinish).toBe(true);
     } finally {
       checkpointer.stop();
