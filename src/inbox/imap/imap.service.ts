@@ -26,7 +26,6 @@ import {
   findFoldersOf,
   findFolderState,
   listFolder,
-  listFolderChanges,
   listFolderUidsUpTo,
 } from '../mailstore/folder.repository.js';
 import type { Db, InboxDatabase } from '../schema/database.js';
@@ -335,7 +334,7 @@ export function createImapService(deps: ImapServiceDeps) {
       const { uidNext, modseq } = await findFolderState(db, inboxId, folder);
       const entries =
         modseq > since.modseq
-          ? (await listFolderChanges(db, inboxId, folder, since.modseq)).filter((e) => e.uid < uidNext)
+          ? (await listFolder(db, inboxId, folder, since.modseq)).filter((e) => e.uid < uidNext)
           : [];
       const remaining = since.lastUid ? await countFolderUpTo(db, inboxId, folder, since.lastUid) : 0;
       const present =

@@ -97,38 +97,25 @@ export interface FolderEntry {
   readonly labels: readonly string[];
 }
 
-/** Every message of a folder by UID, with its labels (the state a session keeps). */
-export async function listFolder(db: Db, inboxId: string, folder: Folder): Promise<FolderEntry[]> {
-  const rows = await db
-    .selectFrom('folder_messages')
-    .innerJoin('messages', 'messages.id', 'folder_messages.message_pk')
-    .select(['folder_messages.uid', 'folder_messages.message_pk', 'messages.labels'])
-    .where('folder_messages.inbox_id', '=', inboxId)
-    .where('folder_messages.folder', '=', folder)
-    .orderBy('folder_messages.uid')
-    .execute();
-  return rows.map((r) => ({ uid: Number(r.uid), pk: Number(r.message_pk), labels: JSON.parse(r.labels) as string[] }));
-}
-
 /**
- * The messages of a folder whose row was written after `modseq` (new ones and those whose labels
- * changed), by UID: what an incremental resync reads instead of the whole folder.
+ * The messages of a folder by UID, with their labels (the state a session keeps): every one, or
+ * with `sinceModseq` only those whose row was written after it (new ones and those whose labels
+ * changed), what an incremental resync reads instead of the whole folder.
  */
-export async function listFolderChanges(
+export async function listFolder(
   db: Db,
   inboxId: string,
   folder: Folder,
-  modseq: number,
+  sinceModseq?: number,
 ): Promise<FolderEntry[]> {
-  const rows = await db
+  let query = db
     .selectFrom('folder_messages')
     .innerJoin('messages', 'messages.id', 'folder_messages.message_pk')
     .select(['folder_messages.uid', 'folder_messages.message_pk', 'messages.labels'])
     .where('folder_messages.inbox_id', '=', inboxId)
-    .where('folder_messages.folder', '=', folder)
-    .where('folder_messages.modseq', '>', modseq)
-    .orderBy('folder_messages.uid')
-    .execute();
+    .where('folder_messages.folder', '=', folder);
+  if (sinceModseq !== undefined) query = query.where('folder_messages.modseq', '>', sinceModseq);
+  const rows = await query.orderBy('folder_messages.uid').execute();
   return rows.map((r) => ({ uid: Number(r.uid), pk: Number(r.message_pk), labels: JSON.parse(r.labels) as string[] }));
 }
 
