@@ -110,6 +110,34 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
     ).toEqual([{ ts: 't1' }]);
   });
 
+  it("runCompiledOnce inside a unit of the commit batcher: its writes are the unit's, seen by its own reads, undone with it when it fails", async () => {
+    const insert = (trx: Kysely<TestDb>, ts: string, note: string) =>
+      runCompiledOnce(trx, 'rows.insert-in-unit', [ts, note], () => trx.insertInto('rows').values({ ts, note }));
+    const notes = (trx: Kysely<TestDb>, ts: string) =>
+      runCompiledOnce<{ note: string }>(trx, 'rows.notes-in-unit', [ts], () =>
+        trx.selectFrom('rows').select('note').where('ts', '=', ts),
+      );
+    const units = await Promise.allSettled([
+      database.commits.run(async (trx) => {
+        await insert(trx, 'u1', 'kept');
+        return notes(trx, 'u1');
+      }),
+      database.commits.run(async (trx) => {
+        await insert(trx, 'u2', 'undone');
+        expect(await notes(trx, 'u2')).toEqual([{ note: 'undone' }]);
+        throw new Error('the unit fails after its write');
+      }),
+      database.commits.run(async (trx) => {
+        await insert(trx, 'u3', 'kept too');
+        return notes(trx, 'u3');
+      }),
+    ]);
+    expect(units.map((u) => u.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((units[0] as PromiseFulfilledResult<unknown>).value).toEqual([{ note: 'kept' }]);
+    expect((units[1] as PromiseRejectedResult).reason).toHaveProperty('message', 'the unit fails after its write');
+    expect((await db.selectFrom('rows').select('ts').orderBy('ts').execute()).map((r) => r.ts)).toEqual(['u1', 'u3']);
+  });
+
   it('runCompiledOnce on a database that verifies its statement cache: a key that misses what shapes the SQL fails on the run that differs', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'dbv-'));
     const pg = dialect === 'postgres' ? freshPostgresSchema() : undefined;

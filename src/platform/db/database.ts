@@ -252,6 +252,9 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
   /** Set while the checkpoint thread finishes the WAL with the writes held back (below). */
   let quiet = false;
   const readerOf = () => (reader ??= withStatementCache(openSqliteReader(file)));
+  /** Runs a statement on the service's connection: its rows, or none for a statement without. */
+  const run = (stmt: Sqlite.Statement, parameters: readonly unknown[]): unknown[] =>
+    stmt.reader ? stmt.all(parameters as unknown[]) : (stmt.run(parameters as unknown[]), []);
   setDirectRunner(db, (sql, parameters) => {
     if (!sqlite.open) return undefined;
     if (sqlite.inTransaction) {
@@ -264,7 +267,7 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
     const stmt = cached.prepare(sql);
     // While the checkpoint thread finishes the WAL a write waits for it, through Kysely's connection.
     if (quiet && !stmt.readonly) return undefined;
-    const rows = stmt.reader ? stmt.all(parameters as unknown[]) : (stmt.run(parameters as unknown[]), []);
+    const rows = run(stmt, parameters);
     // A write outside a transaction (an autocommit) is answered once durable, as through Kysely.
     return wal && !stmt.readonly ? wal.sync().then(() => rows) : rows;
   });
@@ -272,8 +275,7 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
   // inside it nothing commits, so nothing waits for the WAL's sync either.
   setTransactionRunner(db.getExecutor().adapter, (sql, parameters) => {
     if (!sqlite.open || !sqlite.inTransaction) return undefined;
-    const stmt = cached.prepare(sql);
-    return stmt.reader ? stmt.all(parameters as unknown[]) : (stmt.run(parameters as unknown[]), []);
+    return run(cached.prepare(sql), parameters);
   });
   // Checkpoints (copying the WAL into the file, and its fsync) in a thread of their own. Holding
   // Kysely's one connection keeps every transaction and every write through Kysely out; `quiet`
