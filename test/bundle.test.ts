@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AgentMailClient } from 'agentmail';
@@ -19,13 +18,17 @@ import { dialects, freshPostgresSchema } from './support/dialects.js';
  */
 const ROOT = path.resolve(import.meta.dirname, '..');
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
+/** Resolves with the child's exit code, also when it has already exited. */
+const exited = (child: ChildProcess) =>
+  child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve(child.exitCode)
+    : new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+/** The port of the first `<scheme>://host:port` on the line `label` of the bundle's start-up lines. */
+const portOf = (output: string, label: string) => {
+  const port = new RegExp(`^${label}:\\s+\\w+://[^:/]+:(\\d+)(?=[/\\n])`, 'm').exec(output)?.[1];
+  return port === undefined ? undefined : Number(port);
+};
 
 function run(entry: string, env: NodeJS.ProcessEnv, args: string[] = []): ReturnType<typeof spawnSync> {
   return spawnSync(process.execPath, ['scripts/build-once.mjs', 'run', entry, ...args], {
@@ -54,16 +57,17 @@ describe.each(dialects)('%s: the bundle npm start runs', (dialect) => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), 'bundle-'));
-    Object.assign(ports, { inbox: await freePort(), property: await freePort(), smtp: await freePort() });
     pgSchema = dialect === 'postgres' ? freshPostgresSchema() : undefined;
     env = {
       ...process.env,
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',
-      INBOX_PORT: String(ports.inbox),
-      PROPERTY_PORT: String(ports.property),
-      INBOX_SMTP_PORT: String(ports.smtp),
+      // Every listener on a port the system picks, read back from the lines the bundle prints: a
+      // port found free here and bound by the child later could be taken by another test between.
+      INBOX_PORT: '0',
+      PROPERTY_PORT: '0',
+      INBOX_SMTP_PORT: '0',
       INBOX_IMAP_PORT: '0',
       INBOX_SUBMISSION_PORT: '0',
       ...(pgSchema ? { INBOX_DATABASE_URL: pgSchema.url } : {}),
@@ -76,6 +80,21 @@ describe.each(dialects)('%s: the bundle npm start runs', (dialect) => {
     child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
     const started = Date.now();
+    for (;;) {
+      const property = portOf(output, 'Property service');
+      if (property !== undefined) {
+        Object.assign(ports, {
+          inbox: portOf(output, 'Inbox service'),
+          property,
+          smtp: portOf(output, 'Inbox SMTP'),
+        });
+        expect(Object.values(ports).every((p) => typeof p === 'number' && p > 0), output).toBe(true);
+        break;
+      }
+      if (child.exitCode !== null || Date.now() - started > 60_000)
+        throw new Error(`the bundle did not start:\n${output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
     for (;;) {
       const up = await Promise.all(
         [ports.inbox, ports.property].map((p) =>
@@ -93,9 +112,9 @@ describe.each(dialects)('%s: the bundle npm start runs', (dialect) => {
   }, 90_000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
+    if (child && child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      await exited(child);
     }
     await pgSchema?.drop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -179,8 +198,8 @@ describe.each(dialects)('%s: the bundle npm start runs', (dialect) => {
   }, 60_000);
 
   it('stops cleanly on SIGTERM', async () => {
+    expect(child.exitCode, `the bundle exited before SIGTERM:\n${output}`).toBeNull();
     child.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-    expect(code, output).toBe(0);
+    expect(await exited(child), output).toBe(0);
   }, 30_000);
 });
