@@ -22,9 +22,18 @@ export function trackInFlight(app: FastifyInstance): InFlight {
       waiters = [];
     }
   };
+  // One promise per tracked piece of work (`finally` makes three), with handlers made once.
+  const settled = <T>(value: T): T => {
+    finish();
+    return value;
+  };
+  const failed = (err: unknown): never => {
+    finish();
+    throw err;
+  };
   const track = <T>(work: Promise<T>): Promise<T> => {
     active += 1;
-    return work.finally(finish);
+    return work.then(settled, failed);
   };
   app.addHook('onRoute', (route: RouteOptions) => {
     const handler = route.handler;
@@ -37,7 +46,7 @@ export function trackInFlight(app: FastifyInstance): InFlight {
         finish();
         throw err;
       }
-      if (result instanceof Promise) return result.finally(finish);
+      if (result instanceof Promise) return result.then(settled, failed);
       finish();
       return result;
     } as RouteOptions['handler'];

@@ -73,17 +73,14 @@ function exceeded(result: RateLimitResult, what: string): AppError {
   );
 }
 
-/** RateLimit-* headers of the tightest budget the request counted against. */
-function setHeaders(reply: FastifyReply, results: readonly RateLimitResult[]): void {
-  const tightest = results.reduce((a, b) => (b.remaining < a.remaining || (!b.allowed && a.allowed) ? b : a));
-  reply.header('ratelimit-limit', String(tightest.limit));
-  reply.header('ratelimit-remaining', String(tightest.remaining));
-  reply.header('ratelimit-reset', String(tightest.resetSeconds));
-}
+/** Of two budgets a request counted against, the tighter: the one refused, else the one with less left. */
+const tighter = (a: RateLimitResult, b: RateLimitResult | undefined): RateLimitResult =>
+  b !== undefined && (b.remaining < a.remaining || (!b.allowed && a.allowed)) ? b : a;
 
 /**
- * The answer to a request's hits: its RateLimit-* headers, and the error of the budget it went
- * over, if any (a registration's budget first, then the key's, then the address's).
+ * The answer to a request's hits: the RateLimit-* headers of the tightest budget it counted
+ * against, and the error of the budget it went over, if any (a registration's budget first, then
+ * the key's, then the address's).
  */
 function decide(
   reply: FastifyReply,
@@ -91,8 +88,11 @@ function decide(
   byKey: RateLimitResult | undefined,
   byRegistration: RateLimitResult | undefined,
 ): AppError | undefined {
-  const results = [byAddress, byKey, byRegistration].filter((r): r is RateLimitResult => r !== undefined);
-  setHeaders(reply, results);
+  const tightest = tighter(tighter(byAddress, byKey), byRegistration);
+  reply
+    .header('ratelimit-limit', String(tightest.limit))
+    .header('ratelimit-remaining', String(tightest.remaining))
+    .header('ratelimit-reset', String(tightest.resetSeconds));
   const refused =
     byRegistration && !byRegistration.allowed
       ? exceeded(byRegistration, 'registrations per hour from one client address')
