@@ -158,6 +158,7 @@ export async function buildInboxApp(
     // Signed download tokens are capabilities: a log line keeps their first characters only.
     secretPathPrefixes: ['/v0/downloads/'],
     requestTimeout: config.requestTimeoutMs,
+    trustProxy: config.trustProxy,
     frameworkErrors: (err, request, reply) => sendInboxError(request, reply, err),
     clientErrorBody: inboxClientErrorBody,
   }).withTypeProvider<TypeBoxTypeProvider>();

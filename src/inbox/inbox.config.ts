@@ -26,6 +26,11 @@ export const inboxConfigSpec = {
     ['http:', 'https:'],
     'unset (from each request)',
   ),
+  trustProxy: env.boolean(
+    'INBOX_TRUST_PROXY',
+    "trust `X-Forwarded-For`, `-Proto` and `-Host` from a reverse proxy in front of the HTTP API: the client address of the sign-in and sign-up limits, `https` for the console's Secure cookie, the origin of download links when `INBOX_PUBLIC_URL` is unset; only behind a proxy that sets them (else clients choose their own address)",
+    false,
+  ),
   rateLimitPerMinute: env.integer(
     'INBOX_RATE_LIMIT_PER_MINUTE',
     'API requests per minute per API key (429 beyond)',
@@ -83,7 +88,7 @@ export const inboxConfigSpec = {
   ),
   consoleSignInFailures: env.integer(
     'INBOX_CONSOLE_SIGNIN_FAILURES',
-    "failed web console sign-ins allowed per client address in 15 minutes; more answer 429 `TOO_MANY_SIGN_IN_FAILURES` with Retry-After until the window ends (shared through Redis when `REDIS_URL` is set; behind a reverse proxy the address is the proxy's, as the inbox service reads no `X-Forwarded-For`)",
+    "failed web console sign-ins allowed per client address in 15 minutes; more answer 429 `TOO_MANY_SIGN_IN_FAILURES` with Retry-After until the window ends (shared through Redis when `REDIS_URL` is set; behind a reverse proxy the address is the proxy's unless `INBOX_TRUST_PROXY`)",
     10,
     1,
     10_000,

@@ -15,6 +15,7 @@ function signInFrom(
   base: string,
   localAddress: string,
   apiKey: string,
+  extraHeaders: Record<string, string> = {},
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire bodies are checked key by key
 ): Promise<{ status: number; headers: Headers; body: any; bytes: Buffer }> {
   const url = new URL('/console/session', base);
@@ -27,7 +28,7 @@ function signInFrom(
         path: url.pathname,
         method: 'POST',
         localAddress,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...extraHeaders },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -35,7 +36,8 @@ function signInFrom(
         res.on('end', () => {
           const bytes = Buffer.concat(chunks);
           const headers = new Headers();
-          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
+          for (const [k, v] of Object.entries(res.headers))
+            for (const value of Array.isArray(v) ? v : v === undefined ? [] : [v]) headers.append(k, value);
           const text = bytes.toString('utf8');
           resolve({
             status: res.statusCode ?? 0,
@@ -166,6 +168,64 @@ describe.each(dialects)('%s: console sign-in failure limits', (dialect) => {
       await two.close();
       await one.close();
       await redis.stop();
+    }
+  });
+
+  it('behind a trusted proxy (INBOX_TRUST_PROXY) counts the forwarded client address and marks the cookie Secure; without it, neither', async () => {
+    const database = createInboxTestDatabase(dialect);
+    databases.push(database);
+    const env = { INBOX_CONSOLE_SIGNIN_FAILURES: '2' };
+    const proxied = await startInboxServer({ database, env: { ...env, INBOX_TRUST_PROXY: 'true' } });
+    const direct = await startInboxServer({ database, env: { ...env, INBOX_ROLES: 'api' } });
+    try {
+      const { key } = await proxied.createKey();
+      const from = (client: string) => ({ 'x-forwarded-for': `${client}, 10.0.0.1`, 'x-forwarded-proto': 'https' });
+
+      // Trusted: two clients behind the same proxy address have budgets of their own.
+      for (const guess of ['am_wrong-one', 'am_wrong-two'])
+        expectError(
+          await signInFrom(proxied.url, '127.0.0.7', guess, from('203.0.113.7')),
+          401,
+          'authentication_error',
+          'INVALID_API_KEY',
+        );
+      expectError(
+        await signInFrom(proxied.url, '127.0.0.7', key, from('203.0.113.7')),
+        429,
+        'rate_limit_exceeded',
+        'TOO_MANY_SIGN_IN_FAILURES',
+      );
+      const other = await signInFrom(proxied.url, '127.0.0.7', key, from('203.0.113.8'));
+      expect(other.status).toBe(200);
+      expect(other.headers.get('set-cookie')).toMatch(/; Secure(;|$)/);
+      // Without the proxy's headers the same instance sees the socket's address and plain http.
+      const plain = await signInFrom(proxied.url, '127.0.0.7', key);
+      expect(plain.status).toBe(200);
+      expect(plain.headers.get('set-cookie')).not.toMatch(/Secure/);
+
+      // Not trusted: the headers are ignored, so every "client" is the socket's address, sharing one budget.
+      for (const [guess, client] of [
+        ['am_wrong-three', '203.0.113.9'],
+        ['am_wrong-four', '203.0.113.10'],
+      ] as const)
+        expectError(
+          await signInFrom(direct.url, '127.0.0.8', guess, from(client)),
+          401,
+          'authentication_error',
+          'INVALID_API_KEY',
+        );
+      expectError(
+        await signInFrom(direct.url, '127.0.0.8', key, from('203.0.113.11')),
+        429,
+        'rate_limit_exceeded',
+        'TOO_MANY_SIGN_IN_FAILURES',
+      );
+      const untrusted = await signInFrom(direct.url, '127.0.0.9', key, from('203.0.113.11'));
+      expect(untrusted.status).toBe(200);
+      expect(untrusted.headers.get('set-cookie')).not.toMatch(/Secure/);
+    } finally {
+      await direct.close();
+      await proxied.close();
     }
   });
 });
