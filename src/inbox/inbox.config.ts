@@ -353,7 +353,7 @@ export const inboxConfigSpec = {
   ),
   imapLoginFailures: env.integer(
     'INBOX_IMAP_LOGIN_FAILURES',
-    'failed logins of IMAP and of SMTP submission per user name in 15 minutes (per client address: ten times as many); beyond, logins are refused until the window passes',
+    'failed logins of IMAP and of SMTP submission together per user name in 15 minutes (per client address: ten times as many); beyond, logins are refused until the window passes (counted by all instances together through `REDIS_URL`)',
     10,
     1,
     100_000,

@@ -19,6 +19,7 @@ import { commitsOf } from '../platform/db/group-commit.js';
 import { loggerOptions } from '../platform/log/logger.js';
 import { buildManagementApp, metricsExposure, newMetricsRegistry, type Readiness } from '../platform/http/app.js';
 import { memoryRateLimiter, sharedRateLimiter } from '../platform/http/rate-limit.js';
+import { loginBudget, type LoginBudget } from '../platform/login-budget.js';
 import { connectRedis, type SharedRedis } from '../platform/redis.js';
 import { systemIds, type Ids } from '../platform/ids.js';
 import { createJobRunner, type JobRunner, type JobWakeups, type QueueDefinition } from '../platform/jobs/jobs.js';
@@ -82,6 +83,8 @@ export interface InboxRuntime {
   sweepBlobs(): Promise<number>;
   /** Closes the SMTP relay's pooled connections; after the runner has stopped. */
   closeOutbound(): void;
+  /** Failed logins of IMAP and SMTP submission, one budget for both (through Redis when set). */
+  readonly logins: LoginBudget;
 }
 
 /** Creates every service of the inbox domain over one database: used by HTTP, workers and the CLI. */
@@ -295,6 +298,7 @@ export function createInboxServices(
     runner,
     sweepBlobs: blobSweeper.sweep,
     closeOutbound: () => outbound.close(),
+    logins: loginBudget(config.imapLoginFailures, options.redis ? { redis: options.redis } : {}),
   };
 }
 
@@ -385,7 +389,7 @@ async function startImap(
       maxConnectionsPerKey: config.imapMaxConnectionsPerKey,
       idleTimeoutMs: config.imapIdleTimeoutMs,
       writeTimeoutMs: config.imapWriteTimeoutMs,
-      loginFailures: config.imapLoginFailures,
+      logins: runtime.logins,
     },
     imap,
     pino(loggerOptions(config.logLevel, 'inbox-imap')),
@@ -423,7 +427,7 @@ async function startSubmission(config: InboxConfig, runtime: InboxRuntime, datab
       maxRecipients: config.maxRecipients,
       maxSessionMs: config.submissionMaxSessionMs,
       maxConnections: config.smtpMaxConnections,
-      loginFailures: config.imapLoginFailures,
+      logins: runtime.logins,
     },
     {
       login: (address, key) => loginToInbox(services.db, services.apiKeys, address, key, 'messageSend'),

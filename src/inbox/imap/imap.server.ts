@@ -22,7 +22,7 @@ import {
   str,
 } from './imap-fetch.js';
 import { tlsOptions, watchTls } from '../smtp/smtp.server.js';
-import { loginBudget } from '../../platform/login-budget.js';
+import type { LoginBudget } from '../../platform/login-budget.js';
 
 /**
  * The IMAP listener (decision 0045): a protocol adapter, as smtp.server.ts is. It reads commands
@@ -48,7 +48,8 @@ export interface ImapListenerConfig {
   readonly idleTimeoutMs: number;
   /** How long a write may wait for a client that reads nothing before it is cut off. */
   readonly writeTimeoutMs: number;
-  readonly loginFailures: number;
+  /** Failed logins (login-budget.ts): shared with SMTP submission, and through Redis with other instances. */
+  readonly logins: LoginBudget;
 }
 
 export interface ImapLog {
@@ -182,7 +183,7 @@ export async function startImapServer(
   let secureContext = tlsPair.key ? tls.createSecureContext(tlsPair) : undefined;
   const sessions = new Set<Session>();
   const perIp = new Map<string, number>();
-  const budget = loginBudget(config.loginFailures);
+  const budget = config.logins;
   let closing = false;
 
   class Session {
@@ -609,13 +610,13 @@ export async function startImapServer(
     private async login(tag: string, user: string, password: string) {
       if (this.state !== 'fresh') throw new BadCommand('Already logged in');
       if (!this.loginAllowed()) throw new ImapNoError('PRIVACYREQUIRED', 'Log in over TLS (STARTTLS or port 993).');
-      if (budget.blocked(user, this.ip)) {
+      if (await budget.blocked(user, this.ip)) {
         log.warn({ user, ip: this.ip }, 'imap: login refused, too many failures');
         throw new ImapNoError('UNAVAILABLE', 'Too many failed logins; try again later.');
       }
       const result = await imap.login(user, password);
       if (!result.ok) {
-        budget.failed(user, this.ip);
+        await budget.failed(user, this.ip);
         log.warn({ user, ip: this.ip, reason: result.reason }, 'imap: login failed');
         if (result.reason === 'permission')
           throw new ImapNoError('AUTHORIZATIONFAILED', 'This API key lacks the message_read permission.');

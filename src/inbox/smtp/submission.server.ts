@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import { AppError } from '../../platform/errors/app-error.js';
-import { loginBudget } from '../../platform/login-budget.js';
+import type { LoginBudget } from '../../platform/login-budget.js';
 import type { KeyOwner } from '../core/scope.js';
 import type { InboxLogin } from '../inboxes/inbox-login.js';
 import type { SubmittedMessage } from '../outgoing/send.service.js';
@@ -30,7 +30,8 @@ export interface SubmissionListenerConfig {
   readonly maxRecipients: number;
   readonly maxSessionMs: number;
   readonly maxConnections: number;
-  readonly loginFailures: number;
+  /** Failed logins (login-budget.ts): shared with IMAP, and through Redis with other instances. */
+  readonly logins: LoginBudget;
 }
 
 export interface SubmissionDeps {
@@ -73,7 +74,7 @@ export async function startSubmissionServer(
   deps: SubmissionDeps,
   log: SmtpLog,
 ): Promise<RunningSubmissionServer> {
-  const budget = loginBudget(config.loginFailures);
+  const budget = config.logins;
   const accounts = new WeakMap<SMTPServerSession, Account>();
   /** When each session began: a sweep ends those past `maxSessionMs`. */
   const started = new Map<string, number>();
@@ -105,15 +106,16 @@ export async function startSubmissionServer(
       if (!session.secure && !isLoopback(ip))
         return callback(reply(538, '5.7.11 Encryption required: issue STARTTLS first'));
       const user = auth.username ?? '';
-      if (budget.blocked(user, ip)) {
-        log.warn({ user, ip }, 'submission: login refused, too many failures');
-        return callback(reply(454, '4.7.0 Too many failed logins; try again later'));
-      }
-      deps
-        .login(user, auth.password ?? '')
-        .then((login) => {
+      budget
+        .blocked(user, ip)
+        .then(async (blocked) => {
+          if (blocked) {
+            log.warn({ user, ip }, 'submission: login refused, too many failures');
+            return callback(reply(454, '4.7.0 Too many failed logins; try again later'));
+          }
+          const login = await deps.login(user, auth.password ?? '');
           if (!login.ok) {
-            budget.failed(user, ip);
+            await budget.failed(user, ip);
             log.warn({ user, ip, reason: login.reason }, 'submission: login failed');
             return callback(
               reply(
