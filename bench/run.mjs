@@ -21,7 +21,7 @@ import {
   writeResults,
 } from './lib/harness.mjs';
 import { dropSchema, seed } from './seed.mjs';
-import { startVarnish } from './lib/varnish.mjs';
+import { hasVarnish, startVarnish } from './lib/varnish.mjs';
 
 /**
  * `npm run bench`: the property server against its limit (bench/baseline/property-baseline.mjs)
@@ -310,9 +310,9 @@ async function main() {
   const source = sourceOf(['src/property', 'src/platform']);
   let varnish = null;
   if (opts.suite === 'writecost') {
-    varnish = await startVarnish({ port: await harness.freePort(), backendPort: port });
-    if (!varnish)
+    if (!hasVarnish)
       throw new Error('the writecost suite needs varnishd (apt-get install -y --no-install-recommends varnish)');
+    varnish = await startVarnish({ port: await harness.freePort(), backendPort: port });
     purgeTarget = varnish.url;
     console.log(`writecost: purges go to a private varnishd at ${varnish.url}`);
   }

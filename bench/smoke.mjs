@@ -26,6 +26,22 @@ const BENCHES = [
     argv: ['bench/run.mjs', '--suite', 'scale', '--runs', '1', '--duration', '1', '--warmup', '1', '--items', '300'],
   },
   {
+    name: 'property-writecost',
+    argv: [
+      'bench/run.mjs',
+      '--suite',
+      'writecost',
+      '--runs',
+      '1',
+      '--duration',
+      '1',
+      '--warmup',
+      '1',
+      '--items',
+      '300',
+    ],
+  },
+  {
     name: 'inbox',
     argv: [
       'bench/inbox-run.mjs',
