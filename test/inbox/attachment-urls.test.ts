@@ -85,7 +85,9 @@ describe.each(dialects)('%s: attachments by url', (dialect) => {
   beforeAll(async () => {
     files = await startFileServer();
     // The test harness allows private addresses (INBOX_WEBHOOK_ALLOW_PRIVATE=true): the file server is on loopback.
-    server = await startInboxServer({ dialect, env: { INBOX_ATTACHMENT_URL_TIMEOUT_MS: '500' } });
+    // Short enough that `/hang` times out quickly, long enough for 30 MiB over loopback on a busy
+    // machine (500 ms was not: the 30 MiB case failed under load).
+    server = await startInboxServer({ dialect, env: { INBOX_ATTACHMENT_URL_TIMEOUT_MS: '5000' } });
     org = await organization(server, [unique('url'), unique('rcpt')]);
     [sender, rcpt] = org.inboxes as [string, string];
   });
