@@ -126,7 +126,7 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     request: FastifyRequest,
     name: string,
     args: Record<string, unknown>,
-    signal: AbortSignal,
+    signal: () => AbortSignal,
     progress: ToolContext['progress'],
     rendered: Rendered,
   ): Promise<CallToolResult> {
@@ -153,7 +153,14 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
       return errorResult(message, { error: { type: 'validation_error', message, details: { code: 'NUL_CHARACTER' } } });
     }
     try {
-      const ctx: ToolContext = { owner, origin: requestOrigin(request), signal, ...(progress ? { progress } : {}) };
+      const ctx: ToolContext = {
+        owner,
+        origin: requestOrigin(request),
+        get signal() {
+          return signal();
+        },
+        ...(progress ? { progress } : {}),
+      };
       return result(tool, await tool.run(ctx, args), rendered);
     } catch (err) {
       if (err instanceof AppError) {
@@ -171,7 +178,7 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
   const jsonSchemaValidator = new AjvJsonSchemaValidator(ajv);
 
   /** A fresh protocol server for one request (stateless: nothing of it outlives the POST). */
-  function serverFor(owner: KeyOwner, request: FastifyRequest, signal: AbortSignal, rendered: Rendered): Server {
+  function serverFor(owner: KeyOwner, request: FastifyRequest, signal: () => AbortSignal, rendered: Rendered): Server {
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
@@ -214,16 +221,26 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     // A wait_for_message answers after up to WAIT_MAX_SECONDS of silence: the socket's inactivity limit must not cut it.
     if ((request.body as { params?: { name?: unknown } } | undefined)?.params?.name === 'wait_for_message')
       request.raw.socket.setTimeout((WAIT_MAX_SECONDS + 30) * 1000);
-    const gone = new AbortController();
+    // Made when a tool first asks for it (wait_for_message): most calls never do, and an AbortSignal is not free.
+    let gone: AbortController | undefined;
+    let left = false;
+    const signal = () => {
+      if (!gone) {
+        gone = new AbortController();
+        if (left) gone.abort();
+      }
+      return gone.signal;
+    };
     const rendered: Rendered = {};
     const transport = new PostTransport(streams(request.body), answerJson(rendered));
     reply.raw.on('close', () => {
       if (reply.raw.writableFinished) return;
-      gone.abort();
+      left = true;
+      gone?.abort();
       // Ends what still runs for a client that went away (a stream, or a JSON answer nobody will read).
       void transport.close();
     });
-    await serverFor(owner, request, gone.signal, rendered).connect(transport);
+    await serverFor(owner, request, signal, rendered).connect(transport);
     const answer = await transport.handle(request.body, request.headers);
     reply.code(answer.status);
     if ('stream' in answer) {
