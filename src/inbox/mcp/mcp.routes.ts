@@ -18,7 +18,14 @@ import { authenticateKey, bearerKeyOf, type KeyAuthenticator } from '../http/aut
 import { appErrorBody } from '../http/error-envelope.js';
 import type { InboxApp } from '../http/types.js';
 import { requestOrigin } from '../messages/message.routes.js';
-import { mcpTools, WAIT_MAX_SECONDS, type McpTool, type ToolContext, type ToolServices } from './mcp.tools.js';
+import {
+  JsonResult,
+  mcpTools,
+  WAIT_MAX_SECONDS,
+  type McpTool,
+  type ToolContext,
+  type ToolServices,
+} from './mcp.tools.js';
 import { PostTransport, type Serialize } from './post-transport.js';
 
 /**
@@ -54,21 +61,37 @@ function presentedKey(request: FastifyRequest): { key?: string; problem?: string
   return bearerKeyOf(request.headers.authorization);
 }
 
-/** JSON for the text of a result, with `<` escaped so no mail content can close the markers around it. */
-const safeJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
+/** `<` escaped as `\u003c` (the same JSON), so no mail content can close the markers around it. */
+const ltEscaped = (json: string) => json.replace(/</g, '\\u003c');
+
+/** JSON for the text of a result. */
+const safeJson = (value: unknown) => ltEscaped(JSON.stringify(value));
+
+/**
+ * What the SDK sees as the structured content of a result whose JSON the route already has
+ * (`JsonResult`): the SDK only checks that it is an object (`CallToolResultSchema`), and the
+ * answer is written with the JSON in its place (`answerJson`). The key marks it, should a message
+ * ever reach `JSON.stringify` with it.
+ */
+const PRERENDERED = '\u0000prerendered';
 
 /** The last tool result of a POST: its text, and the JSON of its structured content that the text holds. */
-interface Rendered {
+export interface Rendered {
   text?: string;
   json?: string;
 }
 
-function result(tool: McpTool, structured: Record<string, unknown>, rendered: Rendered): CallToolResult {
-  const json = safeJson(structured);
+export function toolResult(
+  tool: McpTool,
+  structured: Record<string, unknown> | JsonResult,
+  rendered: Rendered,
+): CallToolResult {
+  const prerendered = structured instanceof JsonResult;
+  const json = prerendered ? ltEscaped(structured.json) : safeJson(structured);
   const text = tool.external ? `${EXTERNAL_NOTE}\n<external-email-content>\n${json}\n</external-email-content>` : json;
   rendered.text = text;
   rendered.json = json;
-  return { content: [{ type: 'text', text }], structuredContent: structured };
+  return { content: [{ type: 'text', text }], structuredContent: prerendered ? { [PRERENDERED]: true } : structured };
 }
 
 /**
@@ -76,16 +99,23 @@ function result(tool: McpTool, structured: Record<string, unknown>, rendered: Re
  * content and as the text rendering the specification asks for, which is that same JSON: rather
  * than serialize the structured content a second time, the JSON already written for the text is
  * put in its place (`<` escaped as `\u003c` is the same JSON). The text is recognised by identity of
- * content, so a result the SDK changed on its way falls back to plain `JSON.stringify`.
+ * content; the message is written in the SDK's order (`result`, `jsonrpc`, `id`; in the result
+ * `content`, then `structuredContent`), so the bytes are those `JSON.stringify` would write
+ * (test/inbox/mcp-answer.test.ts). Any other message is `JSON.stringify`'d, with a prerendered
+ * result's JSON parsed back into its place should one ever get there.
  */
-function answerJson(rendered: Rendered): Serialize {
+export function answerJson(rendered: Rendered): Serialize {
   return (message) => {
     const {
+      result: answer,
       jsonrpc,
       id,
-      result: answer,
       ...others
-    } = message as { jsonrpc?: string; id?: unknown; result?: CallToolResult };
+    } = message as {
+      jsonrpc?: string;
+      id?: unknown;
+      result?: CallToolResult;
+    };
     const content = answer?.content?.[0];
     if (
       rendered.json === undefined ||
@@ -93,10 +123,16 @@ function answerJson(rendered: Rendered): Serialize {
       content?.type !== 'text' ||
       content.text !== rendered.text ||
       Object.keys(others).length > 0
-    )
+    ) {
+      if (answer?.structuredContent?.[PRERENDERED] === true && rendered.json !== undefined)
+        return JSON.stringify({
+          ...message,
+          result: { ...answer, structuredContent: JSON.parse(rendered.json) as Record<string, unknown> },
+        });
       return JSON.stringify(message);
+    }
     const { structuredContent: _, ...rest } = answer;
-    return `{"jsonrpc":${JSON.stringify(jsonrpc)},"id":${JSON.stringify(id)},"result":${JSON.stringify(rest).slice(0, -1)},"structuredContent":${rendered.json}}}`;
+    return `{"result":${JSON.stringify(rest).slice(0, -1)},"structuredContent":${rendered.json}},"jsonrpc":${JSON.stringify(jsonrpc)},"id":${JSON.stringify(id)}}`;
   };
 }
 
@@ -161,7 +197,7 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
         },
         ...(progress ? { progress } : {}),
       };
-      return result(tool, await tool.run(ctx, args), rendered);
+      return toolResult(tool, await tool.run(ctx, args), rendered);
     } catch (err) {
       if (err instanceof AppError) {
         const { body } = appErrorBody(err);
