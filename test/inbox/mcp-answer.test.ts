@@ -111,7 +111,9 @@ async function answerOf(make: (rendered: Rendered) => unknown, serialize?: (r: R
 type PostTransportSerialize = (message: JSONRPCMessage) => string;
 
 describe('answerJson', () => {
-  const withoutLt = { limit: 10, items: [{ ...bare, messageId: 'm1@example.com' }], nextPageToken: 'n' };
+  // Without `<`, which the route writes as \u003c where JSON.stringify would not: quotes, backslashes, controls, U+2028, emoji.
+  const noLt = (m: Message) => JSON.parse(JSON.stringify(m).replace(/</g, '[')) as Message;
+  const withoutLt = { limit: 10, items: [noLt(bare), noLt(full), noLt(emptyHeaders)], nextPageToken: 'n' };
   const json = mcpMessagePageJson(withoutLt);
 
   it.each([

@@ -79,7 +79,24 @@ const PRERENDERED = '\u0000prerendered';
 export interface Rendered {
   text?: string;
   json?: string;
+  /** The text holds the JSON between the outside-content markers (`HEAD` and `TAIL`). */
+  marked?: boolean;
 }
+
+const HEAD = `${EXTERNAL_NOTE}\n<external-email-content>\n`;
+const TAIL = '\n</external-email-content>';
+/** The markers as they are inside a JSON string: the head with its opening quote, the tail with its closing one. */
+const HEAD_JSON = JSON.stringify(HEAD).slice(0, -1);
+const TAIL_JSON = JSON.stringify(TAIL).slice(1);
+
+/**
+ * The rendered text as a JSON string, escaped from the JSON alone (the markers' part is constant):
+ * the same string as `JSON.stringify(text)`, without first copying the text into one flat string.
+ */
+const textJson = (rendered: Rendered & { json: string }) =>
+  rendered.marked
+    ? `${HEAD_JSON}${JSON.stringify(rendered.json).slice(1, -1)}${TAIL_JSON}`
+    : JSON.stringify(rendered.json);
 
 export function toolResult(
   tool: McpTool,
@@ -88,9 +105,10 @@ export function toolResult(
 ): CallToolResult {
   const prerendered = structured instanceof JsonResult;
   const json = prerendered ? ltEscaped(structured.json) : safeJson(structured);
-  const text = tool.external ? `${EXTERNAL_NOTE}\n<external-email-content>\n${json}\n</external-email-content>` : json;
+  const text = tool.external ? `${HEAD}${json}${TAIL}` : json;
   rendered.text = text;
   rendered.json = json;
+  rendered.marked = tool.external;
   return { content: [{ type: 'text', text }], structuredContent: prerendered ? { [PRERENDERED]: true } : structured };
 }
 
@@ -132,7 +150,12 @@ export function answerJson(rendered: Rendered): Serialize {
       return JSON.stringify(message);
     }
     const { structuredContent: _, ...rest } = answer;
-    return `{"result":${JSON.stringify(rest).slice(0, -1)},"structuredContent":${rendered.json}},"jsonrpc":${JSON.stringify(jsonrpc)},"id":${JSON.stringify(id)}}`;
+    // The usual result, `content` with the one text block, is written from its parts; any other, by JSON.stringify.
+    const usual = answer.content.length === 1 && Object.keys(rest).length === 1 && Object.keys(content).length === 2;
+    const head = usual
+      ? `{"content":[{"type":"text","text":${textJson(rendered as Rendered & { json: string })}}]`
+      : JSON.stringify(rest).slice(0, -1);
+    return `{"result":${head},"structuredContent":${rendered.json}},"jsonrpc":${JSON.stringify(jsonrpc)},"id":${JSON.stringify(id)}}`;
   };
 }
 
