@@ -88,7 +88,10 @@ describe.each(dialects)('%s: the bundle npm start runs', (dialect) => {
           property,
           smtp: portOf(output, 'Inbox SMTP'),
         });
-        expect(Object.values(ports).every((p) => typeof p === 'number' && p > 0), output).toBe(true);
+        expect(
+          Object.values(ports).every((p) => typeof p === 'number' && p > 0),
+          output,
+        ).toBe(true);
         break;
       }
       if (child.exitCode !== null || Date.now() - started > 60_000)
