@@ -32,9 +32,9 @@ import { PostTransport, type Serialize } from './post-transport.js';
  * The MCP door (docs/decisions/0044-mcp-built-in.md): Model Context Protocol over Streamable HTTP
  * at `/mcp` on the API's port, stateless as AgentMail's hosted server is: every POST stands alone
  * (no session, nothing kept between requests, any instance answers), GET and DELETE answer 405.
- * The protocol is the official SDK's (`Server` and its web-standard transport); the tools are
- * `mcp.tools.ts`. The key comes as `x-api-key` or `Authorization: Bearer`, is checked and charged to
- * its rate limit exactly as a REST request is, and every tool runs as that key.
+ * The protocol is the official SDK's `Server` (the POST's transport is post-transport.ts, decision
+ * 0051); the tools are `mcp.tools.ts`. The key comes as `x-api-key` or `Authorization: Bearer`, is
+ * checked and charged to its rate limit exactly as a REST request is, and every tool runs as that key.
  */
 
 export const MCP_PATH = '/mcp';
