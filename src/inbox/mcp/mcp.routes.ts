@@ -18,16 +18,23 @@ import { authenticateKey, bearerKeyOf, type KeyAuthenticator } from '../http/aut
 import { appErrorBody } from '../http/error-envelope.js';
 import type { InboxApp } from '../http/types.js';
 import { requestOrigin } from '../messages/message.routes.js';
-import { mcpTools, WAIT_MAX_SECONDS, type McpTool, type ToolContext, type ToolServices } from './mcp.tools.js';
+import {
+  JsonResult,
+  mcpTools,
+  WAIT_MAX_SECONDS,
+  type McpTool,
+  type ToolContext,
+  type ToolServices,
+} from './mcp.tools.js';
 import { PostTransport, type Serialize } from './post-transport.js';
 
 /**
  * The MCP door (docs/decisions/0044-mcp-built-in.md): Model Context Protocol over Streamable HTTP
  * at `/mcp` on the API's port, stateless as AgentMail's hosted server is: every POST stands alone
  * (no session, nothing kept between requests, any instance answers), GET and DELETE answer 405.
- * The protocol is the official SDK's (`Server` and its web-standard transport); the tools are
- * `mcp.tools.ts`. The key comes as `x-api-key` or `Authorization: Bearer`, is checked and charged to
- * its rate limit exactly as a REST request is, and every tool runs as that key.
+ * The protocol is the official SDK's `Server` (the POST's transport is post-transport.ts, decision
+ * 0051); the tools are `mcp.tools.ts`. The key comes as `x-api-key` or `Authorization: Bearer`, is
+ * checked and charged to its rate limit exactly as a REST request is, and every tool runs as that key.
  */
 
 export const MCP_PATH = '/mcp';
@@ -54,21 +61,55 @@ function presentedKey(request: FastifyRequest): { key?: string; problem?: string
   return bearerKeyOf(request.headers.authorization);
 }
 
-/** JSON for the text of a result, with `<` escaped so no mail content can close the markers around it. */
-const safeJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
+/** `<` escaped as `\u003c` (the same JSON), so no mail content can close the markers around it. */
+const ltEscaped = (json: string) => json.replace(/</g, '\\u003c');
+
+/** JSON for the text of a result. */
+const safeJson = (value: unknown) => ltEscaped(JSON.stringify(value));
+
+/**
+ * What the SDK sees as the structured content of a result whose JSON the route already has
+ * (`JsonResult`): the SDK only checks that it is an object (`CallToolResultSchema`), and the
+ * answer is written with the JSON in its place (`answerJson`). The key marks it, should a message
+ * ever reach `JSON.stringify` with it.
+ */
+const PRERENDERED = '\u0000prerendered';
 
 /** The last tool result of a POST: its text, and the JSON of its structured content that the text holds. */
-interface Rendered {
+export interface Rendered {
   text?: string;
   json?: string;
+  /** The text holds the JSON between the outside-content markers (`HEAD` and `TAIL`). */
+  marked?: boolean;
 }
 
-function result(tool: McpTool, structured: Record<string, unknown>, rendered: Rendered): CallToolResult {
-  const json = safeJson(structured);
-  const text = tool.external ? `${EXTERNAL_NOTE}\n<external-email-content>\n${json}\n</external-email-content>` : json;
+const HEAD = `${EXTERNAL_NOTE}\n<external-email-content>\n`;
+const TAIL = '\n</external-email-content>';
+/** The markers as they are inside a JSON string: the head with its opening quote, the tail with its closing one. */
+const HEAD_JSON = JSON.stringify(HEAD).slice(0, -1);
+const TAIL_JSON = JSON.stringify(TAIL).slice(1);
+
+/**
+ * The rendered text as a JSON string, escaped from the JSON alone (the markers' part is constant):
+ * the same string as `JSON.stringify(text)`, without first copying the text into one flat string.
+ */
+const textJson = (rendered: Rendered & { json: string }) =>
+  rendered.marked
+    ? `${HEAD_JSON}${JSON.stringify(rendered.json).slice(1, -1)}${TAIL_JSON}`
+    : JSON.stringify(rendered.json);
+
+export function toolResult(
+  tool: McpTool,
+  structured: Record<string, unknown> | JsonResult,
+  rendered: Rendered,
+): CallToolResult {
+  const prerendered = structured instanceof JsonResult;
+  const json = prerendered ? ltEscaped(structured.json) : safeJson(structured);
+  const text = tool.external ? `${HEAD}${json}${TAIL}` : json;
   rendered.text = text;
   rendered.json = json;
-  return { content: [{ type: 'text', text }], structuredContent: structured };
+  rendered.marked = tool.external;
+  return { content: [{ type: 'text', text }], structuredContent: prerendered ? { [PRERENDERED]: true } : structured };
 }
 
 /**
@@ -76,16 +117,23 @@ function result(tool: McpTool, structured: Record<string, unknown>, rendered: Re
  * content and as the text rendering the specification asks for, which is that same JSON: rather
  * than serialize the structured content a second time, the JSON already written for the text is
  * put in its place (`<` escaped as `\u003c` is the same JSON). The text is recognised by identity of
- * content, so a result the SDK changed on its way falls back to plain `JSON.stringify`.
+ * content; the message is written in the SDK's order (`result`, `jsonrpc`, `id`; in the result
+ * `content`, then `structuredContent`), so the bytes are those `JSON.stringify` would write
+ * (test/inbox/mcp-answer.test.ts). Any other message is `JSON.stringify`'d, with a prerendered
+ * result's JSON parsed back into its place should one ever get there.
  */
-function answerJson(rendered: Rendered): Serialize {
+export function answerJson(rendered: Rendered): Serialize {
   return (message) => {
     const {
+      result: answer,
       jsonrpc,
       id,
-      result: answer,
       ...others
-    } = message as { jsonrpc?: string; id?: unknown; result?: CallToolResult };
+    } = message as {
+      jsonrpc?: string;
+      id?: unknown;
+      result?: CallToolResult;
+    };
     const content = answer?.content?.[0];
     if (
       rendered.json === undefined ||
@@ -93,10 +141,21 @@ function answerJson(rendered: Rendered): Serialize {
       content?.type !== 'text' ||
       content.text !== rendered.text ||
       Object.keys(others).length > 0
-    )
+    ) {
+      if (answer?.structuredContent?.[PRERENDERED] === true && rendered.json !== undefined)
+        return JSON.stringify({
+          ...message,
+          result: { ...answer, structuredContent: JSON.parse(rendered.json) as Record<string, unknown> },
+        });
       return JSON.stringify(message);
+    }
     const { structuredContent: _, ...rest } = answer;
-    return `{"jsonrpc":${JSON.stringify(jsonrpc)},"id":${JSON.stringify(id)},"result":${JSON.stringify(rest).slice(0, -1)},"structuredContent":${rendered.json}}}`;
+    // The usual result, `content` with the one text block, is written from its parts; any other, by JSON.stringify.
+    const usual = answer.content.length === 1 && Object.keys(rest).length === 1 && Object.keys(content).length === 2;
+    const head = usual
+      ? `{"content":[{"type":"text","text":${textJson(rendered as Rendered & { json: string })}}]`
+      : JSON.stringify(rest).slice(0, -1);
+    return `{"result":${head},"structuredContent":${rendered.json}},"jsonrpc":${JSON.stringify(jsonrpc)},"id":${JSON.stringify(id)}}`;
   };
 }
 
@@ -126,7 +185,7 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     request: FastifyRequest,
     name: string,
     args: Record<string, unknown>,
-    signal: AbortSignal,
+    signal: () => AbortSignal,
     progress: ToolContext['progress'],
     rendered: Rendered,
   ): Promise<CallToolResult> {
@@ -153,8 +212,15 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
       return errorResult(message, { error: { type: 'validation_error', message, details: { code: 'NUL_CHARACTER' } } });
     }
     try {
-      const ctx: ToolContext = { owner, origin: requestOrigin(request), signal, ...(progress ? { progress } : {}) };
-      return result(tool, await tool.run(ctx, args), rendered);
+      const ctx: ToolContext = {
+        owner,
+        origin: requestOrigin(request),
+        get signal() {
+          return signal();
+        },
+        ...(progress ? { progress } : {}),
+      };
+      return toolResult(tool, await tool.run(ctx, args), rendered);
     } catch (err) {
       if (err instanceof AppError) {
         const { body } = appErrorBody(err);
@@ -171,7 +237,7 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
   const jsonSchemaValidator = new AjvJsonSchemaValidator(ajv);
 
   /** A fresh protocol server for one request (stateless: nothing of it outlives the POST). */
-  function serverFor(owner: KeyOwner, request: FastifyRequest, signal: AbortSignal, rendered: Rendered): Server {
+  function serverFor(owner: KeyOwner, request: FastifyRequest, signal: () => AbortSignal, rendered: Rendered): Server {
     const server = new Server(SERVER_INFO, {
       capabilities: { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
@@ -214,16 +280,26 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     // A wait_for_message answers after up to WAIT_MAX_SECONDS of silence: the socket's inactivity limit must not cut it.
     if ((request.body as { params?: { name?: unknown } } | undefined)?.params?.name === 'wait_for_message')
       request.raw.socket.setTimeout((WAIT_MAX_SECONDS + 30) * 1000);
-    const gone = new AbortController();
+    // Made when a tool first asks for it (wait_for_message): most calls never do, and an AbortSignal is not free.
+    let gone: AbortController | undefined;
+    let left = false;
+    const signal = () => {
+      if (!gone) {
+        gone = new AbortController();
+        if (left) gone.abort();
+      }
+      return gone.signal;
+    };
     const rendered: Rendered = {};
     const transport = new PostTransport(streams(request.body), answerJson(rendered));
     reply.raw.on('close', () => {
       if (reply.raw.writableFinished) return;
-      gone.abort();
+      left = true;
+      gone?.abort();
       // Ends what still runs for a client that went away (a stream, or a JSON answer nobody will read).
       void transport.close();
     });
-    await serverFor(owner, request, gone.signal, rendered).connect(transport);
+    await serverFor(owner, request, signal, rendered).connect(transport);
     const answer = await transport.handle(request.body, request.headers);
     reply.code(answer.status);
     if ('stream' in answer) {

@@ -14,7 +14,6 @@ import {
   MessageResponse,
   SendMessageResponse,
   toAttachmentResponse,
-  toMessageItemResponse,
   toMessageResponse,
 } from '../core/message.wire.js';
 import type { Message } from '../core/message.js';
@@ -47,6 +46,7 @@ import {
   toUpdateDraftInput,
 } from '../drafts/draft.schemas.js';
 import { camel, camelKeys, camelSchema, snakeKeys, type JsonSchema } from './camel.js';
+import { mcpMessagePageJson } from './message-page.js';
 import type { MessageWaiters } from './message-waiters.js';
 import { EXTRACT_TIMEOUT_MS, MAX_EXTRACT_BYTES, textFormatOf, type ExtractedText } from '../mail/attachment-text.js';
 import { textPool } from '../offload.js';
@@ -100,8 +100,20 @@ export interface McpTool {
   readonly annotations: ToolAnnotations;
   /** Its results hold mail from outside (bodies, attachments): the text rendering marks them as such. */
   readonly external: boolean;
-  /** The structured result (camelCase); errors are thrown (AppError) and become isError results. */
-  run(ctx: ToolContext, args: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /**
+   * The structured result (camelCase), or its JSON already written (`JsonResult`); errors are thrown
+   * (AppError) and become isError results.
+   */
+  run(ctx: ToolContext, args: Record<string, unknown>): Promise<Record<string, unknown> | JsonResult>;
+}
+
+/**
+ * A tool's structured result as JSON, written from the service's answer without building the
+ * object first (a page of messages, `message-page.ts`; decision 0051, "Later"). The route puts it
+ * in the text and in the answer's structured content as it is.
+ */
+export class JsonResult {
+  constructor(readonly json: string) {}
 }
 
 /** What lists return when the agent gives no limit: a page an agent's context can hold. */
@@ -386,7 +398,7 @@ export function mcpTools(services: ToolServices): McpTool[] {
       camelSchema(ListMessagesResponse),
       async (ctx, a) => {
         const result = await services.messages.list(ctx.owner, str(a.inboxId), toListQuery(listArgs(a)));
-        return out(pageEnvelope('messages', result, toMessageItemResponse));
+        return new JsonResult(mcpMessagePageJson(result));
       },
       true,
     ),
@@ -399,7 +411,7 @@ export function mcpTools(services: ToolServices): McpTool[] {
       camelSchema(ListMessagesResponse),
       async (ctx, a) => {
         const result = await services.search.messages(ctx.owner, str(a.inboxId), searchArgs(a));
-        return out(pageEnvelope('messages', result, toMessageItemResponse));
+        return new JsonResult(mcpMessagePageJson(result));
       },
       true,
     ),
