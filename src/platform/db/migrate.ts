@@ -9,7 +9,8 @@ export type MigrationSet = Readonly<Record<string, Migration>>;
  * Runs the migrations not yet applied. Safe when several instances start at once: on PostgreSQL
  * the schema's advisory lock (the one `openDatabase` takes to create the schema) is held on one
  * connection for the whole run. SQLite has no such lock: a run that lost the race to another
- * process (its writes conflict with the other's) is run again and finds the migrations applied.
+ * process (its writes conflict with the other's) is run again while the other makes progress, and
+ * finds the migrations applied.
  * PostgreSQL runs are retried too, because Kysely looks for its tables in the catalog of every
  * schema, which fails while some other schema of the database is being dropped.
  */
@@ -28,13 +29,35 @@ export async function migrateToLatest(db: Kysely<any>, migrations: MigrationSet,
           }
         })
       : migrateOnce(db, migrations, tableName, undefined);
-  for (let attempt = 1; ; attempt++) {
+  // A run that fails while another process is applying migrations (SQLite: its statement finds the
+  // other's table or column, or the file busy) is run again for as long as the other makes progress:
+  // with many migrations a loser can lose at several of them in turn. Three failures in a row with
+  // no migration applied meanwhile are an error of the migration itself.
+  let applied = -1;
+  for (let stalled = 0, attempt = 1; ; attempt++) {
     try {
       return await once();
     } catch (err) {
-      if (attempt >= 3) throw err;
-      await new Promise((r) => setTimeout(r, 50 * attempt));
+      const now = await appliedCount(db, tableName);
+      stalled = now > applied ? 0 : stalled + 1;
+      applied = Math.max(applied, now);
+      if (stalled >= 2 || attempt >= 100) throw err;
+      await new Promise((r) => setTimeout(r, 50 * (stalled + 1)));
     }
+  }
+}
+
+/** How many migrations the table records as applied (0 before it exists or when it cannot be read). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations never depend on application types
+async function appliedCount(db: Kysely<any>, tableName: string): Promise<number> {
+  try {
+    const row = await db
+      .selectFrom(tableName)
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
+  } catch {
+    return 0;
   }
 }
 
