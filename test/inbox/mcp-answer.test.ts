@@ -9,6 +9,7 @@ import { mcpMessagePageJson } from '../../src/inbox/mcp/message-page.js';
 import { answerJson, toolResult, type Rendered } from '../../src/inbox/mcp/mcp.routes.js';
 import { JsonResult, type McpTool } from '../../src/inbox/mcp/mcp.tools.js';
 import { PostTransport } from '../../src/inbox/mcp/post-transport.js';
+import { messageFixture } from '../support/message-fixture.js';
 
 /**
  * The answers the MCP door writes without the SDK's `JSON.stringify` (decision 0051): a page of
@@ -18,29 +19,12 @@ import { PostTransport } from '../../src/inbox/mcp/post-transport.js';
  */
 
 const bare: Message = {
-  pk: 1,
-  organizationId: 'org_1',
-  inboxId: 'agent@example.com',
-  threadId: 'thr_1',
-  messageId: '<m1@example.com>',
+  ...messageFixture,
   labels: [],
-  timestamp: '2026-11-28T10:00:00.000Z',
   from: 'a@example.org',
   replyTo: [],
-  to: ['agent@example.com'],
-  cc: [],
-  bcc: [],
   subject: null,
   preview: null,
-  text: null,
-  html: null,
-  inReplyTo: null,
-  references: [],
-  headers: null,
-  attachments: [],
-  size: 321,
-  createdAt: '2026-11-28T10:00:01.000Z',
-  updatedAt: '2026-11-28T10:00:02.000Z',
 };
 
 const full: Message = {
