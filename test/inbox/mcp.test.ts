@@ -387,8 +387,13 @@ describe.each(dialects)('MCP door (%s)', (dialect) => {
     expect(direct.headers.get('mcp-session-id')).toBeNull();
     expect(direct.json.result.tools.length).toBe(mcp.tools.length);
     const broken = await mcpPost(server, { 'x-api-key': org.key }, '{"jsonrpc":');
+    // Not JSON at all: the SDK transport's JSON-RPC parse error, not the REST envelope (mcp-wire-errors.test.ts).
     expect(broken.status).toBe(400);
-    expect(broken.json.error.type).toBe('validation_error');
+    expect(broken.json).toEqual({
+      jsonrpc: '2.0',
+      error: { code: -32700, message: 'Parse error: Invalid JSON' },
+      id: null,
+    });
   });
 
   it("HTTP: the transport keeps the SDK transport's rules: 202 for notifications, JSON-RPC errors, batches, protocol versions, event streams", async () => {
@@ -419,7 +424,7 @@ describe.each(dialects)('MCP door (%s)', (dialect) => {
     const jsonOnly = await mcpPost(server, { ...key, accept: 'application/json' }, listTools);
     expect([jsonOnly.status, jsonOnly.json.error.code]).toEqual([406, -32000]);
     const text = await mcpPost(server, { ...key, 'content-type': 'text/plain' }, listTools);
-    expect(text.status).toBe(415); // the API's own refusal, before the transport sees it
+    expect([text.status, text.json.error.code]).toEqual([415, -32000]);
     const ping = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' });
     const batch = await mcpPost(server, key, [
       ping(1),

@@ -9,8 +9,9 @@ import {
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../platform/errors/app-error.js';
+import { JsonTooDeepError } from '../../platform/json-depth.js';
 import { nulPath } from '../../platform/http/nul.js';
 import type { RateLimiter } from '../../platform/http/rate-limit.js';
 import type { KeyOwner } from '../core/scope.js';
@@ -26,7 +27,7 @@ import {
   type ToolContext,
   type ToolServices,
 } from './mcp.tools.js';
-import { PostTransport, type Serialize } from './post-transport.js';
+import { PostTransport, unreadAnswer, type PostAnswer, type Serialize, type Unread } from './post-transport.js';
 
 /**
  * The MCP door (docs/decisions/0044-mcp-built-in.md): Model Context Protocol over Streamable HTTP
@@ -163,6 +164,25 @@ function errorResult(message: string, body: unknown): CallToolResult {
   return { content: [{ type: 'text', text: `${message}\n\n${JSON.stringify(body)}` }], isError: true };
 }
 
+/**
+ * Why the API's body parser (platform/http/json-body.ts, Fastify's errors) refused a POST's body, or
+ * undefined for any other error. The parser stops reading a body at the route's limit (or at once for
+ * a declared length over it), so an oversized body is refused without being kept.
+ */
+function unreadOf(err: FastifyError, request: FastifyRequest): Unread | undefined {
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { reason: 'json' };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { reason: 'large', limit: request.routeOptions.bodyLimit };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { reason: 'media' };
+  }
+  return err instanceof JsonTooDeepError ? { reason: 'refused', detail: String(err) } : undefined;
+}
+
 export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
   const tools = mcpTools(deps.services);
   const byName = new Map(tools.map((t) => [t.name, t]));
@@ -269,7 +289,26 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
     (body as { method?: unknown }).method === 'tools/call' &&
     (body as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined;
 
-  async function handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  /** Writes what the transport answered. */
+  async function write(reply: FastifyReply, answer: PostAnswer): Promise<void> {
+    reply.code(answer.status);
+    if ('stream' in answer) {
+      // The SDK transport's headers: no proxy may buffer or transform a stream of progress.
+      void reply.headers({
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      return void (await reply.send(answer.stream));
+    }
+    if (answer.json === undefined) return void (await reply.send(''));
+    void reply.header('content-type', 'application/json');
+    await reply.send(answer.json);
+  }
+
+  /** A POST: its key first, as for every POST; then its body, or (`unread`) why the API's parser refused it. */
+  async function handle(request: FastifyRequest, reply: FastifyReply, unread?: Unread): Promise<void> {
     const owner = await authenticateKey(
       deps.apiKeys,
       deps.limiter,
@@ -277,6 +316,7 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
       reply,
       'Missing API key: send x-api-key: <key> or Authorization: Bearer <key>.',
     );
+    if (unread) return write(reply, unreadAnswer(request.headers, unread));
     // A wait_for_message answers after up to WAIT_MAX_SECONDS of silence: the socket's inactivity limit must not cut it.
     if ((request.body as { params?: { name?: unknown } } | undefined)?.params?.name === 'wait_for_message')
       request.raw.socket.setTimeout((WAIT_MAX_SECONDS + 30) * 1000);
@@ -300,27 +340,29 @@ export function mcpRoutes(app: InboxApp, deps: McpDeps): void {
       void transport.close();
     });
     await serverFor(owner, request, signal, rendered).connect(transport);
-    const answer = await transport.handle(request.body, request.headers);
-    reply.code(answer.status);
-    if ('stream' in answer) {
-      // The SDK transport's headers: no proxy may buffer or transform a stream of progress.
-      void reply.headers({
-        'content-type': 'text/event-stream',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
-      return void (await reply.send(answer.stream));
-    }
-    if (answer.json === undefined) return void (await reply.send(''));
-    void reply.header('content-type', 'application/json');
-    await reply.send(answer.json);
+    await write(reply, await transport.handle(request.body, request.headers));
   }
 
-  app.post(MCP_PATH, { config: { public: true, mcp: true }, schema: { hide: true } }, async (request, reply) => {
-    await handle(request, reply);
-    return reply;
-  });
+  app.post(
+    MCP_PATH,
+    {
+      config: { public: true, mcp: true },
+      schema: { hide: true },
+      // The API's body parser refuses a body before the route sees it; for this route only, its
+      // refusals are answered as the SDK's transport answers a body it cannot read (JSON-RPC
+      // errors), and every other error by the API's own handler (the parent of this one).
+      errorHandler: async (err: FastifyError, request, reply) => {
+        const unread = unreadOf(err, request);
+        if (!unread) throw err;
+        await handle(request, reply, unread);
+        return reply;
+      },
+    },
+    async (request, reply) => {
+      await handle(request, reply);
+      return reply;
+    },
+  );
   for (const method of ['GET', 'DELETE'] as const)
     app.route({
       method,

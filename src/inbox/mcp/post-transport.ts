@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { PassThrough } from 'node:stream';
-import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
+import { MAX_BATCH_SIZE, requestBodyTooLargeMessage } from '@modelcontextprotocol/sdk/server/requestBody.js';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   isInitializeRequest,
@@ -22,7 +22,9 @@ import {
  * same statuses, JSON-RPC error bodies and messages): Accept must name JSON and event streams
  * (406), the body must be JSON (415) and JSON-RPC (400, -32700), a batch holds at most
  * `MAX_BATCH_SIZE` messages and one initialize (400, -32600), an unknown `mcp-protocol-version`
- * is refused (400), a POST of notifications and responses only is a 202 with no body. Requests are
+ * is refused (400), a POST of notifications and responses only is a 202 with no body. A body the
+ * route could not read (`Unread`) is answered as the SDK's transport answers one it cannot read
+ * (400 -32700, 413, 415), after the same header checks. Requests are
  * answered as JSON, or as an event stream when the caller asks for one (a tools/call that reports
  * progress). One transport serves one POST and is never reused.
  */
@@ -42,6 +44,49 @@ const errorAnswer = (status: number, code: number, message: string, data?: strin
 /** `application/json`, with or without parameters, as the SDK's `isJsonContentType` reads it. */
 const isJson = (contentType: string | undefined) =>
   contentType?.split(';')[0]?.trim().toLowerCase() === 'application/json';
+
+/**
+ * Why a POST's body never reached the transport (the API's body parser refused it): not JSON at all
+ * (nor empty, nor cut short), over the route's size limit, of a media type the API does not read, or
+ * refused for another reason (nested too deep), with that reason.
+ */
+export type Unread =
+  | { readonly reason: 'json' }
+  | { readonly reason: 'large'; readonly limit: number }
+  | { readonly reason: 'media' }
+  | { readonly reason: 'refused'; readonly detail: string };
+
+/** The SDK transport's first checks, on the headers alone: Accept (406), then Content-Type (415). */
+function headerRefusal(headers: IncomingHttpHeaders): PostAnswer | undefined {
+  const accept = headers.accept;
+  if (!accept?.includes('application/json') || !accept.includes('text/event-stream'))
+    return errorAnswer(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+  if (!isJson(headers['content-type']))
+    return errorAnswer(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+  return undefined;
+}
+
+/**
+ * What the SDK's transport answers a POST whose body it cannot read: its header checks come first,
+ * as there (it reads the body after them); then JSON that does not parse (an empty body included) is
+ * `-32700 Parse error: Invalid JSON`, a body over the limit a 413 naming the limit, and any other
+ * failure `-32700 Parse error` with the reason as its data (its answer to an unexpected error).
+ */
+export function unreadAnswer(headers: IncomingHttpHeaders, unread: Unread): PostAnswer {
+  const refused = headerRefusal(headers);
+  if (refused) return refused;
+  switch (unread.reason) {
+    case 'json':
+      return errorAnswer(400, -32700, 'Parse error: Invalid JSON');
+    case 'large':
+      return errorAnswer(413, -32000, requestBodyTooLargeMessage(unread.limit));
+    case 'media':
+      // A type the transport would read as JSON but the API's parser did not take: it has no body to parse either.
+      return errorAnswer(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+    case 'refused':
+      return errorAnswer(400, -32700, 'Parse error', unread.detail);
+  }
+}
 
 /*
  * The SDK's `is…` guards are zod parses (a failed one builds its issues): over a few calls of every
@@ -93,13 +138,8 @@ export class PostTransport implements Transport {
    * an error or a 202 at once, an event stream at once, or the JSON answer when every request has one.
    */
   handle(body: unknown, headers: IncomingHttpHeaders): Promise<PostAnswer> {
-    const accept = headers.accept;
-    if (!accept?.includes('application/json') || !accept.includes('text/event-stream'))
-      return Promise.resolve(
-        errorAnswer(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream'),
-      );
-    if (!isJson(headers['content-type']))
-      return Promise.resolve(errorAnswer(415, -32000, 'Unsupported Media Type: Content-Type must be application/json'));
+    const refused = headerRefusal(headers);
+    if (refused) return Promise.resolve(refused);
     if (Array.isArray(body) && body.length > MAX_BATCH_SIZE)
       return Promise.resolve(
         errorAnswer(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`),
