@@ -91,13 +91,10 @@ describe.each(dialects)('%s: large bodies stored once', (dialect) => {
     expect(list.body.messages[0].preview.startsWith('Grüße aus Köln')).toBe(true);
 
     // A forward carries the text it read from the blob; it stays in the original's thread.
-    const reply = await call(
-      server.url,
-      org.key,
-      'POST',
-      `/v0/inboxes/${enc(to)}/messages/${enc(messageId)}/forward`,
-      { to: from, text: 'see below' },
-    );
+    const reply = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(to)}/messages/${enc(messageId)}/forward`, {
+      to: from,
+      text: 'see below',
+    });
     expect(reply.status).toBe(200);
     const replied = await call(
       server.url,
@@ -141,9 +138,7 @@ describe.each(dialects)('%s: large bodies stored once', (dialect) => {
     await remove(from);
     await server.service.runtime.sweepBlobs();
     expect(await left()).toBe(0);
-    expect(
-      await db().selectFrom('blob_chunks').select('seq').where('blob_id', 'in', bodyBlobs).execute(),
-    ).toEqual([]);
+    expect(await db().selectFrom('blob_chunks').select('seq').where('blob_id', 'in', bodyBlobs).execute()).toEqual([]);
   });
 
   it('keeps bodies under CHUNK_BYTES in the row, and stores a large body received over SMTP as a blob', async () => {

@@ -13,7 +13,14 @@ import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { type Inbox } from '../core/inbox.js';
 import { normalizeSubject } from '../mail/compose.js';
 import { SendLimitExceededError } from '../core/message.errors.js';
-import { blobIdsOf, bodyStoredAsBlob, releaseBlobs, storeBlob, storeBlobPieces, storedAsBlob } from './message-blobs.js';
+import {
+  blobIdsOf,
+  bodyStoredAsBlob,
+  releaseBlobs,
+  storeBlob,
+  storeBlobPieces,
+  storedAsBlob,
+} from './message-blobs.js';
 import {
   findThreadsHoldingMessages,
   incrementSendCount,
