@@ -37,6 +37,10 @@ describe.each(dialects)('IMAP folders of mail stored before migrations 0016 and 
       await db.schema.dropTable('console_sessions').execute();
       await db.schema.dropIndex('drafts_imap_uid').execute();
       await db.schema.alterTable('drafts').dropColumn('imap_uid').execute();
+      for (const column of ['text_blob', 'html_blob'] as const) {
+        await db.schema.dropIndex(`messages_${column}`).execute();
+        await db.schema.alterTable('messages').dropColumn(column).execute();
+      }
       await sql`delete from ${sql.table(INBOX_MIGRATION_TABLE)} where name >= '0016_imap_folders'`.execute(db);
       await server.close();
       server = await startInboxServer({ database, jobPollMs: 20, env: IMAP_ENV });

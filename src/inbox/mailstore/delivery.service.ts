@@ -13,7 +13,14 @@ import { findInboxesByAddresses } from '../inboxes/inbox.repository.js';
 import { type Inbox } from '../core/inbox.js';
 import { normalizeSubject } from '../mail/compose.js';
 import { SendLimitExceededError } from '../core/message.errors.js';
-import { blobIdsOf, releaseBlobs, storeBlob, storeBlobPieces, storedAsBlob } from './message-blobs.js';
+import {
+  blobIdsOf,
+  bodyStoredAsBlob,
+  releaseBlobs,
+  storeBlob,
+  storeBlobPieces,
+  storedAsBlob,
+} from './message-blobs.js';
 import {
   findThreadsHoldingMessages,
   incrementSendCount,
@@ -171,14 +178,17 @@ export function createDelivery(deps: DeliveryDeps) {
 
   /**
    * The halves of the store hooks that need no database, for `message`, and its large bytes (source,
-   * attachments) written as blobs in transactions of their own, which every copy will name: await
+   * attachments, bodies) written as blobs in transactions of their own, which every copy will name: await
    * it before the unit of work, and run that unit with `commit`.
    */
   async function prepare(message: ComposedMessage | ComposingMessage): Promise<PreparedMessage> {
     const afterStore: AfterStore[] = [];
     for (const hook of deps.storeHooks ?? []) afterStore.push(await hook(message));
     const composing = 'source' in message;
-    if (!composing && ![message.raw, ...message.attachmentContents].some(storedAsBlob)) return { message, afterStore };
+    const largeText = bodyStoredAsBlob(message.text);
+    const largeHtml = bodyStoredAsBlob(message.html);
+    if (!composing && !largeText && !largeHtml && ![message.raw, ...message.attachmentContents].some(storedAsBlob))
+      return { message, afterStore };
     const written: number[] = [];
     const blobOf = async (bytes: Buffer): Promise<number | null> => {
       if (!storedAsBlob(bytes)) return null;
@@ -189,8 +199,16 @@ export function createDelivery(deps: DeliveryDeps) {
     try {
       const attachments: (number | null)[] = [];
       for (const bytes of message.attachmentContents) attachments.push(await blobOf(bytes));
+      // Bodies once for all copies, not in each copy's row (decision 0053).
+      const bodies = {
+        text: largeText ? await blobOf(Buffer.from(message.text as string, 'utf8')) : null,
+        html: largeHtml ? await blobOf(Buffer.from(message.html as string, 'utf8')) : null,
+      };
       if (!composing)
-        return { message: { ...message, blobs: { source: await blobOf(message.raw), attachments } }, afterStore };
+        return {
+          message: { ...message, blobs: { source: await blobOf(message.raw), attachments, ...bodies } },
+          afterStore,
+        };
       // Pieces of the source, taken as the worker thread composes them: after the hooks, which
       // need that thread too, and after the attachments' blobs, since a send moves the bytes of
       // those to the thread when the first piece is asked for (send.service.ts).
@@ -198,7 +216,10 @@ export function createDelivery(deps: DeliveryDeps) {
       const stored = await storeBlobPieces(deps.commits, clock, source);
       if (stored.blob !== null) written.push(stored.blob);
       const raw = stored.blob === null ? stored.bytes : EMPTY;
-      return { message: { ...rest, raw, size: stored.size, blobs: { source: stored.blob, attachments } }, afterStore };
+      return {
+        message: { ...rest, raw, size: stored.size, blobs: { source: stored.blob, attachments, ...bodies } },
+        afterStore,
+      };
     } catch (error) {
       await releaseBlobs(deps.commits, written).catch(() => undefined);
       throw error;

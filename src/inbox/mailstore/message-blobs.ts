@@ -9,10 +9,11 @@ import type { Db, InboxDatabase } from '../schema/database.js';
 
 /**
  * Large stored bytes (docs/decisions/0027-large-bytes-stored-once-ahead-of-the-delivery.md): a
- * message's source or an attachment's bytes of CHUNK_BYTES or more are a blob, stored as rows of
- * at most CHUNK_BYTES in `blob_chunks`, which every copy of the message names
- * (`messages.source_blob`, `attachments.content_blob`) instead of holding the bytes
- * (`messages.raw` NULL, `attachments.content` empty). A blob is written before the delivery's
+ * message's source, an attachment's bytes or a text or HTML body (decision 0053) of CHUNK_BYTES or
+ * more are a blob, stored as rows of at most CHUNK_BYTES in `blob_chunks`, which every copy of the
+ * message names (`messages.source_blob`, `attachments.content_blob`, `messages.text_blob`,
+ * `messages.html_blob`) instead of holding the bytes (`messages.raw` NULL, `attachments.content`
+ * empty, the body column NULL). A blob is written before the delivery's
  * unit of work, in small transactions of its own (`storeBlob`), so that no commit, and no fsync,
  * carries megabytes. The delivery claims it; one that no copy claims is released after the
  * delivery (`releaseBlobs`), and `createBlobSweeper` removes what a crash left unclaimed and what
@@ -22,6 +23,15 @@ export const CHUNK_BYTES = 256 * 1024;
 
 /** Whether `bytes` are stored as a blob rather than in their own column. */
 export const storedAsBlob = (bytes: Buffer): boolean => bytes.length >= CHUNK_BYTES;
+
+/**
+ * Whether a text or HTML body is stored as a blob (its UTF-8 of CHUNK_BYTES or more) rather than
+ * in each copy's row: a copy's row then holds no body, and no delivery's commit writes megabytes
+ * of bodies, once per copy (docs/decisions/0053-large-bodies-stored-once.md). Measured only when
+ * the length allows it: a UTF-16 unit is at most three bytes of UTF-8.
+ */
+export const bodyStoredAsBlob = (body: string | null | undefined): body is string =>
+  body != null && body.length * 3 >= CHUNK_BYTES && Buffer.byteLength(body) >= CHUNK_BYTES;
 
 /** A blob's state: written and not yet named by a copy, named by copies, or being deleted. */
 export const BLOB_UNCLAIMED = 0;
@@ -55,11 +65,18 @@ export interface MessageBlobs {
   readonly source: number | null;
   /** By the position of the attachment in the message. */
   readonly attachments: readonly (number | null)[];
+  /** The large text and HTML bodies (`bodyStoredAsBlob`); absent or null: in the copies' rows. */
+  readonly text?: number | null;
+  readonly html?: number | null;
 }
 
 /** Ids of the blobs in `blobs`. */
 export const blobIdsOf = (blobs: MessageBlobs | undefined): number[] =>
-  blobs ? [blobs.source, ...blobs.attachments].filter((id): id is number => id !== null) : [];
+  blobs
+    ? [blobs.source, ...blobs.attachments, blobs.text ?? null, blobs.html ?? null].filter(
+        (id): id is number => id !== null,
+      )
+    : [];
 
 /**
  * Where `storeBlobPieces` put bytes: a new unclaimed blob of `size` bytes, or (bytes read from pieces
@@ -203,6 +220,11 @@ export async function readBlob(db: Db, id: number): Promise<Buffer | undefined> 
   return Buffer.concat(pieces, blob.size);
 }
 
+/** A body kept in a blob (decision 0053), or null when the blob is gone (its message was deleted meanwhile). */
+export async function bodyFromBlob(db: Db, id: number | string): Promise<string | null> {
+  return (await readBlob(db, Number(id)))?.toString('utf8') ?? null;
+}
+
 /**
  * A claimed blob's size and its bytes piece by piece (IMAP streams a large source to a client
  * this way, never holding all of it; `readBlob` gathers them): a few pieces per read, each read
@@ -328,6 +350,20 @@ export function createBlobSweeper(commits: GroupCommit<InboxDatabase>, clock: Cl
               not(
                 exists(
                   selectFrom('messages').select(sql.lit(1).as('one')).whereRef('messages.source_blob', '=', 'blobs.id'),
+                ),
+              ),
+            )
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom('messages').select(sql.lit(1).as('one')).whereRef('messages.text_blob', '=', 'blobs.id'),
+                ),
+              ),
+            )
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom('messages').select(sql.lit(1).as('one')).whereRef('messages.html_blob', '=', 'blobs.id'),
                 ),
               ),
             )

@@ -14,7 +14,15 @@ import type { Db, InboxDatabase } from '../schema/database.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import type { ListFilter } from '../lists/list-query.js';
 import type { MessageRow } from '../schema/message.table.js';
-import { blobIdsOf, CHUNK_BYTES, claimBlobs, openBlob, readBlob, type MessageBlobs } from './message-blobs.js';
+import {
+  blobIdsOf,
+  bodyFromBlob,
+  CHUNK_BYTES,
+  claimBlobs,
+  openBlob,
+  readBlob,
+  type MessageBlobs,
+} from './message-blobs.js';
 import { nextTurn } from '../../platform/turns.js';
 
 /** A message about to be stored: no key yet, and the source and attachment bytes with it. */
@@ -55,7 +63,8 @@ const SUMMARY_COLUMNS = [
   'created_at',
   'updated_at',
 ] as const;
-const FULL_COLUMNS = [...SUMMARY_COLUMNS, 'text_body', 'html_body'] as const;
+const FULL_COLUMNS = [...SUMMARY_COLUMNS, 'text_body', 'html_body', 'text_blob', 'html_blob'] as const;
+type FullRow = Pick<MessageRow, (typeof FULL_COLUMNS)[number]>;
 
 type SummaryRow = Omit<Pick<MessageRow, (typeof SUMMARY_COLUMNS)[number]>, 'organization_id' | 'inbox_id'> &
   Partial<Pick<MessageRow, 'organization_id' | 'inbox_id' | 'text_body' | 'html_body'>>;
@@ -87,6 +96,24 @@ export function messageFromRow(row: SummaryRow, known?: { organizationId: string
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
+}
+
+/** A message read with FULL_COLUMNS: its bodies from its row, or from their blobs when they are large. */
+async function fullMessage(db: Db, row: FullRow): Promise<Message> {
+  const message = messageFromRow(row);
+  if (row.text_blob === null && row.html_blob === null) return message;
+  return {
+    ...message,
+    text: row.text_blob === null ? message.text : await bodyFromBlob(db, row.text_blob),
+    html: row.html_blob === null ? message.html : await bodyFromBlob(db, row.html_blob),
+  };
+}
+
+/** `fullMessage` of each row, in order. */
+async function fullMessages(db: Db, rows: readonly FullRow[]): Promise<Message[]> {
+  const out: Message[] = [];
+  for (const row of rows) out.push(await fullMessage(db, row));
+  return out;
 }
 
 /**
@@ -126,8 +153,8 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
     bcc_addresses: jsonOrNull(m.bcc),
     subject: m.subject,
     preview: m.preview,
-    text_body: m.text,
-    html_body: m.html,
+    text_body: m.blobs?.text != null ? null : m.text,
+    html_body: m.blobs?.html != null ? null : m.html,
     in_reply_to: m.inReplyTo,
     references_ids: jsonOrNull(m.references),
     headers: m.headers && Object.keys(m.headers).length ? JSON.stringify(m.headers) : null,
@@ -135,6 +162,8 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
     size: m.size,
     raw: m.blobs?.source != null ? null : m.raw,
     source_blob: m.blobs?.source ?? null,
+    text_blob: m.blobs?.text ?? null,
+    html_blob: m.blobs?.html ?? null,
     created_at: m.createdAt,
     updated_at: m.updatedAt,
   }));
@@ -194,7 +223,7 @@ export async function findMessage(
     .where('organization_id', '=', organizationId);
   if (options.lock) q = forUpdate(q, options.lock);
   const row = await q.executeTakeFirst();
-  return row ? messageFromRow(row) : undefined;
+  return row ? fullMessage(db, row) : undefined;
 }
 
 function withLabels<O>(
@@ -291,7 +320,7 @@ export async function listThreadMessages(db: Db, threadId: string): Promise<Mess
     .orderBy('timestamp', 'asc')
     .orderBy('id', 'asc')
     .execute();
-  return rows.map((row) => messageFromRow(row));
+  return fullMessages(db, rows);
 }
 
 /**
@@ -550,5 +579,5 @@ export async function listThreadMessagesPage(
     .orderBy('id', 'desc')
     .limit(limit + 1)
     .execute();
-  return rows.map((row) => messageFromRow(row));
+  return fullMessages(db, rows);
 }

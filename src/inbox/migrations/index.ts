@@ -17,6 +17,7 @@ import * as imapFolders from './0016_imap_folders.js';
 import * as consoleSessions from './0017_console_sessions.js';
 import * as draftUids from './0018_draft_uids.js';
 import * as folderModseq from './0019_folder_modseq.js';
+import * as bodyBlobs from './0020_body_blobs.js';
 
 export const inboxMigrations: MigrationSet = {
   '0001_create_tables': createTables,
@@ -37,6 +38,7 @@ export const inboxMigrations: MigrationSet = {
   '0017_console_sessions': consoleSessions,
   '0018_draft_uids': draftUids,
   '0019_folder_modseq': folderModseq,
+  '0020_body_blobs': bodyBlobs,
 };
 
 export const INBOX_MIGRATION_TABLE = 'inbox_migrations';

@@ -26,6 +26,10 @@ export interface MessageTable {
   raw: Buffer | null;
   /** The blob holding the source when `raw` is NULL (message-blobs.ts). */
   source_blob: number | null;
+  /** The blob holding the text body when it is large (`text_body` NULL then; message-blobs.ts). */
+  text_blob: number | null;
+  /** The blob holding the HTML body when it is large (`html_body` NULL then). */
+  html_blob: number | null;
   created_at: string;
   updated_at: string;
 }

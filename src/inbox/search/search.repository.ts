@@ -4,6 +4,7 @@ import type { Cursor } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { inboxFromRow } from '../inboxes/inbox.repository.js';
+import { bodyFromBlob } from '../mailstore/message-blobs.js';
 import { type Inbox } from '../core/inbox.js';
 import type { Db } from '../schema/database.js';
 import {
@@ -244,13 +245,20 @@ const INDEX_COLUMNS = [
  * when none is left.
  */
 export async function rebuildThreadDocument(db: Db, threadId: string): Promise<void> {
-  const rows = (await db
+  const rows: IndexRow[] = [];
+  for (const { text_blob: textBlob, html_blob: htmlBlob, ...row } of await db
     .selectFrom('messages')
     .innerJoin('inboxes', 'inboxes.inbox_id', 'messages.inbox_id')
-    .select(INDEX_COLUMNS)
+    .select([...INDEX_COLUMNS, 'messages.text_blob', 'messages.html_blob'])
     .where('messages.thread_id', '=', threadId)
     .orderBy('messages.id')
-    .execute()) as IndexRow[];
+    .execute())
+    // Large bodies are kept in blobs (decision 0053).
+    rows.push({
+      ...row,
+      text_body: textBlob === null ? row.text_body : await bodyFromBlob(db, textBlob),
+      html_body: htmlBlob === null ? row.html_body : await bodyFromBlob(db, htmlBlob),
+    } as IndexRow);
   const previous = await findThreadDocument(db, threadId);
   const last = rows[rows.length - 1];
   if (!last) {
@@ -269,7 +277,10 @@ export async function rebuildThreadDocument(db: Db, threadId: string): Promise<v
   );
 }
 
-/** Indexes every stored message and thread (the migration that creates the index). */
+/**
+ * Indexes every stored message and thread (the migration that creates the index, 0007: no body is
+ * in a blob yet then, decision 0053).
+ */
 export async function reindexAll(db: Db): Promise<void> {
   let after = 0;
   for (;;) {
