@@ -593,6 +593,9 @@ function createHandler(db, dialect) {
         null,
         raw.length,
         raw,
+        // source_blob, text_blob, html_blob: a small message keeps its bytes in its row.
+        null,
+        null,
         null,
         timestamp,
         timestamp,

@@ -75,6 +75,8 @@ export const MESSAGE_COLUMNS = [
   'size',
   'raw',
   'source_blob',
+  'text_blob',
+  'html_blob',
   'created_at',
   'updated_at',
 ];
