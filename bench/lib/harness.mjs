@@ -1,6 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -20,32 +19,7 @@ export const LOAD_CPU = '1';
 /** More CPU than this used by other processes during a run marks it disturbed (cores). */
 export const DISTURBED = 0.25;
 
-/**
- * A free loopback port below the kernel's ephemeral range (ip_local_port_range), so that the
- * source ports of a load generator's connections (a new one per message leaves thousands in
- * TIME_WAIT) can never take it before the server binds it.
- */
-export async function freePort() {
-  let low = 32768;
-  try {
-    low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
-  } catch {
-    // not Linux: keep the default range's start
-  }
-  const first = Math.max(1024, low - 12_000);
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const port = first + Math.floor(Math.random() * (low - first));
-    if (await canListen(port)) return port;
-  }
-  throw new Error('no free port below the ephemeral range');
-}
-
-const canListen = (port) =>
-  new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-  });
+export { freePort } from './ports.mjs';
 
 export const exited = (child) =>
   new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));

@@ -1,6 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -15,6 +15,18 @@ export const VARNISHD = '/usr/sbin/varnishd';
 export const hasVarnish = existsSync(VARNISHD);
 const VCL = path.resolve(import.meta.dirname, '../../test/fixtures/varnish.vcl');
 const run = promisify(execFile);
+
+/** Whether a HEAD request to the port is answered with Varnish's `X-Varnish` header. */
+const answersAsVarnish = (port) =>
+  new Promise((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'HEAD', path: '/', timeout: 2_000 }, (res) => {
+      res.resume();
+      resolve(res.headers['x-varnish'] !== undefined);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+    req.end();
+  });
 
 /** Starts varnishd on `port` in front of `backendPort`; resolves once it accepts connections. */
 export async function startVarnish({ port, backendPort }) {
@@ -40,11 +52,8 @@ export async function startVarnish({ port, backendPort }) {
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`varnishd exited (${child.exitCode}):\n${output}`);
-    const ok = await new Promise((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => (socket.destroy(), resolve(true)));
-      socket.on('error', () => resolve(false));
-    });
-    if (ok) break;
+    // Varnish itself must answer (its X-Varnish header), not whatever else may listen there.
+    if ((await answersAsVarnish(port)) && child.exitCode === null) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`varnishd did not listen on ${url} within 30 s:\n${output}`);

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { freePort } from './ports.js';
 
 /**
  * A redis-server of the test's own on a spare loopback port, which the test may stop, freeze
@@ -17,16 +18,8 @@ export interface PrivateRedis {
   thaw(): void;
 }
 
-export async function sparePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** A port no `listen(0)` of another test can take before redis-server binds it (support/ports.ts). */
+export const sparePort = freePort;
 
 async function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {

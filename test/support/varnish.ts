@@ -1,4 +1,3 @@
-import net from 'node:net';
 // @ts-expect-error -- a plain ES module shared with the property bench, typed here
 import * as shared from '../../bench/lib/varnish.mjs';
 
@@ -22,11 +21,5 @@ export const startVarnish = shared.startVarnish as (options: {
   backendPort: number;
 }) => Promise<PrivateVarnish>;
 
-/** A port that was free a moment ago (the service must know the cache's port before Varnish starts). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+/** The service must know the cache's port before Varnish starts. */
+export { freePort } from './ports.js';
