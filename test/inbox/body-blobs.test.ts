@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BLOB_CLAIMED, CHUNK_BYTES } from '../../src/inbox/mailstore/message-blobs.js';
+import { findMessage, listThreadMessages } from '../../src/inbox/mailstore/message.repository.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { deliver } from '../support/smtp-client.js';
 import { call, enc, organization, unique } from './fixtures.js';
@@ -173,5 +174,52 @@ describe.each(dialects)('%s: large bodies stored once', (dialect) => {
     const got = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}`);
     expect(got.status).toBe(200);
     expect(got.body.text.trimEnd()).toBe(`${line}\n`.repeat(Math.ceil((CHUNK_BYTES * 2) / 78)).trimEnd());
+  });
+
+  it("reads no body blob where the bodies are not wanted (a delete, a link, a thread's labels or summary)", async () => {
+    const org = await organization(server, [unique('keep')]);
+    const [inbox] = org.inboxes as [string];
+    const text = body(CHUNK_BYTES * 2, 'end');
+    const sent = await call(server.url, org.key, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, {
+      to: inbox,
+      text,
+    });
+    expect(sent.status).toBe(200);
+    const messageId = sent.body.message_id as string;
+    const [row] = await rowsOf(messageId);
+    expect(row?.text_blob).not.toBeNull();
+
+    // Every statement the repository runs, seen through a plugin on the same database.
+    const tables: string[] = [];
+    const seeing = db().withPlugin({
+      transformQuery: ({ node }) => {
+        for (const m of JSON.stringify(node).matchAll(/"name":"(\w+)"/g)) tables.push(m[1] as string);
+        return node;
+      },
+      transformResult: async ({ result }) => result,
+    });
+    const touchedBlobs = () => tables.filter((t) => t === 'blobs' || t === 'blob_chunks').length;
+
+    const light = await findMessage(seeing, org.organizationId, inbox, messageId, { bodies: false });
+    expect(light?.messageId).toBe(messageId);
+    expect([light?.text, light?.html]).toEqual([null, null]);
+    const inThread = await listThreadMessages(seeing, light?.threadId as string, { bodies: false });
+    expect(inThread.map((m) => [m.messageId, m.text])).toEqual([[messageId, null]]);
+    expect(touchedBlobs()).toBe(0);
+
+    // The control: a read that returns the bodies does read the blob.
+    const full = await findMessage(seeing, org.organizationId, inbox, messageId);
+    expect(full?.text).toBe(text);
+    expect(touchedBlobs()).toBeGreaterThan(0);
+
+    // Through the API: the raw link and the delete answer as before, and the message is gone.
+    const raw = await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}/raw`);
+    expect(raw.status).toBe(200);
+    expect(
+      (await call(server.url, org.key, 'DELETE', `/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}`)).status,
+    ).toBeLessThan(300);
+    expect(
+      (await call(server.url, org.key, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(messageId)}`)).status,
+    ).toBe(404);
   });
 });

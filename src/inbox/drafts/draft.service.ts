@@ -278,14 +278,14 @@ export function createDraftService(deps: DraftServiceDeps) {
       if (input.inReplyTo !== undefined) {
         // The recipients, subject and threading come from the message answered.
         requirePermission(owner, 'messageRead');
-        const parent = await findOwnMessage(db, owner, inbox.inboxId, input.inReplyTo);
+        const parent = await findOwnMessage(db, owner, inbox.inboxId, input.inReplyTo, { bodies: false });
         const answer = replyInput(parent, { ...fields, ...(input.replyAll ? { replyAll: true } : {}) });
         fields = { ...answer, subject: input.subject ?? answer.subject };
         ({ inReplyTo, references } = answerHeaders(parent));
       } else if (input.forwardOf !== undefined) {
         // The subject and threading come from the original; its body and attachments join at send time.
         requirePermission(owner, 'messageRead');
-        const original = await findOwnMessage(db, owner, inbox.inboxId, input.forwardOf);
+        const original = await findOwnMessage(db, owner, inbox.inboxId, input.forwardOf, { bodies: false });
         fields = { ...fields, subject: input.subject ?? forwardSubject(original.subject) };
         forwardOf = original.messageId;
         references = answerHeaders(original).references;

@@ -344,7 +344,9 @@ export function createImapService(deps: ImapServiceDeps) {
 
     /** The UID in Sent of the inbox's message with this Message-ID, if it is there (APPEND into Sent). */
     async findSent(account: ImapAccount, messageId: string): Promise<{ uidValidity: number; uid: number } | undefined> {
-      const message = await findMessage(db, account.owner.organizationId, account.inbox.inboxId, messageId);
+      const message = await findMessage(db, account.owner.organizationId, account.inbox.inboxId, messageId, {
+        bodies: false,
+      });
       if (!message) return undefined;
       const uid = (await findFoldersOf(db, [message.pk])).find((f) => f.folder === 'Sent')?.uid;
       return uid === undefined ? undefined : { uidValidity: uidValidityOf(account.inbox), uid };

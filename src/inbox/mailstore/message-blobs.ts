@@ -221,8 +221,24 @@ export async function readBlob(db: Db, id: number): Promise<Buffer | undefined> 
 }
 
 /** A body kept in a blob (decision 0053), or null when the blob is gone (its message was deleted meanwhile). */
-export async function bodyFromBlob(db: Db, id: number | string): Promise<string | null> {
+async function bodyFromBlob(db: Db, id: number | string): Promise<string | null> {
   return (await readBlob(db, Number(id)))?.toString('utf8') ?? null;
+}
+
+/** A stored message's bodies, from its row's columns, or from the blobs it names when they are large (decision 0053). */
+export async function storedBodies(
+  db: Db,
+  row: {
+    text_body: string | null;
+    html_body: string | null;
+    text_blob: number | string | null;
+    html_blob: number | string | null;
+  },
+): Promise<{ text: string | null; html: string | null }> {
+  return {
+    text: row.text_blob === null ? row.text_body : await bodyFromBlob(db, row.text_blob),
+    html: row.html_blob === null ? row.html_body : await bodyFromBlob(db, row.html_blob),
+  };
 }
 
 /**

@@ -16,11 +16,11 @@ import type { ListFilter } from '../lists/list-query.js';
 import type { MessageRow } from '../schema/message.table.js';
 import {
   blobIdsOf,
-  bodyFromBlob,
   CHUNK_BYTES,
   claimBlobs,
   openBlob,
   readBlob,
+  storedBodies,
   type MessageBlobs,
 } from './message-blobs.js';
 import { nextTurn } from '../../platform/turns.js';
@@ -102,11 +102,7 @@ export function messageFromRow(row: SummaryRow, known?: { organizationId: string
 async function fullMessage(db: Db, row: FullRow): Promise<Message> {
   const message = messageFromRow(row);
   if (row.text_blob === null && row.html_blob === null) return message;
-  return {
-    ...message,
-    text: row.text_blob === null ? message.text : await bodyFromBlob(db, row.text_blob),
-    html: row.html_blob === null ? message.html : await bodyFromBlob(db, row.html_blob),
-  };
+  return { ...message, ...(await storedBodies(db, row)) };
 }
 
 /** `fullMessage` of each row, in order. */
@@ -208,21 +204,30 @@ export async function insertMessages(db: Db, messages: readonly NewMessage[]): P
   return pks;
 }
 
+/**
+ * A message of an inbox by Message-ID, locked with `lock`. With `bodies: false` its text and HTML
+ * are left out (null), and a large body's blob is not read: for changes that keep the bodies as
+ * they are (a delete, a download link), so that a unit of work never reads megabytes it drops.
+ */
 export async function findMessage(
   db: Db,
   organizationId: string,
   inboxId: string,
   messageId: string,
-  options: { lock?: Dialect } = {},
+  options: { lock?: Dialect; bodies?: boolean } = {},
 ): Promise<Message | undefined> {
-  let q = db
-    .selectFrom('messages')
-    .select(FULL_COLUMNS)
-    .where('inbox_id', '=', inboxId)
-    .where('message_id', '=', messageId)
-    .where('organization_id', '=', organizationId);
-  if (options.lock) q = forUpdate(q, options.lock);
-  const row = await q.executeTakeFirst();
+  const named = <O>(q: SelectQueryBuilder<InboxDatabase, 'messages', O>) => {
+    const found = q
+      .where('inbox_id', '=', inboxId)
+      .where('message_id', '=', messageId)
+      .where('organization_id', '=', organizationId);
+    return options.lock ? forUpdate(found, options.lock) : found;
+  };
+  if (options.bodies === false) {
+    const row = await named(db.selectFrom('messages').select(SUMMARY_COLUMNS)).executeTakeFirst();
+    return row && messageFromRow(row);
+  }
+  const row = await named(db.selectFrom('messages').select(FULL_COLUMNS)).executeTakeFirst();
   return row ? fullMessage(db, row) : undefined;
 }
 
@@ -311,16 +316,22 @@ function messageContains(filter: ListFilter): { columns: string[]; needle: strin
   return out;
 }
 
-/** Every message of a thread, oldest first, with bodies. */
-export async function listThreadMessages(db: Db, threadId: string): Promise<Message[]> {
-  const rows = await db
-    .selectFrom('messages')
-    .select(FULL_COLUMNS)
-    .where('thread_id', '=', threadId)
-    .orderBy('timestamp', 'asc')
-    .orderBy('id', 'asc')
-    .execute();
-  return fullMessages(db, rows);
+/**
+ * Every message of a thread, oldest first, with bodies; with `bodies: false` without them (null,
+ * no blob read), for what changes a thread's labels or summary and leaves the bodies alone.
+ */
+export async function listThreadMessages(
+  db: Db,
+  threadId: string,
+  options: { bodies?: boolean } = {},
+): Promise<Message[]> {
+  const ofThread = <O>(q: SelectQueryBuilder<InboxDatabase, 'messages', O>) =>
+    q.where('thread_id', '=', threadId).orderBy('timestamp', 'asc').orderBy('id', 'asc');
+  if (options.bodies === false)
+    return (await ofThread(db.selectFrom('messages').select(SUMMARY_COLUMNS)).execute()).map((row) =>
+      messageFromRow(row),
+    );
+  return fullMessages(db, await ofThread(db.selectFrom('messages').select(FULL_COLUMNS)).execute());
 }
 
 /**

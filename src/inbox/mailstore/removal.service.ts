@@ -47,7 +47,7 @@ export function createRemovalService(deps: {
       thread: Thread,
       options: { permanent?: boolean },
     ): Promise<'trashed' | 'deleted'> {
-      const messages = await listThreadMessages(trx, thread.threadId);
+      const messages = await listThreadMessages(trx, thread.threadId, { bodies: false });
       const untrashed = messages.filter((m) => !m.labels.includes(TRASH_LABEL));
       if (options.permanent || untrashed.length === 0) {
         await deleteThreadWithMessages(trx, thread.threadId);

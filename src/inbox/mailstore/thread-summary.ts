@@ -30,7 +30,7 @@ export async function refreshThreadLabels(trx: Db, threadId: string, updatedAt: 
 export async function rebuildThreadSummary(trx: Db, threadId: string, updatedAt: string): Promise<void> {
   const [thread] = await findThreadsForUpdate(trx, [threadId], dialectOf(trx));
   if (!thread) return;
-  const messages = await listThreadMessages(trx, threadId);
+  const messages = await listThreadMessages(trx, threadId, { bodies: false });
   const [first, ...rest] = messages;
   if (!first) {
     await deleteThreadWithMessages(trx, threadId);

@@ -199,7 +199,7 @@ export function createMessageService(deps: MessageServiceDeps) {
     async delete(owner: KeyOwner, inboxId: string, messageId: string): Promise<void> {
       requirePermission(owner, 'messageDelete');
       await commits.run(async (trx) => {
-        const message = await findOwnMessage(trx, owner, inboxId, messageId, { lock: true });
+        const message = await findOwnMessage(trx, owner, inboxId, messageId, { lock: true, bodies: false });
         await deps.removal.deleteMessage(trx, message);
       });
     },
@@ -248,7 +248,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       origin: string,
     ): Promise<{ attachment: AttachmentMeta } & DownloadLink> {
       requirePermission(owner, 'messageRead');
-      const message = await findOwnMessage(db, owner, inboxId, messageId);
+      const message = await findOwnMessage(db, owner, inboxId, messageId, { bodies: false });
       const attachment = message.attachments.find((a) => a.attachmentId === attachmentId);
       if (!attachment) throw new AttachmentNotFoundError(attachmentId);
       const { token, expiresAt } = await downloads.sign({ kind: 'attachment', messagePk: message.pk, attachmentId });
@@ -300,7 +300,7 @@ export function createMessageService(deps: MessageServiceDeps) {
       origin: string,
     ): Promise<{ messageId: string; size: number } & DownloadLink> {
       requirePermission(owner, 'messageRead');
-      const message = await findOwnMessage(db, owner, inboxId, messageId);
+      const message = await findOwnMessage(db, owner, inboxId, messageId, { bodies: false });
       const { token, expiresAt } = await downloads.sign({ kind: 'raw', messagePk: message.pk });
       return { messageId: message.messageId, size: message.size, ...link(token, expiresAt, origin) };
     },

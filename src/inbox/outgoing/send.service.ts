@@ -251,7 +251,7 @@ export function createSendService(deps: SendServiceDeps) {
     ): Promise<{ messageId: string; threadId: string }> {
       requirePermission(owner, 'messageSend');
       checkBodySizes(input, deps.maxBodyBytes);
-      const parent = await findOwnMessage(db, owner, inboxId, messageId);
+      const parent = await findOwnMessage(db, owner, inboxId, messageId, { bodies: false });
       return send(owner, parent.inboxId, () => validate(replyInput(parent, input)), answerHeaders(parent));
     },
 

@@ -4,7 +4,7 @@ import type { Cursor } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
 import { inboxFromRow } from '../inboxes/inbox.repository.js';
-import { bodyFromBlob } from '../mailstore/message-blobs.js';
+import { storedBodies } from '../mailstore/message-blobs.js';
 import { type Inbox } from '../core/inbox.js';
 import type { Db } from '../schema/database.js';
 import {
@@ -246,19 +246,16 @@ const INDEX_COLUMNS = [
  */
 export async function rebuildThreadDocument(db: Db, threadId: string): Promise<void> {
   const rows: IndexRow[] = [];
-  for (const { text_blob: textBlob, html_blob: htmlBlob, ...row } of await db
+  for (const { text_blob, html_blob, ...row } of await db
     .selectFrom('messages')
     .innerJoin('inboxes', 'inboxes.inbox_id', 'messages.inbox_id')
     .select([...INDEX_COLUMNS, 'messages.text_blob', 'messages.html_blob'])
     .where('messages.thread_id', '=', threadId)
     .orderBy('messages.id')
-    .execute())
-    // Large bodies are kept in blobs (decision 0053).
-    rows.push({
-      ...row,
-      text_body: textBlob === null ? row.text_body : await bodyFromBlob(db, textBlob),
-      html_body: htmlBlob === null ? row.html_body : await bodyFromBlob(db, htmlBlob),
-    } as IndexRow);
+    .execute()) {
+    const { text, html } = await storedBodies(db, { ...row, text_blob, html_blob });
+    rows.push({ ...row, text_body: text, html_body: html } as IndexRow);
+  }
   const previous = await findThreadDocument(db, threadId);
   const last = rows[rows.length - 1];
   if (!last) {

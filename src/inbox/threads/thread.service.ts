@@ -165,7 +165,7 @@ export function createThreadService({ db, commits, clock, labels, removal }: Thr
         }
         const [thread] = await findThreadsForUpdate(trx, [found.threadId], dialect);
         if (!thread) throw new ThreadNotFoundError(threadId);
-        const messages = await listThreadMessages(trx, thread.threadId);
+        const messages = await listThreadMessages(trx, thread.threadId, { bodies: false });
         await labels.apply(
           trx,
           await inboxOf(trx, owner, thread),
