@@ -9,17 +9,8 @@ import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { DOMAIN, dropInboxSchema, inboxConfig, loadService } from './inbox-seed.mjs';
 import * as harness from './lib/harness.mjs';
-import {
-  fmt,
-  machineDescription,
-  median,
-  postgresUrl,
-  RESULTS,
-  ROOT,
-  sourceOf,
-  timestamp,
-  writeResults,
-} from './lib/harness.mjs';
+import { machineWithCosts } from './lib/machine-costs.mjs';
+import { fmt, median, postgresUrl, RESULTS, ROOT, sourceOf, timestamp, writeResults } from './lib/harness.mjs';
 import { formatLongTasks, formatProfile, longTasks, summarizeProfile } from './profile.mjs';
 
 /**
@@ -585,7 +576,7 @@ async function main() {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const machine = machineDescription();
+  const machine = await machineWithCosts();
   const md = [
     `Big-send bench, ${new Date().toISOString()}; ${machine}`,
     `Server: dist/src/inbox/main.js with INBOX_ROLES=api (built from ${source}), not pinned. ${opts.arrivalMs ? `Another organization's GET /v0/inboxes every ${opts.arrivalMs} ms, each on a new connection,` : `${opts.readers} readers of another organization, each one GET /v0/inboxes after the other,`} for ${opts.duration} s alone, ${opts.duration} s beside one big send in flight and ${opts.duration} s beside ${opts.senders}; ${opts.runs} runs per variant, each on a fresh server.`,

@@ -14,11 +14,11 @@ import {
   seedInbox,
 } from './inbox-seed.mjs';
 import * as harness from './lib/harness.mjs';
+import { machineWithCosts } from './lib/machine-costs.mjs';
 import {
   alternate,
   fmt,
   LOAD_CPU,
-  machineDescription,
   medians,
   postgresUrl,
   profiled,
@@ -76,6 +76,12 @@ const opts = {
   profile: args.profile ?? process.env.BENCH_PROFILE === '1',
 };
 const only = args.only ?? process.env.BENCH_ONLY;
+if (!(opts.deep > 0 && opts.deep < opts.messages)) {
+  console.error(
+    `--deep (${opts.deep}) must lie between 0 and --messages (${opts.messages}): the deep page starts there.`,
+  );
+  process.exit(2);
+}
 
 /** A short plain-text message, as an agent sends it with the SDK (`to` as a string). */
 const SEND_BODY = JSON.stringify({
@@ -106,7 +112,8 @@ function scenarios({ apiKey, deepToken }) {
       id: 'send',
       name: 'POST /v0/inboxes/{id}/messages/send (local delivery)',
       plan: 'send',
-      target: 0.5,
+      // Issue 32: sends at 0.7 of their limit, as every other scenario.
+      target: 0.7,
       request: {
         method: 'POST',
         path: `${messages}/send`,
@@ -383,7 +390,7 @@ async function main() {
     return;
   }
   const summary = results.map((r) => r.summary);
-  const machine = machineDescription();
+  const machine = await machineWithCosts();
   const servers = Object.fromEntries(
     Object.entries(SERVERS).map(([kind, file]) => [
       kind,

@@ -8,7 +8,6 @@ import {
   alternate,
   fmt,
   freePort,
-  machineDescription,
   medians,
   postgresUrl,
   RESULTS,
@@ -18,6 +17,7 @@ import {
   timestamp,
   writeResults,
 } from './lib/harness.mjs';
+import { machineWithCosts } from './lib/machine-costs.mjs';
 
 /**
  * `npm run bench:mcp`: the MCP door beside the REST API it stands on, in one run (issue 28: MCP at
@@ -220,7 +220,7 @@ const rows = results.map(
 const md = [
   `# MCP beside REST (${new Date().toISOString()})`,
   '',
-  `Machine: ${machineDescription()}. Server: ${path.relative(ROOT, SERVER)} (built from ${sourceOf(['src'])}), INBOX_ROLES=api.`,
+  `Machine: ${await machineWithCosts()}. Server: ${path.relative(ROOT, SERVER)} (built from ${sourceOf(['src'])}), INBOX_ROLES=api.`,
   `Median of ${opts.runs} runs per door, ${opts.duration} s each after ${opts.warmup} s of warm-up, ${opts.connections} connections, alternating. Target: MCP ÷ REST ≥ 0.8.`,
   '',
   '| Database | Scenario | REST req/s | MCP req/s | MCP ÷ REST | p99 ms REST / MCP | server µs CPU per request REST / MCP |',

@@ -4,11 +4,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkBytes, checkSql } from './check.mjs';
 import * as harness from './lib/harness.mjs';
+import { machineWithCosts } from './lib/machine-costs.mjs';
 import {
   alternate,
   fmt,
   LOAD_CPU,
-  machineDescription,
   medians,
   postgresUrl,
   profiled,
@@ -337,7 +337,7 @@ async function main() {
     await varnish?.close();
   }
   const summary = results.map((r) => r.summary);
-  const machine = machineDescription();
+  const machine = await machineWithCosts();
   const servers = Object.fromEntries(
     Object.entries(SERVERS).map(([kind, file]) => [
       kind,

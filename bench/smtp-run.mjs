@@ -8,6 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import * as harness from './lib/harness.mjs';
+import { machineWithCosts } from './lib/machine-costs.mjs';
 import { ensurePostfix, postfixInstance, SMTP_SOURCE } from './lib/postfix.mjs';
 import {
   ATTEMPTS,
@@ -17,7 +18,6 @@ import {
   fmt,
   LOAD_CPU,
   machineBusy,
-  machineDescription,
   median,
   postgresPids,
   postgresUrl,
@@ -484,7 +484,7 @@ async function main() {
     rmSync(SNAPSHOT, { recursive: true, force: true });
   }
   const summary = results.map((r) => r.summary);
-  const machine = machineDescription();
+  const machine = await machineWithCosts();
   const servers = Object.fromEntries(
     Object.entries(SERVERS).map(([kind, file]) => [
       kind,
@@ -740,7 +740,7 @@ async function postfixAnchor() {
       );
     }
   }
-  const machine = machineDescription();
+  const machine = await machineWithCosts();
   const disturbed = runs.filter((r) => r.disturbed);
   const md = [
     `SMTP bench, anchor Postfix, ${new Date().toISOString()}; ${machine}; load average at the end ${os
