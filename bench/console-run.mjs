@@ -5,16 +5,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
-import {
-  fmt,
-  freePort,
-  machineDescription,
-  median,
-  ROOT,
-  snapshotDist,
-  sourceOf,
-  startServer,
-} from './lib/harness.mjs';
+import { fmt, freePort, median, ROOT, snapshotDist, sourceOf, startServer } from './lib/harness.mjs';
+import { machineWithCosts } from './lib/machine-costs.mjs';
 
 /**
  * `npm run bench:console`: the web console's first screen (issue 30: under 1 s on loopback),
@@ -171,7 +163,7 @@ console.log(
   `median of ${runs}: console ${fmt(consoleMedian)} ms (target < ${TARGET_MS} ms: ${consoleMedian < TARGET_MS ? 'met' : 'missed'}), admin ${fmt(adminMedian)} ms, console ÷ admin ${fmt(consoleMedian / adminMedian, 2)}`,
 );
 console.log(
-  `source ${sourceOf(['src', 'scripts'])}; ${machineDescription()}; load average ${os
+  `source ${sourceOf(['src', 'scripts'])}; ${await machineWithCosts()}; load average ${os
     .loadavg()
     .map((x) => x.toFixed(2))
     .join(' ')}`,

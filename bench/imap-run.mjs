@@ -10,7 +10,6 @@ import { sql } from 'kysely';
 import { ensureDovecot, dovecotVersion, startDovecot, writeMaildir } from './lib/dovecot.mjs';
 import {
   freePort,
-  machineDescription,
   postgresUrl,
   median,
   fmt,
@@ -22,6 +21,7 @@ import {
   timestamp,
   writeResults,
 } from './lib/harness.mjs';
+import { machineWithCosts } from './lib/machine-costs.mjs';
 
 /**
  * `npm run bench:imap`: the IMAP listener of the inbox service (dist/src/inbox/main.js,
@@ -331,7 +331,7 @@ try {
   const md = [
     `# bench:imap ${stamp}`,
     '',
-    `${opts.messages} messages in INBOX, ${opts.runs} runs per scenario (medians), alternating. Ours = dist/src/inbox/main.js (INBOX_ROLES=imap, ${pgUrl ? 'PostgreSQL' : 'SQLite'}, built from ${sourceOf(['src'])}); ${dovecotVersion()} as a private instance, Maildir, no FTS plugin. Client: imapflow. ${machineDescription()}.`,
+    `${opts.messages} messages in INBOX, ${opts.runs} runs per scenario (medians), alternating. Ours = dist/src/inbox/main.js (INBOX_ROLES=imap, ${pgUrl ? 'PostgreSQL' : 'SQLite'}, built from ${sourceOf(['src'])}); ${dovecotVersion()} as a private instance, Maildir, no FTS plugin. Client: imapflow. ${await machineWithCosts()}.`,
     '',
     '| scenario | ours | Dovecot | unit | ours ÷ Dovecot |',
     '|---|---|---|---|---|',

@@ -9,7 +9,6 @@ import { execSync, spawn } from 'node:child_process';
 import {
   freePort,
   LOAD_CPU,
-  machineDescription,
   postgresUrl,
   ROOT,
   sourceOf,
@@ -17,6 +16,7 @@ import {
   timestamp,
   writeResults,
 } from './lib/harness.mjs';
+import { machineWithCosts } from './lib/machine-costs.mjs';
 
 /**
  * `npm run bench:ws`: real-time events over WebSocket at 1,000 subscribed connections.
@@ -408,7 +408,7 @@ const rows = runs.flatMap((r) =>
 const md = [
   `## WebSocket events, ${stamp}`,
   '',
-  `${machineDescription()}; source ${sourceOf(['src', 'bench'])}`,
+  `${await machineWithCosts()}; source ${sourceOf(['src', 'bench'])}`,
   `${CONNECTIONS} connections in ${CLIENT_PROCESSES} client processes on CPU ${LOAD_CPU} (server on CPU 0); SQLite commits observed every ${OBSERVE_MS} ms`,
   `load before: \`${loadBefore}\``,
   ...runs.map((r) => `load after ${r.dialect}: \`${r.load}\``),
