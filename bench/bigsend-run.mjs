@@ -198,7 +198,7 @@ async function phase({ port, pid, loopFile, others, big, body, senders, status =
   const rssBefore = rss(pid);
   const cpuBefore = mainThreadCpuMs(pid);
   // PostgreSQL's backends work for the sends too, on the same cores: their CPU beside the loop's.
-  const pgCpuBefore = harness.cpuSeconds(harness.postgresPids());
+  const pgCpu = harness.postgresCpu();
   let peak = rssBefore;
   const end = performance.now() + opts.duration * 1000;
   const sampler = setInterval(() => (peak = Math.max(peak, rss(pid))), 10);
@@ -236,7 +236,7 @@ async function phase({ port, pid, loopFile, others, big, body, senders, status =
   clearInterval(sampler);
   const loop = await loopDelay(pid, loopFile);
   const mainCpuMs = mainThreadCpuMs(pid) - cpuBefore;
-  const postgresCpuMs = (harness.cpuSeconds(harness.postgresPids()) - pgCpuBefore) * 1000;
+  const postgresCpuMs = pgCpu() * 1000;
   // The readers' thread's array as it is: spreading it into another overflows the stack in long phases.
   const sorted = read.latencies.sort((a, b) => a - b);
   return {

@@ -19,7 +19,7 @@ import {
   LOAD_CPU,
   machineBusy,
   median,
-  postgresPids,
+  postgresCpu,
   postgresUrl,
   profiled,
   quiet,
@@ -267,16 +267,16 @@ async function measure({ kind, db, dir, scenario, port, client = opts.client, no
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    let dbPids = [];
+    let dbCpu = () => 0;
     const cpu = () => ({
       server: cpuSeconds([server.pid]),
-      db: cpuSeconds(dbPids),
+      db: dbCpu(),
       machine: machineBusy(),
       wall: Date.now() / 1000,
     });
     for await (const line of createInterface({ input: child.stdout })) {
       if (line === 'warm') {
-        dbPids = db.dialect === 'postgres' ? postgresPids() : [];
+        if (db.dialect === 'postgres') dbCpu = postgresCpu();
         before = cpu();
       } else if (!after) {
         after = cpu();
@@ -588,10 +588,10 @@ async function measureAnchor({ kind, db, dir, mode, port, postfix, nodeArgs = []
   let before;
   let after;
   try {
-    const dbPids = kind === 'ours' && db.dialect === 'postgres' ? postgresPids() : [];
+    const dbCpu = kind === 'ours' && db.dialect === 'postgres' ? postgresCpu() : () => 0;
     const sample = () => ({
       server: server.cpu(),
-      db: cpuSeconds(dbPids),
+      db: dbCpu(),
       load: reapedChildrenCpuSeconds(),
       machine: machineBusy(),
       wall: performance.now() / 1000,

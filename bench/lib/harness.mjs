@@ -102,6 +102,23 @@ export function postgresPids() {
   });
 }
 
+/**
+ * PostgreSQL's CPU over a run: `postgresCpu()` at its start returns a function giving the CPU
+ * seconds its processes used since. A backend started meanwhile (a pool that grows under load, a
+ * connection opened after the start) counts from zero; one that ended meanwhile is lost, as
+ * /proc no longer has it. Taking the processes at the start alone missed the new backends: their
+ * work was counted as other work and the runs marked disturbed.
+ */
+export function postgresCpu() {
+  const at = () => new Map(postgresPids().map((pid) => [pid, cpuSeconds([pid])]));
+  const start = at();
+  return () => {
+    let used = 0;
+    for (const [pid, now] of at()) used += now - (start.get(pid) ?? 0);
+    return used;
+  };
+}
+
 /** Busy CPU seconds of the whole machine so far, all cores (/proc/stat). */
 export function machineBusy() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
@@ -141,10 +158,10 @@ export async function measure({ label, start, dialect, request, port, load, node
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    let dbPids = [];
+    let dbCpu = () => 0;
     const cpu = () => ({
       server: cpuSeconds([server.pid]),
-      db: cpuSeconds(dbPids),
+      db: dbCpu(),
       machine: machineBusy(),
       wall: Date.now() / 1000,
     });
@@ -153,7 +170,7 @@ export async function measure({ label, start, dialect, request, port, load, node
     let result;
     for await (const line of createInterface({ input: child.stdout })) {
       if (line === 'warm') {
-        dbPids = dialect === 'postgres' ? postgresPids() : [];
+        if (dialect === 'postgres') dbCpu = postgresCpu();
         before = cpu();
       } else {
         after = cpu();
