@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync, fdatasyncSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LOAD_CPU, machineDescription, SERVER_CPU } from './harness.mjs';
+import { LOAD_CPU, machineDescription, median, SERVER_CPU } from './harness.mjs';
 
 /**
  * What the machine charges for the three things a server's ratio to its anchor is most sensitive
@@ -13,7 +13,6 @@ import { LOAD_CPU, machineDescription, SERVER_CPU } from './harness.mjs';
  * machine (bench/README.md); these numbers say whether the machine moved. Medians; a few seconds.
  */
 export async function machineCosts() {
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const devNull = openSync('/dev/null', 'w');
   const bytes = Buffer.alloc(64);
   const perWrite = [];
