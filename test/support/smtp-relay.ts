@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import { listenOnFreePort } from './ports.js';
 
 /**
  * An SMTP relay over a real socket for the outbound suites: nodemailer's `smtp-server`, with
@@ -183,15 +183,19 @@ export async function startSmtpRelay(
       },
     });
 
-  async function start(): Promise<void> {
+  async function bind(at: number): Promise<void> {
     const s = create();
-    server = s;
     await new Promise<void>((resolve, reject) => {
       s.once('error', reject);
-      s.listen(port, host, () => resolve());
+      s.listen(at, host, () => resolve());
     });
     s.on('error', () => {});
-    port = (s.server.address() as AddressInfo).port;
+    server = s;
+  }
+  // The first start picks a port that no other test's listen(0) can take while this relay is down.
+  async function start(): Promise<void> {
+    if (port) await bind(port);
+    else port = await listenOnFreePort(bind);
   }
 
   await start();

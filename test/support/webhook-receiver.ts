@@ -5,9 +5,9 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
+import { listenOnFreePort } from './ports.js';
 
 /**
  * A webhook receiver over a real socket for the black-box suites. It records every request,
@@ -133,13 +133,18 @@ export async function startWebhookReceiver(
     });
   };
 
-  async function start(): Promise<void> {
-    server = createServer(handler);
+  async function bind(at: number): Promise<void> {
+    const s = createServer(handler);
     await new Promise<void>((resolve, reject) => {
-      server?.once('error', reject);
-      server?.listen(port, host, () => resolve());
+      s.once('error', reject);
+      s.listen(at, host, () => resolve());
     });
-    port = (server.address() as AddressInfo).port;
+    server = s;
+  }
+  // The first start picks a port that no other test's listen(0) can take while this receiver is down.
+  async function start(): Promise<void> {
+    if (port) await bind(port);
+    else port = await listenOnFreePort(bind);
   }
 
   await start();
