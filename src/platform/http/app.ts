@@ -121,6 +121,11 @@ function announcesBody(headers: Record<string, string | string[] | undefined>): 
 const NUL_CODE = { code: 'NUL_CHARACTER', details: { code: 'NUL_CHARACTER' } } as const;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const IN_FLIGHT = new WeakMap<FastifyInstance, InFlight>();
+/**
+ * How long a closing server, once its handlers have ended, keeps connections that are not idle:
+ * answers still being written, and clients that never sent a whole request.
+ */
+export const CLOSE_GRACE_MS = 2_000;
 
 /** The in-flight tracker of an app built here: hooks that do database work pass it their work. */
 export function inFlightOf(app: FastifyInstance): InFlight {
@@ -164,6 +169,14 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
   const inFlight = trackInFlight(app);
   IN_FLIGHT.set(app, inFlight);
   app.addHook('onClose', async () => inFlight.idle(8_000));
+  // Node's close waits for every connection that is not idle, and a connection that has sent no
+  // whole request is not: a client of another protocol waiting for a greeting, a request line cut
+  // off. Close would wait for their 60 s timeouts. Once the handlers have ended, what is left gets
+  // a moment, then is cut. (Not awaited: the server's close runs after the preClose hooks.)
+  app.addHook('preClose', (done) => {
+    void inFlight.idle(8_000).then(() => setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS).unref());
+    done();
+  });
   // A pino child per request costs microseconds that matter on fast routes; when request logging
   // is off (level above info), the child is only built if something is actually logged.
   app.setChildLoggerFactory((logger, bindings, opts) =>

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { buildHttpApp, inFlightOf } from './app.js';
+import { buildHttpApp, inFlightOf, CLOSE_GRACE_MS } from './app.js';
 
 function deferred() {
   let resolve!: () => void;
@@ -48,6 +48,28 @@ describe('closing with handlers still running', () => {
     await closing;
     expect(finished).toBe(true);
   });
+
+  it('app.close() cuts connections that never sent a whole request after a grace, instead of waiting for their timeout', async () => {
+    const app = buildHttpApp({ name: 'test', logLevel: 'silent', ready: async () => {} });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (app.server.address() as { port: number }).port;
+    // A client of another protocol that waits for a greeting (an SMTP client that found this
+    // port), and one that stopped halfway through its request line.
+    const clients = ['', 'GET /half'].map((sent) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        if (sent) socket.write(sent);
+      });
+      socket.on('error', () => {});
+      return { socket, ended: new Promise<void>((resolve) => socket.on('close', () => resolve())) };
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const start = Date.now();
+    await app.close();
+    const took = Date.now() - start;
+    await Promise.all(clients.map((c) => c.ended));
+    // Cut after the grace; Node's own close would wait for their 60 s timeouts (the test's ends first).
+    expect(took).toBeGreaterThanOrEqual(CLOSE_GRACE_MS - 100);
+  }, 20_000);
 
   it('tracked work outside handlers is waited for too, and idle() gives up after its timeout', async () => {
     const app = buildHttpApp({ name: 'test', logLevel: 'silent', ready: async () => {} });
