@@ -13,6 +13,7 @@ import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import { pino, type Logger } from 'pino';
 import { systemClock, type Clock } from '../platform/clock.js';
+import { closeInOrder } from '../platform/close-in-order.js';
 import type { Database } from '../platform/db/database.js';
 import type { Dialect } from '../platform/db/types.js';
 import { commitsOf } from '../platform/db/group-commit.js';
@@ -599,21 +600,26 @@ export async function startInboxService(
         ? { host: submission.server.host, port: submission.server.port, tlsPort: submission.server.tlsPort }
         : undefined,
       async close() {
-        // SMTP first: messages in flight still need the database to commit.
-        await smtp?.close();
-        await submission?.stop();
-        await imap?.stop();
-        // Closes the WebSocket clients (1001) before the HTTP server.
-        await app?.close();
-        await stopKeyWatch?.();
-        await feed?.close();
-        await management?.close();
         clearInterval(sweeper);
-        await sweeping;
-        await runtime.runner.stop();
-        runtime.closeOutbound();
-        await runtime.services.limiter.close();
-        await database.destroy();
+        await closeInOrder(
+          [
+            // SMTP first: messages in flight still need the database to commit.
+            ['smtp', () => smtp?.close()],
+            ['submission', () => submission?.stop()],
+            ['imap', () => imap?.stop()],
+            // Closes the WebSocket clients (1001) before the HTTP server.
+            ['http', () => app?.close()],
+            ['key watch', () => stopKeyWatch?.()],
+            ['event feed', () => feed?.close()],
+            ['management', () => management?.close()],
+            ['blob sweep', () => sweeping],
+            ['job runner', () => runtime.runner.stop()],
+            ['outbound', () => runtime.closeOutbound()],
+            ['rate limiter', () => runtime.services.limiter.close()],
+            ['database', () => database.destroy()],
+          ],
+          (step, waitedMs) => log.warn({ step, waitedMs }, `closing: ${step} has not closed after ${waitedMs} ms`),
+        );
       },
     };
   } catch (err) {
