@@ -553,4 +553,44 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     await loop.stop();
     expect(runs.size).toBe(41);
   });
+
+  it('returns from drain() only when the jobs its own claim loop took first have run', async () => {
+    const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
+    let claimed!: () => void;
+    const taken = new Promise<void>((resolve) => (claimed = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const done: number[] = [];
+    const runner = createJobRunner({
+      db,
+      clock,
+      log: silent,
+      pollMs: 60_000,
+      queues: {
+        q: {
+          handle: async (job: Job) => {
+            claimed();
+            await held;
+            done.push(job.id);
+          },
+          backoff: () => undefined,
+        },
+      },
+    });
+    const id = await enqueue(db, clock, 'q', {});
+    runner.start();
+    await taken;
+    // The loop holds the job: drain finds nothing to claim, and must wait for the loop's run.
+    let drained = false;
+    const draining = runner.drain().then((n) => {
+      drained = true;
+      return n;
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(drained).toBe(false);
+    release();
+    expect(await draining).toBe(0);
+    expect(done).toEqual([id]);
+    await runner.stop();
+  });
 });

@@ -212,7 +212,7 @@ export interface JobRunner {
   start(): void;
   /** Wakes the runners now, in this process (if started) and in others (call after a commit that enqueued work). */
   notify(): void;
-  /** Runs due jobs until none is left; for tests and the command line. */
+  /** Runs due jobs until none is left, the claim loops' included; for tests and the command line. */
   drain(): Promise<number>;
   /** Stops claiming and waits for running jobs. */
   stop(): Promise<void>;
@@ -237,6 +237,8 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     timer: NodeJS.Timeout | undefined;
     resume: (() => void) | undefined;
     loop: Promise<void> | undefined;
+    /** The claim loop's batch under way, which `drain()` waits for: it may hold jobs that are due. */
+    ticking: Promise<number> | undefined;
   }
   const lanes: Lane[] = Object.entries(queues).map(([queue, q]) => ({
     queue,
@@ -248,6 +250,7 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
     timer: undefined,
     resume: undefined,
     loop: undefined,
+    ticking: undefined,
   }));
   let running = false;
   let unlisten: (() => Promise<void>) | undefined;
@@ -434,9 +437,12 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       lane.wake = false;
       let n = 0;
       try {
-        n = await tick(lane);
+        lane.ticking = tick(lane);
+        n = await lane.ticking;
       } catch (err) {
         log.error({ err, queue: lane.queue }, 'job runner tick failed');
+      } finally {
+        lane.ticking = undefined;
       }
       if (!running) break;
       if (n > 0 || lane.wake) continue;
@@ -506,7 +512,12 @@ export function createJobRunner(options: JobRunnerOptions): JobRunner {
       for (;;) {
         const n = (await Promise.all(lanes.map((lane) => tick(lane)))).reduce((a, b) => a + b, 0);
         total += n;
-        if (n === 0) return total;
+        if (n > 0) continue;
+        // Nothing left to claim, but the claim loops may have taken due jobs just before: done
+        // only when they have run them (and whatever those enqueued).
+        const busy = lanes.flatMap((lane) => (lane.ticking ? [lane.ticking] : []));
+        if (busy.length === 0) return total;
+        await Promise.allSettled(busy);
       }
     },
     async stop() {
