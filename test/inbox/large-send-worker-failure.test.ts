@@ -70,7 +70,8 @@ const BUSY_BEFORE_KILL_MS = 3;
 /**
  * Arms the next post of `task` to end its thread once that thread's event loop has been busy for
  * BUSY_BEFORE_KILL_MS since the post. Resolves with the thread after it exited, and whether it had
- * answered the task by then (it must not have: then the kill came too late).
+ * answered the task by then (it must not have: then the kill came too late); or, when the task
+ * ended before the kill was due, with `answered` and the thread left alive.
  */
 function killDuring(task: Task): Promise<{ thread: Watched; answered: boolean; busyMs: number }> {
   return new Promise((resolve, reject) => {
@@ -88,12 +89,11 @@ function killDuring(task: Task): Promise<{ thread: Watched; answered: boolean; b
         }
         const poll = () => {
           const busyMs = thread.worker.performance.eventLoopUtilization(before).active;
-          if (thread.replies > repliesAtPost || thread.exited) {
-            reject(
-              new Error(
-                `the ${task} thread ${thread.exited ? 'exited' : 'answered'} before it was killed (busy ${busyMs.toFixed(1)} ms)`,
-              ),
-            );
+          if (thread.exited) {
+            reject(new Error(`the ${task} thread exited before it was killed (busy ${busyMs.toFixed(1)} ms)`));
+          } else if (thread.replies > repliesAtPost) {
+            // Too late: the task ended before this thread polled again. Left alive; the caller tries again.
+            resolve({ thread, answered: true, busyMs });
           } else if (busyMs >= BUSY_BEFORE_KILL_MS) {
             thread.worker.once('exit', () => resolve({ thread, answered: thread.replies > repliesAtPost, busyMs }));
             void thread.worker.terminate();
@@ -194,10 +194,6 @@ describe.each(dialects)('%s: a large send whose worker thread dies', (dialect) =
   it.each(tasks)(
     'answers 500 internal_error when the thread running %s dies, stores and counts nothing, keeps serving, and the next large send runs on a new thread',
     async (task) => {
-      const org = await organization(server, [unique('big'), unique('peer')]);
-      const [from, to] = org.inboxes as [string, string];
-      const sendPath = `/v0/inboxes/${enc(from)}/messages/send`;
-
       // A large send in another organization first: the pool then has a thread that has started up
       // and answered, so the thread killed below is killed while busy with the task itself.
       const warm = await organization(server, [unique('warm'), unique('peer')]);
@@ -210,19 +206,30 @@ describe.each(dialects)('%s: a large send whose worker thread dies', (dialect) =
       );
       expect(warmed.status).toBe(200);
 
-      const before = await traces(org.organizationId, [from, to]);
-      expect(before).toMatchObject({ messages: 0, threads: 0, sendCounters: 0 });
-      const killed = killDuring(task);
-      const failed = await call(server.url, org.key, 'POST', sendPath, largeSend(to, 'doomed'));
-      const { thread, answered, busyMs } = await Promise.race([
-        killed,
-        new Promise<never>((_, reject) =>
-          setTimeout(
-            () => reject(new Error(`no ${task} task was posted to a thread (answered ${failed.status})`)),
-            5_000,
-          ).unref(),
-        ),
-      ]);
+      // The kill is timed from this thread: on a loaded machine the task may end before it lands.
+      // Such a send is not the one under test, so it is tried again, in a new organization.
+      const attempt = async () => {
+        const org = await organization(server, [unique('big'), unique('peer')]);
+        const [from, to] = org.inboxes as [string, string];
+        const sendPath = `/v0/inboxes/${enc(from)}/messages/send`;
+        const before = await traces(org.organizationId, [from, to]);
+        expect(before).toMatchObject({ messages: 0, threads: 0, sendCounters: 0 });
+        const killed = killDuring(task);
+        const failed = await call(server.url, org.key, 'POST', sendPath, largeSend(to, 'doomed'));
+        const outcome = await Promise.race([
+          killed,
+          new Promise<never>((_, reject) =>
+            setTimeout(
+              () => reject(new Error(`no ${task} task was posted to a thread (answered ${failed.status})`)),
+              5_000,
+            ).unref(),
+          ),
+        ]);
+        return { org, from, to, sendPath, before, failed, ...outcome };
+      };
+      let tried = await attempt();
+      for (let again = 0; again < 2 && tried.answered; again++) tried = await attempt();
+      const { org, from, to, sendPath, before, failed, thread, answered, busyMs } = tried;
       expect(answered, `the ${task} thread answered before it died`).toBe(false);
       expect(busyMs).toBeGreaterThanOrEqual(BUSY_BEFORE_KILL_MS);
       expect(thread.posted.at(-1)).toBe(task);
