@@ -21,6 +21,13 @@ import { dialects, freshPostgresSchema } from '../support/dialects.js';
 
 const silent = { warn: () => {}, error: () => {} };
 
+/** A promise and the function that resolves it. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open = () => {};
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
 describe.each(dialects)('%s: durable jobs', (dialect) => {
   let database: Database<JobsDatabase>;
   let db: Kysely<JobsDatabase>;
@@ -343,8 +350,7 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
 
   it('runs each queue in its own loop: a queue whose jobs hang holds up only itself, and claims no more than its concurrency', async () => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
-    let release = () => {};
-    const hanging = new Promise<void>((resolve) => (release = resolve));
+    const { promise: hanging, open: release } = gate();
     let slowRuns = 0;
     const fast: number[] = [];
     const runner = createJobRunner({
@@ -556,30 +562,24 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
 
   it('returns from drain() only when the jobs its own claim loop took first have run', async () => {
     const clock = fixedClock(new Date('2026-01-01T00:00:00Z'));
-    let claimed!: () => void;
-    const taken = new Promise<void>((resolve) => (claimed = resolve));
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
+    const taken = gate();
+    const held = gate();
     const done: number[] = [];
+    const handle = async (job: Job) => {
+      taken.open();
+      await held.promise;
+      done.push(job.id);
+    };
     const runner = createJobRunner({
       db,
       clock,
       log: silent,
       pollMs: 60_000,
-      queues: {
-        q: {
-          handle: async (job: Job) => {
-            claimed();
-            await held;
-            done.push(job.id);
-          },
-          backoff: () => undefined,
-        },
-      },
+      queues: { q: { handle, backoff: () => undefined } },
     });
     const id = await enqueue(db, clock, 'q', {});
     runner.start();
-    await taken;
+    await taken.promise;
     // The loop holds the job: drain finds nothing to claim, and must wait for the loop's run.
     let drained = false;
     const draining = runner.drain().then((n) => {
@@ -588,7 +588,7 @@ describe.each(dialects)('%s: durable jobs', (dialect) => {
     });
     await new Promise((r) => setTimeout(r, 50));
     expect(drained).toBe(false);
-    release();
+    held.open();
     expect(await draining).toBe(0);
     expect(done).toEqual([id]);
     await runner.stop();
