@@ -1,5 +1,4 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import Sqlite from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,6 +14,7 @@ import {
 } from './inbox-seed.mjs';
 import * as harness from './lib/harness.mjs';
 import { machineWithCosts } from './lib/machine-costs.mjs';
+import { sqliteSnapshot } from './lib/sqlite-snapshot.mjs';
 import {
   alternate,
   fmt,
@@ -184,27 +184,13 @@ function measure(kind, db, dir, scenario, port, nodeArgs, restore = () => {}) {
 }
 
 /**
- * For the send scenario on SQLite: every run starts from the database as the checks left it (a
- * copy taken now, put back before each server starts). Sends grow the search index, and its
- * merges cost more the larger it is, so on one shared file a run's figure depended on its place
- * in the order (bench/README.md). PostgreSQL runs share the schema (ABBAAB spreads the growth
- * over both programs).
+ * For the send scenario on SQLite: every run starts from the database as the checks left it
+ * (lib/sqlite-snapshot.mjs). PostgreSQL runs share the schema (ABBAAB spreads the growth over
+ * both programs).
  */
 function sqliteRestorer(db, scenario) {
   if (scenario.plan !== 'send' || db.dialect !== 'sqlite') return undefined;
-  const file = db.sqliteFile;
-  const copy = `${file}.before-runs`;
-  const conn = new Sqlite(file);
-  conn.pragma('wal_checkpoint(TRUNCATE)');
-  conn.close();
-  copyFileSync(file, copy);
-  return {
-    restore() {
-      for (const suffix of ['-wal', '-shm']) rmSync(file + suffix, { force: true });
-      copyFileSync(copy, file);
-    },
-    done: () => rmSync(copy, { force: true }),
-  };
+  return sqliteSnapshot(db.sqliteFile);
 }
 
 async function profile(db, dir, scenario, port, stamp, restore) {

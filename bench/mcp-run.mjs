@@ -18,6 +18,7 @@ import {
   writeResults,
 } from './lib/harness.mjs';
 import { machineWithCosts } from './lib/machine-costs.mjs';
+import { sqliteSnapshot } from './lib/sqlite-snapshot.mjs';
 
 /**
  * `npm run bench:mcp`: the MCP door beside the REST API it stands on, in one run (issue 28: MCP at
@@ -117,10 +118,13 @@ function serverEnv(db, dir, port) {
   };
 }
 
+/** `restore`: puts the database back as it was before the runs (a SQLite send scenario). */
 const start =
-  (db, dir, port) =>
-  (nodeArgs = []) =>
-    harness.startServer({ label: 'server', file: SERVER, env: serverEnv(db, dir, port), nodeArgs });
+  (db, dir, port, restore = () => {}) =>
+  (nodeArgs = []) => {
+    restore();
+    return harness.startServer({ label: 'server', file: SERVER, env: serverEnv(db, dir, port), nodeArgs });
+  };
 
 /** One call of each door: the MCP answer is a result, not an error, and lists what REST lists. */
 async function check(db, dir, port, scenario) {
@@ -166,12 +170,15 @@ async function benchDialect(dialect) {
     for (const scenario of scenarios(seeded.apiKey)) {
       await check(db, dir, port, scenario);
       console.log(`\n${dialect} — ${scenario.name}: MCP (ours) against REST (baseline)`);
+      // Sends on SQLite: every run starts from the same database (lib/sqlite-snapshot.mjs).
+      const snapshot =
+        scenario.id === 'send' && dialect === 'sqlite' ? sqliteSnapshot(path.join(dir, 'inbox.db')) : undefined;
       const runs = await alternate(
         opts.runs,
         (kind) =>
           harness.measure({
             label: `${kind} ${scenario.id}`,
-            start: start(db, dir, port),
+            start: start(db, dir, port, snapshot?.restore),
             dialect,
             request: kind === 'ours' ? scenario.mcp : scenario.rest,
             port,
@@ -185,7 +192,7 @@ async function benchDialect(dialect) {
           const { r, text } = await harness.profiled(where, (nodeArgs) =>
             harness.measure({
               label: `${kind} ${scenario.id} (profiled)`,
-              start: start(db, dir, port),
+              start: start(db, dir, port, snapshot?.restore),
               dialect,
               request: kind === 'ours' ? scenario.mcp : scenario.rest,
               port,
@@ -195,6 +202,7 @@ async function benchDialect(dialect) {
           );
           console.log(`  profiled ${kind} (not counted): ${fmt(r.rps)} req/s\n${text.replace(/^/gm, '    ')}`);
         }
+      snapshot?.done();
       const mcp = medians(runs, 'ours');
       const rest = medians(runs, 'baseline');
       out.push({ dialect, scenario: scenario.id, name: scenario.name, mcp, rest, ratio: mcp.rps / rest.rps, runs });
@@ -221,7 +229,7 @@ const md = [
   `# MCP beside REST (${new Date().toISOString()})`,
   '',
   `Machine: ${await machineWithCosts()}. Server: ${path.relative(ROOT, SERVER)} (built from ${sourceOf(['src'])}), INBOX_ROLES=api.`,
-  `Median of ${opts.runs} runs per door, ${opts.duration} s each after ${opts.warmup} s of warm-up, ${opts.connections} connections, alternating. Target: MCP ÷ REST ≥ 0.8.`,
+  `Median of ${opts.runs} runs per door, ${opts.duration} s each after ${opts.warmup} s of warm-up, ${opts.connections} connections, alternating; SQLite send runs each start from the same copy of the database. Target: MCP ÷ REST ≥ 0.8.`,
   '',
   '| Database | Scenario | REST req/s | MCP req/s | MCP ÷ REST | p99 ms REST / MCP | server µs CPU per request REST / MCP |',
   '|---|---|--:|--:|--:|--:|--:|',
