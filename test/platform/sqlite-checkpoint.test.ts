@@ -120,6 +120,37 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
       await database.destroy();
     }
   });
+  it("destroy() returns only once a checkpoint under way has ended: the file is then the caller's to copy", async () => {
+    const file = path.join(dir, 'destroy.db');
+    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({
+      url: `sqlite:${file}`,
+      dataDir: dir,
+      defaultFile: 'destroy.db',
+      sqliteSynchronous: 'FULL',
+    });
+    await sql`create table blobs (id integer primary key, content blob not null)`.execute(database.db);
+    const before = statSync(file).size;
+    // 64 MiB: the thread's copy takes a while, and is under way when destroy() is called.
+    for (let id = 1; id <= 8; id++)
+      await database.commits.run((trx) =>
+        trx
+          .insertInto('blobs')
+          .values({ id, content: Buffer.alloc(8 * 2 ** 20, id) })
+          .execute(),
+      );
+    const deadline = Date.now() + 20_000;
+    while (statSync(file).size < before + 2 ** 20 && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+    expect(statSync(file).size).toBeGreaterThan(before + 2 ** 20);
+    await database.destroy();
+    // No other connection is at work on the file: a full checkpoint succeeds at once.
+    const after = new Sqlite(file, { timeout: 0 });
+    try {
+      expect(after.pragma('wal_checkpoint(TRUNCATE)')).toEqual([{ busy: 0, log: 0, checkpointed: 0 }]);
+    } finally {
+      after.close();
+    }
+  });
+
   it('finishes a large WAL in the thread only while the writer holds back (quiet), and the next write starts the WAL over', async () => {
     const file = path.join(dir, 'quiet.db');
     const sqlite = new Sqlite(file);
@@ -160,7 +191,7 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
       expect(checkpointer.finishes).toBeGreaterThan(0);
       expect(restartedAfterFinish).toBe(true);
     } finally {
-      checkpointer.stop();
+      await checkpointer.stop();
       sqlite.close();
     }
   });

@@ -323,7 +323,9 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
       return async () => void signals.off(topic, onSignal);
     },
     async destroy() {
-      checkpointer?.stop();
+      // A checkpoint the thread has under way writes to the file: the file is not the caller's
+      // to copy or remove until it has ended.
+      await checkpointer?.stop();
       reader?.close();
       await db.destroy();
       await wal?.close();

@@ -19,8 +19,11 @@ import { createWorkerPool, taskModule, type WorkerPool } from '../workers/pool.j
  * over. The event loop serves everything else meanwhile (decision 0050).
  */
 export interface Checkpointer {
-  /** Stops looking at the WAL; a checkpoint under way finishes on its own. */
-  stop(): void;
+  /**
+   * Stops looking at the WAL, and resolves once a checkpoint under way has finished: until then
+   * the thread has the file open and may be writing to it.
+   */
+  stop(): Promise<void>;
   /** How many times a pass while the writes were held back left the WAL fully copied. */
   readonly finishes: number;
 }
@@ -70,6 +73,8 @@ export function checkpointOffThread(sqlite: Sqlite.Database, file: string, optio
   let seen = '';
   let running = false;
   let stopped = false;
+  /** The pass under way, if any: `stop()` waits for it. */
+  let pass: Promise<void> | undefined;
   const fallBack = () => {
     stopped = true;
     clearInterval(timer);
@@ -78,7 +83,7 @@ export function checkpointOffThread(sqlite: Sqlite.Database, file: string, optio
   const timer = setInterval(() => {
     if (running || stopped) return;
     running = true;
-    void (async () => {
+    pass = (async () => {
       try {
         const s = await stat(wal).catch(() => undefined);
         // Small, or unchanged since the last checkpoint (or no WAL yet): nothing to copy now.
@@ -117,7 +122,11 @@ export function checkpointOffThread(sqlite: Sqlite.Database, file: string, optio
   }, intervalMs);
   timer.unref();
   return {
-    stop: () => void ((stopped = true), clearInterval(timer)),
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await pass;
+    },
     get finishes() {
       return finishes;
     },
