@@ -9,9 +9,15 @@ import Sqlite from 'better-sqlite3';
  */
 export function sqliteSnapshot(file) {
   const copy = `${file}.before-runs`;
-  const conn = new Sqlite(file);
-  conn.pragma('wal_checkpoint(TRUNCATE)');
-  conn.close();
+  // The main file alone is the database only once the whole WAL is in it: a checkpoint another
+  // connection kept busy (the seed's checkpoint thread, still at work) leaves it torn.
+  const conn = new Sqlite(file, { timeout: 10_000 });
+  try {
+    const [result] = conn.pragma('wal_checkpoint(TRUNCATE)');
+    if (result?.busy) throw new Error(`${file}: the WAL could not be checkpointed (busy); the copy would be torn`);
+  } finally {
+    conn.close();
+  }
   copyFileSync(file, copy);
   return {
     restore() {
