@@ -152,14 +152,15 @@ async function check(db, dir, port, scenario) {
 
 async function benchDialect(dialect) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-mcp-'));
-  const url = dialect === 'postgres' ? postgresUrl('bench_mcp') : `sqlite:${path.join(dir, 'inbox.db')}`;
+  const sqliteFile = path.join(dir, 'inbox.db');
+  const url = dialect === 'postgres' ? postgresUrl('bench_mcp') : `sqlite:${sqliteFile}`;
   const db = { dialect, url };
   const port = await freePort();
   try {
     const started = Date.now();
     const seeded = await seedInbox({
       url,
-      ...(dialect === 'sqlite' ? { sqliteFile: path.join(dir, 'inbox.db') } : {}),
+      ...(dialect === 'sqlite' ? { sqliteFile } : {}),
       dataDir: dir,
       count: opts.messages,
       deepOffset: Math.min(opts.messages - 1, 10),
@@ -171,8 +172,7 @@ async function benchDialect(dialect) {
       await check(db, dir, port, scenario);
       console.log(`\n${dialect} — ${scenario.name}: MCP (ours) against REST (baseline)`);
       // Sends on SQLite: every run starts from the same database (lib/sqlite-snapshot.mjs).
-      const snapshot =
-        scenario.id === 'send' && dialect === 'sqlite' ? sqliteSnapshot(path.join(dir, 'inbox.db')) : undefined;
+      const snapshot = scenario.id === 'send' && dialect === 'sqlite' ? sqliteSnapshot(sqliteFile) : undefined;
       const runs = await alternate(
         opts.runs,
         (kind) =>
