@@ -14,15 +14,18 @@ import { checkpointOffThread, WAL_FINISH_BYTES } from '../../src/platform/db/sql
 describe('sqlite: WAL checkpoints off the event loop', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'checkpoint-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  /** A database of the service's kind on `file`, synchronous FULL as the services run it. */
+  const openBlobs = (file: string) =>
+    openDatabase<{ blobs: { id: number; content: Buffer } }>({
+      url: `sqlite:${file}`,
+      dataDir: dir,
+      defaultFile: path.basename(file),
+      sqliteSynchronous: 'FULL',
+    });
 
   it('commits megabytes without checkpointing them, and the checkpoint thread copies them into the file', async () => {
     const file = path.join(dir, 'c.db');
-    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({
-      url: `sqlite:${file}`,
-      dataDir: dir,
-      defaultFile: 'c.db',
-      sqliteSynchronous: 'FULL',
-    });
+    const database = await openBlobs(file);
     try {
       await sql`create table blobs (id integer primary key, content blob not null)`.execute(database.db);
       const before = statSync(file).size;
@@ -122,12 +125,7 @@ describe('sqlite: WAL checkpoints off the event loop', () => {
   });
   it("destroy() returns only once a checkpoint under way has ended: the file is then the caller's to copy", async () => {
     const file = path.join(dir, 'destroy.db');
-    const database = await openDatabase<{ blobs: { id: number; content: Buffer } }>({
-      url: `sqlite:${file}`,
-      dataDir: dir,
-      defaultFile: 'destroy.db',
-      sqliteSynchronous: 'FULL',
-    });
+    const database = await openBlobs(file);
     await sql`create table blobs (id integer primary key, content blob not null)`.execute(database.db);
     const before = statSync(file).size;
     // 64 MiB: the thread's copy takes a while, and is under way when destroy() is called.
