@@ -20,6 +20,7 @@ export async function openInboxDatabase(config: InboxConfig): Promise<Database<I
     poolSize: config.databasePoolSize,
     sqliteSynchronous: 'FULL',
     verifyStatementCache: config.verifyStatementCache,
+    preparedStatements: config.preparedStatements,
   });
 }
 

@@ -17,6 +17,7 @@ export async function openPropertyDatabase(config: PropertyConfig): Promise<Data
     defaultFile: 'property.db',
     poolSize: config.databasePoolSize,
     verifyStatementCache: config.verifyStatementCache,
+    preparedStatements: config.preparedStatements,
   });
 }
 

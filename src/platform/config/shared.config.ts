@@ -22,6 +22,11 @@ export const sharedConfigSpec = {
     'compile every compiled-once statement again on each run and fail when its SQL or parameters differ from the cached ones (tests; slower)',
     false,
   ),
+  preparedStatements: env.boolean(
+    'DB_PREPARED_STATEMENTS',
+    'PostgreSQL: keep the statements a process runs often prepared on each connection, so the server parses and plans them once; turn off behind a pooler that hands each transaction another server connection without tracking prepared statements (PgBouncer in transaction mode before 1.21)',
+    true,
+  ),
   redisUrl: env.url(
     'REDIS_URL',
     'shared rate-limit state for several instances (optional); while Redis is down each process counts on its own (see docs/deploy.md)',

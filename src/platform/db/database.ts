@@ -9,6 +9,7 @@ import { type CompiledQuery, Kysely, PostgresDialect, sql, SqliteDialect } from 
 import type pg from 'pg';
 import { redactUrl } from '../config/config.js';
 import { commitsOf, type GroupCommit } from './group-commit.js';
+import { namingClient } from './pg-prepared.js';
 import { checkpointOffThread } from './sqlite-checkpoint.js';
 import { markVerifying, setCommitSync, setDirectRunner, setTransactionRunner } from './driver.js';
 
@@ -67,6 +68,11 @@ export interface OpenDatabaseOptions {
    * with the cached SQL: slower, for tests (DB_VERIFY_STATEMENT_CACHE).
    */
   readonly verifyStatementCache?: boolean;
+  /**
+   * PostgreSQL: name the statements run often on each connection, so the server parses and plans
+   * them once (`pg-prepared.ts`, decision 0054; DB_PREPARED_STATEMENTS). On by default.
+   */
+  readonly preparedStatements?: boolean;
 }
 
 /**
@@ -107,7 +113,8 @@ export async function openDatabase<DB>(options: OpenDatabaseOptions): Promise<Da
 
 async function open<DB>(options: OpenDatabaseOptions): Promise<Database<DB>> {
   const url = options.url;
-  if (url && /^postgres(ql)?:\/\//.test(url)) return openPostgres<DB>(url, options.poolSize ?? 10);
+  if (url && /^postgres(ql)?:\/\//.test(url))
+    return openPostgres<DB>(url, options.poolSize ?? 10, options.preparedStatements ?? true);
   let file: string;
   if (url) {
     if (!url.startsWith('sqlite:'))
@@ -387,7 +394,7 @@ export function schemaLockKey(schema: string): string {
 /** pg, loaded by the first PostgreSQL database a process opens (a SQLite process never loads it). */
 const loadPg = async (): Promise<typeof pg> => (await import('pg')).default;
 
-async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Database<DB>> {
+async function openPostgres<DB>(rawUrl: string, poolSize: number, prepared: boolean): Promise<Database<DB>> {
   const pg = await loadPg();
   const url = new URL(rawUrl);
   const schema = url.searchParams.get('schema');
@@ -412,6 +419,7 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number): Promise<Datab
   const pool = new pg.Pool({
     connectionString: url.toString(),
     max: poolSize,
+    ...(prepared ? { Client: namingClient(pg) } : {}),
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });

@@ -1,3 +1,4 @@
+import { isStalePreparedStatement } from './pg-prepared.js';
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
 import { runCompiledOnce } from './compiled-once.js';
 import type { Dialect, Executor } from './types.js';
@@ -25,11 +26,13 @@ export function isForeignKeyViolation(err: unknown): boolean {
 
 /**
  * True when PostgreSQL aborted a transaction that may succeed when run again: a deadlock
- * (40P01) or a serialization failure (40001). SQLite has one writer and raises neither.
+ * (40P01), a serialization failure (40001), or a prepared statement whose result columns a
+ * migration changed (pg-prepared.ts: the connection has forgotten it, so the next run prepares it
+ * again). SQLite has one writer and raises none of them.
  */
 export function isTransientConflict(err: unknown): boolean {
   const code = (err as { code?: string } | undefined)?.code;
-  return code === '40P01' || code === '40001';
+  return code === '40P01' || code === '40001' || isStalePreparedStatement(err);
 }
 
 /** Column type for an auto-incrementing integer primary key. */
