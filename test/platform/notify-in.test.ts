@@ -66,6 +66,46 @@ describe.each(dialects)('%s: signals inside a transaction', (dialect) => {
     }
   });
 
+  it("the signals of a batch's units are each heard once, after their commit; a later transaction's wait for its own end", async () => {
+    const heard: string[] = [];
+    const listener = other ?? database;
+    const stop = await listener.listen('topic_batch', (payload) => {
+      if (payload) heard.push(payload);
+    });
+    try {
+      // Units given at once: on SQLite one transaction (one wait for the connection serves them all).
+      const units = Array.from({ length: 20 }, (_, i) =>
+        database.commits.run(async (trx) => {
+          await sql`insert into t (v) values (${100 + i})`.execute(trx);
+          await database.notifyIn(trx, 'topic_batch', `unit ${i}`);
+          await database.notifyIn(trx, 'topic_batch', [`unit ${i} again`]);
+        }),
+      );
+      await Promise.all(units);
+      const expected = Array.from({ length: 20 }, (_, i) => [`unit ${i}`, `unit ${i} again`]).flat();
+      await expect.poll(() => heard.length, { timeout: 5_000 }).toBe(expected.length);
+      if (dialect === 'sqlite') expect(heard).toEqual(expected);
+      else expect([...heard].sort()).toEqual([...expected].sort());
+
+      // A transaction begun while the one before's signals may still wait for the connection.
+      heard.length = 0;
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      await database.db.transaction().execute((trx) => database.notifyIn(trx, 'topic_batch', 'before'));
+      const open = database.db.transaction().execute(async (trx) => {
+        await database.notifyIn(trx, 'topic_batch', 'open');
+        await held;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(heard).not.toContain('open');
+      release();
+      await open;
+      await expect.poll(() => heard, { timeout: 5_000 }).toEqual(['before', 'open']);
+    } finally {
+      await stop();
+    }
+  });
+
   it('refuses a payload PostgreSQL would refuse', async () => {
     await expect(
       database.db

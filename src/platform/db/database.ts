@@ -302,6 +302,8 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
             }),
         });
   const signals = sqliteSignals(file);
+  /** The signals of `notifyIn` waiting for the connection to be free (below). */
+  let waiting: [string, readonly string[]][] | undefined;
   return {
     db,
     commits: commitsOf(db),
@@ -314,14 +316,22 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
       signals.emit(topic, '');
     },
     async notifyIn(_trx, topic, payload) {
-      const payloads = payloadsOf(payload);
-      // The one connection is held by the transaction until it ends: a statement queued now runs
-      // after the COMMIT (or ROLLBACK), and only then is the signal given. Not awaited: the caller
-      // is inside that transaction.
-      void sql`select 1`
-        .execute(db)
+      const given: [string, readonly string[]] = [topic, payloadsOf(payload)];
+      if (waiting) return void waiting.push(given);
+      // The one connection is held by the transaction until it ends: it is ours only after the
+      // COMMIT (or ROLLBACK), and only then are the signals given. Every signal given meanwhile
+      // joins this list (a batch's units, the signals of a send), so one wait serves them all;
+      // taking the connection closes the list, so a later transaction's signals wait for it to
+      // end in turn. Not awaited: the caller is inside that transaction.
+      const list = [given];
+      waiting = list;
+      void db
+        .connection()
+        .execute(async () => {
+          if (waiting === list) waiting = undefined;
+        })
         .then(() => {
-          for (const p of payloads) signals.emit(topic, p);
+          for (const [t, payloads] of list) for (const p of payloads) signals.emit(t, p);
         })
         .catch(() => undefined);
     },
