@@ -26,12 +26,17 @@ describe.each(dialects)('%s: signals inside a transaction', (dialect) => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('is heard after the commit, in commit order, and never for a rolled-back transaction or savepoint', async () => {
+  /** The payloads heard on `topic` by the other instance (PostgreSQL) or this process (SQLite). */
+  async function hearing(topic: string): Promise<{ heard: string[]; stop: () => Promise<void> }> {
     const heard: string[] = [];
-    const listener = other ?? database;
-    const stop = await listener.listen('topic_in', (payload) => {
+    const stop = await (other ?? database).listen(topic, (payload) => {
       if (payload) heard.push(payload);
     });
+    return { heard, stop };
+  }
+
+  it('is heard after the commit, in commit order, and never for a rolled-back transaction or savepoint', async () => {
+    const { heard, stop } = await hearing('topic_in');
     try {
       await database.db.transaction().execute(async (trx) => {
         await database.notifyIn(trx, 'topic_in', 'first');
@@ -67,11 +72,7 @@ describe.each(dialects)('%s: signals inside a transaction', (dialect) => {
   });
 
   it("the signals of a batch's units are each heard once, after their commit; a later transaction's wait for its own end", async () => {
-    const heard: string[] = [];
-    const listener = other ?? database;
-    const stop = await listener.listen('topic_batch', (payload) => {
-      if (payload) heard.push(payload);
-    });
+    const { heard, stop } = await hearing('topic_batch');
     try {
       // Units given at once: on SQLite one transaction (one wait for the connection serves them all).
       const units = Array.from({ length: 20 }, (_, i) =>
