@@ -330,9 +330,15 @@ function openSqlite<DB>(file: string, synchronous: 'NORMAL' | 'FULL'): Database<
         .execute(async () => {
           if (waiting === list) waiting = undefined;
         })
-        .then(() => {
-          for (const [t, payloads] of list) for (const p of payloads) signals.emit(t, p);
-        })
+        .then(
+          () => {
+            for (const [t, payloads] of list) for (const p of payloads) signals.emit(t, p);
+          },
+          // The database was closed: these signals are moot, and later ones must not join them.
+          () => {
+            if (waiting === list) waiting = undefined;
+          },
+        )
         .catch(() => undefined);
     },
     async listen(topic, onSignal) {

@@ -1,6 +1,6 @@
-import { isStalePreparedStatement } from './pg-prepared.js';
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
 import { runCompiledOnce } from './compiled-once.js';
+import { isStalePreparedStatement } from './pg-prepared.js';
 import type { Dialect, Executor } from './types.js';
 
 /**
