@@ -4,16 +4,24 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../../src/platform/db/database.js';
-import { MAX_NAMED_PER_CONNECTION, PREPARE_AFTER } from '../../src/platform/db/pg-prepared.js';
+import pg from 'pg';
+import { MAX_NAMED_PER_CONNECTION, namingClient, PREPARE_AFTER } from '../../src/platform/db/pg-prepared.js';
 import { dialects, freshPostgresSchema, type TestDialect } from '../support/dialects.js';
 
 interface Tables {
   t: { id: number; label: string; extra?: string | null };
 }
 
-/** The statements prepared on the connection a query runs on (PostgreSQL; a pool of one connection). */
+/**
+ * The statements prepared on the connection a query runs on (PostgreSQL; a pool of one connection),
+ * but for this query's own, which is named too once it has run often enough.
+ */
 async function preparedTexts(database: Database<Tables>): Promise<string[]> {
-  const { rows } = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(database.db);
+  const { rows } = await sql<{
+    statement: string;
+  }>`select statement from pg_prepared_statements where statement not like ${'%pg_prepared_statements%'}`.execute(
+    database.db,
+  );
   return rows.map((r) => r.statement);
 }
 
@@ -90,6 +98,12 @@ describe.each(dialects)('%s: statements prepared under a name', (dialect) => {
     // And from then on under the name the text was prepared again with.
     expect(await readAll(old)).toEqual([{ id: 1, label: 'one', extra: 'new' }]);
     expect(await readAllInUnit(old)).toEqual([{ id: 1, label: 'one', extra: 'new' }]);
+    if (dialect === 'postgres') {
+      // The stale names were given back: each text is prepared once, under its new name.
+      const texts = await preparedTexts(old);
+      expect(texts.filter((t) => t === 'select * from "t" where "id" = $1')).toHaveLength(1);
+      expect(texts.filter((t) => t === 'select * from "t" where "id" <= $1')).toHaveLength(1);
+    }
   });
 
   it('a statement in a transaction that is not a unit of work fails once with the error, then works', async () => {
@@ -118,18 +132,53 @@ describe.each(dialects.filter((d) => d === 'postgres'))('%s: which statements ar
     expect(await preparedTexts(database)).toContain('select label from t where id = $1');
   });
 
-  it(`a connection names at most ${MAX_NAMED_PER_CONNECTION} texts; the rest run unnamed`, async () => {
+  it(`a connection keeps ${MAX_NAMED_PER_CONNECTION} names, giving back the least recently used`, async () => {
     const database = await instance();
+    const numbered = (i: number) => `select ${i}::int as n, label from t where id = $1`;
+    const runNumbered = async (i: number) => {
+      const { rows } = await sql<{
+        n: number;
+      }>`select ${sql.lit(i)}::int as n, label from t where id = ${1}`.execute(database.db);
+      expect(rows).toEqual([{ n: i, label: 'one' }]);
+    };
+    // A busy text, named before any of the others and run again every 50 of them.
+    for (let i = 0; i < PREPARE_AFTER; i++) expect(await readAll(database)).toEqual([{ id: 1, label: 'one' }]);
     const count = MAX_NAMED_PER_CONNECTION + 20;
     for (let round = 0; round < PREPARE_AFTER; round++)
       for (let i = 0; i < count; i++) {
-        const { rows } = await sql<{
-          n: number;
-        }>`select ${sql.lit(i)}::int as n, label from t where id = ${1}`.execute(database.db);
-        expect(rows).toEqual([{ n: i, label: 'one' }]);
+        await runNumbered(i);
+        if (i % 50 === 0) expect(await readAll(database)).toEqual([{ id: 1, label: 'one' }]);
       }
     const texts = await preparedTexts(database);
-    expect(texts.length).toBe(MAX_NAMED_PER_CONNECTION);
+    // What was given back is deallocated on the server, not only forgotten by the client.
+    expect(texts).toHaveLength(MAX_NAMED_PER_CONNECTION);
+    expect(texts).toContain('select * from "t" where "id" = $1');
+    expect(texts).toContain(numbered(count - 1));
+    expect(texts).not.toContain(numbered(0));
+    expect(texts).not.toContain(numbered(20));
+    // A text given back is named again when it comes back, and runs.
+    await runNumbered(0);
+    expect(await preparedTexts(database)).toContain(numbered(0));
+  });
+
+  it("a connection that gives names back all day keeps no more than the limit in pg's own record of them", async () => {
+    const Client = namingClient(pg);
+    const client = new Client({ connectionString: process.env.TEST_POSTGRES_URL });
+    await client.connect();
+    try {
+      const parsed = () =>
+        Object.keys((client as unknown as { connection: { parsedStatements: object } }).connection.parsedStatements);
+      for (let round = 0; round < PREPARE_AFTER; round++)
+        for (let i = 0; i < 3 * MAX_NAMED_PER_CONNECTION; i++)
+          expect((await client.query(`select ${i}::int as n where $1::int = 1`, [1])).rows).toEqual([{ n: i }]);
+      // The last run gave one back; the next query, on an idle connection, deallocates it.
+      await client.query('select 1');
+      expect(parsed()).toHaveLength(MAX_NAMED_PER_CONNECTION);
+      const { rows } = await client.query<{ n: string }>('select count(*) as n from pg_prepared_statements');
+      expect(Number(rows[0]?.n)).toBe(MAX_NAMED_PER_CONNECTION);
+    } finally {
+      await client.end();
+    }
   });
 
   it('off (DB_PREPARED_STATEMENTS=false), nothing is prepared', async () => {
