@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { staleReason } from '../../scripts/build-once.mjs';
 import { formatProfile, summarizeProfile } from '../profile.mjs';
 
 /**
@@ -279,7 +280,9 @@ export function snapshotDist(name) {
 /** The commit the server was built from, noting uncommitted changes under `paths`. */
 export function sourceOf(paths) {
   const git = (...a) => spawnSync('git', a, { cwd: ROOT, encoding: 'utf8' }).stdout.trim();
-  return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', ...paths) ? ` with uncommitted changes in ${paths.join(' or ')}` : ''}`;
+  // A bench run straight from node (not `npm run bench:…`, which builds first) measures dist/ as it is.
+  const stale = staleReason(ROOT);
+  return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', ...paths) ? ` with uncommitted changes in ${paths.join(' or ')}` : ''}${stale ? `, but dist/ is older (${stale})` : ''}`;
 }
 
 export function machineDescription() {
