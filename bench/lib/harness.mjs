@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { staleReason } from '../../scripts/build-once.mjs';
@@ -216,13 +217,53 @@ export async function undisturbed(run) {
 
 /** One extra run under --cpu-prof (not counted): `run(nodeArgs)` measures; returns where the CPU went. */
 export async function profiled(dir, run) {
-  const r = await run(['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  mkdirSync(dir, { recursive: true });
+  // The SQLite statements too (lib/sql-probe.mjs): the profile charges their time to their callers.
+  const probe = pathToFileURL(path.join(ROOT, 'bench/lib/sql-probe.mjs'));
+  probe.searchParams.set('out', dir);
+  const r = await run(['--cpu-prof', `--cpu-prof-dir=${dir}`, '--import', probe.href]);
   const file = path.join(
     dir,
     readdirSync(dir).find((f) => f.endsWith('.cpuprofile')),
   );
   const top = summarizeProfile(file);
-  return { r, file: path.relative(ROOT, file), top, text: formatProfile(top) };
+  const sql = sqlSummary(dir, top.busyMs);
+  return { r, file: path.relative(ROOT, file), top, sql, text: formatProfile(top) + formatSql(sql) };
+}
+
+/** The statements lib/sql-probe.mjs counted in `dir` (every server process of the run), the most time first. */
+export function sqlSummary(dir, busyMs, top = 25) {
+  const all = new Map();
+  for (const f of readdirSync(dir).filter((name) => /^sql-\d+\.json$/.test(name)))
+    for (const { sql, calls, ns } of JSON.parse(readFileSync(path.join(dir, f), 'utf8'))) {
+      const s = all.get(sql) ?? { calls: 0, ns: 0 };
+      all.set(sql, { calls: s.calls + calls, ns: s.ns + ns });
+    }
+  const statements = [...all].map(([sql, s]) => ({ sql, ...s })).sort((a, b) => b.ns - a.ns);
+  const totalMs = statements.reduce((sum, s) => sum + s.ns, 0) / 1e6;
+  return {
+    totalMs: Math.round(totalMs),
+    share: busyMs ? Math.round((1000 * totalMs) / busyMs) / 10 : undefined,
+    statements: statements.slice(0, top).map((s) => ({
+      sql: s.sql.length > 110 ? `${s.sql.slice(0, 110)}…` : s.sql,
+      calls: s.calls,
+      usEach: Math.round(s.ns / s.calls / 100) / 10,
+      share: busyMs ? Math.round(s.ns / 1e3 / busyMs) / 10 : undefined,
+    })),
+  };
+}
+
+export function formatSql(summary) {
+  if (!summary.statements.length) return '';
+  const lines = [
+    `SQLite statements (counted): ${summary.totalMs} ms${summary.share === undefined ? '' : ` = ${summary.share} % of busy`}`,
+    '  calls  µs each  % busy  statement',
+  ];
+  for (const s of summary.statements)
+    lines.push(
+      `  ${String(s.calls).padStart(6)}  ${String(s.usEach).padStart(7)}  ${String(s.share ?? '').padStart(6)}  ${s.sql}`,
+    );
+  return `\n${lines.join('\n')}`;
 }
 
 export const median = (xs) => {

@@ -1,0 +1,61 @@
+import { writeFileSync } from 'node:fs';
+import { setInterval } from 'node:timers';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Loaded into a server under `--profile` (`node --import …/sql-probe.mjs?out=<dir>`, harness.mjs
+ * `profiled`): times every better-sqlite3 call (a statement's run, all, get or iterate, and
+ * `exec`; for `iterate`, the call that opens the iterator) by its SQL text, and writes the counts to `<dir>/sql-<pid>.json` every second and at
+ * exit. Which statements a request runs, and how long SQLite takes for each inside the server,
+ * is what the CPU profile cannot show: it charges SQLite's time to whichever JavaScript function
+ * called into it. A server on PostgreSQL writes an empty list. Costs about 0.2 µs a call.
+ */
+
+const out = new URL(import.meta.url).searchParams.get('out');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** By SQL text (whitespace collapsed): calls and nanoseconds. */
+const stats = new Map();
+const count = (sql, started) => {
+  const key = sql.replace(/\s+/g, ' ').trim();
+  const s = stats.get(key) ?? { calls: 0, ns: 0 };
+  s.calls += 1;
+  s.ns += Number(process.hrtime.bigint() - started);
+  stats.set(key, s);
+};
+
+if (out) {
+  const Database = createRequire(path.join(ROOT, 'package.json'))('better-sqlite3');
+  const scratch = new Database(':memory:');
+  const statement = Object.getPrototypeOf(scratch.prepare('select 1'));
+  scratch.close();
+  for (const method of ['run', 'all', 'get', 'iterate']) {
+    const original = statement[method];
+    statement[method] = function timed(...args) {
+      const started = process.hrtime.bigint();
+      try {
+        return original.apply(this, args);
+      } finally {
+        count(this.source, started);
+      }
+    };
+  }
+  const exec = Database.prototype.exec;
+  Database.prototype.exec = function timed(sql) {
+    const started = process.hrtime.bigint();
+    try {
+      return exec.call(this, sql);
+    } finally {
+      count(String(sql), started);
+    }
+  };
+  const write = () =>
+    writeFileSync(
+      path.join(out, `sql-${process.pid}.json`),
+      JSON.stringify([...stats].map(([sql, s]) => ({ sql, calls: s.calls, ns: s.ns }))),
+    );
+  setInterval(write, 1000).unref();
+  process.on('exit', write);
+}
