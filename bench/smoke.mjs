@@ -67,8 +67,9 @@ const BENCHES = [
     argv: ['bench/bigsend-run.mjs', '--runs', '1', '--duration', '2', '--variants', 'mixed', '--arrivals', '10'],
   },
   {
+    // --profile here keeps the profiled runs (harness.mjs `profiled`, lib/sql-probe.mjs) working.
     name: 'mcp',
-    argv: ['bench/mcp-run.mjs', '--runs', '1', '--duration', '1', '--warmup', '1', '--messages', '200'],
+    argv: ['bench/mcp-run.mjs', '--runs', '1', '--duration', '1', '--warmup', '1', '--messages', '200', '--profile'],
   },
   { name: 'ws', argv: ['bench/websocket-run.mjs', '--connections', '20', '--messages', '5', '--warmup', '2'] },
   {
