@@ -607,17 +607,6 @@ function createHandler(db, dialect) {
         labels.flatMap((label) => [pks.get(inbox.inbox_id), label]),
       );
       await q(`insertLabels:${labelValues.length / 2}`, labelValues);
-      // Each copy's folder for mail clients (the IMAP projection, decision 0045): a UID from the
-      // folder's counter, in the service's order (by inbox and folder), then the rows.
-      const folders = copies
-        .map(({ inbox, labels }) => ({ inbox, folder: labels.includes('sent') ? 'Sent' : 'INBOX' }))
-        .sort((a, b) => (`${a.inbox.inbox_id}\u0000${a.folder}` < `${b.inbox.inbox_id}\u0000${b.folder}` ? -1 : 1));
-      const folderRows = [];
-      for (const { inbox, folder } of folders) {
-        const [{ uid_next, modseq }] = await q('takeUids', [inbox.inbox_id, folder, 2, 1]);
-        folderRows.push(inbox.inbox_id, folder, Number(uid_next) - 1, pks.get(inbox.inbox_id), Number(modseq));
-      }
-      await q(`insertFolderMessages:${folderRows.length / 5}`, folderRows);
 
       const eventTime = new Date();
       const createdAt = eventTime.toISOString();
@@ -731,7 +720,6 @@ function createHandler(db, dialect) {
         .filter(([, d]) => d[6] !== 0)
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
         .map(([, d]) => ((d[5] = shard), d));
-      await q(`addUsage:${usage.length}`, usage.flat());
 
       // The search index (search.repository.ts indexMessages), at the end of a SQLite batch (at
       // once on PostgreSQL): each copy's document, then each thread's (new threads: nothing to
@@ -760,6 +748,23 @@ function createHandler(db, dialect) {
           await q('searchThread', searchThreadParams(thread.thread_id, pks.get(inbox.inbox_id), inbox, doc));
         }
       });
+
+      // The usage counts after the search documents, as the service writes them (on PostgreSQL the
+      // rows other sends write too come last: they stay locked until the commit).
+      await q(`addUsage:${usage.length}`, usage.flat());
+
+      // Each copy's folder for mail clients (the IMAP projection, decision 0045): a UID from the
+      // folder's counter, in the service's order (by inbox and folder), then the rows; next to last,
+      // as the service takes them (the counter's row stays locked until the commit on PostgreSQL).
+      const folders = copies
+        .map(({ inbox, labels }) => ({ inbox, folder: labels.includes('sent') ? 'Sent' : 'INBOX' }))
+        .sort((a, b) => (`${a.inbox.inbox_id}\u0000${a.folder}` < `${b.inbox.inbox_id}\u0000${b.folder}` ? -1 : 1));
+      const folderRows = [];
+      for (const { inbox, folder } of folders) {
+        const [{ uid_next, modseq }] = await q('takeUids', [inbox.inbox_id, folder, 2, 1]);
+        folderRows.push(inbox.inbox_id, folder, Number(uid_next) - 1, pks.get(inbox.inbox_id), Number(modseq));
+      }
+      await q(`insertFolderMessages:${folderRows.length / 5}`, folderRows);
 
       const [{ value }] = await q('countSend', [who.organization_id, timestamp.slice(0, 10), 1, 1]);
       if (Number(value) > SEND_LIMIT) throw new HttpError(429, 'rate_limit_exceeded', 'Daily send limit reached.');

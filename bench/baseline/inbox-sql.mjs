@@ -212,11 +212,12 @@ export function statement(dialect, name) {
  * sending inbox read before the unit of work (its name and domain go into the source, composed
  * before the unit starts), then in the unit two inboxes looked up, the allow/block lists probed (3
  * levels of the sender for sending, 3 of the recipient for receiving), two threads started, two
- * copies, three labels (sent; received, unread), a UID in Sent and one in INBOX for mail clients
- * (two counters, two folder rows: the IMAP projection, decision 0045), three events (sent, received, delivered), one
- * webhook job, nine usage counts in one upsert, the day's send counter; and two message and two
- * thread search documents (`sendSearch`: at the end of a SQLite batch, before the counter on
- * PostgreSQL, see `sendBatch`).
+ * copies, three labels (sent; received, unread), three events (sent, received, delivered), one
+ * webhook job, nine usage counts in one upsert, a UID in Sent and one in INBOX for mail clients
+ * (two counters, two folder rows: the IMAP projection, decision 0045), the day's send counter (the
+ * rows other sends write too, last: they stay locked until the commit on PostgreSQL); and two
+ * message and two thread search documents (`sendSearch`: at the end of a SQLite batch, before the
+ * usage counts on PostgreSQL, see `sendBatch`).
  */
 export const PLAN = {
   listFirst: ['auth', 'inbox', 'page'],
@@ -227,13 +228,13 @@ export const PLAN = {
     'insertThreads:2',
     'insertMessages:2',
     'insertLabels:3',
-    'takeUids',
-    'takeUids',
-    'insertFolderMessages:2',
     'insertEvents:3',
     'webhooks',
     'insertJobs:1',
     'addUsage:9',
+    'takeUids',
+    'takeUids',
+    'insertFolderMessages:2',
     'countSend',
   ],
   sendSearch: [
@@ -251,12 +252,12 @@ export const PLAN = {
  * begin … commit, its search documents last; with others, each runs inside its own savepoint, and
  * after the last one the search documents of each, once its copies are found still stored.
  * PostgreSQL (one send per transaction): the search documents where the unit asks for them,
- * before the day's send counter. `units` = sends in the batch.
+ * before the usage counts, the folders' UIDs and the day's send counter. `units` = sends in the batch.
  */
 export function sendBatch(units, dialect = 'sqlite') {
   if (dialect === 'postgres') {
     const unit = [...PLAN.sendUnit];
-    unit.splice(unit.indexOf('countSend'), 0, ...PLAN.sendSearch);
+    unit.splice(unit.indexOf('addUsage:9'), 0, ...PLAN.sendSearch);
     return Array.from({ length: units }, () => ['begin', ...unit, 'commit']).flat();
   }
   if (units === 1) return ['begin', ...PLAN.sendUnit, ...PLAN.sendSearch, 'commit'];

@@ -370,10 +370,6 @@ export function createDelivery(deps: DeliveryDeps) {
       thread: s.thread,
       message: { ...s.message, pk: pks.get(s.inbox.inboxId) as number },
     }));
-    await deps.folders?.stored(
-      trx,
-      storedMessages.map((s) => ({ pk: s.message.pk, inboxId: s.inbox.inboxId, labels: s.message.labels })),
-    );
 
     const first = stored[0] as (typeof stored)[number];
     const emitted: EmitInput[] = [];
@@ -425,7 +421,6 @@ export function createDelivery(deps: DeliveryDeps) {
         );
     }
     jobs += (await events.emitMany(trx, emitted, { counts: false })).jobs;
-    await recordUsage(trx, [...counts, ...emitted.map((e) => countOf(e, e.eventType, now))]);
     if (from && sender?.external.length) {
       const job: OutboundMailJob = {
         message_pk: pks.get(from.inboxId) as number,
@@ -439,6 +434,16 @@ export function createDelivery(deps: DeliveryDeps) {
       jobs += 1;
     }
     for (const hook of request.prepared.afterStore) await hook(trx, storedMessages);
+    // Rows other deliveries also write come last, the most contended latest, for the same reason as
+    // the send count below: on PostgreSQL each stays locked until the commit, and every other
+    // delivery that writes it waits, so nothing that could run before it should run while it is
+    // held. The usage counts (one of USAGE_SHARDS rows per metric and second), then the folders'
+    // UIDs (one counter row per folder).
+    await recordUsage(trx, [...counts, ...emitted.map((e) => countOf(e, e.eventType, now))]);
+    await deps.folders?.stored(
+      trx,
+      storedMessages.map((s) => ({ pk: s.message.pk, inboxId: s.inbox.inboxId, labels: s.message.labels })),
+    );
 
     if (from) {
       // Counted last: in PostgreSQL the counter row stays locked until the commit, and the

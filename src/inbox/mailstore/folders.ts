@@ -54,11 +54,13 @@ export function createFolderProjection({ changed }: { changed?: FoldersChanged }
   return {
     /** New messages (delivery): each enters the folders of its labels. */
     async stored(trx: Db, messages: readonly (FolderMember & { labels: readonly string[] })[]): Promise<void> {
+      // The signal first: it is heard only after the commit either way, and a delivery takes its
+      // UIDs last (delivery.service.ts), so nothing else should run while it holds the counters.
+      await changed?.(trx, [...new Set(messages.map((m) => m.inboxId))]);
       await write(
         trx,
         messages.flatMap((m) => foldersOf(m.labels).map((folder) => ({ member: m, folder }))),
       );
-      await changed?.(trx, [...new Set(messages.map((m) => m.inboxId))]);
     },
 
     /**
