@@ -4,6 +4,7 @@ import { commitsOf } from '../../src/platform/db/group-commit.js';
 import { createDelivery, type ComposedMessage } from '../../src/inbox/mailstore/delivery.service.js';
 import { createFolderProjection } from '../../src/inbox/mailstore/folders.js';
 import { usageMetric } from '../../src/inbox/usage/usage-counts.js';
+import { sumBefore } from '../../src/inbox/usage/usage.repository.js';
 import { dialects, startInboxServer, type InboxTestServer } from '../support/inbox-server.js';
 import { organization, unique } from './fixtures.js';
 
@@ -51,7 +52,7 @@ describe.each(dialects)('%s: a delivery takes its folder UIDs last', (dialect) =
   }
 
   it("the events and the search index are written before the usage counts and the inbox's UID; the counter is free until then", async () => {
-    const { inboxes } = await organization(server, [unique('locks')]);
+    const { inboxes, organizationId } = await organization(server, [unique('locks')]);
     const inboxId = inboxes[0] as string;
     const db = server.service.database.db;
     const { clock, ids, events } = server.service.runtime.services;
@@ -63,7 +64,7 @@ describe.each(dialects)('%s: a delivery takes its folder UIDs last', (dialect) =
       events,
       sendLimitPerDay: 1000,
       folders: createFolderProjection(),
-      // A store hook runs in the unit of work after the copies, events and usage were written.
+      // A store hook runs in the unit of work after the copies and their events were written.
       storeHooks: [
         async () => async (trx, stored) => {
           const pk = stored[0]?.message.pk as number;
@@ -78,16 +79,12 @@ describe.each(dialects)('%s: a delivery takes its folder UIDs last', (dialect) =
             .where('inbox_id', '=', inboxId)
             .where('event_type', '=', 'message.received')
             .execute();
-          const [usage] = await trx
-            .selectFrom('usage_counts')
-            .select((eb) => eb.fn.sum<string | number | null>('value').as('n'))
-            .where('inbox_id', '=', inboxId)
-            .where('metric', '=', usageMetric('message_count'))
-            .execute();
+          const metric = usageMetric('message_count');
+          const usage = await sumBefore(trx, { organizationId, inboxId }, [metric], Number.MAX_SAFE_INTEGER);
           const entry: (typeof seen)[number] = {
             folderRows: folderRows.length,
             eventRows: eventRows.length,
-            counted: Number(usage?.n ?? 0),
+            counted: usage.get(metric) ?? 0,
           };
           if (dialect === 'postgres')
             // Another connection may lock the inbox's counter row at once: this delivery holds no lock on it yet.
@@ -128,5 +125,56 @@ describe.each(dialects)('%s: a delivery takes its folder UIDs last', (dialect) =
       .orderBy('uid')
       .execute();
     expect(uids.map((u) => Number(u.uid))).toEqual([1, 2]);
+  });
+
+  it("a send refused by the day's limit after its UIDs were taken gives them back: the next delivery has no gap", async () => {
+    const { inboxes, organizationId } = await organization(server, [unique('from'), unique('to')]);
+    const [from, to] = inboxes as [string, string];
+    const db = server.service.database.db;
+    const { clock, ids, events } = server.service.runtime.services;
+    const deliveryWith = (sendLimitPerDay: number) =>
+      createDelivery({
+        commits: commitsOf(db),
+        clock,
+        ids,
+        events,
+        sendLimitPerDay,
+        folders: createFolderProjection(),
+      });
+    const send = async (sendLimitPerDay: number, subject: string) => {
+      const delivery = deliveryWith(sendLimitPerDay);
+      const prepared = await delivery.prepare(message(subject));
+      return delivery.commit(prepared, (trx) =>
+        delivery.deliver(trx, {
+          prepared,
+          recipients: [{ address: to, inboxIds: [to] }],
+          sender: { organizationId, inboxId: from, labels: [], bcc: [], external: [] },
+        }),
+      );
+    };
+    const uids = async (inboxId: string, folder: 'INBOX' | 'Sent') =>
+      (
+        await db
+          .selectFrom('folder_messages')
+          .select('uid')
+          .where('inbox_id', '=', inboxId)
+          .where('folder', '=', folder)
+          .orderBy('uid')
+          .execute()
+      ).map((u) => Number(u.uid));
+    const metric = usageMetric('message_count');
+    const counted = async () =>
+      (await sumBefore(db, { organizationId }, [metric], Number.MAX_SAFE_INTEGER)).get(metric) ?? 0;
+
+    expect((await send(1000, 'one')).stored).toBe(2);
+    // Over the limit (the send count is the last statement, after the UIDs): nothing of it stays.
+    await expect(send(1, 'two')).rejects.toMatchObject({ code: 'SEND_LIMIT_EXCEEDED' });
+    expect(await uids(from, 'Sent')).toEqual([1]);
+    expect(await uids(to, 'INBOX')).toEqual([1]);
+    expect(await counted()).toBe(2);
+    expect((await send(1000, 'three')).stored).toBe(2);
+    expect(await uids(from, 'Sent')).toEqual([1, 2]);
+    expect(await uids(to, 'INBOX')).toEqual([1, 2]);
+    expect(await counted()).toBe(4);
   });
 });
