@@ -25,6 +25,18 @@ describe.each(dialects)('%s: a delivery takes its folder UIDs last', (dialect) =
     await server?.close();
   });
 
+  /** The UIDs of an inbox's folder, in order. */
+  const uids = async (inboxId: string, folder: 'INBOX' | 'Sent') =>
+    (
+      await server.service.database.db
+        .selectFrom('folder_messages')
+        .select('uid')
+        .where('inbox_id', '=', inboxId)
+        .where('folder', '=', folder)
+        .orderBy('uid')
+        .execute()
+    ).map((u) => Number(u.uid));
+
   function message(subject: string): ComposedMessage {
     const now = new Date().toISOString();
     const raw = Buffer.from(`From: a@example.org\r\nSubject: ${subject}\r\n\r\nHello.\r\n`);
@@ -117,14 +129,7 @@ describe.each(dialects)('%s: a delivery takes its folder UIDs last', (dialect) =
     // The second delivery: the counter row exists (the first made it) and is not locked by this one.
     if (dialect === 'postgres') expect(seen[1]?.counterFree).toBe(true);
     // Taken all the same, in order.
-    const uids = await db
-      .selectFrom('folder_messages')
-      .select('uid')
-      .where('inbox_id', '=', inboxId)
-      .where('folder', '=', 'INBOX')
-      .orderBy('uid')
-      .execute();
-    expect(uids.map((u) => Number(u.uid))).toEqual([1, 2]);
+    expect(await uids(inboxId, 'INBOX')).toEqual([1, 2]);
   });
 
   it("a send refused by the day's limit after its UIDs were taken gives them back: the next delivery has no gap", async () => {
@@ -152,16 +157,6 @@ describe.each(dialects)('%s: a delivery takes its folder UIDs last', (dialect) =
         }),
       );
     };
-    const uids = async (inboxId: string, folder: 'INBOX' | 'Sent') =>
-      (
-        await db
-          .selectFrom('folder_messages')
-          .select('uid')
-          .where('inbox_id', '=', inboxId)
-          .where('folder', '=', folder)
-          .orderBy('uid')
-          .execute()
-      ).map((u) => Number(u.uid));
     const metric = usageMetric('message_count');
     const counted = async () =>
       (await sumBefore(db, { organizationId }, [metric], Number.MAX_SAFE_INTEGER)).get(metric) ?? 0;
