@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { insertCompiledOnce, runSqlOnce } from '../../platform/db/compiled-once.js';
 import type { Folder } from '../core/folders.js';
 import type { Db } from '../schema/database.js';
 
@@ -20,14 +21,20 @@ export async function takeUids(
   folder: Folder,
   count: number,
 ): Promise<{ first: number; modseq: number }> {
-  const { rows } = await sql<{
-    uid_next: number | string;
-    modseq: number | string;
-  }>`insert into folder_counters (inbox_id, folder, uid_next, modseq)
-    values (${inboxId}, ${folder}, ${1 + count}, 1)
+  const next = 1 + count;
+  const rows = await runSqlOnce(
+    db,
+    'folder_counters.take',
+    [inboxId, folder, next, count],
+    () => sql<{
+      uid_next: number | string;
+      modseq: number | string;
+    }>`insert into folder_counters (inbox_id, folder, uid_next, modseq)
+    values (${inboxId}, ${folder}, ${next}, 1)
     on conflict (inbox_id, folder) do update
       set uid_next = folder_counters.uid_next + ${count}, modseq = folder_counters.modseq + 1
-    returning uid_next, modseq`.execute(db);
+    returning uid_next, modseq`,
+  );
   return { first: Number(rows[0]?.uid_next) - count, modseq: Number(rows[0]?.modseq) };
 }
 
@@ -51,19 +58,18 @@ export async function insertFolderMessages(
   db: Db,
   rows: readonly { inboxId: string; folder: Folder; uid: number; messagePk: number; modseq: number }[],
 ): Promise<void> {
-  for (let i = 0; i < rows.length; i += 500)
-    await db
-      .insertInto('folder_messages')
-      .values(
-        rows.slice(i, i + 500).map((r) => ({
-          inbox_id: r.inboxId,
-          folder: r.folder,
-          uid: r.uid,
-          message_pk: r.messagePk,
-          modseq: r.modseq,
-        })),
-      )
-      .execute();
+  for (let i = 0; i < rows.length; i += 500) {
+    const values = rows.slice(i, i + 500).map((r) => ({
+      inbox_id: r.inboxId,
+      folder: r.folder,
+      uid: r.uid,
+      message_pk: r.messagePk,
+      modseq: r.modseq,
+    }));
+    await insertCompiledOnce(db, 'folder_messages.insert', values, () =>
+      db.insertInto('folder_messages').values(values),
+    );
+  }
 }
 
 export async function deleteFolderMessage(db: Db, messagePk: number, folder: Folder): Promise<void> {

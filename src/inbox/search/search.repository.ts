@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { runCompiledOnce } from '../../platform/db/compiled-once.js';
+import { runCompiledOnce, runSqlOnce } from '../../platform/db/compiled-once.js';
 import type { Cursor } from '../../platform/db/cursor.js';
 import { dialectOf } from '../../platform/db/dialect.js';
 import { afterKey } from '../../platform/db/keyset.js';
@@ -58,14 +58,24 @@ export interface Hit {
   readonly threadId: string;
 }
 
-const scopeWords = (s: DocumentScope, threadId?: string) =>
-  [
-    scopeWord('o', s.organizationId),
-    scopeWord('p', s.podId),
-    scopeWord('i', s.inboxId),
-    ...(threadId ? [threadWord(threadId)] : []),
-  ].join(' ');
-const vector = (words: readonly string[]) => sql`array_to_tsvector(${[...words]}::text[])`;
+/**
+ * The scope words of a document (three SHA-256 digests), kept per scope: every message stored
+ * writes two documents, and an instance serves a bounded number of inboxes (the map starts over
+ * at 1,000 scopes).
+ */
+const scopeCache = new Map<string, string>();
+const scopeWords = (s: DocumentScope, threadId?: string) => {
+  const key = `${s.organizationId}\u0000${s.podId}\u0000${s.inboxId}`;
+  let words = scopeCache.get(key);
+  if (words === undefined) {
+    words = [scopeWord('o', s.organizationId), scopeWord('p', s.podId), scopeWord('i', s.inboxId)].join(' ');
+    if (scopeCache.size >= 1000) scopeCache.clear();
+    scopeCache.set(key, words);
+  }
+  return threadId ? `${words} ${threadWord(threadId)}` : words;
+};
+/** A tsvector of `words` (passed as the array itself: a statement compiled once takes it as its parameter). */
+const vector = (words: string[]) => sql`array_to_tsvector(${words}::text[])`;
 
 /** The messages' own documents (indexMessages). */
 async function insertMessageDocuments(
@@ -75,13 +85,31 @@ async function insertMessageDocuments(
   const postgres = dialectOf(db) === 'postgres';
   for (const { pk, scope, doc } of entries) {
     if (postgres) {
-      await sql`insert into message_search (message_pk, organization_id, pod_id, inbox_id, subject, addresses, document)
-        values (${pk}, ${scope.organizationId}, ${scope.podId}, ${scope.inboxId}, ${vector(doc.subject)}, ${vector(doc.addresses)}, ${vector([...doc.subject, ...doc.addresses, ...doc.body])})`.execute(
+      const [subject, addresses, all] = [
+        [...doc.subject],
+        [...doc.addresses],
+        [...doc.subject, ...doc.addresses, ...doc.body],
+      ];
+      await runSqlOnce(
         db,
+        'message_search.insert',
+        [pk, scope.organizationId, scope.podId, scope.inboxId, subject, addresses, all],
+        () => sql`insert into message_search (message_pk, organization_id, pod_id, inbox_id, subject, addresses, document)
+        values (${pk}, ${scope.organizationId}, ${scope.podId}, ${scope.inboxId}, ${vector(subject)}, ${vector(addresses)}, ${vector(all)})`,
       );
     } else {
-      await sql`insert into message_search (rowid, scope, subject, addresses, body) values (${pk}, ${scopeWords(scope)}, ${joinWords(doc.subject)}, ${joinWords(doc.addresses)}, ${joinWords(doc.body)})`.execute(
+      const [words, subject, addresses, body] = [
+        scopeWords(scope),
+        joinWords(doc.subject),
+        joinWords(doc.addresses),
+        joinWords(doc.body),
+      ];
+      await runSqlOnce(
         db,
+        'message_search.insert',
+        [pk, words, subject, addresses, body],
+        () =>
+          sql`insert into message_search (rowid, scope, subject, addresses, body) values (${pk}, ${words}, ${subject}, ${addresses}, ${body})`,
       );
     }
   }
@@ -94,13 +122,17 @@ interface StoredThreadDocument {
 
 async function findThreadDocument(db: Db, threadId: string): Promise<StoredThreadDocument | undefined> {
   if (dialectOf(db) === 'postgres') {
-    const { rows } = await sql<{
-      rank_pk: string | number;
-      subject_words: string;
-      address_words: string;
-      body_words: string;
-    }>`select rank_pk, subject_words, address_words, body_words from thread_search where thread_id = ${threadId}`.execute(
+    const rows = await runSqlOnce(
       db,
+      'thread_search.find',
+      [threadId],
+      () =>
+        sql<{
+          rank_pk: string | number;
+          subject_words: string;
+          address_words: string;
+          body_words: string;
+        }>`select rank_pk, subject_words, address_words, body_words from thread_search where thread_id = ${threadId}`,
     );
     const r = rows[0];
     return r
@@ -114,13 +146,18 @@ async function findThreadDocument(db: Db, threadId: string): Promise<StoredThrea
         }
       : undefined;
   }
-  const { rows } = await sql<{
-    rowid: number;
-    subject: string;
-    addresses: string;
-    body: string;
-  }>`select rowid, subject, addresses, body from thread_search where thread_search match ${`{scope}: "${threadWord(threadId)}"`}`.execute(
+  const match = `{scope}: "${threadWord(threadId)}"`;
+  const rows = await runSqlOnce(
     db,
+    'thread_search.find',
+    [match],
+    () =>
+      sql<{
+        rowid: number;
+        subject: string;
+        addresses: string;
+        body: string;
+      }>`select rowid, subject, addresses, body from thread_search where thread_search match ${match}`,
   );
   const r = rows[0];
   return r
@@ -140,17 +177,43 @@ async function writeThreadDocument(
   doc: SearchDocument,
   previous: StoredThreadDocument | undefined,
 ): Promise<void> {
+  const [subjectWords, addressWords, bodyWords] = [
+    joinWords(doc.subject),
+    joinWords(doc.addresses),
+    joinWords(doc.body),
+  ];
   if (dialectOf(db) === 'postgres') {
-    const all = [...doc.subject, ...doc.addresses, ...doc.body];
-    await sql`insert into thread_search (thread_id, rank_pk, organization_id, pod_id, inbox_id, subject_words, address_words, body_words, subject, addresses, document)
-      values (${threadId}, ${rank}, ${scope.organizationId}, ${scope.podId}, ${scope.inboxId}, ${joinWords(doc.subject)}, ${joinWords(doc.addresses)}, ${joinWords(doc.body)}, ${vector(doc.subject)}, ${vector(doc.addresses)}, ${vector(all)})
+    const [subject, addresses, all] = [
+      [...doc.subject],
+      [...doc.addresses],
+      [...doc.subject, ...doc.addresses, ...doc.body],
+    ];
+    const { organizationId, podId, inboxId } = scope;
+    await runSqlOnce(
+      db,
+      'thread_search.write',
+      [threadId, rank, organizationId, podId, inboxId, subjectWords, addressWords, bodyWords, subject, addresses, all],
+      () => sql`insert into thread_search (thread_id, rank_pk, organization_id, pod_id, inbox_id, subject_words, address_words, body_words, subject, addresses, document)
+      values (${threadId}, ${rank}, ${organizationId}, ${podId}, ${inboxId}, ${subjectWords}, ${addressWords}, ${bodyWords}, ${vector(subject)}, ${vector(addresses)}, ${vector(all)})
       on conflict (thread_id) do update set rank_pk = excluded.rank_pk, subject_words = excluded.subject_words, address_words = excluded.address_words, body_words = excluded.body_words,
-        subject = excluded.subject, addresses = excluded.addresses, document = excluded.document`.execute(db);
+        subject = excluded.subject, addresses = excluded.addresses, document = excluded.document`,
+    );
     return;
   }
-  if (previous) await sql`delete from thread_search where rowid = ${previous.rank}`.execute(db);
-  await sql`insert into thread_search (rowid, scope, subject, addresses, body, thread_id) values (${rank}, ${scopeWords(scope, threadId)}, ${joinWords(doc.subject)}, ${joinWords(doc.addresses)}, ${joinWords(doc.body)}, ${threadId})`.execute(
+  if (previous)
+    await runSqlOnce(
+      db,
+      'thread_search.delete',
+      [previous.rank],
+      () => sql`delete from thread_search where rowid = ${previous.rank}`,
+    );
+  const words = scopeWords(scope, threadId);
+  await runSqlOnce(
     db,
+    'thread_search.write',
+    [rank, words, subjectWords, addressWords, bodyWords, threadId],
+    () =>
+      sql`insert into thread_search (rowid, scope, subject, addresses, body, thread_id) values (${rank}, ${words}, ${subjectWords}, ${addressWords}, ${bodyWords}, ${threadId})`,
   );
 }
 

@@ -1,4 +1,4 @@
-import { CompiledQuery, type Compilable } from 'kysely';
+import { CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import { directRunner, transactionRunner, verifiesStatementCache } from './driver.js';
 
 interface QueryExecutorLike {
@@ -6,6 +6,9 @@ interface QueryExecutorLike {
   getExecutor(): { adapter: object };
   executeQuery<R>(query: CompiledQuery<R>): Promise<{ rows: R[] }>;
 }
+
+/** What a `sql` template compiles for (a Kysely instance or a transaction: Kysely does not export the type). */
+type QueryExecutorProvider = Parameters<RawBuilder<unknown>['compile']>[0];
 
 /**
  * SQL text per dialect adapter (a Kysely instance and its transactions share one adapter), so
@@ -64,9 +67,36 @@ export async function runCompiledOnce<R>(
     if (cache.size >= MAX) cache.clear();
     cache.set(key, sql);
   }
+  return runText<R>(executor, sql, parameters);
+}
+
+/**
+ * Runs SQL already written for the executor's dialect: on the SQLite connection at once or the
+ * PostgreSQL pool outside a transaction (`directRunner`), on the connection of an open SQLite
+ * transaction (`transactionRunner`), else through Kysely's executor.
+ */
+export async function runText<R>(
+  executor: QueryExecutorLike,
+  sql: string,
+  parameters: readonly unknown[],
+): Promise<R[]> {
   const direct = (directRunner(executor) ?? transactionRunner(executor))?.(sql, parameters);
   if (direct) return (await direct) as R[];
   return (await executor.executeQuery<R>(CompiledQuery.raw(sql, [...parameters]) as CompiledQuery<R>)).rows;
+}
+
+/**
+ * `runCompiledOnce` for a statement written with Kysely's `sql` template: `build` makes the
+ * template (its interpolated values are `parameters`, in order), compiled for `db`'s dialect
+ * only the first time.
+ */
+export function runSqlOnce<R>(
+  db: QueryExecutorLike & QueryExecutorProvider,
+  key: string,
+  parameters: readonly unknown[],
+  build: () => RawBuilder<R>,
+): Promise<R[]> {
+  return runCompiledOnce<R>(db, key, parameters, () => ({ compile: () => build().compile(db) }));
 }
 
 /**

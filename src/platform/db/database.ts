@@ -12,6 +12,7 @@ import { commitsOf, type GroupCommit } from './group-commit.js';
 import { namingClient } from './pg-prepared.js';
 import { checkpointOffThread } from './sqlite-checkpoint.js';
 import { markVerifying, setCommitSync, setDirectRunner, setTransactionRunner } from './driver.js';
+import { runSqlOnce } from './compiled-once.js';
 
 export interface Database<DB> {
   readonly db: Kysely<DB>;
@@ -460,8 +461,13 @@ async function openPostgres<DB>(rawUrl: string, poolSize: number, prepared: bool
       // so that commit does not wait for the WAL's flush (synchronous_commit off, for it alone).
       const unflushed = trx.isTransaction ? [] : [sql`set_config('synchronous_commit', 'off', true)`];
       for (let i = 0; i < payloads.length; i += NOTIFY_BATCH) {
-        const calls = payloads.slice(i, i + NOTIFY_BATCH).map((p) => sql`pg_notify(${name}, ${p})`);
-        await sql`select ${sql.join([...unflushed, ...calls])}`.execute(trx);
+        const batch = payloads.slice(i, i + NOTIFY_BATCH);
+        await runSqlOnce(
+          trx,
+          `pg_notify:${unflushed.length}:${batch.length}`,
+          batch.flatMap((p) => [name, p]),
+          () => sql`select ${sql.join([...unflushed, ...batch.map((p) => sql`pg_notify(${name}, ${p})`)])}`,
+        );
       }
     },
     listen: (topic, onSignal) => listenPostgres(url.toString(), channel(topic), onSignal),

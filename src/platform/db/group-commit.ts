@@ -1,4 +1,5 @@
-import { CompiledQuery, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
+import { type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
+import { runText } from './compiled-once.js';
 import { dialectOf, isTransientConflict } from './dialect.js';
 import { commitSyncOf } from './driver.js';
 
@@ -167,18 +168,18 @@ export function createGroupCommit<DB>(
     try {
       for (const [i, item] of batch.entries()) {
         // The statements Kysely's savepoint(), rollbackToSavepoint() and releaseSavepoint()
-        // send, sent on the transaction itself: those build a transaction object per call,
-        // a measurable share of a small unit's cost.
+        // send, sent on the transaction's connection itself (runText): those build a transaction
+        // object per call, a measurable share of a small unit's cost.
         const name = `"unit_${i}"`;
-        await trx.executeQuery(CompiledQuery.raw(`savepoint ${name}`));
+        await runText(trx, `savepoint ${name}`, []);
         try {
           const { value, writes } = await collecting(trx, item.work);
-          await trx.executeQuery(CompiledQuery.raw(`release ${name}`));
+          await runText(trx, `release ${name}`, []);
           outcomes.push({ ok: true, value });
           deferred.push(...writes);
         } catch (error) {
-          await trx.executeQuery(CompiledQuery.raw(`rollback to ${name}`));
-          await trx.executeQuery(CompiledQuery.raw(`release ${name}`));
+          await runText(trx, `rollback to ${name}`, []);
+          await runText(trx, `release ${name}`, []);
           outcomes.push({ ok: false, error });
         }
       }
