@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 
 /** Injectable id and secret source. */
 export interface Ids {
@@ -19,12 +19,14 @@ export const systemIds: Ids = {
  */
 export function timeOrderedUuid(now: Date, ids: Ids): string {
   const ms = now.getTime().toString(16).padStart(12, '0').slice(-12);
-  // The random hex digits of a version 4 UUID (all but its version and variant digits).
-  const v4 = ids.uuid().replace(/-/g, '');
-  const r = v4.slice(0, 12) + v4.slice(13, 16) + v4.slice(17);
-  const variant = ((parseInt(r[3] as string, 16) & 0x3) | 0x8).toString(16);
-  return `${ms.slice(0, 8)}-${ms.slice(8)}-7${r.slice(0, 3)}-${variant}${r.slice(4, 7)}-${r.slice(7, 19)}`;
+  // The random digits of a version 4 UUID (`xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx`) after its
+  // version digit: 3 hex digits, the variant digit's 2 random bits (the variant set again, should
+  // an injected source not be version 4) and 15 hex digits, 74 bits, in place.
+  const v4 = ids.uuid();
+  return `${ms.slice(0, 8)}-${ms.slice(8)}-7${v4.slice(15, 18)}-${VARIANT[parseInt(v4.charAt(19), 16) & 3]}${v4.slice(20)}`;
 }
+
+const VARIANT = ['8', '9', 'a', 'b'];
 
 /** A secret with a recognisable prefix (so leaked keys can be scanned for) and `bytes` of entropy. */
 export function newSecret(ids: Ids, prefix: string, bytes = 32): string {
@@ -36,7 +38,7 @@ export function newSecret(ids: Ids, prefix: string, bytes = 32): string {
  * bits, so there is nothing to brute-force, and lookups happen on every request.
  */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 export function safeEqual(a: string, b: string): boolean {

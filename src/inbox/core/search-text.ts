@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { ValidationError } from '../../platform/errors/app-error.js';
 import type { Message } from './message.js';
 import { nextTurn } from '../../platform/turns.js';
@@ -178,7 +178,7 @@ export const splitWords = (text: string | null): string[] => (text ? text.split(
 
 /** Scope words of the FTS5 index: organization, pod, inbox and thread, hashed to letters and digits. */
 export function scopeWord(kind: 'o' | 'p' | 'i', id: string): string {
-  return kind + createHash('sha256').update(id).digest('hex').slice(0, 24);
+  return kind + hash('sha256', id, 'hex').slice(0, 24);
 }
 
 /** A thread's id as one word (thread ids are UUIDs); the SQLite trigger on threads computes the same. */
