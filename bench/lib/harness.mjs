@@ -222,26 +222,41 @@ export async function profiled(dir, run) {
   const probe = pathToFileURL(path.join(ROOT, 'bench/lib/sql-probe.mjs'));
   probe.searchParams.set('out', dir);
   const r = await run(['--cpu-prof', `--cpu-prof-dir=${dir}`, '--import', probe.href]);
+  // The main thread's profile (CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile): a worker's has its own.
   const file = path.join(
     dir,
-    readdirSync(dir).find((f) => f.endsWith('.cpuprofile')),
+    readdirSync(dir).find((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ??
+      readdirSync(dir).find((f) => f.endsWith('.cpuprofile')),
   );
   const top = summarizeProfile(file);
   const sql = sqlSummary(dir, top.busyMs);
   return { r, file: path.relative(ROOT, file), top, sql, text: formatProfile(top) + formatSql(sql) };
 }
 
-/** The statements lib/sql-probe.mjs counted in `dir` (every server process of the run), the most time first. */
+/**
+ * The statements lib/sql-probe.mjs counted in `dir` (every server process of the run), the most time
+ * first: those of main threads, which share the busy time of the profile; those of worker threads
+ * (`sql-<pid>-t<n>.json`, such as the checkpointer's), which do not, as a total beside them.
+ */
 export function sqlSummary(dir, busyMs, top = 25) {
-  const all = new Map();
-  for (const f of readdirSync(dir).filter((name) => /^sql-\d+\.json$/.test(name)))
-    for (const { sql, calls, ns } of JSON.parse(readFileSync(path.join(dir, f), 'utf8'))) {
-      const s = all.get(sql) ?? { calls: 0, ns: 0 };
-      all.set(sql, { calls: s.calls + calls, ns: s.ns + ns });
-    }
-  const statements = [...all].map(([sql, s]) => ({ sql, ...s })).sort((a, b) => b.ns - a.ns);
+  const read = (pattern) => {
+    const all = new Map();
+    for (const f of readdirSync(dir).filter((name) => pattern.test(name)))
+      for (const { sql, calls, ns } of JSON.parse(readFileSync(path.join(dir, f), 'utf8'))) {
+        const s = all.get(sql) ?? { calls: 0, ns: 0 };
+        all.set(sql, { calls: s.calls + calls, ns: s.ns + ns });
+      }
+    return [...all].map(([sql, s]) => ({ sql, ...s })).sort((a, b) => b.ns - a.ns);
+  };
+  const statements = read(/^sql-\d+\.json$/);
   const totalMs = statements.reduce((sum, s) => sum + s.ns, 0) / 1e6;
+  const workers = read(/^sql-\d+-t\d+\.json$/);
   return {
+    workers: workers.map((s) => ({
+      sql: s.sql.length > 60 ? `${s.sql.slice(0, 60)}…` : s.sql,
+      calls: s.calls,
+      ms: Math.round(s.ns / 1e6),
+    })),
     totalMs: Math.round(totalMs),
     share: busyMs ? Math.round((1000 * totalMs) / busyMs) / 10 : undefined,
     statements: statements.slice(0, top).map((s) => ({
@@ -262,6 +277,10 @@ export function formatSql(summary) {
   for (const s of summary.statements)
     lines.push(
       `  ${String(s.calls).padStart(6)}  ${String(s.usEach).padStart(7)}  ${String(s.share ?? '').padStart(6)}  ${s.sql}`,
+    );
+  if (summary.workers?.length)
+    lines.push(
+      `  in worker threads (not in the busy time): ${summary.workers.map((w) => `${w.sql} ×${w.calls}, ${w.ms} ms`).join('; ')}`,
     );
   return `\n${lines.join('\n')}`;
 }

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { setInterval } from 'node:timers';
 import { createRequire } from 'node:module';
+import { threadId } from 'node:worker_threads';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -8,7 +9,8 @@ import { fileURLToPath } from 'node:url';
  * Loaded into a server under `--profile` (`node --import …/sql-probe.mjs?out=<dir>`, harness.mjs
  * `profiled`): times every better-sqlite3 call (a statement's run, all, get or iterate, and
  * `exec`; for `iterate`, the call that opens the iterator) by its SQL text, and writes the counts
- * to `<dir>/sql-<pid>.json` every second and at exit. Which statements a request runs, and how
+ * to `<dir>/sql-<pid>.json` every second and at exit (a worker thread's, such as the SQLite
+ * checkpointer's, to `sql-<pid>-t<threadId>.json`: one file per thread, none overwriting another's). Which statements a request runs, and how
  * long SQLite takes for each inside the server,
  * is what the CPU profile cannot show: it charges SQLite's time to whichever JavaScript function
  * called into it. A server on PostgreSQL writes an empty list.
@@ -61,7 +63,10 @@ if (out) {
       const m = merged.get(key) ?? { sql: key, calls: 0, ns: 0 };
       merged.set(key, { sql: key, calls: m.calls + s.calls, ns: m.ns + s.ns });
     }
-    writeFileSync(path.join(out, `sql-${process.pid}.json`), JSON.stringify([...merged.values()]));
+    writeFileSync(
+      path.join(out, `sql-${process.pid}${threadId ? `-t${threadId}` : ''}.json`),
+      JSON.stringify([...merged.values()]),
+    );
   };
   setInterval(write, 1000).unref();
   process.on('exit', write);
