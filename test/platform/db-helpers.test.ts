@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, walSync, type Database } from '../../src/platform/db/database.js';
 import { commitSyncOf } from '../../src/platform/db/driver.js';
 import { incrementCounter } from '../../src/platform/db/dialect.js';
-import { insertCompiledOnce, runCompiledOnce } from '../../src/platform/db/compiled-once.js';
+import { insertCompiledOnce, runCompiledOnce, runSqlOnce } from '../../src/platform/db/compiled-once.js';
 import { afterUnits, createGroupCommit, MAX_ATTEMPTS } from '../../src/platform/db/group-commit.js';
 import { afterKey } from '../../src/platform/db/keyset.js';
 import { systemIds, timeOrderedUuid } from '../../src/platform/ids.js';
@@ -108,6 +108,37 @@ describe.each(dialects)('%s: database helpers', (dialect) => {
         db.selectFrom('rows').select('ts').where('ts', '=', 't1').where('note', '=', 'one'),
       ),
     ).toEqual([{ ts: 't1' }]);
+  });
+
+  it('runSqlOnce runs a sql template compiled once with new values, and refuses values not in the compiled order', async () => {
+    await db
+      .insertInto('rows')
+      .values([
+        { ts: 's1', note: 'uno' },
+        { ts: 's2', note: 'dos' },
+      ])
+      .execute();
+    const find = (ts: string, note: string) =>
+      runSqlOnce<{ ts: string }>(
+        db,
+        'rows.sql-find',
+        [ts, note],
+        () => sql<{ ts: string }>`select ts from rows where ts = ${ts} and note = ${note}`,
+      );
+    expect(await find('s1', 'uno')).toEqual([{ ts: 's1' }]);
+    expect(await find('s2', 'dos')).toEqual([{ ts: 's2' }]);
+    expect(await find('s2', 'uno')).toEqual([]);
+    await expect(
+      runSqlOnce(
+        db,
+        'rows.sql-swapped',
+        ['uno', 's1'],
+        () => sql`select ts from rows where ts = ${'s1'} and note = ${'uno'}`,
+      ),
+    ).rejects.toThrow(/rows\.sql-swapped: parameter 1 is given in another place than Kysely compiled it/);
+    await expect(
+      runSqlOnce(db, 'rows.sql-short', ['s1'], () => sql`select ts from rows where ts = ${'s1'} and note = ${'uno'}`),
+    ).rejects.toThrow(/rows\.sql-short: 2 parameters compiled, 1 given/);
   });
 
   it("runCompiledOnce inside a unit of the commit batcher: its writes are the unit's, seen by its own reads, undone with it when it fails", async () => {

@@ -74,8 +74,8 @@ const scopeWords = (s: DocumentScope, threadId?: string) => {
   }
   return threadId ? `${words} ${threadWord(threadId)}` : words;
 };
-/** A tsvector of `words` (passed as the array itself: a statement compiled once takes it as its parameter). */
-const vector = (words: string[]) => sql`array_to_tsvector(${words}::text[])`;
+/** A tsvector of `words` (the array itself is the parameter, as a statement compiled once is given it). */
+const vector = (words: readonly string[]) => sql`array_to_tsvector(${words}::text[])`;
 
 /** The messages' own documents (indexMessages). */
 async function insertMessageDocuments(
@@ -85,11 +85,8 @@ async function insertMessageDocuments(
   const postgres = dialectOf(db) === 'postgres';
   for (const { pk, scope, doc } of entries) {
     if (postgres) {
-      const [subject, addresses, all] = [
-        [...doc.subject],
-        [...doc.addresses],
-        [...doc.subject, ...doc.addresses, ...doc.body],
-      ];
+      const { subject, addresses } = doc;
+      const all = [...subject, ...addresses, ...doc.body];
       await runSqlOnce(
         db,
         'message_search.insert',
@@ -183,11 +180,8 @@ async function writeThreadDocument(
     joinWords(doc.body),
   ];
   if (dialectOf(db) === 'postgres') {
-    const [subject, addresses, all] = [
-      [...doc.subject],
-      [...doc.addresses],
-      [...doc.subject, ...doc.addresses, ...doc.body],
-    ];
+    const { subject, addresses } = doc;
+    const all = [...subject, ...addresses, ...doc.body];
     const { organizationId, podId, inboxId } = scope;
     await runSqlOnce(
       db,

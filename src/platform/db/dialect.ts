@@ -1,5 +1,5 @@
-import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool } from 'kysely';
-import { runCompiledOnce } from './compiled-once.js';
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import { runSqlOnce } from './compiled-once.js';
 import { isStalePreparedStatement } from './pg-prepared.js';
 import type { Dialect, Executor } from './types.js';
 
@@ -69,13 +69,11 @@ export async function incrementCounter<DB>(
     values (${sql.join([...keyColumns.map((c) => key[c]), by])})
     on conflict (${sql.join(keyColumns.map((c) => sql.ref(c)))}) do update set ${sql.ref(column)} = ${sql.ref(`${table}.${column}`)} + ${by}
     returning ${sql.ref(column)} as value`;
-  const rows = await runCompiledOnce(
-    db as unknown as Kysely<unknown>,
+  const rows = await runSqlOnce(
+    db,
     `counter:${table}:${keyColumns.join(',')}:${column}`,
     [...keyColumns.map((c) => key[c]), by, by],
-    () => ({
-      compile: () => statement().compile(db),
-    }),
+    statement,
   );
   return Number(rows[0]?.value);
 }
