@@ -53,7 +53,10 @@ import {
  * (`-d`) and with a new connection per message (--modes reuse,connect), --messages 10000 of 1 KiB
  * over --sessions 20 per run, alternating; afterwards every message is counted (ours: messages,
  * events and webhook jobs in the database; Postfix: files in its hold queue). Reports ours ÷
- * Postfix per run pair; --profile adds one --cpu-prof run of ours per mode.
+ * Postfix per run pair. Each run also measures the floor, the bare smtp-server that stores nothing
+ * (baseline/smtp-ceiling.mjs): its ratio to Postfix is the most any server built on smtp-server
+ * could reach on this machine, and shows whether the target is within reach at all (decision
+ * 0041). --profile adds one --cpu-prof run of ours per mode.
  *
  * Options: --runs 3 --duration 10 --warmup 3 --sessions 20 --only small|large|connect|connect0
  * --client raw|nodemailer --clients (first compare the two clients against both servers)
@@ -69,6 +72,8 @@ const SERVERS = {
   ours: path.resolve(ROOT, process.env.BENCH_OURS ?? path.join(SNAPSHOT, 'src/inbox/main.js')),
   ceiling: path.resolve(ROOT, process.env.BENCH_LIMIT ?? 'bench/baseline/smtp-ceiling.mjs'),
 };
+/** The floor of the Postfix comparison: always the bare smtp-server, whatever BENCH_LIMIT names. */
+const FLOOR = path.resolve(ROOT, 'bench/baseline/smtp-ceiling.mjs');
 /** A build of the service (seeded and checked) rather than the ceiling: BENCH_LIMIT may name one, for an A/B of two builds. */
 const isService = (kind) => path.basename(SERVERS[kind]) === 'main.js';
 const DOMAIN = 'inbox.localhost';
@@ -569,7 +574,17 @@ function reapedChildrenCpuSeconds() {
  */
 async function measureAnchor({ kind, db, dir, mode, port, postfix, nodeArgs = [] }) {
   let server;
-  if (kind === 'ours') {
+  if (kind === 'floor') {
+    // The bare smtp-server that stores nothing (baseline/smtp-ceiling.mjs), greeting at once too:
+    // the most any server built on this protocol library could reach beside Postfix here.
+    await quiet();
+    const running = await harness.startServer({
+      label: kind,
+      file: FLOOR,
+      env: serverEnv(db, dir, port, { greetingDelayMs: 0 }),
+    });
+    server = { ...running, cpu: () => cpuSeconds([running.pid]), smtpPort: port.smtp };
+  } else if (kind === 'ours') {
     await seed(db, dir);
     await quiet();
     // Postfix's smtpd greets at once; so does ours here (INBOX_SMTP_GREETING_DELAY_MS=0).
@@ -614,7 +629,10 @@ async function measureAnchor({ kind, db, dir, mode, port, postfix, nodeArgs = []
   }
   const label = `${db.dialect} ${mode} ${kind}`;
   let stored;
-  if (kind === 'ours') {
+  if (kind === 'floor') {
+    // It keeps nothing to count; smtp-source exits non-zero on a refused message.
+    stored = undefined;
+  } else if (kind === 'ours') {
     const counts = await storedCounts(db, dir);
     const wrong = ['messages', 'events', 'jobs'].filter((k) => counts[k] !== opts.messages);
     if (wrong.length)
@@ -647,7 +665,7 @@ async function measureAnchor({ kind, db, dir, mode, port, postfix, nodeArgs = []
 }
 
 const describeAnchor = (r) =>
-  `${fmt(r.rps).padStart(6)} msg/s  ${fmt(r.seconds, 1)} s  ${fmt(r.serverUsPerMessage)}${r.dbUsPerMessage ? ` + ${fmt(r.dbUsPerMessage)}` : ''} µs CPU/msg  CPU: server ${fmt(r.serverCpu * 100)} %, load ${fmt(r.loadCpu * 100)} %, postgres ${fmt(r.dbCpu * 100)} %, other ${fmt(r.otherCpu * 100)} %  stored ${fmt(r.stored)}  load average ${fmt(r.loadAverage, 2)}${r.disturbed ? '  (disturbed)' : ''}`;
+  `${fmt(r.rps).padStart(6)} msg/s  ${fmt(r.seconds, 1)} s  ${fmt(r.serverUsPerMessage)}${r.dbUsPerMessage ? ` + ${fmt(r.dbUsPerMessage)}` : ''} µs CPU/msg  CPU: server ${fmt(r.serverCpu * 100)} %, load ${fmt(r.loadCpu * 100)} %, postgres ${fmt(r.dbCpu * 100)} %, other ${fmt(r.otherCpu * 100)} %  stored ${r.stored === undefined ? 'nothing (floor)' : fmt(r.stored)}  load average ${fmt(r.loadAverage, 2)}${r.disturbed ? '  (disturbed)' : ''}`;
 
 async function postfixAnchor() {
   ensurePostfix();
@@ -683,7 +701,7 @@ async function postfixAnchor() {
         for (const mode of opts.modes) {
           console.log(`\n${db.dialect} ${ANCHOR_MODES[mode].name}`);
           for (let run = 1; run <= opts.runs; run++) {
-            for (const kind of run % 2 ? ['ours', 'postfix'] : ['postfix', 'ours']) {
+            for (const kind of run % 2 ? ['ours', 'postfix', 'floor'] : ['floor', 'postfix', 'ours']) {
               const r = await undisturbed(() => measureAnchor({ kind, db, dir, mode, port, postfix }));
               console.log(`  run ${run} ${kind.padEnd(8)} ${describeAnchor(r)}`);
               runs.push({ dialect: db.dialect, mode, kind, run, ...r });
@@ -715,16 +733,17 @@ async function postfixAnchor() {
     rmSync(SNAPSHOT, { recursive: true, force: true });
   }
   const rows = [
-    '| Database | Mode | Postfix msg/s | Ours msg/s | Ours ÷ Postfix | Median ratio | Target ≥ 2.0 | CPU µs/message ours / Postfix |',
-    '|---|---|--:|--:|--:|--:|---|---|',
+    '| Database | Mode | Postfix msg/s | Ours msg/s | Ours ÷ Postfix | Median ratio | Target ≥ 2.0 | CPU µs/message ours / Postfix | Floor ÷ Postfix (stores nothing) | CPU µs/message floor |',
+    '|---|---|--:|--:|--:|--:|---|---|--:|--:|',
   ];
   const summary = [];
   for (const dialect of [...new Set(runs.map((r) => r.dialect))]) {
     for (const mode of opts.modes) {
       const of = (kind) => runs.filter((r) => r.dialect === dialect && r.mode === mode && r.kind === kind);
-      const [ours, pf] = [of('ours'), of('postfix')];
+      const [ours, pf, floor] = [of('ours'), of('postfix'), of('floor')];
       const ratios = ours.map((o, i) => o.rps / pf[i].rps);
       const ratio = median(ratios);
+      const floorRatios = floor.map((f, i) => f.rps / pf[i].rps);
       const list = (rs) => rs.map((r) => fmt(r.rps)).join(' / ');
       const cpu = (rs) => fmt(median(rs.map((r) => r.serverUsPerMessage + r.dbUsPerMessage)));
       summary.push({
@@ -734,9 +753,11 @@ async function postfixAnchor() {
         ratios,
         ours: median(ours.map((r) => r.rps)),
         postfix: median(pf.map((r) => r.rps)),
+        floor: median(floor.map((r) => r.rps)),
+        floorRatio: median(floorRatios),
       });
       rows.push(
-        `| ${dialect} | ${ANCHOR_MODES[mode].name} | ${list(pf)} | ${list(ours)} | ${ratios.map((x) => fmt(x, 2)).join(' / ')} | **${fmt(ratio, 2)}** | ${ratio >= 2 ? 'met' : '**missed**'} | ${cpu(ours)} / ${cpu(pf)} |`,
+        `| ${dialect} | ${ANCHOR_MODES[mode].name} | ${list(pf)} | ${list(ours)} | ${ratios.map((x) => fmt(x, 2)).join(' / ')} | **${fmt(ratio, 2)}** | ${ratio >= 2 ? 'met' : '**missed**'} | ${cpu(ours)} / ${cpu(pf)} | ${floorRatios.map((x) => fmt(x, 2)).join(' / ')} | ${cpu(floor)} |`,
       );
     }
   }
@@ -747,7 +768,7 @@ async function postfixAnchor() {
       .loadavg()
       .map((x) => fmt(x, 2))
       .join(' ')}`,
-    `Ours = ${path.relative(ROOT, SERVERS.ours).replace(/^bench\/results\/\.dist-snapshot-smtp\//, 'dist/')} (INBOX_ROLES=smtp, INBOX_SMTP_VERIFY_AUTH=false, INBOX_SMTP_GREETING_DELAY_MS=0, built from ${source}); Postfix = ${postfixVersion()} as a private instance (hold after DATA, discard transports).`,
+    `Ours = ${path.relative(ROOT, SERVERS.ours).replace(/^bench\/results\/\.dist-snapshot-smtp\//, 'dist/')} (INBOX_ROLES=smtp, INBOX_SMTP_VERIFY_AUTH=false, INBOX_SMTP_GREETING_DELAY_MS=0, built from ${source}); Postfix = ${postfixVersion()} as a private instance (hold after DATA, discard transports); floor = the bare smtp-server of bench/baseline/smtp-ceiling.mjs, same protocol settings, greeting at once, storing nothing (what any server on this protocol library could reach here).`,
     `Load: smtp-source, ${opts.sessions} sessions, ${fmt(opts.messages)} messages of 1 KiB per run; msg/s = messages / wall time of smtp-source; every message counted afterwards (ours: messages, events and webhook jobs in the database; Postfix: files in the hold queue). Runs alternate (ABBA…); ratio per run pair.`,
     `Runs disturbed by other work on the machine (> ${DISTURBED} core, after ${ATTEMPTS} attempts): ${disturbed.length} of ${runs.length}${disturbed.length ? ` (${disturbed.map((r) => `${r.dialect} ${r.mode} ${r.kind} run ${r.run}`).join(', ')})` : ''}.`,
     '',
