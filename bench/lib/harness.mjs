@@ -23,8 +23,15 @@ export const DISTURBED = 0.25;
 
 export { freePort } from './ports.mjs';
 
+/**
+ * Resolves with the child's exit code once it exited (null when a signal ended it). A child that
+ * already ended, by a code or by a signal (a server without a SIGTERM handler), resolves at once:
+ * its 'exit' event has gone by and would never come again.
+ */
 export const exited = (child) =>
-  new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+  new Promise((resolve) =>
+    child.exitCode !== null || child.signalCode !== null ? resolve(child.exitCode) : child.once('exit', resolve),
+  );
 
 /**
  * Starts `file` under node, pinned to SERVER_CPU unless `pin` is false; resolves once it printed
