@@ -68,12 +68,12 @@ import {
 
 const SNAPSHOT = path.join(RESULTS, '.dist-snapshot-smtp');
 // As in the other benches: BENCH_OURS / BENCH_LIMIT replace either program (a patched dist/, say).
+/** The bare smtp-server: the default ceiling, and always the floor of the Postfix comparison, whatever BENCH_LIMIT names. */
+const BARE = path.resolve(ROOT, 'bench/baseline/smtp-ceiling.mjs');
 const SERVERS = {
   ours: path.resolve(ROOT, process.env.BENCH_OURS ?? path.join(SNAPSHOT, 'src/inbox/main.js')),
-  ceiling: path.resolve(ROOT, process.env.BENCH_LIMIT ?? 'bench/baseline/smtp-ceiling.mjs'),
+  ceiling: process.env.BENCH_LIMIT ? path.resolve(ROOT, process.env.BENCH_LIMIT) : BARE,
 };
-/** The floor of the Postfix comparison: always the bare smtp-server, whatever BENCH_LIMIT names. */
-const FLOOR = path.resolve(ROOT, 'bench/baseline/smtp-ceiling.mjs');
 /** A build of the service (seeded and checked) rather than the ceiling: BENCH_LIMIT may name one, for an A/B of two builds. */
 const isService = (kind) => path.basename(SERVERS[kind]) === 'main.js';
 const DOMAIN = 'inbox.localhost';
@@ -580,7 +580,7 @@ async function measureAnchor({ kind, db, dir, mode, port, postfix, nodeArgs = []
     await quiet();
     const running = await harness.startServer({
       label: kind,
-      file: FLOOR,
+      file: BARE,
       env: serverEnv(db, dir, port, { greetingDelayMs: 0 }),
     });
     server = { ...running, cpu: () => cpuSeconds([running.pid]), smtpPort: port.smtp };

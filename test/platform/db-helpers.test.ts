@@ -692,4 +692,11 @@ describe('timeOrderedUuid', () => {
     );
     expect(new Set(Array.from({ length: 1000 }, () => timeOrderedUuid(new Date(0), systemIds))).size).toBe(1000);
   });
+
+  it("carries the v4 UUID's random digits after its version digit, and sets the variant whatever the source's", () => {
+    const from = (uuid: string) => timeOrderedUuid(new Date(0x0123456789ab), { ...systemIds, uuid: () => uuid });
+    expect(from('0123abcd-4567-4def-b89a-bcdef0123456')).toBe('01234567-89ab-7def-b89a-bcdef0123456');
+    expect(from('0123abcd-4567-4def-789a-bcdef0123456')).toBe('01234567-89ab-7def-b89a-bcdef0123456');
+    expect(from('0123abcd-4567-4def-089a-bcdef0123456')).toBe('01234567-89ab-7def-889a-bcdef0123456');
+  });
 });

@@ -95,12 +95,10 @@ async function insertMessageDocuments(
         values (${pk}, ${scope.organizationId}, ${scope.podId}, ${scope.inboxId}, ${vector(subject)}, ${vector(addresses)}, ${vector(all)})`,
       );
     } else {
-      const [words, subject, addresses, body] = [
-        scopeWords(scope),
-        joinWords(doc.subject),
-        joinWords(doc.addresses),
-        joinWords(doc.body),
-      ];
+      const words = scopeWords(scope);
+      const subject = joinWords(doc.subject);
+      const addresses = joinWords(doc.addresses);
+      const body = joinWords(doc.body);
       await runSqlOnce(
         db,
         'message_search.insert',
@@ -174,11 +172,9 @@ async function writeThreadDocument(
   doc: SearchDocument,
   previous: StoredThreadDocument | undefined,
 ): Promise<void> {
-  const [subjectWords, addressWords, bodyWords] = [
-    joinWords(doc.subject),
-    joinWords(doc.addresses),
-    joinWords(doc.body),
-  ];
+  const subjectWords = joinWords(doc.subject);
+  const addressWords = joinWords(doc.addresses);
+  const bodyWords = joinWords(doc.body);
   if (dialectOf(db) === 'postgres') {
     const { subject, addresses } = doc;
     const all = [...subject, ...addresses, ...doc.body];
