@@ -1,3 +1,5 @@
+// First: the collector's settings must hold before any request code runs (decision 0056).
+import '../platform/gc-tuning.js';
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from '../platform/config/config.js';
 import { closeOnSignals } from '../platform/http/app.js';
