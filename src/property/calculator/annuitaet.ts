@@ -139,11 +139,11 @@ export function tilgungsplan(darlehen: Darlehen): Tilgungsplan {
   let laufzeitMonate: number | undefined;
   const jahre: Jahr[] = [];
   const monate: Monat[] = [];
-  const bindung = summen();
-  const gesamt = summen();
+  const bindung = new RunningSums();
+  const gesamt = new RunningSums();
   let stalled = false;
   for (let jahr = 1; jahr <= HORIZONT_JAHRE && rest > 0n && !stalled; jahr++) {
-    const imJahr = summen();
+    const imJahr = new RunningSums();
     for (let m = 1; m <= 12 && rest > 0n; m++) {
       const monat = (jahr - 1) * 12 + m;
       const zins = toCents(multiply(fromCents(rest), monat <= bindungMonate ? zinsBindung : zinsDanach));
@@ -197,30 +197,39 @@ export function tilgungsplan(darlehen: Darlehen): Tilgungsplan {
 
 const minimum = (a: bigint, b: bigint): bigint => (a < b ? a : b);
 
-/** Running sums in cents. */
-function summen() {
-  let zinsen = 0n;
-  let tilgung = 0n;
-  let sondertilgung = 0n;
-  let count = 0;
-  return {
-    get count() {
-      return count;
-    },
-    add(z: bigint, t: bigint, s: bigint) {
-      zinsen += z;
-      tilgung += t;
-      sondertilgung += s;
-      count++;
-    },
-    wire: () => ({ zinsen: eur(zinsen), tilgung: eur(tilgung), sondertilgung: eur(sondertilgung) }),
-    wireSummen: (): Summen => ({
-      zinsen: eur(zinsen),
-      tilgung: eur(tilgung),
-      sondertilgung: eur(sondertilgung),
-      zahlungen: eur(zinsen + tilgung + sondertilgung),
-    }),
-  };
+/**
+ * Running sums in cents. A class, not an object literal with a `get count()`: such a literal,
+ * made in a function, gets a V8 map of its own for every call (docs/decisions/0056).
+ */
+class RunningSums {
+  private zinsen = 0n;
+  private tilgung = 0n;
+  private sondertilgung = 0n;
+  private added = 0;
+
+  get count(): number {
+    return this.added;
+  }
+
+  add(z: bigint, t: bigint, s: bigint): void {
+    this.zinsen += z;
+    this.tilgung += t;
+    this.sondertilgung += s;
+    this.added++;
+  }
+
+  wire() {
+    return { zinsen: eur(this.zinsen), tilgung: eur(this.tilgung), sondertilgung: eur(this.sondertilgung) };
+  }
+
+  wireSummen(): Summen {
+    return {
+      zinsen: eur(this.zinsen),
+      tilgung: eur(this.tilgung),
+      sondertilgung: eur(this.sondertilgung),
+      zahlungen: eur(this.zinsen + this.tilgung + this.sondertilgung),
+    };
+  }
 }
 
 /** Loan amount = price − equity, in exact EUR; negative or zero means no loan is needed. */
