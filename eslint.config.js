@@ -70,6 +70,17 @@ const CATALOGUED = [
   },
 ];
 
+/**
+ * A getter in an object literal made inside a function: V8 gives every such object a map of its own
+ * in the old generation, which keeps the getter's closure (and what it holds) alive through young
+ * collections (docs/decisions/0056). A class with the getter on its prototype does not.
+ */
+const PER_CALL_GETTER = {
+  selector: ':function ObjectExpression > Property[kind="get"]',
+  message:
+    'A getter in an object literal made per call gives each object its own V8 map (decision 0056): use a class with the getter on its prototype.',
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'data/**', 'bench/results/**', '.tmp/**', 'tmp-*/**'] },
   js.configs.recommended,
@@ -79,6 +90,11 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
     },
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*.test.ts'],
+    rules: { 'no-restricted-syntax': ['error', PER_CALL_GETTER] },
   },
   { files: ['src/platform/**'], rules: forbid([['**/inbox/**', '**/property/**']]) },
   { files: ['src/property/**'], rules: forbid([['**/inbox/**']]) },
@@ -135,7 +151,7 @@ export default tseslint.config(
   {
     files: [INBOX],
     ignores: ['src/inbox/core/**', 'src/inbox/**/*.test.ts', 'src/inbox/migrations/**'],
-    rules: { 'no-restricted-syntax': ['error', ...CATALOGUED] },
+    rules: { 'no-restricted-syntax': ['error', ...CATALOGUED, PER_CALL_GETTER] },
   },
   {
     files: ['bench/**/*.mjs', 'scripts/**/*.mjs', 'bin/**/*.mjs', '.ci/**/*.mjs'],
