@@ -66,6 +66,9 @@ async function main([command, entry, ...args]) {
     if (build.status !== 0) process.exit(build.status ?? 1);
   }
   const file = path.resolve(ROOT, 'dist', entry);
+  // The collector's settings before any module of the bundle runs: esbuild orders the chunks an
+  // entry imports as it sees fit, so the entry's own first import may run after others (decision 0056).
+  await import(pathToFileURL(path.resolve(ROOT, 'dist/src/platform/gc-tuning.js')).href);
   process.argv = [process.argv[0], file, ...args];
   await import(pathToFileURL(file).href);
 }

@@ -1,3 +1,6 @@
+// First: the collector's settings before any other module runs (decision 0056; the bundle's start,
+// scripts/build-once.mjs, imports them before the bundle).
+import './platform/gc-tuning.js';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './platform/config/config.js';
 import { isAppError } from './platform/errors/app-error.js';

@@ -1,4 +1,5 @@
-// First: the collector's settings must hold before any request code runs (decision 0056).
+// First: the collector's settings before any other module runs (decision 0056; the bundle's start,
+// scripts/build-once.mjs, imports them before the bundle).
 import './platform/gc-tuning.js';
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from './platform/config/config.js';

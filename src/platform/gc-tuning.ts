@@ -1,9 +1,9 @@
 import { setFlagsFromString } from 'node:v8';
 
 /**
- * V8's garbage collector, tuned for a server that answers requests (docs/decisions/0056). Imported
- * first by every entry point (`src/main.ts`, each service's `main.ts`), before any request code
- * has run.
+ * V8's garbage collector, tuned for a server that answers requests (docs/decisions/0056). The first
+ * import of every entry point (`src/main.ts`, each service's `main.ts`, `src/cli.ts`); the bundle's
+ * start (`scripts/build-once.mjs`) imports it before the bundle, whose chunks esbuild orders itself.
  *
  * Allocation-site pretenuring is off. With it on, V8 decides after a few hundred allocations
  * that an object literal or array literal in the code makes long-lived objects, and from then
@@ -16,6 +16,6 @@ import { setFlagsFromString } from 'node:v8';
  * REST's. Without pretenuring, an object only reaches the old generation by surviving two young
  * collections, which request objects do not.
  */
-export const PRETENURING_OFF = '--no-allocation-site-pretenuring';
+const PRETENURING_OFF = '--no-allocation-site-pretenuring';
 
 setFlagsFromString(PRETENURING_OFF);
