@@ -71,12 +71,12 @@ const CATALOGUED = [
 ];
 
 /**
- * A getter in an object literal made inside a function: V8 gives every such object a map of its own
+ * A getter or setter in an object literal made inside a function: V8 gives every such object a map of its own
  * in the old generation, which keeps the getter's closure (and what it holds) alive through young
  * collections (docs/decisions/0056). A class with the getter on its prototype does not.
  */
 const PER_CALL_GETTER = {
-  selector: ':function ObjectExpression > Property[kind="get"]',
+  selector: ':function ObjectExpression > Property[kind!="init"]',
   message:
     'A getter in an object literal made per call gives each object its own V8 map (decision 0056): use a class with the getter on its prototype.',
 };
