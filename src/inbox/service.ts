@@ -510,7 +510,7 @@ export async function startInboxService(
         registry,
         ready,
         metrics: metricsExposure(config.metricsToken, 'api', managementPort !== undefined),
-        waiters: createMessageWaiters(feed),
+        waiters: createMessageWaiters(feed, registry),
       })) as unknown as FastifyInstance;
       const { services } = runtime;
       const ws = attachRealtime(

@@ -608,6 +608,49 @@ describe.each(dialects)('MCP door (%s)', (dialect) => {
     transport.close();
   });
 
+  it('wait_for_message stops waiting when its client goes away (inbox_mcp_waiting_calls back to 0)', async () => {
+    const metered = await startInboxServer({ dialect, env: { METRICS_TOKEN: 'metrics-secret' } });
+    try {
+      const own = await organization(metered, [unique('gone')]);
+      const waitingCalls = async () => {
+        const res = await fetch(`${metered.url}/metrics`, { headers: { authorization: 'Bearer metrics-secret' } });
+        return Number(/^inbox_mcp_waiting_calls (\d+)/m.exec(await res.text())?.[1] ?? 'NaN');
+      };
+      const until = async (want: number) => {
+        while ((await waitingCalls()) !== want) await new Promise((r) => setTimeout(r, 20));
+      };
+      expect(await waitingCalls()).toBe(0);
+      const req = http.request(`${metered.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'x-api-key': own.key,
+        },
+      });
+      const gone = new Promise<void>((resolve) => req.on('close', () => resolve()));
+      req.on('error', () => {});
+      req.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: {
+            name: 'wait_for_message',
+            arguments: { inboxId: own.inboxes[0], from: 'nobody.example', timeoutSeconds: 110 },
+          },
+        }),
+      );
+      await until(1);
+      req.destroy();
+      await gone;
+      // Were the wait not cut when its client left, it would hold on for 110 s and the test time out.
+      await until(0);
+    } finally {
+      await metered.close();
+    }
+  });
+
   it('rate limits count MCP calls like API calls', async () => {
     const limited = await startInboxServer({ dialect, env: { INBOX_RATE_LIMIT_PER_MINUTE: '5' } });
     try {

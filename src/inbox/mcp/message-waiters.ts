@@ -1,3 +1,4 @@
+import { Gauge, type Registry } from 'prom-client';
 import { SDK_EVENT_TYPES } from '../core/events.js';
 import type { EventFeed, FeedEvent, FeedEventSummary } from '../realtime/event-feed.js';
 
@@ -31,9 +32,21 @@ function messageIdOf(event: FeedEvent): string | undefined {
   }
 }
 
-export function createMessageWaiters(feed: EventFeed): MessageWaiters {
+/** `registry`: where `inbox_mcp_waiting_calls` is counted (the calls waiting now, every inbox). */
+export function createMessageWaiters(feed: EventFeed, registry?: Registry): MessageWaiters {
   const waiting = new Map<string, Set<Resolve>>();
   let consuming: Promise<unknown> | undefined;
+  if (registry)
+    new Gauge({
+      name: 'inbox_mcp_waiting_calls',
+      help: 'MCP wait_for_message calls waiting for a message',
+      registers: [registry],
+      collect() {
+        let calls = 0;
+        for (const set of waiting.values()) calls += set.size;
+        this.set(calls);
+      },
+    });
 
   const consumer = {
     wants: (s: FeedEventSummary) =>
